@@ -1,1 +1,50 @@
-export {};
+export { createAgent } from './agent.js';
+export type { Agent, AgentInput, AgentOptions, AgentRunOptions, AgentRunStream } from './agent.js';
+export { createAgentResponse } from './agent-response.js';
+export type { AgentResponse } from './agent-response.js';
+export { AgentSession, parseSessionJson, SESSION_VERSION } from './agent-session.js';
+export type { AgentSessionInit, SessionJson } from './agent-session.js';
+export { addUsage, assembleResponse } from './chat-client.js';
+export type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, ResponseFormat, ToolChoice, Usage } from './chat-client.js';
+export type { CompactionStrategy } from './compaction.js';
+export type { ContextProvider, ProviderRunArgs } from './context-provider.js';
+export type { EmbeddingGenerator } from './embeddings.js';
+export {
+  BackendUnavailableError,
+  ConcurrencyError,
+  ConfigurationError,
+  ContextWindowExceededError,
+  CtxError,
+  ProviderError,
+  SessionStateError,
+  ToolExecutionError,
+} from './errors.js';
+export type { AgentEvent, EventHandler, ProviderPhase, WarningCode } from './events.js';
+export { FileSessionStore } from './file-session-store.js';
+export type { FileSessionStoreOptions } from './file-session-store.js';
+export { HistoryProvider } from './history-provider.js';
+export type { GetHistoryArgs, HistoryProviderOptions, SaveHistoryArgs } from './history-provider.js';
+export { generateId } from './id.js';
+export { InMemoryHistoryProvider } from './in-memory-history-provider.js';
+export { checkIfMatch, InMemorySessionStore } from './in-memory-session-store.js';
+export type { JsonObject, JsonPrimitive, JsonValue } from './json.js';
+export { Message } from './message.js';
+export type {
+  Content,
+  DataContent,
+  FunctionCallContent,
+  FunctionResultContent,
+  MessageInit,
+  MessageSource,
+  ReasoningContent,
+  Role,
+  SourceType,
+  TextContent,
+} from './message.js';
+export { SessionContext } from './session-context.js';
+export type { Contribution, GetMessagesOptions, SessionContextInit, SourcedInstructions } from './session-context.js';
+export type { SessionStore, SetSessionOptions, StoredSession } from './session-store.js';
+export { defineTool } from './tool.js';
+export type { JsonSchemaToolDefinition, StandardSchemaToolDefinition, StandardSchemaV1, Tool, ToolExecuteOptions, ToolValidation } from './tool.js';
+export { createCharacterTokenizer } from './tokenizer.js';
+export type { CharacterTokenizerOptions, Tokenizer } from './tokenizer.js';

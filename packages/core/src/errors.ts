@@ -1,0 +1,167 @@
+const BASE = 'ctx.error';
+const baseSymbol = Symbol.for(BASE);
+
+function hasMarker(error: unknown, marker: string): boolean {
+  return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[Symbol.for(marker)] === true;
+}
+
+/**
+ * Base class of every error ctx throws. `CtxError.isInstance(e)` (and each subclass's) works
+ * across duplicate installs of `@ctx/core`, where `instanceof` does not.
+ */
+export class CtxError extends Error {
+  private readonly [baseSymbol] = true;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'CtxError';
+  }
+
+  /** Whether `error` is a `CtxError` from any copy of `@ctx/core`. */
+  static isInstance(error: unknown): error is CtxError {
+    return hasMarker(error, BASE);
+  }
+}
+
+const CONFIGURATION = `${BASE}.configuration`;
+const configurationSymbol = Symbol.for(CONFIGURATION);
+/** The agent, a provider or a backend was set up wrongly (duplicate source ids, bad options, bad credentials). */
+export class ConfigurationError extends CtxError {
+  private readonly [configurationSymbol] = true;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ConfigurationError';
+  }
+  static override isInstance(error: unknown): error is ConfigurationError {
+    return hasMarker(error, CONFIGURATION);
+  }
+}
+
+const SESSION_STATE = `${BASE}.session-state`;
+const sessionStateSymbol = Symbol.for(SESSION_STATE);
+/** Session JSON or a provider's state is malformed. `path` names the offending place, e.g. `$.state.memory.messages[3].role`. */
+export class SessionStateError extends CtxError {
+  private readonly [sessionStateSymbol] = true;
+  /** JSON path of the offending value. */
+  readonly path: string;
+  /** What is wrong there. */
+  readonly problem: string;
+  constructor(path: string, problem: string, options?: { cause?: unknown }) {
+    super(`Invalid session data at ${path}: ${problem}`, options);
+    this.name = 'SessionStateError';
+    this.path = path;
+    this.problem = problem;
+  }
+  static override isInstance(error: unknown): error is SessionStateError {
+    return hasMarker(error, SESSION_STATE);
+  }
+}
+
+const PROVIDER = `${BASE}.provider`;
+const providerSymbol = Symbol.for(PROVIDER);
+/** A context provider failed. `cause` holds what it threw. */
+export class ProviderError extends CtxError {
+  private readonly [providerSymbol] = true;
+  /** The failing provider's `sourceId`. */
+  readonly sourceId: string;
+  /** The hook that failed. */
+  readonly phase: 'beforeRun' | 'afterRun' | 'wrap';
+  constructor(sourceId: string, phase: 'beforeRun' | 'afterRun' | 'wrap', cause: unknown) {
+    super(`Context provider "${sourceId}" failed in ${phase}: ${describe(cause)}`, { cause });
+    this.name = 'ProviderError';
+    this.sourceId = sourceId;
+    this.phase = phase;
+  }
+  static override isInstance(error: unknown): error is ProviderError {
+    return hasMarker(error, PROVIDER);
+  }
+}
+
+const CONCURRENCY = `${BASE}.concurrency`;
+const concurrencySymbol = Symbol.for(CONCURRENCY);
+/** A write lost an optimistic-concurrency race: the stored value changed since it was read. Reload and retry. */
+export class ConcurrencyError extends CtxError {
+  private readonly [concurrencySymbol] = true;
+  /** The session whose write conflicted. */
+  readonly sessionId: string;
+  constructor(sessionId: string, message?: string, options?: { cause?: unknown }) {
+    super(message ?? `Session "${truncate(sessionId)}" was changed by another writer since it was read; reload it and retry.`, options);
+    this.name = 'ConcurrencyError';
+    this.sessionId = sessionId;
+  }
+  static override isInstance(error: unknown): error is ConcurrencyError {
+    return hasMarker(error, CONCURRENCY);
+  }
+}
+
+const BACKEND = `${BASE}.backend-unavailable`;
+const backendSymbol = Symbol.for(BACKEND);
+/** A backend (database, search service, model API) could not be reached or kept failing after retries. */
+export class BackendUnavailableError extends CtxError {
+  private readonly [backendSymbol] = true;
+  /** Which backend, e.g. `redis` or `openai`. */
+  readonly backend: string;
+  constructor(backend: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'BackendUnavailableError';
+    this.backend = backend;
+  }
+  static override isInstance(error: unknown): error is BackendUnavailableError {
+    return hasMarker(error, BACKEND);
+  }
+}
+
+const WINDOW = `${BASE}.context-window-exceeded`;
+const windowSymbol = Symbol.for(WINDOW);
+/** The request does not fit the model's context window. Compact the conversation or lower budgets. */
+export class ContextWindowExceededError extends CtxError {
+  private readonly [windowSymbol] = true;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ContextWindowExceededError';
+  }
+  static override isInstance(error: unknown): error is ContextWindowExceededError {
+    return hasMarker(error, WINDOW);
+  }
+}
+
+const TOOL = `${BASE}.tool-execution`;
+const toolSymbol = Symbol.for(TOOL);
+/** A tool failed. The agent sends the message back to the model as the call's result and reports this error through diagnostics. */
+export class ToolExecutionError extends CtxError {
+  private readonly [toolSymbol] = true;
+  /** The tool's name. */
+  readonly toolName: string;
+  /** The function call's id. */
+  readonly callId: string;
+  constructor(toolName: string, callId: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ToolExecutionError';
+    this.toolName = toolName;
+    this.callId = callId;
+  }
+  static override isInstance(error: unknown): error is ToolExecutionError {
+    return hasMarker(error, TOOL);
+  }
+}
+
+/** A short, single-line description of any thrown value. */
+export function describe(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  try {
+    return truncate(typeof error === 'string' ? error : JSON.stringify(error) ?? String(error));
+  } catch {
+    return String(error);
+  }
+}
+
+/** Shortens long ids for error messages. */
+export function truncate(text: string, max = 80): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…(${text.length} chars)`;
+}
+
+/** Whether `error` is an abort (an `AbortError`, or the reason of an aborted signal). */
+export function isAbortError(error: unknown, signal?: AbortSignal): boolean {
+  if (signal?.aborted && error === signal.reason) return true;
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
+}

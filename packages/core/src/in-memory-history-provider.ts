@@ -1,0 +1,50 @@
+import { SessionStateError } from './errors.js';
+import { HistoryProvider, type GetHistoryArgs, type HistoryProviderOptions, type SaveHistoryArgs } from './history-provider.js';
+import { isPlainObject, pathJoin, type JsonObject, type JsonValue } from './json.js';
+import { Message } from './message.js';
+
+/** How many of the newest stored ids a save checks, so a retried turn is not stored twice. */
+const DEDUPE_WINDOW = 256;
+
+/**
+ * History kept in the session itself (`state.messages`), so it serializes with the session and
+ * needs no backend. The agent adds one (sourceId `memory`) when a run has no other history.
+ */
+export class InMemoryHistoryProvider extends HistoryProvider {
+  constructor(options: HistoryProviderOptions = {}) {
+    super({ ...options, sourceId: options.sourceId ?? 'memory' });
+  }
+
+  async getMessages(_sessionId: string, { state, limit }: GetHistoryArgs): Promise<Message[]> {
+    const all = this.#list(state);
+    const start = limit === undefined ? 0 : Math.max(0, all.length - limit);
+    const path = pathJoin(pathJoin('$.state', this.sourceId), 'messages');
+    const window: Message[] = [];
+    for (let i = start; i < all.length; i++) window.push(Message.parse(all[i], pathJoin(path, i)));
+    return window;
+  }
+
+  async saveMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {
+    const all = this.#list(state);
+    const recent = new Set<string>();
+    for (let i = Math.max(0, all.length - DEDUPE_WINDOW); i < all.length; i++) {
+      const id = (all[i] as { id?: unknown } | null)?.id;
+      if (typeof id === 'string') recent.add(id);
+    }
+    for (const m of messages) if (!recent.has(m.id)) all.push(structuredClone(m) as unknown as JsonValue);
+  }
+
+  validateState(state: JsonObject, path: string): void {
+    if (state.messages === undefined) return;
+    if (!Array.isArray(state.messages)) throw new SessionStateError(pathJoin(path, 'messages'), 'must be an array of messages');
+    state.messages.forEach((m, i) => Message.parse(m, pathJoin(pathJoin(path, 'messages'), i)));
+  }
+
+  #list(state: JsonObject): JsonValue[] {
+    const messages = (state.messages ??= []);
+    if (!Array.isArray(messages)) {
+      throw new SessionStateError(pathJoin(pathJoin('$.state', this.sourceId), 'messages'), `must be an array of messages, got ${isPlainObject(messages) ? 'object' : typeof messages}`);
+    }
+    return messages;
+  }
+}
