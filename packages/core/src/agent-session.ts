@@ -22,6 +22,9 @@ export interface AgentSessionInit {
   state?: Record<string, JsonObject>;
 }
 
+/** Marks init state the constructor may keep without copying (module-private). */
+const adopt = Symbol('adopt');
+
 /** The current session format version. */
 export const SESSION_VERSION = 1;
 
@@ -39,7 +42,7 @@ export class AgentSession {
   /** The store's version tag when the session was loaded or last saved; not serialized. */
   etag: string | undefined;
 
-  constructor(init: AgentSessionInit = {}) {
+  constructor(init: AgentSessionInit & { [adopt]?: boolean } = {}) {
     this.sessionId = init.sessionId ?? generateId();
     if (typeof this.sessionId !== 'string' || this.sessionId.length === 0) {
       throw new SessionStateError('$.sessionId', 'must be a non-empty string');
@@ -48,7 +51,8 @@ export class AgentSession {
       throw new SessionStateError('$.serviceSessionId', 'must be a string when present');
     }
     this.serviceSessionId = init.serviceSessionId;
-    this.state = init.state ? structuredClone(init.state) : {};
+    // A null prototype keeps any key, even "__proto__", an ordinary own property.
+    this.state = Object.assign(Object.create(null) as Record<string, JsonObject>, init.state && (init[adopt] ? init.state : structuredClone(init.state)));
     this.etag = undefined;
   }
 
@@ -70,10 +74,8 @@ export class AgentSession {
    */
   static fromJSON(input: unknown): AgentSession {
     const json = parseSessionJson(input);
-    const session = new AgentSession({ sessionId: json.sessionId, serviceSessionId: json.serviceSessionId });
     // A string was parsed just now, so its state is already a private copy.
-    Object.assign(session.state, typeof input === 'string' ? json.state : structuredClone(json.state));
-    return session;
+    return new AgentSession({ sessionId: json.sessionId, serviceSessionId: json.serviceSessionId, state: json.state, [adopt]: typeof input === 'string' });
   }
 }
 

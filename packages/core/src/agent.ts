@@ -138,7 +138,7 @@ export function createAgent(options: AgentOptions): Agent {
     return needsDefault ? [defaultHistory, ...providers] : providers;
   };
 
-  const execute = async (input: AgentInput, runOptions: AgentRunOptions, onUpdate?: (update: ChatResponseUpdate) => void, abort?: AbortController): Promise<AgentResponse> => {
+  const execute = async (input: AgentInput, runOptions: AgentRunOptions, onUpdate?: (update: ChatResponseUpdate) => void | Promise<void>, abort?: AbortController): Promise<AgentResponse> => {
     const runId = generateId();
     const started = performance.now();
     const session = runOptions.session ?? new AgentSession();
@@ -196,34 +196,44 @@ export function createAgent(options: AgentOptions): Agent {
     contextProviders: providers,
     run: (input, runOptions = {}) => execute(input, runOptions),
     runStream(input, runOptions = {}) {
+      // Updates wait in `queue`; once a consumer iterates, the run waits for it to take each one.
       const queue: ChatResponseUpdate[] = [];
-      let wake: (() => void) | undefined;
+      let wakeConsumer: (() => void) | undefined;
+      let resumeRun: (() => void) | undefined;
+      let iterating = false;
       let done = false;
       const controller = new AbortController();
-      const response = execute(input, runOptions, (update) => {
+      const onUpdate = (update: ChatResponseUpdate): Promise<void> | undefined => {
         queue.push(update);
-        wake?.();
-      }, controller).finally(() => {
+        wakeConsumer?.();
+        return iterating ? new Promise<void>((resolve) => (resumeRun = resolve)) : undefined;
+      };
+      const response = execute(input, runOptions, onUpdate, controller).finally(() => {
         done = true;
-        wake?.();
+        wakeConsumer?.();
       });
       response.catch(() => {}); // the caller sees the error through iteration or `response`
       return {
         response,
         async *[Symbol.asyncIterator]() {
+          iterating = true;
           try {
             while (true) {
-              if (queue.length) {
-                yield queue.shift()!;
-                continue;
+              const update = queue.shift();
+              if (update) {
+                yield update;
+              } else if (done) {
+                break;
+              } else {
+                resumeRun?.();
+                await new Promise<void>((resolve) => (wakeConsumer = resolve));
+                wakeConsumer = undefined;
               }
-              if (done) break;
-              await new Promise<void>((resolve) => (wake = resolve));
-              wake = undefined;
             }
             await response;
           } finally {
             if (!done) controller.abort(new DOMException('The stream consumer stopped reading.', 'AbortError'));
+            resumeRun?.();
           }
         },
       };

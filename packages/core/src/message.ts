@@ -6,45 +6,45 @@ import { findNonJson, isPlainObject, pathJoin, type JsonObject, type JsonValue }
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
 
 /** Plain text. */
-export interface TextContent {
+export type TextContent = {
   type: 'text';
   text: string;
-}
+};
 
 /** The model asks for a tool to be called. `arguments` is the JSON text the model produced. */
-export interface FunctionCallContent {
+export type FunctionCallContent = {
   type: 'function-call';
   callId: string;
   name: string;
   arguments: string;
-}
+};
 
 /** The result of a function call, matched to it by `callId`. */
-export interface FunctionResultContent {
+export type FunctionResultContent = {
   type: 'function-result';
   callId: string;
   name?: string;
   result: JsonValue;
   /** The tool failed; `result` describes the failure. */
   isError?: boolean;
-}
+};
 
 /** Binary or remote data (an image, a file): exactly one of `uri` and `data` (base64). */
-export interface DataContent {
+export type DataContent = {
   type: 'data';
   mediaType: string;
   uri?: string;
   data?: string;
   name?: string;
-}
+};
 
 /** The model's reasoning. `text` may be a summary; `encrypted` is opaque data some services return to be sent back. */
-export interface ReasoningContent {
+export type ReasoningContent = {
   type: 'reasoning';
   text: string;
   id?: string;
   encrypted?: string;
-}
+};
 
 /** One piece of a message. */
 export type Content = TextContent | FunctionCallContent | FunctionResultContent | DataContent | ReasoningContent;
@@ -53,13 +53,13 @@ export type Content = TextContent | FunctionCallContent | FunctionResultContent 
 export type SourceType = 'input' | 'history' | 'context' | 'response';
 
 /** Attribution carried in `message.metadata.ctx`. */
-export interface MessageSource {
+export type MessageSource = {
   sourceId: string;
   sourceType: SourceType;
-}
+};
 
 /** A chat message. Plain JSON: it survives `JSON.parse(JSON.stringify(m))` unchanged. */
-export interface Message {
+export type Message = {
   /** Stable id, used to de-duplicate on retry. */
   id: string;
   role: Role;
@@ -68,7 +68,7 @@ export interface Message {
   /** ISO 8601. */
   createdAt?: string;
   metadata?: JsonObject;
-}
+};
 
 /** Optional fields for the `Message` helpers. */
 export type MessageInit = Partial<Omit<Message, 'role' | 'contents'>>;

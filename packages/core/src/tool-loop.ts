@@ -20,8 +20,8 @@ export interface ToolLoopRun {
   maxToolRoundtrips: number;
   compaction: CompactionStrategy | undefined;
   emit: (event: AgentEvent) => void;
-  /** Set for streaming runs: receives every update as it arrives. */
-  onUpdate: ((update: ChatResponseUpdate) => void) | undefined;
+  /** Set for streaming runs: receives every update as it arrives; the loop waits for what it returns. */
+  onUpdate: ((update: ChatResponseUpdate) => void | Promise<void>) | undefined;
 }
 
 /**
@@ -79,7 +79,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       ? calls.map((c) => errorResult(c, `Not run: the limit of ${run.maxToolRoundtrips} tool roundtrips was reached.`))
       : await Promise.all(calls.map((call) => executeTool(call, byName.get(call.name), run)));
     const resultMessage = Message.tool(results);
-    run.onUpdate?.({ messageId: resultMessage.id, role: 'tool', contents: results });
+    await run.onUpdate?.({ messageId: resultMessage.id, role: 'tool', contents: results });
     produced.push(resultMessage);
     pending = [resultMessage];
     if (limitReached) break;
@@ -91,11 +91,12 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
   });
 }
 
-async function stream(client: ChatClient, messages: Message[], options: ChatOptions, onUpdate: (u: ChatResponseUpdate) => void): Promise<ChatResponse> {
+async function stream(client: ChatClient, messages: Message[], options: ChatOptions, onUpdate: (u: ChatResponseUpdate) => void | Promise<void>): Promise<ChatResponse> {
   const updates: ChatResponseUpdate[] = [];
   for await (const update of client.getStreamingResponse(messages, options)) {
     updates.push(update);
-    onUpdate(update);
+    await onUpdate(update);
+    options.signal?.throwIfAborted();
   }
   return assembleResponse(updates, generateId);
 }

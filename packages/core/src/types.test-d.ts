@@ -1,0 +1,25 @@
+import { describe, expectTypeOf, it } from 'vitest';
+import type { JsonValue } from './json.js';
+import { Message } from './message.js';
+import { defineTool, type StandardSchemaV1, type Tool } from './tool.js';
+
+describe('public types', () => {
+  it('a Message is JSON', () => {
+    expectTypeOf(Message.user('hi')).toExtend<JsonValue>();
+  });
+
+  it('defineTool types arguments from a Standard Schema and from a declared type', () => {
+    const schema = {} as StandardSchemaV1<unknown, { city: string }>;
+    defineTool({
+      name: 'weather',
+      parameters: schema,
+      jsonSchema: { type: 'object' },
+      execute: (args) => {
+        expectTypeOf(args).toEqualTypeOf<{ city: string }>();
+        return 1;
+      },
+    });
+    const typed = defineTool<{ n: number }, number>({ name: 'n', parameters: { type: 'object' }, execute: ({ n }) => n });
+    expectTypeOf(typed).toExtend<Tool>();
+  });
+});
