@@ -1,5 +1,10 @@
 import { defineConfig } from 'vitest/config';
+import { sharedTestConfig } from '../../tooling/vitest.shared.js';
 
 export default defineConfig({
-  test: { include: ['src/**/*.test.ts'], typecheck: { enabled: true, include: ['src/**/*.test-d.ts'] } },
+  test: {
+    ...sharedTestConfig,
+    include: ['src/**/*.test.ts'],
+    typecheck: { enabled: true, include: ['src/**/*.test-d.ts'] },
+  },
 });
