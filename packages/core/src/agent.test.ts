@@ -53,7 +53,7 @@ describe('the pipeline', () => {
         state.runs = (state.runs ?? 0) + 1;
       },
     };
-    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['1', '2'] }), contextProviders: [counter as ContextProvider] });
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['1', '2'] }), contextProviders: [counter] });
     const session = agent.createSession();
     await agent.run('a', { session });
     await agent.run('b', { session });

@@ -1,4 +1,7 @@
 import { describe, expectTypeOf, it } from 'vitest';
+import { createAgent } from './agent.js';
+import type { ContextProvider } from './context-provider.js';
+import { ScriptedChatClient } from './testing/scripted-chat-client.js';
 import type { JsonValue } from './json.js';
 import { Message } from './message.js';
 import { defineTool, type StandardSchemaV1, type Tool } from './tool.js';
@@ -21,5 +24,18 @@ describe('public types', () => {
     });
     const typed = defineTool<{ n: number }, number>({ name: 'n', parameters: { type: 'object' }, execute: ({ n }) => n });
     expectTypeOf(typed).toExtend<Tool>();
+  });
+});
+
+describe('providers with typed state', () => {
+  it('fit in an agent pipeline without casts', () => {
+    const profile: ContextProvider<{ name?: string; visits?: number }> = {
+      sourceId: 'profile',
+      beforeRun: ({ state }) => {
+        expectTypeOf(state.name).toEqualTypeOf<string | undefined>();
+        state.visits = (state.visits ?? 0) + 1;
+      },
+    };
+    createAgent({ client: new ScriptedChatClient({ replies: [] }), contextProviders: [profile] });
   });
 });
