@@ -7,7 +7,7 @@ export type AgentEvent =
   | { type: 'run-end'; runId: string; sessionId: string; durationMs: number; error?: unknown; usage?: Usage }
   | { type: 'provider-end'; runId: string; sourceId: string; phase: ProviderPhase; durationMs: number; added: Contribution }
   | { type: 'provider-skipped'; runId: string; sourceId: string; phase: ProviderPhase; error: unknown }
-  | { type: 'model-call'; runId: string; roundtrip: number; messages: number; tools: number }
+  | { type: 'model-call'; runId: string; roundtrip: number; messages: number; instructions: number; tools: number }
   | { type: 'model-response'; runId: string; roundtrip: number; durationMs: number; usage?: Usage; functionCalls: number }
   | { type: 'tool-end'; runId: string; toolName: string; callId: string; durationMs: number; error?: unknown }
   | { type: 'warning'; runId?: string; sourceId?: string; code: WarningCode; message: string };

@@ -20,6 +20,19 @@ interface Envelope {
 
 const STALE_LOCK_MS = 30_000;
 
+/** Whether a lock file's owner (`host pid`) was a process on this host that no longer runs. */
+function ownerIsGone(holder: string, host: string): boolean {
+  const [lockHost, pidText] = holder.split(' ');
+  const pid = Number(pidText);
+  if (lockHost !== host || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
 /**
  * A `SessionStore` on the local file system: one JSON file per session, named by the SHA-256 of
  * its id (any id is safe as a file name). Writes go to a temporary file that is renamed into place,
@@ -63,14 +76,19 @@ export class FileSessionStore implements SessionStore {
     }
   }
 
+  /** Deletes a session's file, readable or not. */
   async delete(sessionId: string): Promise<boolean> {
     const { rm } = await import('node:fs/promises');
     const file = await this.#file(sessionId);
     const release = await this.#lock(file);
     try {
-      const existed = (await this.#read(file, sessionId)) !== undefined;
-      await rm(file, { force: true });
-      return existed;
+      return await rm(file).then(
+        () => true,
+        (error: NodeJS.ErrnoException) => {
+          if (error.code === 'ENOENT') return false;
+          throw error;
+        },
+      );
     } finally {
       await release();
     }
@@ -105,21 +123,27 @@ export class FileSessionStore implements SessionStore {
     }
   }
 
-  /** Takes the file's lock (an exclusive-create lock file); resolves to its release. */
+  /**
+   * Takes the file's lock: an exclusive-create lock file holding the owner's host and pid. A lock
+   * whose owner on this host is gone, or older than 30 s, is broken. Resolves to the release.
+   */
   async #lock(file: string, signal?: AbortSignal): Promise<() => Promise<void>> {
-    const { open, rm, stat } = await import('node:fs/promises');
+    const [{ open, readFile, rm, stat }, { hostname }] = await Promise.all([import('node:fs/promises'), import('node:os')]);
     const lock = `${file}.lock`;
+    const owner = `${hostname()} ${process.pid}`;
     const deadline = Date.now() + this.#lockTimeoutMs;
     for (let attempt = 0; ; attempt++) {
       signal?.throwIfAborted();
       try {
-        await (await open(lock, 'wx')).close();
+        const handle = await open(lock, 'wx');
+        await handle.writeFile(owner).finally(() => handle.close());
         return () => rm(lock, { force: true });
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
       const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
-      if (age > STALE_LOCK_MS) {
+      const holder = await readFile(lock, 'utf8').catch(() => '');
+      if (age > STALE_LOCK_MS || ownerIsGone(holder, hostname())) {
         await rm(lock, { force: true });
         continue;
       }

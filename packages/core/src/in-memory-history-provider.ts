@@ -1,6 +1,6 @@
 import { SessionStateError } from './errors.js';
 import { HistoryProvider, type GetHistoryArgs, type HistoryProviderOptions, type SaveHistoryArgs } from './history-provider.js';
-import { isPlainObject, pathJoin, type JsonObject, type JsonValue } from './json.js';
+import { formatPath, isPlainObject, pathJoin, type JsonObject, type JsonValue } from './json.js';
 import { Message } from './message.js';
 
 /** How many of the newest stored ids a save checks, so a retried turn is not stored twice. */
@@ -18,10 +18,9 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   async getMessages(_sessionId: string, { state, limit }: GetHistoryArgs): Promise<Message[]> {
     const all = this.#list(state);
     const start = limit === undefined ? 0 : Math.max(0, all.length - limit);
-    const path = pathJoin(pathJoin('$.state', this.sourceId), 'messages');
-    const window: Message[] = [];
-    for (let i = start; i < all.length; i++) window.push(Message.parse(all[i], pathJoin(path, i)));
-    return window;
+    const window = all.slice(start);
+    window.forEach((m, i) => Message.isMessage(m) || Message.parse(m, formatPath('$.state', [this.sourceId, 'messages', start + i])));
+    return window as Message[];
   }
 
   async saveMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {
@@ -37,7 +36,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   validateState(state: JsonObject, path: string): void {
     if (state.messages === undefined) return;
     if (!Array.isArray(state.messages)) throw new SessionStateError(pathJoin(path, 'messages'), 'must be an array of messages');
-    state.messages.forEach((m, i) => Message.parse(m, pathJoin(pathJoin(path, 'messages'), i)));
+    state.messages.forEach((m, i) => Message.isMessage(m) || Message.parse(m, formatPath(path, ['messages', i])));
   }
 
   #list(state: JsonObject): JsonValue[] {

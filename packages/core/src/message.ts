@@ -1,6 +1,6 @@
 import { SessionStateError } from './errors.js';
 import { generateId } from './id.js';
-import { findNonJson, isPlainObject, pathJoin, type JsonObject, type JsonValue } from './json.js';
+import { formatPath, isPlainObject, nonJsonSegments, type JsonObject, type JsonValue, type PathSegments } from './json.js';
 
 /** Who wrote a message. */
 export type Role = 'system' | 'user' | 'assistant' | 'tool';
@@ -119,73 +119,82 @@ export const Message = {
   },
   /** Whether `value` is a well-formed message. */
   isMessage(value: unknown): value is Message {
-    return messageProblem(value, '$') === undefined;
+    return messageProblem(value) === undefined;
   },
   /**
    * Checks that `value` is a well-formed message and returns it typed.
    * @throws SessionStateError naming the offending path (under `path`, default `$`).
    */
   parse(value: unknown, path = '$'): Message {
-    const problem = messageProblem(value, path);
-    if (problem) throw new SessionStateError(problem[0], problem[1]);
+    const problem = messageProblem(value);
+    if (problem) throw new SessionStateError(formatPath(path, problem[0]), problem[1]);
     return value as Message;
   },
 };
 
-type Problem = [path: string, problem: string];
+/** What is wrong, and where below the value checked. Segments are built only on failure. */
+type Problem = [segments: PathSegments, problem: string];
 
-function expectString(obj: Record<string, unknown>, key: string, path: string, optional = false): Problem | undefined {
+function at(segment: string | number, problem: Problem | undefined): Problem | undefined {
+  problem?.[0].unshift(segment);
+  return problem;
+}
+
+function expectString(obj: Record<string, unknown>, key: string, optional = false): Problem | undefined {
   const v = obj[key];
-  if (v === undefined && optional) return undefined;
-  return typeof v === 'string' ? undefined : [pathJoin(path, key), v === undefined ? 'is missing' : `must be a string, got ${typeName(v)}`];
+  if (typeof v === 'string' || (v === undefined && optional)) return undefined;
+  return [[key], v === undefined ? 'is missing' : `must be a string, got ${typeName(v)}`];
 }
 
 function typeName(v: unknown): string {
   return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
 }
 
-function contentProblem(value: unknown, path: string): Problem | undefined {
-  if (!isPlainObject(value)) return [path, `must be an object, got ${typeName(value)}`];
+function notJson(value: unknown): Problem | undefined {
+  const segments = nonJsonSegments(value);
+  return segments && [segments, 'is not JSON'];
+}
+
+function contentProblem(value: unknown): Problem | undefined {
+  if (!isPlainObject(value)) return [[], `must be an object, got ${typeName(value)}`];
   switch (value.type) {
     case 'text':
-      return expectString(value, 'text', path);
+      return expectString(value, 'text');
     case 'function-call':
-      return expectString(value, 'callId', path) ?? expectString(value, 'name', path) ?? expectString(value, 'arguments', path);
+      return expectString(value, 'callId') ?? expectString(value, 'name') ?? expectString(value, 'arguments');
     case 'function-result': {
-      const p = expectString(value, 'callId', path) ?? expectString(value, 'name', path, true);
+      const p = expectString(value, 'callId') ?? expectString(value, 'name', true);
       if (p) return p;
-      if (!('result' in value)) return [pathJoin(path, 'result'), 'is missing'];
-      const bad = findNonJson(value.result, pathJoin(path, 'result'));
-      if (bad) return [bad, 'is not JSON'];
-      if (value.isError !== undefined && typeof value.isError !== 'boolean') return [pathJoin(path, 'isError'), 'must be a boolean'];
-      return undefined;
+      if (!('result' in value)) return [['result'], 'is missing'];
+      if (value.isError !== undefined && typeof value.isError !== 'boolean') return [['isError'], 'must be a boolean'];
+      return at('result', notJson(value.result));
     }
     case 'data': {
-      const p = expectString(value, 'mediaType', path) ?? expectString(value, 'uri', path, true) ?? expectString(value, 'data', path, true) ?? expectString(value, 'name', path, true);
+      const p = expectString(value, 'mediaType') ?? expectString(value, 'uri', true) ?? expectString(value, 'data', true) ?? expectString(value, 'name', true);
       if (p) return p;
-      return (value.uri === undefined) === (value.data === undefined) ? [path, 'data content needs exactly one of "uri" and "data"'] : undefined;
+      return (value.uri === undefined) === (value.data === undefined) ? [[], 'data content needs exactly one of "uri" and "data"'] : undefined;
     }
     case 'reasoning':
-      return expectString(value, 'text', path) ?? expectString(value, 'id', path, true) ?? expectString(value, 'encrypted', path, true);
+      return expectString(value, 'text') ?? expectString(value, 'id', true) ?? expectString(value, 'encrypted', true);
     default:
-      return [pathJoin(path, 'type'), `unknown content type ${JSON.stringify(value.type) ?? 'undefined'}`];
+      return [['type'], `unknown content type ${JSON.stringify(value.type) ?? 'undefined'}`];
   }
 }
 
-function messageProblem(value: unknown, path: string): Problem | undefined {
-  if (!isPlainObject(value)) return [path, `must be a message object, got ${typeName(value)}`];
-  const p = expectString(value, 'id', path) ?? expectString(value, 'authorName', path, true) ?? expectString(value, 'createdAt', path, true);
+function messageProblem(value: unknown): Problem | undefined {
+  if (!isPlainObject(value)) return [[], `must be a message object, got ${typeName(value)}`];
+  const p = expectString(value, 'id') ?? expectString(value, 'authorName', true) ?? expectString(value, 'createdAt', true);
   if (p) return p;
-  if (typeof value.role !== 'string' || !ROLES.has(value.role)) return [pathJoin(path, 'role'), `must be one of system, user, assistant, tool; got ${JSON.stringify(value.role) ?? 'undefined'}`];
-  if (!Array.isArray(value.contents)) return [pathJoin(path, 'contents'), `must be an array, got ${typeName(value.contents)}`];
-  for (let i = 0; i < value.contents.length; i++) {
-    const c = contentProblem(value.contents[i], pathJoin(pathJoin(path, 'contents'), i));
-    if (c) return c;
+  if (typeof value.role !== 'string' || !ROLES.has(value.role)) return [['role'], `must be one of system, user, assistant, tool; got ${JSON.stringify(value.role) ?? 'undefined'}`];
+  const contents = value.contents;
+  if (!Array.isArray(contents)) return [['contents'], `must be an array, got ${typeName(contents)}`];
+  for (let i = 0; i < contents.length; i++) {
+    const c = contentProblem(contents[i]);
+    if (c) return at('contents', at(i, c));
   }
   if (value.metadata !== undefined) {
-    if (!isPlainObject(value.metadata)) return [pathJoin(path, 'metadata'), `must be an object, got ${typeName(value.metadata)}`];
-    const bad = findNonJson(value.metadata, pathJoin(path, 'metadata'));
-    if (bad) return [bad, 'is not JSON'];
+    if (!isPlainObject(value.metadata)) return [['metadata'], `must be an object, got ${typeName(value.metadata)}`];
+    return at('metadata', notJson(value.metadata));
   }
   return undefined;
 }

@@ -98,3 +98,30 @@ describe('InMemorySessionStore', () => {
     await expect(agent.getSession('x')).rejects.toSatisfy((e) => ConfigurationError.isInstance(e));
   });
 });
+
+describe('FileSessionStore recovery', () => {
+  it('deletes a session whose file is corrupt', async () => {
+    const store = new FileSessionStore({ directory: dir });
+    await store.set({ type: 'ctx.session', version: 1, sessionId: 'bad', state: {} });
+    const [file] = await readdir(dir);
+    await writeFile(join(dir, file!), 'garbage');
+    await expect(store.get('bad')).rejects.toThrow(SessionStateError);
+    expect(await store.delete('bad')).toBe(true);
+    expect(await store.get('bad')).toBeUndefined();
+    expect(await store.delete('bad')).toBe(false);
+  });
+
+  it('breaks at once a lock left by a process that no longer runs', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const { hostname } = await import('node:os');
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
+    const store = new FileSessionStore({ directory: dir, lockTimeoutMs: 100 });
+    const json = { type: 'ctx.session' as const, version: 1 as const, sessionId: 'crashed', state: {} };
+    await store.set(json);
+    const [file] = await readdir(dir);
+    await writeFile(join(dir, `${file}.lock`), `${hostname()} ${dead}`);
+    await expect(store.set(json)).resolves.toBeTypeOf('string');
+    await writeFile(join(dir, `${file}.lock`), `${hostname()} ${process.ppid}`); // alive: must wait
+    await expect(store.set(json)).rejects.toSatisfy((e) => BackendUnavailableError.isInstance(e));
+  });
+});

@@ -53,7 +53,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     // A service that keeps the conversation has seen everything up to its last response.
     let messages = conversationId !== undefined && serviceConversation !== undefined ? pending : [...sent, ...pending];
     if (run.compaction) messages = await run.compaction.compact(messages, { signal });
-    emit({ type: 'model-call', runId, roundtrip, messages: messages.length, tools: tools.length });
+    emit({ type: 'model-call', runId, roundtrip, messages: messages.length, instructions: context.instructions.length, tools: tools.length });
     const started = performance.now();
     const response = run.onUpdate ? await stream(client, messages, options, run.onUpdate) : await client.getResponse(messages, options);
     const calls = openCalls(response);
