@@ -1,0 +1,137 @@
+/**
+ * OpenAI Agents SDK side of the pipeline benchmark: `Agent` + `run(agent, input, { session })`
+ * with a `MemorySession` and a fake `Model` that answers a fixed text without network (the same
+ * shape the SDK's own tests use: a `Model` whose `getResponse` returns `{ usage, output }`).
+ * The SDK has no history limit on `MemorySession` reads; the windowed variant uses the documented
+ * `sessionInputCallback` to keep the last N items, which still reads the whole session.
+ */
+import {
+  Agent,
+  MemorySession,
+  Runner,
+  Usage,
+  setDefaultModelProvider,
+  setTracingDisabled,
+  type AgentInputItem,
+  type Model,
+  type ModelRequest,
+  type ModelResponse,
+  type StreamEvent,
+} from '@openai/agents-core';
+import { ANSWER, EXTRA_CONTEXT, EXTRA_INSTRUCTIONS, QUESTION, type Turn } from '../data.js';
+
+/** A model that answers `ANSWER` at once, never touching the network. */
+class FakeModel implements Model {
+  calls = 0;
+  async getResponse(_request: ModelRequest): Promise<ModelResponse> {
+    this.calls++;
+    return {
+      usage: new Usage({ requests: 1, inputTokens: 0, outputTokens: 0, totalTokens: 0 }),
+      output: [
+        {
+          type: 'message',
+          id: `msg_${this.calls}`,
+          role: 'assistant',
+          status: 'completed',
+          content: [{ type: 'output_text', text: ANSWER }],
+        },
+      ],
+      responseId: `resp_${this.calls}`,
+    };
+  }
+  // eslint-disable-next-line require-yield
+  async *getStreamedResponse(_request: ModelRequest): AsyncIterable<StreamEvent> {
+    throw new Error('streaming is not used by this benchmark');
+  }
+}
+
+setTracingDisabled(true);
+setDefaultModelProvider({ getModel: () => new FakeModel() });
+
+/** Converts the neutral conversation to Agents SDK input items. */
+export function toAgentItems(turns: Turn[]): AgentInputItem[] {
+  return turns.map((t): AgentInputItem => {
+    switch (t.kind) {
+      case 'user':
+        return { type: 'message', id: t.id, role: 'user', content: t.text };
+      case 'assistant':
+        return {
+          type: 'message',
+          id: t.id,
+          role: 'assistant',
+          status: 'completed',
+          content: [{ type: 'output_text', text: t.text }],
+        };
+      case 'call':
+        return {
+          type: 'function_call',
+          id: t.id,
+          callId: t.callId,
+          name: t.name,
+          arguments: JSON.stringify(t.args),
+          status: 'completed',
+        };
+      case 'result':
+        return {
+          type: 'function_call_result',
+          id: t.id,
+          callId: t.callId,
+          name: t.name,
+          status: 'completed',
+          output: { type: 'text', text: t.output },
+        };
+    }
+  });
+}
+
+/** Keeps the last `n` history items, starting on a user message (never orphans a tool result). */
+function lastItems(history: AgentInputItem[], n: number): AgentInputItem[] {
+  let start = Math.max(0, history.length - n);
+  while (start < history.length) {
+    const item = history[start] as { role?: string };
+    if (item.role === 'user') break;
+    start++;
+  }
+  return history.slice(start);
+}
+
+/**
+ * One prepared Agents SDK pipeline on one session. `setup` (untimed) brings the session back to
+ * exactly the stored items before every timed run.
+ */
+export function openaiAgentsCase(stored: AgentInputItem[], opts: { window?: number } = {}) {
+  const model = new FakeModel();
+  const agent = new Agent({
+    name: 'support',
+    instructions: [...EXTRA_INSTRUCTIONS, ...EXTRA_CONTEXT].join('\n'),
+    model,
+  });
+  const runner = new Runner({ tracingDisabled: true });
+  const window = opts.window;
+  const sessionInputCallback =
+    window === undefined
+      ? undefined
+      : (history: AgentInputItem[], newItems: AgentInputItem[]) => [...lastItems(history, window), ...newItems];
+  // MemorySession deep-copies `initialItems` (structuredClone).
+  const session = new MemorySession({ sessionId: 'oa-bench', initialItems: stored });
+  const lastId = (stored[stored.length - 1] as { id?: string } | undefined)?.id;
+  return {
+    /** Brings the session back to exactly the stored items (untimed), through its public API. */
+    async setup(): Promise<MemorySession> {
+      for (;;) {
+        const [last] = await session.getItems(1);
+        if (!last || (last as { id?: string }).id === lastId) break;
+        await session.popItem();
+      }
+      return session;
+    },
+    async run(session: MemorySession): Promise<string> {
+      const res = await runner.run(agent, QUESTION, sessionInputCallback ? { session, sessionInputCallback } : { session });
+      return String(res.finalOutput);
+    },
+    /** Items stored in the session now. */
+    async storedCount(session: MemorySession): Promise<number> {
+      return (await session.getItems()).length;
+    },
+  };
+}
