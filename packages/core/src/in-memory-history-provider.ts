@@ -20,7 +20,8 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const start = limit === undefined ? 0 : Math.max(0, all.length - limit);
     const window = all.slice(start);
     window.forEach((m, i) => Message.isMessage(m) || Message.parse(m, formatPath('$.state', [this.sourceId, 'messages', start + i])));
-    return window as Message[];
+    // Copies: whatever the run does to loaded messages must not change the stored history.
+    return structuredClone(window) as Message[];
   }
 
   async saveMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {

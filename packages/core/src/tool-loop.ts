@@ -56,6 +56,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     emit({ type: 'model-call', runId, roundtrip, messages: messages.length, instructions: context.instructions.length, tools: tools.length });
     const started = performance.now();
     const response = run.onUpdate ? await stream(client, messages, options, run.onUpdate) : await client.getResponse(messages, options);
+    signal.throwIfAborted(); // a client that ignored the signal must not complete an aborted run
     const calls = openCalls(response);
     emit({ type: 'model-response', runId, roundtrip, durationMs: performance.now() - started, functionCalls: calls.length, ...(response.usage ? { usage: response.usage } : {}) });
 

@@ -138,6 +138,7 @@ function usageOf(messages: Message[], reply: ScriptedReply): Usage {
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       resolve();

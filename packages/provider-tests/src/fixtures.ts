@@ -1,0 +1,110 @@
+import { generateId, type JsonObject, type Message } from '@ctx/core';
+
+/**
+ * Session ids that break naive backends: glob and key-separator characters (`*`, `:`), Redis Cluster
+ * hash tags (`{}`, `a{b}c`), line breaks, a 4 KB id and its 4095-character prefix (catches
+ * truncation), emoji, right-to-left text and a bidi override, path traversal, `/` next to its
+ * URL-encoded form, `%` and quotes, letter case, padding spaces and the two Unicode spellings of `é`
+ * (catches normalization). Every id is distinct from every other, so a store must keep all of them
+ * apart.
+ */
+export const HOSTILE_SESSION_IDS: readonly string[] = Object.freeze([
+  '*',
+  ':',
+  '{}',
+  'a{b}c',
+  '\n',
+  'line one\r\nline two',
+  'x'.repeat(4096),
+  'x'.repeat(4095),
+  '🦜💬 session',
+  'محادثة-עברית',
+  '\u202Egnp.exe',
+  '../../etc/passwd',
+  '..\\..\\windows\\win.ini',
+  'a/b',
+  'a%2Fb',
+  `100% "double" 'single' \`back\``,
+  '%s%n%d',
+  'CaseSensitive',
+  'casesensitive',
+  ' padded ',
+  'padded',
+  '\u00e9',
+  'e\u0301',
+]);
+
+/** A short, printable form of a session id for assertion messages. */
+export function describeId(id: string): string {
+  const shown = JSON.stringify(id);
+  return shown.length <= 40 ? shown : `${shown.slice(0, 30)}…" (${id.length} chars)`;
+}
+
+/** A base64 string of 16 bytes (0x00..0x0f), for data content. */
+const SAMPLE_BASE64 = 'AAECAwQFBgcICQoLDA0ODw==';
+
+/**
+ * Fresh messages (new ids on every call) covering every content kind and every optional field:
+ * text (including empty text), data by `uri` and by base64 `data`, reasoning with `id` and
+ * `encrypted`, function calls (including empty arguments), function results with nested JSON,
+ * string, number, null and array results and `isError` true and false, an empty `contents` list,
+ * `authorName`, `createdAt` present and absent, and `metadata` with nested JSON and unicode.
+ * The list starts with a system message, so a history window never begins with a tool result.
+ */
+export function messagesOfEveryKind(): Message[] {
+  const nested: JsonObject = {
+    numbers: [0, -1, 2.5, 1e21, -0.000125, 9007199254740991],
+    flags: [true, false, null],
+    text: ['', 'plain', '🦜 مرحبا "quoted" \\ back\\slash\nnew line\ttab'],
+    deep: { a: { b: { c: [{ d: [[], {}] }] } } },
+  };
+  return [
+    { id: generateId(), role: 'system', contents: [{ type: 'text', text: 'You answer tersely.' }], createdAt: '2024-02-29T23:59:59.999Z' },
+    {
+      id: generateId(),
+      role: 'user',
+      authorName: 'Zoë',
+      createdAt: '2025-01-01T00:00:00.000Z',
+      metadata: { nested, client: 'web', emptyObject: {}, emptyList: [] },
+      contents: [
+        { type: 'text', text: 'Look at these, please.' },
+        { type: 'data', mediaType: 'image/png', uri: 'https://example.com/a%20cat.png?size=large&lang=fr#top', name: 'cat.png' },
+        { type: 'data', mediaType: 'application/octet-stream', data: SAMPLE_BASE64 },
+      ],
+    },
+    {
+      id: generateId(),
+      role: 'assistant',
+      authorName: 'planner',
+      contents: [
+        { type: 'reasoning', text: 'I need the weather first.', id: 'rs_001', encrypted: 'gAAAAABl-opaque+/=' },
+        { type: 'reasoning', text: '' },
+        { type: 'text', text: 'Let me check.' },
+        { type: 'function-call', callId: 'call_weather', name: 'get_weather', arguments: '{"city":"Zürich","days":[1,2]}' },
+        { type: 'function-call', callId: 'call_noop', name: 'noop', arguments: '' },
+      ],
+    },
+    {
+      id: generateId(),
+      role: 'tool',
+      createdAt: '2025-01-01T00:00:01.000Z',
+      contents: [
+        { type: 'function-result', callId: 'call_weather', name: 'get_weather', result: { temperature: -3.5, tags: ['snow', null], nested } },
+        { type: 'function-result', callId: 'call_noop', name: 'noop', result: null, isError: false },
+      ],
+    },
+    {
+      id: generateId(),
+      role: 'tool',
+      contents: [
+        { type: 'function-result', callId: 'call_fail', name: 'lookup', result: { error: 'upstream timed out', code: 504 }, isError: true },
+        { type: 'function-result', callId: 'call_text', result: 'a plain string result' },
+        { type: 'function-result', callId: 'call_number', result: 42 },
+        { type: 'function-result', callId: 'call_list', result: [1, 'two', { three: 3 }, [4]] },
+      ],
+    },
+    { id: generateId(), role: 'assistant', contents: [] },
+    { id: generateId(), role: 'assistant', contents: [{ type: 'text', text: '' }], metadata: { ctx: { sourceId: 'response', sourceType: 'response' }, score: 0.5 } },
+    { id: generateId(), role: 'user', contents: [{ type: 'text', text: 'Thanks! 👍' }], metadata: { ctx: { sourceId: 'input', sourceType: 'input' } } },
+  ];
+}

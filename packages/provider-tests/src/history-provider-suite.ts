@@ -1,0 +1,674 @@
+import {
+  AgentSession,
+  createAgent,
+  defineTool,
+  HistoryProvider,
+  Message,
+  type Agent,
+  type AgentResponse,
+  type ContextProvider,
+  type FunctionResultContent,
+  type HistoryProviderOptions,
+} from '@ctx/core';
+import { ScriptedChatClient, type ScriptedCall, type ScriptedReply } from '@ctx/core/testing';
+import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
+import { describeId, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
+import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
+
+/** What a history backend can or cannot do; the suite skips or adapts the tests that depend on it. */
+export interface HistoryProviderCapabilities {
+  /**
+   * `saveMessages` skips messages whose id is already stored, so a retried save stores nothing
+   * twice. Default true; set false for an append-only log that cannot check ids, and the retry
+   * tests are skipped.
+   */
+  dedupesByMessageId?: boolean;
+  /**
+   * History lives in the session's own state slot (like `InMemoryHistoryProvider`), so it travels
+   * with the session JSON and a fresh session object with the same id starts empty. Default false:
+   * history is kept in a backend by session id, and the suite checks that a fresh session object
+   * with the same id sees it.
+   */
+  keepsHistoryInSession?: boolean;
+  /** The longest session id the backend accepts; longer hostile ids are left out. Default: no limit. */
+  maxSessionIdLength?: number;
+}
+
+/** What the suite passes to `create`: the options under test, always with a `sourceId`. */
+export type HistoryProviderCreateOptions = HistoryProviderOptions & { sourceId: string };
+
+/** Options of `describeHistoryProvider`. */
+export interface HistoryProviderSuiteOptions<P extends HistoryProvider = HistoryProvider> extends ConformanceSuiteOptions<P> {
+  /**
+   * Creates the provider under test with exactly these options (pass every one on). Called several
+   * times per test; every provider it returns must share one backend: two providers with the same
+   * `sourceId` see the same history, two with different ones never see each other's. The suite
+   * picks fresh random source ids, so data a previous run left behind never interferes.
+   */
+  create: (options: HistoryProviderCreateOptions) => MaybePromise<P>;
+  /** What the backend can do. Every capability defaults to the strictest expectation. */
+  capabilities?: HistoryProviderCapabilities;
+  /** How many runs the concurrency test starts at once on one session. Default 50. */
+  concurrentRuns?: number;
+}
+
+const CHECKED_OPTIONS = ['sourceId', 'loadMessages', 'storeInputs', 'storeOutputs', 'storeContextMessages', 'maxMessages'] as const;
+
+/**
+ * Defines a vitest suite that checks a `HistoryProvider` against the contract of `@ctx/core`:
+ * the load and store options, windows, ordering, isolation, JSON fidelity of every content kind,
+ * failed runs, hostile session ids, concurrent saves and retries. Most tests run end to end through
+ * `createAgent` with a `ScriptedChatClient`; some call `getMessages` / `saveMessages` directly.
+ * Call it at the top level of a test file.
+ */
+export function describeHistoryProvider<P extends HistoryProvider>(name: string, options: HistoryProviderSuiteOptions<P>): void {
+  const capabilities = {
+    dedupesByMessageId: options.capabilities?.dedupesByMessageId ?? true,
+    keepsHistoryInSession: options.capabilities?.keepsHistoryInSession ?? false,
+    maxSessionIdLength: options.capabilities?.maxSessionIdLength ?? Number.POSITIVE_INFINITY,
+  };
+  const concurrentRuns = options.concurrentRuns ?? 50;
+
+  describe(`${name} (HistoryProvider conformance)`, options.timeout === undefined ? {} : { timeout: options.timeout }, () => {
+    const { test, finish } = createRegistrar(name, options.expectedFailures);
+    afterAll(finish);
+    const tag = randomTag();
+    let counter = 0;
+    const created: P[] = [];
+
+    if (options.setup) beforeAll(() => options.setup!());
+    if (options.teardown) afterAll(() => options.teardown!());
+    afterEach(async () => {
+      const list = created.splice(0);
+      if (options.cleanup) for (const provider of list) await options.cleanup(provider);
+    });
+
+    /** A provider from the factory, with a fresh source id unless one is given. */
+    const make = async (overrides: HistoryProviderOptions = {}): Promise<P> => {
+      const asked: HistoryProviderCreateOptions = { ...overrides, sourceId: overrides.sourceId ?? `history-${tag}-${++counter}` };
+      const provider = await options.create(asked);
+      created.push(provider);
+      if (!HistoryProvider.isInstance(provider)) throw new Error(`create() of ${name} must return a HistoryProvider (a subclass of the one in @ctx/core).`);
+      for (const key of CHECKED_OPTIONS) {
+        if (asked[key] !== undefined && provider[key] !== asked[key]) {
+          throw new Error(`create() of ${name} must pass every option on: asked for ${key} = ${JSON.stringify(asked[key])}, the provider has ${JSON.stringify(provider[key])}.`);
+        }
+      }
+      return provider;
+    };
+
+    describe('loading', () => {
+      test('loads the stored conversation before a run, oldest first, attributed as history', async () => {
+        const provider = await make();
+        const client = echoClient();
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        await agent.run('first', { session });
+        await agent.run('second', { session });
+        await agent.run('third', { session });
+        expect(texts(call(client, 2).messages)).toEqual(['user:first', 'assistant:re: first', 'user:second', 'assistant:re: second', 'user:third']);
+        const stored = await load(provider, session);
+        expect(fromSource(call(client, 2), provider.sourceId)).toEqual(stored.slice(0, 4).map((m) => Message.withSource(m, provider.sourceId, 'history')));
+      });
+
+      test("loadMessages 'auto' does not load once the session has a serviceSessionId, but still stores", async () => {
+        const provider = await make({ loadMessages: 'auto' });
+        const client = new ScriptedChatClient({ replies: [{ text: 'one', conversationId: 'conv_1' }, 'two'] });
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        await agent.run('first', { session });
+        expect(session.serviceSessionId).toBe('conv_1');
+        await agent.run('second', { session });
+        expect(call(client, 1).options.conversationId).toBe('conv_1');
+        expect(texts(call(client, 1).messages)).toEqual(['user:second']);
+        expect(texts(await load(provider, session))).toEqual(['user:first', 'assistant:one', 'user:second', 'assistant:two']);
+      });
+
+      test("loadMessages 'auto' does not load when the run sets store: true", async () => {
+        const provider = await make();
+        const client = echoClient();
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        await agent.run('first', { session });
+        await agent.run('second', { session, options: { store: true } });
+        expect(call(client, 1).options.store).toBe(true);
+        expect(texts(call(client, 1).messages)).toEqual(['user:second']);
+        await agent.run('third', { session, options: { store: false } });
+        expect(texts(call(client, 2).messages)).toEqual(['user:first', 'assistant:re: first', 'user:second', 'assistant:re: second', 'user:third']);
+      });
+
+      test("loadMessages 'auto' does not load when the client stores by default, unless the run sets store: false", async () => {
+        const provider = await make();
+        const client = echoClient({ storesByDefault: true });
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        await agent.run('first', { session });
+        await agent.run('second', { session });
+        expect(texts(call(client, 1).messages)).toEqual(['user:second']);
+        await agent.run('third', { session, options: { store: false } });
+        expect(texts(call(client, 2).messages)).toEqual(['user:first', 'assistant:re: first', 'user:second', 'assistant:re: second', 'user:third']);
+        expect(fromSource(call(client, 2), provider.sourceId)).toHaveLength(4);
+      });
+
+      test('loadMessages true loads even when the service keeps the conversation', async () => {
+        const provider = await make({ loadMessages: true });
+        const client = new ScriptedChatClient({ replies: [{ text: 'one', conversationId: 'conv_1' }, 'two'], storesByDefault: true });
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        await agent.run('first', { session, options: { store: true } });
+        await agent.run('second', { session, options: { store: true } });
+        expect(session.serviceSessionId).toBe('conv_1');
+        expect(texts(fromSource(call(client, 1), provider.sourceId))).toEqual(['user:first', 'assistant:one']);
+      });
+
+      test('loadMessages false never loads but still stores inputs, outputs and tool exchanges', async () => {
+        const provider = await make({ loadMessages: false });
+        const client = toolClient();
+        const agent = createAgent({ client, tools: [lookupTool()], contextProviders: [provider] });
+        const session = agent.createSession();
+        await agent.run('weather?', { session });
+        await agent.run('thanks', { session });
+        for (const c of client.calls) expect(fromSource(c, provider.sourceId)).toEqual([]);
+        const stored = await load(provider, session);
+        expect(texts(stored)).toEqual(['user:weather?', 'assistant:', 'tool:', 'assistant:sunny', 'user:thanks', 'assistant:re: thanks']);
+        const [functionCall] = Message.functionCalls(stored[1]!);
+        expect(stored[2]!.contents).toEqual([{ type: 'function-result', callId: functionCall!.callId, name: 'lookup', result: { hits: ['weather'] } }]);
+      });
+
+      test('getMessages of a session with no history is empty', async () => {
+        const provider = await make();
+        const session = new AgentSession();
+        expect(await load(provider, session)).toEqual([]);
+        expect(await load(provider, session, 5)).toEqual([]);
+      });
+    });
+
+    describe('storing', () => {
+      test('stores the input, then the reply, with input and response attribution', async () => {
+        const provider = await make();
+        const agent = agentWith([provider]);
+        const session = agent.createSession();
+        const input = Message.user('hello', { authorName: 'ann', metadata: { channel: 'web' } });
+        const response = await agent.run(input, { session });
+        expect(await load(provider, session)).toEqual([
+          Message.withSource(input, 'input', 'input'),
+          Message.withSource(response.messages[0]!, 'response', 'response'),
+        ]);
+      });
+
+      test('stores a whole tool exchange in order: calls, results, final answer', async () => {
+        const provider = await make();
+        const client = new ScriptedChatClient({
+          replies: [{ toolCalls: [{ name: 'lookup', callId: 'call_a', arguments: { q: 'a' } }, { name: 'lookup', callId: 'call_b', arguments: { q: 'b' } }] }, 'both found'],
+        });
+        const agent = createAgent({ client, tools: [lookupTool()], contextProviders: [provider] });
+        const session = agent.createSession();
+        const input = Message.user('find a and b');
+        const response = await agent.run(input, { session });
+        const stored = await load(provider, session);
+        expect(stored).toEqual([Message.withSource(input, 'input', 'input'), ...response.messages.map((m) => Message.withSource(m, 'response', 'response'))]);
+        expect(texts(stored)).toEqual(['user:find a and b', 'assistant:', 'tool:', 'assistant:both found']);
+        expect(stored[2]!.contents).toEqual([
+          { type: 'function-result', callId: 'call_a', name: 'lookup', result: { hits: ['a'] } },
+          { type: 'function-result', callId: 'call_b', name: 'lookup', result: { hits: ['b'] } },
+        ]);
+      });
+
+      test('a failing tool is not a failed run: its error result is stored', async () => {
+        const provider = await make();
+        const broken = defineTool({ name: 'broken', parameters: { type: 'object' }, execute: () => { throw new Error('disk on fire'); } });
+        const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'broken', callId: 'call_x' }] }, 'sorry'] });
+        const agent = createAgent({ client, tools: [broken], contextProviders: [provider] });
+        const session = agent.createSession();
+        await agent.run('try it', { session });
+        const stored = await load(provider, session);
+        expect(texts(stored)).toEqual(['user:try it', 'assistant:', 'tool:', 'assistant:sorry']);
+        const result = stored[2]!.contents[0] as FunctionResultContent;
+        expect(result).toMatchObject({ type: 'function-result', callId: 'call_x', isError: true });
+        expect(JSON.stringify(result.result)).toContain('disk on fire');
+      });
+
+      test('storeInputs: false stores only the replies', async () => {
+        const provider = await make({ storeInputs: false });
+        const agent = agentWith([provider]);
+        const session = agent.createSession();
+        await agent.run('a', { session });
+        await agent.run('b', { session });
+        expect(texts(await load(provider, session))).toEqual(['assistant:re: a', 'assistant:re: b']);
+      });
+
+      test('storeOutputs: false stores only the inputs', async () => {
+        const provider = await make({ storeOutputs: false });
+        const agent = agentWith([provider]);
+        const session = agent.createSession();
+        await agent.run('a', { session });
+        await agent.run('b', { session });
+        expect(texts(await load(provider, session))).toEqual(['user:a', 'user:b']);
+      });
+
+      test('storeInputs and storeOutputs both false store nothing', async () => {
+        const provider = await make({ storeInputs: false, storeOutputs: false });
+        const agent = agentWith([provider]);
+        const session = agent.createSession();
+        await agent.run('a', { session });
+        await agent.run('b', { session });
+        expect(await load(provider, session)).toEqual([]);
+      });
+
+      test('does not store injected context by default', async () => {
+        const provider = await make();
+        const client = echoClient();
+        const agent = agentWith([provider, injector('notes')], client);
+        const session = agent.createSession();
+        await agent.run('a', { session });
+        expect(texts(call(client, 0).messages)).toEqual(['system:notes says hi', 'user:a']);
+        expect(texts(await load(provider, session))).toEqual(['user:a', 'assistant:re: a']);
+      });
+
+      test('storeContextMessages: true stores injected context before the input, whatever the provider order', async () => {
+        const provider = await make({ storeContextMessages: true });
+        for (const order of [[injector('notes'), provider], [provider, injector('notes')]]) {
+          const agent = agentWith(order);
+          const session = agent.createSession();
+          await agent.run('a', { session });
+          await agent.run('b', { session });
+          const stored = await load(provider, session);
+          expect(texts(stored)).toEqual(['system:notes says hi', 'user:a', 'assistant:re: a', 'system:notes says hi', 'user:b', 'assistant:re: b']);
+          expect(Message.source(stored[0]!)).toEqual({ sourceId: 'notes', sourceType: 'context' });
+          expect(new Set(stored.map((m) => m.id)).size).toBe(6);
+        }
+      });
+
+      test('storeContextFrom stores injected context from the named sources only', async () => {
+        const provider = await make({ storeContextFrom: ['rag'] });
+        const agent = agentWith([injector('notes'), injector('rag'), provider]);
+        const session = agent.createSession();
+        await agent.run('a', { session });
+        const stored = await load(provider, session);
+        expect(texts(stored)).toEqual(['system:rag says hi', 'user:a', 'assistant:re: a']);
+        expect(Message.source(stored[0]!)).toEqual({ sourceId: 'rag', sourceType: 'context' });
+      });
+
+      test("storeContextMessages never stores another history provider's loaded messages", async () => {
+        const provider = await make({ storeContextMessages: true });
+        const other = await make();
+        const saves = recordSaves(provider);
+        const agent = agentWith([other, provider]);
+        const session = agent.createSession();
+        await agent.run('first', { session });
+        await agent.run('second', { session });
+        expect(saves.map(texts)).toEqual([
+          ['user:first', 'assistant:re: first'],
+          ['user:second', 'assistant:re: second'],
+        ]);
+        expect(texts(await load(provider, session))).toEqual(['user:first', 'assistant:re: first', 'user:second', 'assistant:re: second']);
+      });
+
+      test('does not store the messages it loaded again', async () => {
+        const provider = await make();
+        const saves = recordSaves(provider);
+        const agent = agentWith([provider]);
+        const session = agent.createSession();
+        const responses: AgentResponse[] = [];
+        const inputs = [Message.user('one'), Message.user('two'), Message.user('three')];
+        for (const input of inputs) responses.push(await agent.run(input, { session }));
+        expect(saves).toEqual(inputs.map((input, i) => [Message.withSource(input, 'input', 'input'), Message.withSource(responses[i]!.messages[0]!, 'response', 'response')]));
+        const stored = await load(provider, session);
+        expect(stored).toHaveLength(6);
+        expect(new Set(stored.map((m) => m.id)).size).toBe(6);
+      });
+    });
+
+    describe('windows', () => {
+      test('getMessages with a limit returns the newest messages, newest last', async () => {
+        const provider = await make();
+        const session = new AgentSession();
+        const all = Array.from({ length: 10 }, (_, i) => Message.user(`m${i}`));
+        await save(provider, session, all.slice(0, 5));
+        await save(provider, session, all.slice(5));
+        expect(await load(provider, session, 3)).toEqual(all.slice(7));
+        expect(await load(provider, session, 1)).toEqual(all.slice(9));
+        expect(await load(provider, session, 10)).toEqual(all);
+        expect(await load(provider, session, 50)).toEqual(all);
+        expect(await load(provider, session)).toEqual(all);
+      });
+
+      test('maxMessages loads only the newest N messages, newest last, and still stores everything', async () => {
+        const provider = await make({ maxMessages: 3 });
+        const client = echoClient();
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        for (let i = 1; i <= 5; i++) await agent.run(`t${i}`, { session });
+        expect(texts(call(client, 4).messages)).toEqual(['assistant:re: t3', 'user:t4', 'assistant:re: t4', 'user:t5']);
+        expect(await load(provider, session)).toHaveLength(10);
+      });
+
+      test('a window that begins with a tool result drops it, so no result is orphaned', async () => {
+        const cut = await make({ maxMessages: 2 });
+        const whole = await make({ maxMessages: 3 });
+        for (const [provider, expected] of [
+          [cut, ['assistant:sunny', 'user:next']],
+          [whole, ['assistant:', 'tool:', 'assistant:sunny', 'user:next']],
+        ] as const) {
+          const client = toolClient();
+          const agent = createAgent({ client, tools: [lookupTool()], contextProviders: [provider] });
+          const session = agent.createSession();
+          await agent.run('weather?', { session });
+          await agent.run('next', { session });
+          const seen = call(client, 2).messages;
+          expect(texts(seen)).toEqual(expected);
+          const calls = new Set(seen.flatMap((m) => Message.functionCalls(m).map((c) => c.callId)));
+          for (const m of seen) for (const c of m.contents) if (c.type === 'function-result') expect(calls.has(c.callId)).toBe(true);
+        }
+      });
+    });
+
+    describe('ordering and isolation', () => {
+      test('keeps the order of many turns', async () => {
+        const provider = await make();
+        const client = echoClient();
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        const expected: string[] = [];
+        for (let i = 1; i <= 12; i++) {
+          await agent.run(`t${i}`, { session });
+          expected.push(`user:t${i}`, `assistant:re: t${i}`);
+        }
+        expect(texts(await load(provider, session))).toEqual(expected);
+        expect(texts(call(client, 11).messages)).toEqual([...expected.slice(0, 22), 'user:t12']);
+      });
+
+      test('keeps sessions apart', async () => {
+        const provider = await make();
+        const client = echoClient();
+        const agent = agentWith([provider], client);
+        const a = agent.createSession();
+        const b = agent.createSession();
+        await agent.run('a1', { session: a });
+        await agent.run('b1', { session: b });
+        await agent.run('a2', { session: a });
+        await agent.run('b2', { session: b });
+        expect(texts(await load(provider, a))).toEqual(['user:a1', 'assistant:re: a1', 'user:a2', 'assistant:re: a2']);
+        expect(texts(await load(provider, b))).toEqual(['user:b1', 'assistant:re: b1', 'user:b2', 'assistant:re: b2']);
+        expect(texts(call(client, 3).messages)).toEqual(['user:b1', 'assistant:re: b1', 'user:b2']);
+      });
+
+      test('keeps providers with different source ids apart on one backend', async () => {
+        const one = await make();
+        const two = await make();
+        const clientOne = echoClient();
+        const clientTwo = echoClient();
+        const agentOne = agentWith([one], clientOne);
+        const agentTwo = agentWith([two], clientTwo);
+        const session = agentOne.createSession();
+        await agentOne.run('for one', { session });
+        await agentTwo.run('for two', { session });
+        await agentOne.run('one again', { session });
+        expect(texts(call(clientTwo, 0).messages)).toEqual(['user:for two']);
+        expect(texts(call(clientOne, 1).messages)).toEqual(['user:for one', 'assistant:re: for one', 'user:one again']);
+        expect(texts(await load(one, session))).toEqual(['user:for one', 'assistant:re: for one', 'user:one again', 'assistant:re: one again']);
+        expect(texts(await load(two, session))).toEqual(['user:for two', 'assistant:re: for two']);
+      });
+
+      test("continues a conversation from the session's JSON, in a new agent with a new provider instance", async () => {
+        const provider = await make();
+        const agent = agentWith([provider]);
+        const session = agent.createSession();
+        await agent.run('first', { session });
+        const client = echoClient();
+        const later = agentWith([await make({ sourceId: provider.sourceId })], client);
+        const restored = later.restoreSession(JSON.parse(JSON.stringify(session)));
+        await later.run('second', { session: restored });
+        expect(texts(call(client, 0).messages)).toEqual(['user:first', 'assistant:re: first', 'user:second']);
+      });
+
+      test(
+        'continues a conversation from the session id alone',
+        async () => {
+          const provider = await make();
+          const agent = agentWith([provider]);
+          const session = agent.createSession();
+          await agent.run('first', { session });
+          const client = echoClient();
+          const later = agentWith([await make({ sourceId: provider.sourceId })], client);
+          await later.run('second', { session: later.getSessionById(session.sessionId) });
+          expect(texts(call(client, 0).messages)).toEqual(['user:first', 'assistant:re: first', 'user:second']);
+        },
+        capabilities.keepsHistoryInSession,
+      );
+    });
+
+    describe('JSON fidelity', () => {
+      test('getMessages returns exactly what saveMessages stored, for every content kind', async () => {
+        const provider = await make();
+        const session = new AgentSession();
+        const first = messagesOfEveryKind();
+        const second = messagesOfEveryKind();
+        await save(provider, session, first);
+        await save(provider, session, second);
+        expect(await load(provider, session)).toEqual([...first, ...second]);
+        expect(await load(provider, session, second.length)).toEqual(second);
+      });
+
+      test('a run stores every content kind unchanged and loads it back for the model', async () => {
+        const provider = await make();
+        const client = new ScriptedChatClient({ replies: [{ reasoning: 'thinking it over', text: 'answer' }, 'next answer'] });
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        const input = messagesOfEveryKind();
+        const response = await agent.run(input, { session });
+        const stored = await load(provider, session);
+        expect(stored).toEqual([...input.map((m) => Message.withSource(m, 'input', 'input')), Message.withSource(response.messages[0]!, 'response', 'response')]);
+        expect(stored.at(-1)!.contents).toEqual([{ type: 'reasoning', text: 'thinking it over' }, { type: 'text', text: 'answer' }]);
+        await agent.run('next', { session });
+        expect(call(client, 1).messages).toEqual([...stored.map((m) => Message.withSource(m, provider.sourceId, 'history')), expect.objectContaining({ role: 'user' })]);
+      });
+
+      test('stored messages are copies: changing what was saved or loaded changes nothing stored', async () => {
+        const provider = await make();
+        const session = new AgentSession();
+        const saved = messagesOfEveryKind();
+        const snapshot = structuredClone(saved);
+        await save(provider, session, saved);
+        saved[1]!.contents.push({ type: 'text', text: 'changed after save' });
+        saved[1]!.metadata!.client = 'changed after save';
+        expect(await load(provider, session)).toEqual(snapshot);
+        const loaded = await load(provider, session);
+        loaded[1]!.contents.push({ type: 'text', text: 'changed after load' });
+        loaded[1]!.metadata!.client = 'changed after load';
+        (loaded[3]!.contents[0] as FunctionResultContent).result = 'changed after load';
+        expect(await load(provider, session)).toEqual(snapshot);
+      });
+    });
+
+    describe('failures', () => {
+      test('a run whose model call fails stores nothing', async () => {
+        const provider = await make();
+        const saves = recordSaves(provider);
+        const client = new ScriptedChatClient({ replies: ['fine', { error: new Error('model down') }, 'fine again'] });
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        await agent.run('ok', { session });
+        await expect(agent.run('doomed', { session })).rejects.toThrow('model down');
+        expect(texts(await load(provider, session))).toEqual(['user:ok', 'assistant:fine']);
+        expect(saves).toHaveLength(1);
+        await agent.run('later', { session });
+        expect(texts(await load(provider, session))).toEqual(['user:ok', 'assistant:fine', 'user:later', 'assistant:fine again']);
+      });
+
+      test('an aborted run stores nothing', async () => {
+        const provider = await make();
+        const controller = new AbortController();
+        // The abort lands while the model is answering, whatever the backend's latency before that.
+        const client = new ScriptedChatClient({
+          replies: () => {
+            setTimeout(() => controller.abort(new Error('user gave up')), 10);
+            return { text: 'too late', delayMs: 5000 };
+          },
+        });
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        await expect(agent.run('slow', { session, signal: controller.signal })).rejects.toThrow('user gave up');
+        expect(client.calls).toHaveLength(1);
+        expect(await load(provider, session)).toEqual([]);
+      });
+    });
+
+    describe('hostile session ids', () => {
+      test('keeps every hostile session id apart and round-trips it', async () => {
+        const provider = await make();
+        const agent = agentWith([provider]);
+        const ids = HOSTILE_SESSION_IDS.filter((id) => id.length <= capabilities.maxSessionIdLength);
+        const sessions = ids.map((sessionId) => agent.createSession({ sessionId }));
+        for (const [i, session] of sessions.entries()) await agent.run(`for #${i}`, { session });
+        for (const [i, session] of sessions.entries()) await save(provider, session, [Message.user(`direct #${i}`)]);
+        for (const [i, session] of sessions.entries()) {
+          expect(texts(await load(provider, session)), `session id ${describeId(session.sessionId)}`).toEqual([`user:for #${i}`, `assistant:re: for #${i}`, `user:direct #${i}`]);
+          expect(texts(await load(provider, session, 1)), `session id ${describeId(session.sessionId)}`).toEqual([`user:direct #${i}`]);
+        }
+      });
+    });
+
+    describe('concurrency', () => {
+      test(`${concurrentRuns} concurrent runs on one session store every message once, each turn contiguous`, async () => {
+        const provider = await make();
+        const client = new ScriptedChatClient({
+          replies: (messages) => {
+            const text = Message.text(messages.at(-1)!);
+            return { text: `re: ${text}`, delayMs: Number(text.split(' ')[1]) % 5 };
+          },
+        });
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        await Promise.all(Array.from({ length: concurrentRuns }, (_, i) => agent.run(`turn ${i}`, { session })));
+        const stored = await load(provider, session);
+        expect(stored).toHaveLength(2 * concurrentRuns);
+        expect(new Set(stored.map((m) => m.id)).size).toBe(2 * concurrentRuns);
+        const list = texts(stored);
+        for (let i = 0; i < concurrentRuns; i++) {
+          const at = list.indexOf(`user:turn ${i}`);
+          expect(at, `turn ${i} is stored`).toBeGreaterThanOrEqual(0);
+          expect(list[at + 1], `turn ${i} is contiguous`).toBe(`assistant:re: turn ${i}`);
+        }
+      });
+
+      test(`${concurrentRuns} concurrent saveMessages calls on one session store every message once, each batch contiguous`, async () => {
+        const provider = await make();
+        const session = new AgentSession();
+        const batches = Array.from({ length: concurrentRuns }, (_, i) => [0, 1, 2].map((j) => Message.user(`b${i}.${j}`)));
+        await Promise.all(batches.map((batch) => save(provider, session, batch)));
+        const stored = await load(provider, session);
+        expect(stored).toHaveLength(3 * concurrentRuns);
+        for (const batch of batches) {
+          const at = stored.findIndex((m) => m.id === batch[0]!.id);
+          expect(stored.slice(at, at + 3), `batch ${Message.text(batch[0]!)} is stored whole and in order`).toEqual(batch);
+        }
+      });
+    });
+
+    describe('retries', () => {
+      test(
+        'saving the same messages twice stores them once',
+        async () => {
+          const provider = await make();
+          const session = new AgentSession();
+          const batch = [Message.user('q'), Message.assistant('a'), Message.user('q2')];
+          await save(provider, session, batch);
+          await save(provider, session, batch);
+          expect(await load(provider, session)).toEqual(batch);
+        },
+        !capabilities.dedupesByMessageId,
+      );
+
+      test(
+        'a retried batch that overlaps the stored tail stores only the new messages',
+        async () => {
+          const provider = await make();
+          const session = new AgentSession();
+          const [a, b, c] = [Message.user('a'), Message.assistant('b'), Message.user('c')];
+          await save(provider, session, [a!, b!]);
+          await save(provider, session, [b!, c!]);
+          expect(await load(provider, session)).toEqual([a, b, c]);
+        },
+        !capabilities.dedupesByMessageId,
+      );
+    });
+
+  });
+}
+
+/** The stored history of `session`, read directly. */
+function load(provider: HistoryProvider, session: AgentSession, limit?: number): Promise<Message[]> {
+  return provider.getMessages(session.sessionId, { state: session.stateOf(provider.sourceId), ...(limit === undefined ? {} : { limit }) });
+}
+
+/** Appends to the history of `session` directly. */
+function save(provider: HistoryProvider, session: AgentSession, messages: readonly Message[]): Promise<void> {
+  return provider.saveMessages(session.sessionId, messages, { state: session.stateOf(provider.sourceId) });
+}
+
+/** `role:text` of each message: a compact, order-preserving view for assertions. */
+function texts(messages: readonly Message[]): string[] {
+  return messages.map((m) => `${m.role}:${Message.text(m)}`);
+}
+
+/** The messages of a model call that `sourceId` contributed. */
+function fromSource(recorded: ScriptedCall, sourceId: string): Message[] {
+  return recorded.messages.filter((m) => Message.source(m)?.sourceId === sourceId);
+}
+
+/** The `index`th model call, failing clearly when there was none. */
+function call(client: ScriptedChatClient, index: number): ScriptedCall {
+  const recorded = client.calls[index];
+  if (!recorded) throw new Error(`The model was called ${client.calls.length} times; expected a call #${index + 1}.`);
+  return recorded;
+}
+
+/** A client that answers every call with `re: <text of the last message>`. */
+function echoClient(options: { storesByDefault?: boolean } = {}): ScriptedChatClient {
+  return new ScriptedChatClient({ ...options, replies: (messages) => `re: ${Message.text(messages.at(-1)!)}` });
+}
+
+/** A client that calls `lookup` when asked `weather?`, answers `sunny` after a tool result, and echoes otherwise. */
+function toolClient(): ScriptedChatClient {
+  return new ScriptedChatClient({
+    replies: (messages): ScriptedReply | string => {
+      const last = messages.at(-1)!;
+      if (last.role === 'tool') return 'sunny';
+      if (Message.text(last) === 'weather?') return { toolCalls: [{ name: 'lookup', arguments: { q: 'weather' } }] };
+      return `re: ${Message.text(last)}`;
+    },
+  });
+}
+
+function lookupTool() {
+  return defineTool<{ q: string }>({
+    name: 'lookup',
+    description: 'Looks a term up.',
+    parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+    execute: ({ q }) => ({ hits: [q] }),
+  });
+}
+
+function agentWith(providers: readonly ContextProvider[], client: ScriptedChatClient = echoClient()): Agent {
+  return createAgent({ client, contextProviders: providers });
+}
+
+/** A plain context provider that injects one system message (`<sourceId> says hi`) every run. */
+function injector(sourceId: string): ContextProvider {
+  return {
+    sourceId,
+    beforeRun: ({ context }) => context.extendMessages(sourceId, [Message.system(`${sourceId} says hi`)]),
+  };
+}
+
+/** Records every batch the provider's `saveMessages` receives, then saves it as usual. */
+function recordSaves(provider: HistoryProvider): Message[][] {
+  const batches: Message[][] = [];
+  const original = provider.saveMessages;
+  provider.saveMessages = function (this: HistoryProvider, sessionId, messages, args) {
+    batches.push(structuredClone([...messages]));
+    return original.call(this, sessionId, messages, args);
+  };
+  return batches;
+}

@@ -1,0 +1,6 @@
+export { describeHistoryProvider } from './history-provider-suite.js';
+export type { HistoryProviderCapabilities, HistoryProviderCreateOptions, HistoryProviderSuiteOptions } from './history-provider-suite.js';
+export { describeSessionStore } from './session-store-suite.js';
+export type { SessionStoreCapabilities, SessionStoreSuiteOptions } from './session-store-suite.js';
+export type { ConformanceSuiteOptions, MaybePromise } from './suite-options.js';
+export { describeId, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';

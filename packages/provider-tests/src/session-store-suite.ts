@@ -1,0 +1,333 @@
+import { ConcurrencyError, createAgent, Message, type JsonValue, type SessionJson, type SessionStore, type StoredSession } from '@ctx/core';
+import { ScriptedChatClient } from '@ctx/core/testing';
+import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
+import { describeId, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
+import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
+
+/** What a session store can or cannot do; the suite adapts the tests that depend on it. */
+export interface SessionStoreCapabilities {
+  /** The longest session id the store accepts; longer hostile ids are left out. Default: no limit. */
+  maxSessionIdLength?: number;
+}
+
+/** Options of `describeSessionStore`. */
+export interface SessionStoreSuiteOptions<S extends SessionStore = SessionStore> extends ConformanceSuiteOptions<S> {
+  /**
+   * Creates the store under test. Called once or more per test; a store may start empty or share
+   * data with earlier ones (the suite uses fresh random session ids, and deletes the hostile ids
+   * before it writes them).
+   */
+  create: () => MaybePromise<S>;
+  /** What the store can do. Every capability defaults to the strictest expectation. */
+  capabilities?: SessionStoreCapabilities;
+  /** How many writers the concurrency tests start at once on one session. Default 20. */
+  concurrentWriters?: number;
+}
+
+/**
+ * Defines a vitest suite that checks a `SessionStore` against the contract of `@ctx/core`: round
+ * trips, copies, etags, `ifMatch` (current, stale, `null`), delete, hostile ids, concurrent writers,
+ * and the hosted flow through `agent.getSession` / `agent.saveSession`. Call it at the top level
+ * of a test file.
+ */
+export function describeSessionStore<S extends SessionStore>(name: string, options: SessionStoreSuiteOptions<S>): void {
+  const maxSessionIdLength = options.capabilities?.maxSessionIdLength ?? Number.POSITIVE_INFINITY;
+  const writers = options.concurrentWriters ?? 20;
+
+  describe(`${name} (SessionStore conformance)`, options.timeout === undefined ? {} : { timeout: options.timeout }, () => {
+    const { test, finish } = createRegistrar(name, options.expectedFailures);
+    afterAll(finish);
+    const tag = randomTag();
+    let counter = 0;
+    const created: S[] = [];
+    const newId = () => `session-${tag}-${++counter}`;
+
+    if (options.setup) beforeAll(() => options.setup!());
+    if (options.teardown) afterAll(() => options.teardown!());
+    afterEach(async () => {
+      const list = created.splice(0);
+      if (options.cleanup) for (const store of list) await options.cleanup(store);
+    });
+
+    const make = async (): Promise<S> => {
+      const store = await options.create();
+      created.push(store);
+      return store;
+    };
+
+    describe('reading and writing', () => {
+      test('get of an unknown id resolves to undefined', async () => {
+        const store = await make();
+        expect(await store.get(newId())).toBeUndefined();
+      });
+
+      test('set then get returns the same session, deep-equal, with the etag set returned', async () => {
+        const store = await make();
+        const session = sessionJson(newId());
+        const etag = await store.set(session);
+        expect(typeof etag).toBe('string');
+        expect(etag.length).toBeGreaterThan(0);
+        const stored = await store.get(session.sessionId);
+        expect(stored).toEqual({ session: jsonCopy(session), etag });
+      });
+
+      test('a session without a serviceSessionId comes back without one', async () => {
+        const store = await make();
+        const session: SessionJson = { type: 'ctx.session', version: 1, sessionId: newId(), state: {} };
+        await store.set(session);
+        const stored = await store.get(session.sessionId);
+        expect(stored?.session).toEqual(session);
+        expect(stored?.session.serviceSessionId).toBeUndefined();
+      });
+
+      test('the store holds copies: changing a session after set or after get changes nothing stored', async () => {
+        const store = await make();
+        const session = sessionJson(newId());
+        const snapshot = jsonCopy(session);
+        await store.set(session);
+        session.state.whiteboard!.decisions = ['changed after set'];
+        session.serviceSessionId = 'changed after set';
+        expect((await store.get(session.sessionId))?.session).toEqual(snapshot);
+        const loaded = (await store.get(session.sessionId))!;
+        loaded.session.state.whiteboard!.decisions = ['changed after get'];
+        loaded.session.state.added = { by: 'get' };
+        expect((await store.get(session.sessionId))?.session).toEqual(snapshot);
+      });
+
+      test('the etag changes on every set, even of identical content', async () => {
+        const store = await make();
+        const id = newId();
+        const etags: string[] = [];
+        const same = sessionJson(id, 'same');
+        for (const session of [same, same, same, sessionJson(id, 'version 3'), sessionJson(id, 'version 4')]) etags.push(await store.set(session));
+        expect(new Set(etags).size).toBe(5);
+        const stored = await store.get(id);
+        expect(stored?.etag).toBe(etags[4]);
+        expect(stored?.session).toEqual(jsonCopy(sessionJson(id, 'version 4')));
+      });
+
+      test('delete resolves to whether a session was stored', async () => {
+        const store = await make();
+        const id = newId();
+        const other = newId();
+        await store.set(sessionJson(id));
+        await store.set(sessionJson(other));
+        expect(await store.delete(id)).toBe(true);
+        expect(await store.get(id)).toBeUndefined();
+        expect(await store.delete(id)).toBe(false);
+        expect(await store.delete(newId())).toBe(false);
+        expect((await store.get(other))?.session.sessionId).toBe(other);
+      });
+    });
+
+    describe('optimistic concurrency', () => {
+      test('ifMatch with the current etag writes and returns a new etag', async () => {
+        const store = await make();
+        const id = newId();
+        const first = await store.set(sessionJson(id, 'v1'));
+        const second = await store.set(sessionJson(id, 'v2'), { ifMatch: first });
+        expect(second).not.toBe(first);
+        expect(await store.get(id)).toEqual({ session: jsonCopy(sessionJson(id, 'v2')), etag: second });
+      });
+
+      test('ifMatch with a stale etag throws ConcurrencyError and writes nothing', async () => {
+        const store = await make();
+        const id = newId();
+        const stale = await store.set(sessionJson(id, 'v1'));
+        const current = await store.set(sessionJson(id, 'v2'));
+        await expectConcurrencyError(store.set(sessionJson(id, 'v3'), { ifMatch: stale }), id);
+        expect(await store.get(id)).toEqual({ session: jsonCopy(sessionJson(id, 'v2')), etag: current });
+      });
+
+      test('ifMatch null creates a session only when none is stored', async () => {
+        const store = await make();
+        const id = newId();
+        const etag = await store.set(sessionJson(id, 'first'), { ifMatch: null });
+        expect((await store.get(id))?.etag).toBe(etag);
+        await expectConcurrencyError(store.set(sessionJson(id, 'second'), { ifMatch: null }), id);
+        expect(await store.get(id)).toEqual({ session: jsonCopy(sessionJson(id, 'first')), etag });
+      });
+
+      test('ifMatch with an etag on a missing session throws ConcurrencyError and creates nothing', async () => {
+        const store = await make();
+        const id = newId();
+        const etag = await store.set(sessionJson(id));
+        expect(await store.delete(id)).toBe(true);
+        await expectConcurrencyError(store.set(sessionJson(id), { ifMatch: etag }), id);
+        expect(await store.get(id)).toBeUndefined();
+        const again = await store.set(sessionJson(id, 'recreated'), { ifMatch: null });
+        expect(await store.get(id)).toEqual({ session: jsonCopy(sessionJson(id, 'recreated')), etag: again });
+      });
+
+      test(`${writers} concurrent sets with the same ifMatch: exactly one wins, the others get ConcurrencyError`, async () => {
+        const store = await make();
+        const id = newId();
+        const base = await store.set(sessionJson(id, 'base'));
+        const outcomes = await Promise.allSettled(Array.from({ length: writers }, (_, i) => store.set(sessionJson(id, `writer ${i}`), { ifMatch: base })));
+        const winners = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [{ i, etag: o.value }] : []));
+        expect(winners).toHaveLength(1);
+        for (const o of outcomes) if (o.status === 'rejected') expect(ConcurrencyError.isInstance(o.reason), `rejected with ${String(o.reason)}`).toBe(true);
+        expect(await store.get(id)).toEqual({ session: jsonCopy(sessionJson(id, `writer ${winners[0]!.i}`)), etag: winners[0]!.etag });
+      });
+
+      test(`${writers} concurrent creates with ifMatch null: exactly one wins, the others get ConcurrencyError`, async () => {
+        const store = await make();
+        const id = newId();
+        const outcomes = await Promise.allSettled(Array.from({ length: writers }, (_, i) => store.set(sessionJson(id, `creator ${i}`), { ifMatch: null })));
+        const winners = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [{ i, etag: o.value }] : []));
+        expect(winners).toHaveLength(1);
+        for (const o of outcomes) if (o.status === 'rejected') expect(ConcurrencyError.isInstance(o.reason), `rejected with ${String(o.reason)}`).toBe(true);
+        expect(await store.get(id)).toEqual({ session: jsonCopy(sessionJson(id, `creator ${winners[0]!.i}`)), etag: winners[0]!.etag });
+      });
+
+      test(`${writers} concurrent unconditional sets leave one whole session with the etag its writer got`, async () => {
+        const store = await make();
+        const id = newId();
+        const etags = await Promise.all(Array.from({ length: writers }, (_, i) => store.set(sessionJson(id, `writer ${i}`))));
+        expect(new Set(etags).size).toBe(writers);
+        const stored = await store.get(id);
+        const winner = etags.indexOf(stored!.etag);
+        expect(winner, 'the stored etag is one a writer got').toBeGreaterThanOrEqual(0);
+        expect(stored!.session).toEqual(jsonCopy(sessionJson(id, `writer ${winner}`)));
+      });
+    });
+
+    describe('hostile session ids', () => {
+      test('keeps every hostile session id apart and round-trips it', async () => {
+        const store = await make();
+        const ids = HOSTILE_SESSION_IDS.filter((id) => id.length <= maxSessionIdLength);
+        for (const id of ids) await store.delete(id);
+        const etags = new Map<string, string>();
+        for (const [i, id] of ids.entries()) etags.set(id, await store.set(sessionJson(id, `hostile #${i}`), { ifMatch: null }));
+        for (const [i, id] of ids.entries()) {
+          expect(await store.get(id), `session id ${describeId(id)}`).toEqual({ session: jsonCopy(sessionJson(id, `hostile #${i}`)), etag: etags.get(id) });
+        }
+        for (const [i, id] of ids.entries()) {
+          expect(await store.delete(id), `delete ${describeId(id)}`).toBe(true);
+          expect(await store.get(id), `deleted ${describeId(id)}`).toBeUndefined();
+          const next = ids[i + 1];
+          if (next !== undefined) expect((await store.get(next))?.session.sessionId, `${describeId(next)} survives deleting ${describeId(id)}`).toBe(next);
+        }
+      });
+    });
+
+    describe('through an agent', () => {
+      test('continues a conversation across two agent instances', async () => {
+        const store = await make();
+        const id = newId();
+        const first = createAgent({ client: echoClient(), sessionStore: store });
+        const session = await first.getSession(id);
+        expect(session.sessionId).toBe(id);
+        expect(session.state).toEqual({});
+        await first.run('first', { session });
+        await first.saveSession(session);
+        expect(session.etag).toBe((await store.get(id))?.etag);
+
+        const client = echoClient();
+        const second = createAgent({ client, sessionStore: store });
+        const resumed = await second.getSession(id);
+        expect(resumed.etag).toBe(session.etag);
+        await second.run('second', { session: resumed });
+        expect(texts(client.calls[0]!.messages)).toEqual(['user:first', 'assistant:re: first', 'user:second']);
+        await second.saveSession(resumed);
+        const stored = await store.get(id);
+        expect(stored?.etag).toBe(resumed.etag);
+        expect(stored?.session).toEqual(jsonCopy(resumed.toJSON()));
+        expect(texts(memoryOf(stored))).toEqual(['user:first', 'assistant:re: first', 'user:second', 'assistant:re: second']);
+      });
+
+      test('saveSession throws ConcurrencyError when someone saved the session after it was loaded', async () => {
+        const store = await make();
+        const id = newId();
+        const a = createAgent({ client: echoClient(), sessionStore: store });
+        const b = createAgent({ client: echoClient(), sessionStore: store });
+        const seed = await a.getSession(id);
+        await a.run('seed', { session: seed });
+        await a.saveSession(seed);
+
+        const mine = await a.getSession(id);
+        const theirs = await b.getSession(id);
+        await a.run('from a', { session: mine });
+        await b.run('from b', { session: theirs });
+        await b.saveSession(theirs);
+        await expectConcurrencyError(a.saveSession(mine), id);
+        const stored = await store.get(id);
+        expect(stored?.etag).toBe(theirs.etag);
+        expect(texts(memoryOf(stored))).toEqual(['user:seed', 'assistant:re: seed', 'user:from b', 'assistant:re: from b']);
+
+        const reloaded = await a.getSession(id);
+        await a.run('from a again', { session: reloaded });
+        await a.saveSession(reloaded);
+        expect(texts(memoryOf(await store.get(id)))).toEqual(['user:seed', 'assistant:re: seed', 'user:from b', 'assistant:re: from b', 'user:from a again', 'assistant:re: from a again']);
+      });
+
+      test('two agents starting the same new session: the second saveSession throws ConcurrencyError', async () => {
+        const store = await make();
+        const id = newId();
+        const a = createAgent({ client: echoClient(), sessionStore: store });
+        const b = createAgent({ client: echoClient(), sessionStore: store });
+        const mine = await a.getSession(id);
+        const theirs = await b.getSession(id);
+        await a.run('from a', { session: mine });
+        await b.run('from b', { session: theirs });
+        await a.saveSession(mine);
+        await expectConcurrencyError(b.saveSession(theirs), id);
+        expect(texts(memoryOf(await store.get(id)))).toEqual(['user:from a', 'assistant:re: from a']);
+      });
+    });
+
+  });
+}
+
+/**
+ * Session JSON with nested provider state of every JSON kind (and messages of every content kind);
+ * the same arguments give equal JSON, `marker` makes versions distinguishable.
+ */
+function sessionJson(sessionId: string, marker = 'v1'): SessionJson {
+  return {
+    type: 'ctx.session',
+    version: 1,
+    sessionId,
+    serviceSessionId: 'resp_0123456789',
+    state: {
+      memory: { messages: jsonCopy(messagesOfEveryKind().map((m, i) => ({ ...m, id: `message-${i}` }))) as unknown as JsonValue[] },
+      whiteboard: {
+        marker,
+        decisions: ['use redis', '🦜 "quoted" \\ back\\slash\nnew line'],
+        nested: { a: [1, -2.5, 1e21, 0, null, true, false, '', { b: { c: [[], {}] } }] },
+      },
+      empty: {},
+    },
+  };
+}
+
+/** A deep copy through JSON: what a faithful store gives back. */
+function jsonCopy<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+/** The default history (`state.memory.messages`) of a stored session. */
+function memoryOf(stored: StoredSession | undefined): Message[] {
+  const messages = stored?.session.state.memory?.messages;
+  if (!Array.isArray(messages)) throw new Error(`The stored session has no default history; got ${JSON.stringify(stored?.session.state.memory)}.`);
+  return messages as unknown as Message[];
+}
+
+function texts(messages: readonly Message[]): string[] {
+  return messages.map((m) => `${m.role}:${Message.text(m)}`);
+}
+
+function echoClient(): ScriptedChatClient {
+  return new ScriptedChatClient({ replies: (messages) => `re: ${Message.text(messages.at(-1)!)}` });
+}
+
+/** Awaits `promise` and checks it rejected with a `ConcurrencyError` naming `sessionId`. */
+async function expectConcurrencyError(promise: Promise<unknown>, sessionId: string): Promise<void> {
+  const outcome = await promise.then(
+    (value) => ({ resolved: true as const, value }),
+    (error: unknown) => ({ resolved: false as const, error }),
+  );
+  if (outcome.resolved) throw new Error(`Expected a ConcurrencyError for session ${describeId(sessionId)}, but the write succeeded (resolved to ${JSON.stringify(outcome.value)}).`);
+  expect(ConcurrencyError.isInstance(outcome.error), `expected a ConcurrencyError, got ${String(outcome.error)}`).toBe(true);
+  expect((outcome.error as ConcurrencyError).sessionId).toBe(sessionId);
+}
