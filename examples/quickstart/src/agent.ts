@@ -182,23 +182,13 @@ export interface ChosenClient {
   note?: string;
 }
 
-type OpenAIModule = { OpenAIChatClient?: new (options: { model: string }) => ChatClient };
-
 /**
- * The real model (via `@ctx/openai`) when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set and that
- * package can be loaded; the offline scripted model otherwise.
+ * The real model (via `@ctx/openai`) when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set; the offline
+ * scripted model otherwise. `OPENAI_MODEL` picks the model (default `gpt-4o-mini`).
  */
 export async function chooseClient(env: NodeJS.ProcessEnv = process.env): Promise<ChosenClient> {
   if (!env.OPENAI_API_KEY && !env.OPENAI_BASE_URL) return { client: createScriptedModel() };
   const model = env.OPENAI_MODEL ?? 'gpt-4o-mini';
-  try {
-    // A variable specifier: @ctx/openai is not a dependency yet, so neither tsc nor a bundler may resolve it.
-    const specifier = '@ctx/openai';
-    const { OpenAIChatClient } = (await import(specifier)) as OpenAIModule;
-    if (typeof OpenAIChatClient !== 'function') throw new Error('it has no OpenAIChatClient export');
-    return { client: new OpenAIChatClient({ model }) };
-  } catch (error) {
-    const reason = (error as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' ? 'it is not in the workspace yet' : (error as Error).message;
-    return { client: createScriptedModel(), note: `OpenAI settings found, but @ctx/openai could not be loaded (${reason}); using the scripted model.` };
-  }
+  const { OpenAIChatClient } = await import('@ctx/openai');
+  return { client: new OpenAIChatClient({ model, apiKey: env.OPENAI_API_KEY ?? 'unused' }), note: `Using ${model} through @ctx/openai.` };
 }

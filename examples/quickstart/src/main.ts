@@ -14,7 +14,7 @@ continues the last one.
 
 Environment:
   CTX_DEMO_DIR                     where sessions are kept (default: examples/quickstart/.ctx-demo)
-  OPENAI_API_KEY / OPENAI_BASE_URL use a real model through @ctx/openai, once that package exists`;
+  OPENAI_API_KEY / OPENAI_BASE_URL use a real model through @ctx/openai (OPENAI_MODEL, default gpt-4o-mini)`;
 
 const args = process.argv.slice(2).filter((a) => a !== '--');
 const unknown = args.filter((a) => !['--reset', '--help', '-h'].includes(a));

@@ -1,0 +1,177 @@
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionContentPart,
+  ChatCompletionCreateParamsBase,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+  ChatCompletionToolChoiceOption,
+} from 'openai/resources/chat/completions';
+import type { ChatOptions, ChatResponse, ChatResponseUpdate, Content, DataContent, FinishReason, FunctionResultContent, Message, Usage } from '@ctx/core';
+import { Message as Messages } from '@ctx/core';
+
+/** Core messages (plus instructions) as Chat Completions messages. Reasoning is not sent: the API has no place for it. */
+export function toChatMessages(messages: readonly Message[], instructions: string | undefined, systemRole: 'system' | 'developer'): ChatCompletionMessageParam[] {
+  const out: ChatCompletionMessageParam[] = [];
+  if (instructions) out.push({ role: systemRole, content: instructions });
+  for (const m of messages) {
+    const name = m.authorName ? { name: m.authorName.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) } : {};
+    switch (m.role) {
+      case 'system':
+        out.push({ role: systemRole, content: Messages.text(m), ...name });
+        break;
+      case 'user': {
+        const parts = m.contents.flatMap(toUserPart);
+        const onlyText = parts.every((p) => p.type === 'text');
+        out.push({ role: 'user', content: onlyText ? parts.map((p) => (p as { text: string }).text).join('') : parts, ...name });
+        for (const r of results(m)) out.push(toToolMessage(r));
+        break;
+      }
+      case 'assistant': {
+        const calls = Messages.functionCalls(m);
+        const text = Messages.text(m);
+        out.push({
+          role: 'assistant',
+          content: text || (calls.length ? null : ''),
+          ...(calls.length ? { tool_calls: calls.map((c) => ({ id: c.callId, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}),
+          ...name,
+        });
+        break;
+      }
+      case 'tool':
+        for (const r of results(m)) out.push(toToolMessage(r));
+        break;
+    }
+  }
+  return out;
+}
+
+function results(m: Message): FunctionResultContent[] {
+  return m.contents.filter((c): c is FunctionResultContent => c.type === 'function-result');
+}
+
+function toToolMessage(r: FunctionResultContent): ChatCompletionMessageParam {
+  return { role: 'tool', tool_call_id: r.callId, content: resultText(r) };
+}
+
+/** A function result as the text the service expects. */
+export function resultText(r: FunctionResultContent): string {
+  return typeof r.result === 'string' ? r.result : JSON.stringify(r.result);
+}
+
+/** A `data:` URL for inline data, or the remote URI. */
+export function dataUrl(c: DataContent): string {
+  return c.uri ?? `data:${c.mediaType};base64,${c.data}`;
+}
+
+function toUserPart(c: Content): ChatCompletionContentPart[] {
+  switch (c.type) {
+    case 'text':
+      return [{ type: 'text', text: c.text }];
+    case 'data':
+      if (c.mediaType.startsWith('image/')) return [{ type: 'image_url', image_url: { url: dataUrl(c) } }];
+      if (c.data !== undefined && (c.mediaType === 'audio/wav' || c.mediaType === 'audio/mpeg' || c.mediaType === 'audio/mp3')) {
+        return [{ type: 'input_audio', input_audio: { data: c.data, format: c.mediaType === 'audio/wav' ? 'wav' : 'mp3' } }];
+      }
+      if (c.data !== undefined) return [{ type: 'file', file: { file_data: dataUrl(c), filename: c.name ?? 'file' } }];
+      return [{ type: 'text', text: c.uri! }];
+    default:
+      return [];
+  }
+}
+
+/** Tools, tool choice, response format and sampling options as request fields. */
+export function toChatParams(options: ChatOptions): Partial<ChatCompletionCreateParamsBase> {
+  const params: Partial<ChatCompletionCreateParamsBase> = {};
+  if (options.tools?.length) {
+    params.tools = options.tools.map(
+      (t): ChatCompletionTool => ({ type: 'function', function: { name: t.name, parameters: t.parameters, ...(t.description ? { description: t.description } : {}) } }),
+    );
+  }
+  if (options.toolChoice !== undefined) params.tool_choice = toToolChoice(options.toolChoice);
+  if (options.temperature !== undefined) params.temperature = options.temperature;
+  if (options.maxOutputTokens !== undefined) params.max_completion_tokens = options.maxOutputTokens;
+  if (options.store !== undefined) params.store = options.store;
+  const format = options.responseFormat;
+  if (format?.type === 'json') {
+    params.response_format = format.schema
+      ? { type: 'json_schema', json_schema: { name: format.name ?? 'response', schema: format.schema, strict: true, ...(format.description ? { description: format.description } : {}) } }
+      : { type: 'json_object' };
+  } else if (format?.type === 'text') {
+    params.response_format = { type: 'text' };
+  }
+  return params;
+}
+
+function toToolChoice(choice: NonNullable<ChatOptions['toolChoice']>): ChatCompletionToolChoiceOption {
+  return typeof choice === 'string' ? choice : { type: 'function', function: { name: choice.name } };
+}
+
+/** Maps the service's finish reason. */
+export function toFinishReason(reason: string | null | undefined): FinishReason | undefined {
+  switch (reason) {
+    case null:
+    case undefined:
+      return undefined;
+    case 'stop':
+      return 'stop';
+    case 'length':
+      return 'length';
+    case 'tool_calls':
+    case 'function_call':
+      return 'tool-calls';
+    case 'content_filter':
+      return 'content-filter';
+    default:
+      return 'other';
+  }
+}
+
+/** Chat Completions usage as core usage. */
+export function toUsage(usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null | undefined): Usage | undefined {
+  return usage ? { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens, totalTokens: usage.total_tokens } : undefined;
+}
+
+/** A completion as a core response: one assistant message with its text and function calls. */
+export function fromChatCompletion(completion: ChatCompletion): ChatResponse {
+  const choice = completion.choices[0];
+  const contents: Content[] = [];
+  const message = choice?.message;
+  if (message?.content) contents.push({ type: 'text', text: message.content });
+  else if (message?.refusal) contents.push({ type: 'text', text: message.refusal });
+  for (const call of message?.tool_calls ?? []) {
+    if (call.type === 'function') contents.push({ type: 'function-call', callId: call.id, name: call.function.name, arguments: call.function.arguments });
+  }
+  const response: ChatResponse = {
+    messages: [{ id: completion.id, role: 'assistant', contents, createdAt: new Date(completion.created * 1000).toISOString() }],
+    raw: completion,
+  };
+  const finishReason = toFinishReason(choice?.finish_reason);
+  if (finishReason) response.finishReason = finishReason;
+  const usage = toUsage(completion.usage);
+  if (usage) response.usage = usage;
+  return response;
+}
+
+/** Turns chunks into updates; remembers which call id and name each tool-call index has. */
+export function createChunkMapper(): (chunk: ChatCompletionChunk) => ChatResponseUpdate {
+  const calls = new Map<number, { callId: string; name: string }>();
+  return (chunk) => {
+    const update: ChatResponseUpdate = { messageId: chunk.id, role: 'assistant', contents: [] };
+    const usage = toUsage(chunk.usage);
+    if (usage) update.usage = usage;
+    const choice = chunk.choices[0];
+    if (!choice) return update;
+    const delta = choice.delta;
+    if (delta.content) update.contents.push({ type: 'text', text: delta.content });
+    if (delta.refusal) update.contents.push({ type: 'text', text: delta.refusal });
+    for (const piece of delta.tool_calls ?? []) {
+      let call = calls.get(piece.index);
+      if (!call) calls.set(piece.index, (call = { callId: piece.id ?? `call_${piece.index}`, name: piece.function?.name ?? '' }));
+      update.contents.push({ type: 'function-call', callId: call.callId, name: piece.function?.name ?? '', arguments: piece.function?.arguments ?? '' });
+    }
+    const finishReason = toFinishReason(choice.finish_reason);
+    if (finishReason) update.finishReason = finishReason;
+    return update;
+  };
+}

@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { BackendUnavailableError, ConfigurationError, ContextWindowExceededError, createAgent, defineTool, Message, type ChatResponseUpdate } from '@ctx/core';
+import { startOpenAITestServer, type OpenAITestServer } from '@ctx/openai-test-server';
+import { OpenAIChatClient } from './openai-chat-client.js';
+
+let server: OpenAITestServer;
+beforeAll(async () => {
+  server = await startOpenAITestServer({ apiKey: 'sk-test-secret-key' });
+});
+afterAll(() => server.close());
+beforeEach(() => server.reset());
+
+const chat = (extra: Partial<ConstructorParameters<typeof OpenAIChatClient>[0]> = {}) =>
+  new OpenAIChatClient({ baseURL: server.url, apiKey: 'sk-test-secret-key', model: 'gpt-4o-mini', maxRetries: 0, ...extra });
+type Body = { messages: Array<Record<string, unknown>>; [key: string]: unknown };
+const bodies = () => server.requests.filter((r) => r.path.endsWith('/chat/completions')).map((r) => r.body as Body);
+
+describe('OpenAIChatClient', () => {
+  it('holds a two-turn conversation remembered locally', async () => {
+    server.enqueue({ text: 'Hi Ann.' }, { text: 'Your name is Ann.' });
+    const agent = createAgent({ client: chat(), instructions: 'Be brief.' });
+    const session = agent.createSession();
+    expect((await agent.run('I am Ann', { session })).text).toBe('Hi Ann.');
+    const second = await agent.run('What is my name?', { session });
+    expect(second.text).toBe('Your name is Ann.');
+    expect(second.usage?.inputTokens).toBeGreaterThan(0);
+    expect(second.finishReason).toBe('stop');
+    expect(bodies()[1]!.messages).toEqual([
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: 'I am Ann' },
+      { role: 'assistant', content: 'Hi Ann.' },
+      { role: 'user', content: 'What is my name?' },
+    ]);
+    expect(bodies()[1]!.model).toBe('gpt-4o-mini');
+  });
+
+  it('runs a tool loop: tool_calls out, tool messages back', async () => {
+    server.enqueue({ toolCalls: [{ name: 'get_weather', arguments: { city: 'Oslo' }, id: 'call_a' }, { name: 'get_weather', arguments: { city: 'Rome' }, id: 'call_b' }] }, { text: 'Oslo -3, Rome 18.' });
+    const weather = defineTool({
+      name: 'get_weather',
+      description: 'Weather for a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      execute: ({ city }: { city: string }) => ({ city, celsius: city === 'Oslo' ? -3 : 18 }),
+    });
+    const res = await createAgent({ client: chat(), tools: [weather] }).run('Weather in Oslo and Rome?');
+    expect(res.text).toBe('Oslo -3, Rome 18.');
+    const [first, second] = bodies();
+    expect(first!.tools).toEqual([{ type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: weather.parameters } }]);
+    expect(second!.messages.slice(1)).toEqual([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_a', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Oslo"}' } },
+          { id: 'call_b', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Rome"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_a', content: '{"city":"Oslo","celsius":-3}' },
+      { role: 'tool', tool_call_id: 'call_b', content: '{"city":"Rome","celsius":18}' },
+    ]);
+  });
+
+  it('streams text and tool-call argument deltas, assembled by the agent', async () => {
+    server.enqueue({ toolCalls: [{ name: 'lookup', arguments: { query: 'a fairly long query string to split' }, id: 'call_s' }] }, { text: 'The answer, streamed in many small pieces.' });
+    const lookup = defineTool({ name: 'lookup', parameters: { type: 'object' }, execute: ({ query }: { query: string }) => query.length });
+    const stream = createAgent({ client: chat(), tools: [lookup] }).runStream('go');
+    const updates: ChatResponseUpdate[] = [];
+    for await (const u of stream) updates.push(u);
+    const res = await stream.response;
+    const argPieces = updates.flatMap((u) => u.contents).filter((c) => c.type === 'function-call');
+    expect(argPieces.length).toBeGreaterThan(1);
+    expect(Message.functionCalls(res.messages[0]!)).toEqual([{ type: 'function-call', callId: 'call_s', name: 'lookup', arguments: '{"query":"a fairly long query string to split"}' }]);
+    expect(res.messages[1]!.contents[0]).toMatchObject({ type: 'function-result', callId: 'call_s', result: 35 });
+    expect(updates.filter((u) => u.contents.some((c) => c.type === 'text')).length).toBeGreaterThan(2);
+    expect(res.text).toBe('The answer, streamed in many small pieces.');
+    expect(res.usage?.outputTokens).toBeGreaterThan(0);
+    expect(bodies()[0]).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+  });
+
+  it('maps every content kind to the wire format', async () => {
+    server.enqueue({ text: 'ok' });
+    const messages = [
+      Message.system('sys'),
+      Message.user(
+        [
+          { type: 'text', text: 'look: ' },
+          { type: 'data', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+          { type: 'data', mediaType: 'image/jpeg', uri: 'https://example.com/cat.jpg' },
+          { type: 'data', mediaType: 'application/pdf', data: 'JVBERi0=', name: 'a.pdf' },
+        ],
+        { authorName: 'Ann Lee' },
+      ),
+      Message.assistant([{ type: 'reasoning', text: 'hidden' }, { type: 'text', text: 'calling' }, { type: 'function-call', callId: 'c1', name: 'f', arguments: '{}' }]),
+      Message.tool([{ type: 'function-result', callId: 'c1', result: 'plain text' }]),
+    ];
+    await chat({ systemRole: 'developer' }).getResponse(messages, { instructions: 'inst', temperature: 0.2, maxOutputTokens: 50, toolChoice: { type: 'tool', name: 'f' }, responseFormat: { type: 'json', name: 'answer', schema: { type: 'object' } } });
+    const body = bodies()[0]!;
+    expect(body.messages).toEqual([
+      { role: 'developer', content: 'inst' },
+      { role: 'developer', content: 'sys' },
+      {
+        role: 'user',
+        name: 'Ann_Lee',
+        content: [
+          { type: 'text', text: 'look: ' },
+          { type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0KGgo=' } },
+          { type: 'image_url', image_url: { url: 'https://example.com/cat.jpg' } },
+          { type: 'file', file: { file_data: 'data:application/pdf;base64,JVBERi0=', filename: 'a.pdf' } },
+        ],
+      },
+      { role: 'assistant', content: 'calling', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'plain text' },
+    ]);
+    expect(body).toMatchObject({
+      temperature: 0.2,
+      max_completion_tokens: 50,
+      tool_choice: { type: 'function', function: { name: 'f' } },
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object' }, strict: true } },
+    });
+  });
+
+  it('a wrong key is a ConfigurationError that never shows the key', async () => {
+    const client = new OpenAIChatClient({ baseURL: server.url, apiKey: 'sk-wrong-but-secret-123', model: 'm', maxRetries: 0 });
+    const error = await client.getResponse([Message.user('hi')], {}).catch((e: unknown) => e);
+    expect(ConfigurationError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toMatch(/401/);
+    expect(JSON.stringify(error) + String(error) + (error as Error).stack).not.toContain('sk-wrong-but-secret-123');
+    expect((error as Error).cause).toBeUndefined();
+  });
+
+  it('429 and 5xx are retried by the SDK, then BackendUnavailableError', async () => {
+    server.enqueue(...Array(3).fill({ error: { status: 500, message: 'boom' } }));
+    const error = await chat({ maxRetries: 2 }).getResponse([Message.user('hi')], {}).catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+    expect(bodies()).toHaveLength(3);
+    server.enqueue({ error: { status: 429, message: 'slow down' }, headers: { 'retry-after-ms': '1' } }, { text: 'recovered' });
+    expect((await chat({ maxRetries: 1 }).getResponse([Message.user('hi')], {})).messages[0]!.contents).toEqual([{ type: 'text', text: 'recovered' }]);
+    server.enqueue({ error: { status: 429, message: 'slow down' } });
+    await expect(chat().getResponse([Message.user('hi')], {})).rejects.toSatisfy((e) => BackendUnavailableError.isInstance(e));
+  });
+
+  it('a context-length error is a ContextWindowExceededError', async () => {
+    server.enqueue({ error: { status: 400, code: 'context_length_exceeded', param: 'messages', message: "This model's maximum context length is 128000 tokens." } });
+    await expect(chat().getResponse([Message.user('hi')], {})).rejects.toSatisfy((e) => ContextWindowExceededError.isInstance(e));
+  });
+
+  it.each(['truncated', 'garbage'] as const)('a %s stream is a typed error, not a hang', async (kind) => {
+    server.enqueue({ malformedStream: kind });
+    const agent = createAgent({ client: chat() });
+    const stream = agent.runStream('hi');
+    const drained = (async () => {
+      for await (const _ of stream);
+    })();
+    await expect(drained).rejects.toSatisfy((e) => BackendUnavailableError.isInstance(e));
+  });
+
+  it('honours AbortSignal', async () => {
+    server.enqueue({ delayMs: 5_000, then: { text: 'late' } });
+    const controller = new AbortController();
+    const pending = chat().getResponse([Message.user('hi')], { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('cancelled by user')), 20);
+    const started = Date.now();
+    await expect(pending).rejects.toThrow('cancelled by user');
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it('talks to Azure OpenAI deployments with an api-key header', async () => {
+    server.enqueue({ text: 'from azure' });
+    const client = new OpenAIChatClient({ azure: { endpoint: server.origin, deployment: 'gpt-4o-prod', apiVersion: '2024-10-21', apiKey: 'sk-test-secret-key' }, maxRetries: 0 });
+    expect(client.modelId).toBe('gpt-4o-prod');
+    expect(client.provider).toBe('azure-openai');
+    const res = await client.getResponse([Message.user('hi')], {});
+    expect(Message.text(res.messages[0]!)).toBe('from azure');
+    const req = server.requests.at(-1)!;
+    expect(req.path).toBe('/openai/deployments/gpt-4o-prod/chat/completions');
+    expect(req.query['api-version']).toBe('2024-10-21');
+    expect(req.headers['api-key']).toBe('sk-test-secret-key');
+  });
+
+  it('needs a model', () => {
+    expect(() => new OpenAIChatClient({ apiKey: 'x' })).toThrow(ConfigurationError);
+  });
+});

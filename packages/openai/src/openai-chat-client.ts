@@ -1,0 +1,81 @@
+import type OpenAI from 'openai';
+import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParamsStreaming } from 'openai/resources/chat/completions';
+import { ConfigurationError, type ChatClient, type ChatOptions, type ChatResponse, type ChatResponseUpdate, type Message } from '@ctx/core';
+import { createChunkMapper, fromChatCompletion, toChatMessages, toChatParams } from './chat-completions-mapping.js';
+import { toCtxError, truncatedStream } from './errors.js';
+import { connect, type OpenAIConnectionOptions } from './openai-connection.js';
+
+/** Options of `OpenAIChatClient`. */
+export interface OpenAIChatClientOptions extends OpenAIConnectionOptions {
+  /** The model, e.g. `gpt-4o-mini`. With Azure, the deployment name is used when this is absent. */
+  model?: string;
+  /** Role for instructions and system messages: `developer` suits reasoning models. Default `system`. */
+  systemRole?: 'system' | 'developer';
+}
+
+/**
+ * A `ChatClient` on the Chat Completions API (OpenAI, Azure OpenAI, and compatible servers).
+ * The service keeps no conversation, so ctx's history providers send it each turn.
+ * @throws ConfigurationError when no model is given.
+ */
+export class OpenAIChatClient implements ChatClient {
+  readonly specificationVersion = 'v1' as const;
+  readonly provider: string;
+  readonly modelId: string;
+  readonly storesByDefault = false;
+  /** The underlying SDK client. */
+  readonly client: OpenAI;
+  readonly #secret: string | undefined;
+  readonly #systemRole: 'system' | 'developer';
+
+  constructor(options: OpenAIChatClientOptions) {
+    const { client, secret } = connect(options);
+    this.client = client;
+    this.#secret = secret;
+    this.modelId = resolveModel(options);
+    this.provider = options.azure ? 'azure-openai' : 'openai';
+    this.#systemRole = options.systemRole ?? 'system';
+  }
+
+  async getResponse(messages: Message[], options: ChatOptions): Promise<ChatResponse> {
+    const body: ChatCompletionCreateParamsNonStreaming = { ...this.#body(messages, options), stream: false };
+    try {
+      return fromChatCompletion(await this.client.chat.completions.create(body, { signal: options.signal }));
+    } catch (error) {
+      throw toCtxError(error, this.#secret, options.signal);
+    }
+  }
+
+  async *getStreamingResponse(messages: Message[], options: ChatOptions): AsyncIterable<ChatResponseUpdate> {
+    const body: ChatCompletionCreateParamsStreaming = { ...this.#body(messages, options), stream: true, stream_options: { include_usage: true } };
+    const map = createChunkMapper();
+    let finished = false;
+    try {
+      const stream = await this.client.chat.completions.create(body, { signal: options.signal });
+      for await (const chunk of stream) {
+        const update = map(chunk);
+        finished ||= update.finishReason !== undefined;
+        yield update;
+      }
+    } catch (error) {
+      throw toCtxError(error, this.#secret, options.signal, 'stream');
+    }
+    if (!finished) throw truncatedStream('chat completion');
+  }
+
+  #body(messages: Message[], options: ChatOptions) {
+    return {
+      ...(options.additional as object | undefined),
+      model: this.modelId,
+      messages: toChatMessages(messages, options.instructions, this.#systemRole),
+      ...toChatParams(options),
+    };
+  }
+}
+
+/** The model id: `model`, else the Azure deployment. */
+export function resolveModel(options: { model?: string; azure?: { deployment?: string } }): string {
+  const model = options.model ?? options.azure?.deployment;
+  if (!model) throw new ConfigurationError('Pass `model` (or, for Azure, `azure.deployment`).');
+  return model;
+}

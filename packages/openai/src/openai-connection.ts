@@ -1,0 +1,67 @@
+import OpenAI, { AzureOpenAI } from 'openai';
+import { ConfigurationError } from '@ctx/core';
+
+/** Azure OpenAI settings. Either `apiKey` or `azureADTokenProvider` (e.g. from `@azure/identity`). */
+export interface AzureOpenAIOptions {
+  /** e.g. `https://my-resource.openai.azure.com`. Default: `AZURE_OPENAI_ENDPOINT`. */
+  endpoint?: string;
+  /** The deployment name; also the `modelId` when `model` is not given. */
+  deployment?: string;
+  /** Default: `OPENAI_API_VERSION`. */
+  apiVersion?: string;
+  /** Default: `AZURE_OPENAI_API_KEY`. */
+  apiKey?: string;
+  /** Returns an Entra ID bearer token; used instead of a key. */
+  azureADTokenProvider?: () => Promise<string>;
+}
+
+/** How an `@ctx/openai` class reaches the service: an injected SDK client, or settings to build one. */
+export interface OpenAIConnectionOptions {
+  /** An `OpenAI` or `AzureOpenAI` instance to share (its retries and timeouts apply). */
+  client?: OpenAI;
+  /** Default: `OPENAI_API_KEY`. */
+  apiKey?: string;
+  /** Default: `OPENAI_BASE_URL`, else the public API. */
+  baseURL?: string;
+  organization?: string;
+  project?: string;
+  /** Retries of 408, 409, 429 and 5xx by the SDK, with backoff. Default 2. */
+  maxRetries?: number;
+  /** Milliseconds per request. Default: the SDK's (10 minutes). */
+  timeout?: number;
+  /** Connect to Azure OpenAI instead. */
+  azure?: AzureOpenAIOptions;
+}
+
+/** The SDK client for `options`, and the key to redact from error messages. */
+export function connect(options: OpenAIConnectionOptions): { client: OpenAI; secret: string | undefined } {
+  if (options.client) return { client: options.client, secret: options.client.apiKey ?? undefined };
+  const common = {
+    ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
+    ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+  };
+  try {
+    if (options.azure) {
+      const { endpoint, deployment, apiVersion, apiKey, azureADTokenProvider } = options.azure;
+      const client = new AzureOpenAI({
+        ...common,
+        ...(endpoint !== undefined ? { endpoint } : {}),
+        ...(deployment !== undefined ? { deployment } : {}),
+        ...(apiVersion !== undefined ? { apiVersion } : {}),
+        ...(apiKey !== undefined ? { apiKey } : {}),
+        ...(azureADTokenProvider ? { azureADTokenProvider } : {}),
+      });
+      return { client, secret: apiKey ?? process.env.AZURE_OPENAI_API_KEY };
+    }
+    const client = new OpenAI({
+      ...common,
+      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
+      ...(options.baseURL !== undefined ? { baseURL: options.baseURL } : {}),
+      ...(options.organization !== undefined ? { organization: options.organization } : {}),
+      ...(options.project !== undefined ? { project: options.project } : {}),
+    });
+    return { client, secret: client.apiKey ?? undefined };
+  } catch (error) {
+    throw new ConfigurationError(`Could not set up the OpenAI client: ${(error as Error).message}`);
+  }
+}

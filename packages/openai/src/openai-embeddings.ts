@@ -1,0 +1,63 @@
+import type OpenAI from 'openai';
+import type { EmbeddingGenerator } from '@ctx/core';
+import { toCtxError } from './errors.js';
+import { connect, type OpenAIConnectionOptions } from './openai-connection.js';
+
+/** Options of `OpenAIEmbeddings`. */
+export interface OpenAIEmbeddingsOptions extends OpenAIConnectionOptions {
+  /** Default `text-embedding-3-small`. With Azure, the deployment name is used when this is absent. */
+  model?: string;
+  /** Shorter vectors (text-embedding-3 models). Default: the model's own length. */
+  dimensions?: number;
+  /** Inputs per request. Default 2048 (the service's limit). */
+  batchSize?: number;
+  /** Requests in flight at once. Default 4. */
+  concurrency?: number;
+}
+
+/** An `EmbeddingGenerator` on the OpenAI (or Azure OpenAI) embeddings endpoint, batching large inputs. */
+export class OpenAIEmbeddings implements EmbeddingGenerator {
+  readonly modelId: string;
+  readonly dimensions: number | undefined;
+  readonly client: OpenAI;
+  readonly #secret: string | undefined;
+  readonly #batchSize: number;
+  readonly #concurrency: number;
+
+  constructor(options: OpenAIEmbeddingsOptions = {}) {
+    const { client, secret } = connect(options);
+    this.client = client;
+    this.#secret = secret;
+    this.modelId = options.model ?? options.azure?.deployment ?? 'text-embedding-3-small';
+    this.dimensions = options.dimensions;
+    this.#batchSize = options.batchSize ?? 2048;
+    this.#concurrency = options.concurrency ?? 4;
+  }
+
+  async embed(values: readonly string[], options: { signal?: AbortSignal } = {}): Promise<number[][]> {
+    const batches: string[][] = [];
+    for (let i = 0; i < values.length; i += this.#batchSize) batches.push(values.slice(i, i + this.#batchSize));
+    const out: number[][][] = new Array(batches.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < batches.length) {
+        const index = next++;
+        out[index] = await this.#request(batches[index]!, options.signal);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.#concurrency, batches.length) }, worker));
+    return out.flat();
+  }
+
+  async #request(input: string[], signal?: AbortSignal): Promise<number[][]> {
+    try {
+      const res = await this.client.embeddings.create(
+        { model: this.modelId, input, ...(this.dimensions !== undefined ? { dimensions: this.dimensions } : {}) },
+        { signal },
+      );
+      return [...res.data].sort((a, b) => a.index - b.index).map((d) => d.embedding);
+    } catch (error) {
+      throw toCtxError(error, this.#secret, signal);
+    }
+  }
+}

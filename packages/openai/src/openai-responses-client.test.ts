@@ -1,0 +1,112 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigurationError, createAgent, defineTool, InMemoryHistoryProvider, Message } from '@ctx/core';
+import { startOpenAITestServer, type OpenAITestServer } from '@ctx/openai-test-server';
+import { OpenAIResponsesClient } from './openai-responses-client.js';
+
+let server: OpenAITestServer;
+beforeAll(async () => {
+  server = await startOpenAITestServer({ apiKey: 'test-key' });
+});
+afterAll(() => server.close());
+beforeEach(() => server.reset());
+
+const responses = () => new OpenAIResponsesClient({ baseURL: server.url, apiKey: 'test-key', model: 'gpt-4.1', maxRetries: 0 });
+type Body = { input: Array<Record<string, unknown>>; previous_response_id?: string; [key: string]: unknown };
+const bodies = () => server.requests.filter((r) => r.path.endsWith('/responses')).map((r) => r.body as Body);
+
+describe('OpenAIResponsesClient', () => {
+  it('lets the service keep the conversation: only new messages are sent, a store-only provider still audits', async () => {
+    server.enqueue({ text: 'Hi Ann.' }, { text: 'You are Ann.' });
+    const audit = new InMemoryHistoryProvider({ sourceId: 'audit', loadMessages: false });
+    const agent = createAgent({ client: responses(), instructions: 'Be brief.', contextProviders: [audit] });
+    const session = agent.createSession();
+    const first = await agent.run('I am Ann', { session });
+    expect(first.conversationId).toMatch(/^resp_/);
+    expect(session.serviceSessionId).toBe(first.conversationId);
+    const second = await agent.run('Who am I?', { session });
+    expect(second.text).toBe('You are Ann.');
+    const [b1, b2] = bodies();
+    expect(b1!.previous_response_id).toBeUndefined();
+    expect(b2!.previous_response_id).toBe(first.conversationId);
+    expect(b2!.input).toEqual([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Who am I?' }] }]);
+    expect(b2!.instructions).toBe('Be brief.');
+    expect(session.state.memory).toBeUndefined(); // no local history was kept or loaded
+    expect((session.state.audit!.messages as unknown as Message[]).map((m) => Message.text(m))).toEqual(['I am Ann', 'Hi Ann.', 'Who am I?', 'You are Ann.']);
+    // the service holds the whole chain
+    const chain = JSON.stringify(server.conversation(second.conversationId!));
+    expect(chain).toContain('I am Ann');
+    expect(chain).toContain('Hi Ann.');
+    expect(chain).toContain('Who am I?');
+  });
+
+  it('with store: false keeps history locally and sends it every turn', async () => {
+    server.enqueue({ text: 'one' }, { text: 'two' });
+    const agent = createAgent({ client: responses() });
+    const session = agent.createSession();
+    const first = await agent.run('a', { session, options: { store: false } });
+    expect(first.conversationId).toBeUndefined();
+    await agent.run('b', { session, options: { store: false } });
+    const b2 = bodies()[1]!;
+    expect(b2.store).toBe(false);
+    expect(b2.include).toEqual(['reasoning.encrypted_content']);
+    expect(b2.previous_response_id).toBeUndefined();
+    expect(b2.input).toEqual([
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'a' }] },
+      { role: 'assistant', content: 'one' },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'b' }] },
+    ]);
+  });
+
+  it('runs a tool loop with function_call and function_call_output items, chained by response id', async () => {
+    server.enqueue({ reasoning: 'need the weather', toolCalls: [{ name: 'weather', arguments: { city: 'Oslo' }, id: 'call_1' }] }, { text: 'Cold: -3.' });
+    const weather = defineTool({ name: 'weather', parameters: { type: 'object' }, execute: () => ({ celsius: -3 }) });
+    const res = await createAgent({ client: responses(), tools: [weather] }).run('Weather in Oslo?', { session: undefined });
+    expect(res.text).toBe('Cold: -3.');
+    const first = res.messages[0]!;
+    expect(first.contents[0]).toMatchObject({ type: 'reasoning', text: 'need the weather' });
+    expect((first.contents[0] as { id?: string }).id).toMatch(/^rs_/);
+    const [b1, b2] = bodies();
+    expect(b1!.tools).toEqual([{ type: 'function', name: 'weather', parameters: { type: 'object' }, strict: false }]);
+    expect(b2!.previous_response_id).toBe(first.id);
+    expect(b2!.input).toEqual([{ type: 'function_call_output', call_id: 'call_1', output: '{"celsius":-3}' }]);
+  });
+
+  it('streams events into updates and finishes with usage and the response id', async () => {
+    server.enqueue({ toolCalls: [{ name: 'lookup', arguments: { q: 'streaming arguments in pieces' }, id: 'call_9' }] }, { text: 'A streamed answer in several deltas.' });
+    const lookup = defineTool({ name: 'lookup', parameters: { type: 'object' }, execute: ({ q }: { q: string }) => q.toUpperCase() });
+    const agent = createAgent({ client: responses(), tools: [lookup] });
+    const session = agent.createSession();
+    const stream = agent.runStream('go', { session });
+    let textUpdates = 0;
+    for await (const u of stream) if (u.contents.some((c) => c.type === 'text')) textUpdates++;
+    const res = await stream.response;
+    expect(textUpdates).toBeGreaterThan(2);
+    expect(res.text).toBe('A streamed answer in several deltas.');
+    expect(Message.functionCalls(res.messages[0]!)[0]).toMatchObject({ callId: 'call_9', name: 'lookup', arguments: '{"q":"streaming arguments in pieces"}' });
+    expect(res.messages[1]!.contents[0]).toMatchObject({ result: 'STREAMING ARGUMENTS IN PIECES' });
+    expect(res.usage?.totalTokens).toBeGreaterThan(0);
+    expect(session.serviceSessionId).toMatch(/^resp_/);
+    expect(bodies()[1]!.previous_response_id).toBe(res.messages[0]!.id);
+  });
+
+  it('continues a Conversations API conversation by its conv_ id', async () => {
+    const conversation = await responses().client.conversations.create({});
+    server.enqueue({ text: 'first' }, { text: 'second' });
+    const agent = createAgent({ client: responses() });
+    const session = agent.createSession({ serviceSessionId: conversation.id });
+    await agent.run('one', { session });
+    await agent.run('two', { session });
+    expect(session.serviceSessionId).toBe(conversation.id);
+    expect(bodies().map((b) => [b.conversation, b.previous_response_id])).toEqual([[conversation.id, undefined], [conversation.id, undefined]]);
+  });
+
+  it('an unknown previous response is a clear error', async () => {
+    const agent = createAgent({ client: responses() });
+    const session = agent.createSession({ serviceSessionId: 'resp_missing' });
+    await expect(agent.run('hi', { session })).rejects.toSatisfy((e) => ConfigurationError.isInstance(e) && /resp_missing|previous/i.test((e as Error).message));
+  });
+
+  it('says it stores by default', () => {
+    expect(responses().storesByDefault).toBe(true);
+  });
+});

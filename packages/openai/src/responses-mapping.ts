@@ -1,0 +1,199 @@
+import type {
+  FunctionTool,
+  Response,
+  ResponseCreateParamsBase,
+  ResponseInputContent,
+  ResponseInputItem,
+  ResponseStreamEvent,
+} from 'openai/resources/responses/responses';
+import { BackendUnavailableError, ContextWindowExceededError, type ChatOptions, type ChatResponse, type ChatResponseUpdate, type Content, type FinishReason, type Message, type Usage } from '@ctx/core';
+import { dataUrl, resultText } from './chat-completions-mapping.js';
+
+/** Whether an id names a Conversations API conversation (else it is a previous response id). */
+export const isConversationObjectId = (id: string) => id.startsWith('conv_');
+
+/** Core messages as Responses input items, in order. */
+export function toResponseInput(messages: readonly Message[]): ResponseInputItem[] {
+  const items: ResponseInputItem[] = [];
+  for (const m of messages) {
+    if (m.role === 'user' || m.role === 'system') {
+      const content = m.contents.flatMap(toInputContent);
+      if (content.length) items.push({ type: 'message', role: m.role, content });
+    }
+    let text = '';
+    const flushText = () => {
+      if (text) items.push({ role: 'assistant', content: text });
+      text = '';
+    };
+    for (const c of m.contents) {
+      if (m.role === 'assistant' && c.type === 'text') {
+        text += c.text;
+        continue;
+      }
+      if (c.type === 'function-call') {
+        flushText();
+        items.push({ type: 'function_call', call_id: c.callId, name: c.name, arguments: c.arguments });
+      } else if (c.type === 'function-result') {
+        flushText();
+        items.push({ type: 'function_call_output', call_id: c.callId, output: resultText(c) });
+      } else if (c.type === 'reasoning' && c.id !== undefined && m.role === 'assistant') {
+        flushText();
+        items.push({
+          type: 'reasoning',
+          id: c.id,
+          summary: c.text ? [{ type: 'summary_text', text: c.text }] : [],
+          ...(c.encrypted !== undefined ? { encrypted_content: c.encrypted } : {}),
+        });
+      }
+    }
+    flushText();
+  }
+  return items;
+}
+
+function toInputContent(c: Content): ResponseInputContent[] {
+  switch (c.type) {
+    case 'text':
+      return [{ type: 'input_text', text: c.text }];
+    case 'data':
+      if (c.mediaType.startsWith('image/')) return [{ type: 'input_image', image_url: dataUrl(c), detail: 'auto' }];
+      if (c.data !== undefined) return [{ type: 'input_file', file_data: dataUrl(c), filename: c.name ?? 'file' }];
+      return [{ type: 'input_file', file_url: c.uri! }];
+    default:
+      return [];
+  }
+}
+
+/** Tools, tool choice, format, sampling and conversation options as request fields. */
+export function toResponseParams(options: ChatOptions): Partial<ResponseCreateParamsBase> {
+  const params: Partial<ResponseCreateParamsBase> = {};
+  if (options.instructions) params.instructions = options.instructions;
+  if (options.tools?.length) {
+    params.tools = options.tools.map(
+      (t): FunctionTool => ({ type: 'function', name: t.name, parameters: t.parameters, strict: false, ...(t.description ? { description: t.description } : {}) }),
+    );
+  }
+  const choice = options.toolChoice;
+  if (choice !== undefined) params.tool_choice = typeof choice === 'string' ? choice : { type: 'function', name: choice.name };
+  if (options.temperature !== undefined) params.temperature = options.temperature;
+  if (options.maxOutputTokens !== undefined) params.max_output_tokens = options.maxOutputTokens;
+  if (options.store !== undefined) params.store = options.store;
+  // Without stored responses, reasoning must travel back encrypted.
+  if (options.store === false) params.include = ['reasoning.encrypted_content'];
+  const format = options.responseFormat;
+  if (format?.type === 'json') {
+    params.text = {
+      format: format.schema
+        ? { type: 'json_schema', name: format.name ?? 'response', schema: format.schema, strict: true, ...(format.description ? { description: format.description } : {}) }
+        : { type: 'json_object' },
+    };
+  }
+  if (options.conversationId !== undefined) {
+    if (isConversationObjectId(options.conversationId)) params.conversation = options.conversationId;
+    else params.previous_response_id = options.conversationId;
+  }
+  return params;
+}
+
+function toUsage(usage: Response['usage']): Usage | undefined {
+  return usage ? { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens, totalTokens: usage.total_tokens } : undefined;
+}
+
+function toFinishReason(response: Response): FinishReason {
+  if (response.status === 'incomplete') {
+    return response.incomplete_details?.reason === 'content_filter' ? 'content-filter' : response.incomplete_details?.reason === 'max_output_tokens' ? 'length' : 'other';
+  }
+  return response.output.some((item) => item.type === 'function_call') ? 'tool-calls' : 'stop';
+}
+
+/** The conversation id to continue from: the conversation, else the response when it was stored. */
+function continuation(response: Response, requested: ChatOptions): string | undefined {
+  if (response.conversation?.id) return response.conversation.id;
+  if (requested.conversationId !== undefined && isConversationObjectId(requested.conversationId)) return requested.conversationId;
+  return requested.store === false ? undefined : response.id;
+}
+
+/** A response as one assistant message: reasoning, text and function calls in output order. */
+export function fromResponse(response: Response, requested: ChatOptions): ChatResponse {
+  const contents: Content[] = [];
+  for (const item of response.output) {
+    if (item.type === 'message') {
+      for (const part of item.content) contents.push({ type: 'text', text: part.type === 'output_text' ? part.text : part.refusal });
+    } else if (item.type === 'function_call') {
+      contents.push({ type: 'function-call', callId: item.call_id, name: item.name, arguments: item.arguments });
+    } else if (item.type === 'reasoning') {
+      contents.push({
+        type: 'reasoning',
+        id: item.id,
+        text: item.summary.map((s) => s.text).join('\n'),
+        ...(item.encrypted_content ? { encrypted: item.encrypted_content } : {}),
+      });
+    }
+  }
+  const result: ChatResponse = {
+    messages: [{ id: response.id, role: 'assistant', contents, createdAt: new Date(response.created_at * 1000).toISOString() }],
+    finishReason: toFinishReason(response),
+    raw: response,
+  };
+  const usage = toUsage(response.usage);
+  if (usage) result.usage = usage;
+  const conversationId = continuation(response, requested);
+  if (conversationId !== undefined) result.conversationId = conversationId;
+  return result;
+}
+
+/** Turns stream events into updates; `done` tells whether the service finished the response. */
+export function createEventMapper(requested: ChatOptions): { map: (event: ResponseStreamEvent) => ChatResponseUpdate | undefined; done: () => boolean } {
+  let messageId: string | undefined;
+  let finished = false;
+  const callIds = new Map<string, string>();
+  const update = (contents: Content[]): ChatResponseUpdate => ({ ...(messageId ? { messageId } : {}), role: 'assistant', contents });
+  const map = (event: ResponseStreamEvent): ChatResponseUpdate | undefined => {
+    switch (event.type) {
+      case 'response.created':
+        messageId = event.response.id;
+        return undefined;
+      case 'response.output_text.delta':
+      case 'response.refusal.delta':
+        return update([{ type: 'text', text: event.delta }]);
+      case 'response.reasoning_summary_text.delta':
+        return update([{ type: 'reasoning', id: event.item_id, text: event.delta }]);
+      case 'response.output_item.added':
+        if (event.item.type !== 'function_call') return undefined;
+        if (event.item.id) callIds.set(event.item.id, event.item.call_id);
+        return update([{ type: 'function-call', callId: event.item.call_id, name: event.item.name, arguments: event.item.arguments ?? '' }]);
+      case 'response.function_call_arguments.delta': {
+        const callId = callIds.get(event.item_id);
+        return callId ? update([{ type: 'function-call', callId, name: '', arguments: event.delta }]) : undefined;
+      }
+      case 'response.output_item.done':
+        if (event.item.type === 'reasoning' && event.item.encrypted_content) {
+          return update([{ type: 'reasoning', id: event.item.id, text: '', encrypted: event.item.encrypted_content }]);
+        }
+        return undefined;
+      case 'response.completed':
+      case 'response.incomplete': {
+        finished = true;
+        const done = fromResponse(event.response, requested);
+        const last = update([]);
+        last.finishReason = done.finishReason!;
+        if (done.usage) last.usage = done.usage;
+        if (done.conversationId !== undefined) last.conversationId = done.conversationId;
+        last.raw = event.response;
+        return last;
+      }
+      case 'response.failed':
+        throw failure(event.response.error?.code, event.response.error?.message);
+      case 'error':
+        throw failure(event.code ?? undefined, event.message);
+      default:
+        return undefined;
+    }
+  };
+  return { map, done: () => finished };
+}
+
+function failure(code: string | undefined | null, message: string | undefined): Error {
+  const text = `The OpenAI response failed${code ? ` (${code})` : ''}: ${message ?? 'no reason given'}`;
+  return code === 'context_length_exceeded' ? new ContextWindowExceededError(text) : new BackendUnavailableError('openai', text);
+}

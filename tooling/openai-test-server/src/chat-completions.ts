@@ -1,0 +1,249 @@
+import {
+  dropConnection,
+  isGone,
+  sendError,
+  sendMalformedJson,
+  sendJson,
+  sleep,
+  startEventStream,
+  writeEvent,
+  type Exchange,
+} from './http-utils.js';
+import { newId, unixSeconds } from './ids.js';
+import { echoText, resolveReply, type PlannedTurn, type ReplySource } from './replies.js';
+import { contentText, countTokens, isObject, PER_MESSAGE_TOKENS, splitArguments, splitIntoDeltas } from './tokens.js';
+import type { JsonObject } from './types.js';
+
+const SYSTEM_FINGERPRINT = 'fp_ctx_test';
+
+/** `POST /chat/completions`: validates like the service, then answers with the scripted turn. */
+export async function handleChatCompletions(
+  ex: Exchange,
+  body: JsonObject,
+  source: ReplySource,
+  deployment: string | undefined,
+): Promise<void> {
+  const model = typeof body.model === 'string' ? body.model : deployment;
+  if (model === undefined) {
+    sendError(ex, 400, { message: 'you must provide a model parameter' });
+    return;
+  }
+  const messages = body.messages;
+  if (!Array.isArray(messages)) {
+    sendError(ex, 400, {
+      message: "Missing required parameter: 'messages'.",
+      param: 'messages',
+      code: 'missing_required_parameter',
+    });
+    return;
+  }
+  if (messages.length === 0) {
+    sendError(ex, 400, {
+      message: "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+      param: 'messages',
+      code: 'empty_array',
+    });
+    return;
+  }
+  const pairingError = checkToolMessagePairing(messages);
+  if (pairingError !== undefined) {
+    sendError(ex, 400, pairingError);
+    return;
+  }
+
+  const format = isObject(body.response_format) ? body.response_format.type : undefined;
+  const jsonMode = format === 'json_object' || format === 'json_schema';
+  const resolved = await resolveReply(source, ex, echoText(lastUserText(messages), jsonMode));
+  const stream = body.stream === true;
+  switch (resolved.kind) {
+    case 'gone':
+      return;
+    case 'error': {
+      const { status, ...fields } = resolved.reply.error;
+      sendError(ex, status, fields, resolved.reply.headers);
+      return;
+    }
+    case 'malformed':
+      if (stream) sendMalformedStream(ex, model, resolved.mode);
+      else sendMalformedJson(ex, resolved.mode);
+      return;
+    case 'turn': {
+      const promptTokens = resolved.turn.inputTokensOverride ?? countPromptTokens(messages, body.tools);
+      if (stream) {
+        const streamOptions = isObject(body.stream_options) ? body.stream_options : {};
+        await streamCompletion(ex, model, resolved.turn, promptTokens, streamOptions.include_usage === true);
+      } else {
+        sendJson(ex, 200, completionObject(model, resolved.turn, promptTokens));
+      }
+    }
+  }
+}
+
+/** The text of the last `user` message, or `''`. */
+function lastUserText(messages: unknown[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i];
+    if (isObject(message) && message.role === 'user') return contentText(message.content);
+  }
+  return '';
+}
+
+/** Four tokens per message plus its text (content, tool call names and arguments), plus the tool definitions. */
+function countPromptTokens(messages: unknown[], tools: unknown): number {
+  let total = 0;
+  for (const message of messages) {
+    if (!isObject(message)) continue;
+    let text = contentText(message.content);
+    if (Array.isArray(message.tool_calls)) {
+      for (const call of message.tool_calls) {
+        if (isObject(call) && isObject(call.function)) text += String(call.function.name ?? '') + String(call.function.arguments ?? '');
+      }
+    }
+    total += PER_MESSAGE_TOKENS + countTokens(text);
+  }
+  if (Array.isArray(tools) && tools.length > 0) total += countTokens(JSON.stringify(tools));
+  return total;
+}
+
+/**
+ * The service's rule: an assistant message with `tool_calls` must be followed directly by one
+ * `tool` message per call id, and a `tool` message must answer such a call.
+ */
+function checkToolMessagePairing(messages: unknown[]): { message: string; param: string } | undefined {
+  let pending: Set<string> | undefined;
+  let pendingIndex = 0;
+  for (let i = 0; i <= messages.length; i++) {
+    const message = messages[i];
+    const role = isObject(message) ? message.role : undefined;
+    if (role === 'tool' && isObject(message)) {
+      const id = typeof message.tool_call_id === 'string' ? message.tool_call_id : '';
+      if (pending === undefined || !pending.has(id)) {
+        return {
+          message: "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          param: `messages.[${i}].role`,
+        };
+      }
+      pending.delete(id);
+      continue;
+    }
+    if (pending !== undefined && pending.size > 0) {
+      return {
+        message: `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${[...pending].join(', ')}`,
+        param: `messages.[${pendingIndex}].role`,
+      };
+    }
+    pending = undefined;
+    if (isObject(message) && role === 'assistant' && Array.isArray(message.tool_calls) && message.tool_calls.length > 0) {
+      pending = new Set(message.tool_calls.map((call) => (isObject(call) && typeof call.id === 'string' ? call.id : '')));
+      pendingIndex = i;
+    }
+  }
+  return undefined;
+}
+
+function usageObject(turn: PlannedTurn, promptTokens: number): JsonObject {
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: turn.outputTokens,
+    total_tokens: promptTokens + turn.outputTokens,
+    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: {
+      reasoning_tokens: turn.reasoningTokens,
+      audio_tokens: 0,
+      accepted_prediction_tokens: 0,
+      rejected_prediction_tokens: 0,
+    },
+  };
+}
+
+function completionObject(model: string, turn: PlannedTurn, promptTokens: number): JsonObject {
+  const message: JsonObject = {
+    role: 'assistant',
+    content: turn.text,
+    refusal: turn.refusal,
+    annotations: [],
+  };
+  if (turn.toolCalls.length > 0) {
+    message.tool_calls = turn.toolCalls.map((call) => ({
+      id: call.id,
+      type: 'function',
+      function: { name: call.name, arguments: call.arguments },
+    }));
+  }
+  return {
+    id: newId('chatcmpl', '-'),
+    object: 'chat.completion',
+    created: unixSeconds(),
+    model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: turn.finishReason }],
+    usage: usageObject(turn, promptTokens),
+    service_tier: 'default',
+    system_fingerprint: SYSTEM_FINGERPRINT,
+  };
+}
+
+function chunkFactory(model: string, includeUsage: boolean): (delta: JsonObject, finishReason?: string) => string {
+  const base = {
+    id: newId('chatcmpl', '-'),
+    object: 'chat.completion.chunk',
+    created: unixSeconds(),
+    model,
+    service_tier: 'default',
+    system_fingerprint: SYSTEM_FINGERPRINT,
+  };
+  return (delta, finishReason) =>
+    JSON.stringify({
+      ...base,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason ?? null }],
+      ...(includeUsage ? { usage: null } : {}),
+    });
+}
+
+async function streamCompletion(
+  ex: Exchange,
+  model: string,
+  turn: PlannedTurn,
+  promptTokens: number,
+  includeUsage: boolean,
+): Promise<void> {
+  const chunk = chunkFactory(model, includeUsage);
+  const events: string[] = [chunk({ role: 'assistant', content: turn.text === null ? null : '', refusal: null })];
+  for (const piece of splitIntoDeltas(turn.text ?? '')) events.push(chunk({ content: piece }));
+  for (const piece of splitIntoDeltas(turn.refusal ?? '')) events.push(chunk({ refusal: piece }));
+  turn.toolCalls.forEach((call, index) => {
+    events.push(
+      chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }),
+    );
+    for (const piece of splitArguments(call.arguments)) {
+      events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+    }
+  });
+  events.push(chunk({}, turn.finishReason));
+  if (includeUsage) {
+    const base = JSON.parse(chunk({})) as JsonObject;
+    events.push(JSON.stringify({ ...base, choices: [], usage: usageObject(turn, promptTokens) }));
+  }
+  events.push('[DONE]');
+
+  startEventStream(ex);
+  for (const data of events) {
+    if (turn.streamDelayMs > 0 && !(await sleep(turn.streamDelayMs, ex.signal))) return;
+    if (isGone(ex)) return;
+    writeEvent(ex, data);
+  }
+  ex.res.end();
+}
+
+function sendMalformedStream(ex: Exchange, model: string, mode: 'truncated' | 'garbage'): void {
+  const chunk = chunkFactory(model, false);
+  startEventStream(ex);
+  writeEvent(ex, chunk({ role: 'assistant', content: '', refusal: null }));
+  writeEvent(ex, chunk({ content: 'This reply is' }));
+  if (mode === 'truncated') {
+    dropConnection(ex);
+    return;
+  }
+  writeEvent(ex, '{"id": "chatcmpl-broken", "choices": [{"delta": {"content": "oops"');
+  writeEvent(ex, '[DONE]');
+  ex.res.end();
+}

@@ -1,0 +1,17 @@
+export { startOpenAITestServer } from './openai-test-server.js';
+export { contextLengthExceeded } from './scripted-errors.js';
+export { deterministicEmbedding, encodeBase64Embedding } from './embeddings.js';
+export type {
+  ConversationItem,
+  JsonObject,
+  OpenAITestServer,
+  OpenAITestServerOptions,
+  RecordedRequest,
+  Responder,
+  ScriptedCompletion,
+  ScriptedDelay,
+  ScriptedError,
+  ScriptedMalformedStream,
+  ScriptedReply,
+  ScriptedToolCall,
+} from './types.js';

@@ -1,0 +1,81 @@
+import { sleep, type Exchange } from './http-utils.js';
+import { newId } from './ids.js';
+import { countTokens } from './tokens.js';
+import type { RecordedRequest, ScriptedCompletion, ScriptedError, ScriptedReply } from './types.js';
+
+/** Where scripted replies come from: the queue first, then the responder. */
+export interface ReplySource {
+  take(request: RecordedRequest): ScriptedReply | undefined;
+}
+
+/** A model turn with every default filled in. */
+export interface PlannedTurn {
+  text: string | null;
+  refusal: string | null;
+  toolCalls: { id: string; name: string; arguments: string }[];
+  reasoning: string | null;
+  finishReason: 'stop' | 'length' | 'tool_calls' | 'content_filter';
+  /** Output tokens (including reasoning tokens) and the reasoning share of them. */
+  outputTokens: number;
+  reasoningTokens: number;
+  /** Input tokens when the script overrides the count. */
+  inputTokensOverride: number | undefined;
+  streamDelayMs: number;
+}
+
+/** The reply to send after delays were waited out. */
+export type ResolvedReply =
+  | { kind: 'turn'; turn: PlannedTurn }
+  | { kind: 'error'; reply: ScriptedError }
+  | { kind: 'malformed'; mode: 'truncated' | 'garbage' }
+  | { kind: 'gone' };
+
+/**
+ * Takes the next scripted reply for this request (consumed once, so every retry takes a new one),
+ * waits out `{ delayMs, then }` wrappers, and fills in the defaults. `echo` is the default text.
+ */
+export async function resolveReply(source: ReplySource, ex: Exchange, echo: string): Promise<ResolvedReply> {
+  let reply = source.take(ex.recorded);
+  while (reply !== undefined && 'delayMs' in reply) {
+    const completed = await sleep(reply.delayMs, ex.signal);
+    if (!completed) return { kind: 'gone' };
+    reply = reply.then;
+  }
+  if (ex.signal.aborted) return { kind: 'gone' };
+  if (reply !== undefined && 'error' in reply) return { kind: 'error', reply };
+  if (reply !== undefined && 'malformedStream' in reply) return { kind: 'malformed', mode: reply.malformedStream };
+  return { kind: 'turn', turn: planTurn(reply, echo) };
+}
+
+function planTurn(reply: ScriptedCompletion | undefined, echo: string): PlannedTurn {
+  const script = reply ?? {};
+  const toolCalls = (script.toolCalls ?? []).map((call) => ({
+    id: call.id ?? newId('call'),
+    name: call.name,
+    arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+  }));
+  const refusal = script.refusal ?? null;
+  const text = script.text ?? (toolCalls.length === 0 && refusal === null ? echo : null);
+  const reasoning = script.reasoning ?? null;
+  const reasoningTokens = reasoning === null ? 0 : countTokens(reasoning);
+  const visible =
+    (text ?? '') + (refusal ?? '') + toolCalls.map((call) => call.name + call.arguments).join('');
+  const counted = Math.max(1, countTokens(visible) + reasoningTokens);
+  return {
+    text,
+    refusal,
+    toolCalls,
+    reasoning,
+    finishReason: script.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
+    outputTokens: script.usage?.output ?? counted,
+    reasoningTokens: script.usage === undefined ? reasoningTokens : Math.min(reasoningTokens, script.usage.output),
+    inputTokensOverride: script.usage?.input,
+    streamDelayMs: script.streamDelayMs ?? 0,
+  };
+}
+
+/** The default reply text: `"You said: <last user text>"`, wrapped as JSON in JSON output modes. */
+export function echoText(lastUserText: string, jsonMode: boolean): string {
+  const text = `You said: ${lastUserText}`;
+  return jsonMode ? JSON.stringify({ reply: text }) : text;
+}

@@ -1,0 +1,544 @@
+import {
+  dropConnection,
+  isGone,
+  sendError,
+  sendJson,
+  sendMalformedJson,
+  sleep,
+  startEventStream,
+  writeEvent,
+  type ErrorFields,
+  type Exchange,
+} from './http-utils.js';
+import { newId, unixSeconds } from './ids.js';
+import { echoText, resolveReply, type PlannedTurn, type ReplySource } from './replies.js';
+import { contentText, countTokens, isObject, PER_MESSAGE_TOKENS, splitArguments, splitIntoDeltas } from './tokens.js';
+import type { ConversationItem, JsonObject } from './types.js';
+
+/** A response the service stored (requests without `store: false`), with its own input and output items. */
+interface StoredResponse {
+  response: JsonObject;
+  input: ConversationItem[];
+  output: ConversationItem[];
+  previousResponseId: string | null;
+}
+
+/** A Conversations API conversation and its items, oldest first. */
+interface StoredConversation {
+  conversation: JsonObject;
+  items: ConversationItem[];
+}
+
+/** What the service remembers between calls: stored responses and conversations. */
+export class ResponsesStore {
+  readonly responses = new Map<string, StoredResponse>();
+  readonly conversations = new Map<string, StoredConversation>();
+
+  /** The input and output items of every response from the first of the chain to `responseId`. */
+  chain(responseId: string): ConversationItem[] {
+    const links: StoredResponse[] = [];
+    let id: string | null = responseId;
+    while (id !== null) {
+      const stored = this.responses.get(id);
+      if (stored === undefined) {
+        throw new Error(
+          `No stored response '${id}' in the OpenAI test server: it was never created, was created with store: false, or was deleted.`,
+        );
+      }
+      links.unshift(stored);
+      id = stored.previousResponseId;
+    }
+    return structuredClone(links.flatMap((link) => [...link.input, ...link.output]));
+  }
+
+  /** The items of a conversation, oldest first. */
+  conversationItems(conversationId: string): ConversationItem[] {
+    const stored = this.conversations.get(conversationId);
+    if (stored === undefined) throw new Error(`No conversation '${conversationId}' in the OpenAI test server.`);
+    return structuredClone(stored.items);
+  }
+
+  clear(): void {
+    this.responses.clear();
+    this.conversations.clear();
+  }
+}
+
+/** `POST /responses`. */
+export async function handleCreateResponse(
+  ex: Exchange,
+  body: JsonObject,
+  source: ReplySource,
+  store: ResponsesStore,
+  deployment: string | undefined,
+): Promise<void> {
+  const model = typeof body.model === 'string' ? body.model : deployment;
+  if (model === undefined) {
+    sendError(ex, 400, { message: 'Missing required parameter: \'model\'.', param: 'model', code: 'missing_required_parameter' });
+    return;
+  }
+  const input = normalizeItems(body.input, 'input');
+  if ('error' in input) {
+    sendError(ex, 400, input.error);
+    return;
+  }
+  const previousResponseId = typeof body.previous_response_id === 'string' ? body.previous_response_id : null;
+  const conversationId = conversationIdOf(body.conversation);
+  if (previousResponseId !== null && conversationId !== null) {
+    sendError(ex, 400, {
+      message: "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.",
+      code: 'mutually_exclusive_parameters',
+    });
+    return;
+  }
+  let history: ConversationItem[] = [];
+  if (previousResponseId !== null) {
+    if (!store.responses.has(previousResponseId)) {
+      sendError(ex, 400, {
+        message: `Previous response with id '${previousResponseId}' not found.`,
+        param: 'previous_response_id',
+        code: 'previous_response_not_found',
+      });
+      return;
+    }
+    history = store.chain(previousResponseId);
+  }
+  const conversation = conversationId === null ? undefined : store.conversations.get(conversationId);
+  if (conversationId !== null) {
+    if (conversation === undefined) {
+      sendError(ex, 404, { message: `Conversation with id '${conversationId}' not found.`, param: 'conversation' });
+      return;
+    }
+    history = structuredClone(conversation.items);
+  }
+  const context = [...history, ...input.items];
+  const pairingError = checkFunctionCallPairing(context);
+  if (pairingError !== undefined) {
+    sendError(ex, 400, pairingError);
+    return;
+  }
+
+  const format = isObject(body.text) && isObject(body.text.format) ? body.text.format.type : undefined;
+  const jsonMode = format === 'json_object' || format === 'json_schema';
+  const resolved = await resolveReply(source, ex, echoText(lastUserText(input.items) ?? lastUserText(history) ?? '', jsonMode));
+  const stream = body.stream === true;
+  switch (resolved.kind) {
+    case 'gone':
+      return;
+    case 'error': {
+      const { status, ...fields } = resolved.reply.error;
+      sendError(ex, status, fields, resolved.reply.headers);
+      return;
+    }
+    case 'malformed':
+      if (stream) sendMalformedStream(ex, resolved.mode);
+      else sendMalformedJson(ex, resolved.mode);
+      return;
+    case 'turn':
+      break;
+  }
+
+  const turn = resolved.turn;
+  const inputTokens = turn.inputTokensOverride ?? countInputTokens(context, body.instructions, body.tools);
+  const output = outputItems(turn);
+  const incomplete = turn.finishReason === 'length' || turn.finishReason === 'content_filter';
+  const response = responseObject(body, {
+    id: newId('resp'),
+    model,
+    createdAt: unixSeconds(),
+    status: incomplete ? 'incomplete' : 'completed',
+    output,
+    incompleteDetails: incomplete ? { reason: turn.finishReason === 'length' ? 'max_output_tokens' : 'content_filter' } : null,
+    conversationId,
+    usage: {
+      input_tokens: inputTokens,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: turn.outputTokens,
+      output_tokens_details: { reasoning_tokens: turn.reasoningTokens },
+      total_tokens: inputTokens + turn.outputTokens,
+    },
+  });
+
+  // Persist before replying, so a follow-up call made right after the reply finds the response.
+  if (body.store !== false) {
+    store.responses.set(String(response.id), {
+      response: structuredClone(response),
+      input: structuredClone(input.items),
+      output: structuredClone(output),
+      previousResponseId,
+    });
+  }
+  conversation?.items.push(...structuredClone(input.items), ...structuredClone(output));
+
+  if (stream) await streamResponse(ex, response, output, turn.streamDelayMs);
+  else sendJson(ex, 200, response);
+}
+
+/** `GET /responses/{id}`. */
+export function handleGetResponse(ex: Exchange, id: string, store: ResponsesStore): void {
+  const stored = store.responses.get(id);
+  if (stored === undefined) sendError(ex, 404, responseNotFound(id));
+  else sendJson(ex, 200, stored.response);
+}
+
+/** `DELETE /responses/{id}`. */
+export function handleDeleteResponse(ex: Exchange, id: string, store: ResponsesStore): void {
+  if (!store.responses.delete(id)) sendError(ex, 404, responseNotFound(id));
+  else sendJson(ex, 200, { id, object: 'response.deleted', deleted: true });
+}
+
+/** `GET /responses/{id}/input_items`: the response's own input items, a cursor page (default order `desc`). */
+export function handleListInputItems(ex: Exchange, id: string, store: ResponsesStore): void {
+  const stored = store.responses.get(id);
+  if (stored === undefined) sendError(ex, 404, responseNotFound(id));
+  else sendJson(ex, 200, listPage(stored.input, ex.recorded.query));
+}
+
+/** `POST /conversations`: `{ items?, metadata? }`. */
+export function handleCreateConversation(ex: Exchange, body: JsonObject, store: ResponsesStore): void {
+  const items = normalizeItems(body.items ?? [], 'items');
+  if ('error' in items) {
+    sendError(ex, 400, items.error);
+    return;
+  }
+  const conversation = {
+    id: newId('conv'),
+    object: 'conversation',
+    created_at: unixSeconds(),
+    metadata: isObject(body.metadata) ? body.metadata : {},
+  };
+  store.conversations.set(conversation.id, { conversation, items: items.items });
+  sendJson(ex, 200, conversation);
+}
+
+/** `GET /conversations/{id}`. */
+export function handleGetConversation(ex: Exchange, id: string, store: ResponsesStore): void {
+  const stored = store.conversations.get(id);
+  if (stored === undefined) sendError(ex, 404, conversationNotFound(id));
+  else sendJson(ex, 200, stored.conversation);
+}
+
+/** `DELETE /conversations/{id}`. */
+export function handleDeleteConversation(ex: Exchange, id: string, store: ResponsesStore): void {
+  if (!store.conversations.delete(id)) sendError(ex, 404, conversationNotFound(id));
+  else sendJson(ex, 200, { id, object: 'conversation.deleted', deleted: true });
+}
+
+/** `GET /conversations/{id}/items`: a cursor page (default order `desc`). */
+export function handleListConversationItems(ex: Exchange, id: string, store: ResponsesStore): void {
+  const stored = store.conversations.get(id);
+  if (stored === undefined) sendError(ex, 404, conversationNotFound(id));
+  else sendJson(ex, 200, listPage(stored.items, ex.recorded.query));
+}
+
+/** `POST /conversations/{id}/items`: `{ items }`, appended in order. */
+export function handleCreateConversationItems(ex: Exchange, id: string, body: JsonObject, store: ResponsesStore): void {
+  const stored = store.conversations.get(id);
+  if (stored === undefined) {
+    sendError(ex, 404, conversationNotFound(id));
+    return;
+  }
+  const items = normalizeItems(body.items, 'items');
+  if ('error' in items) {
+    sendError(ex, 400, items.error);
+    return;
+  }
+  stored.items.push(...items.items);
+  sendJson(ex, 200, {
+    object: 'list',
+    data: items.items,
+    first_id: items.items[0]?.id ?? null,
+    last_id: items.items.at(-1)?.id ?? null,
+    has_more: false,
+  });
+}
+
+function responseNotFound(id: string): ErrorFields {
+  return { message: `Response with id '${id}' not found.`, param: null };
+}
+
+function conversationNotFound(id: string): ErrorFields {
+  return { message: `Conversation with id '${id}' not found.`, param: null };
+}
+
+function conversationIdOf(value: unknown): string | null {
+  if (typeof value === 'string') return value;
+  if (isObject(value) && typeof value.id === 'string') return value.id;
+  return null;
+}
+
+const ID_PREFIX: Record<string, string> = {
+  message: 'msg',
+  function_call: 'fc',
+  function_call_output: 'fco',
+  reasoning: 'rs',
+};
+
+/**
+ * Input in the shape the service stores it: a string becomes a user message, `{ role, content }`
+ * gets `type: 'message'`, string content becomes `input_text` (or `output_text` for the
+ * assistant) parts, and items without an id get one.
+ */
+function normalizeItems(value: unknown, param: string): { items: ConversationItem[] } | { error: ErrorFields } {
+  if (value === undefined || value === null) return { items: [] };
+  if (typeof value === 'string') {
+    return { items: [{ id: newId('msg'), type: 'message', role: 'user', content: [{ type: 'input_text', text: value }] }] };
+  }
+  if (!Array.isArray(value)) {
+    return { error: { message: `Invalid type for '${param}': expected a string or an array of items.`, param, code: 'invalid_type' } };
+  }
+  const items: ConversationItem[] = [];
+  for (const [index, raw] of value.entries()) {
+    if (!isObject(raw)) {
+      return { error: { message: `Invalid type for '${param}[${index}]': expected an object.`, param: `${param}[${index}]`, code: 'invalid_type' } };
+    }
+    const item = structuredClone(raw);
+    const type = typeof item.type === 'string' ? item.type : typeof item.role === 'string' ? 'message' : undefined;
+    if (type === undefined) {
+      return { error: { message: `Missing required parameter: '${param}[${index}].type'.`, param: `${param}[${index}].type`, code: 'missing_required_parameter' } };
+    }
+    item.type = type;
+    if (type === 'message' && typeof item.content === 'string') {
+      item.content =
+        item.role === 'assistant'
+          ? [{ type: 'output_text', text: item.content, annotations: [] }]
+          : [{ type: 'input_text', text: item.content }];
+    }
+    if (typeof item.id !== 'string' && type !== 'item_reference') item.id = newId(ID_PREFIX[type] ?? 'item');
+    items.push(item as ConversationItem);
+  }
+  return { items };
+}
+
+/** The text of the last user message among `items`, or `undefined`. */
+function lastUserText(items: ConversationItem[]): string | undefined {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i];
+    if (item !== undefined && item.type === 'message' && item.role === 'user') return contentText(item.content);
+  }
+  return undefined;
+}
+
+/**
+ * The service's rule: every `function_call_output` answers a `function_call` in the context,
+ * and every `function_call` in the context has an output.
+ */
+function checkFunctionCallPairing(context: ConversationItem[]): ErrorFields | undefined {
+  const calls = new Set<string>();
+  const outputs = new Set<string>();
+  for (const item of context) {
+    if (item.type === 'function_call') calls.add(String(item.call_id));
+    if (item.type === 'function_call_output') outputs.add(String(item.call_id));
+  }
+  for (const id of outputs) {
+    if (!calls.has(id)) return { message: `No tool call found for function call output with call_id ${id}.`, param: 'input' };
+  }
+  for (const id of calls) {
+    if (!outputs.has(id)) return { message: `No tool output found for function call ${id}.`, param: 'input' };
+  }
+  return undefined;
+}
+
+function itemText(item: ConversationItem): string {
+  switch (item.type) {
+    case 'message':
+      return contentText(item.content);
+    case 'function_call':
+      return String(item.name ?? '') + String(item.arguments ?? '');
+    case 'function_call_output':
+      return typeof item.output === 'string' ? item.output : contentText(item.output);
+    case 'reasoning':
+      return contentText(item.summary);
+    default:
+      return JSON.stringify(item);
+  }
+}
+
+/** Four tokens per item plus its text, plus the instructions and tool definitions. */
+function countInputTokens(context: ConversationItem[], instructions: unknown, tools: unknown): number {
+  let total = 0;
+  for (const item of context) total += PER_MESSAGE_TOKENS + countTokens(itemText(item));
+  if (typeof instructions === 'string') total += PER_MESSAGE_TOKENS + countTokens(instructions);
+  if (Array.isArray(tools) && tools.length > 0) total += countTokens(JSON.stringify(tools));
+  return total;
+}
+
+function outputItems(turn: PlannedTurn): ConversationItem[] {
+  const items: ConversationItem[] = [];
+  if (turn.reasoning !== null) {
+    items.push({ id: newId('rs'), type: 'reasoning', summary: [{ type: 'summary_text', text: turn.reasoning }] });
+  }
+  if (turn.text !== null || turn.refusal !== null) {
+    const content: JsonObject[] = [];
+    if (turn.text !== null) content.push({ type: 'output_text', text: turn.text, annotations: [], logprobs: [] });
+    if (turn.refusal !== null) content.push({ type: 'refusal', refusal: turn.refusal });
+    const incomplete = turn.finishReason === 'length' || turn.finishReason === 'content_filter';
+    items.push({
+      id: newId('msg'),
+      type: 'message',
+      status: incomplete ? 'incomplete' : 'completed',
+      content,
+      role: 'assistant',
+    });
+  }
+  for (const call of turn.toolCalls) {
+    items.push({
+      id: newId('fc'),
+      type: 'function_call',
+      status: 'completed',
+      arguments: call.arguments,
+      call_id: call.id,
+      name: call.name,
+    });
+  }
+  return items;
+}
+
+interface ResponseFields {
+  id: string;
+  model: string;
+  createdAt: number;
+  status: 'in_progress' | 'completed' | 'incomplete';
+  output: ConversationItem[];
+  incompleteDetails: JsonObject | null;
+  conversationId: string | null;
+  usage: JsonObject | null;
+}
+
+/** A `response` object with every field the SDK's `Response` type declares, echoing the request's settings. */
+function responseObject(body: JsonObject, fields: ResponseFields): JsonObject {
+  const reasoning = isObject(body.reasoning) ? body.reasoning : {};
+  return {
+    id: fields.id,
+    object: 'response',
+    created_at: fields.createdAt,
+    status: fields.status,
+    background: body.background === true,
+    completed_at: fields.status === 'in_progress' ? null : unixSeconds(),
+    conversation: fields.conversationId === null ? null : { id: fields.conversationId },
+    error: null,
+    incomplete_details: fields.incompleteDetails,
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    max_tool_calls: body.max_tool_calls ?? null,
+    model: fields.model,
+    output: fields.output,
+    parallel_tool_calls: body.parallel_tool_calls ?? true,
+    previous_response_id: body.previous_response_id ?? null,
+    prompt_cache_key: body.prompt_cache_key ?? null,
+    reasoning: { effort: reasoning.effort ?? null, summary: reasoning.summary ?? null },
+    safety_identifier: body.safety_identifier ?? null,
+    service_tier: 'default',
+    store: body.store !== false,
+    temperature: body.temperature ?? 1,
+    text: body.text ?? { format: { type: 'text' }, verbosity: 'medium' },
+    tool_choice: body.tool_choice ?? 'auto',
+    tools: body.tools ?? [],
+    top_logprobs: body.top_logprobs ?? 0,
+    top_p: body.top_p ?? 1,
+    truncation: body.truncation ?? 'disabled',
+    usage: fields.usage,
+    user: body.user ?? null,
+    metadata: body.metadata ?? {},
+  };
+}
+
+/** The SSE events of a streamed response, in the order the service sends them. */
+function responseEvents(response: JsonObject, output: ConversationItem[]): JsonObject[] {
+  const events: JsonObject[] = [];
+  const push = (type: string, fields: JsonObject): void => {
+    events.push({ type, sequence_number: events.length, ...fields });
+  };
+  const inProgress = { ...response, status: 'in_progress', completed_at: null, output: [], usage: null, incomplete_details: null };
+  push('response.created', { response: inProgress });
+  push('response.in_progress', { response: inProgress });
+
+  output.forEach((item, outputIndex) => {
+    const itemId = String(item.id);
+    const at = { item_id: itemId, output_index: outputIndex };
+    if (item.type === 'reasoning') {
+      const text = contentText(item.summary);
+      push('response.output_item.added', { output_index: outputIndex, item: { ...item, summary: [] } });
+      push('response.reasoning_summary_part.added', { ...at, summary_index: 0, part: { type: 'summary_text', text: '' } });
+      for (const delta of splitIntoDeltas(text)) {
+        push('response.reasoning_summary_text.delta', { ...at, summary_index: 0, delta });
+      }
+      push('response.reasoning_summary_text.done', { ...at, summary_index: 0, text });
+      push('response.reasoning_summary_part.done', { ...at, summary_index: 0, part: { type: 'summary_text', text } });
+    } else if (item.type === 'message') {
+      push('response.output_item.added', { output_index: outputIndex, item: { ...item, status: 'in_progress', content: [] } });
+      const parts = Array.isArray(item.content) ? (item.content as JsonObject[]) : [];
+      parts.forEach((part, contentIndex) => {
+        const partAt = { ...at, content_index: contentIndex };
+        if (part.type === 'output_text') {
+          const text = String(part.text);
+          push('response.content_part.added', { ...partAt, part: { ...part, text: '' } });
+          for (const delta of splitIntoDeltas(text)) push('response.output_text.delta', { ...partAt, delta, logprobs: [] });
+          push('response.output_text.done', { ...partAt, text, logprobs: [] });
+        } else {
+          const refusal = String(part.refusal);
+          push('response.content_part.added', { ...partAt, part: { ...part, refusal: '' } });
+          for (const delta of splitIntoDeltas(refusal)) push('response.refusal.delta', { ...partAt, delta });
+          push('response.refusal.done', { ...partAt, refusal });
+        }
+        push('response.content_part.done', { ...partAt, part });
+      });
+    } else if (item.type === 'function_call') {
+      const args = String(item.arguments);
+      push('response.output_item.added', { output_index: outputIndex, item: { ...item, status: 'in_progress', arguments: '' } });
+      for (const delta of splitArguments(args)) push('response.function_call_arguments.delta', { ...at, delta });
+      push('response.function_call_arguments.done', { ...at, name: item.name, arguments: args });
+    }
+    push('response.output_item.done', { output_index: outputIndex, item });
+  });
+
+  push(response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response });
+  return events;
+}
+
+async function streamResponse(ex: Exchange, response: JsonObject, output: ConversationItem[], delayMs: number): Promise<void> {
+  startEventStream(ex);
+  for (const event of responseEvents(response, output)) {
+    if (delayMs > 0 && !(await sleep(delayMs, ex.signal))) return;
+    if (isGone(ex)) return;
+    writeEvent(ex, JSON.stringify(event), String(event.type));
+  }
+  ex.res.end();
+}
+
+function sendMalformedStream(ex: Exchange, mode: 'truncated' | 'garbage'): void {
+  startEventStream(ex);
+  const response = { id: newId('resp'), object: 'response', created_at: unixSeconds(), status: 'in_progress', output: [] };
+  writeEvent(ex, JSON.stringify({ type: 'response.created', sequence_number: 0, response }), 'response.created');
+  if (mode === 'truncated') {
+    writeEvent(
+      ex,
+      JSON.stringify({
+        type: 'response.output_item.added',
+        sequence_number: 1,
+        output_index: 0,
+        item: { id: newId('msg'), type: 'message', status: 'in_progress', content: [], role: 'assistant' },
+      }),
+      'response.output_item.added',
+    );
+    dropConnection(ex);
+    return;
+  }
+  writeEvent(ex, '{"type": "response.output_text.delta", "delta": "oops', 'response.output_text.delta');
+  ex.res.end();
+}
+
+/** A cursor page over `items` honouring `order` (default `desc`), `limit` (default 20) and `after`. */
+function listPage(items: ConversationItem[], query: Record<string, string>): JsonObject {
+  const ordered = query.order === 'asc' ? [...items] : [...items].reverse();
+  const start = query.after === undefined ? 0 : ordered.findIndex((item) => item.id === query.after) + 1;
+  const limit = Math.min(100, Math.max(1, Number(query.limit ?? 20) || 20));
+  const data = ordered.slice(start, start + limit);
+  return {
+    object: 'list',
+    data,
+    first_id: data[0]?.id ?? null,
+    last_id: data.at(-1)?.id ?? null,
+    has_more: start + limit < ordered.length,
+  };
+}

@@ -1,0 +1,138 @@
+/** A JSON object as parsed from a request body. */
+export type JsonObject = Record<string, unknown>;
+
+/** One HTTP request the test server received, recorded before it was answered. */
+export interface RecordedRequest {
+  /** Upper-case HTTP method, e.g. `'POST'`. */
+  method: string;
+  /** The request path without the query string, e.g. `'/v1/chat/completions'`. */
+  path: string;
+  /** Query parameters (the last value wins when a name repeats), e.g. `{ 'api-version': '2024-10-21' }`. */
+  query: Record<string, string>;
+  /** Request headers with lower-case names; repeated headers are joined with `', '`. */
+  headers: Record<string, string>;
+  /** The parsed JSON body, or `undefined` when there was none or it was not a JSON object. */
+  body: JsonObject | undefined;
+  /**
+   * The endpoint with the OpenAI or Azure prefix removed (`'/chat/completions'`, `'/responses'`,
+   * `'/embeddings'`, ...), so tests can filter requests regardless of the client flavour.
+   * `undefined` when the path matched no known prefix.
+   */
+  route: string | undefined;
+  /** The Azure deployment named in `/openai/deployments/{deployment}/...` paths. */
+  deployment?: string;
+  /** For embeddings requests: how many inputs the request carried. */
+  batchSize?: number;
+  /** `true` when the client disconnected before the server finished its reply. */
+  aborted?: boolean;
+}
+
+/** A tool call the scripted model makes. */
+export interface ScriptedToolCall {
+  /** The function name. */
+  name: string;
+  /** The arguments as JSON text, or an object that the server serializes with `JSON.stringify`. */
+  arguments: string | object;
+  /** The call id (`call_...`); generated when omitted. */
+  id?: string;
+}
+
+/** A successful model turn: text, tool calls, reasoning and/or a refusal. */
+export interface ScriptedCompletion {
+  /**
+   * The assistant text. When `text`, `toolCalls` and `refusal` are all absent the server answers
+   * with its default echo. Returned verbatim in JSON modes, so script JSON text for them.
+   */
+  text?: string;
+  /** Tool calls, in order. With no `text` the chat message `content` is `null`. */
+  toolCalls?: ScriptedToolCall[];
+  /**
+   * Reasoning summary text. Responses API: a `reasoning` output item (and summary events when
+   * streaming). Chat Completions: only counted in `completion_tokens_details.reasoning_tokens`.
+   */
+  reasoning?: string;
+  /** A refusal instead of text (`message.refusal` / a `refusal` content part). */
+  refusal?: string;
+  /**
+   * Defaults to `'tool_calls'` when there are tool calls, else `'stop'`. On the Responses API
+   * `'length'` and `'content_filter'` give `status: 'incomplete'` with the matching
+   * `incomplete_details.reason`.
+   */
+  finishReason?: 'stop' | 'length' | 'tool_calls' | 'content_filter';
+  /** Token usage to report instead of the deterministic count. */
+  usage?: { input: number; output: number };
+  /** Streaming only: milliseconds to wait between SSE events (to abort mid-stream). Default 0. */
+  streamDelayMs?: number;
+}
+
+/** An HTTP error reply with the OpenAI error body `{ error: { message, type, param, code } }`. */
+export interface ScriptedError {
+  /** The error. `type` defaults from the status, `code` for 401/429, `param` to `null`. */
+  error: {
+    status: number;
+    message: string;
+    type?: string;
+    code?: string | null;
+    param?: string | null;
+  };
+  /** Extra response headers, e.g. `{ 'retry-after-ms': '1' }` for a 429. */
+  headers?: Record<string, string>;
+}
+
+/**
+ * A broken reply. For streaming calls: `'truncated'` sends a few events and then drops the
+ * connection (no `[DONE]`, no terminating chunk); `'garbage'` sends an event whose data is not
+ * JSON. For non-streaming calls: a cut-off body, or a 200 whose body is not JSON.
+ */
+export interface ScriptedMalformedStream {
+  malformedStream: 'truncated' | 'garbage';
+}
+
+/** Hold a reply for `delayMs` before sending `then`; a client disconnect cancels it. */
+export interface ScriptedDelay {
+  delayMs: number;
+  then: ScriptedReply;
+}
+
+/** What the server answers to one chat completions or responses call. */
+export type ScriptedReply = ScriptedCompletion | ScriptedError | ScriptedMalformedStream | ScriptedDelay;
+
+/** Decides a reply for a request when the queue is empty; `undefined` means the default echo. */
+export type Responder = (request: RecordedRequest) => ScriptedReply | undefined;
+
+/** Options of {@link startOpenAITestServer}. */
+export interface OpenAITestServerOptions {
+  /** The key clients must send as `Authorization: Bearer KEY` or `api-key: KEY`. Default `'test-key'`. */
+  apiKey?: string;
+}
+
+/** A Responses API or Conversations API item as the server stores it (input or output). */
+export type ConversationItem = JsonObject & { type: string };
+
+/** A running local OpenAI-protocol server. */
+export interface OpenAITestServer {
+  /** `'http://127.0.0.1:PORT/v1'`: the `baseURL` for `new OpenAI({ baseURL, apiKey })`. */
+  readonly url: string;
+  /** `'http://127.0.0.1:PORT'`: the `endpoint` for `new AzureOpenAI({ endpoint, ... })`. */
+  readonly origin: string;
+  /** The key the server accepts. */
+  readonly apiKey: string;
+  /** Every request received, in arrival order, including rejected ones and retries. */
+  readonly requests: RecordedRequest[];
+  /** Queue replies for the next chat completions / responses calls, first in first out; each is used once. */
+  enqueue(...replies: ScriptedReply[]): void;
+  /** Set the fallback used when the queue is empty (`undefined` restores the default echo `"You said: <last user text>"`). */
+  respondWith(fn: Responder | undefined): void;
+  /**
+   * The full item chain the service holds for a stored response: the input and output items of
+   * every response from the first one of the `previous_response_id` chain to `responseId`.
+   * Throws when `responseId` was never stored (unknown, or created with `store: false`).
+   */
+  conversation(responseId: string): ConversationItem[];
+  /** The items of a Conversations API conversation, oldest first. Throws when the id is unknown. */
+  conversationItems(conversationId: string): ConversationItem[];
+  /** Clear the queue, the responder, the request log, stored responses and conversations. */
+  reset(): void;
+  /** Stop listening and drop open connections (pending delayed replies are cancelled). */
+  close(): Promise<void>;
+}
