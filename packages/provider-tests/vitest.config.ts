@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
+import { sharedTestConfig } from '../../tooling/vitest.shared.js';
 
 export default defineConfig({
-  test: { include: ['src/**/*.test.ts'] },
+  test: { ...sharedTestConfig, include: ['src/**/*.test.ts'] },
 });
