@@ -3,12 +3,21 @@ import { HistoryProvider, type GetHistoryArgs, type HistoryProviderOptions, type
 import { formatPath, isPlainObject, pathJoin, type JsonObject, type JsonValue } from './json.js';
 import { Message } from './message.js';
 
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 /** How many of the newest stored ids a save checks, so a retried turn is not stored twice. */
 const DEDUPE_WINDOW = 256;
 
 /**
  * History kept in the session itself (`state.messages`), so it serializes with the session and
  * needs no backend. The agent adds one (sourceId `memory`) when a run has no other history.
+ * Stored messages are frozen: loaded history is read-only (build new messages to change it).
  */
 export class InMemoryHistoryProvider extends HistoryProvider {
   constructor(options: HistoryProviderOptions = {}) {
@@ -19,9 +28,14 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const all = this.#list(state);
     const start = limit === undefined ? 0 : Math.max(0, all.length - limit);
     const window = all.slice(start);
-    window.forEach((m, i) => Message.isMessage(m) || Message.parse(m, formatPath('$.state', [this.sourceId, 'messages', start + i])));
-    // Copies: whatever the run does to loaded messages must not change the stored history.
-    return structuredClone(window) as Message[];
+    // Stored messages are validated once and then frozen, so loading costs no copy and nothing a
+    // run does to a loaded message can change the stored history (a write throws instead).
+    window.forEach((m, i) => {
+      if (Object.isFrozen(m)) return;
+      Message.parse(m, formatPath('$.state', [this.sourceId, 'messages', start + i]));
+      deepFreeze(m);
+    });
+    return window as Message[];
   }
 
   async saveMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {
@@ -31,7 +45,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
       const id = (all[i] as { id?: unknown } | null)?.id;
       if (typeof id === 'string') recent.add(id);
     }
-    for (const m of messages) if (!recent.has(m.id)) all.push(structuredClone(m) as unknown as JsonValue);
+    for (const m of messages) if (!recent.has(m.id)) all.push(deepFreeze(structuredClone(m)));
   }
 
   validateState(state: JsonObject, path: string): void {

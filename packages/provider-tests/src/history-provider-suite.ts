@@ -464,7 +464,7 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         expect(call(client, 1).messages).toEqual([...stored.map((m) => Message.withSource(m, provider.sourceId, 'history')), expect.objectContaining({ role: 'user' })]);
       });
 
-      test('stored messages are copies: changing what was saved or loaded changes nothing stored', async () => {
+      test('changing what was saved or loaded changes nothing stored (loaded messages may be copies or read-only)', async () => {
         const provider = await make();
         const session = new AgentSession();
         const saved = messagesOfEveryKind();
@@ -474,9 +474,16 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         saved[1]!.metadata!.client = 'changed after save';
         expect(await load(provider, session)).toEqual(snapshot);
         const loaded = await load(provider, session);
-        loaded[1]!.contents.push({ type: 'text', text: 'changed after load' });
-        loaded[1]!.metadata!.client = 'changed after load';
-        (loaded[3]!.contents[0] as FunctionResultContent).result = 'changed after load';
+        const attempt = (change: () => void) => {
+          try {
+            change();
+          } catch (error) {
+            expect(error).toBeInstanceOf(TypeError); // frozen: the write is refused
+          }
+        };
+        attempt(() => loaded[1]!.contents.push({ type: 'text', text: 'changed after load' }));
+        attempt(() => (loaded[1]!.metadata!.client = 'changed after load'));
+        attempt(() => ((loaded[3]!.contents[0] as FunctionResultContent).result = 'changed after load'));
         expect(await load(provider, session)).toEqual(snapshot);
       });
     });

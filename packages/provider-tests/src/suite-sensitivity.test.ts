@@ -218,7 +218,7 @@ const history = {
   fromId: 'continues a conversation from the session id alone',
   fidelityDirect: 'getMessages returns exactly what saveMessages stored, for every content kind',
   fidelityRun: 'a run stores every content kind unchanged and loads it back for the model',
-  copies: 'stored messages are copies: changing what was saved or loaded changes nothing stored',
+  copies: 'changing what was saved or loaded changes nothing stored (loaded messages may be copies or read-only)',
   modelFails: 'a run whose model call fails stores nothing',
   aborted: 'an aborted run stores nothing',
   hostile: 'keeps every hostile session id apart and round-trips it',
