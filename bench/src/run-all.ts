@@ -1,12 +1,15 @@
 /**
- * Runs every ctx benchmark in one process: pipeline overhead, then the session round trip.
+ * Runs every ctx benchmark in one process: pipeline overhead, the session round trip, and the
+ * overhead of the OpenAI clients.
  * Prints tables; never asserts timings.
  */
 import { pipelineOverhead } from './pipeline-overhead.js';
+import { openaiOverhead } from './openai-overhead.js';
 import { sessionRoundtrip } from './session-roundtrip.js';
 
 const started = process.hrtime.bigint();
 console.log('# ctx benchmarks');
 await pipelineOverhead();
 await sessionRoundtrip();
+await openaiOverhead();
 console.log(`Total wall time: ${(Number(process.hrtime.bigint() - started) / 1e9).toFixed(1)} s`);

@@ -157,21 +157,19 @@ export function fromChatCompletion(completion: ChatCompletion): ChatResponse {
 export function createChunkMapper(): (chunk: ChatCompletionChunk) => ChatResponseUpdate {
   const calls = new Map<number, { callId: string; name: string }>();
   return (chunk) => {
-    const update: ChatResponseUpdate = { messageId: chunk.id, role: 'assistant', contents: [] };
-    const usage = toUsage(chunk.usage);
-    if (usage) update.usage = usage;
+    const contents: Content[] = [];
     const choice = chunk.choices[0];
-    if (!choice) return update;
-    const delta = choice.delta;
-    if (delta.content) update.contents.push({ type: 'text', text: delta.content });
-    if (delta.refusal) update.contents.push({ type: 'text', text: delta.refusal });
-    for (const piece of delta.tool_calls ?? []) {
-      let call = calls.get(piece.index);
-      if (!call) calls.set(piece.index, (call = { callId: piece.id ?? `call_${piece.index}`, name: piece.function?.name ?? '' }));
-      update.contents.push({ type: 'function-call', callId: call.callId, name: piece.function?.name ?? '', arguments: piece.function?.arguments ?? '' });
+    const delta = choice?.delta;
+    if (delta?.content) contents.push({ type: 'text', text: delta.content });
+    if (delta?.refusal) contents.push({ type: 'text', text: delta.refusal });
+    if (delta?.tool_calls) {
+      for (const piece of delta.tool_calls) {
+        let call = calls.get(piece.index);
+        if (!call) calls.set(piece.index, (call = { callId: piece.id ?? `call_${piece.index}`, name: piece.function?.name ?? '' }));
+        contents.push({ type: 'function-call', callId: call.callId, name: piece.function?.name ?? '', arguments: piece.function?.arguments ?? '' });
+      }
     }
-    const finishReason = toFinishReason(choice.finish_reason);
-    if (finishReason) update.finishReason = finishReason;
-    return update;
+    // One object shape for every update keeps this hot path monomorphic.
+    return { messageId: chunk.id, role: 'assistant', contents, usage: toUsage(chunk.usage), finishReason: toFinishReason(choice?.finish_reason) };
   };
 }

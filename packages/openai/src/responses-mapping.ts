@@ -147,7 +147,7 @@ export function createEventMapper(requested: ChatOptions): { map: (event: Respon
   let messageId: string | undefined;
   let finished = false;
   const callIds = new Map<string, string>();
-  const update = (contents: Content[]): ChatResponseUpdate => ({ ...(messageId ? { messageId } : {}), role: 'assistant', contents });
+  const update = (contents: Content[]): ChatResponseUpdate => ({ messageId, role: 'assistant', contents });
   const map = (event: ResponseStreamEvent): ChatResponseUpdate | undefined => {
     switch (event.type) {
       case 'response.created':
