@@ -46,5 +46,5 @@ export type { Contribution, GetMessagesOptions, SessionContextInit, SourcedInstr
 export type { SessionStore, SetSessionOptions, StoredSession } from './session-store.js';
 export { defineTool } from './tool.js';
 export type { JsonSchemaToolDefinition, StandardSchemaToolDefinition, StandardSchemaV1, Tool, ToolExecuteOptions, ToolValidation } from './tool.js';
-export { createCharacterTokenizer } from './tokenizer.js';
+export { countContentTokens, createCharacterTokenizer } from './tokenizer.js';
 export type { CharacterTokenizerOptions, Tokenizer } from './tokenizer.js';

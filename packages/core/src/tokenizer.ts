@@ -1,4 +1,4 @@
-import type { Message } from './message.js';
+import type { Content, Message } from './message.js';
 
 /** Counts tokens, so budgets and compaction can measure what they send. */
 export interface Tokenizer {
@@ -6,6 +6,24 @@ export interface Tokenizer {
   countTokens(text: string): number;
   /** Tokens of whole messages as the service counts them, including per-message overhead. */
   countMessageTokens(messages: readonly Message[]): number;
+}
+
+/**
+ * Tokens of one content part by its text: text and reasoning as is, a function call by its name
+ * and arguments, a result by its JSON, data by its URI plus `dataTokens`. For tokenizer authors.
+ */
+export function countContentTokens(content: Content, countTokens: (text: string) => number, dataTokens = 85): number {
+  switch (content.type) {
+    case 'text':
+    case 'reasoning':
+      return countTokens(content.text);
+    case 'function-call':
+      return countTokens(content.name) + countTokens(content.arguments);
+    case 'function-result':
+      return countTokens(typeof content.result === 'string' ? content.result : JSON.stringify(content.result));
+    case 'data':
+      return countTokens(content.uri ?? '') + dataTokens;
+  }
 }
 
 /** Options of `createCharacterTokenizer`. */
@@ -30,23 +48,7 @@ export function createCharacterTokenizer(options: CharacterTokenizerOptions = {}
       let total = 0;
       for (const m of messages) {
         total += overhead;
-        for (const c of m.contents) {
-          switch (c.type) {
-            case 'text':
-            case 'reasoning':
-              total += countTokens(c.text);
-              break;
-            case 'function-call':
-              total += countTokens(c.name) + countTokens(c.arguments);
-              break;
-            case 'function-result':
-              total += countTokens(typeof c.result === 'string' ? c.result : JSON.stringify(c.result));
-              break;
-            case 'data':
-              total += countTokens(c.uri ?? '') + 85;
-              break;
-          }
-        }
+        for (const c of m.contents) total += countContentTokens(c, countTokens);
       }
       return total;
     },

@@ -1,7 +1,7 @@
 import { Tiktoken } from 'js-tiktoken/lite';
 import cl100k_base from 'js-tiktoken/ranks/cl100k_base';
 import o200k_base from 'js-tiktoken/ranks/o200k_base';
-import type { Message, Tokenizer } from '@ctx/core';
+import { countContentTokens, type Message, type Tokenizer } from '@ctx/core';
 
 /** The BPE encodings OpenAI's current models use. */
 export type OpenAIEncoding = 'o200k_base' | 'cl100k_base';
@@ -58,24 +58,8 @@ export function createOpenAITokenizer(options: OpenAITokenizerOptions = {}): Ope
       for (const m of messages) {
         total += PER_MESSAGE + countTokens(m.role === 'system' ? 'system' : m.role);
         if (m.authorName) total += PER_NAME + countTokens(m.authorName);
-        for (const c of m.contents) {
-          switch (c.type) {
-            case 'text':
-              total += countTokens(c.text);
-              break;
-            case 'function-call':
-              total += countTokens(c.name) + countTokens(c.arguments);
-              break;
-            case 'function-result':
-              total += countTokens(typeof c.result === 'string' ? c.result : JSON.stringify(c.result));
-              break;
-            case 'reasoning':
-              break; // not sent back as prompt text
-            case 'data':
-              total += c.mediaType.startsWith('image/') ? 85 : countTokens(c.uri ?? '');
-              break;
-          }
-        }
+        // Reasoning is not sent back as prompt text; images cost 85 tokens (low detail).
+        for (const c of m.contents) if (c.type !== 'reasoning') total += countContentTokens(c, countTokens, c.type === 'data' && c.mediaType.startsWith('image/') ? 85 : 0);
       }
       return total;
     },
