@@ -1,0 +1,35 @@
+import { describeHistoryProvider, describeSessionStore } from '@ctx/provider-tests';
+import { clusterClient, env, singleClient, uniquePrefix } from '../test/helpers.js';
+import { RedisHistoryProvider } from './redis-history-provider.js';
+import { RedisSessionStore } from './redis-session-store.js';
+
+// One shared client per topology, injected into every provider and store the suites create.
+const single = singleClient();
+const cluster = clusterClient();
+const prefix = uniquePrefix('conformance');
+
+describeHistoryProvider('RedisHistoryProvider (single node)', {
+  create: (options) => new RedisHistoryProvider({ ...options, client: single, prefix }),
+});
+
+describeHistoryProvider('RedisHistoryProvider (cluster)', {
+  create: (options) => new RedisHistoryProvider({ ...options, client: cluster, prefix }),
+});
+
+describeHistoryProvider('RedisHistoryProvider (owned connection from url)', {
+  create: (options) => new RedisHistoryProvider({ ...options, url: `redis://127.0.0.1:${env.port}`, prefix }),
+  cleanup: (provider) => provider.close(),
+});
+
+describeSessionStore('RedisSessionStore (single node)', {
+  create: () => new RedisSessionStore({ client: single, prefix }),
+});
+
+describeSessionStore('RedisSessionStore (cluster)', {
+  create: () => new RedisSessionStore({ client: cluster, prefix }),
+});
+
+describeSessionStore('RedisSessionStore (owned cluster connection from nodes)', {
+  create: () => new RedisSessionStore({ nodes: env.clusterNodes, prefix }),
+  cleanup: (store) => store.close(),
+});

@@ -1,0 +1,97 @@
+import { createHash } from 'node:crypto';
+import { ConfigurationError, SessionStateError } from '@ctx/core';
+
+/** Longest encoded id kept readable in a key; longer ids are hashed (see `encodeKeyPart`). */
+export const MAX_ENCODED_ID_LENGTH = 200;
+
+const SAFE = /[A-Za-z0-9._-]/;
+const HEX = '0123456789ABCDEF';
+
+/**
+ * Encodes an id (a session id or a source id) for use inside a Redis key, injectively:
+ * ASCII letters, digits, `.`, `_` and `-` stay as they are, every other character becomes `%XX`
+ * per UTF-8 byte (a lone UTF-16 surrogate becomes `%uXXXX`). The result never holds `{`, `}`,
+ * `:`, glob characters, whitespace or line breaks. An encoding longer than
+ * `MAX_ENCODED_ID_LENGTH` characters is replaced by `~` and the SHA-256 of that readable encoding
+ * in base64url (44 characters in all); `~` never starts a readable encoding, so the two forms
+ * cannot meet.
+ */
+export function encodeKeyPart(id: string): string {
+  let out = '';
+  for (let i = 0; i < id.length; i++) {
+    const ch = id[i]!;
+    if (SAFE.test(ch)) {
+      out += ch;
+      continue;
+    }
+    const code = id.charCodeAt(i);
+    if (code >= 0xd800 && code <= 0xdbff && i + 1 < id.length) {
+      const next = id.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        out += percentBytes(id.slice(i, i + 2));
+        i++;
+        continue;
+      }
+    }
+    if (code >= 0xd800 && code <= 0xdfff) {
+      out += `%u${code.toString(16).toUpperCase().padStart(4, '0')}`;
+      continue;
+    }
+    out += percentBytes(ch);
+  }
+  if (out.length <= MAX_ENCODED_ID_LENGTH) return out;
+  return `~${createHash('sha256').update(out, 'latin1').digest('base64url')}`;
+}
+
+function percentBytes(text: string): string {
+  let out = '';
+  for (const byte of Buffer.from(text, 'utf8')) out += `%${HEX[byte >> 4]}${HEX[byte & 15]}`;
+  return out;
+}
+
+const PREFIX_FORBIDDEN = /[{}*?[\]\\\s]/;
+
+/**
+ * Checks a key prefix: non-empty, and free of `{`, `}` (they would move the Redis Cluster hash
+ * tag), glob characters and whitespace.
+ * @throws ConfigurationError for a bad prefix.
+ */
+export function checkPrefix(prefix: unknown): string {
+  if (typeof prefix !== 'string' || prefix === '' || PREFIX_FORBIDDEN.test(prefix)) {
+    throw new ConfigurationError(
+      `The Redis key prefix must be a non-empty string without braces, glob characters (* ? [ ] \\) or whitespace; got ${JSON.stringify(prefix)}.`,
+    );
+  }
+  return prefix;
+}
+
+/** Checks a session id passed to a Redis provider or store. */
+export function checkSessionId(sessionId: unknown): string {
+  if (typeof sessionId !== 'string' || sessionId === '') throw new SessionStateError('$.sessionId', 'must be a non-empty string');
+  return sessionId;
+}
+
+/** The Redis keys of one conversation of one history provider. */
+export interface HistoryKeys {
+  /** The list of messages as JSON text, oldest first. */
+  messages: string;
+  /** The sorted set of stored message ids, scored by their sequence number. */
+  ids: string;
+}
+
+/** `{prefix}:history:{encoded sourceId}:{{encoded sessionId}}:messages` and `:ids`. */
+export function historyKeys(prefix: string, sourceId: string, sessionId: string): HistoryKeys {
+  const base = `${prefix}:history:${encodeKeyPart(sourceId)}:{${encodeKeyPart(sessionId)}}`;
+  return { messages: `${base}:messages`, ids: `${base}:ids` };
+}
+
+/** `{prefix}:session:{{encoded sessionId}}`. */
+export function sessionKey(prefix: string, sessionId: string): string {
+  return `${prefix}:session:{${encodeKeyPart(sessionId)}}`;
+}
+
+/** Shortens long ids for error messages. */
+export function shortId(text: string, max = 80): string {
+  const shown = text.length <= max ? text : `${text.slice(0, max)}…(${text.length} chars)`;
+  return JSON.stringify(shown);
+}

@@ -1,0 +1,313 @@
+import { AgentSession, createAgent, Message, ProviderError, SessionStateError } from '@ctx/core';
+import { ScriptedChatClient } from '@ctx/core/testing';
+import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
+import type { Cluster, Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { allKeys, clusterClient, countCommands, singleClient, uniquePrefix } from '../test/helpers.js';
+import { RedisHistoryProvider, type RedisHistoryProviderOptions } from './redis-history-provider.js';
+
+const state = {};
+const turn = (i: number) => [Message.user(`q${i}`), Message.assistant(`a${i}`)];
+const texts = (messages: readonly Message[]) => messages.map((m) => Message.text(m));
+
+/** Seeds `count` messages in batches of 1000 (one script call each). */
+async function seed(provider: RedisHistoryProvider, sessionId: string, count: number): Promise<void> {
+  for (let i = 0; i < count; i += 1000) {
+    await provider.append(sessionId, Array.from({ length: Math.min(1000, count - i) }, (_, j) => Message.user(`m${i + j}`)));
+  }
+}
+
+for (const [topology, connect] of [
+  ['single node', () => singleClient()],
+  ['cluster', () => clusterClient()],
+] as const) {
+  describe(`RedisHistoryProvider on ${topology}`, () => {
+    const client: Redis | Cluster = connect();
+    const prefix = uniquePrefix('history');
+    const make = (options: Partial<RedisHistoryProviderOptions> = {}) => new RedisHistoryProvider({ client, prefix, ...options });
+    const id = () => `s-${Math.random().toString(36).slice(2)}`;
+
+    it('defaults its sourceId to "redis" and writes it into the key', () => {
+      const provider = make();
+      expect(provider.sourceId).toBe('redis');
+      expect(provider.keys('abc')).toEqual({ messages: `${prefix}:history:redis:{abc}:messages`, ids: `${prefix}:history:redis:{abc}:ids` });
+    });
+
+    it('loads a window with one LRANGE and stores a turn with one EVALSHA, the same at 10 and 5,000 stored messages', async () => {
+      const counted = clusterOrSingle(client);
+      const provider = make({ sourceId: `rt-${id()}` });
+      const small = id();
+      const large = id();
+      await seed(provider, small, 10);
+      await seed(provider, large, 5000);
+      for (const sessionId of [small, large]) {
+        counted.reset();
+        const window = await provider.getMessages(sessionId, { state, limit: 20 });
+        await provider.saveMessages(sessionId, turn(1), { state });
+        expect(window.length).toBe(sessionId === small ? 10 : 20);
+        expect(counted.names).toEqual(['lrange', 'evalsha']);
+      }
+      const last = await provider.getMessages(large, { state, limit: 3 });
+      expect(texts(last)).toEqual(['m4999', 'q1', 'a1']);
+    });
+
+    it('append reports how many messages were new: a retried or overlapping batch stores nothing twice', async () => {
+      const provider = make();
+      const sessionId = id();
+      const [a, b, c] = [Message.user('a'), Message.assistant('b'), Message.user('c')];
+      expect(await provider.append(sessionId, [a!, b!])).toBe(2);
+      expect(await provider.append(sessionId, [a!, b!])).toBe(0);
+      expect(await provider.append(sessionId, [b!, c!, c!])).toBe(1);
+      expect(await provider.getMessages(sessionId, { state })).toEqual([a, b, c]);
+    });
+
+    it('maxStored trims the list and the id set together, in the same call', async () => {
+      const provider = make({ maxStored: 10 });
+      const sessionId = id();
+      const batches = Array.from({ length: 13 }, (_, i) => turn(i));
+      for (const batch of batches) await provider.saveMessages(sessionId, batch, { state });
+      const keys = provider.keys(sessionId);
+      const [len, card] = await Promise.all([client.llen(keys.messages), client.zcard(keys.ids)]);
+      expect([len, card]).toEqual([10, 10]);
+      const stored = await provider.getMessages(sessionId, { state });
+      expect(texts(stored)).toEqual(batches.slice(8).flat().map((m) => Message.text(m)));
+      // The ids left in the set are exactly those of the kept messages.
+      expect((await client.zrange(keys.ids, 0, -1)).sort()).toEqual(stored.map((m) => m.id).sort());
+      // A retry of a kept turn stores nothing.
+      expect(await provider.append(sessionId, batches[12]!)).toBe(0);
+    });
+
+    it('ttlSeconds sets an expiry on both keys and every save refreshes it; without it keys never expire', async () => {
+      const provider = make({ ttlSeconds: 100 });
+      const sessionId = id();
+      await provider.saveMessages(sessionId, turn(1), { state });
+      const keys = provider.keys(sessionId);
+      expect(await client.ttl(keys.messages)).toBeGreaterThan(95);
+      expect(await client.ttl(keys.ids)).toBeGreaterThan(95);
+      await client.expire(keys.messages, 5);
+      await client.expire(keys.ids, 5);
+      await provider.saveMessages(sessionId, turn(2), { state });
+      expect(await client.ttl(keys.messages)).toBeGreaterThan(95);
+      expect(await client.ttl(keys.ids)).toBeGreaterThan(95);
+      const plain = make({ sourceId: 'no-ttl' });
+      await plain.saveMessages(sessionId, turn(1), { state });
+      expect(await client.ttl(plain.keys(sessionId).messages)).toBe(-1);
+    });
+
+    it('ttlSeconds really expires a conversation', async () => {
+      const provider = make({ ttlSeconds: 1 });
+      const sessionId = id();
+      await provider.saveMessages(sessionId, turn(1), { state });
+      expect(await provider.countMessages(sessionId)).toBe(2);
+      await new Promise((r) => setTimeout(r, 2100));
+      expect(await provider.getMessages(sessionId, { state })).toEqual([]);
+      expect(await client.exists(provider.keys(sessionId).ids)).toBe(0);
+    });
+
+    it('exportMessages pages through every message in order, one round trip per page', async () => {
+      const provider = make();
+      const sessionId = id();
+      await seed(provider, sessionId, 1234);
+      await provider.listMessages(sessionId, { limit: 1 }); // the first call on a node loads the script (EVALSHA, NOSCRIPT, EVAL)
+      const counted = clusterOrSingle(client);
+      counted.reset();
+      const exported: Message[] = [];
+      for await (const m of provider.exportMessages(sessionId, { pageSize: 100 })) exported.push(m);
+      expect(exported.map((m) => Message.text(m))).toEqual(Array.from({ length: 1234 }, (_, i) => `m${i}`));
+      expect(counted.names.filter((n) => n === 'evalsha')).toHaveLength(13);
+      expect(counted.names.every((n) => n === 'evalsha')).toBe(true);
+    });
+
+    it('listMessages cursors survive appends and trims between pages', async () => {
+      const provider = make({ maxStored: 50 });
+      const sessionId = id();
+      await seed(provider, sessionId, 30);
+      const first = await provider.listMessages(sessionId, { limit: 10 });
+      expect(texts(first.messages)).toEqual(Array.from({ length: 10 }, (_, i) => `m${i}`));
+      expect(first.nextCursor).toBeDefined();
+      // 5 new messages arrive: the next page continues right after m9.
+      await provider.append(sessionId, Array.from({ length: 5 }, (_, i) => Message.user(`n${i}`)));
+      const second = await provider.listMessages(sessionId, { limit: 10, cursor: first.nextCursor! });
+      expect(texts(second.messages)).toEqual(Array.from({ length: 10 }, (_, i) => `m${i + 10}`));
+      // 40 more trim the oldest 25 away (m0..m24): the next page skips what is gone, nothing repeats.
+      await provider.append(sessionId, Array.from({ length: 40 }, (_, i) => Message.user(`p${i}`)));
+      const third = await provider.listMessages(sessionId, { limit: 10, cursor: second.nextCursor! });
+      expect(texts(third.messages)).toEqual(['m25', 'm26', 'm27', 'm28', 'm29', 'n0', 'n1', 'n2', 'n3', 'n4']);
+      let page = third;
+      const rest: string[] = [];
+      while (page.nextCursor !== undefined) {
+        page = await provider.listMessages(sessionId, { limit: 7, cursor: page.nextCursor });
+        rest.push(...texts(page.messages));
+      }
+      expect(rest).toEqual(Array.from({ length: 40 }, (_, i) => `p${i}`));
+      expect(await provider.listMessages(sessionId, { cursor: '999999' })).toEqual({ messages: [], nextCursor: undefined });
+      expect(await provider.listMessages(id())).toEqual({ messages: [], nextCursor: undefined });
+    });
+
+    it("clear deletes one provider's history of a session and leaves other source ids alone", async () => {
+      const mine = make({ sourceId: 'mine' });
+      const theirs = make({ sourceId: 'theirs' });
+      const sessionId = id();
+      await mine.saveMessages(sessionId, turn(1), { state });
+      await theirs.saveMessages(sessionId, turn(2), { state });
+      expect(await mine.clear(sessionId)).toBe(true);
+      expect(await mine.clear(sessionId)).toBe(false);
+      expect(await client.exists(mine.keys(sessionId).messages, mine.keys(sessionId).ids)).toBe(0);
+      expect(await mine.getMessages(sessionId, { state })).toEqual([]);
+      expect(texts(await theirs.getMessages(sessionId, { state }))).toEqual(['q2', 'a2']);
+      // Cleared history starts again from scratch, and a re-sent old turn is stored again.
+      await mine.saveMessages(sessionId, turn(3), { state });
+      expect(await mine.countMessages(sessionId)).toBe(2);
+    });
+
+    it('keeps both keys of a conversation in one hash slot', async () => {
+      const provider = make();
+      for (const sessionId of ['plain', '{}', 'a{b}c', '}{', 'x'.repeat(4096)]) {
+        const keys = provider.keys(sessionId);
+        const slots = await Promise.all([keys.messages, keys.ids].map((k) => client.call('CLUSTER', 'KEYSLOT', k).catch(() => keySlotLocal(k))));
+        expect(slots[0]).toBe(slots[1]);
+        expect(keys.messages.match(/\{/g)).toHaveLength(1);
+      }
+    });
+
+    describe('corrupt stored data', () => {
+      it('an entry that is not JSON fails the read with SessionStateError naming the key and index', async () => {
+        const provider = make();
+        const sessionId = id();
+        await provider.saveMessages(sessionId, turn(1), { state });
+        const key = provider.keys(sessionId).messages;
+        await client.rpush(key, '{not json');
+        await provider.saveMessages(sessionId, turn(2), { state });
+        const full = await provider.getMessages(sessionId, { state }).catch((e: unknown) => e);
+        expect(SessionStateError.isInstance(full)).toBe(true);
+        expect((full as SessionStateError).path).toBe(`redis:${key}[2]`);
+        expect((full as SessionStateError).message).toContain('is not valid JSON');
+        // In a window the index counts from the end, as LINDEX takes it.
+        const window = await provider.getMessages(sessionId, { state, limit: 4 }).catch((e: unknown) => e);
+        expect((window as SessionStateError).path).toBe(`redis:${key}[-3]`);
+        expect(await client.lindex(key, -3)).toBe('{not json');
+        const page = await provider.listMessages(sessionId, { limit: 10 }).catch((e: unknown) => e);
+        expect((page as SessionStateError).path).toBe(`redis:${key}[2]`);
+        // A window that does not reach the bad entry still loads.
+        expect(texts(await provider.getMessages(sessionId, { state, limit: 2 }))).toEqual(['q2', 'a2']);
+      });
+
+      it('an entry of the wrong shape names the offending field', async () => {
+        const provider = make();
+        const sessionId = id();
+        const key = provider.keys(sessionId).messages;
+        await client.rpush(key, JSON.stringify({ id: 'x', role: 'robot', contents: [] }), JSON.stringify([1, 2]));
+        const error = await provider.getMessages(sessionId, { state }).catch((e: unknown) => e);
+        expect(SessionStateError.isInstance(error)).toBe(true);
+        expect((error as SessionStateError).path).toBe(`redis:${key}[0].role`);
+        await client.lpop(key);
+        const second = await provider.getMessages(sessionId, { state }).catch((e: unknown) => e);
+        expect((second as SessionStateError).path).toBe(`redis:${key}[0]`);
+        expect((second as SessionStateError).problem).toContain('must be a message object');
+      });
+
+      it('a key of the wrong Redis type gives SessionStateError for reads and writes', async () => {
+        const provider = make();
+        const sessionId = id();
+        const key = provider.keys(sessionId).messages;
+        await client.set(key, 'a string, not a list');
+        for (const attempt of [provider.getMessages(sessionId, { state }), provider.saveMessages(sessionId, turn(1), { state })]) {
+          const error = await attempt.catch((e: unknown) => e);
+          expect(SessionStateError.isInstance(error)).toBe(true);
+          expect((error as SessionStateError).path).toBe(`redis:${key}`);
+        }
+      });
+
+      it('a run over corrupt history fails with a ProviderError whose cause is the SessionStateError', async () => {
+        const provider = make();
+        const sessionId = id();
+        await client.rpush(provider.keys(sessionId).messages, 'garbage');
+        const agent = createAgent({ client: new ScriptedChatClient({ replies: ['never'] }), contextProviders: [provider] });
+        const error = await agent.run('hi', { session: agent.getSessionById(sessionId) }).catch((e: unknown) => e);
+        expect(ProviderError.isInstance(error)).toBe(true);
+        expect(SessionStateError.isInstance((error as ProviderError).cause)).toBe(true);
+      });
+    });
+
+    it('rejects malformed messages before writing anything', async () => {
+      const provider = make();
+      const sessionId = id();
+      const bad = { id: 'b', role: 'user', contents: [{ type: 'text' }] } as unknown as Message;
+      const error = await provider.saveMessages(sessionId, [Message.user('ok'), bad], { state }).catch((e: unknown) => e);
+      expect((error as SessionStateError).path).toBe('$.messages[1].contents[0].text');
+      expect(await provider.countMessages(sessionId)).toBe(0);
+    });
+
+    it('an aborted signal rejects with its reason and writes nothing', async () => {
+      const provider = make();
+      const sessionId = id();
+      const controller = new AbortController();
+      controller.abort(new Error('stop'));
+      await expect(provider.saveMessages(sessionId, turn(1), { state, signal: controller.signal })).rejects.toThrow('stop');
+      expect(await provider.countMessages(sessionId)).toBe(0);
+    });
+
+    it('hostile session and source ids stay apart, and every key stays inside the prefix and the key grammar', async () => {
+      const ids = [...HOSTILE_SESSION_IDS, '}{', '{', '}', '*?[a-z]\\', 'a\u0000b', '\uD800', '\uDC00', '\uFFFD', 'x'.repeat(200), 'x'.repeat(201), '%7B', '%u0041'];
+      expect(new Set(ids).size).toBe(ids.length);
+      const hostilePrefix = uniquePrefix('hostile');
+      const sources = ['redis', '*', ':{x}:'];
+      const providers = sources.map((sourceId) => new RedisHistoryProvider({ client, prefix: hostilePrefix, sourceId }));
+      for (const [p, provider] of providers.entries()) {
+        for (const [i, sessionId] of ids.entries()) await provider.saveMessages(sessionId, [Message.user(`${p}/${i}`)], { state });
+      }
+      for (const [p, provider] of providers.entries()) {
+        for (const [i, sessionId] of ids.entries()) {
+          expect(texts(await provider.getMessages(sessionId, { state })), `source ${p}, id #${i}`).toEqual([`${p}/${i}`]);
+        }
+      }
+      const keys = await allKeys(client);
+      const mine = keys.filter((k) => k.startsWith(`${hostilePrefix}:`));
+      expect(mine).toHaveLength(2 * ids.length * sources.length);
+      const expected = new Set(providers.flatMap((provider) => ids.flatMap((sessionId) => Object.values(provider.keys(sessionId)))));
+      expect(new Set(mine)).toEqual(expected);
+      // Every key anyone wrote through this package on this server follows the grammar: nothing escaped a prefix.
+      const grammar = /^[^\s{}*?[\]\\]+:(history:[A-Za-z0-9._%~-]+:\{[A-Za-z0-9._%~-]+\}:(messages|ids)|session:\{[A-Za-z0-9._%~-]+\})$/;
+      expect(keys.filter((k) => !grammar.test(k))).toEqual([]);
+      for (const key of mine) expect(key.length).toBeLessThan(300);
+    });
+
+    it('50 concurrent runs through two providers on two clients store every message once, each turn contiguous', async () => {
+      const other = connect();
+      const sourceId = `concurrent-${id()}`;
+      const providers = [make({ sourceId }), new RedisHistoryProvider({ client: other, prefix, sourceId })];
+      const chat = new ScriptedChatClient({ replies: (messages) => ({ text: `re: ${Message.text(messages.at(-1)!)}`, delayMs: messages.length % 4 }) });
+      const agents = providers.map((provider) => createAgent({ client: chat, contextProviders: [provider] }));
+      const sessionId = id();
+      await Promise.all(Array.from({ length: 50 }, (_, i) => agents[i % 2]!.run(`turn ${i}`, { session: new AgentSession({ sessionId }) })));
+      const stored = texts(await providers[0]!.getMessages(sessionId, { state }));
+      expect(stored).toHaveLength(100);
+      for (let i = 0; i < 50; i++) {
+        const at = stored.indexOf(`turn ${i}`);
+        expect(at).toBeGreaterThanOrEqual(0);
+        expect(stored.lastIndexOf(`turn ${i}`)).toBe(at);
+        expect(stored[at + 1]).toBe(`re: turn ${i}`);
+      }
+    });
+  });
+}
+
+/** Counts commands on the client itself (a Cluster routes through its own sendCommand). */
+function clusterOrSingle(client: Redis | Cluster) {
+  const key = Symbol.for('ctx.test.counter');
+  const holder = client as unknown as Record<symbol, ReturnType<typeof countCommands>>;
+  return (holder[key] ??= countCommands(client));
+}
+
+/** CLUSTER KEYSLOT is refused by a non-cluster server: compute the slot of the hash tag the same way. */
+function keySlotLocal(key: string): number {
+  const open = key.indexOf('{');
+  const close = open >= 0 ? key.indexOf('}', open + 1) : -1;
+  const tagged = open >= 0 && close > open + 1 ? key.slice(open + 1, close) : key;
+  let crc = 0;
+  for (const byte of Buffer.from(tagged)) {
+    crc ^= byte << 8;
+    for (let i = 0; i < 8; i++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  }
+  return crc % 16384;
+}

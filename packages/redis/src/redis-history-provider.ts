@@ -1,0 +1,198 @@
+import { ConfigurationError, HistoryProvider, Message, SessionStateError, type GetHistoryArgs, type HistoryProviderOptions, type SaveHistoryArgs } from '@ctx/core';
+import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
+import { checkSessionId, historyKeys, type HistoryKeys } from './keys.js';
+import { PAGE_SCRIPT, SAVE_SCRIPT } from './scripts.js';
+
+/** Options of `RedisHistoryProvider`: the history options of `@ctx/core`, the connection, and retention. */
+export interface RedisHistoryProviderOptions extends HistoryProviderOptions, RedisConnectionOptions {
+  /**
+   * Keep at most this many of the newest messages per conversation; older ones are dropped in the
+   * same script that appends. Default: keep all.
+   */
+  maxStored?: number;
+  /**
+   * Delete a conversation this many seconds after its last save (every save resets the clock; reads
+   * do not). Default: never expires.
+   */
+  ttlSeconds?: number;
+}
+
+/** Options of `RedisHistoryProvider.listMessages`. */
+export interface ListMessagesOptions {
+  /** Where to continue: the `nextCursor` of the previous page. Default: from the oldest stored message. */
+  cursor?: string;
+  /** Messages per page. Default 100. */
+  limit?: number;
+  /** Aborts the call (rejects with the signal's reason). */
+  signal?: AbortSignal;
+}
+
+/** One page of a conversation, oldest first. */
+export interface MessagePage {
+  /** The page's messages, oldest first. */
+  messages: Message[];
+  /** Pass it as `cursor` to get the next page; undefined when the page reached the newest stored message. */
+  nextCursor: string | undefined;
+}
+
+/** Options of `RedisHistoryProvider.exportMessages`. */
+export interface ExportMessagesOptions {
+  /** Messages fetched per round trip. Default 500. */
+  pageSize?: number;
+  /** Aborts the export between or during pages. */
+  signal?: AbortSignal;
+}
+
+/** Options of the provider's maintenance methods. */
+export interface RedisCallOptions {
+  /** Aborts the call (rejects with the signal's reason; a command already sent may still complete). */
+  signal?: AbortSignal;
+}
+
+/**
+ * Conversation history in Redis or Redis Cluster: one list of message JSON per (source id, session
+ * id), loaded as a window of the newest `maxMessages` in one round trip, and appended once per turn
+ * by one Lua script that skips message ids already stored (so a retried save never stores a message
+ * twice), trims to `maxStored` and refreshes `ttlSeconds`. Default `sourceId` is `redis`.
+ *
+ * Failures: an unreachable or timed-out Redis gives `BackendUnavailableError` within `timeoutMs`;
+ * a stored entry that is not a valid message gives `SessionStateError` naming the key and index.
+ * @throws ConfigurationError for bad options (not exactly one of client/url/nodes, bad prefix, bad limits).
+ */
+export class RedisHistoryProvider extends HistoryProvider {
+  /** Retention cap per conversation, or undefined for none. */
+  readonly maxStored: number | undefined;
+  /** Seconds of inactivity after which a conversation is deleted, or undefined for none. */
+  readonly ttlSeconds: number | undefined;
+  readonly #connection: RedisConnection;
+
+  constructor(options: RedisHistoryProviderOptions) {
+    super({ ...options, sourceId: options.sourceId ?? 'redis' });
+    if (options.maxStored !== undefined && !(Number.isInteger(options.maxStored) && options.maxStored > 0)) {
+      throw new ConfigurationError(`RedisHistoryProvider: maxStored must be a positive integer, got ${options.maxStored}.`);
+    }
+    if (options.ttlSeconds !== undefined && !(Number.isInteger(options.ttlSeconds) && options.ttlSeconds > 0)) {
+      throw new ConfigurationError(`RedisHistoryProvider: ttlSeconds must be a positive integer, got ${options.ttlSeconds}.`);
+    }
+    this.maxStored = options.maxStored;
+    this.ttlSeconds = options.ttlSeconds;
+    this.#connection = new RedisConnection(options, 'RedisHistoryProvider');
+  }
+
+  /** The ioredis client in use (injected or owned). */
+  get client(): RedisClient {
+    return this.#connection.client;
+  }
+
+  /** The Redis keys that hold a session's history for this provider's `sourceId`. */
+  keys(sessionId: string): HistoryKeys {
+    return historyKeys(this.#connection.prefix, this.sourceId, checkSessionId(sessionId));
+  }
+
+  /**
+   * The newest `limit` messages (all without a limit), oldest first, in one `LRANGE`.
+   * @throws SessionStateError when a stored entry is not a valid message (path: `redis:<key>[index]`).
+   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
+   */
+  async getMessages(sessionId: string, { limit, signal }: GetHistoryArgs): Promise<Message[]> {
+    const key = this.keys(sessionId).messages;
+    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    const raw = await this.#connection.call({ operation: 'getMessages', sessionId, key }, signal, (c) => c.lrange(key, limit === undefined ? 0 : -limit, -1));
+    // A window is read from the end, so its entries are named by their index from the end (as LINDEX takes it).
+    return raw.map((text, i) => decode(text, key, limit === undefined ? i : i - raw.length));
+  }
+
+  /**
+   * Appends messages in one atomic script call (one round trip): ids already stored are skipped,
+   * the list is trimmed to `maxStored`, the TTL refreshed.
+   * @throws SessionStateError when a message is malformed (nothing is stored).
+   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`; retrying the
+   *   same messages is safe.
+   */
+  async saveMessages(sessionId: string, messages: readonly Message[], { signal }: SaveHistoryArgs): Promise<void> {
+    await this.append(sessionId, messages, { signal });
+  }
+
+  /**
+   * `saveMessages`, resolving to how many messages were new (the rest were already stored).
+   * @throws like `saveMessages`.
+   */
+  async append(sessionId: string, messages: readonly Message[], options: RedisCallOptions = {}): Promise<number> {
+    const keys = this.keys(sessionId);
+    if (messages.length === 0) return 0;
+    const args: string[] = [String(this.maxStored ?? 0), String(this.ttlSeconds ?? 0)];
+    messages.forEach((m, i) => {
+      Message.parse(m, `$.messages[${i}]`);
+      if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
+      args.push(m.id, JSON.stringify(m));
+    });
+    const added = await this.#connection.call({ operation: 'saveMessages', sessionId, key: keys.messages }, options.signal, (c) =>
+      this.#connection.script(c, SAVE_SCRIPT, [keys.messages, keys.ids], args),
+    );
+    return Number(added);
+  }
+
+  /**
+   * One page of a session's stored messages, oldest first, for export or inspection (one round
+   * trip). The cursor is a sequence number, so pages stay consistent while new turns are appended;
+   * messages trimmed or expired between two calls are skipped.
+   * @throws SessionStateError for a corrupt entry, BackendUnavailableError when Redis is unreachable.
+   */
+  async listMessages(sessionId: string, options: ListMessagesOptions = {}): Promise<MessagePage> {
+    const keys = this.keys(sessionId);
+    const limit = options.limit ?? 100;
+    if (!(Number.isInteger(limit) && limit > 0)) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    const after = options.cursor === undefined ? 0 : Number(options.cursor);
+    if (!(Number.isSafeInteger(after) && after >= 0)) throw new RangeError(`cursor must come from a previous page, got ${JSON.stringify(options.cursor)}`);
+    const reply = (await this.#connection.call({ operation: 'listMessages', sessionId, key: keys.messages }, options.signal, (c) =>
+      this.#connection.script(c, PAGE_SCRIPT, [keys.messages, keys.ids], [after, limit]),
+    )) as [number, number, number, string[]];
+    const [from, last, start, items] = reply;
+    const len = Number(last) - Number(from) + 1;
+    const messages = items.map((text, i) => decode(text, keys.messages, Number(start) + i));
+    const end = Number(from) + items.length - 1;
+    return { messages, nextCursor: items.length > 0 && items.length < len ? String(end) : undefined };
+  }
+
+  /**
+   * Every stored message of a session, oldest first, fetched `pageSize` at a time.
+   * @throws like `listMessages`.
+   */
+  async *exportMessages(sessionId: string, options: ExportMessagesOptions = {}): AsyncGenerator<Message, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listMessages(sessionId, { limit: options.pageSize ?? 500, ...(cursor === undefined ? {} : { cursor }), ...(options.signal ? { signal: options.signal } : {}) });
+      yield* page.messages;
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+  }
+
+  /** How many messages are stored for a session (`LLEN`). */
+  async countMessages(sessionId: string, options: RedisCallOptions = {}): Promise<number> {
+    const key = this.keys(sessionId).messages;
+    return this.#connection.call({ operation: 'countMessages', sessionId, key }, options.signal, (c) => c.llen(key));
+  }
+
+  /** Deletes a session's history for this provider's `sourceId`; resolves to whether there was any. */
+  async clear(sessionId: string, options: RedisCallOptions = {}): Promise<boolean> {
+    const keys = this.keys(sessionId);
+    const deleted = await this.#connection.call({ operation: 'clear', sessionId, key: keys.messages }, options.signal, (c) => c.del(keys.messages, keys.ids));
+    return deleted > 0;
+  }
+
+  /** Closes the connection if this provider opened it (`url` / `nodes`); an injected client stays open. */
+  async close(): Promise<void> {
+    await this.#connection.close();
+  }
+}
+
+function decode(text: string, key: string, index: number): Message {
+  const path = `redis:${key}[${index}]`;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new SessionStateError(path, `is not valid JSON: ${(error as Error).message}. Delete the entry or clear the session.`, { cause: error });
+  }
+  return Message.parse(value, path);
+}

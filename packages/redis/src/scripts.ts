@@ -1,0 +1,72 @@
+/**
+ * The Lua scripts of the history provider. Each runs atomically on the node that owns the
+ * session's hash slot; both keys of a conversation share one hash tag.
+ *
+ * Data: `KEYS[1]` is a list of message JSON, oldest first; `KEYS[2]` is a sorted set of the ids of
+ * exactly those messages, each scored by its sequence number (1, 2, 3, ... per conversation, never
+ * reused). The newest message's sequence number is the set's highest score, so the list element at
+ * index `i` has sequence number `last - LLEN + 1 + i`.
+ */
+
+/**
+ * Appends messages whose id is not stored yet, trims to the newest `maxStored` (the list and the
+ * ids that fell out, together), refreshes the TTL of both keys.
+ * ARGV: maxStored (0 = keep all), ttlSeconds (0 = leave expiry alone), then id, json pairs.
+ * Returns the number of messages appended.
+ */
+export const SAVE_SCRIPT = `
+local list, ids = KEYS[1], KEYS[2]
+local maxStored = tonumber(ARGV[1])
+local ttl = tonumber(ARGV[2])
+local top = redis.call('ZRANGE', ids, -1, -1, 'WITHSCORES')
+local seq = 0
+if top[2] then seq = tonumber(top[2]) end
+local len = redis.call('LLEN', list)
+if seq < len then seq = len end
+local added = 0
+local batch = {}
+for i = 3, #ARGV, 2 do
+  if redis.call('ZADD', ids, 'NX', seq + 1, ARGV[i]) == 1 then
+    seq = seq + 1
+    added = added + 1
+    batch[#batch + 1] = ARGV[i + 1]
+    if #batch == 500 then
+      len = redis.call('RPUSH', list, unpack(batch))
+      batch = {}
+    end
+  end
+end
+if #batch > 0 then len = redis.call('RPUSH', list, unpack(batch)) end
+if maxStored > 0 and len > maxStored then
+  redis.call('LTRIM', list, -maxStored, -1)
+  redis.call('ZREMRANGEBYSCORE', ids, '-inf', seq - maxStored)
+end
+if ttl > 0 then
+  redis.call('EXPIRE', list, ttl)
+  redis.call('EXPIRE', ids, ttl)
+end
+return added
+`;
+
+/**
+ * One page of a conversation for export: the messages whose sequence number is above ARGV[1],
+ * at most ARGV[2] of them. Returns { sequence number of the first message returned (or of the
+ * next one to come), sequence number of the newest stored message, list index of the first message
+ * returned, { message json ... } }.
+ */
+export const PAGE_SCRIPT = `
+local list, ids = KEYS[1], KEYS[2]
+local after = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local len = redis.call('LLEN', list)
+if len == 0 then return { after + 1, after, 0, {} } end
+local top = redis.call('ZRANGE', ids, -1, -1, 'WITHSCORES')
+local last = len
+if top[2] and tonumber(top[2]) > len then last = tonumber(top[2]) end
+local first = last - len + 1
+local from = after + 1
+if from < first then from = first end
+if from > last then return { from, last, len, {} } end
+local start = from - first
+return { from, last, start, redis.call('LRANGE', list, start, start + limit - 1) }
+`;

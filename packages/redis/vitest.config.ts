@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+import { sharedTestConfig } from '../../tooling/vitest.shared.js';
+
+export default defineConfig({
+  test: {
+    ...sharedTestConfig,
+    include: ['src/**/*.test.ts'],
+    // Starts a single redis-server and a 3-node Redis Cluster on loopback for the whole run.
+    globalSetup: ['./test/global-setup.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+  },
+});
