@@ -83,6 +83,12 @@ export abstract class HistoryProvider implements ContextProvider {
   /** Appends messages to a session's history, in order. Messages whose id is already stored may be skipped. */
   abstract saveMessages(sessionId: string, messages: readonly Message[], args: SaveHistoryArgs): Promise<void>;
 
+  /**
+   * Optional capability: replaces a session's whole stored history with `messages` (compaction
+   * rewrites history through it). Backends that can do it atomically implement it.
+   */
+  replaceMessages?(sessionId: string, messages: readonly Message[], args: SaveHistoryArgs): Promise<void>;
+
   /** Whether this run loads history, applying the `'auto'` rule. */
   shouldLoad({ agent, session, context }: Pick<ProviderRunArgs, 'agent' | 'session' | 'context'>): boolean {
     if (this.loadMessages !== 'auto') return this.loadMessages;

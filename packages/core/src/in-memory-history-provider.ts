@@ -48,6 +48,10 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     for (const m of messages) if (!recent.has(m.id)) all.push(deepFreeze(structuredClone(m)));
   }
 
+  override async replaceMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {
+    state.messages = messages.map((m) => deepFreeze(structuredClone(m)));
+  }
+
   validateState(state: JsonObject, path: string): void {
     if (state.messages === undefined) return;
     if (!Array.isArray(state.messages)) throw new SessionStateError(pathJoin(path, 'messages'), 'must be an array of messages');

@@ -6,7 +6,12 @@ export { AgentSession, parseSessionJson, SESSION_VERSION } from './agent-session
 export type { AgentSessionInit, SessionJson } from './agent-session.js';
 export { addUsage, assembleResponse } from './chat-client.js';
 export type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, ResponseFormat, ToolChoice, Usage } from './chat-client.js';
-export type { CompactionStrategy } from './compaction.js';
+export { compactWhen, isTriggered } from './compaction.js';
+export type { CompactionStrategy, CompactionTrigger } from './compaction.js';
+export { CompactionProvider } from './compaction-provider.js';
+export type { CompactionProviderOptions } from './compaction-provider.js';
+export { contextWindow, slidingWindow, tokenBudget, toolResultCollapse, truncation } from './compaction-strategies.js';
+export type { ContextWindowOptions, SlidingWindowOptions, StrategyOptions, TokenBudgetOptions, ToolResultCollapseOptions, TruncationOptions } from './compaction-strategies.js';
 export type { ContextProvider, ProviderRunArgs } from './context-provider.js';
 export type { EmbeddingGenerator } from './embeddings.js';
 export {
@@ -29,6 +34,8 @@ export { InMemoryHistoryProvider } from './in-memory-history-provider.js';
 export { checkIfMatch, InMemorySessionStore } from './in-memory-session-store.js';
 export type { JsonObject, JsonPrimitive, JsonValue } from './json.js';
 export { Message } from './message.js';
+export { flattenGroups, groupMessages, hasOrphans, isSummary, splitProtected } from './message-groups.js';
+export type { MessageGroup, MessageGroupKind } from './message-groups.js';
 export type {
   Content,
   DataContent,
@@ -42,6 +49,8 @@ export type {
   TextContent,
 } from './message.js';
 export { SessionContext } from './session-context.js';
+export { summarization, summaryInfo } from './summarization.js';
+export type { SummarizationOptions, SummaryInfo } from './summarization.js';
 export type { Contribution, GetMessagesOptions, SessionContextInit, SourcedInstructions } from './session-context.js';
 export type { SessionStore, SetSessionOptions, StoredSession } from './session-store.js';
 export { defineTool } from './tool.js';

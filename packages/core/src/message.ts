@@ -113,9 +113,10 @@ export const Message = {
     if (!isPlainObject(ctx) || typeof ctx.sourceId !== 'string' || typeof ctx.sourceType !== 'string') return undefined;
     return SOURCE_TYPES.has(ctx.sourceType) ? { sourceId: ctx.sourceId, sourceType: ctx.sourceType as SourceType } : undefined;
   },
-  /** A shallow copy of `message` attributed to `sourceId`. */
+  /** A shallow copy of `message` attributed to `sourceId` (other `metadata.ctx` fields, like a summary marker, are kept). */
   withSource(message: Message, sourceId: string, sourceType: SourceType): Message {
-    return { ...message, metadata: { ...message.metadata, ctx: { sourceId, sourceType } } };
+    const ctx = message.metadata?.ctx;
+    return { ...message, metadata: { ...message.metadata, ctx: isPlainObject(ctx) ? { ...ctx, sourceId, sourceType } : { sourceId, sourceType } } };
   },
   /** Whether `value` is a well-formed message. */
   isMessage(value: unknown): value is Message {

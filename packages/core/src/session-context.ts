@@ -96,6 +96,16 @@ export class SessionContext {
     for (const m of messages) list.push(Message.withSource(m, sourceId, sourceType));
   }
 
+  /**
+   * Replaces what `sourceId` added with `messages` (attributed like before). For compaction, which
+   * rewrites the history view; other providers add, they do not replace.
+   */
+  replaceMessages(sourceId: string, messages: readonly Message[]): void {
+    const sourceType = this.#messages.get(sourceId)?.[0] ? Message.source(this.#messages.get(sourceId)![0]!)?.sourceType : undefined;
+    this.#messages.set(sourceId, []);
+    this.extendMessages(sourceId, messages, sourceType ?? 'context');
+  }
+
   /** Adds instructions from `sourceId`. */
   extendInstructions(sourceId: string, text: string | readonly string[]): void {
     for (const t of typeof text === 'string' ? [text] : text) if (t) this.#instructions.push({ sourceId, text: t });

@@ -51,7 +51,8 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     if (conversationId !== undefined) options.conversationId = conversationId;
     if (roundtrip >= run.maxToolRoundtrips) options.toolChoice = 'none';
     // A service that keeps the conversation has seen everything up to its last response.
-    let messages = conversationId !== undefined && serviceConversation !== undefined ? pending : [...sent, ...pending];
+    const serviceKeeps = conversationId !== undefined && serviceConversation !== undefined;
+    let messages = serviceKeeps ? pending : [...sent, ...pending];
     if (run.compaction) messages = await run.compaction.compact(messages, { signal });
     emit({ type: 'model-call', runId, roundtrip, messages: messages.length, instructions: context.instructions.length, tools: tools.length });
     const started = performance.now();
@@ -61,7 +62,8 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     emit({ type: 'model-response', runId, roundtrip, durationMs: performance.now() - started, functionCalls: calls.length, ...(response.usage ? { usage: response.usage } : {}) });
 
     produced.push(...response.messages);
-    sent = [...sent, ...pending, ...response.messages];
+    // What was sent, compacted if it was, is the base of the next call: a summary is made once, not per call.
+    sent = [...messages, ...response.messages];
     pending = [];
     usage = addUsage(usage, response.usage);
     finishReason = response.finishReason ?? finishReason;

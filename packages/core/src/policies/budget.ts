@@ -1,0 +1,116 @@
+import { ConfigurationError } from '../errors.js';
+import { isPlainObject, type JsonObject } from '../json.js';
+import type { Message } from '../message.js';
+import { createCharacterTokenizer, type Tokenizer } from '../tokenizer.js';
+import type { Tool } from '../tool.js';
+
+/**
+ * A token cap on what one provider contributes to a run (its messages, instructions and tools).
+ * What goes over the cap is dropped, lowest value first; the kept items are always the most
+ * valuable ones (see `fitToBudget`).
+ */
+export interface BudgetPolicy {
+  /** The most tokens the provider's contribution may take. A non-negative integer. */
+  maxTokens: number;
+  /** Counts the tokens. Default `createCharacterTokenizer()` (4 characters a token, 4 tokens a message). */
+  tokenizer?: Tokenizer;
+  /**
+   * The value of one contribution (higher is kept longer). Used by `withPolicies` only; built-in
+   * providers rank their own entries. Default: `metadata.priority` of a message or tool when it is
+   * a finite number, else 0 (see `withPolicies` for how ties are broken).
+   */
+  valueOf?: (item: BudgetItem) => number;
+}
+
+/** One contribution of a provider, as `withPolicies` weighs it against a budget. */
+export type BudgetItem =
+  | { kind: 'message'; message: Message; tokens: number }
+  | { kind: 'instructions'; text: string; tokens: number }
+  | { kind: 'tool'; tool: Tool; tokens: number };
+
+/** How `fitToBudget` weighs items. */
+export interface FitToBudgetOptions<T> {
+  /** The cap. */
+  maxTokens: number;
+  /** Tokens of one item. */
+  tokensOf: (item: T) => number;
+  /** Value of one item; higher is kept longer. Default: the item's position (earlier is worth more). */
+  valueOf?: (item: T, index: number) => number;
+}
+
+/** What `fitToBudget` kept and dropped, each in the original order. */
+export interface BudgetFit<T> {
+  kept: T[];
+  dropped: T[];
+  /** Tokens of the kept items. */
+  tokens: number;
+}
+
+/**
+ * Keeps the most valuable items whose tokens sum to at most `maxTokens`, dropping the least
+ * valuable first. Items are ranked by value, highest first, ties by position (earlier first); the
+ * kept set is the longest prefix of that ranking that fits, so a dropped item is never worth more
+ * than a kept one (a large valuable item that does not fit also stops the smaller ones below it).
+ */
+export function fitToBudget<T>(items: readonly T[], options: FitToBudgetOptions<T>): BudgetFit<T> {
+  const { maxTokens, tokensOf } = options;
+  const valueOf = options.valueOf ?? ((_item: T, index: number) => -index);
+  const ranked = items.map((item, index) => ({ item, index, value: valueOf(item, index) }));
+  ranked.sort((a, b) => b.value - a.value || a.index - b.index);
+  const keep = new Set<number>();
+  let tokens = 0;
+  for (const r of ranked) {
+    const t = tokensOf(r.item);
+    if (tokens + t > maxTokens) break;
+    tokens += t;
+    keep.add(r.index);
+  }
+  const kept: T[] = [];
+  const dropped: T[] = [];
+  items.forEach((item, index) => (keep.has(index) ? kept : dropped).push(item));
+  return { kept, dropped, tokens };
+}
+
+/**
+ * The longest prefix of `ranked` (most valuable first) whose rendering fits `maxTokens`, measured
+ * by `measure` on the whole prefix (so headers and separators are counted exactly). Returns its length.
+ */
+export function fitPrefix<T>(ranked: readonly T[], maxTokens: number, measure: (prefix: readonly T[]) => number): number {
+  let k = 0;
+  while (k < ranked.length && measure(ranked.slice(0, k + 1)) <= maxTokens) k++;
+  return k;
+}
+
+/** Tokens of a tool definition as sent to a model: its name, description and parameters as JSON. */
+export function countToolTokens(tool: Pick<Tool, 'name' | 'description' | 'parameters'>, tokenizer: Tokenizer): number {
+  return tokenizer.countTokens(JSON.stringify({ name: tool.name, description: tool.description ?? '', parameters: tool.parameters }));
+}
+
+/**
+ * The value a message or tool declares for budgets: `metadata.priority` when it is a finite
+ * number, else `undefined`. Providers set it so `withPolicies({ budget })` trims their lowest-value
+ * items first.
+ */
+export function priorityOf(item: { metadata?: JsonObject | undefined }): number | undefined {
+  const p = isPlainObject(item.metadata) ? item.metadata.priority : undefined;
+  return typeof p === 'number' && Number.isFinite(p) ? p : undefined;
+}
+
+/** A checked budget with its tokenizer resolved (internal). */
+export interface ResolvedBudget {
+  maxTokens: number;
+  tokenizer: Tokenizer;
+  valueOf: ((item: BudgetItem) => number) | undefined;
+}
+
+/**
+ * Checks a budget option and fills in the default tokenizer (internal).
+ * @throws ConfigurationError when `maxTokens` is not a non-negative integer.
+ */
+export function resolveBudget(owner: string, budget: BudgetPolicy | undefined): ResolvedBudget | undefined {
+  if (budget === undefined) return undefined;
+  if (!Number.isInteger(budget.maxTokens) || budget.maxTokens < 0) {
+    throw new ConfigurationError(`${owner}: budget.maxTokens must be a non-negative integer, got ${String(budget.maxTokens)}.`);
+  }
+  return { maxTokens: budget.maxTokens, tokenizer: budget.tokenizer ?? createCharacterTokenizer(), valueOf: budget.valueOf };
+}
