@@ -29,3 +29,24 @@ describe('createOpenAITokenizer', () => {
     expect(t.countMessageTokens([Message.system('a'), Message.assistant('b')])).toBe(3 + (3 + 1 + 1) * 2);
   });
 });
+
+describe('compaction with the exact tokenizer', () => {
+  it('tokenBudget holds by the exact count and keeps calls with their results', async () => {
+    const { tokenBudget, hasOrphans } = await import('@ctx/core');
+    const t = createOpenAITokenizer({ model: 'gpt-4o' });
+    const messages: Message[] = [Message.system('You are terse.')];
+    for (let i = 0; i < 30; i++) {
+      messages.push(Message.user(`Question ${i}: what is the status of order ${1000 + i}?`));
+      messages.push(Message.assistant([{ type: 'function-call', callId: `c${i}`, name: 'lookup_order', arguments: JSON.stringify({ id: 1000 + i }) }]));
+      messages.push(Message.tool({ type: 'function-result', callId: `c${i}`, name: 'lookup_order', result: { id: 1000 + i, status: 'shipped', items: Array.from({ length: 20 }, (_, k) => `item ${k}`) } }));
+      messages.push(Message.assistant(`Order ${1000 + i} has shipped.`));
+    }
+    for (const budget of [300, 1000, 4000]) {
+      const out = await tokenBudget({ maxTokens: budget, tokenizer: t }).compact(messages, {});
+      expect(t.countMessageTokens(out)).toBeLessThanOrEqual(budget);
+      expect(hasOrphans(out)).toBe(false);
+      expect(out[0]!.role).toBe('system');
+      expect(out.at(-1)).toEqual(messages.at(-1));
+    }
+  });
+});
