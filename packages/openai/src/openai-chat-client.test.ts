@@ -177,6 +177,20 @@ describe('OpenAIChatClient', () => {
     expect(req.headers['api-key']).toBe('sk-test-secret-key');
   });
 
+  it('authenticates to Azure with an Entra ID token provider instead of a key', async () => {
+    server.enqueue({ text: 'token ok' });
+    let asked = 0;
+    const client = new OpenAIChatClient({
+      azure: { endpoint: server.origin, deployment: 'gpt-4o-prod', apiVersion: '2024-10-21', azureADTokenProvider: async () => (asked++, 'sk-test-secret-key') },
+      maxRetries: 0,
+    });
+    expect(Message.text((await client.getResponse([Message.user('hi')], {})).messages[0]!)).toBe('token ok');
+    expect(asked).toBe(1);
+    const req = server.requests.at(-1)!;
+    expect(req.headers.authorization).toBe('Bearer sk-test-secret-key');
+    expect(req.headers['api-key']).toBeUndefined();
+  });
+
   it('needs a model', () => {
     expect(() => new OpenAIChatClient({ apiKey: 'x' })).toThrow(ConfigurationError);
   });

@@ -57,6 +57,19 @@ describe('OpenAIResponsesClient', () => {
     ]);
   });
 
+  it('with store: false sends reasoning items back with the calls they led to', async () => {
+    server.enqueue({ reasoning: 'check the weather first', toolCalls: [{ name: 'weather', arguments: {}, id: 'call_r' }] }, { text: 'Sunny.' });
+    const weather = defineTool({ name: 'weather', parameters: { type: 'object' }, execute: () => 'sunny' });
+    const res = await createAgent({ client: responses(), tools: [weather] }).run('Weather?', { options: { store: false } });
+    expect(res.text).toBe('Sunny.');
+    const reasoningId = (res.messages[0]!.contents[0] as { id: string }).id;
+    expect(bodies()[1]!.input.slice(1)).toEqual([
+      { type: 'reasoning', id: reasoningId, summary: [{ type: 'summary_text', text: 'check the weather first' }] },
+      { type: 'function_call', call_id: 'call_r', name: 'weather', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'call_r', output: 'sunny' },
+    ]);
+  });
+
   it('runs a tool loop with function_call and function_call_output items, chained by response id', async () => {
     server.enqueue({ reasoning: 'need the weather', toolCalls: [{ name: 'weather', arguments: { city: 'Oslo' }, id: 'call_1' }] }, { text: 'Cold: -3.' });
     const weather = defineTool({ name: 'weather', parameters: { type: 'object' }, execute: () => ({ celsius: -3 }) });
