@@ -4,6 +4,7 @@
  * Prints tables; never asserts timings.
  */
 import { pipelineOverhead } from './pipeline-overhead.js';
+import { contextualTools } from './contextual-tools.js';
 import { openaiOverhead } from './openai-overhead.js';
 import { sessionRoundtrip } from './session-roundtrip.js';
 
@@ -12,4 +13,5 @@ console.log('# ctx benchmarks');
 await pipelineOverhead();
 await sessionRoundtrip();
 await openaiOverhead();
+await contextualTools();
 console.log(`Total wall time: ${(Number(process.hrtime.bigint() - started) / 1e9).toFixed(1)} s`);

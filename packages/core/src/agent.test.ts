@@ -317,3 +317,19 @@ describe('abort with a client that ignores the signal', () => {
     expect(session.state.memory?.messages ?? []).toEqual([]);
   });
 });
+
+describe('provider diagnostics and state slots', () => {
+  it('report() reaches onEvent attributed to the provider; untouched state leaves no slot', async () => {
+    const events: AgentEvent[] = [];
+    const quiet: ContextProvider = { sourceId: 'quiet', beforeRun: () => {} };
+    const talker: ContextProvider = {
+      sourceId: 'talker',
+      beforeRun: ({ report }) => report({ code: 'cache-miss', message: 'looked it up', data: { keys: 2 } }),
+    };
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), contextProviders: [quiet, talker], onEvent: (e) => events.push(e) });
+    const session = agent.createSession();
+    await agent.run('hi', { session });
+    expect(events.find((e) => e.type === 'provider-diagnostic')).toMatchObject({ sourceId: 'talker', code: 'cache-miss', message: 'looked it up', data: { keys: 2 } });
+    expect(Object.keys(session.state)).toEqual(['memory']);
+  });
+});

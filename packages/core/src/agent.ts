@@ -170,7 +170,17 @@ export function createAgent(options: AgentOptions): Agent {
       await runPipeline(runProviders, {
         runId,
         emit,
-        args: (provider) => ({ agent, session, context, state: session.stateOf(provider.sourceId), signal }),
+        args: (provider) => ({
+          agent,
+          session,
+          context,
+          signal,
+          // Created on first use, so a provider that never looks at its state leaves no empty slot.
+          get state() {
+            return session.stateOf(provider.sourceId);
+          },
+          report: (d) => emit({ type: 'provider-diagnostic', runId, sourceId: provider.sourceId, ...d }),
+        }),
         invoke: async () => {
           try {
             context.response = await runToolLoop({ runId, client, session, context, signal, maxToolRoundtrips, compaction, emit, onUpdate });

@@ -11,6 +11,20 @@ export interface ProviderRunArgs<TState extends JsonObject = JsonObject> {
   /** This provider's own JSON slot, `session.state[sourceId]`, created as `{}` before its first run. Mutate it. */
   state: TState;
   signal: AbortSignal;
+  /**
+   * Sends a diagnostic to the agent's `onEvent` as a `provider-diagnostic` event attributed to this
+   * provider (an audit, a budget report, a background failure). Never put message text in it.
+   */
+  report(diagnostic: ProviderDiagnostic): void;
+}
+
+/** What a provider reports through `ProviderRunArgs.report`. */
+export interface ProviderDiagnostic {
+  /** Machine-readable kind, e.g. `context-audit` or `background-write-failed`. */
+  code: string;
+  message: string;
+  data?: JsonObject;
+  error?: unknown;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Usage } from './chat-client.js';
+import type { JsonObject } from './json.js';
 import type { Contribution } from './session-context.js';
 
 /** A diagnostic event. Events carry ids, counts and timings, never message text or secrets. */
@@ -10,7 +11,8 @@ export type AgentEvent =
   | { type: 'model-call'; runId: string; roundtrip: number; messages: number; instructions: number; tools: number }
   | { type: 'model-response'; runId: string; roundtrip: number; durationMs: number; usage?: Usage; functionCalls: number }
   | { type: 'tool-end'; runId: string; toolName: string; callId: string; durationMs: number; error?: unknown }
-  | { type: 'warning'; runId?: string; sourceId?: string; code: WarningCode; message: string };
+  | { type: 'warning'; runId?: string; sourceId?: string; code: WarningCode; message: string }
+  | { type: 'provider-diagnostic'; runId: string; sourceId: string; code: string; message: string; data?: JsonObject; error?: unknown };
 
 /** The hook of a provider an event refers to. */
 export type ProviderPhase = 'beforeRun' | 'afterRun' | 'wrap';

@@ -12,7 +12,7 @@ export { CompactionProvider } from './compaction-provider.js';
 export type { CompactionProviderOptions } from './compaction-provider.js';
 export { contextWindow, slidingWindow, tokenBudget, toolResultCollapse, truncation } from './compaction-strategies.js';
 export type { ContextWindowOptions, SlidingWindowOptions, StrategyOptions, TokenBudgetOptions, ToolResultCollapseOptions, TruncationOptions } from './compaction-strategies.js';
-export type { ContextProvider, ProviderRunArgs } from './context-provider.js';
+export type { ContextProvider, ProviderDiagnostic, ProviderRunArgs } from './context-provider.js';
 export type { EmbeddingGenerator } from './embeddings.js';
 export {
   BackendUnavailableError,
@@ -50,6 +50,54 @@ export type {
 } from './message.js';
 export { SessionContext } from './session-context.js';
 export { summarization, summaryInfo } from './summarization.js';
+export {
+  auditContext,
+  budgetReportOf,
+  ContextualToolsProvider,
+  cosineSimilarity,
+  countToolTokens,
+  createAuditProvider,
+  createHashEmbedding,
+  DecayingList,
+  fitPrefix,
+  fitToBudget,
+  InMemoryRetriever,
+  priorityOf,
+  TextSearchProvider,
+  WhiteboardProvider,
+  whiteboardUpdateSchema,
+  withPolicies,
+} from './providers/index.js';
+export type {
+  AgedEntry,
+  AuditProviderOptions,
+  BudgetFit,
+  BudgetItem,
+  BudgetPolicy,
+  BudgetReport,
+  ContextAudit,
+  ContextualToolsProviderOptions,
+  DecayingListOptions,
+  DecayPolicy,
+  FitToBudgetOptions,
+  HashEmbeddingOptions,
+  InMemoryRetrieverOptions,
+  InMemoryScoring,
+  ProviderGate,
+  ProviderPolicies,
+  RetrievalCitation,
+  RetrievalDocument,
+  RetrievalResult,
+  Retriever,
+  RetrieverSearchOptions,
+  SourceAudit,
+  TextSearchProviderOptions,
+  ToolCatalog,
+  WhiteboardEntry,
+  WhiteboardKind,
+  WhiteboardProviderOptions,
+  WhiteboardUpdate,
+} from './providers/index.js';
 export type { SummarizationOptions, SummaryInfo } from './summarization.js';
 export type { Contribution, GetMessagesOptions, SessionContextInit, SourcedInstructions } from './session-context.js';
 export type { SessionStore, SetSessionOptions, StoredSession } from './session-store.js';

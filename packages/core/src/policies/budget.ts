@@ -19,7 +19,7 @@ export interface BudgetPolicy {
    * providers rank their own entries. Default: `metadata.priority` of a message or tool when it is
    * a finite number, else 0 (see `withPolicies` for how ties are broken).
    */
-  valueOf?: (item: BudgetItem) => number;
+  priority?: (item: BudgetItem) => number;
 }
 
 /** One contribution of a provider, as `withPolicies` weighs it against a budget. */
@@ -35,7 +35,7 @@ export interface FitToBudgetOptions<T> {
   /** Tokens of one item. */
   tokensOf: (item: T) => number;
   /** Value of one item; higher is kept longer. Default: the item's position (earlier is worth more). */
-  valueOf?: (item: T, index: number) => number;
+  priority?: (item: T, index: number) => number;
 }
 
 /** What `fitToBudget` kept and dropped, each in the original order. */
@@ -54,8 +54,8 @@ export interface BudgetFit<T> {
  */
 export function fitToBudget<T>(items: readonly T[], options: FitToBudgetOptions<T>): BudgetFit<T> {
   const { maxTokens, tokensOf } = options;
-  const valueOf = options.valueOf ?? ((_item: T, index: number) => -index);
-  const ranked = items.map((item, index) => ({ item, index, value: valueOf(item, index) }));
+  const priority = options.priority ?? ((_item: T, index: number) => -index);
+  const ranked = items.map((item, index) => ({ item, index, value: priority(item, index) }));
   ranked.sort((a, b) => b.value - a.value || a.index - b.index);
   const keep = new Set<number>();
   let tokens = 0;
@@ -100,7 +100,7 @@ export function priorityOf(item: { metadata?: JsonObject | undefined }): number 
 export interface ResolvedBudget {
   maxTokens: number;
   tokenizer: Tokenizer;
-  valueOf: ((item: BudgetItem) => number) | undefined;
+  priority: ((item: BudgetItem) => number) | undefined;
 }
 
 /**
@@ -112,5 +112,28 @@ export function resolveBudget(owner: string, budget: BudgetPolicy | undefined): 
   if (!Number.isInteger(budget.maxTokens) || budget.maxTokens < 0) {
     throw new ConfigurationError(`${owner}: budget.maxTokens must be a non-negative integer, got ${String(budget.maxTokens)}.`);
   }
-  return { maxTokens: budget.maxTokens, tokenizer: budget.tokenizer ?? createCharacterTokenizer(), valueOf: budget.valueOf };
+  return { maxTokens: budget.maxTokens, tokenizer: budget.tokenizer ?? createCharacterTokenizer(), priority: budget.priority };
+}
+
+/** How a budget was applied to one provider in one run, kept in `context.metadata['ctx.budget'][sourceId]`. */
+export interface BudgetReport {
+  maxTokens: number;
+  /** Tokens of what was kept. */
+  tokens: number;
+  /** How many items (messages, instructions, tools, or a provider's own entries) were dropped. */
+  dropped: number;
+}
+
+const BUDGET_KEY = 'ctx.budget';
+
+/** Records how a budget was applied, for `auditContext` (internal). */
+export function recordBudget(metadata: Record<string, unknown>, sourceId: string, report: BudgetReport): void {
+  const all = (metadata[BUDGET_KEY] ??= Object.create(null)) as Record<string, BudgetReport>;
+  all[sourceId] = report;
+}
+
+/** How a budget was applied to `sourceId` in the run `metadata` belongs to, if one was. */
+export function budgetReportOf(metadata: Readonly<Record<string, unknown>>, sourceId: string): BudgetReport | undefined {
+  const all = metadata[BUDGET_KEY] as Record<string, BudgetReport> | undefined;
+  return all?.[sourceId];
 }

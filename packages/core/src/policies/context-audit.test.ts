@@ -1,0 +1,79 @@
+import type { AgentEvent } from '../events.js';
+import { describe, expect, it } from 'vitest';
+import { createAgent } from '../agent.js';
+import type { ContextProvider } from '../context-provider.js';
+import { Message } from '../message.js';
+import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
+import { createCharacterTokenizer } from '../tokenizer.js';
+import { defineTool } from '../tool.js';
+import { countToolTokens } from './budget.js';
+import { auditContext, createAuditProvider, type ContextAudit } from './context-audit.js';
+import { withPolicies } from './with-policies.js';
+
+const tokenizer = createCharacterTokenizer();
+
+describe('auditContext and createAuditProvider', () => {
+  it('reports per source what entered the model call, with tokens that add up to what was sent', async () => {
+    const agentTool = defineTool({ name: 'clock', description: 'Current time.', parameters: { type: 'object' }, execute: () => 'noon' });
+    const docTool = defineTool({ name: 'open_doc', description: 'Opens a document by id.', parameters: { type: 'object', properties: { id: { type: 'string' } } }, execute: () => 'doc' });
+    const rag: ContextProvider = {
+      sourceId: 'rag',
+      beforeRun({ context }) {
+        context.extendMessages('rag', [Message.user('SECRET document text one'), Message.user('document two')]);
+        context.extendTools('rag', [docTool]);
+      },
+    };
+    const persona: ContextProvider = { sourceId: 'persona', beforeRun: ({ context }) => context.extendInstructions('persona', 'Speak like a pirate.') };
+    const audits: ContextAudit[] = [];
+    const client = new ScriptedChatClient({ replies: ['a', 'b'] });
+    const agent = createAgent({
+      client,
+      instructions: 'You help.',
+      tools: [agentTool],
+      contextProviders: [rag, withPolicies(persona, { budget: { maxTokens: 100, tokenizer } }), createAuditProvider({ tokenizer, onAudit: (a) => void audits.push(a) })],
+    });
+    const session = agent.createSession();
+    await agent.run('first', { session });
+    await agent.run('second question', { session });
+
+    const audit = audits[1]!;
+    expect(audit.sessionId).toBe(session.sessionId);
+    expect(audit.sources.map((s) => s.sourceId)).toEqual(['agent', 'memory', 'rag', 'persona', 'input']);
+    const by = Object.fromEntries(audit.sources.map((s) => [s.sourceId, s]));
+    const call = client.calls[1]!;
+    const sent = (id: string) => call.messages.filter((m) => Message.source(m)?.sourceId === id);
+    expect(by.rag!.messageIds).toEqual(sent('rag').map((m) => m.id));
+    expect(by.rag!.messageTokens).toBe(tokenizer.countMessageTokens(sent('rag')));
+    expect(by.rag!.toolNames).toEqual(['open_doc']);
+    expect(by.rag!.toolTokens).toBe(countToolTokens(docTool, tokenizer));
+    expect(by.memory!.messages).toBe(2); // the first turn, loaded as history
+    expect(by.agent!).toMatchObject({ instructions: 1, instructionTokens: tokenizer.countTokens('You help.'), toolNames: ['clock'] });
+    expect(by.persona!).toMatchObject({ instructions: 1, messages: 0, budget: { maxTokens: 100, dropped: 0 } });
+    expect(by.input!.messageTokens).toBe(tokenizer.countMessageTokens(call.messages.slice(-1)));
+    const allTools = call.options.tools!.reduce((sum, t) => sum + countToolTokens(t, tokenizer), 0);
+    const allInstructions = ['You help.', 'Speak like a pirate.'].reduce((sum, t) => sum + tokenizer.countTokens(t), 0);
+    expect(audit.totalTokens).toBe(tokenizer.countMessageTokens(call.messages) + allTools + allInstructions);
+    expect(JSON.stringify(audit)).not.toContain('SECRET'); // ids and counts, never text
+  });
+
+  it('a failing onAudit is skipped by default and the run goes on', async () => {
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), contextProviders: [createAuditProvider({ onAudit: () => { throw new Error('sink down'); } })] });
+    expect((await agent.run('hi')).text).toBe('ok');
+  });
+
+  it('audits a run with no other provider: only the input', async () => {
+    const audits: ContextAudit[] = [];
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), contextProviders: [createAuditProvider({ onAudit: (a) => void audits.push(a) })] });
+    await agent.run('hi');
+    expect(audits[0]!.sources.map((s) => s.sourceId)).toEqual(['input']);
+    expect(audits[0]!.totalTokens).toBe(tokenizer.countMessageTokens([Message.user('hi')]));
+  });
+
+  it('reports every audit to onEvent as a context-audit diagnostic', async () => {
+    const events: AgentEvent[] = [];
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), contextProviders: [createAuditProvider({})], onEvent: (e) => events.push(e) });
+    await agent.run('hi');
+    const audit = events.find((e) => e.type === 'provider-diagnostic' && e.code === 'context-audit');
+    expect(audit).toMatchObject({ sourceId: 'audit', data: { totalTokens: tokenizer.countMessageTokens([Message.user('hi')]) } });
+  });
+});
