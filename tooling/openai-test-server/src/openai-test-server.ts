@@ -49,8 +49,9 @@ export async function startOpenAITestServer(options: OpenAITestServerOptions = {
     take: (request) => (queue.length > 0 ? queue.shift() : responder?.(request)),
   };
 
+  const state: ServerState = { apiKey, generation: 0, requests, source, store };
   const server = createServer((req, res) => {
-    handleRequest(req, res, { apiKey, requests, source, store }).catch((error: unknown) => {
+    handleRequest(req, res, state).catch((error: unknown) => {
       if (res.headersSent) {
         res.destroy();
         return;
@@ -97,6 +98,7 @@ export async function startOpenAITestServer(options: OpenAITestServerOptions = {
       responder = undefined;
       requests.length = 0;
       store.clear();
+      state.generation++;
     },
     close: () => {
       closing ??= new Promise<void>((resolve, reject) => {
@@ -110,6 +112,8 @@ export async function startOpenAITestServer(options: OpenAITestServerOptions = {
 
 interface ServerState {
   apiKey: string;
+  /** Bumped by `reset()`: a request that arrived before it is neither recorded nor answered. */
+  generation: number;
   requests: RecordedRequest[];
   source: ReplySource;
   store: ResponsesStore;
@@ -117,7 +121,13 @@ interface ServerState {
 
 async function handleRequest(req: IncomingMessage, res: ServerResponse, state: ServerState): Promise<void> {
   const controller = new AbortController();
+  const generation = state.generation;
   const raw = await readBody(req);
+  if (generation !== state.generation) {
+    // Left over from before reset() (e.g. a request its client aborted): drop it, record nothing.
+    res.destroy();
+    return;
+  }
   const url = new URL(req.url ?? '/', 'http://127.0.0.1');
   const parsed = parseBody(raw);
   const { route, deployment } = parseRoute(url.pathname);
