@@ -2,6 +2,8 @@ import type { CompactionStrategy } from './compaction.js';
 import type { ContextProvider, ProviderRunArgs } from './context-provider.js';
 import { HistoryProvider } from './history-provider.js';
 import { InMemoryHistoryProvider } from './in-memory-history-provider.js';
+import type { Message } from './message.js';
+import { dropLeadingResults } from './message-groups.js';
 
 /** Options of `CompactionProvider`. */
 export interface CompactionProviderOptions {
@@ -14,8 +16,8 @@ export interface CompactionProviderOptions {
    */
   history?: HistoryProvider;
   /**
-   * After a successful run, also rewrite the stored history (when the history provider implements
-   * `replaceMessages`). Default true. A store-only audit provider is never touched.
+   * Write the compacted history back (when the history provider implements `replaceMessages`).
+   * Default true. A store-only audit provider is never touched.
    */
   rewriteStoredHistory?: boolean;
   /** Default `'throw'`. */
@@ -23,9 +25,11 @@ export interface CompactionProviderOptions {
 }
 
 /**
- * Compaction at the run boundary. Place it after the history provider: before the model call it
- * compacts the loaded history the model will see; after a successful run it compacts the stored
- * history in place (the new turn is then appended by the history provider, and compacted at the next run).
+ * Compaction at the run boundary. Place it after the history provider. Before the model call it
+ * compacts the stored history and writes the result back through the history provider's
+ * `replaceMessages` (so a summary is made once and reused by later runs), then gives the model the
+ * compacted window. Without `replaceMessages` (or with `rewriteStoredHistory: false`) it compacts
+ * only the loaded history the model sees.
  */
 export class CompactionProvider implements ContextProvider {
   readonly sourceId: string;
@@ -43,28 +47,31 @@ export class CompactionProvider implements ContextProvider {
   }
 
   async beforeRun(args: ProviderRunArgs): Promise<void> {
-    const { context, signal } = args;
-    const history = this.#target(args);
-    const loaded = context.contextMessages.get(history.sourceId);
-    if (!loaded?.length) return;
-    const compacted = await this.#strategy.compact(loaded, { signal });
-    if (compacted.length !== loaded.length || compacted.some((m, i) => m !== loaded[i])) context.replaceMessages(history.sourceId, compacted);
-  }
-
-  async afterRun(args: ProviderRunArgs): Promise<void> {
     const { context, session, signal } = args;
     const history = this.#target(args);
-    if (!this.#rewrite || context.error !== undefined || !history.replaceMessages) return;
-    const state = session.stateOf(history.sourceId);
-    const stored = await history.getMessages(context.sessionId, { state, signal });
-    const compacted = await this.#strategy.compact(stored, { signal });
-    if (compacted.length === stored.length && compacted.every((m, i) => m === stored[i])) return;
-    await history.replaceMessages(context.sessionId, compacted, { state, signal });
+    const loaded = context.contextMessages.get(history.sourceId);
+    if (!loaded?.length) return; // nothing loaded this run (or the service keeps the conversation)
+    if (this.#rewrite && history.replaceMessages) {
+      const state = session.stateOf(history.sourceId);
+      const stored = await history.getMessages(context.sessionId, { state, signal });
+      const compacted = await this.#strategy.compact(stored, { signal });
+      if (same(stored, compacted)) return;
+      await history.replaceMessages(context.sessionId, compacted, { state, signal });
+      const window = history.maxMessages === undefined ? compacted : compacted.slice(-history.maxMessages);
+      context.replaceMessages(history.sourceId, dropLeadingResults(window));
+      return;
+    }
+    const compacted = await this.#strategy.compact(loaded, { signal });
+    if (!same(loaded, compacted)) context.replaceMessages(history.sourceId, compacted);
   }
 
   #target({ agent }: ProviderRunArgs): HistoryProvider {
     return this.#history ?? agent.contextProviders.find((p): p is HistoryProvider => HistoryProvider.isInstance(p) && p.loadMessages !== false) ?? defaultHistory;
   }
+}
+
+function same(a: readonly Message[], b: readonly Message[]): boolean {
+  return a.length === b.length && a.every((m, i) => m === b[i]);
 }
 
 /** State lives in the session, so any in-memory provider with the default id reaches the default history. */

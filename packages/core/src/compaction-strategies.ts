@@ -1,4 +1,4 @@
-import { compactWhen, defaultTokenizer, type CompactionStrategy, type CompactionTrigger } from './compaction.js';
+import { compactWhen, countTokens, defaultTokenizer, messageTokens, type CompactionStrategy, type CompactionTrigger } from './compaction.js';
 import type { FunctionResultContent, Message } from './message.js';
 import { flattenGroups, groupMessages, splitProtected, type MessageGroup } from './message-groups.js';
 import type { Tokenizer } from './tokenizer.js';
@@ -13,15 +13,16 @@ function withTrigger(options: StrategyOptions, strategy: CompactionStrategy): Co
   return options.trigger ? compactWhen(options.trigger, strategy) : strategy;
 }
 
-/**
- * Token counts per group, so dropping groups needs no recount. Exact for tokenizers that count a
- * list of messages as a constant plus a sum over messages (both shipped tokenizers do).
- */
+/** Token counts per group (through the per-message cache), so dropping groups needs no recount. */
 function groupTokens(tokenizer: Tokenizer, groups: readonly MessageGroup[]): { total: number; of: Map<MessageGroup, number> } {
-  const base = tokenizer.countMessageTokens([]);
-  const of = new Map(groups.map((g) => [g, tokenizer.countMessageTokens(g.messages) - base]));
-  let total = base;
-  for (const n of of.values()) total += n;
+  let total = tokenizer.countMessageTokens([]);
+  const of = new Map<MessageGroup, number>();
+  for (const g of groups) {
+    let n = 0;
+    for (const m of g.messages) n += messageTokens(tokenizer, m);
+    of.set(g, n);
+    total += n;
+  }
   return { total, of };
 }
 
@@ -92,6 +93,11 @@ export function slidingWindow(options: SlidingWindowOptions): CompactionStrategy
 export interface ToolResultCollapseOptions extends StrategyOptions {
   /** The newest tool exchanges left intact. Default 1. */
   keepRecent?: number;
+  /**
+   * Also collapse earlier tool exchanges of the turn in progress (after the newest user message).
+   * Default false: the model is still working with them.
+   */
+  includeCurrentTurn?: boolean;
   /** Results shorter than this (as JSON text) are left alone. Default 200 characters. */
   minChars?: number;
 }
@@ -107,7 +113,8 @@ export function toolResultCollapse(options: ToolResultCollapseOptions = {}): Com
     compact(messages) {
       const groups = groupMessages(messages);
       const exchanges = groups.filter((g) => g.kind === 'tool-exchange');
-      const collapsible = new Set(exchanges.slice(0, Math.max(0, exchanges.length - keepRecent)));
+      const current = options.includeCurrentTurn ? new Set<MessageGroup>() : new Set(splitProtected(groups).recent);
+      const collapsible = new Set(exchanges.slice(0, Math.max(0, exchanges.length - keepRecent)).filter((g) => !current.has(g)));
       let changed = false;
       const out = groups.flatMap((g) => {
         if (!collapsible.has(g)) return g.messages;
@@ -136,7 +143,10 @@ export interface TokenBudgetOptions extends StrategyOptions {
   maxTokens: number;
   /** Default: the character estimator. */
   tokenizer?: Tokenizer;
-  /** Tried in order until the budget holds. Default: collapse old tool results, then truncate. */
+  /**
+   * Tried in order until the budget holds. Default: collapse tool results of earlier turns, then
+   * those of the turn in progress but the newest exchange; truncation always comes last.
+   */
   strategies?: readonly CompactionStrategy[];
 }
 
@@ -147,12 +157,12 @@ export interface TokenBudgetOptions extends StrategyOptions {
 export function tokenBudget(options: TokenBudgetOptions): CompactionStrategy {
   const tokenizer = options.tokenizer ?? defaultTokenizer();
   const last = truncation({ maxTokens: options.maxTokens, tokenizer });
-  const strategies = options.strategies ?? [toolResultCollapse()];
+  const strategies = options.strategies ?? [toolResultCollapse(), toolResultCollapse({ includeCurrentTurn: true })];
   return withTrigger(options, {
     async compact(messages, context) {
       let current = [...messages];
       for (const strategy of [...strategies, last]) {
-        if (tokenizer.countMessageTokens(current) <= options.maxTokens) break;
+        if (countTokens(tokenizer, current) <= options.maxTokens) break;
         current = await strategy.compact(current, context);
       }
       return current;

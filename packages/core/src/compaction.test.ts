@@ -117,6 +117,20 @@ describe('compaction strategies (examples)', () => {
     unfinished: false,
   });
 
+  it('toolResultCollapse leaves the turn in progress alone unless asked', async () => {
+    const inProgress = build({
+      system: false,
+      turns: [
+        { user: 'old', rounds: [{ calls: 1, resultSize: 500, split: false }], answer: 'done' },
+        { user: 'now', rounds: [{ calls: 1, resultSize: 500, split: false }, { calls: 1, resultSize: 500, split: false }], answer: '' },
+      ],
+      unfinished: true,
+    });
+    const collapsedResults = (m: Message[]) => m.flatMap((x) => x.contents).filter((c) => c.type === 'function-result' && String(c.result).startsWith('[collapsed')).length;
+    expect(collapsedResults(await toolResultCollapse().compact(inProgress, {}))).toBe(1);
+    expect(collapsedResults(await toolResultCollapse({ includeCurrentTurn: true }).compact(inProgress, {}))).toBe(2);
+  });
+
   it('toolResultCollapse says what it removed and keeps the newest exchange', async () => {
     const output = await toolResultCollapse().compact(input, {});
     const results = output.flatMap((m) => m.contents.filter((c) => c.type === 'function-result'));

@@ -23,7 +23,7 @@ export function isTriggered(trigger: CompactionTrigger, messages: readonly Messa
   if (typeof trigger === 'function') return trigger(messages);
   if (trigger.messages !== undefined && messages.length > trigger.messages) return true;
   if (trigger.turns !== undefined && groupMessages(messages).filter((g) => g.kind === 'user').length > trigger.turns) return true;
-  if (trigger.tokens !== undefined) return (trigger.tokenizer ?? defaultTokenizer()).countMessageTokens(messages) > trigger.tokens;
+  if (trigger.tokens !== undefined) return countTokens(trigger.tokenizer ?? defaultTokenizer(), messages) > trigger.tokens;
   return false;
 }
 
@@ -38,4 +38,28 @@ let characterTokenizer: Tokenizer | undefined;
 /** The estimator strategies use when given no tokenizer. */
 export function defaultTokenizer(): Tokenizer {
   return (characterTokenizer ??= createCharacterTokenizer());
+}
+
+const caches = new WeakMap<Tokenizer, { base: number; perMessage: WeakMap<Message, number> }>();
+
+/**
+ * Tokens of one message as part of a list (its share beyond the list's constant overhead),
+ * remembered per message object: compaction recounts the same messages before every call.
+ */
+export function messageTokens(tokenizer: Tokenizer, message: Message): number {
+  let cache = caches.get(tokenizer);
+  if (!cache) caches.set(tokenizer, (cache = { base: tokenizer.countMessageTokens([]), perMessage: new WeakMap() }));
+  let n = cache.perMessage.get(message);
+  if (n === undefined) cache.perMessage.set(message, (n = tokenizer.countMessageTokens([message]) - cache.base));
+  return n;
+}
+
+/**
+ * `tokenizer.countMessageTokens(messages)` through the per-message cache. Exact for tokenizers that
+ * count a list as a constant plus a sum over its messages (both shipped tokenizers do).
+ */
+export function countTokens(tokenizer: Tokenizer, messages: readonly Message[]): number {
+  let total = tokenizer.countMessageTokens([]);
+  for (const m of messages) total += messageTokens(tokenizer, m);
+  return total;
 }

@@ -1,6 +1,7 @@
 import type { ContextProvider, ProviderRunArgs } from './context-provider.js';
 import type { JsonObject } from './json.js';
 import { Message } from './message.js';
+import { dropLeadingResults } from './message-groups.js';
 
 /** Options every history provider takes. */
 export interface HistoryProviderOptions {
@@ -116,11 +117,4 @@ export abstract class HistoryProvider implements ContextProvider {
     if (this.storeOutputs) for (const m of context.response.messages) toStore.push(Message.withSource(m, 'response', 'response'));
     if (toStore.length) await this.saveMessages(context.sessionId, toStore, { state, signal });
   }
-}
-
-/** A window may start in the middle of a tool exchange: drop results whose call was cut off. */
-function dropLeadingResults(messages: Message[]): Message[] {
-  let start = 0;
-  while (start < messages.length && messages[start]!.contents.some((c) => c.type === 'function-result')) start++;
-  return start ? messages.slice(start) : messages;
 }

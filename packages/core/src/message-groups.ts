@@ -84,3 +84,10 @@ export function hasOrphans(messages: readonly Message[]): boolean {
   for (const id of results) if (!calls.has(id)) return true;
   return false;
 }
+
+/** A window may start in the middle of a tool exchange: drops leading messages of results whose call was cut off. */
+export function dropLeadingResults<T extends Message>(messages: T[]): T[] {
+  let start = 0;
+  while (start < messages.length && messages[start]!.contents.some((c) => c.type === 'function-result')) start++;
+  return start ? messages.slice(start) : messages;
+}
