@@ -333,3 +333,22 @@ describe('provider diagnostics and state slots', () => {
     expect(Object.keys(session.state)).toEqual(['memory']);
   });
 });
+
+describe('flush and backend timeouts', () => {
+  it('agent.flush() waits for every provider, wrapped ones too', async () => {
+    let flushed = 0;
+    const background: ContextProvider = { sourceId: 'bg', flush: async () => void flushed++ };
+    const { withPolicies } = await import('./policies/with-policies.js');
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: [] }), contextProviders: [background, withPolicies({ sourceId: 'bg2', flush: async () => void flushed++ }, { when: () => true })] });
+    await agent.flush();
+    expect(flushed).toBe(2);
+  });
+
+  it("a backend's own TimeoutError is a provider failure (skippable), not an abort", async () => {
+    const events: AgentEvent[] = [];
+    const slow: ContextProvider = { sourceId: 'slow', onError: 'skip', beforeRun: () => { throw new DOMException('backend timed out', 'TimeoutError'); } };
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['still fine'] }), contextProviders: [slow], onEvent: (e) => events.push(e) });
+    expect((await agent.run('hi')).text).toBe('still fine');
+    expect(events.some((e) => e.type === 'provider-skipped' && e.sourceId === 'slow')).toBe(true);
+  });
+});

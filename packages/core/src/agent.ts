@@ -82,6 +82,8 @@ export interface Agent {
    * @throws ConfigurationError without a `sessionStore`.
    */
   getSession(sessionId: string, options?: { signal?: AbortSignal }): Promise<AgentSession>;
+  /** Waits for every provider's background work (`provider.flush()`), e.g. before a process exits. */
+  flush(): Promise<void>;
   /**
    * Saves a session to the `sessionStore`, only if nobody saved it since it was loaded.
    * @throws ConcurrencyError when it changed in the store meanwhile.
@@ -247,6 +249,9 @@ export function createAgent(options: AgentOptions): Agent {
           }
         },
       };
+    },
+    flush: async () => {
+      await Promise.all(providers.map((p) => p.flush?.()));
     },
     createSession: (init) => new AgentSession(init),
     getSessionById: (sessionId) => new AgentSession({ sessionId }),

@@ -13,7 +13,8 @@ export interface ProviderRunArgs<TState extends JsonObject = JsonObject> {
   signal: AbortSignal;
   /**
    * Sends a diagnostic to the agent's `onEvent` as a `provider-diagnostic` event attributed to this
-   * provider (an audit, a budget report, a background failure). Never put message text in it.
+   * provider (an audit, a budget report, a background failure). It stays usable after the run ends,
+   * for work that finishes later. Never put message text in it.
    */
   report(diagnostic: ProviderDiagnostic): void;
 }
@@ -46,6 +47,8 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
   wrap?(args: ProviderRunArgs<TState>, next: () => Promise<void>): Promise<void>;
   /** `'throw'` (default) fails the run; `'skip'` leaves this provider out of the run and emits a diagnostic. */
   readonly onError?: 'throw' | 'skip';
+  /** Waits for work the provider does in the background (e.g. memory writes); `agent.flush()` calls it. */
+  flush?(): Promise<void>;
   /**
    * Checks a restored session's state slot. Throw `SessionStateError` with a path under `path`
    * (e.g. `$.state.memory`) when it is malformed.

@@ -160,8 +160,8 @@ export function truncate(text: string, max = 80): string {
   return text.length <= max ? text : `${text.slice(0, max)}…(${text.length} chars)`;
 }
 
-/** Whether `error` is an abort (an `AbortError`, or the reason of an aborted signal). */
-export function isAbortError(error: unknown, signal?: AbortSignal): boolean {
-  if (signal?.aborted && error === signal.reason) return true;
-  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
+/** Whether `error` ended a run because its `signal` was aborted (a backend's own timeout is not an abort). */
+export function isAbortError(error: unknown, signal: AbortSignal): boolean {
+  if (!signal.aborted) return false;
+  return error === signal.reason || (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError'));
 }

@@ -63,6 +63,7 @@ export {
   fitToBudget,
   InMemoryRetriever,
   priorityOf,
+  recordBudget,
   TextSearchProvider,
   WhiteboardProvider,
   whiteboardUpdateSchema,

@@ -46,6 +46,7 @@ export function withPolicies<TState extends JsonObject = JsonObject>(provider: C
   const wrapped: { -readonly [K in keyof ContextProvider<TState>]: ContextProvider<TState>[K] } = { sourceId };
   if (provider.onError !== undefined) wrapped.onError = provider.onError;
   if (provider.validateState) wrapped.validateState = (state, path) => provider.validateState!(state, path);
+  if (provider.flush) wrapped.flush = () => provider.flush!();
 
   if (provider.wrap) {
     wrapped.wrap = async (args, next) => {

@@ -1,6 +1,6 @@
 export { auditContext, createAuditProvider } from '../policies/context-audit.js';
 export type { AuditProviderOptions, ContextAudit, SourceAudit } from '../policies/context-audit.js';
-export { budgetReportOf, countToolTokens, fitPrefix, fitToBudget, priorityOf } from '../policies/budget.js';
+export { budgetReportOf, countToolTokens, fitPrefix, fitToBudget, priorityOf, recordBudget } from '../policies/budget.js';
 export type { BudgetFit, BudgetItem, BudgetPolicy, BudgetReport, FitToBudgetOptions } from '../policies/budget.js';
 export { DecayingList } from '../policies/decay.js';
 export type { AgedEntry, DecayingListOptions, DecayPolicy } from '../policies/decay.js';
