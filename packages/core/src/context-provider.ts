@@ -48,7 +48,7 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
   /** `'throw'` (default) fails the run; `'skip'` leaves this provider out of the run and emits a diagnostic. */
   readonly onError?: 'throw' | 'skip';
   /** Waits for work the provider does in the background (e.g. memory writes); `agent.flush()` calls it. */
-  flush?(): Promise<void>;
+  flush?(): Promise<unknown>;
   /**
    * Checks a restored session's state slot. Throw `SessionStateError` with a path under `path`
    * (e.g. `$.state.memory`) when it is malformed.

@@ -1,0 +1,44 @@
+import { describeHistoryProvider, describeSessionStore } from '@ctx/provider-tests';
+import { cosmosClient, env, standInClientOptions, uniqueId } from '../test/helpers.js';
+import { CosmosHistoryProvider } from './cosmos-history-provider.js';
+import { CosmosSessionStore } from './cosmos-session-store.js';
+
+// One shared client, injected into every provider and store the suites create; each suite gets
+// its own containers (created on first use), so suites never see each other's items.
+const client = cosmosClient();
+const databaseId = uniqueId('conformance');
+
+describeHistoryProvider('CosmosHistoryProvider (injected client, session partition key)', {
+  create: (options) => new CosmosHistoryProvider({ ...options, client, databaseId, containerId: 'history', createIfNotExists: true }),
+});
+
+describeHistoryProvider('CosmosHistoryProvider (hierarchical tenant/user/session key, scope from state)', {
+  create: (options) =>
+    new CosmosHistoryProvider({
+      ...options,
+      client,
+      databaseId,
+      containerId: 'history-hierarchical',
+      createIfNotExists: true,
+      scope: ({ sessionId }) => ({ tenantId: 'tenant-a', userId: `user-${sessionId.length % 3}` }),
+    }),
+});
+
+describeHistoryProvider('CosmosHistoryProvider (owned client from endpoint + key)', {
+  create: (options) =>
+    new CosmosHistoryProvider({ ...options, endpoint: env.endpoint, key: env.key, clientOptions: standInClientOptions, databaseId, containerId: 'history-owned', createIfNotExists: true }),
+  cleanup: (provider) => provider.close(),
+});
+
+describeSessionStore('CosmosSessionStore (injected client)', {
+  create: () => new CosmosSessionStore({ client, databaseId, containerId: 'sessions', createIfNotExists: true }),
+});
+
+describeSessionStore('CosmosSessionStore (injected container)', {
+  create: () => new CosmosSessionStore({ container: client.database(databaseId).container('sessions-container'), createIfNotExists: true }),
+});
+
+describeSessionStore('CosmosSessionStore (owned client from endpoint + key)', {
+  create: () => new CosmosSessionStore({ endpoint: env.endpoint, key: env.key, clientOptions: standInClientOptions, databaseId, containerId: 'sessions-owned', createIfNotExists: true }),
+  cleanup: (store) => store.close(),
+});

@@ -1,0 +1,639 @@
+import type { Container, OperationInput, PartitionKey, SqlParameter } from '@azure/cosmos';
+import {
+  ConfigurationError,
+  HistoryProvider,
+  Message,
+  SessionStateError,
+  type GetHistoryArgs,
+  type HistoryProviderOptions,
+  type JsonObject,
+  type SaveHistoryArgs,
+} from '@ctx/core';
+import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
+import {
+  HIERARCHICAL_PARTITION_KEY,
+  HISTORY_INDEXING_POLICY,
+  SESSION_PARTITION_KEY,
+  type CosmosScope,
+  type CosmosScopeResolver,
+  type HeadItem,
+  type MessageItem,
+} from './history-layout.js';
+import { checkScopePart, checkSessionId, encodeIdPart, sessionPartitionValue, shortId } from './ids.js';
+
+/** Options of `CosmosHistoryProvider`: the history options of `@ctx/core`, the connection, partitioning and retention. */
+export interface CosmosHistoryProviderOptions extends HistoryProviderOptions, CosmosConnectionOptions {
+  /**
+   * Hierarchical partitioning by tenant, user and session (`/tenantId`, `/userId`, `/sessionKey`):
+   * a fixed scope for every session of this provider, or a function that works it out per session
+   * from the session id and the provider's state slot. Default: none, and the container is
+   * partitioned by session alone (`/sessionKey`). The container's partition key must match.
+   */
+  scope?: CosmosScope | CosmosScopeResolver;
+  /**
+   * Cosmos DB deletes each message this many seconds after it was saved (item `ttl`), and a
+   * conversation's head this many seconds after its last save. Needs TTL on for the container
+   * (`defaultTtl: -1`, which `createIfNotExists` sets). Default: nothing expires.
+   */
+  ttlSeconds?: number;
+}
+
+/** Options of the provider's maintenance methods. */
+export interface CosmosCallOptions {
+  /** The scope of the session (hierarchical partitioning); default: the provider's `scope`. */
+  scope?: CosmosScope;
+  /** The provider's state slot of the session, passed to a `scope` resolver. Default `{}`. */
+  state?: JsonObject;
+  /** Aborts the call (rejects with the signal's reason; a request already sent may still complete). */
+  signal?: AbortSignal;
+}
+
+/** Options of `CosmosHistoryProvider.listMessages`. */
+export interface ListMessagesOptions extends CosmosCallOptions {
+  /** Where to continue: the `nextCursor` of the previous page (a Cosmos DB continuation token). */
+  cursor?: string;
+  /** Messages per page, at most. Default 100. */
+  limit?: number;
+}
+
+/** One page of a conversation, oldest first. */
+export interface MessagePage {
+  /** The page's messages, oldest first. */
+  messages: Message[];
+  /** Pass it as `cursor` for the next page; undefined after the last page. */
+  nextCursor: string | undefined;
+}
+
+/** Options of `CosmosHistoryProvider.exportMessages`. */
+export interface ExportMessagesOptions extends CosmosCallOptions {
+  /** Messages fetched per request. Default 500. */
+  pageSize?: number;
+}
+
+/** Options of `CosmosHistoryProvider.listSessions`. */
+export interface ListSessionsOptions {
+  /** Only this tenant's sessions (hierarchical partitioning: the query stays within the tenant's partitions). */
+  tenantId?: string;
+  /** Only this user's sessions (with `tenantId` under hierarchical partitioning). */
+  userId?: string;
+  /** Sessions per page, at most. Default 100. */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+  /** Aborts the call (rejects with the signal's reason). */
+  signal?: AbortSignal;
+}
+
+/** A session that has history under this provider's `sourceId`. */
+export interface CosmosSessionSummary {
+  /** The session id, as it was given. */
+  sessionId: string;
+  /** Hierarchical partitioning only. */
+  tenantId?: string;
+  /** Hierarchical partitioning only. */
+  userId?: string;
+  /** ISO 8601: the first save. */
+  createdAt: string;
+  /** ISO 8601: the last save. */
+  updatedAt: string;
+  /** The last sequence number handed out (an upper bound of the stored message count). */
+  lastSeq: number;
+}
+
+/** One page of `listSessions`, most recently updated first. */
+export interface SessionPage {
+  /** The page's sessions, most recently updated first. */
+  sessions: CosmosSessionSummary[];
+  /** Pass it as `cursor` for the next page; undefined after the last page. */
+  nextCursor: string | undefined;
+}
+
+/** Where one session's history lives. */
+interface Location {
+  sessionId: string;
+  sessionKey: string;
+  /** The partition key value: the session key, or [tenant, user, session key]. */
+  partitionKey: PartitionKey;
+  /** The partition key fields every item carries. */
+  fields: { sessionKey: string; tenantId?: string; userId?: string };
+  /** `<encoded session>:<encoded sourceId>`: the head's id and the prefix of every message id. */
+  prefix: string;
+}
+
+/** Cosmos DB's item size limit (2 MB), less room for system properties. */
+const MAX_ITEM_BYTES = 2 * 1024 * 1024 - 1024;
+/** Cosmos DB's limits of one transactional batch. */
+const MAX_BATCH_OPERATIONS = 100;
+const MAX_BATCH_BYTES = 2 * 1024 * 1024 - 16 * 1024;
+
+/**
+ * Conversation history in Azure Cosmos DB for NoSQL: one item per message, partitioned by session
+ * (or by tenant, user and session). A per-session head item hands out sequence numbers with an
+ * atomic `incr` patch, so messages keep one exact order even under concurrent writers; a turn is
+ * then written in one transactional batch (all or nothing on Cosmos DB), and the message id is
+ * part of the item id, so a retried save never stores a message twice. A run reads only its window
+ * (`TOP n ... ORDER BY seq DESC` in one logical partition). Default `sourceId` is `cosmos`.
+ *
+ * Failures: an unreachable, throttling or failing service gives `BackendUnavailableError` within
+ * `timeoutMs` (after the SDK's 429 retries and the package's transient retries); a stored item
+ * that is not a valid message gives `SessionStateError` naming the item; a container that is
+ * missing or partitioned differently gives `ConfigurationError`.
+ * @throws ConfigurationError for bad options.
+ */
+export class CosmosHistoryProvider extends HistoryProvider {
+  /** Seconds each message and head live after they were written, or undefined for never. */
+  readonly ttlSeconds: number | undefined;
+  readonly #connection: CosmosConnection;
+  readonly #scope: CosmosScope | CosmosScopeResolver | undefined;
+  readonly #hierarchical: boolean;
+  readonly #source: string;
+
+  constructor(options: CosmosHistoryProviderOptions) {
+    super({ ...options, sourceId: options.sourceId ?? 'cosmos' });
+    if (typeof this.sourceId !== 'string' || this.sourceId === '') throw new ConfigurationError('CosmosHistoryProvider: sourceId must be a non-empty string.');
+    if (options.ttlSeconds !== undefined && !(Number.isInteger(options.ttlSeconds) && options.ttlSeconds > 0)) {
+      throw new ConfigurationError(`CosmosHistoryProvider: ttlSeconds must be a positive integer, got ${options.ttlSeconds}.`);
+    }
+    this.ttlSeconds = options.ttlSeconds;
+    const scope = options.scope;
+    if (scope !== undefined && typeof scope !== 'function') {
+      if (typeof scope !== 'object' || scope === null) throw new ConfigurationError('CosmosHistoryProvider: scope must be { tenantId, userId } or a function returning one.');
+      checkScopePart('tenantId', scope.tenantId);
+      checkScopePart('userId', scope.userId);
+    }
+    this.#scope = scope;
+    this.#hierarchical = scope !== undefined;
+    this.#source = encodeIdPart(this.sourceId);
+    this.#connection = new CosmosConnection(options, 'CosmosHistoryProvider', 'history', {
+      partitionKey: this.#hierarchical ? HIERARCHICAL_PARTITION_KEY : SESSION_PARTITION_KEY,
+      indexingPolicy: HISTORY_INDEXING_POLICY,
+      needsTtl: options.ttlSeconds !== undefined,
+      advice: this.#hierarchical
+        ? 'With `scope`, history is partitioned by tenant, user and session.'
+        : 'History is partitioned by session; for tenant/user/session partitioning pass `scope`.',
+    });
+  }
+
+  /** The container in use (checked, or created with `createIfNotExists`, before the first operation). */
+  get container(): Container {
+    return this.#connection.container;
+  }
+
+  /** Whether the provider partitions by tenant, user and session. */
+  get hierarchical(): boolean {
+    return this.#hierarchical;
+  }
+
+  /**
+   * The item ids of a session's head and of one of its messages (for operations and debugging).
+   * Under hierarchical partitioning pass the scope (default: the provider's).
+   */
+  async itemIds(sessionId: string, messageId: string, options: Pick<CosmosCallOptions, 'scope' | 'state'> = {}): Promise<{ head: string; message: string }> {
+    const loc = await this.#locate(sessionId, options.state, options.scope);
+    return { head: loc.prefix, message: `${loc.prefix}:${encodeIdPart(messageId)}` };
+  }
+
+  /** The partition key value of a session: its id, or `~` and a hash for ids over 100 UTF-8 bytes. */
+  partitionValue(sessionId: string): string {
+    return sessionPartitionValue(checkSessionId(sessionId));
+  }
+
+  /**
+   * The newest `limit` messages (all without a limit), oldest first: one query in the session's
+   * logical partition (`TOP n ... ORDER BY seq DESC`).
+   * @throws SessionStateError when a stored item is not a valid message (path `cosmos:<db>/<container>[<item id>]...`).
+   * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`.
+   */
+  async getMessages(sessionId: string, { state, limit, signal }: GetHistoryArgs): Promise<Message[]> {
+    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    const loc = await this.#locate(sessionId, state);
+    return this.#connection.run({ operation: 'getMessages', sessionId }, signal, async (op) => {
+      const filter = this.#messageFilter(loc);
+      if (limit !== undefined) {
+        const query = { query: `SELECT TOP @limit c.id, c.seq, c.message FROM c WHERE ${filter.where} ORDER BY c.seq DESC`, parameters: [...filter.parameters, { name: '@limit', value: limit }] };
+        const items = await op.step((c, abortSignal) => fetchAll(c, query, { partitionKey: loc.partitionKey, maxItemCount: limit, abortSignal }));
+        return items.reverse().map((item) => this.#decode(item, loc));
+      }
+      const query = { query: `SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where} ORDER BY c.seq ASC`, parameters: filter.parameters };
+      const items = await op.step((c, abortSignal) => fetchAll(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }));
+      return items.map((item) => this.#decode(item, loc));
+    });
+  }
+
+  /**
+   * Appends messages in order: reserves their sequence numbers with one patch of the session's head
+   * item, then writes them in one transactional batch (more than 100 messages, or 2 MB, take more
+   * batches). Ids already stored are skipped.
+   * @throws SessionStateError when a message is malformed or over 2 MB (nothing is stored).
+   * @throws BackendUnavailableError when Cosmos DB fails or does not answer in time; retrying the same messages is safe.
+   */
+  async saveMessages(sessionId: string, messages: readonly Message[], { state, signal }: SaveHistoryArgs): Promise<void> {
+    await this.append(sessionId, messages, { state, signal });
+  }
+
+  /**
+   * `saveMessages`, resolving to how many messages were new (the rest were already stored).
+   * @throws like `saveMessages`.
+   */
+  async append(sessionId: string, messages: readonly Message[], options: CosmosCallOptions = {}): Promise<number> {
+    const unique = checkMessages(messages);
+    const loc = await this.#locate(sessionId, options.state, options.scope);
+    if (unique.length === 0) return 0;
+    return this.#connection.run({ operation: 'saveMessages', sessionId }, options.signal, async (op) => {
+      const last = await this.#allocate(op, loc, unique.length);
+      const items = unique.map((m, i) => this.#item(loc, m, last - unique.length + 1 + i));
+      return this.#createAll(op, loc, items);
+    });
+  }
+
+  /**
+   * Replaces a session's stored history with `messages` (compaction rewrites history through it).
+   * The new messages get fresh sequence numbers after everything stored, are upserted (kept ids
+   * move, new ones are added), and only then are the older items deleted, so a failure part way
+   * leaves extra messages, never missing ones; calling it again finishes the job. Turns saved by
+   * another run between the caller's read and this call, and not in `messages`, are removed too.
+   * @throws like `saveMessages`.
+   */
+  override async replaceMessages(sessionId: string, messages: readonly Message[], { state, signal }: SaveHistoryArgs): Promise<void> {
+    const unique = checkMessages(messages);
+    const loc = await this.#locate(sessionId, state);
+    await this.#connection.run({ operation: 'replaceMessages', sessionId }, signal, async (op) => {
+      let first = Number.MAX_SAFE_INTEGER;
+      if (unique.length > 0) {
+        const last = await this.#allocate(op, loc, unique.length);
+        first = last - unique.length + 1;
+        const items = unique.map((m, i) => this.#item(loc, m, first + i));
+        await this.#batches(op, loc, items.map((item) => ({ operationType: 'Upsert', resourceBody: item as unknown as JsonObject })));
+      }
+      const filter = this.#messageFilter(loc);
+      const query = { query: `SELECT VALUE c.id FROM c WHERE ${filter.where} AND c.seq < @first`, parameters: [...filter.parameters, { name: '@first', value: first }] };
+      const stale = await op.step((c, abortSignal) => fetchAll<string>(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }));
+      await this.#deleteAll(op, loc, stale);
+    });
+  }
+
+  /**
+   * One page of a session's messages, oldest first, for export or inspection. The cursor is a
+   * Cosmos DB continuation token of the ordered query.
+   * @throws SessionStateError for a corrupt item, BackendUnavailableError when Cosmos DB fails.
+   */
+  async listMessages(sessionId: string, options: ListMessagesOptions = {}): Promise<MessagePage> {
+    const limit = options.limit ?? 100;
+    if (!(Number.isInteger(limit) && limit > 0)) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    if (options.cursor !== undefined && (typeof options.cursor !== 'string' || options.cursor === '')) throw new RangeError('cursor must be the nextCursor of a previous page');
+    const loc = await this.#locate(sessionId, options.state, options.scope);
+    return this.#connection.run({ operation: 'listMessages', sessionId }, options.signal, async (op) => {
+      const filter = this.#messageFilter(loc);
+      const query = { query: `SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where} ORDER BY c.seq ASC`, parameters: filter.parameters };
+      const page = await op.step(async (c, abortSignal) => {
+        const iterator = c.items.query<RawItem>(query, { partitionKey: loc.partitionKey, maxItemCount: limit, abortSignal, ...(options.cursor ? { continuationToken: options.cursor } : {}) });
+        return iterator.fetchNext();
+      });
+      return { messages: page.resources.map((item) => this.#decode(item, loc)), nextCursor: page.hasMoreResults && page.continuationToken ? page.continuationToken : undefined };
+    });
+  }
+
+  /**
+   * Every stored message of a session, oldest first, `pageSize` per request (one ordered query,
+   * followed by its continuation tokens).
+   * @throws like `listMessages`.
+   */
+  async *exportMessages(sessionId: string, options: ExportMessagesOptions = {}): AsyncGenerator<Message, void, undefined> {
+    let cursor: string | undefined;
+    do {
+      const page = await this.listMessages(sessionId, { ...options, limit: options.pageSize ?? 500, ...(cursor === undefined ? {} : { cursor }) });
+      yield* page.messages;
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+  }
+
+  /** How many messages are stored for a session (`SELECT VALUE COUNT(1)` in its partition). */
+  async countMessages(sessionId: string, options: CosmosCallOptions = {}): Promise<number> {
+    const loc = await this.#locate(sessionId, options.state, options.scope);
+    return this.#connection.run({ operation: 'countMessages', sessionId }, options.signal, async (op) => {
+      const filter = this.#messageFilter(loc);
+      const [count] = await op.step((c, abortSignal) =>
+        fetchAll<number>(c, { query: `SELECT VALUE COUNT(1) FROM c WHERE ${filter.where}`, parameters: filter.parameters }, { partitionKey: loc.partitionKey, abortSignal }),
+      );
+      return count ?? 0;
+    });
+  }
+
+  /**
+   * Deletes a session's history for this provider's `sourceId` (its messages and its head), in
+   * transactional batches of up to 100 deletes; other source ids are left alone. Resolves to whether
+   * there was any. Messages saved while it runs may survive.
+   */
+  async clear(sessionId: string, options: CosmosCallOptions = {}): Promise<boolean> {
+    const loc = await this.#locate(sessionId, options.state, options.scope);
+    return this.#connection.run({ operation: 'clear', sessionId }, options.signal, async (op) => {
+      const filter = this.#partitionFilter(loc);
+      const query = {
+        query: `SELECT VALUE c.id FROM c WHERE ${filter.where} AND c.sourceId = @sourceId AND (c.kind = 'message' OR c.kind = 'head')`,
+        parameters: [...filter.parameters, { name: '@sourceId', value: this.sourceId }],
+      };
+      const ids = await op.step((c, abortSignal) => fetchAll<string>(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }));
+      // The head goes last, so a save racing the clear never restarts the numbering under live messages.
+      ids.sort((a, b) => Number(a === loc.prefix) - Number(b === loc.prefix));
+      return (await this.#deleteAll(op, loc, ids)) > 0;
+    });
+  }
+
+  /**
+   * The sessions with history under this provider's `sourceId`, most recently updated first, read
+   * from their head items. With hierarchical partitioning, `tenantId` (and `userId`) keep the query
+   * within that tenant's (user's) partitions; otherwise it is a cross-partition query.
+   * @throws ConfigurationError when `tenantId`/`userId` are given without hierarchical partitioning.
+   */
+  async listSessions(options: ListSessionsOptions = {}): Promise<SessionPage> {
+    const limit = options.limit ?? 100;
+    if (!(Number.isInteger(limit) && limit > 0)) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    if (!this.#hierarchical && (options.tenantId !== undefined || options.userId !== undefined)) {
+      throw new ConfigurationError('CosmosHistoryProvider.listSessions: tenantId and userId need hierarchical partitioning (the `scope` option).');
+    }
+    if (options.userId !== undefined && options.tenantId === undefined) {
+      throw new ConfigurationError('CosmosHistoryProvider.listSessions: userId needs tenantId (the partition key is tenant, then user, then session).');
+    }
+    const parameters: SqlParameter[] = [{ name: '@sourceId', value: this.sourceId }];
+    let where = `c.kind = 'head' AND c.sourceId = @sourceId`;
+    let partitionKey: PartitionKey | undefined;
+    if (options.tenantId !== undefined) {
+      where += ' AND c.tenantId = @tenantId';
+      parameters.push({ name: '@tenantId', value: checkScopePart('tenantId', options.tenantId) });
+      partitionKey = [options.tenantId];
+      if (options.userId !== undefined) {
+        where += ' AND c.userId = @userId';
+        parameters.push({ name: '@userId', value: checkScopePart('userId', options.userId) });
+        partitionKey = [options.tenantId, options.userId];
+      }
+    }
+    return this.#connection.run({ operation: 'listSessions' }, options.signal, async (op) => {
+      const query = { query: `SELECT c.id, c.sessionId, c.tenantId, c.userId, c.createdAt, c.updatedAt, c.lastSeq FROM c WHERE ${where} ORDER BY c.updatedAt DESC`, parameters };
+      const page = await op.step((c, abortSignal) =>
+        c.items
+          .query<RawItem>(query, { maxItemCount: limit, abortSignal, ...(partitionKey ? { partitionKey } : {}), ...(options.cursor ? { continuationToken: options.cursor } : {}) })
+          .fetchNext(),
+      );
+      const sessions = page.resources.map((raw) => this.#decodeSummary(raw));
+      return { sessions, nextCursor: page.hasMoreResults && page.continuationToken ? page.continuationToken : undefined };
+    });
+  }
+
+  /** Disposes of the client if this provider created it (`endpoint`); an injected client or container stays open. */
+  async close(): Promise<void> {
+    this.#connection.close();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  async #locate(sessionId: string, state: JsonObject | undefined, explicit?: CosmosScope): Promise<Location> {
+    checkSessionId(sessionId);
+    const sessionKey = sessionPartitionValue(sessionId);
+    const prefix = `${encodeIdPart(sessionId)}:${this.#source}`;
+    if (!this.#hierarchical) {
+      if (explicit !== undefined) throw new ConfigurationError('CosmosHistoryProvider: a scope was given, but this provider partitions by session only (no `scope` option).');
+      return { sessionId, sessionKey, partitionKey: sessionKey, fields: { sessionKey }, prefix };
+    }
+    const resolved = explicit ?? (typeof this.#scope === 'function' ? await this.#scope({ sessionId, state: state ?? {} }) : this.#scope);
+    if (typeof resolved !== 'object' || resolved === null) throw new ConfigurationError(`CosmosHistoryProvider: the scope of session ${shortId(sessionId)} must be { tenantId, userId }.`);
+    const tenantId = checkScopePart('tenantId', resolved.tenantId);
+    const userId = checkScopePart('userId', resolved.userId);
+    // Ids carry the tenant and user too: unique across the whole container, so data can be copied
+    // into a container with another partition key without collisions.
+    const scoped = `${encodeIdPart(tenantId)}:${encodeIdPart(userId)}:${prefix}`;
+    return { sessionId, sessionKey, partitionKey: [tenantId, userId, sessionKey], fields: { tenantId, userId, sessionKey }, prefix: scoped };
+  }
+
+  /** `c.sessionKey = @sessionKey` (and tenant and user): the logical partition, stated in the query too. */
+  #partitionFilter(loc: Location): { where: string; parameters: SqlParameter[] } {
+    const parameters: SqlParameter[] = [{ name: '@sessionKey', value: loc.sessionKey }];
+    let where = 'c.sessionKey = @sessionKey';
+    if (loc.fields.tenantId !== undefined) {
+      where += ' AND c.tenantId = @tenantId AND c.userId = @userId';
+      parameters.push({ name: '@tenantId', value: loc.fields.tenantId }, { name: '@userId', value: loc.fields.userId! });
+    }
+    return { where, parameters };
+  }
+
+  #messageFilter(loc: Location): { where: string; parameters: SqlParameter[] } {
+    const partition = this.#partitionFilter(loc);
+    return { where: `${partition.where} AND c.kind = 'message' AND c.sourceId = @sourceId`, parameters: [...partition.parameters, { name: '@sourceId', value: this.sourceId }] };
+  }
+
+  #item(loc: Location, message: Message, seq: number): MessageItem {
+    const item: MessageItem = { id: `${loc.prefix}:${encodeIdPart(message.id)}`, kind: 'message', ...loc.fields, sourceId: this.sourceId, seq, message };
+    if (this.ttlSeconds !== undefined) item.ttl = this.ttlSeconds;
+    return item;
+  }
+
+  /**
+   * Reserves `count` sequence numbers for a session and resolves to the last one. One atomic
+   * `incr` patch of the head item; when there is no head yet (a new session, or after `clear` or
+   * expiry), it is created starting after the newest stored message, and a lost creation race goes
+   * back to patching. Numbers are never handed out twice; a retried patch only leaves a gap.
+   */
+  async #allocate(op: Operation, loc: Location, count: number): Promise<number> {
+    const now = new Date().toISOString();
+    const operations = [
+      { op: 'incr' as const, path: '/lastSeq', value: count },
+      { op: 'set' as const, path: '/updatedAt', value: now },
+      ...(this.ttlSeconds !== undefined ? [{ op: 'set' as const, path: '/ttl', value: this.ttlSeconds }] : []),
+    ];
+    const corruptHead = () =>
+      new SessionStateError(
+        `cosmos:${this.#connection.where}[${JSON.stringify(loc.prefix)}].lastSeq`,
+        'must be an integer (the head item of this conversation is corrupt); delete that item to renumber from the stored messages',
+      );
+    for (let round = 0; ; round++) {
+      try {
+        const { resource } = await op.step((c, abortSignal) => c.item(loc.prefix, loc.partitionKey).patch<HeadItem>(operations, { abortSignal }), [400, 404]);
+        const last = resource?.lastSeq;
+        if (typeof last !== 'number' || !Number.isSafeInteger(last)) throw corruptHead();
+        return last;
+      } catch (error) {
+        const status = statusOf(error);
+        if (status === 400) {
+          // `incr` fails on a head whose counter is not a number: say so, rather than "bad request".
+          const { resource } = await op.step((c, abortSignal) => c.item(loc.prefix, loc.partitionKey).read<HeadItem>({ abortSignal }));
+          if (resource && !Number.isSafeInteger(resource.lastSeq)) throw corruptHead();
+          throw error;
+        }
+        if (status !== 404 || round > 5) throw error;
+      }
+      const filter = this.#messageFilter(loc);
+      const newest = await op.step((c, abortSignal) =>
+        fetchAll<unknown>(c, { query: `SELECT TOP 1 VALUE c.seq FROM c WHERE ${filter.where} ORDER BY c.seq DESC`, parameters: filter.parameters }, { partitionKey: loc.partitionKey, abortSignal }),
+      );
+      const start = typeof newest[0] === 'number' && Number.isSafeInteger(newest[0]) ? newest[0] : 0;
+      const head: HeadItem = { id: loc.prefix, kind: 'head', ...loc.fields, sessionId: loc.sessionId, sourceId: this.sourceId, lastSeq: start + count, createdAt: now, updatedAt: now };
+      if (this.ttlSeconds !== undefined) head.ttl = this.ttlSeconds;
+      try {
+        await op.step((c, abortSignal) => c.items.create(head, { abortSignal }), [409]);
+        return head.lastSeq;
+      } catch (error) {
+        if (statusOf(error) !== 409) throw error;
+      }
+    }
+  }
+
+  /** Creates message items; resolves to how many were new. Ids already stored are skipped. */
+  async #createAll(op: Operation, loc: Location, items: MessageItem[]): Promise<number> {
+    let created = 0;
+    for (const chunk of chunkBySize(items)) {
+      const statuses = await this.#batch(op, loc, chunk.map((item) => ({ operationType: 'Create', resourceBody: item as unknown as JsonObject })));
+      if (statuses.every(ok)) {
+        created += chunk.length;
+        continue;
+      }
+      // Some messages were stored before (a retried save): the batch did nothing on Cosmos DB.
+      // Find which, and store the rest, keeping the sequence numbers reserved for them.
+      let pending = chunk;
+      for (let round = 0; pending.length > 0; round++) {
+        const stored = await this.#existingIds(op, loc, pending.map((item) => item.id));
+        pending = pending.filter((item) => !stored.has(item.id));
+        if (pending.length === 0) break;
+        const again = await this.#batch(op, loc, pending.map((item) => ({ operationType: 'Create', resourceBody: item as unknown as JsonObject })));
+        if (again.every(ok)) {
+          created += pending.length;
+          break;
+        }
+        if (round >= 3) throw this.#batchFailure(again, loc);
+      }
+    }
+    return created;
+  }
+
+  /** Runs one transactional batch; resolves to the per-operation statuses when only conflicts failed it. */
+  async #batch(op: Operation, loc: Location, operations: OperationInput[]): Promise<number[]> {
+    // Fresh operation objects for every attempt: the SDK rewrites each operation's partitionKey in place.
+    const response = await op.step((c, abortSignal) => c.items.batch(operations.map((o) => ({ ...o, partitionKey: loc.partitionKey })), loc.partitionKey, { abortSignal }));
+    const statuses = (response.result ?? []).map((r) => r.statusCode);
+    if (statuses.length !== operations.length) throw new Error(`Batch request error: ${statuses.length} results for ${operations.length} operations`);
+    if (!statuses.every((s) => ok(s) || s === 409 || s === 424)) throw this.#batchFailure(statuses, loc);
+    return statuses;
+  }
+
+  #batchFailure(statuses: number[], loc: Location): Error {
+    const failed = statuses.find((s) => !ok(s) && s !== 424) ?? statuses.find((s) => !ok(s));
+    const error = Object.assign(new Error(`Batch request error: an operation failed with ${failed} (statuses ${statuses.join(',')})`), { code: failed });
+    return this.#connection.translate(error, { operation: 'saveMessages', sessionId: loc.sessionId });
+  }
+
+  /** Upserts or deletes in batches of up to 100 operations; 404s of deletes count as done. */
+  async #batches(op: Operation, loc: Location, operations: OperationInput[]): Promise<void> {
+    for (const chunk of chunkBySize(operations)) {
+      const statuses = await this.#batch(op, loc, chunk);
+      if (!statuses.every(ok)) throw this.#batchFailure(statuses, loc);
+    }
+  }
+
+  /** Deletes items by id in batches; resolves to how many existed. */
+  async #deleteAll(op: Operation, loc: Location, ids: readonly string[]): Promise<number> {
+    let deleted = 0;
+    for (let i = 0; i < ids.length; i += MAX_BATCH_OPERATIONS) {
+      const chunk = ids.slice(i, i + MAX_BATCH_OPERATIONS);
+      const response = await op.step((c, abortSignal) => c.items.batch(chunk.map((id) => ({ operationType: 'Delete', id, partitionKey: loc.partitionKey })), loc.partitionKey, { abortSignal }));
+      const statuses = (response.result ?? []).map((r) => r.statusCode);
+      if (statuses.length === chunk.length && statuses.every(ok)) {
+        deleted += chunk.length;
+        continue;
+      }
+      // Something was deleted meanwhile (404 fails the whole batch): delete one by one.
+      for (const id of chunk) {
+        try {
+          await op.step((c, abortSignal) => c.item(id, loc.partitionKey).delete({ abortSignal }), [404]);
+          deleted++;
+        } catch (error) {
+          if (statusOf(error) !== 404) throw error;
+        }
+      }
+    }
+    return deleted;
+  }
+
+  async #existingIds(op: Operation, loc: Location, ids: readonly string[]): Promise<Set<string>> {
+    const filter = this.#partitionFilter(loc);
+    const query = { query: `SELECT VALUE c.id FROM c WHERE ${filter.where} AND ARRAY_CONTAINS(@ids, c.id)`, parameters: [...filter.parameters, { name: '@ids', value: [...ids] }] };
+    return new Set(await op.step((c, abortSignal) => fetchAll<string>(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal })));
+  }
+
+  #decode(raw: RawItem, loc: Location): Message {
+    const id = typeof raw === 'object' && raw !== null && typeof raw.id === 'string' ? raw.id : '?';
+    const path = `cosmos:${this.#connection.where}[${JSON.stringify(id)}]`;
+    if (typeof raw !== 'object' || raw === null) throw new SessionStateError(path, 'is not an item object');
+    if (typeof raw.seq !== 'number' || !Number.isSafeInteger(raw.seq)) throw new SessionStateError(`${path}.seq`, `must be an integer, got ${JSON.stringify(raw.seq) ?? 'undefined'}; fix or delete the item`);
+    const message = Message.parse(raw.message, `${path}.message`);
+    if (id !== `${loc.prefix}:${encodeIdPart(message.id)}`) {
+      throw new SessionStateError(`${path}.message.id`, `${shortId(message.id)} does not match the item id (an item of another message, session or source); fix or delete the item`);
+    }
+    return message;
+  }
+
+  #decodeSummary(raw: RawItem): CosmosSessionSummary {
+    const path = `cosmos:${this.#connection.where}[${JSON.stringify(typeof raw?.id === 'string' ? raw.id : '?')}]`;
+    const text = (key: string): string => {
+      const value = (raw as Record<string, unknown>)[key];
+      if (typeof value !== 'string') throw new SessionStateError(`${path}.${key}`, 'must be a string (a corrupt head item); fix or delete the item');
+      return value;
+    };
+    const summary: CosmosSessionSummary = { sessionId: text('sessionId'), createdAt: text('createdAt'), updatedAt: text('updatedAt'), lastSeq: typeof raw.lastSeq === 'number' ? raw.lastSeq : 0 };
+    if (this.#hierarchical) {
+      summary.tenantId = text('tenantId');
+      summary.userId = text('userId');
+    }
+    return summary;
+  }
+}
+
+/** What a query of message items returns, before it is checked. */
+type RawItem = { id?: unknown; seq?: unknown; message?: unknown; lastSeq?: unknown; [key: string]: unknown };
+
+const ok = (status: number) => status >= 200 && status < 300;
+
+/** Validates messages and drops repeated ids (the first occurrence wins). */
+function checkMessages(messages: readonly Message[]): Message[] {
+  if (!Array.isArray(messages)) throw new SessionStateError('$.messages', 'must be an array');
+  const seen = new Set<string>();
+  const unique: Message[] = [];
+  messages.forEach((m, i) => {
+    Message.parse(m, `$.messages[${i}]`);
+    if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
+    const bytes = Buffer.byteLength(JSON.stringify(m), 'utf8');
+    if (bytes > MAX_ITEM_BYTES) throw new SessionStateError(`$.messages[${i}]`, `is ${bytes} bytes of JSON; a Cosmos DB item holds at most 2 MB (store large data by uri instead)`);
+    if (seen.has(m.id)) return;
+    seen.add(m.id);
+    unique.push(structuredClone(m));
+  });
+  return unique;
+}
+
+/** Splits operations into transactional batches within Cosmos DB's limits (100 operations, 2 MB). */
+function chunkBySize<T>(items: readonly T[]): T[][] {
+  const chunks: T[][] = [];
+  let current: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const size = Buffer.byteLength(JSON.stringify(item), 'utf8') + 64;
+    if (current.length > 0 && (current.length >= MAX_BATCH_OPERATIONS || bytes + size > MAX_BATCH_BYTES)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item);
+    bytes += size;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}
+
+/** Every result of a query, following continuation tokens. */
+async function fetchAll<T = RawItem>(container: Container, query: { query: string; parameters: SqlParameter[] }, options: { partitionKey: PartitionKey; maxItemCount?: number; abortSignal: AbortSignal }): Promise<T[]> {
+  const iterator = container.items.query<T>(query, options);
+  const out: T[] = [];
+  while (iterator.hasMoreResults()) {
+    const page = await iterator.fetchNext();
+    out.push(...page.resources);
+    if (options.maxItemCount !== undefined && query.query.includes('TOP ') && out.length >= options.maxItemCount) break;
+  }
+  return out;
+}

@@ -1,0 +1,186 @@
+import { randomUUID } from 'node:crypto';
+import type { Container, ItemDefinition } from '@azure/cosmos';
+import {
+  ConcurrencyError,
+  ConfigurationError,
+  parseSessionJson,
+  SessionStateError,
+  type SessionJson,
+  type SessionStore,
+  type SetSessionOptions,
+  type StoredSession,
+} from '@ctx/core';
+import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
+import { SESSION_STORE_INDEXING_POLICY, SESSION_STORE_PARTITION_KEY } from './history-layout.js';
+import { checkSessionId, encodeIdPart, shortId } from './ids.js';
+
+/** Options of `CosmosSessionStore`: the connection, and how long sessions live. */
+export interface CosmosSessionStoreOptions extends CosmosConnectionOptions {
+  /**
+   * Cosmos DB deletes a session this many seconds after it was last saved (item `ttl`; every `set`
+   * resets the clock, `get` does not). Needs TTL on for the container (`defaultTtl: -1`, which
+   * `createIfNotExists` sets). Default: sessions never expire.
+   */
+  ttlSeconds?: number;
+}
+
+/** A stored session: one item per session, partitioned by its own id (`/id`). */
+export interface SessionItem {
+  /** The session id encoded by `encodeIdPart` (also the partition key value). */
+  id: string;
+  /** The session id as given. */
+  sessionId: string;
+  /** The session JSON (`session.toJSON()`), as a JSON object. */
+  session: SessionJson;
+  /** A random id of the write that stored this version, so a retried write can recognise its own success. */
+  writeId: string;
+  /** ISO 8601: the last `set`. */
+  updatedAt: string;
+  ttl?: number;
+}
+
+/**
+ * A `SessionStore` on Azure Cosmos DB: one item per session in a container partitioned by `/id`,
+ * with optimistic concurrency on the item's ETag (`ifMatch` becomes an `IfMatch` condition; a
+ * create for `ifMatch: null`). A write retried after a lost response recognises its own earlier
+ * success (by a random write id) instead of reporting a conflict.
+ * @throws ConfigurationError for bad options.
+ */
+export class CosmosSessionStore implements SessionStore {
+  /** Seconds after the last save at which a session is deleted, or undefined for never. */
+  readonly ttlSeconds: number | undefined;
+  readonly #connection: CosmosConnection;
+
+  constructor(options: CosmosSessionStoreOptions) {
+    if (options.ttlSeconds !== undefined && !(Number.isInteger(options.ttlSeconds) && options.ttlSeconds > 0)) {
+      throw new ConfigurationError(`CosmosSessionStore: ttlSeconds must be a positive integer, got ${options.ttlSeconds}.`);
+    }
+    this.ttlSeconds = options.ttlSeconds;
+    this.#connection = new CosmosConnection(options, 'CosmosSessionStore', 'sessions', {
+      partitionKey: SESSION_STORE_PARTITION_KEY,
+      indexingPolicy: SESSION_STORE_INDEXING_POLICY,
+      needsTtl: options.ttlSeconds !== undefined,
+      advice: 'Sessions are stored one item per session, partitioned by the item id.',
+    });
+  }
+
+  /** The container in use. */
+  get container(): Container {
+    return this.#connection.container;
+  }
+
+  /** The item id (and partition key value) of a session. */
+  itemId(sessionId: string): string {
+    return encodeIdPart(checkSessionId(sessionId));
+  }
+
+  /**
+   * The stored session and its ETag, or undefined (one point read).
+   * @throws SessionStateError when the stored item is not valid session JSON of that id.
+   * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`.
+   */
+  async get(sessionId: string, options: { signal?: AbortSignal } = {}): Promise<StoredSession | undefined> {
+    const id = this.itemId(sessionId);
+    return this.#connection.run({ operation: 'get', sessionId }, options.signal, async (op) => {
+      const item = await this.#read(op, id);
+      return item && { session: this.#decode(item, id, sessionId), etag: item._etag! };
+    });
+  }
+
+  /**
+   * Stores a session and resolves to its new ETag. `ifMatch`: a string writes only over that ETag
+   * (`IfMatch` replace), `null` only when nothing is stored (create), absent always (upsert).
+   * @throws ConcurrencyError when `ifMatch` does not hold (nothing is written).
+   * @throws SessionStateError when `session` is not valid session JSON.
+   * @throws BackendUnavailableError when Cosmos DB fails or does not answer in time.
+   */
+  async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
+    const json = parseSessionJson(session);
+    const sessionId = json.sessionId;
+    const id = this.itemId(sessionId);
+    const { ifMatch } = options;
+    if (ifMatch !== undefined && ifMatch !== null && (typeof ifMatch !== 'string' || ifMatch === '')) throw new TypeError('ifMatch must be an ETag string, null or undefined');
+    const item: SessionItem = { id, sessionId, session: structuredClone(session), writeId: randomUUID(), updatedAt: new Date().toISOString() };
+    if (this.ttlSeconds !== undefined) item.ttl = this.ttlSeconds;
+    return this.#connection.run({ operation: 'set', sessionId }, options.signal, async (op) => {
+      try {
+        const written =
+          ifMatch === undefined
+            ? await op.step((c, abortSignal) => c.items.upsert<SessionItem>(item, { abortSignal }))
+            : ifMatch === null
+              ? await op.step((c, abortSignal) => c.items.create<SessionItem>(item, { abortSignal }), [409])
+              : await op.step((c, abortSignal) => c.item(id, id).replace<SessionItem>(item, { abortSignal, accessCondition: { type: 'IfMatch', condition: ifMatch } }), [404, 412]);
+        return etagOf(written.resource, written.headers?.etag);
+      } catch (error) {
+        const status = statusOf(error);
+        if (status !== 409 && status !== 412 && status !== 404) throw error;
+        // A conflict, or our own earlier attempt whose response was lost: the write id tells.
+        const current = await this.#read(op, id);
+        if (current?.writeId === item.writeId) return current._etag!;
+        throw new ConcurrencyError(
+          sessionId,
+          ifMatch === null
+            ? `Session ${shortId(sessionId)} already exists in Cosmos DB; load it before saving over it.`
+            : current === undefined
+              ? `Session ${shortId(sessionId)} was deleted from Cosmos DB since it was read; reload it and retry.`
+              : undefined,
+          { cause: error },
+        );
+      }
+    });
+  }
+
+  /** Deletes a session; resolves to whether one was stored. */
+  async delete(sessionId: string, options: { signal?: AbortSignal } = {}): Promise<boolean> {
+    const id = this.itemId(sessionId);
+    return this.#connection.run({ operation: 'delete', sessionId }, options.signal, async (op) => {
+      try {
+        await op.step((c, abortSignal) => c.item(id, id).delete({ abortSignal }), [404]);
+        return true;
+      } catch (error) {
+        if (statusOf(error) === 404) return false;
+        throw error;
+      }
+    });
+  }
+
+  /** Disposes of the client if this store created it (`endpoint`); an injected client or container stays open. */
+  async close(): Promise<void> {
+    this.#connection.close();
+  }
+
+  async #read(op: Operation, id: string): Promise<(SessionItem & ItemDefinition) | undefined> {
+    try {
+      const { resource } = await op.step((c, abortSignal) => c.item(id, id).read<SessionItem>({ abortSignal }), [404]);
+      return resource;
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  #decode(item: SessionItem & ItemDefinition, id: string, sessionId: string): SessionJson {
+    const path = `cosmos:${this.#connection.where}[${JSON.stringify(id)}]`;
+    if (item.sessionId !== sessionId) {
+      throw new SessionStateError(`${path}.sessionId`, `holds session ${typeof item.sessionId === 'string' ? shortId(item.sessionId) : typeof item.sessionId}, not ${shortId(sessionId)}; fix or delete the item`);
+    }
+    if (typeof item._etag !== 'string') throw new SessionStateError(`${path}._etag`, 'is missing (not an item read from Cosmos DB)');
+    let json: SessionJson;
+    try {
+      json = parseSessionJson(item.session);
+    } catch (error) {
+      if (!SessionStateError.isInstance(error)) throw error;
+      throw new SessionStateError(`${path}.session${error.path.slice(1)}`, error.problem, { cause: error });
+    }
+    if (json.sessionId !== sessionId) {
+      throw new SessionStateError(`${path}.session.sessionId`, `holds session ${shortId(json.sessionId)}, not ${shortId(sessionId)}; fix or delete the item`);
+    }
+    return json;
+  }
+}
+
+function etagOf(resource: { _etag?: string } | undefined, header: unknown): string {
+  const etag = resource?._etag ?? (typeof header === 'string' ? header : undefined);
+  if (etag === undefined) throw new Error('Cosmos DB returned no ETag for a write');
+  return etag;
+}

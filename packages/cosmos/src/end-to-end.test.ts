@@ -1,0 +1,72 @@
+import { CompactionProvider, ConcurrencyError, createAgent, Message, truncation } from '@ctx/core';
+import { ScriptedChatClient } from '@ctx/core/testing';
+import { describe, expect, it } from 'vitest';
+import { cosmosClient, uniqueId } from '../test/helpers.js';
+import { CosmosHistoryProvider } from './cosmos-history-provider.js';
+import { CosmosSessionStore } from './cosmos-session-store.js';
+
+describe('two agents on two CosmosClients', () => {
+  const databaseId = uniqueId('e2e');
+  const build = (options: { maxMessages?: number } = {}) => {
+    const client = cosmosClient();
+    const chat = new ScriptedChatClient({ replies: (messages) => `re: ${Message.text(messages.at(-1)!)}` });
+    const history = new CosmosHistoryProvider({ client, databaseId, createIfNotExists: true, ...options });
+    const sessionStore = new CosmosSessionStore({ client, databaseId, createIfNotExists: true });
+    const agent = createAgent({ client: chat, contextProviders: [history], sessionStore });
+    return { agent, chat, history };
+  };
+
+  it('continue the same session by id: each sees what the other stored, attributed to the Cosmos history', async () => {
+    const a = build();
+    const b = build();
+    const sessionId = `e2e-${Math.random().toString(36).slice(2)}`;
+    await a.agent.run('my name is Ada', { session: a.agent.getSessionById(sessionId) });
+    await b.agent.run('what is my name?', { session: b.agent.getSessionById(sessionId) });
+    expect(b.chat.calls[0]!.messages.map((m) => Message.text(m))).toEqual(['my name is Ada', 're: my name is Ada', 'what is my name?']);
+    expect(Message.source(b.chat.calls[0]!.messages[0]!)).toEqual({ sourceId: 'cosmos', sourceType: 'history' });
+    await a.agent.run('and again', { session: a.agent.getSessionById(sessionId) });
+    expect(a.chat.calls[1]!.messages.map((m) => Message.text(m))).toEqual(['my name is Ada', 're: my name is Ada', 'what is my name?', 're: what is my name?', 'and again']);
+    expect(await a.history.countMessages(sessionId)).toBe(6);
+  });
+
+  it('maxMessages loads only the window while Cosmos DB keeps everything', async () => {
+    const a = build({ maxMessages: 10 });
+    const sessionId = `e2e-${Math.random().toString(36).slice(2)}`;
+    for (let i = 0; i < 8; i++) await a.agent.run(`turn ${i}`, { session: a.agent.getSessionById(sessionId) });
+    expect(a.chat.calls.at(-1)!.messages).toHaveLength(11);
+    expect(a.chat.calls.at(-1)!.messages[0]!.contents).toEqual([{ type: 'text', text: 'turn 2' }]);
+    expect(await a.history.countMessages(sessionId)).toBe(16);
+  });
+
+  it('the hosted flow: getSession / saveSession across agents, with ETag optimistic concurrency', async () => {
+    const a = build();
+    const b = build();
+    const sessionId = `hosted-${Math.random().toString(36).slice(2)}`;
+    const sa = await a.agent.getSession(sessionId);
+    sa.state.profile = { name: 'Ada' };
+    await a.agent.run('hello', { session: sa });
+    await a.agent.saveSession(sa);
+    const sb = await b.agent.getSession(sessionId);
+    expect(sb.state.profile).toEqual({ name: 'Ada' });
+    sb.state.profile = { name: 'Grace' };
+    await b.agent.saveSession(sb);
+    sa.state.profile = { name: 'stale' };
+    await expect(a.agent.saveSession(sa)).rejects.toSatisfy(ConcurrencyError.isInstance);
+    expect((await b.agent.getSession(sessionId)).state.profile).toEqual({ name: 'Grace' });
+  });
+
+  it("core's CompactionProvider rewrites the stored history through replaceMessages; a store-only audit provider keeps everything", async () => {
+    const client = cosmosClient();
+    const chat = new ScriptedChatClient({ replies: (_m, _o, i) => `answer ${i}` });
+    const history = new CosmosHistoryProvider({ client, databaseId, containerId: 'compacted', createIfNotExists: true });
+    const audit = new CosmosHistoryProvider({ client, databaseId, containerId: 'compacted', sourceId: 'audit', loadMessages: false });
+    const agent = createAgent({ client: chat, contextProviders: [history, new CompactionProvider({ strategy: truncation({ maxMessages: 4 }) }), audit] });
+    const sessionId = `compact-${Math.random().toString(36).slice(2)}`;
+    for (let i = 0; i < 6; i++) await agent.run(`question ${i}`, { session: agent.getSessionById(sessionId) });
+    const texts = (messages: readonly Message[]) => messages.map((m) => Message.text(m));
+    expect(texts(chat.calls[5]!.messages)).toEqual(['question 3', 'answer 3', 'question 4', 'answer 4', 'question 5']);
+    expect(texts(await history.getMessages(sessionId, { state: {} }))).toEqual(['question 3', 'answer 3', 'question 4', 'answer 4', 'question 5', 'answer 5']);
+    expect(await history.countMessages(sessionId)).toBe(6);
+    expect(await audit.countMessages(sessionId)).toBe(12);
+  });
+});

@@ -1,0 +1,96 @@
+import { PartitionKeyDefinitionVersion, PartitionKeyKind, type IndexingPolicy, type PartitionKeyDefinition } from '@azure/cosmos';
+import type { JsonObject, Message } from '@ctx/core';
+
+/** The tenant and user of a session, for hierarchical partitioning (`/tenantId`, `/userId`, `/sessionKey`). */
+export interface CosmosScope {
+  tenantId: string;
+  userId: string;
+}
+
+/**
+ * Works out the tenant and user of a session from its id and the provider's state slot of that
+ * session (`{}` in maintenance calls unless one is passed). Called before every operation; it
+ * must give the same answer for the same session every time.
+ */
+export type CosmosScopeResolver = (args: { sessionId: string; state: Readonly<JsonObject> }) => CosmosScope | Promise<CosmosScope>;
+
+/** One stored message: one item per message. */
+export interface MessageItem {
+  /** `<session>:<sourceId>:<message id>`, each part encoded by `encodeIdPart`. */
+  id: string;
+  kind: 'message';
+  /** The partition key value of the session (`sessionPartitionValue`). */
+  sessionKey: string;
+  /** Hierarchical partitioning only. */
+  tenantId?: string;
+  /** Hierarchical partitioning only. */
+  userId?: string;
+  /** The provider's `sourceId`: providers with different source ids keep apart in one container. */
+  sourceId: string;
+  /** Position in the conversation: unique per (session, sourceId), increasing in the order messages were saved. */
+  seq: number;
+  /** The ctx message, exactly as saved. */
+  message: Message;
+  /** Seconds to live (only with `ttlSeconds`). */
+  ttl?: number;
+}
+
+/** The per-(session, sourceId) head: the sequence counter, and what `listSessions` lists. */
+export interface HeadItem {
+  /** `<session>:<sourceId>`, each part encoded by `encodeIdPart`. */
+  id: string;
+  kind: 'head';
+  sessionKey: string;
+  tenantId?: string;
+  userId?: string;
+  /** The session id as given (the only item that keeps it verbatim). */
+  sessionId: string;
+  sourceId: string;
+  /** The last sequence number handed out. */
+  lastSeq: number;
+  /** ISO 8601: when the head was created. */
+  createdAt: string;
+  /** ISO 8601: the last save. */
+  updatedAt: string;
+  ttl?: number;
+}
+
+/** The partition key of a history container: one logical partition per session. */
+export const SESSION_PARTITION_KEY: PartitionKeyDefinition = { paths: ['/sessionKey'], version: PartitionKeyDefinitionVersion.V2 };
+
+/** The hierarchical partition key: tenant, then user, then session. */
+export const HIERARCHICAL_PARTITION_KEY: PartitionKeyDefinition = {
+  paths: ['/tenantId', '/userId', '/sessionKey'],
+  kind: PartitionKeyKind.MultiHash,
+  version: PartitionKeyDefinitionVersion.V2,
+};
+
+/**
+ * The indexing policy the history provider creates: only the properties its queries filter and
+ * sort on are indexed (message contents are not, which keeps every write cheap).
+ */
+export const HISTORY_INDEXING_POLICY: IndexingPolicy = {
+  indexingMode: 'consistent',
+  automatic: true,
+  includedPaths: [
+    { path: '/kind/?' },
+    { path: '/sourceId/?' },
+    { path: '/seq/?' },
+    { path: '/sessionKey/?' },
+    { path: '/tenantId/?' },
+    { path: '/userId/?' },
+    { path: '/updatedAt/?' },
+  ],
+  excludedPaths: [{ path: '/*' }],
+};
+
+/** The indexing policy the session store creates: nothing is indexed (point reads and writes only). */
+export const SESSION_STORE_INDEXING_POLICY: IndexingPolicy = {
+  indexingMode: 'consistent',
+  automatic: true,
+  includedPaths: [],
+  excludedPaths: [{ path: '/*' }],
+};
+
+/** The session store's partition key: the item id (one logical partition per session). */
+export const SESSION_STORE_PARTITION_KEY: PartitionKeyDefinition = { paths: ['/id'], version: PartitionKeyDefinitionVersion.V2 };

@@ -1,0 +1,99 @@
+import { createHash } from 'node:crypto';
+import { ConfigurationError, SessionStateError } from '@ctx/core';
+
+/** Longest encoded id part kept readable in an item id; longer ones are hashed (see `encodeIdPart`). */
+export const MAX_ID_PART_LENGTH = 80;
+
+/** Longest session id (in UTF-8 bytes) used as it is as a partition key value; longer ones are hashed. */
+export const MAX_PARTITION_VALUE_BYTES = 100;
+
+const SAFE = /[A-Za-z0-9.-]/;
+const HEX = '0123456789ABCDEF';
+
+/**
+ * Encodes an id (a session id, source id or message id) for use inside a Cosmos DB item id,
+ * injectively: ASCII letters, digits, `.` and `-` stay as they are; every other character,
+ * `_` included, becomes `_XX` per UTF-8 byte, and a lone UTF-16 surrogate becomes `_uXXXX`. The
+ * result never holds `/`, `\`, `?`, `#` (which Cosmos DB forbids in ids), `%` (which breaks some
+ * REST paths), `:` (the package's separator) or whitespace. An encoding longer than
+ * `MAX_ID_PART_LENGTH` characters is replaced by `~` and the SHA-256 of that encoding in base64url
+ * (44 characters); `~` never starts a readable encoding, so the two forms cannot meet.
+ */
+export function encodeIdPart(id: string): string {
+  let out = '';
+  for (let i = 0; i < id.length; i++) {
+    const ch = id[i]!;
+    if (SAFE.test(ch)) {
+      out += ch;
+      continue;
+    }
+    const code = id.charCodeAt(i);
+    if (code >= 0xd800 && code <= 0xdbff && i + 1 < id.length) {
+      const next = id.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        out += escapeBytes(id.slice(i, i + 2));
+        i++;
+        continue;
+      }
+    }
+    if (code >= 0xd800 && code <= 0xdfff) {
+      out += `_u${code.toString(16).toUpperCase().padStart(4, '0')}`;
+      continue;
+    }
+    out += escapeBytes(ch);
+  }
+  if (out.length <= MAX_ID_PART_LENGTH) return out;
+  return `~${createHash('sha256').update(out, 'latin1').digest('base64url')}`;
+}
+
+function escapeBytes(text: string): string {
+  let out = '';
+  for (const byte of Buffer.from(text, 'utf8')) out += `_${HEX[byte >> 4]}${HEX[byte & 15]}`;
+  return out;
+}
+
+/**
+ * The partition key value of a session: the session id itself when it is well-formed Unicode of at
+ * most `MAX_PARTITION_VALUE_BYTES` UTF-8 bytes and does not start with `~`; otherwise `~` and the
+ * SHA-256 of its UTF-16 code units in base64url. Short ids therefore stay readable in the portal and
+ * in queries, while 4 KB ids, lone surrogates and ids that would exceed a partition key's size limit
+ * (101 bytes on containers without large partition keys) still map to distinct values.
+ */
+export function sessionPartitionValue(sessionId: string): string {
+  if (!sessionId.startsWith('~') && isWellFormed(sessionId) && Buffer.byteLength(sessionId, 'utf8') <= MAX_PARTITION_VALUE_BYTES) return sessionId;
+  return `~${createHash('sha256').update(sessionId, 'utf16le').digest('base64url')}`;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether `text` is well-formed UTF-16 (no lone surrogates), like ES2024's `String.prototype.isWellFormed`. */
+function isWellFormed(text: string): boolean {
+  return !LONE_SURROGATE.test(text);
+}
+
+/** Checks a session id passed to a Cosmos provider or store. */
+export function checkSessionId(sessionId: unknown): string {
+  if (typeof sessionId !== 'string' || sessionId === '') throw new SessionStateError('$.sessionId', 'must be a non-empty string');
+  return sessionId;
+}
+
+/**
+ * Checks a tenant or user id of a hierarchical partition key: a non-empty, well-formed string of
+ * at most `MAX_PARTITION_VALUE_BYTES` UTF-8 bytes (it is stored and used as a partition key value
+ * as it is).
+ * @throws ConfigurationError otherwise.
+ */
+export function checkScopePart(name: 'tenantId' | 'userId', value: unknown): string {
+  if (typeof value !== 'string' || value === '' || !isWellFormed(value) || Buffer.byteLength(value, 'utf8') > MAX_PARTITION_VALUE_BYTES) {
+    throw new ConfigurationError(
+      `${name} must be a non-empty string of at most ${MAX_PARTITION_VALUE_BYTES} UTF-8 bytes (it is a partition key value); got ${typeof value === 'string' ? shortId(value) : typeof value}.`,
+    );
+  }
+  return value;
+}
+
+/** Shortens long ids for error messages (quoted). */
+export function shortId(text: string, max = 80): string {
+  const shown = text.length <= max ? text : `${text.slice(0, max)}…(${text.length} chars)`;
+  return JSON.stringify(shown);
+}
