@@ -406,7 +406,7 @@ class ScriptClient implements ChatClient {
   }
 }
 
-type Phase = 'beforeRun' | 'tool loop' | 'afterRun';
+type Phase = 'beforeRun' | 'tool loop';
 
 /** Measures the time spent inside `compact`; `phase` names the caller for the summarizer's record. */
 function timed(strategy: CompactionStrategy, tally: Tally, phase: () => Phase, summarizer: Summarizer): CompactionStrategy {
@@ -431,18 +431,12 @@ async function runCtx(script: readonly ScriptedTurn[], reference: Reference, str
   const tools = TOOL_NAMES.map((name) =>
     defineTool({ name, description: `The ${name.replace('_', ' ')} tool.`, parameters: { type: 'object' }, execute: (_args: JsonObject, { callId }) => results.get(callId)! }),
   );
-  // The boundary compacts before the first model call of a run (beforeRun) or after it (afterRun).
-  let calledSinceBoundary = false;
+  // CompactionProvider compacts (and stores) before the first model call of each run.
   const client = new ScriptClient(script, (messages, options) => {
     if (options.instructions !== INSTRUCTIONS) throw new Error(`unexpected instructions: ${options.instructions}`);
-    calledSinceBoundary = true;
     tally.add([SYSTEM_MESSAGE, ...messages]);
   });
-  const boundary = (): Phase => {
-    const phase = calledSinceBoundary ? 'afterRun' : 'beforeRun';
-    calledSinceBoundary = false;
-    return phase;
-  };
+  const boundary = (): Phase => 'beforeRun';
   const agent = createAgent({
     client,
     instructions: INSTRUCTIONS,
@@ -634,7 +628,7 @@ class Summarizer {
   }
   byPhase(): string {
     const n = (p: Phase) => this.phases.filter((x) => x === p).length;
-    return (['beforeRun', 'tool loop', 'afterRun'] as const).map((p) => `${n(p)} ${p}`).join(', ');
+    return (['beforeRun', 'tool loop'] as const).map((p) => `${n(p)} ${p}`).join(', ');
   }
 }
 
@@ -743,7 +737,7 @@ export async function compactionBench(): Promise<Row[]> {
   console.log('rejected = the service would refuse the list: a function call without its result or a result without its call');
   console.log(`(hasOrphans), a first non-system message that is a tool result, or no message besides the system one. > ${MODEL_WINDOW / 1000}k = calls`);
   console.log("above gpt-4o's window. strategy ms = time inside the strategy over the whole run (ctx: every compact() call, at the");
-  console.log('boundary and in the tool loop, exact tokenizer uncached; LangChain: trimMessages incl. its token counter, cached per');
+  console.log("boundary and in the tool loop, with core's own per-message token cache; LangChain: trimMessages incl. its token counter, cached per");
   console.log('message id; AI SDK: pruneMessages).');
   for (const { label, tally } of rows) {
     if (tally.rejected) console.log(`- ${label}: rejected ${[...tally.rejections].map(([k, n]) => `${n} ${k}`).join(', ')}.`);
@@ -752,7 +746,7 @@ export async function compactionBench(): Promise<Row[]> {
   }
   console.log(
     `- ctx summarization: ${summarized.calls} summarizer calls (${summarized.byPhase()}) on ${summarized.distinct} distinct transcripts: a summary made in the ` +
-      "tool loop is not stored, so the next run's beforeRun folds the same groups again, and afterRun once more for the store.",
+      "tool loop lives only in that run (the same strategy is used in both places here), so the next run's boundary, which stores its summary, makes its own.",
   );
   console.log(
     `- LangChain trimMessages called its token counter ${lcPlain.counter.calls.toLocaleString('en-US')} times on ${lcPlain.counter.messages.toLocaleString('en-US')} messages (plain), ` +

@@ -40,17 +40,20 @@ export function defaultTokenizer(): Tokenizer {
   return (characterTokenizer ??= createCharacterTokenizer());
 }
 
-const caches = new WeakMap<Tokenizer, { base: number; perMessage: WeakMap<Message, number> }>();
+const caches = new WeakMap<Tokenizer, { base: number; byContents: WeakMap<object, { role: string; name: string | undefined; n: number }> }>();
 
 /**
  * Tokens of one message as part of a list (its share beyond the list's constant overhead),
- * remembered per message object: compaction recounts the same messages before every call.
+ * remembered per `contents` array: attributed copies of a message (which share it) are counted once,
+ * and a rewritten message (which gets a new one) is counted again.
  */
 export function messageTokens(tokenizer: Tokenizer, message: Message): number {
   let cache = caches.get(tokenizer);
-  if (!cache) caches.set(tokenizer, (cache = { base: tokenizer.countMessageTokens([]), perMessage: new WeakMap() }));
-  let n = cache.perMessage.get(message);
-  if (n === undefined) cache.perMessage.set(message, (n = tokenizer.countMessageTokens([message]) - cache.base));
+  if (!cache) caches.set(tokenizer, (cache = { base: tokenizer.countMessageTokens([]), byContents: new WeakMap() }));
+  const hit = cache.byContents.get(message.contents);
+  if (hit && hit.role === message.role && hit.name === message.authorName) return hit.n;
+  const n = tokenizer.countMessageTokens([message]) - cache.base;
+  cache.byContents.set(message.contents, { role: message.role, name: message.authorName, n });
   return n;
 }
 
