@@ -7,7 +7,5 @@ export default defineConfig({
     include: ['src/**/*.test.ts'],
     // Starts the Cosmos DB stand-in (@vercel/cosmosdb-server) on 127.0.0.1, port 0, for the whole run.
     globalSetup: ['./test/global-setup.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
   },
 });

@@ -7,7 +7,5 @@ export default defineConfig({
     include: ['src/**/*.test.ts'],
     // Starts a single redis-server and a 3-node Redis Cluster on loopback for the whole run.
     globalSetup: ['./test/global-setup.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
   },
 });
