@@ -1,0 +1,310 @@
+import type { SearchClient, SearchOptions, VectorQuery } from '@azure/search-documents';
+import { ConfigurationError, CtxError, type EmbeddingGenerator, type JsonObject, type JsonValue, type RetrievalResult, type Retriever, type RetrieverSearchOptions } from '@ctx/core';
+import { connect, toSearchError, type AzureSearchConnectionOptions } from './connection.js';
+import { andFilters, checkFieldPath } from './odata.js';
+
+/**
+ * How the query is run:
+ * - `keyword`: full-text search (BM25) over the searchable fields.
+ * - `vector`: k-nearest-neighbour search over the vector field(s).
+ * - `hybrid`: both, merged by the service with reciprocal rank fusion.
+ * - `semantic`: the semantic ranker reranks the keyword (or, with a `vectorizer`, hybrid) results;
+ *   scores are `@search.rerankerScore` (0-4), with captions and answers when asked.
+ */
+export type AzureSearchQueryMode = 'keyword' | 'vector' | 'hybrid' | 'semantic';
+
+/** Which index fields make up a result. */
+export interface AzureSearchFieldMapping {
+  /** The document id shown and cited. Default `id`. */
+  id?: string;
+  /** The text given to the model; several fields are joined with a line break. Default `content`. */
+  content?: string | readonly string[];
+  /** Optional title, shown and cited. */
+  title?: string;
+  /** Optional link, shown and cited. */
+  url?: string;
+  /** Vector field(s) searched in `vector` and `hybrid` modes (and `semantic` with a vectorizer). */
+  vector?: string | readonly string[];
+}
+
+/** Semantic ranking settings (`queryMode: 'semantic'`). */
+export interface AzureSemanticOptions {
+  /** The semantic configuration to use. Default: the index's default configuration. */
+  configuration?: string;
+  /** Ask for extractive captions (kept in `metadata['@search.captions']`). Default false. */
+  captions?: boolean;
+  /** Ask for extractive answers: `true` for one, or how many (kept on the result they come from, `metadata['@search.answers']`). Default none. */
+  answers?: boolean | number;
+  /** Answers below this confidence (0-1) are left out by the service. Default: the service's (0.7). */
+  answerThreshold?: number;
+  /** Give the model each result's caption instead of its whole content (fewer tokens); needs `captions`. Default false. */
+  captionsAsContent?: boolean;
+}
+
+/** Options of `AzureAISearchRetriever`. */
+export interface AzureAISearchRetrieverOptions extends AzureSearchConnectionOptions {
+  /** Default `'hybrid'` when a `vectorizer` is given, else `'keyword'`. */
+  queryMode?: AzureSearchQueryMode;
+  /** Default `{ id: 'id', content: 'content' }`. */
+  fields?: AzureSearchFieldMapping;
+  /** More fields to fetch; they are copied into each result's `metadata` (and so into its citation). */
+  select?: readonly string[];
+  /**
+   * Where query vectors come from: an `EmbeddingGenerator` embeds the query in this process
+   * (`kind: 'vector'` queries); `'index'` sends the text and lets the index's vectorizer embed it
+   * (`kind: 'text'` queries). Required for `vector` and `hybrid`.
+   */
+  vectorizer?: EmbeddingGenerator | 'index';
+  /** Neighbours per vector query. Default: `topK` for `vector`, max(`topK`, 50) for `hybrid` and semantic hybrid. */
+  kNearestNeighbors?: number;
+  /** Semantic ranking settings; only for `queryMode: 'semantic'`. */
+  semantic?: AzureSemanticOptions;
+  /** Restricts keyword matching to these searchable fields. Default: every searchable field. */
+  searchFields?: readonly string[];
+  /** A static OData filter applied to every search (a trusted string from your configuration). */
+  filter?: string;
+  /** Milliseconds a search (embedding included) may take before it is abandoned. Default 5000. */
+  timeoutMs?: number;
+  /** Longer query texts keep only their last this many characters (the most recent turns). Default 1000. */
+  maxQueryLength?: number;
+}
+
+/** What `AzureAISearchRetriever.search` takes besides the query. */
+export interface AzureSearchOptions extends RetrieverSearchOptions {
+  /** A filter for this search, joined to the static `filter` with `and`. */
+  filter?: string;
+}
+
+/** Characters with a meaning in the simple query syntax; escaped so the user's text is searched as words. */
+const SIMPLE_SYNTAX = /[+\-&|!(){}[\]^"~*?:\\/]/g;
+const RESERVED_METADATA = new Set(['@search.score', '@search.rerankerScore', '@search.captions', '@search.answers']);
+
+/**
+ * A core `Retriever` over an Azure AI Search index: keyword, vector, hybrid or semantic search,
+ * results mapped through a field mapping to `RetrievalResult`s (best first), with the service's
+ * scores, captions, answers and selected fields in `metadata`. Use it with `TextSearchProvider`,
+ * or through `AzureAISearchContextProvider`, which adds per-session scoping.
+ * @throws ConfigurationError (constructor) for invalid options.
+ */
+export class AzureAISearchRetriever implements Retriever {
+  /** The SDK client searches go through. */
+  readonly client: SearchClient<object>;
+  readonly queryMode: AzureSearchQueryMode;
+  readonly #fields: { id: string; content: string[]; title: string | undefined; url: string | undefined; vector: string[] };
+  readonly #select: string[];
+  readonly #extra: string[];
+  readonly #vectorizer: EmbeddingGenerator | 'index' | undefined;
+  readonly #k: number | undefined;
+  readonly #semantic: AzureSemanticOptions | undefined;
+  readonly #searchFields: string[] | undefined;
+  readonly #filter: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #maxQueryLength: number;
+
+  constructor(options: AzureAISearchRetrieverOptions) {
+    const owner = 'AzureAISearchRetriever';
+    this.client = connect(owner, options);
+    this.#vectorizer = options.vectorizer;
+    if (this.#vectorizer !== undefined && this.#vectorizer !== 'index' && typeof this.#vectorizer.embed !== 'function') {
+      throw new ConfigurationError(`${owner}: \`vectorizer\` must be an EmbeddingGenerator or 'index'.`);
+    }
+    this.queryMode = options.queryMode ?? (this.#vectorizer ? 'hybrid' : 'keyword');
+    if (!['keyword', 'vector', 'hybrid', 'semantic'].includes(this.queryMode)) {
+      throw new ConfigurationError(`${owner}: queryMode must be keyword, vector, hybrid or semantic, got ${JSON.stringify(this.queryMode)}.`);
+    }
+    const mapping = options.fields ?? {};
+    const list = (value: string | readonly string[] | undefined, fallback: string[]): string[] => (value === undefined ? fallback : typeof value === 'string' ? [value] : [...value]);
+    this.#fields = {
+      id: checkFieldPath(mapping.id ?? 'id', `${owner} fields.id`),
+      content: list(mapping.content, ['content']).map((f) => checkFieldPath(f, `${owner} fields.content`)),
+      title: mapping.title === undefined ? undefined : checkFieldPath(mapping.title, `${owner} fields.title`),
+      url: mapping.url === undefined ? undefined : checkFieldPath(mapping.url, `${owner} fields.url`),
+      vector: list(mapping.vector, []).map((f) => checkFieldPath(f, `${owner} fields.vector`)),
+    };
+    if (this.#fields.content.length === 0) throw new ConfigurationError(`${owner}: fields.content needs at least one field.`);
+    this.#extra = (options.select ?? []).map((f) => checkFieldPath(f, `${owner} select`));
+    const mapped = [this.#fields.id, ...this.#fields.content, this.#fields.title, this.#fields.url].filter((f): f is string => f !== undefined);
+    this.#select = [...new Set([...mapped, ...this.#extra])];
+    const usesVectors = this.queryMode === 'vector' || this.queryMode === 'hybrid' || (this.queryMode === 'semantic' && this.#vectorizer !== undefined);
+    if ((this.queryMode === 'vector' || this.queryMode === 'hybrid') && this.#vectorizer === undefined) {
+      throw new ConfigurationError(`${owner}: queryMode "${this.queryMode}" needs a \`vectorizer\` (an EmbeddingGenerator, or 'index' to use the index's vectorizer).`);
+    }
+    if (usesVectors && this.#fields.vector.length === 0) throw new ConfigurationError(`${owner}: queryMode "${this.queryMode}" needs the vector field(s) in fields.vector.`);
+    if (options.kNearestNeighbors !== undefined && !(Number.isInteger(options.kNearestNeighbors) && options.kNearestNeighbors > 0)) {
+      throw new ConfigurationError(`${owner}: kNearestNeighbors must be a positive integer, got ${String(options.kNearestNeighbors)}.`);
+    }
+    this.#k = options.kNearestNeighbors;
+    if (options.semantic !== undefined && this.queryMode !== 'semantic') throw new ConfigurationError(`${owner}: \`semantic\` options need queryMode "semantic".`);
+    const semantic = options.semantic;
+    if (semantic?.captionsAsContent && !semantic.captions) throw new ConfigurationError(`${owner}: semantic.captionsAsContent needs semantic.captions.`);
+    if (semantic?.answers !== undefined && typeof semantic.answers === 'number' && !(Number.isInteger(semantic.answers) && semantic.answers > 0 && semantic.answers <= 10)) {
+      throw new ConfigurationError(`${owner}: semantic.answers must be true or an integer from 1 to 10, got ${semantic.answers}.`);
+    }
+    this.#semantic = this.queryMode === 'semantic' ? (semantic ?? {}) : undefined;
+    this.#searchFields = options.searchFields?.map((f) => checkFieldPath(f, `${owner} searchFields`));
+    this.#filter = options.filter;
+    this.#timeoutMs = options.timeoutMs ?? 5000;
+    if (!(Number.isFinite(this.#timeoutMs) && this.#timeoutMs > 0)) throw new ConfigurationError(`${owner}: timeoutMs must be a positive number, got ${String(options.timeoutMs)}.`);
+    this.#maxQueryLength = options.maxQueryLength ?? 1000;
+    if (!(Number.isInteger(this.#maxQueryLength) && this.#maxQueryLength > 0)) throw new ConfigurationError(`${owner}: maxQueryLength must be a positive integer, got ${String(options.maxQueryLength)}.`);
+  }
+
+  /** The name of the index searched. */
+  get indexName(): string {
+    return this.client.indexName;
+  }
+
+  /**
+   * The best `topK` results for `query`, best first.
+   * @throws BackendUnavailableError when the service cannot be reached, times out or answers 408, 429 or 5xx;
+   *   ConfigurationError when it rejects the query (400), the credentials (401/403) or does not know the index (404);
+   *   the abort reason when `signal` aborts.
+   */
+  async search(query: string, options: AzureSearchOptions): Promise<RetrievalResult[]> {
+    const { topK, signal } = options;
+    signal?.throwIfAborted();
+    const text = query.length > this.#maxQueryLength ? query.slice(-this.#maxQueryLength) : query;
+    if (text.trim() === '') return [];
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error('timeout'));
+    }, this.#timeoutMs);
+    const onAbort = () => controller.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const request = await this.#request(text, topK, options.filter, controller.signal);
+      const response = await this.client.search(request.searchText, request.options);
+      const results: RetrievalResult[] = [];
+      for await (const hit of response.results) {
+        results.push(this.#toResult(hit as Hit));
+        if (results.length >= topK) break;
+      }
+      this.#attachAnswers(results, response.answers as Answer[] | undefined);
+      return results;
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      throw toSearchError(error, this.indexName, timedOut ? this.#timeoutMs : undefined);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  async #request(text: string, topK: number, filter: string | undefined, abortSignal: AbortSignal): Promise<{ searchText: string | undefined; options: SearchOptions<object> }> {
+    const mode = this.queryMode;
+    const vectorQueries: VectorQuery<object>[] = [];
+    if (mode === 'vector' || mode === 'hybrid' || (mode === 'semantic' && this.#vectorizer !== undefined)) {
+      const k = this.#k ?? (mode === 'vector' ? topK : Math.max(topK, 50));
+      const fields = this.#fields.vector as never[];
+      if (this.#vectorizer === 'index') {
+        vectorQueries.push({ kind: 'text', text, kNearestNeighborsCount: k, fields });
+      } else {
+        const [vector] = await this.#vectorizer!.embed([text], { signal: abortSignal });
+        if (!Array.isArray(vector) || vector.length === 0) throw new CtxError(`The vectorizer returned no embedding for the query of Azure AI Search index "${this.indexName}".`);
+        vectorQueries.push({ kind: 'vector', vector, kNearestNeighborsCount: k, fields });
+      }
+    }
+    const options: Record<string, unknown> = {
+      top: topK,
+      select: this.#select,
+      abortSignal,
+    };
+    const combined = andFilters(this.#filter, filter);
+    if (combined !== undefined) options.filter = combined;
+    if (vectorQueries.length) options.vectorSearchOptions = { queries: vectorQueries };
+    if (this.#searchFields && mode !== 'vector') options.searchFields = this.#searchFields;
+    if (mode === 'semantic') {
+      const semantic = this.#semantic!;
+      const answers = semantic.answers === undefined || semantic.answers === false ? undefined : {
+        answerType: 'extractive',
+        count: semantic.answers === true ? 1 : semantic.answers,
+        ...(semantic.answerThreshold !== undefined ? { threshold: semantic.answerThreshold } : {}),
+      };
+      options.queryType = 'semantic';
+      options.semanticSearchOptions = {
+        // The ranker reads the question as the user wrote it; the keyword stage gets the escaped text.
+        semanticQuery: text,
+        ...(semantic.configuration !== undefined ? { configurationName: semantic.configuration } : {}),
+        ...(semantic.captions ? { captions: { captionType: 'extractive', highlight: true } } : {}),
+        ...(answers ? { answers } : {}),
+      };
+    }
+    const searchText = mode === 'vector' ? undefined : escapeSimpleQuery(text);
+    return { searchText, options: options as SearchOptions<object> };
+  }
+
+  #toResult(hit: Hit): RetrievalResult {
+    const doc = hit.document;
+    const idValue = doc[this.#fields.id];
+    if (typeof idValue !== 'string' && typeof idValue !== 'number') {
+      throw new CtxError(`Azure AI Search index "${this.indexName}" returned a result without the id field "${this.#fields.id}"; check fields.id and that the field is retrievable.`);
+    }
+    const captions = hit.captions?.map((c) => ({ text: c.text ?? '', ...(c.highlights ? { highlights: c.highlights } : {}) }));
+    const caption = captions?.[0]?.text;
+    const content = this.#semantic?.captionsAsContent && caption ? caption : this.#fields.content.map((f) => textOf(doc[f])).filter((t) => t !== '').join('\n');
+    const score = this.queryMode === 'semantic' && typeof hit.rerankerScore === 'number' ? hit.rerankerScore : hit.score;
+    const metadata: JsonObject = {};
+    for (const field of this.#extra) if (!RESERVED_METADATA.has(field)) metadata[field] = toJson(doc[field]);
+    metadata['@search.score'] = hit.score;
+    if (typeof hit.rerankerScore === 'number') metadata['@search.rerankerScore'] = hit.rerankerScore;
+    if (captions?.length) metadata['@search.captions'] = captions;
+    const result: RetrievalResult = { id: String(idValue), content, score, metadata };
+    const title = this.#fields.title === undefined ? undefined : doc[this.#fields.title];
+    const url = this.#fields.url === undefined ? undefined : doc[this.#fields.url];
+    if (typeof title === 'string' && title !== '') result.title = title;
+    if (typeof url === 'string' && url !== '') result.url = url;
+    return result;
+  }
+
+  /** Puts each answer on the result of the document it was extracted from. */
+  #attachAnswers(results: RetrievalResult[], answers: Answer[] | undefined): void {
+    if (!answers?.length) return;
+    for (const answer of answers) {
+      const target = results.find((r) => r.id === answer.key);
+      if (!target || typeof answer.text !== 'string') continue;
+      const list = ((target.metadata!['@search.answers'] as JsonObject[] | undefined) ??= []);
+      list.push({ text: answer.text, ...(answer.highlights ? { highlights: answer.highlights } : {}), ...(typeof answer.score === 'number' ? { score: answer.score } : {}) });
+    }
+  }
+}
+
+interface Hit {
+  score: number;
+  rerankerScore?: number;
+  captions?: { text?: string; highlights?: string }[];
+  document: Record<string, unknown>;
+}
+
+interface Answer {
+  key: string;
+  text?: string;
+  highlights?: string;
+  score?: number;
+}
+
+/** `text` with the simple query syntax's operators escaped, so `what's "x-y"?` is searched as words. */
+export function escapeSimpleQuery(text: string): string {
+  return text.replace(SIMPLE_SYNTAX, (ch) => `\\${ch}`);
+}
+
+function textOf(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.filter((v): v is string => typeof v === 'string').join('\n');
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return '';
+}
+
+/** A JSON form of a field value (the SDK turns ISO date strings into `Date`s). */
+function toJson(value: unknown): JsonValue {
+  if (value === undefined) return null;
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  try {
+    return JSON.parse(JSON.stringify(value)) as JsonValue;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,89 @@
+import type { KeyCredential, TokenCredential } from '@azure/core-auth';
+import { AzureKeyCredential, SearchClient, type SearchClientOptions } from '@azure/search-documents';
+import { BackendUnavailableError, ConfigurationError, CtxError } from '@ctx/core';
+
+/** How to reach the index: an injected `SearchClient`, or an endpoint, index name and credential. */
+export interface AzureSearchConnectionOptions {
+  /** A `SearchClient` to share with your app; its own retry and transport settings apply. */
+  client?: SearchClient<object>;
+  /** `https://<service>.search.windows.net`. With `indexName` and a credential, the package creates the client. */
+  endpoint?: string;
+  indexName?: string;
+  /** An admin or query key. */
+  apiKey?: string;
+  /** An `AzureKeyCredential`, or a `TokenCredential` (for example `DefaultAzureCredential` from `@azure/identity`). */
+  credential?: KeyCredential | TokenCredential;
+  /**
+   * Options of a client the package creates, merged over its defaults
+   * (`retryOptions: { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 2000 }`).
+   * Plain `http://` endpoints need `allowInsecureConnection: true`.
+   */
+  clientOptions?: SearchClientOptions;
+}
+
+/** Retry settings of a client the package creates: a retrieval step should fail fast, not hold the turn. */
+export const DEFAULT_RETRY_OPTIONS = { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 2000 } as const;
+
+/**
+ * The `SearchClient` for `options`: the injected one, or a new one.
+ * @throws ConfigurationError unless exactly one of `client` and `endpoint` is given, with an index
+ *   name and one credential for an endpoint.
+ */
+export function connect(owner: string, options: AzureSearchConnectionOptions): SearchClient<object> {
+  const { client, endpoint, indexName, apiKey, credential } = options;
+  if (client) {
+    if (endpoint !== undefined || apiKey !== undefined || credential !== undefined) {
+      throw new ConfigurationError(`${owner}: give either \`client\` or \`endpoint\` with a credential, not both.`);
+    }
+    if (typeof client.search !== 'function') throw new ConfigurationError(`${owner}: \`client\` must be a SearchClient from @azure/search-documents.`);
+    if (indexName !== undefined && indexName !== client.indexName) {
+      throw new ConfigurationError(`${owner}: \`indexName\` "${indexName}" differs from the injected client's index "${client.indexName}"; leave it out.`);
+    }
+    return client;
+  }
+  if (typeof endpoint !== 'string' || endpoint === '') throw new ConfigurationError(`${owner}: give \`client\` (a SearchClient) or \`endpoint\`, \`indexName\` and \`apiKey\` or \`credential\`.`);
+  try {
+    new URL(endpoint);
+  } catch {
+    throw new ConfigurationError(`${owner}: endpoint ${JSON.stringify(endpoint)} is not a URL; expected https://<service>.search.windows.net.`);
+  }
+  if (typeof indexName !== 'string' || indexName === '') throw new ConfigurationError(`${owner}: \`indexName\` is required with \`endpoint\`.`);
+  if ((apiKey === undefined) === (credential === undefined)) throw new ConfigurationError(`${owner}: give exactly one of \`apiKey\` and \`credential\` with \`endpoint\`.`);
+  if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey === '')) throw new ConfigurationError(`${owner}: \`apiKey\` must be a non-empty string.`);
+  const clientOptions = options.clientOptions ?? {};
+  return new SearchClient<object>(endpoint, indexName, apiKey !== undefined ? new AzureKeyCredential(apiKey) : credential!, {
+    ...clientOptions,
+    retryOptions: { ...DEFAULT_RETRY_OPTIONS, ...clientOptions.retryOptions },
+  });
+}
+
+/** The HTTP status and service error code of an SDK error, when it has them. */
+export function statusOf(error: unknown): { status?: number; code?: string } {
+  if (typeof error !== 'object' || error === null) return {};
+  const { statusCode, code } = error as { statusCode?: unknown; code?: unknown };
+  return { ...(typeof statusCode === 'number' ? { status: statusCode } : {}), ...(typeof code === 'string' && code !== '' ? { code } : {}) };
+}
+
+/**
+ * A ctx error for a failed call to the service, naming the index and what to do:
+ * `BackendUnavailableError` for network failures, timeouts, 408, 429 and 5xx (retry later);
+ * `ConfigurationError` for 400 (the filter, select or field mapping), 401/403 (credentials) and
+ * 404 (the index name). Never includes the key.
+ */
+export function toSearchError(error: unknown, indexName: string, timeoutMs?: number): CtxError {
+  const where = `Azure AI Search index "${indexName}"`;
+  if (timeoutMs !== undefined) {
+    return new BackendUnavailableError('azure-search', `${where} did not answer within ${timeoutMs} ms; the search was abandoned (raise timeoutMs if the service is just slow).`, { cause: error });
+  }
+  if (CtxError.isInstance(error)) return error;
+  const { status, code } = statusOf(error);
+  const detail = error instanceof Error ? error.message : String(error);
+  if (status === undefined || status === 408 || status === 429 || status >= 500) {
+    const what = status === undefined ? `could not be reached (${code ?? (error as Error)?.name ?? 'network error'})` : `is unavailable (${status})`;
+    return new BackendUnavailableError('azure-search', `${where} ${what}: ${detail}`, { cause: error });
+  }
+  if (status === 400) return new ConfigurationError(`${where} rejected the query (400): ${detail} Check the filter or scope, \`select\` and the field mapping against the index.`, { cause: error });
+  if (status === 401 || status === 403) return new ConfigurationError(`${where} refused the credentials (${status}): check the api key or the role assignment (Search Index Data Reader) of the token credential.`, { cause: error });
+  if (status === 404) return new ConfigurationError(`${where} was not found (404) at this endpoint: check \`indexName\`, or create the index first (see createSearchIndex).`, { cause: error });
+  return new CtxError(`${where} failed (${status}): ${detail}`, { cause: error });
+}

@@ -1,0 +1,186 @@
+import { startAzureSearchTestServer, testCertificate, type AzureSearchTestServer } from '@ctx/azure-search-test-server';
+import { BackendUnavailableError, ConfigurationError, InMemoryHistoryProvider, Message, ProviderError, type AgentEvent } from '@ctx/core';
+import type { OpenAITestServer } from '@ctx/openai-test-server';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { agentWith, citations, contextMessages, seedIndex, startLocalBackends } from '../test/helpers.js';
+import { AzureAISearchContextProvider, type AzureAISearchContextProviderOptions } from './azure-search-context-provider.js';
+
+let search: AzureSearchTestServer;
+let openai: OpenAITestServer;
+let indexName: string;
+
+beforeAll(async () => {
+  ({ search, openai } = await startLocalBackends());
+  ({ name: indexName } = await seedIndex({ endpoint: search.endpoint, apiKey: search.apiKey, openaiOrigin: openai.origin, openaiUrl: openai.url, openaiKey: openai.apiKey }));
+});
+
+beforeEach(() => {
+  search.clearFaults();
+  search.setLatency(0);
+});
+
+const FIELDS = { id: 'id', content: 'content', title: 'title', url: 'url' };
+
+function provider(options: Partial<AzureAISearchContextProviderOptions> = {}) {
+  return new AzureAISearchContextProvider({
+    endpoint: search.endpoint,
+    indexName,
+    apiKey: search.apiKey,
+    clientOptions: { allowInsecureConnection: true, retryOptions: { maxRetries: 1, retryDelayInMs: 1, maxRetryDelayInMs: 2 } },
+    fields: FIELDS,
+    scope: () => ({ tenantId: 'acme' }),
+    ...options,
+  });
+}
+
+const skipped = (events: AgentEvent[]) => events.filter((e): e is Extract<AgentEvent, { type: 'provider-skipped' }> => e.type === 'provider-skipped');
+const diagnostics = (events: AgentEvent[]) => events.filter((e): e is Extract<AgentEvent, { type: 'provider-diagnostic' }> => e.type === 'provider-diagnostic');
+const searches = () => search.requests.filter((r) => r.operation === 'search');
+
+describe('outages degrade the answer, not the run', () => {
+  it('a 503 outage: the run answers without context, the provider is skipped with a typed error and a diagnostic', async () => {
+    search.injectFault({ status: 503, operations: ['search'] });
+    const before = searches().length;
+    const { agent, chat, events } = agentWith([provider()]);
+    const res = await agent.run('refund policy', { session: agent.createSession() });
+    expect(res.text).toBe('I could not find anything.');
+    expect(contextMessages(chat.calls[0]!.messages)).toEqual([]);
+    expect(searches().length - before).toBe(2); // the first try and the one retry of the owned client
+    const [skip] = skipped(events);
+    expect(skip).toMatchObject({ sourceId: 'azure-search', phase: 'beforeRun' });
+    expect(BackendUnavailableError.isInstance(skip!.error)).toBe(true);
+    expect((skip!.error as BackendUnavailableError).backend).toBe('azure-search');
+    expect((skip!.error as Error).message).toMatch(new RegExp(`^Azure AI Search index "${indexName}" is unavailable \\(503\\)`));
+    const [diagnostic] = diagnostics(events);
+    expect(diagnostic).toMatchObject({ sourceId: 'azure-search', code: 'azure-search-failed', data: { indexName, queryMode: 'keyword', phase: 'before', status: 503, error: 'BackendUnavailableError' } });
+    expect(JSON.stringify(diagnostic!.data)).not.toContain(search.apiKey);
+  });
+
+  it('the service goes away mid-conversation and comes back: nothing is lost or duplicated in history', async () => {
+    const history = new InMemoryHistoryProvider();
+    const { agent, chat, events } = agentWith([history, provider()]);
+    const session = agent.createSession();
+    await agent.run('refund policy', { session });
+    search.injectFault({ status: 503 });
+    await agent.run('shipping times', { session });
+    search.clearFaults();
+    await agent.run('warranty', { session });
+    const cited = chat.calls.map((call) => contextMessages(call.messages).flatMap((m) => citations(m)).map((c) => c.id)[0]);
+    expect(cited).toEqual(['acme-refunds', undefined, 'acme-warranty']);
+    expect(skipped(events)).toHaveLength(1);
+    const stored = (session.state.memory?.messages ?? []) as Message[];
+    expect(stored.map((m) => Message.text(m))).toEqual([
+      'refund policy', 'Based on acme-refunds.',
+      'shipping times', 'I could not find anything.',
+      'warranty', 'Based on acme-warranty.',
+    ]);
+    expect(new Set(stored.map((m) => m.id)).size).toBe(6);
+    // Retrieved context is never stored as history.
+    expect(stored.some((m) => Message.source(m)?.sourceId === 'azure-search')).toBe(false);
+  });
+
+  it("onError: 'throw' fails the run with a ProviderError around the typed cause", async () => {
+    search.injectFault({ status: 503, operations: ['search'] });
+    const { agent } = agentWith([provider({ onError: 'throw' })]);
+    const error = await agent.run('refund policy', { session: agent.createSession() }).catch((e: unknown) => e);
+    expect(ProviderError.isInstance(error)).toBe(true);
+    expect(BackendUnavailableError.isInstance((error as ProviderError).cause)).toBe(true);
+  });
+
+  it('connection resets and an unreachable endpoint are BackendUnavailableError', async () => {
+    search.injectFault({ reset: true, operations: ['search'] });
+    const reset = agentWith([provider()]);
+    await reset.agent.run('refund policy', { session: reset.agent.createSession() });
+    expect((skipped(reset.events)[0]!.error as Error).message).toMatch(/could not be reached/);
+
+    const gone = await startAzureSearchTestServer();
+    const endpoint = gone.endpoint;
+    await gone.close();
+    const down = agentWith([provider({ endpoint, apiKey: 'k' })]);
+    await down.agent.run('refund policy', { session: down.agent.createSession() });
+    const [skip] = skipped(down.events);
+    expect(BackendUnavailableError.isInstance(skip!.error)).toBe(true);
+    expect(diagnostics(down.events)[0]!.data).toMatchObject({ status: null, error: 'BackendUnavailableError' });
+  });
+
+  it('a slow service is abandoned after timeoutMs instead of holding the turn', async () => {
+    search.setLatency(1000);
+    const { agent, events } = agentWith([provider({ timeoutMs: 100 })]);
+    const started = performance.now();
+    const res = await agent.run('refund policy', { session: agent.createSession() });
+    expect(performance.now() - started).toBeLessThan(800);
+    expect(res.text).toBe('I could not find anything.');
+    expect((skipped(events)[0]!.error as Error).message).toMatch(/did not answer within 100 ms/);
+  });
+
+  it('aborting the run during a slow search fails the run with the abort reason and reports nothing', async () => {
+    search.setLatency(1000);
+    const { agent, events } = agentWith([provider()]);
+    const controller = new AbortController();
+    const reason = new Error('user cancelled');
+    setTimeout(() => controller.abort(reason), 50);
+    await expect(agent.run('refund policy', { session: agent.createSession(), signal: controller.signal })).rejects.toBe(reason);
+    expect(diagnostics(events)).toEqual([]);
+    expect(skipped(events)).toEqual([]);
+  });
+
+  it('tool mode: a failing search goes back to the model as an error result, with a diagnostic; the run goes on', async () => {
+    search.injectFault({ status: 503, operations: ['search'] });
+    const { agent, chat, events } = agentWith([provider({ mode: 'tool' })], (_m, _o, index) =>
+      index === 0 ? { toolCalls: [{ name: 'search', arguments: { query: 'refunds' } }] } : 'Sorry, search is down.',
+    );
+    const res = await agent.run('refund policy', { session: agent.createSession() });
+    expect(res.text).toBe('Sorry, search is down.');
+    const result = chat.calls[1]!.messages.flatMap((m) => m.contents).find((c) => c.type === 'function-result');
+    expect(result).toMatchObject({ isError: true, result: { error: expect.stringMatching(/BackendUnavailableError: Azure AI Search index .* is unavailable \(503\)/) } });
+    expect(diagnostics(events)[0]).toMatchObject({ code: 'azure-search-failed', data: { phase: 'tool', status: 503 } });
+  });
+});
+
+describe('misconfiguration is a ConfigurationError with what to fix, reported the same way', () => {
+  const firstSkip = async (p: AzureAISearchContextProvider) => {
+    const { agent, events } = agentWith([p]);
+    await agent.run('refund policy', { session: agent.createSession() });
+    return { error: skipped(events)[0]?.error as Error | undefined, diagnostic: diagnostics(events)[0] };
+  };
+
+  it('a filter the service rejects (400), a missing index (404), a wrong key (403)', async () => {
+    const bad = await firstSkip(provider({ filter: `content eq 'x'` }));
+    expect(ConfigurationError.isInstance(bad.error)).toBe(true);
+    expect(bad.error!.message).toMatch(/rejected the query \(400\): Invalid expression: 'content' is not a filterable field/);
+    expect(bad.diagnostic!.data).toMatchObject({ status: 400 });
+    const missing = await firstSkip(provider({ indexName: 'no-such-index' }));
+    expect(missing.error!.message).toMatch(/"no-such-index" was not found \(404\)/);
+    const key = await firstSkip(provider({ apiKey: 'wrong' }));
+    expect(key.error!.message).toMatch(/refused the credentials \(403\)/);
+    expect(key.error!.message).not.toContain('wrong');
+  });
+
+  it('a scope that returns nothing or throws fails closed: no request is sent', async () => {
+    const before = searches().length;
+    const none = await firstSkip(provider({ scope: () => undefined }));
+    expect(none.error!.message).toMatch(/scope returned undefined, so nothing was searched \(fail closed\)/);
+    const threw = await firstSkip(provider({ scope: () => { throw new Error('no tenant on this session'); } }));
+    expect(threw.error!.message).toMatch(/scope threw, so nothing was searched: no tenant on this session/);
+    expect(searches().length).toBe(before);
+  });
+});
+
+describe('credentials', () => {
+  it('endpoint + token credential: Entra ID bearer tokens over TLS reach the service', async () => {
+    const secure = await startAzureSearchTestServer({ tls: true, bearerTokens: ['entra-token'] });
+    try {
+      await seedIndex({ name: 'tls-kb', endpoint: secure.endpoint, apiKey: secure.apiKey, openaiOrigin: openai.origin, openaiUrl: openai.url, openaiKey: openai.apiKey, clientOptions: { tlsOptions: { ca: testCertificate } } });
+      const credential = { getToken: async () => ({ token: 'entra-token', expiresOnTimestamp: Date.now() + 3_600_000 }) };
+      const p = new AzureAISearchContextProvider({ endpoint: secure.endpoint, indexName: 'tls-kb', credential, clientOptions: { tlsOptions: { ca: testCertificate } }, fields: FIELDS, scope: () => ({ tenantId: 'acme' }) });
+      const { agent, chat } = agentWith([p]);
+      await agent.run('refund policy', { session: agent.createSession() });
+      expect(citations(contextMessages(chat.calls[0]!.messages)[0]!)[0]!.id).toBe('acme-refunds');
+      const last = secure.requests.filter((r) => r.operation === 'search').at(-1)!;
+      expect(last.headers.authorization).toBe('Bearer entra-token');
+      expect(last.headers['api-key']).toBeUndefined();
+    } finally {
+      await secure.close();
+    }
+  });
+});

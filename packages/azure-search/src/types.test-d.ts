@@ -1,0 +1,38 @@
+import { AzureKeyCredential, SearchClient } from '@azure/search-documents';
+import { TextSearchProvider, type ContextProvider, type Retriever } from '@ctx/core';
+import { describe, expectTypeOf, it } from 'vitest';
+import { AzureAISearchContextProvider, AzureAISearchRetriever, odata, type AzureAISearchContextProviderOptions, type SearchScope } from './index.js';
+
+const client = new SearchClient<object>('https://x.search.windows.net', 'docs', new AzureKeyCredential('k'));
+
+describe('public types', () => {
+  it('the provider is a ContextProvider and the retriever a core Retriever (usable with TextSearchProvider)', () => {
+    expectTypeOf(new AzureAISearchContextProvider({ client })).toMatchTypeOf<ContextProvider>();
+    expectTypeOf(new AzureAISearchRetriever({ client })).toMatchTypeOf<Retriever>();
+    expectTypeOf(new TextSearchProvider({ retriever: new AzureAISearchRetriever({ client }) })).toMatchTypeOf<ContextProvider>();
+  });
+
+  it('scope returns field conditions or a filter, sync or async, from the run', () => {
+    expectTypeOf<AzureAISearchContextProviderOptions['scope']>().toEqualTypeOf<
+      ((args: Parameters<NonNullable<ContextProvider['beforeRun']>>[0]) => SearchScope | undefined | null | Promise<SearchScope | undefined | null>) | undefined
+    >();
+    new AzureAISearchContextProvider({ client, scope: async ({ session }) => ({ tenantId: String(session.state.profile?.tenantId), groups: { any: ['a'] } }) });
+    // @ts-expect-error numbers are not allowed in one-of lists
+    new AzureAISearchContextProvider({ client, scope: () => ({ tenantId: [1, 2] }) });
+  });
+
+  it('odata only interpolates literal values', () => {
+    expectTypeOf(odata`a eq ${'x'} and b eq ${1} and c eq ${null} and d ge ${new Date()}`).toEqualTypeOf<string>();
+    // @ts-expect-error arrays are not literals
+    odata`a eq ${['x']}`;
+    // @ts-expect-error objects are not literals
+    odata`a eq ${{ toString: () => 'x' }}`;
+  });
+
+  it('query modes and the two behaviours are string unions', () => {
+    // @ts-expect-error unknown query mode
+    new AzureAISearchContextProvider({ client, queryMode: 'fuzzy' });
+    // @ts-expect-error unknown behaviour
+    new AzureAISearchContextProvider({ client, mode: 'after' });
+  });
+});

@@ -1,0 +1,346 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { applyBatch, IndexStore, project } from './documents.js';
+import { SearchServiceError } from './errors.js';
+import { isObject, parseIndexDefinition, type Vectorizer } from './index-definition.js';
+import { search } from './search.js';
+import type { AzureSearchTestServer, AzureSearchTestServerOptions, JsonObject, RecordedRequest, SearchOperation, ServerFault } from './types.js';
+
+/** The bundled self-signed certificate (127.0.0.1 and localhost, valid 2000-2125): trust it with `tlsOptions: { ca: testCertificate }`. */
+export const testCertificate: string = readFileSync(new URL('./tls/cert.pem', import.meta.url), 'utf8');
+const testKey = (): string => readFileSync(new URL('./tls/key.pem', import.meta.url), 'utf8');
+
+const QUERY_OPERATIONS: ReadonlySet<SearchOperation> = new Set(['lookup', 'count', 'search']);
+const STATUS_TEXT: Record<number, string> = {
+  429: 'You are sending too many requests. Please try again later.',
+  500: 'An internal server error occurred.',
+  502: 'Bad gateway.',
+  503: 'Service Unavailable',
+  504: 'The request timed out.',
+};
+
+interface Route {
+  operation: SearchOperation | undefined;
+  indexName: string | undefined;
+  key?: string;
+}
+
+/**
+ * Starts a local Azure AI Search REST server on `127.0.0.1` with a free port, for tests that run
+ * the real `@azure/search-documents` SDK:
+ * `new SearchClient(server.endpoint, 'docs', new AzureKeyCredential(server.apiKey), { allowInsecureConnection: true })`.
+ * Indexes and documents live in memory. Call `close()` when done.
+ */
+export async function startAzureSearchTestServer(options: AzureSearchTestServerOptions = {}): Promise<AzureSearchTestServer> {
+  const apiKey = options.apiKey ?? 'test-key';
+  const queryKeys = new Set(options.queryKeys ?? []);
+  const bearerTokens = new Set(options.bearerTokens ?? []);
+  const serviceName = options.serviceName ?? 'local-search';
+  const requests: RecordedRequest[] = [];
+  const indexes = new Map<string, IndexStore>();
+  let faults: (ServerFault & { remaining: number })[] = [];
+  let latencyMs = 0;
+
+  const vectorize = async (vectorizer: Vectorizer, text: string, dimensions: number): Promise<number[]> => {
+    if (vectorizer.kind !== 'azureOpenAI' || !vectorizer.resourceUri || !vectorizer.deploymentId) {
+      throw new SearchServiceError(400, `The vectorizer '${vectorizer.name}' of kind '${vectorizer.kind}' is not supported by the test server (azureOpenAI with resourceUri and deploymentId).`);
+    }
+    const url = `${vectorizer.resourceUri.replace(/\/+$/, '')}/openai/deployments/${encodeURIComponent(vectorizer.deploymentId)}/embeddings?api-version=2024-10-21`;
+    const withDimensions = !/ada-002/.test(vectorizer.modelName ?? '');
+    let reply: Response;
+    try {
+      reply = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(vectorizer.apiKey ? { 'api-key': vectorizer.apiKey } : {}) },
+        body: JSON.stringify({ input: [text], ...(withDimensions ? { dimensions } : {}) }),
+      });
+    } catch (error) {
+      throw new SearchServiceError(400, `Could not vectorize the query with vectorizer '${vectorizer.name}': ${(error as Error).message}`);
+    }
+    const json = (await reply.json().catch(() => undefined)) as { data?: { embedding?: unknown }[]; error?: { message?: string } } | undefined;
+    const embedding = json?.data?.[0]?.embedding;
+    if (!reply.ok || !Array.isArray(embedding)) {
+      throw new SearchServiceError(400, `Could not vectorize the query with vectorizer '${vectorizer.name}': ${reply.status} ${json?.error?.message ?? 'no embedding in the reply'}`);
+    }
+    return embedding as number[];
+  };
+
+  const notFound = (indexName: string) => new SearchServiceError(404, `The index '${indexName}' for service '${serviceName}' was not found.`);
+  const storeOf = (indexName: string): IndexStore => {
+    const store = indexes.get(indexName);
+    if (!store) throw notFound(indexName);
+    return store;
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const raw = await readBody(req);
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const method = (req.method ?? 'GET').toUpperCase();
+    const path = safeDecode(url.pathname);
+    const route = parseRoute(method, path);
+    const parsed = parseJson(raw) as JsonObject | null | undefined;
+    const recorded: RecordedRequest = {
+      method,
+      path,
+      query: Object.fromEntries([...url.searchParams].map(([k, v]) => [k.replace(/^%24/i, '$'), v])),
+      headers: headerRecord(req),
+      body: isObject(parsed ?? null) ? parsed! : undefined,
+      operation: route.operation,
+      indexName: route.indexName,
+    };
+    requests.push(recorded);
+    const send = (status: number, body?: JsonObject | string, headers: Record<string, string> = {}) => {
+      recorded.status = status;
+      if (res.destroyed) return;
+      const text = body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body);
+      const json = typeof body === 'object';
+      res.writeHead(status, {
+        'request-id': randomUUID(),
+        'elapsed-time': '1',
+        'odata-version': '4.0',
+        ...(body === undefined ? {} : { 'content-type': json ? 'application/json; odata.metadata=none; odata.streaming=true; charset=utf-8' : 'text/plain; charset=utf-8' }),
+        'content-length': String(Buffer.byteLength(text)),
+        ...headers,
+      });
+      res.end(text);
+    };
+    const fail = (error: SearchServiceError, headers?: Record<string, string>) => send(error.status, { error: { code: error.code, message: error.message } }, headers);
+
+    const fault = faults.find((f) => f.remaining > 0 && (!f.operations || (route.operation !== undefined && f.operations.includes(route.operation))));
+    if (fault) {
+      fault.remaining--;
+      if ('reset' in fault) {
+        recorded.status = 0;
+        req.socket.destroy();
+        return;
+      }
+      const headers: Record<string, string> = fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
+      fail(new SearchServiceError(fault.status, fault.message ?? STATUS_TEXT[fault.status] ?? `Status ${fault.status}.`), headers);
+      return;
+    }
+    if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
+    if (res.destroyed) return;
+
+    const key = recorded.headers['api-key'];
+    const bearer = /^Bearer\s+(.+)$/i.exec(recorded.headers.authorization ?? '')?.[1]?.trim();
+    const admin = key === apiKey || (bearer !== undefined && bearerTokens.has(bearer));
+    const query = key !== undefined && queryKeys.has(key);
+    if (!admin && !(query && route.operation !== undefined && QUERY_OPERATIONS.has(route.operation))) {
+      fail(new SearchServiceError(403, 'Authorization failed: the api-key or bearer token is missing, wrong, or lacks the rights for this operation.'));
+      return;
+    }
+    if (!url.searchParams.get('api-version')) {
+      fail(new SearchServiceError(400, 'The api-version query parameter (?api-version=) is required for all requests.'));
+      return;
+    }
+    if (route.operation === undefined) {
+      fail(new SearchServiceError(404, `No HTTP resource was found that matches the request URI '${path}'.`));
+      return;
+    }
+    if ((method === 'POST' || method === 'PUT') && (parsed === undefined || !isObject(parsed))) {
+      fail(new SearchServiceError(400, 'The request is invalid. Details: The request body is not valid JSON or is not a JSON object.'));
+      return;
+    }
+    const body = recorded.body ?? {};
+    const indexName = route.indexName;
+    try {
+      switch (route.operation) {
+        case 'listIndexes':
+          send(200, { value: [...indexes.values()].map((s) => s.definition.raw) });
+          return;
+        case 'createIndex': {
+          const name = String(body.name);
+          if (indexes.has(name)) throw new SearchServiceError(409, `Cannot create index '${name}' because it already exists.`, 'ResourceNameAlreadyInUse');
+          const definition = parseIndexDefinition(body, etag());
+          indexes.set(definition.name, new IndexStore(definition));
+          send(201, withContext(definition.raw, recorded));
+          return;
+        }
+        case 'createOrUpdateIndex': {
+          if (body.name !== indexName) throw new SearchServiceError(400, `The index name '${String(body.name)}' in the request body does not match the index name '${indexName}' in the URL.`);
+          const definition = parseIndexDefinition(body, etag());
+          const existing = indexes.get(definition.name);
+          if (existing) {
+            for (const old of existing.definition.fields) {
+              const now = definition.fields.find((f) => f.name === old.name);
+              if (!now || now.type !== old.type || now.key !== old.key || now.dimensions !== old.dimensions) {
+                throw new SearchServiceError(400, `Existing field(s) '${old.name}' in index '${definition.name}' cannot be changed or removed.`, 'OperationNotAllowed');
+              }
+            }
+            existing.redefine(definition);
+          } else {
+            indexes.set(definition.name, new IndexStore(definition));
+          }
+          const prefer = recorded.headers.prefer ?? '';
+          if (prefer.includes('return=representation')) send(existing ? 200 : 201, withContext(definition.raw, recorded));
+          else send(204);
+          return;
+        }
+        case 'getIndex':
+          send(200, withContext(storeOf(indexName!).definition.raw, recorded));
+          return;
+        case 'deleteIndex':
+          storeOf(indexName!);
+          indexes.delete(indexName!);
+          send(204);
+          return;
+        case 'index': {
+          const result = applyBatch(storeOf(indexName!), recorded.body);
+          send(result.status, result.body);
+          return;
+        }
+        case 'lookup': {
+          const store = storeOf(indexName!);
+          const stored = store.documents.get(route.key!);
+          if (!stored) throw new SearchServiceError(404, `No document with key '${route.key!}' was found in index '${indexName!}'.`);
+          const select = recorded.query.$select;
+          send(200, project(store.definition, stored.document, select ? select.split(',').map((s) => s.trim()) : undefined));
+          return;
+        }
+        case 'count':
+          // The service answers with a UTF-8 BOM and the number as text/plain.
+          send(200, `\uFEFF${storeOf(indexName!).documents.size}`);
+          return;
+        case 'search':
+          send(200, await search(storeOf(indexName!), body, vectorize));
+          return;
+      }
+    } catch (error) {
+      if (error instanceof SearchServiceError) fail(error);
+      else fail(new SearchServiceError(500, `The Azure AI Search test server failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`));
+    }
+  };
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { code: '', message: `The Azure AI Search test server failed: ${String(error)}` } }));
+      } else {
+        res.destroy();
+      }
+    });
+  };
+  const server: Server = options.tls ? createHttpsServer({ cert: testCertificate, key: testKey() }, onRequest) : createHttpServer(onRequest);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  let closing: Promise<void> | undefined;
+
+  return {
+    endpoint: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    apiKey,
+    requests,
+    injectFault(fault) {
+      faults = [{ ...fault, remaining: fault.times ?? Number.POSITIVE_INFINITY }, ...faults];
+    },
+    clearFaults() {
+      faults = [];
+    },
+    setLatency(ms) {
+      latencyMs = ms;
+    },
+    documents(indexName) {
+      const store = indexes.get(indexName);
+      return store ? [...store.documents.values()].map((d) => structuredClone(d.document)) : undefined;
+    },
+    reset() {
+      indexes.clear();
+      requests.length = 0;
+      faults = [];
+      latencyMs = 0;
+    },
+    close() {
+      closing ??= new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+/**
+ * Maps a path to an operation. Index names are given as `indexes('name')` (what the SDK sends) or
+ * `indexes/name`; document keys as `docs('key')` or `docs/key`.
+ */
+function parseRoute(method: string, path: string): Route {
+  const clean = path.length > 1 ? path.replace(/\/+$/, '') : path;
+  if (clean === '/indexes') {
+    if (method === 'GET') return { operation: 'listIndexes', indexName: undefined };
+    if (method === 'POST') return { operation: 'createIndex', indexName: undefined };
+    return { operation: undefined, indexName: undefined };
+  }
+  const match = /^\/indexes(?:\('((?:[^']|'')*)'\)|\/([^/]+))(\/.*)?$/.exec(clean);
+  if (!match) return { operation: undefined, indexName: undefined };
+  const indexName = (match[1] ?? match[2] ?? '').replace(/''/g, "'");
+  const rest = match[3] ?? '';
+  const none = { operation: undefined, indexName };
+  if (rest === '') {
+    if (method === 'PUT') return { operation: 'createOrUpdateIndex', indexName };
+    if (method === 'GET') return { operation: 'getIndex', indexName };
+    if (method === 'DELETE') return { operation: 'deleteIndex', indexName };
+    return none;
+  }
+  if (rest === '/docs/search.index') return method === 'POST' ? { operation: 'index', indexName } : none;
+  if (rest === '/docs/search.post.search') return method === 'POST' ? { operation: 'search', indexName } : none;
+  if (rest === '/docs/$count') return method === 'GET' ? { operation: 'count', indexName } : none;
+  const lookup = /^\/docs(?:\('((?:[^']|'')*)'\)|\/([^/]+))$/.exec(rest);
+  if (lookup && method === 'GET' && lookup[2] !== 'search.post.search') {
+    return { operation: 'lookup', indexName, key: (lookup[1] ?? lookup[2] ?? '').replace(/''/g, "'") };
+  }
+  return none;
+}
+
+function withContext(body: JsonObject, recorded: RecordedRequest): JsonObject {
+  const accept = recorded.headers.accept ?? '';
+  if (!accept.includes('odata.metadata=minimal')) return body;
+  return { '@odata.context': `https://local-search/$metadata#indexes/$entity`, ...body };
+}
+
+function etag(): string {
+  return `"0x${randomUUID().replace(/-/g, '').slice(0, 15).toUpperCase()}"`;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function parseJson(raw: string): unknown {
+  if (raw.trim() === '') return undefined;
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+function headerRecord(req: IncomingMessage): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return headers;
+}
+

@@ -1,0 +1,92 @@
+/** A JSON value as it travels over the wire. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObject;
+
+/** A JSON object. */
+export interface JsonObject {
+  [key: string]: JsonValue;
+}
+
+/** Which REST operation a request was routed to. */
+export type SearchOperation =
+  | 'createIndex'
+  | 'createOrUpdateIndex'
+  | 'getIndex'
+  | 'deleteIndex'
+  | 'listIndexes'
+  | 'index'
+  | 'lookup'
+  | 'count'
+  | 'search';
+
+/** One request the server received, for assertions. */
+export interface RecordedRequest {
+  method: string;
+  /** The decoded path without the query, e.g. `/indexes('docs')/docs/search.post.search`. */
+  path: string;
+  /** Query parameters, names decoded (`api-version`, `$select`). */
+  query: Record<string, string>;
+  /** Lower-case header names. */
+  headers: Record<string, string>;
+  /** The parsed JSON body, or undefined. */
+  body: JsonObject | undefined;
+  operation: SearchOperation | undefined;
+  indexName: string | undefined;
+  /** The status the server answered with (set once the answer is sent). */
+  status?: number;
+}
+
+/** A failure the server plays instead of answering. */
+export type ServerFault =
+  | {
+      /** HTTP status of the error reply, e.g. 503, 500, 429. */
+      status: number;
+      /** Error message in the body. Default: the status's usual text. */
+      message?: string;
+      /** `Retry-After` header, in seconds. */
+      retryAfterSeconds?: number;
+      /** How many requests fail; default: every request until `clearFaults()`. */
+      times?: number;
+      /** Only these operations fail; default all of them. */
+      operations?: SearchOperation[];
+    }
+  | {
+      /** Drop the connection without an answer (the client sees a socket error). */
+      reset: true;
+      times?: number;
+      operations?: SearchOperation[];
+    };
+
+/** Options of `startAzureSearchTestServer`. */
+export interface AzureSearchTestServerOptions {
+  /** The admin key accepted in the `api-key` header. Default `test-key`. */
+  apiKey?: string;
+  /** Query keys: accepted for lookups, counts and searches only (403 for anything else). */
+  queryKeys?: string[];
+  /** Accepted `Authorization: Bearer <token>` values (Entra ID tokens), with admin rights. */
+  bearerTokens?: string[];
+  /** The service name used in messages (`The index 'x' for service 'NAME' was not found.`). Default `local-search`. */
+  serviceName?: string;
+  /** Serve HTTPS with the bundled self-signed certificate for 127.0.0.1 / localhost (see `testCertificate`). Default false. */
+  tls?: boolean;
+}
+
+/** A running test server. */
+export interface AzureSearchTestServer {
+  /** The service endpoint, `http://127.0.0.1:PORT` (or `https://` with `tls`): pass it to `SearchClient`. */
+  readonly endpoint: string;
+  readonly apiKey: string;
+  /** Every request in arrival order, including rejected ones and SDK retries. */
+  readonly requests: RecordedRequest[];
+  /** Plays `fault` for matching requests (see `ServerFault`); faults stack, the newest first. */
+  injectFault(fault: ServerFault): void;
+  /** Removes every fault: the service is healthy again, with what it stored. */
+  clearFaults(): void;
+  /** Waits this long before answering each request. Default 0. */
+  setLatency(ms: number): void;
+  /** The stored documents of an index (copies), in insertion order, or undefined when there is no such index. */
+  documents(indexName: string): JsonObject[] | undefined;
+  /** Deletes every index, clears the request log, faults and latency. */
+  reset(): void;
+  /** Stops listening and drops open connections. Idempotent. */
+  close(): Promise<void>;
+}
