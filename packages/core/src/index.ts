@@ -30,6 +30,8 @@ export type { FileSessionStoreOptions } from './file-session-store.js';
 export { HistoryProvider } from './history-provider.js';
 export type { GetHistoryArgs, HistoryProviderOptions, SaveHistoryArgs } from './history-provider.js';
 export { generateId } from './id.js';
+export { encodeIdSegment } from './id-segment.js';
+export type { IdSegmentOptions } from './id-segment.js';
 export { InMemoryHistoryProvider } from './in-memory-history-provider.js';
 export { checkIfMatch, InMemorySessionStore } from './in-memory-session-store.js';
 export type { JsonObject, JsonPrimitive, JsonValue } from './json.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ConfigurationError, SessionStateError } from '@ctx/core';
+import { ConfigurationError, encodeIdSegment, SessionStateError } from '@ctx/core';
 
 /** Longest encoded id part kept readable in an item id; longer ones are hashed (see `encodeIdPart`). */
 export const MAX_ID_PART_LENGTH = 80;
@@ -7,49 +7,19 @@ export const MAX_ID_PART_LENGTH = 80;
 /** Longest session id (in UTF-8 bytes) used as it is as a partition key value; longer ones are hashed. */
 export const MAX_PARTITION_VALUE_BYTES = 100;
 
-const SAFE = /[A-Za-z0-9.-]/;
-const HEX = '0123456789ABCDEF';
-
 /**
  * Encodes an id (a session id, source id or message id) for use inside a Cosmos DB item id,
- * injectively: ASCII letters, digits, `.` and `-` stay as they are; every other character,
- * `_` included, becomes `_XX` per UTF-8 byte, and a lone UTF-16 surrogate becomes `_uXXXX`. The
+ * injectively, with core's `encodeIdSegment`: ASCII letters, digits, `.` and `-` stay; every other
+ * character, `_` included, becomes `_XX` per UTF-8 byte, and a lone UTF-16 surrogate `_uXXXX`. The
  * result never holds `/`, `\`, `?`, `#` (which Cosmos DB forbids in ids), `%` (which breaks some
  * REST paths), `:` (the package's separator) or whitespace. An encoding longer than
  * `MAX_ID_PART_LENGTH` characters is replaced by `~` and the SHA-256 of that encoding in base64url
  * (44 characters); `~` never starts a readable encoding, so the two forms cannot meet.
  */
 export function encodeIdPart(id: string): string {
-  let out = '';
-  for (let i = 0; i < id.length; i++) {
-    const ch = id[i]!;
-    if (SAFE.test(ch)) {
-      out += ch;
-      continue;
-    }
-    const code = id.charCodeAt(i);
-    if (code >= 0xd800 && code <= 0xdbff && i + 1 < id.length) {
-      const next = id.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        out += escapeBytes(id.slice(i, i + 2));
-        i++;
-        continue;
-      }
-    }
-    if (code >= 0xd800 && code <= 0xdfff) {
-      out += `_u${code.toString(16).toUpperCase().padStart(4, '0')}`;
-      continue;
-    }
-    out += escapeBytes(ch);
-  }
+  const out = encodeIdSegment(id, { escape: '_', keep: /[A-Za-z0-9.-]/ });
   if (out.length <= MAX_ID_PART_LENGTH) return out;
   return `~${createHash('sha256').update(out, 'latin1').digest('base64url')}`;
-}
-
-function escapeBytes(text: string): string {
-  let out = '';
-  for (const byte of Buffer.from(text, 'utf8')) out += `_${HEX[byte >> 4]}${HEX[byte & 15]}`;
-  return out;
 }
 
 /**

@@ -1,52 +1,21 @@
 import { createHash } from 'node:crypto';
-import { ConfigurationError, SessionStateError } from '@ctx/core';
+import { ConfigurationError, encodeIdSegment, SessionStateError } from '@ctx/core';
 
 /** Longest encoded id kept readable in a key; longer ids are hashed (see `encodeKeyPart`). */
 export const MAX_ENCODED_ID_LENGTH = 200;
 
-const SAFE = /[A-Za-z0-9._-]/;
-const HEX = '0123456789ABCDEF';
-
 /**
- * Encodes an id (a session id or a source id) for use inside a Redis key, injectively:
- * ASCII letters, digits, `.`, `_` and `-` stay as they are, every other character becomes `%XX`
- * per UTF-8 byte (a lone UTF-16 surrogate becomes `%uXXXX`). The result never holds `{`, `}`,
- * `:`, glob characters, whitespace or line breaks. An encoding longer than
- * `MAX_ENCODED_ID_LENGTH` characters is replaced by `~` and the SHA-256 of that readable encoding
- * in base64url (44 characters in all); `~` never starts a readable encoding, so the two forms
- * cannot meet.
+ * Encodes an id (a session id or a source id) for use inside a Redis key, injectively, with core's
+ * `encodeIdSegment`: ASCII letters, digits, `.`, `_` and `-` stay, every other character becomes
+ * `%XX` per UTF-8 byte (a lone UTF-16 surrogate `%uXXXX`). The result never holds `{`, `}`, `:`,
+ * glob characters, whitespace or line breaks. An encoding longer than `MAX_ENCODED_ID_LENGTH`
+ * characters is replaced by `~` and the SHA-256 of that encoding in base64url (44 characters in
+ * all); `~` never starts a readable encoding, so the two forms cannot meet.
  */
 export function encodeKeyPart(id: string): string {
-  let out = '';
-  for (let i = 0; i < id.length; i++) {
-    const ch = id[i]!;
-    if (SAFE.test(ch)) {
-      out += ch;
-      continue;
-    }
-    const code = id.charCodeAt(i);
-    if (code >= 0xd800 && code <= 0xdbff && i + 1 < id.length) {
-      const next = id.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        out += percentBytes(id.slice(i, i + 2));
-        i++;
-        continue;
-      }
-    }
-    if (code >= 0xd800 && code <= 0xdfff) {
-      out += `%u${code.toString(16).toUpperCase().padStart(4, '0')}`;
-      continue;
-    }
-    out += percentBytes(ch);
-  }
+  const out = encodeIdSegment(id);
   if (out.length <= MAX_ENCODED_ID_LENGTH) return out;
   return `~${createHash('sha256').update(out, 'latin1').digest('base64url')}`;
-}
-
-function percentBytes(text: string): string {
-  let out = '';
-  for (const byte of Buffer.from(text, 'utf8')) out += `%${HEX[byte >> 4]}${HEX[byte & 15]}`;
-  return out;
 }
 
 const PREFIX_FORBIDDEN = /[{}*?[\]\\\s]/;
