@@ -164,6 +164,7 @@ export function createAgent(options: AgentOptions): Agent {
       tools,
     });
     const runProviders = resolveProviders(runOptions.session, runOptions.options);
+    const slotsBefore = new Set(Object.keys(session.state));
     emit({ type: 'run-start', runId, sessionId: session.sessionId, agentName: name, providers: runProviders.map((p) => p.sourceId) });
     if (loaders.length > 1) {
       emit({ type: 'warning', runId, code: 'multiple-history-loaders', message: `${loaders.length} history providers load messages (${loaders.map((p) => p.sourceId).join(', ')}); the model sees each one's copy of the conversation.` });
@@ -177,10 +178,7 @@ export function createAgent(options: AgentOptions): Agent {
           session,
           context,
           signal,
-          // Created on first use, so a provider that never looks at its state leaves no empty slot.
-          get state() {
-            return session.stateOf(provider.sourceId);
-          },
+          state: session.stateOf(provider.sourceId),
           report: (d) => emit({ type: 'provider-diagnostic', runId, sourceId: provider.sourceId, ...d }),
         }),
         invoke: async () => {
@@ -193,6 +191,10 @@ export function createAgent(options: AgentOptions): Agent {
       });
     } finally {
       runOptions.signal?.removeEventListener('abort', onAbort);
+      // A slot made for this run and left empty (say, a gated-off provider) is not kept.
+      for (const p of runProviders) {
+        if (!slotsBefore.has(p.sourceId) && Object.keys(session.state[p.sourceId] ?? {}).length === 0) delete session.state[p.sourceId];
+      }
     }
     const { response, error } = context;
     emit({ type: 'run-end', runId, sessionId: session.sessionId, durationMs: performance.now() - started, ...(error !== undefined ? { error } : {}), ...(response?.usage ? { usage: response.usage } : {}) });
