@@ -104,11 +104,11 @@ describe('outages degrade the answer, not the run', () => {
   });
 
   it('a slow service is abandoned after timeoutMs instead of holding the turn', async () => {
-    search.setLatency(1000);
+    search.setLatency(5000);
     const { agent, events } = agentWith([provider({ timeoutMs: 100 })]);
     const started = performance.now();
     const res = await agent.run('refund policy', { session: agent.createSession() });
-    expect(performance.now() - started).toBeLessThan(800);
+    expect(performance.now() - started).toBeLessThan(3000); // bounded by the timeout, not the 5 s latency
     expect(res.text).toBe('I could not find anything.');
     expect((skipped(events)[0]!.error as Error).message).toMatch(/did not answer within 100 ms/);
   });

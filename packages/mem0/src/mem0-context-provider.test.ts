@@ -90,13 +90,13 @@ describe('options', () => {
 
 describe('before the run: search', () => {
   it('searches every configured scope in parallel, each with exactly its ids; unknown ids skip a scope; duplicates once', async () => {
-    const a = fakeAdapter(() => [], { searchDelayMs: 100 });
+    const a = fakeAdapter(() => [], { searchDelayMs: 1000 });
     const { agent, session } = setup(a, { agentId: 'bot', searchScopes: [['userId'], ['agentId'], ['userId', 'agentId'], ['appId'], ['userId']] });
     const started = performance.now();
     await agent.run('hi', { session: session() });
     const elapsed = performance.now() - started;
     expect(a.searches.map((s) => s.scope)).toEqual([{ userId: 'alice' }, { agentId: 'bot' }, { userId: 'alice', agentId: 'bot' }]);
-    expect(elapsed).toBeLessThan(250); // three 100 ms searches overlapped (one after another: >= 300)
+    expect(elapsed).toBeLessThan(2500); // three 1 s searches overlapped (one after another: >= 3 s)
   });
 
   it("searchConcurrency 'sequential' runs them one after another", async () => {
@@ -214,11 +214,11 @@ describe('before the run: search', () => {
   });
 
   it('a search that outlasts searchTimeoutMs is a BackendUnavailableError: skipped by default, fails the run with onError throw', async () => {
-    const slow = fakeAdapter(() => [], { searchDelayMs: 400 });
+    const slow = fakeAdapter(() => [], { searchDelayMs: 5000 });
     const skip = setup(slow, { searchTimeoutMs: 50 });
     const started = performance.now();
     await expect(skip.agent.run('hi', { session: skip.session() })).resolves.toMatchObject({ text: 'OK.' });
-    expect(performance.now() - started).toBeLessThan(350);
+    expect(performance.now() - started).toBeLessThan(3000); // bounded by the timeout, not the 5 s search
     const event = skip.events.find((e) => e.type === 'provider-skipped') as { error: Error; phase: string };
     expect(event.phase).toBe('beforeRun');
     expect(BackendUnavailableError.isInstance(event.error)).toBe(true);
@@ -277,10 +277,8 @@ describe('after the run: writes', () => {
     const a = fakeAdapter(() => [], { addDelayMs: 300 });
     const { agent, provider, session, report } = setup(a, { writeMode: 'background' });
     const s = session();
-    const started = performance.now();
     await agent.run('one', { session: s });
     await agent.run('two', { session: s });
-    expect(performance.now() - started).toBeLessThan(250); // awaited, one write alone would take 300 ms
     expect(report()?.write).toBe('queued');
     expect(provider.pendingWrites).toBe(2);
     expect(a.adds.every((x) => x.ended === undefined)).toBe(true);
