@@ -101,9 +101,10 @@ export class SessionContext {
    * rewrites the history view; other providers add, they do not replace.
    */
   replaceMessages(sourceId: string, messages: readonly Message[]): void {
-    const sourceType = this.#messages.get(sourceId)?.[0] ? Message.source(this.#messages.get(sourceId)![0]!)?.sourceType : undefined;
+    const first = this.#messages.get(sourceId)?.[0];
+    const sourceType = (first && Message.source(first)?.sourceType) ?? 'context';
     this.#messages.set(sourceId, []);
-    this.extendMessages(sourceId, messages, sourceType ?? 'context');
+    this.extendMessages(sourceId, messages, sourceType);
   }
 
   /** Adds instructions from `sourceId`. */
