@@ -1,4 +1,4 @@
-import { AgentSession, createAgent, Message, ProviderError, SessionStateError } from '@ctx/core';
+import { AgentSession, CompactionProvider, createAgent, Message, ProviderError, SessionStateError, truncation } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
 import type { Cluster, Redis } from 'ioredis';
@@ -26,6 +26,24 @@ for (const [topology, connect] of [
     const prefix = uniquePrefix('history');
     const make = (options: Partial<RedisHistoryProviderOptions> = {}) => new RedisHistoryProvider({ client, prefix, ...options });
     const id = () => `s-${Math.random().toString(36).slice(2)}`;
+
+    it('replaceMessages rewrites a conversation atomically, so CompactionProvider can compact stored history', async () => {
+      const provider = make({ sourceId: `cmp-${id()}` });
+      const client = new ScriptedChatClient({ replies: (_m, _o, i) => `a${i}` });
+      const agent = createAgent({ client, contextProviders: [provider, new CompactionProvider({ strategy: truncation({ maxMessages: 4 }) })] });
+      const sessionId = id();
+      for (let i = 0; i < 6; i++) await agent.run(`q${i}`, { session: agent.getSessionById(sessionId) });
+      // compacted to 4 before the last run, then the last turn was appended
+      expect(texts(await provider.getMessages(sessionId, { state }))).toEqual(['q3', 'a3', 'q4', 'a4', 'q5', 'a5']);
+      expect(texts(client.calls[5]!.messages)).toEqual(['q3', 'a3', 'q4', 'a4', 'q5']);
+      // ids of dropped messages are gone too: saving one again stores it
+      const replaced = await provider.getMessages(sessionId, { state });
+      await provider.replaceMessages(sessionId, replaced.slice(-2), { state });
+      expect(await provider.append(sessionId, replaced.slice(0, 1))).toBe(1);
+      expect(texts(await provider.getMessages(sessionId, { state }))).toEqual(['q5', 'a5', 'q3']);
+      await provider.replaceMessages(sessionId, [], { state });
+      expect(await provider.getMessages(sessionId, { state })).toEqual([]);
+    });
 
     it('defaults its sourceId to "redis" and writes it into the key', () => {
       const provider = make();
