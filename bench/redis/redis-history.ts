@@ -167,7 +167,7 @@ for (const size of SIZES) {
 const keys = ctx.keys(`bench-${SIZES.at(-1)}`);
 const payload = JSON.stringify(Message.user(TEXT));
 const lrangeCeiling = await redisBenchmark(server.port, ['-n', '50000', 'LRANGE', keys.messages, String(-WINDOW), '-1']);
-const evalCeiling = await redisBenchmark(server.port, ['-n', '50000', '-r', '1000000000', 'EVALSHA', sha, '2', keys.messages, keys.ids, '0', '0', 'id-__rand_int__', payload, 'id2-__rand_int__', payload]);
+const evalCeiling = await redisBenchmark(server.port, ['-n', '50000', '-r', '1000000000', 'EVALSHA', sha, '2', keys.messages, keys.ids, 'append', '0', '0', 'id-__rand_int__', payload, 'id2-__rand_int__', payload]);
 const reference = await promisify(execFile)('redis-benchmark', ['-h', '127.0.0.1', '-p', String(server.port), '-n', '10000', '-q', '-t', 'lpush,lrange_100'], { timeout: 60_000 });
 const ceiling = lrangeCeiling.p50 + evalCeiling.p50;
 

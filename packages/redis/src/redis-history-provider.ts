@@ -1,7 +1,7 @@
 import { ConfigurationError, HistoryProvider, Message, SessionStateError, type GetHistoryArgs, type HistoryProviderOptions, type SaveHistoryArgs } from '@ctx/core';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { checkSessionId, historyKeys, type HistoryKeys } from './keys.js';
-import { PAGE_SCRIPT, REPLACE_SCRIPT, SAVE_SCRIPT } from './scripts.js';
+import { PAGE_SCRIPT, SAVE_SCRIPT } from './scripts.js';
 
 /** Options of `RedisHistoryProvider`: the history options of `@ctx/core`, the connection, and retention. */
 export interface RedisHistoryProviderOptions extends HistoryProviderOptions, RedisConnectionOptions {
@@ -119,7 +119,7 @@ export class RedisHistoryProvider extends HistoryProvider {
    */
   async append(sessionId: string, messages: readonly Message[], options: RedisCallOptions = {}): Promise<number> {
     if (messages.length === 0) return 0;
-    return this.#write('saveMessages', SAVE_SCRIPT, sessionId, messages, options.signal);
+    return this.#write('append', sessionId, messages, options.signal);
   }
 
   /**
@@ -128,19 +128,20 @@ export class RedisHistoryProvider extends HistoryProvider {
    * @throws like `saveMessages`.
    */
   override async replaceMessages(sessionId: string, messages: readonly Message[], { signal }: SaveHistoryArgs): Promise<void> {
-    await this.#write('replaceMessages', REPLACE_SCRIPT, sessionId, messages, signal);
+    await this.#write('replace', sessionId, messages, signal);
   }
 
-  /** Validates `messages` and runs a write script over them; resolves to the script's count. */
-  async #write(operation: string, script: string, sessionId: string, messages: readonly Message[], signal: AbortSignal | undefined): Promise<number> {
+  /** Validates `messages` and runs the save script over them; resolves to how many were new. */
+  async #write(mode: 'append' | 'replace', sessionId: string, messages: readonly Message[], signal: AbortSignal | undefined): Promise<number> {
     const keys = this.keys(sessionId);
-    const args: string[] = [String(this.maxStored ?? 0), String(this.ttlSeconds ?? 0)];
+    const args: string[] = [mode, String(this.maxStored ?? 0), String(this.ttlSeconds ?? 0)];
     messages.forEach((m, i) => {
       Message.parse(m, `$.messages[${i}]`);
       if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
       args.push(m.id, JSON.stringify(m));
     });
-    const count = await this.#connection.call({ operation, sessionId, key: keys.messages }, signal, (c) => this.#connection.script(c, script, [keys.messages, keys.ids], args));
+    const operation = mode === 'append' ? 'saveMessages' : 'replaceMessages';
+    const count = await this.#connection.call({ operation, sessionId, key: keys.messages }, signal, (c) => this.#connection.script(c, SAVE_SCRIPT, [keys.messages, keys.ids], args));
     return Number(count);
   }
 

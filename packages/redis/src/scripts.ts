@@ -10,22 +10,28 @@
 
 /**
  * Appends messages whose id is not stored yet, trims to the newest `maxStored` (the list and the
- * ids that fell out, together), refreshes the TTL of both keys.
- * ARGV: maxStored (0 = keep all), ttlSeconds (0 = leave expiry alone), then id, json pairs.
- * Returns the number of messages appended.
+ * ids that fell out, together), refreshes the TTL of both keys. In `replace` mode it first drops
+ * the stored list and ids (compaction rewrites history this way); sequence numbers still continue
+ * after every number used before, so export cursors never see one twice.
+ * ARGV: mode (`append` | `replace`), maxStored (0 = keep all), ttlSeconds (0 = leave expiry alone),
+ * then id, json pairs. Returns the number of messages appended.
  */
 export const SAVE_SCRIPT = `
 local list, ids = KEYS[1], KEYS[2]
-local maxStored = tonumber(ARGV[1])
-local ttl = tonumber(ARGV[2])
+local maxStored = tonumber(ARGV[2])
+local ttl = tonumber(ARGV[3])
 local top = redis.call('ZRANGE', ids, -1, -1, 'WITHSCORES')
 local seq = 0
 if top[2] then seq = tonumber(top[2]) end
 local len = redis.call('LLEN', list)
 if seq < len then seq = len end
+if ARGV[1] == 'replace' then
+  redis.call('DEL', list, ids)
+  len = 0
+end
 local added = 0
 local batch = {}
-for i = 3, #ARGV, 2 do
+for i = 4, #ARGV, 2 do
   if redis.call('ZADD', ids, 'NX', seq + 1, ARGV[i]) == 1 then
     seq = seq + 1
     added = added + 1
@@ -41,7 +47,7 @@ if maxStored > 0 and len > maxStored then
   redis.call('LTRIM', list, -maxStored, -1)
   redis.call('ZREMRANGEBYSCORE', ids, '-inf', seq - maxStored)
 end
-if ttl > 0 then
+if ttl > 0 and len > 0 then
   redis.call('EXPIRE', list, ttl)
   redis.call('EXPIRE', ids, ttl)
 end
@@ -69,46 +75,4 @@ if from < first then from = first end
 if from > last then return { from, last, len, {} } end
 local start = from - first
 return { from, last, start, redis.call('LRANGE', list, start, start + limit - 1) }
-`;
-
-/**
- * Replaces a conversation with the given messages (compaction rewrites history through it), in one
- * atomic step: the old list and ids go, the new ones get fresh sequence numbers after every number
- * used before (so export cursors never see a number twice), trimmed to `maxStored`, TTL refreshed.
- * ARGV: maxStored (0 = keep all), ttlSeconds (0 = no expiry), then id, json pairs.
- * Returns the number of messages stored.
- */
-export const REPLACE_SCRIPT = `
-local list, ids = KEYS[1], KEYS[2]
-local maxStored = tonumber(ARGV[1])
-local ttl = tonumber(ARGV[2])
-local top = redis.call('ZRANGE', ids, -1, -1, 'WITHSCORES')
-local seq = 0
-if top[2] then seq = tonumber(top[2]) end
-local len = redis.call('LLEN', list)
-if seq < len then seq = len end
-redis.call('DEL', list, ids)
-len = 0
-local batch = {}
-for i = 3, #ARGV, 2 do
-  if redis.call('ZADD', ids, 'NX', seq + 1, ARGV[i]) == 1 then
-    seq = seq + 1
-    batch[#batch + 1] = ARGV[i + 1]
-    if #batch == 500 then
-      len = redis.call('RPUSH', list, unpack(batch))
-      batch = {}
-    end
-  end
-end
-if #batch > 0 then len = redis.call('RPUSH', list, unpack(batch)) end
-if maxStored > 0 and len > maxStored then
-  redis.call('LTRIM', list, -maxStored, -1)
-  redis.call('ZREMRANGEBYSCORE', ids, '-inf', seq - maxStored)
-  len = maxStored
-end
-if ttl > 0 and len > 0 then
-  redis.call('EXPIRE', list, ttl)
-  redis.call('EXPIRE', ids, ttl)
-end
-return len
 `;
