@@ -1,19 +1,21 @@
-export { createAgent } from './agent.js';
-export type { Agent, AgentInput, AgentOptions, AgentRunOptions, AgentRunStream } from './agent.js';
-export { createAgentResponse } from './agent-response.js';
-export type { AgentResponse } from './agent-response.js';
-export { AgentSession, parseSessionJson, SESSION_VERSION } from './agent-session.js';
-export type { AgentSessionInit, SessionJson } from './agent-session.js';
-export { addUsage, assembleResponse } from './chat-client.js';
-export type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, ResponseFormat, ToolChoice, Usage } from './chat-client.js';
-export { compactWhen, isTriggered } from './compaction.js';
-export type { CompactionStrategy, CompactionTrigger } from './compaction.js';
-export { CompactionProvider } from './compaction-provider.js';
-export type { CompactionProviderOptions } from './compaction-provider.js';
-export { contextWindow, slidingWindow, tokenBudget, toolResultCollapse, truncation } from './compaction-strategies.js';
-export type { ContextWindowOptions, SlidingWindowOptions, StrategyOptions, TokenBudgetOptions, ToolResultCollapseOptions, TruncationOptions } from './compaction-strategies.js';
-export type { ContextProvider, ProviderDiagnostic, ProviderRunArgs } from './context-provider.js';
-export type { EmbeddingGenerator } from './embeddings.js';
+// @ctx/core for apps: the agent, sessions and stores, history, compaction, the built-in providers
+// and policies, errors, and the contracts as types. Helpers for people who write backends are in
+// `@ctx/core/backend`; test doubles in `@ctx/core/testing`.
+export { CompactionProvider } from './compaction/compaction-provider.js';
+export type { CompactionProviderOptions } from './compaction/compaction-provider.js';
+export { contextWindow, slidingWindow, tokenBudget, toolResultCollapse, truncation } from './compaction/strategies.js';
+export type {
+  ContextWindowOptions,
+  SlidingWindowOptions,
+  StrategyOptions,
+  TokenBudgetOptions,
+  ToolResultCollapseOptions,
+  TruncationOptions,
+} from './compaction/strategies.js';
+export { summarization, summaryInfo } from './compaction/summarization.js';
+export type { SummarizationOptions, SummaryInfo } from './compaction/summarization.js';
+export { compactWhen } from './compaction/triggers.js';
+export type { CompactionTrigger } from './compaction/triggers.js';
 export {
   BackendUnavailableError,
   ConcurrencyError,
@@ -24,87 +26,76 @@ export {
   SessionStateError,
   ToolExecutionError,
 } from './errors.js';
-export type { AgentEvent, EventHandler, ProviderPhase, WarningCode } from './events.js';
-export { FileSessionStore } from './file-session-store.js';
-export type { FileSessionStoreOptions } from './file-session-store.js';
-export { HistoryProvider } from './history-provider.js';
-export type { GetHistoryArgs, HistoryProviderOptions, SaveHistoryArgs } from './history-provider.js';
-export { generateId } from './id.js';
-export { encodeIdSegment } from './id-segment.js';
-export type { IdSegmentOptions } from './id-segment.js';
-export { InMemoryHistoryProvider } from './in-memory-history-provider.js';
-export { checkIfMatch, InMemorySessionStore } from './in-memory-session-store.js';
-export type { JsonObject, JsonPrimitive, JsonValue } from './json.js';
-export { Message } from './message.js';
-export { flattenGroups, groupMessages, hasOrphans, isSummary, splitProtected } from './message-groups.js';
-export type { MessageGroup, MessageGroupKind } from './message-groups.js';
+export { HistoryProvider } from './history/history-provider.js';
+export type { HistoryProviderOptions } from './history/history-provider.js';
+export { InMemoryHistoryProvider } from './history/in-memory-history-provider.js';
+export { generateId } from './messages/id.js';
+export { Message } from './messages/message.js';
+export type { MessageInit } from './messages/message.js';
+export { auditContext, createAuditProvider } from './policies/context-audit.js';
+export type { AuditProviderOptions, ContextAudit, SourceAudit } from './policies/context-audit.js';
+export { budgetReportOf } from './policies/budget.js';
+export type { BudgetItem, BudgetPolicy, BudgetReport } from './policies/budget.js';
+export { DecayingList } from './policies/decay.js';
+export type { AgedEntry, DecayingListOptions, DecayPolicy } from './policies/decay.js';
+export type { ProviderGate } from './policies/gate.js';
+export { withPolicies } from './policies/with-policies.js';
+export type { ProviderPolicies } from './policies/with-policies.js';
+export { ContextualToolsProvider } from './providers/contextual-tools-provider.js';
+export type { ContextualToolsProviderOptions, ToolCatalog } from './providers/contextual-tools-provider.js';
+export { TextSearchProvider } from './providers/text-search-provider.js';
+export type { RetrievalCitation, TextSearchProviderOptions } from './providers/text-search-provider.js';
+export { WhiteboardProvider, whiteboardUpdateSchema } from './providers/whiteboard-provider.js';
+export type { WhiteboardEntry, WhiteboardKind, WhiteboardProviderOptions, WhiteboardUpdate } from './providers/whiteboard-provider.js';
+export { createHashEmbedding } from './retrieval/hash-embedding.js';
+export type { HashEmbeddingOptions } from './retrieval/hash-embedding.js';
+export { InMemoryRetriever } from './retrieval/in-memory-retriever.js';
+export type { InMemoryRetrieverOptions, InMemoryScoring, RetrievalDocument } from './retrieval/in-memory-retriever.js';
+export type { Agent, AgentInput, AgentOptions, AgentRunOptions, AgentRunStream } from './run/agent.js';
+export { createAgent } from './run/create-agent.js';
+export { AgentSession } from './session/agent-session.js';
+export type { AgentSessionInit } from './session/agent-session.js';
+export { FileSessionStore } from './session/file-session-store.js';
+export type { FileSessionStoreOptions } from './session/file-session-store.js';
+export { InMemorySessionStore } from './session/in-memory-session-store.js';
+export type { AgentResponse } from './spec/agent-response.js';
+export type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, ResponseFormat, ToolChoice, Usage } from './spec/chat-client.js';
+export type { CompactionStrategy } from './spec/compaction-strategy.js';
+export type { EmbeddingGenerator } from './spec/embedding-generator.js';
+export type { AgentEvent, EventHandler, ProviderPhase, WarningCode } from './spec/events.js';
+export type { GetHistoryArgs, SaveHistoryArgs } from './spec/history.js';
+export type { JsonObject, JsonPrimitive, JsonValue } from './spec/json.js';
 export type {
   Content,
   DataContent,
   FunctionCallContent,
   FunctionResultContent,
-  MessageInit,
   MessageSource,
   ReasoningContent,
   Role,
   SourceType,
   TextContent,
-} from './message.js';
-export { SessionContext } from './session-context.js';
-export { summarization, summaryInfo } from './summarization.js';
-export {
-  auditContext,
-  budgetReportOf,
-  ContextualToolsProvider,
-  cosineSimilarity,
-  countToolTokens,
-  createAuditProvider,
-  createHashEmbedding,
-  DecayingList,
-  fitPrefix,
-  fitToBudget,
-  InMemoryRetriever,
-  priorityOf,
-  recordBudget,
-  TextSearchProvider,
-  WhiteboardProvider,
-  whiteboardUpdateSchema,
-  withPolicies,
-} from './providers/index.js';
+} from './spec/message.js';
+export type { RetrievalResult, Retriever, RetrieverSearchOptions } from './spec/retriever.js';
 export type {
-  AgedEntry,
-  AuditProviderOptions,
-  BudgetFit,
-  BudgetItem,
-  BudgetPolicy,
-  BudgetReport,
-  ContextAudit,
-  ContextualToolsProviderOptions,
-  DecayingListOptions,
-  DecayPolicy,
-  FitToBudgetOptions,
-  HashEmbeddingOptions,
-  InMemoryRetrieverOptions,
-  InMemoryScoring,
-  ProviderGate,
-  ProviderPolicies,
-  RetrievalCitation,
-  RetrievalDocument,
-  RetrievalResult,
-  Retriever,
-  RetrieverSearchOptions,
-  SourceAudit,
-  TextSearchProviderOptions,
-  ToolCatalog,
-  WhiteboardEntry,
-  WhiteboardKind,
-  WhiteboardProviderOptions,
-  WhiteboardUpdate,
-} from './providers/index.js';
-export type { SummarizationOptions, SummaryInfo } from './summarization.js';
-export type { Contribution, GetMessagesOptions, SessionContextInit, SourcedInstructions } from './session-context.js';
-export type { SessionStore, SetSessionOptions, StoredSession } from './session-store.js';
-export { defineTool } from './tool.js';
-export type { JsonSchemaToolDefinition, StandardSchemaToolDefinition, StandardSchemaV1, Tool, ToolExecuteOptions, ToolValidation } from './tool.js';
-export { countContentTokens, createCharacterTokenizer } from './tokenizer.js';
-export type { CharacterTokenizerOptions, Tokenizer } from './tokenizer.js';
+  AgentView,
+  ContextProvider,
+  Contribution,
+  GetMessagesOptions,
+  ProviderDiagnostic,
+  ProviderRunArgs,
+  SessionContext,
+  SessionView,
+  SourcedInstructions,
+  Tool,
+  ToolExecuteOptions,
+  ToolValidation,
+} from './spec/run-view.js';
+export type { SessionJson } from './spec/session.js';
+export type { SessionStore, SetSessionOptions, StoredSession } from './spec/session-store.js';
+export type { Tokenizer } from './spec/tokenizer.js';
+export type { ToolDefinition } from './spec/tool-definition.js';
+export { createCharacterTokenizer } from './tokens/character-tokenizer.js';
+export type { CharacterTokenizerOptions } from './tokens/character-tokenizer.js';
+export { defineTool } from './tools/define-tool.js';
+export type { JsonSchemaToolDefinition, StandardSchemaToolDefinition, StandardSchemaV1 } from './tools/define-tool.js';

@@ -1,10 +1,10 @@
 import { describe, expectTypeOf, it } from 'vitest';
-import { createAgent } from './agent.js';
-import type { ContextProvider } from './context-provider.js';
+import { Message } from './messages/message.js';
+import { createAgent } from './run/create-agent.js';
+import type { JsonValue } from './spec/json.js';
+import type { ContextProvider, Tool } from './spec/run-view.js';
 import { ScriptedChatClient } from './testing/scripted-chat-client.js';
-import type { JsonValue } from './json.js';
-import { Message } from './message.js';
-import { defineTool, type StandardSchemaV1, type Tool } from './tool.js';
+import { defineTool, type StandardSchemaV1 } from './tools/define-tool.js';
 
 describe('public types', () => {
   it('a Message is JSON', () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createCharacterTokenizer } from '../tokenizer.js';
-import { defineTool } from '../tool.js';
+import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
+import { defineTool } from '../tools/define-tool.js';
 import { countToolTokens, fitPrefix, fitToBudget, priorityOf } from './budget.js';
 
 describe('fitToBudget', () => {

@@ -1,8 +1,10 @@
 import { ConfigurationError } from '../errors.js';
-import { isPlainObject, type JsonObject } from '../json.js';
-import type { Message } from '../message.js';
-import { createCharacterTokenizer, type Tokenizer } from '../tokenizer.js';
-import type { Tool } from '../tool.js';
+import { isPlainObject } from '../messages/json.js';
+import type { Message } from '../messages/message.js';
+import type { JsonObject } from '../spec/json.js';
+import type { Tool } from '../spec/run-view.js';
+import type { Tokenizer } from '../spec/tokenizer.js';
+import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
 
 /**
  * A token cap on what one provider contributes to a run (its messages, instructions and tools).

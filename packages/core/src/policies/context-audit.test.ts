@@ -1,14 +1,14 @@
-import type { AgentEvent } from '../events.js';
-import { describe, expect, it } from 'vitest';
-import { createAgent } from '../agent.js';
-import type { ContextProvider } from '../context-provider.js';
-import { Message } from '../message.js';
+import { Message } from '../messages/message.js';
+import { createAgent } from '../run/create-agent.js';
+import type { AgentEvent } from '../spec/events.js';
+import type { ContextProvider } from '../spec/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
-import { createCharacterTokenizer } from '../tokenizer.js';
-import { defineTool } from '../tool.js';
+import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
+import { defineTool } from '../tools/define-tool.js';
 import { countToolTokens } from './budget.js';
-import { auditContext, createAuditProvider, type ContextAudit } from './context-audit.js';
+import { auditContext, type ContextAudit, createAuditProvider } from './context-audit.js';
 import { withPolicies } from './with-policies.js';
+import { describe, expect, it } from 'vitest';
 
 const tokenizer = createCharacterTokenizer();
 

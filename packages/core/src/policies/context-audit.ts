@@ -1,8 +1,8 @@
-import type { JsonObject } from '../json.js';
-import type { ContextProvider, ProviderRunArgs } from '../context-provider.js';
-import type { SessionContext } from '../session-context.js';
-import { createCharacterTokenizer, type Tokenizer } from '../tokenizer.js';
-import { budgetReportOf, countToolTokens, type BudgetReport } from './budget.js';
+import type { JsonObject } from '../spec/json.js';
+import type { ContextProvider, ProviderRunArgs, SessionContext } from '../spec/run-view.js';
+import type { Tokenizer } from '../spec/tokenizer.js';
+import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
+import { type BudgetReport, budgetReportOf, countToolTokens } from './budget.js';
 
 /** What one source put into a run's prompt. Ids, names, counts and tokens only, never message text. */
 export interface SourceAudit {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createAgent } from '../agent.js';
-import type { ContextProvider } from '../context-provider.js';
 import { ConfigurationError, SessionStateError } from '../errors.js';
-import type { JsonObject } from '../json.js';
-import { Message } from '../message.js';
+import { Message } from '../messages/message.js';
+import { createAgent } from '../run/create-agent.js';
+import type { JsonObject } from '../spec/json.js';
+import type { ContextProvider } from '../spec/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { DecayingList } from './decay.js';
 

@@ -1,5 +1,6 @@
 import { ConfigurationError, SessionStateError } from '../errors.js';
-import { formatPath, isPlainObject, pathJoin, type JsonObject, type JsonValue } from '../json.js';
+import { formatPath, isPlainObject, pathJoin } from '../messages/json.js';
+import type { JsonObject, JsonValue } from '../spec/json.js';
 
 /** When entries a provider keeps in its state expire. Without either limit nothing expires. */
 export interface DecayPolicy {

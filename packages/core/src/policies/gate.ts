@@ -1,5 +1,4 @@
-import type { ProviderRunArgs } from '../context-provider.js';
-import type { SessionContext } from '../session-context.js';
+import type { ProviderRunArgs, SessionContext } from '../spec/run-view.js';
 
 /**
  * Decides, once per run before the provider does anything, whether it takes part. A provider that

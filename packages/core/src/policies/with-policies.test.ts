@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { createAgent } from '../agent.js';
-import type { ContextProvider } from '../context-provider.js';
 import { ConfigurationError, ProviderError } from '../errors.js';
-import type { AgentEvent } from '../events.js';
-import { InMemoryHistoryProvider } from '../in-memory-history-provider.js';
-import { Message } from '../message.js';
+import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
+import { Message } from '../messages/message.js';
+import { createAgent } from '../run/create-agent.js';
+import type { AgentEvent } from '../spec/events.js';
+import type { ContextProvider } from '../spec/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
-import { createCharacterTokenizer } from '../tokenizer.js';
-import { defineTool } from '../tool.js';
+import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
+import { defineTool } from '../tools/define-tool.js';
 import { budgetReportOf } from './budget.js';
 import { withPolicies } from './with-policies.js';
 

@@ -1,11 +1,10 @@
-import type { ContextProvider, ProviderRunArgs } from '../context-provider.js';
 import { ConfigurationError } from '../errors.js';
-import { HistoryProvider } from '../history-provider.js';
-import type { JsonObject } from '../json.js';
-import { Message } from '../message.js';
-import type { SessionContext } from '../session-context.js';
-import { budgetReportOf, countToolTokens, fitToBudget, priorityOf, recordBudget, resolveBudget, type BudgetItem, type BudgetPolicy, type ResolvedBudget } from './budget.js';
-import { RunGate, type ProviderGate } from './gate.js';
+import { HistoryProvider } from '../history/history-provider.js';
+import { Message } from '../messages/message.js';
+import type { JsonObject } from '../spec/json.js';
+import type { ContextProvider, ProviderRunArgs, SessionContext } from '../spec/run-view.js';
+import { type BudgetItem, type BudgetPolicy, budgetReportOf, countToolTokens, fitToBudget, priorityOf, recordBudget, resolveBudget, type ResolvedBudget } from './budget.js';
+import { type ProviderGate, RunGate } from './gate.js';
 
 /** The policies `withPolicies` adds to a provider. */
 export interface ProviderPolicies {

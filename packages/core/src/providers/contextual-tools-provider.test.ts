@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { createAgent } from '../agent.js';
-import type { EmbeddingGenerator } from '../embeddings.js';
 import { ConfigurationError, ProviderError } from '../errors.js';
-import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
-import { createCharacterTokenizer } from '../tokenizer.js';
-import { defineTool, type Tool } from '../tool.js';
 import { countToolTokens } from '../policies/budget.js';
+import { createHashEmbedding } from '../retrieval/hash-embedding.js';
+import { createAgent } from '../run/create-agent.js';
+import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
+import type { Tool } from '../spec/run-view.js';
+import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
+import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
+import { defineTool } from '../tools/define-tool.js';
 import { ContextualToolsProvider } from './contextual-tools-provider.js';
-import { createHashEmbedding } from './hash-embedding.js';
 
 const DOMAINS: Array<[key: string, noun: string, detail: string]> = [
   ['weather', 'weather forecast', 'temperature, rain and wind for a city'],

@@ -1,12 +1,12 @@
-import type { ContextProvider, ProviderRunArgs } from '../context-provider.js';
-import type { EmbeddingGenerator } from '../embeddings.js';
+import { abortable } from '../backend/deadline.js';
 import { ConfigurationError } from '../errors.js';
-import type { Tool } from '../tool.js';
-import { countToolTokens, fitToBudget, recordBudget, resolveBudget, type BudgetPolicy, type ResolvedBudget } from '../policies/budget.js';
-import { RunGate, type ProviderGate } from '../policies/gate.js';
-import { checkHistoryCount, recentConversationText } from './conversation-text.js';
-import { abortable, EmbeddingCache, type EmbeddingKey } from './embedding-cache.js';
-import { dot, normalize } from './hash-embedding.js';
+import { checkHistoryCount, recentConversationText } from '../messages/conversation-text.js';
+import { type BudgetPolicy, countToolTokens, fitToBudget, recordBudget, resolveBudget, type ResolvedBudget } from '../policies/budget.js';
+import { type ProviderGate, RunGate } from '../policies/gate.js';
+import { EmbeddingCache, type EmbeddingKey } from '../retrieval/embedding-cache.js';
+import { dot, normalize } from '../retrieval/vectors.js';
+import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
+import type { ContextProvider, ProviderRunArgs, Tool } from '../spec/run-view.js';
 
 /** The tools a `ContextualToolsProvider` chooses from: a fixed list, or one computed per run. */
 export type ToolCatalog = readonly Tool[] | ((args: ProviderRunArgs) => readonly Tool[] | Promise<readonly Tool[]>);

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { createAgent } from '../agent.js';
 import { ConfigurationError, ProviderError } from '../errors.js';
-import type { AgentEvent } from '../events.js';
-import { Message } from '../message.js';
+import { Message } from '../messages/message.js';
+import { InMemoryRetriever } from '../retrieval/in-memory-retriever.js';
+import { createAgent } from '../run/create-agent.js';
+import type { AgentEvent } from '../spec/events.js';
+import type { RetrievalResult, Retriever } from '../spec/retriever.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
-import { createCharacterTokenizer } from '../tokenizer.js';
-import { InMemoryRetriever } from './in-memory-retriever.js';
-import type { RetrievalResult, Retriever } from './retriever.js';
+import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
 import { TextSearchProvider } from './text-search-provider.js';
 
 const tokenizer = createCharacterTokenizer();

@@ -1,12 +1,13 @@
-import type { ContextProvider, ProviderRunArgs } from '../context-provider.js';
 import { ConfigurationError, CtxError } from '../errors.js';
-import { findNonJson, type JsonObject } from '../json.js';
-import { Message } from '../message.js';
-import { defineTool, type Tool } from '../tool.js';
-import { fitPrefix, recordBudget, resolveBudget, type BudgetPolicy, type ResolvedBudget } from '../policies/budget.js';
-import { RunGate, type ProviderGate } from '../policies/gate.js';
-import { checkHistoryCount, recentConversationText } from './conversation-text.js';
-import type { RetrievalResult, Retriever } from './retriever.js';
+import { checkHistoryCount, recentConversationText } from '../messages/conversation-text.js';
+import { findNonJson } from '../messages/json.js';
+import { Message } from '../messages/message.js';
+import { type BudgetPolicy, fitPrefix, recordBudget, resolveBudget, type ResolvedBudget } from '../policies/budget.js';
+import { type ProviderGate, RunGate } from '../policies/gate.js';
+import type { JsonObject } from '../spec/json.js';
+import type { RetrievalResult, Retriever } from '../spec/retriever.js';
+import type { ContextProvider, ProviderRunArgs, Tool } from '../spec/run-view.js';
+import { defineTool } from '../tools/define-tool.js';
 
 /** Options of `TextSearchProvider`. */
 export interface TextSearchProviderOptions {

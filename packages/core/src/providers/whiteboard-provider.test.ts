@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { createAgent } from '../agent.js';
-import type { ChatOptions } from '../chat-client.js';
 import { SessionStateError } from '../errors.js';
-import type { AgentEvent } from '../events.js';
-import { Message } from '../message.js';
+import { Message } from '../messages/message.js';
+import { createAgent } from '../run/create-agent.js';
+import type { ChatOptions } from '../spec/chat-client.js';
+import type { AgentEvent } from '../spec/events.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
-import { createCharacterTokenizer } from '../tokenizer.js';
-import { WhiteboardProvider, whiteboardUpdateSchema, type WhiteboardUpdate } from './whiteboard-provider.js';
+import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
+import { WhiteboardProvider, type WhiteboardUpdate, whiteboardUpdateSchema } from './whiteboard-provider.js';
 
 const none: WhiteboardUpdate = { add: [], update: [], remove: [] };
 const json = (u: Partial<WhiteboardUpdate>) => JSON.stringify({ ...none, ...u });

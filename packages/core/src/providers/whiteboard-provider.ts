@@ -1,13 +1,13 @@
-import type { AgentSession } from '../agent-session.js';
-import type { ChatClient } from '../chat-client.js';
-import type { ContextProvider, ProviderRunArgs } from '../context-provider.js';
 import { ConfigurationError, CtxError, SessionStateError } from '../errors.js';
-import { isPlainObject, pathJoin, type JsonObject, type JsonValue } from '../json.js';
-import { Message } from '../message.js';
-import type { SessionContext } from '../session-context.js';
-import { fitPrefix, recordBudget, resolveBudget, type BudgetPolicy, type ResolvedBudget } from '../policies/budget.js';
+import { isPlainObject, pathJoin } from '../messages/json.js';
+import { Message } from '../messages/message.js';
+import { type BudgetPolicy, fitPrefix, recordBudget, resolveBudget, type ResolvedBudget } from '../policies/budget.js';
 import { checkDecayPolicy, DecayingList, type DecayPolicy } from '../policies/decay.js';
-import { RunGate, type ProviderGate } from '../policies/gate.js';
+import { type ProviderGate, RunGate } from '../policies/gate.js';
+import type { AgentSession } from '../session/agent-session.js';
+import type { ChatClient } from '../spec/chat-client.js';
+import type { JsonObject, JsonValue } from '../spec/json.js';
+import type { ContextProvider, ProviderRunArgs, SessionContext } from '../spec/run-view.js';
 
 /** What a whiteboard entry records. */
 export type WhiteboardKind = 'requirement' | 'proposal' | 'decision' | 'action';

@@ -1,2 +1,5 @@
+// @ctx/core/testing: test doubles for apps and backends.
+export { createSessionContext } from './create-session-context.js';
+export type { SessionContextInit } from './create-session-context.js';
 export { ScriptedChatClient } from './scripted-chat-client.js';
 export type { ScriptedCall, ScriptedChatClientOptions, ScriptedReply, ScriptedResponder, ScriptedToolCall } from './scripted-chat-client.js';

@@ -1,8 +1,8 @@
-import { type ChatClient, type ChatOptions, type ChatResponse, type ChatResponseUpdate, type FinishReason, type Usage } from '../chat-client.js';
 import { ConfigurationError } from '../errors.js';
-import { generateId } from '../id.js';
-import type { JsonValue } from '../json.js';
-import { Message } from '../message.js';
+import { generateId } from '../messages/id.js';
+import { Message } from '../messages/message.js';
+import type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, Usage } from '../spec/chat-client.js';
+import type { JsonValue } from '../spec/json.js';
 
 /** A function call a scripted reply makes. `arguments` may be an object (serialized for you) or JSON text. */
 export interface ScriptedToolCall {

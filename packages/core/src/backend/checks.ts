@@ -1,0 +1,46 @@
+import { ConfigurationError, SessionStateError } from '../errors.js';
+
+/**
+ * An id quoted and shortened for error messages: `"abc"`, or its first `max` characters and its
+ * length. Ids only: never pass message text or secrets.
+ */
+export function shortId(id: string, max = 80): string {
+  return JSON.stringify(id.length <= max ? id : `${id.slice(0, max)}…(${id.length} chars)`);
+}
+
+/**
+ * Checks a session id handed to a backend: a non-empty string.
+ * @throws SessionStateError at `$.sessionId` otherwise.
+ */
+export function checkSessionId(sessionId: unknown): string {
+  if (typeof sessionId !== 'string' || sessionId === '') throw new SessionStateError('$.sessionId', 'must be a non-empty string');
+  return sessionId;
+}
+
+/**
+ * Checks an integer option: at least `min` (default 1).
+ * @throws ConfigurationError naming `owner` and `name` otherwise.
+ */
+export function checkInteger(owner: string, name: string, value: unknown, min = 1): number {
+  if (typeof value === 'number' && Number.isInteger(value) && value >= min) return value;
+  const what = min === 0 ? 'a non-negative integer' : min === 1 ? 'a positive integer' : `an integer of at least ${min}`;
+  throw new ConfigurationError(`${owner}: ${name} must be ${what}, got ${describeValue(value)}.`);
+}
+
+/**
+ * Checks a positive finite number option (a timeout, a threshold).
+ * @throws ConfigurationError naming `owner` and `name` otherwise.
+ */
+export function checkPositiveNumber(owner: string, name: string, value: unknown): number {
+  if (typeof value === 'number' && Number.isFinite(value) && value > 0) return value;
+  throw new ConfigurationError(`${owner}: ${name} must be a positive number, got ${describeValue(value)}.`);
+}
+
+function describeValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  try {
+    return String(value);
+  } catch {
+    return typeof value;
+  }
+}

@@ -1,0 +1,89 @@
+import { BackendUnavailableError, CtxError, describe } from '../errors.js';
+
+/** Options of `withDeadline`. */
+export interface DeadlineOptions {
+  /** How long the call may take, in milliseconds. */
+  timeoutMs: number;
+  /** The caller's signal: when it aborts, the call is abandoned and `withDeadline` rejects with its reason. */
+  signal?: AbortSignal | undefined;
+  /** The backend's name for `BackendUnavailableError.backend`, e.g. `redis`. */
+  backend: string;
+  /** What the call does, for messages: e.g. `Redis saveMessages for session "s1"`. No secrets, no message text. */
+  operation: string;
+  /** Appended to the timeout message: what to do about it. Default: raise `timeoutMs` or check the service. */
+  hint?: string;
+  /**
+   * Turns what the call threw into a ctx error. Default: ctx errors pass through; anything else
+   * becomes a `BackendUnavailableError` naming the operation, with the original as `cause`.
+   */
+  mapError?: (error: unknown) => Error;
+}
+
+/**
+ * Runs one backend call with a deadline. `call` receives a signal that aborts at the deadline or
+ * when the caller's `signal` does; `withDeadline` settles at that moment even if `call` ignores its
+ * signal, so nothing a backend does can hang a run. It rejects with the caller's abort reason when
+ * the caller aborted, with a `BackendUnavailableError` at the deadline, and with
+ * `mapError(error)` when the call failed.
+ */
+export async function withDeadline<T>(call: (signal: AbortSignal) => Promise<T>, options: DeadlineOptions): Promise<T> {
+  const { timeoutMs, signal, backend, operation } = options;
+  signal?.throwIfAborted();
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let onAbort: (() => void) | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const hint = options.hint ?? 'Check that the service is reachable, or raise timeoutMs if it is just slow.';
+      const error = new BackendUnavailableError(backend, `${operation} did not answer within ${timeoutMs} ms. ${hint}`);
+      controller.abort(error);
+      reject(error);
+    }, timeoutMs);
+    if (signal) {
+      onAbort = () => {
+        controller.abort(signal.reason);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+    }
+  });
+  let pending: Promise<T> | undefined;
+  try {
+    pending = call(controller.signal);
+    return await Promise.race([pending, deadline]);
+  } catch (error) {
+    if (controller.signal.aborted && error === controller.signal.reason) throw error;
+    throw (options.mapError ?? defaultMapError(backend, operation))(error);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
+    pending?.catch(() => {});
+  }
+}
+
+function defaultMapError(backend: string, operation: string): (error: unknown) => Error {
+  return (error) => (CtxError.isInstance(error) ? error : new BackendUnavailableError(backend, `${operation} failed: ${describe(error)}`, { cause: error }));
+}
+
+/**
+ * `promise`, or the abort reason as soon as `signal` aborts (the work behind `promise` is not
+ * cancelled: use it for work other callers share).
+ */
+export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

@@ -1,0 +1,22 @@
+// @ctx/core/backend: for people who write backends (chat clients, history providers, session
+// stores, retrievers, tokenizers, compaction strategies). The helpers every backend needs, so none
+// re-writes them, and the contracts as types. Apps import from `@ctx/core`.
+export { createAgentResponse } from '../run/agent-response.js';
+export { addUsage, assembleResponse } from '../run/assemble-response.js';
+export { flattenGroups, groupMessages, hasOrphans, isSummary, splitProtected } from '../compaction/message-groups.js';
+export type { MessageGroup, MessageGroupKind } from '../compaction/message-groups.js';
+export { isTriggered } from '../compaction/triggers.js';
+export { describe as describeError, isAbortError, truncate } from '../errors.js';
+export { findNonJson, isPlainObject } from '../messages/json.js';
+export { countToolTokens, fitPrefix, fitToBudget, priorityOf, recordBudget } from '../policies/budget.js';
+export type { BudgetFit, FitToBudgetOptions } from '../policies/budget.js';
+export { cosineSimilarity } from '../retrieval/vectors.js';
+export { parseSessionJson, SESSION_VERSION } from '../session/agent-session.js';
+export { countContentTokens } from '../tokens/character-tokenizer.js';
+export type * from '../spec/index.js';
+export { checkIfMatch } from './check-if-match.js';
+export { checkInteger, checkPositiveNumber, checkSessionId, shortId } from './checks.js';
+export { abortable, withDeadline } from './deadline.js';
+export type { DeadlineOptions } from './deadline.js';
+export { encodeIdSegment } from './id-segment.js';
+export type { IdSegmentOptions } from './id-segment.js';

@@ -1,0 +1,175 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ConfigurationError } from '../errors.js';
+import { Message } from '../messages/message.js';
+import type { CompactionStrategy } from '../spec/compaction-strategy.js';
+import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
+import { groupMessages, hasOrphans, splitProtected } from './message-groups.js';
+import { contextWindow, slidingWindow, tokenBudget, toolResultCollapse, truncation } from './strategies.js';
+import { compactWhen } from './triggers.js';
+
+const tokenizer = createCharacterTokenizer();
+const count = (m: readonly Message[]) => tokenizer.countMessageTokens(m);
+
+interface TurnSpec {
+  user: string;
+  rounds: { calls: number; resultSize: number; split: boolean }[];
+  answer: string;
+}
+
+/** Builds a conversation: optional system message, turns of user / tool rounds / answer; the last turn may be unfinished. */
+function build(spec: { system: boolean; turns: TurnSpec[]; unfinished: boolean }): Message[] {
+  let n = 0;
+  const id = () => `m${++n}`;
+  const out: Message[] = [];
+  if (spec.system) out.push(Message.system('You are a helpful agent.', { id: id() }));
+  spec.turns.forEach((turn, t) => {
+    out.push(Message.user(turn.user || 'q', { id: id() }));
+    for (const round of turn.rounds) {
+      const callIds = Array.from({ length: round.calls }, () => `c${++n}`);
+      out.push(Message.assistant(callIds.map((callId) => ({ type: 'function-call' as const, callId, name: 'search', arguments: '{"q":"x"}' })), { id: id() }));
+      const results = callIds.map((callId) => ({ type: 'function-result' as const, callId, name: 'search', result: 'r'.repeat(round.resultSize) }));
+      if (round.split) for (const r of results) out.push(Message.tool(r, { id: id() }));
+      else out.push(Message.tool(results, { id: id() }));
+    }
+    const last = t === spec.turns.length - 1;
+    if (!(last && spec.unfinished)) out.push(Message.assistant(turn.answer || 'a', { id: id() }));
+  });
+  return out;
+}
+
+const conversation = fc
+  .record({
+    system: fc.boolean(),
+    turns: fc.array(
+      fc.record({
+        user: fc.string({ maxLength: 60 }),
+        rounds: fc.array(fc.record({ calls: fc.integer({ min: 1, max: 3 }), resultSize: fc.integer({ min: 0, max: 800 }), split: fc.boolean() }), { maxLength: 3 }),
+        answer: fc.string({ maxLength: 200 }),
+      }),
+      { minLength: 1, maxLength: 12 },
+    ),
+    unfinished: fc.boolean(),
+  })
+  .map(build);
+
+const ids = (m: readonly Message[]) => m.map((x) => x.id);
+const lastUserIndex = (m: readonly Message[]) => m.map((x) => x.role).lastIndexOf('user');
+
+/** Invariants every strategy keeps, whatever it removes. */
+function checkInvariants(input: Message[], output: Message[]): void {
+  expect(hasOrphans(output)).toBe(false);
+  // system messages and everything from the newest user message on are kept, in order
+  for (const m of input.filter((x) => x.role === 'system')) expect(ids(output)).toContain(m.id);
+  const tail = ids(input.slice(lastUserIndex(input)));
+  expect(ids(output).slice(-tail.length)).toEqual(tail);
+  // what is kept keeps its order
+  const positions = ids(output).map((x) => ids(input).indexOf(x)).filter((i) => i >= 0);
+  expect(positions).toEqual([...positions].sort((a, b) => a - b));
+}
+
+const strategies: Array<[string, (budget: number) => CompactionStrategy, boolean]> = [
+  ['truncation by tokens', (budget) => truncation({ maxTokens: budget, tokenizer }), true],
+  ['truncation by messages', (budget) => truncation({ maxMessages: Math.max(1, Math.floor(budget / 50)) }), false],
+  ['slidingWindow', (budget) => slidingWindow({ maxGroups: Math.max(1, Math.floor(budget / 100)) }), false],
+  ['toolResultCollapse', () => toolResultCollapse({ keepRecent: 1, minChars: 100 }), false],
+  ['tokenBudget', (budget) => tokenBudget({ maxTokens: budget, tokenizer }), true],
+];
+
+describe('compaction strategies (property tests)', () => {
+  for (const [name, make, enforcesTokens] of strategies) {
+    it(`${name}: never orphans a call or result, keeps system and the newest turn, is idempotent`, async () => {
+      await fc.assert(
+        fc.asyncProperty(conversation, fc.integer({ min: 20, max: 3000 }), async (input, budget) => {
+          const strategy = make(budget);
+          const output = await strategy.compact(input, {});
+          checkInvariants(input, output);
+          expect(await strategy.compact(output, {})).toEqual(output);
+          if (enforcesTokens) {
+            // within budget by the exact count, unless only protected messages are left
+            const onlyProtected = splitProtected(groupMessages(output)).older.length === 0;
+            if (!onlyProtected) expect(count(output)).toBeLessThanOrEqual(budget);
+            if (count(input) <= budget) expect(output).toEqual(input);
+          }
+        }),
+        { numRuns: 150 },
+      );
+    });
+  }
+
+  it('truncation by messages holds its limit whenever droppable groups remain', async () => {
+    await fc.assert(
+      fc.asyncProperty(conversation, fc.integer({ min: 1, max: 40 }), async (input, maxMessages) => {
+        const output = await truncation({ maxMessages }).compact(input, {});
+        if (splitProtected(groupMessages(output)).older.length > 0) expect(output.length).toBeLessThanOrEqual(maxMessages);
+        if (input.length <= maxMessages) expect(output).toEqual(input);
+      }),
+    );
+  });
+});
+
+describe('compaction strategies (examples)', () => {
+  const input = build({
+    system: true,
+    turns: [
+      { user: 'find flights', rounds: [{ calls: 2, resultSize: 1000, split: false }], answer: 'found two' },
+      { user: 'and hotels', rounds: [{ calls: 1, resultSize: 1000, split: true }], answer: 'one hotel' },
+      { user: 'book both', rounds: [], answer: 'booked' },
+    ],
+    unfinished: false,
+  });
+
+  it('toolResultCollapse leaves the turn in progress alone unless asked', async () => {
+    const inProgress = build({
+      system: false,
+      turns: [
+        { user: 'old', rounds: [{ calls: 1, resultSize: 500, split: false }], answer: 'done' },
+        { user: 'now', rounds: [{ calls: 1, resultSize: 500, split: false }, { calls: 1, resultSize: 500, split: false }], answer: '' },
+      ],
+      unfinished: true,
+    });
+    const collapsedResults = (m: Message[]) => m.flatMap((x) => x.contents).filter((c) => c.type === 'function-result' && String(c.result).startsWith('[collapsed')).length;
+    expect(collapsedResults(await toolResultCollapse().compact(inProgress, {}))).toBe(1);
+    expect(collapsedResults(await toolResultCollapse({ includeCurrentTurn: true }).compact(inProgress, {}))).toBe(2);
+  });
+
+  it('toolResultCollapse says what it removed and keeps the newest exchange', async () => {
+    const output = await toolResultCollapse().compact(input, {});
+    const results = output.flatMap((m) => m.contents.filter((c) => c.type === 'function-result'));
+    expect(results.map((r) => (r as { result: unknown }).result)).toEqual([
+      '[collapsed: 1,000 characters of search result]',
+      '[collapsed: 1,000 characters of search result]',
+      'r'.repeat(1000),
+    ]);
+    expect(ids(output)).toEqual(ids(input));
+    expect(count(output)).toBeLessThan(count(input));
+    expect(Object.isFrozen(input)).toBe(false);
+    expect((input[3]!.contents[0] as { result: string }).result).toBe('r'.repeat(1000)); // input untouched
+  });
+
+  it('slidingWindow keeps whole groups', async () => {
+    const output = await slidingWindow({ maxGroups: 3 }).compact(input, {});
+    expect(output.map((m) => Message.text(m) || m.role)).toEqual(['You are a helpful agent.', 'one hotel', 'book both', 'booked']);
+    expect(hasOrphans(output)).toBe(false);
+  });
+
+  it('triggers by tokens, messages, turns or a predicate', async () => {
+    const drop = truncation({ maxMessages: 4 });
+    expect(await compactWhen({ messages: 100 }, drop).compact(input, {})).toEqual(input);
+    expect((await compactWhen({ messages: 5 }, drop).compact(input, {})).length).toBeLessThan(input.length);
+    expect(await compactWhen({ turns: 3 }, drop).compact(input, {})).toEqual(input);
+    expect((await compactWhen({ turns: 2 }, drop).compact(input, {})).length).toBeLessThan(input.length);
+    expect(await compactWhen({ tokens: count(input) }, drop).compact(input, {})).toEqual(input);
+    expect(await compactWhen(() => false, drop).compact(input, {})).toEqual(input);
+  });
+
+  it('contextWindow compacts past the threshold down to the target', async () => {
+    const total = count(input);
+    const idle = contextWindow({ contextWindow: Math.ceil(total / 0.8) + 100, reserveTokens: 100, tokenizer });
+    expect(await idle.compact(input, {})).toEqual(input);
+    const busy = contextWindow({ contextWindow: total, reserveTokens: 0, threshold: 0.8, target: 0.5, tokenizer });
+    const output = await busy.compact(input, {});
+    expect(count(output)).toBeLessThanOrEqual(Math.floor(total * 0.5));
+    expect(() => contextWindow({ contextWindow: 100, reserveTokens: 100 })).toThrow(ConfigurationError);
+  });
+});

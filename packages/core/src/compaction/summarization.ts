@@ -1,0 +1,84 @@
+import { Message } from '../messages/message.js';
+import type { ChatClient } from '../spec/chat-client.js';
+import type { CompactionStrategy } from '../spec/compaction-strategy.js';
+import { flattenGroups, groupMessages, isSummary, splitProtected } from './message-groups.js';
+import { type CompactionTrigger, compactWhen } from './triggers.js';
+
+/** What `metadata.ctx.summary` of a summary message holds. */
+export interface SummaryInfo {
+  /** Ids of every message the summary stands for, including those of summaries it folded in. */
+  replaces: string[];
+  createdAt: string;
+}
+
+/** Options of `summarization`. */
+export interface SummarizationOptions {
+  /** The model that writes summaries (a small, cheap one is fine). */
+  client: ChatClient;
+  /** Groups (turns, tool exchanges) kept word for word before the newest user turn. Default 4. */
+  keepRecentGroups?: number;
+  /** Run only when this fires, e.g. `{ tokens: 8000 }`. Default: whenever there are older groups. */
+  trigger?: CompactionTrigger;
+  /** Instructions for the summarizer. */
+  instructions?: string;
+  /** Characters of a single tool result shown to the summarizer. Default 500. */
+  maxResultChars?: number;
+}
+
+const DEFAULT_INSTRUCTIONS =
+  'Summarize the conversation below for the assistant that continues it. Keep facts, names, numbers, decisions, open questions and what tools returned that still matters. Write plain prose, at most 200 words. If an earlier summary is included, fold it in.';
+
+/** The summary info of a message, if it is a summary. */
+export function summaryInfo(message: Message): SummaryInfo | undefined {
+  return isSummary(message) ? (message.metadata!.ctx as unknown as { summary: SummaryInfo }).summary : undefined;
+}
+
+/**
+ * Summarizes the oldest groups into one system message marked `metadata.ctx.summary` (with the ids
+ * it replaces). A later summarization folds the previous summary in, so there is at most one.
+ */
+export function summarization(options: SummarizationOptions): CompactionStrategy {
+  const keep = options.keepRecentGroups ?? 4;
+  const maxResultChars = options.maxResultChars ?? 500;
+  const strategy: CompactionStrategy = {
+    async compact(messages, { signal }) {
+      const groups = groupMessages(messages);
+      const { system, older, recent } = splitProtected(groups);
+      const cut = Math.max(0, older.length - keep);
+      const folded = older.slice(0, cut);
+      if (folded.length === 0 || (folded.length === 1 && folded[0]!.kind === 'summary')) return [...messages];
+      const foldedMessages = flattenGroups(folded);
+      const response = await options.client.getResponse([Message.user(transcript(foldedMessages, maxResultChars))], {
+        instructions: options.instructions ?? DEFAULT_INSTRUCTIONS,
+        ...(signal ? { signal } : {}),
+      });
+      const text = response.messages.map((m) => Message.text(m)).join('').trim();
+      const replaces = foldedMessages.flatMap((m) => summaryInfo(m)?.replaces ?? [m.id]);
+      const summary = Message.system(`Summary of the earlier conversation:\n${text}`, {
+        metadata: { ctx: { sourceId: 'compaction', sourceType: 'context', summary: { replaces, createdAt: new Date().toISOString() } } },
+      });
+      return [...flattenGroups(system), summary, ...flattenGroups(older.slice(cut)), ...flattenGroups(recent)];
+    },
+  };
+  return options.trigger ? compactWhen(options.trigger, strategy) : strategy;
+}
+
+function transcript(messages: readonly Message[], maxResultChars: number): string {
+  const lines: string[] = [];
+  for (const m of messages) {
+    const summary = summaryInfo(m);
+    if (summary) {
+      lines.push(`[earlier summary] ${Message.text(m).replace(/^Summary of the earlier conversation:\n/, '')}`);
+      continue;
+    }
+    for (const c of m.contents) {
+      if (c.type === 'text') lines.push(`${m.role}: ${c.text}`);
+      else if (c.type === 'function-call') lines.push(`${m.role} called ${c.name}(${c.arguments})`);
+      else if (c.type === 'function-result') {
+        const text = typeof c.result === 'string' ? c.result : JSON.stringify(c.result);
+        lines.push(`result of ${c.name ?? c.callId}: ${text.length > maxResultChars ? `${text.slice(0, maxResultChars)}…` : text}`);
+      } else if (c.type === 'data') lines.push(`${m.role} attached ${c.name ?? c.mediaType}`);
+    }
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,28 @@
+import type { Message } from '../messages/message.js';
+import type { CompactionStrategy } from '../spec/compaction-strategy.js';
+import type { Tokenizer } from '../spec/tokenizer.js';
+import { countTokens, defaultTokenizer } from '../tokens/token-cache.js';
+import { groupMessages } from './message-groups.js';
+
+/**
+ * When a strategy runs: above a token, message or turn (user message) count, or when a predicate
+ * says so. Counts are "more than".
+ */
+export type CompactionTrigger = { tokens?: number; messages?: number; turns?: number; tokenizer?: Tokenizer } | ((messages: readonly Message[]) => boolean);
+
+/** Whether `trigger` fires for `messages`. */
+export function isTriggered(trigger: CompactionTrigger, messages: readonly Message[]): boolean {
+  if (typeof trigger === 'function') return trigger(messages);
+  if (trigger.messages !== undefined && messages.length > trigger.messages) return true;
+  if (trigger.turns !== undefined && groupMessages(messages).filter((g) => g.kind === 'user').length > trigger.turns) return true;
+  if (trigger.tokens !== undefined) return countTokens(trigger.tokenizer ?? defaultTokenizer(), messages) > trigger.tokens;
+  return false;
+}
+
+/** Runs `strategy` only when `trigger` fires; otherwise returns the messages unchanged. */
+export function compactWhen(trigger: CompactionTrigger, strategy: CompactionStrategy): CompactionStrategy {
+  return {
+    specificationVersion: 'v1',
+    compact: (messages, options) => (isTriggered(trigger, messages) ? strategy.compact(messages, options) : [...messages]),
+  };
+}

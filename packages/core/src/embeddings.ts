@@ -1,7 +1,0 @@
-/** Turns texts into vectors, for retrieval and tool selection (`@ctx/openai` ships one). */
-export interface EmbeddingGenerator {
-  /** Vector length, when known before the first call. */
-  readonly dimensions?: number;
-  /** One vector per value, in order. */
-  embed(values: readonly string[], options?: { signal?: AbortSignal }): Promise<number[][]>;
-}

@@ -1,0 +1,109 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigurationError } from '../errors.js';
+import { SessionStateError } from '../errors.js';
+import { Message } from '../messages/message.js';
+import { createAgent } from '../run/create-agent.js';
+import { AgentSession } from '../session/agent-session.js';
+import type { GetHistoryArgs } from '../spec/history.js';
+import type { ContextProvider } from '../spec/run-view.js';
+import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
+import { defineTool } from '../tools/define-tool.js';
+import { HistoryProvider } from './history-provider.js';
+import { InMemoryHistoryProvider } from './in-memory-history-provider.js';
+
+const texts = (messages: readonly Message[]) => messages.map((m) => Message.text(m) || m.role);
+const rag: ContextProvider = { sourceId: 'rag', beforeRun: ({ context }) => context.extendMessages('rag', [Message.system('doc: the sky is blue')]) };
+
+describe('HistoryProvider', () => {
+  it('stores input then response, attributed, and loads them as history', async () => {
+    const history = new InMemoryHistoryProvider({ sourceId: 'h' });
+    const client = new ScriptedChatClient({ replies: ['one', 'two'] });
+    const agent = createAgent({ client, contextProviders: [history] });
+    const session = agent.createSession();
+    await agent.run('first', { session });
+    const stored = session.state.h!.messages as unknown as Message[];
+    expect(stored.map((m) => [Message.text(m), Message.source(m)])).toEqual([
+      ['first', { sourceId: 'input', sourceType: 'input' }],
+      ['one', { sourceId: 'response', sourceType: 'response' }],
+    ]);
+    await agent.run('second', { session });
+    expect(client.calls[1]!.messages.map((m) => Message.source(m)?.sourceType)).toEqual(['history', 'history', 'input']);
+    expect(texts(session.state.h!.messages as unknown as Message[])).toEqual(['first', 'one', 'second', 'two']);
+  });
+
+  it('stores injected context only when asked, never other history', async () => {
+    const run = async (options: ConstructorParameters<typeof InMemoryHistoryProvider>[0]) => {
+      const other = new InMemoryHistoryProvider({ sourceId: 'other' });
+      const audit = new InMemoryHistoryProvider({ sourceId: 'audit', loadMessages: false, ...options });
+      const agent = createAgent({ client: new ScriptedChatClient({ replies: ['a', 'b'] }), contextProviders: [other, rag, audit] });
+      const session = agent.createSession();
+      await agent.run('q1', { session });
+      await agent.run('q2', { session });
+      return texts(session.state.audit!.messages as unknown as Message[]);
+    };
+    expect(await run({})).toEqual(['q1', 'a', 'q2', 'b']);
+    expect(await run({ storeContextMessages: true })).toEqual(['doc: the sky is blue', 'q1', 'a', 'doc: the sky is blue', 'q2', 'b']);
+    expect(await run({ storeContextFrom: ['nobody'] })).toEqual(['q1', 'a', 'q2', 'b']);
+    expect(await run({ storeContextFrom: ['rag'], storeInputs: false })).toEqual(['doc: the sky is blue', 'a', 'doc: the sky is blue', 'b']);
+    expect(await run({ storeOutputs: false })).toEqual(['q1', 'q2']);
+  });
+
+  it('loads only the newest maxMessages and never starts a window with orphaned tool results', async () => {
+    const ping = defineTool({ name: 'ping', parameters: { type: 'object' }, execute: () => 'pong' });
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'ping' }] }, 'pinged', 'next', 'more'] });
+    const agent = createAgent({ client, tools: [ping], contextProviders: [new InMemoryHistoryProvider({ sourceId: 'h', maxMessages: 2 })] });
+    const session = agent.createSession();
+    await agent.run('ping please', { session }); // stores user, call, result, reply
+    await agent.run('again', { session });
+    // the newest 2 are [tool result, 'pinged']: the result's call was cut off, so only 'pinged' loads
+    expect(texts(client.calls[2]!.messages)).toEqual(['pinged', 'again']);
+    await agent.run('last', { session });
+    expect(texts(client.calls[3]!.messages)).toEqual(['again', 'next', 'last']);
+  });
+
+  it('a backend needs only getMessages and saveMessages', async () => {
+    const rows = new Map<string, Message[]>();
+    class MapHistory extends HistoryProvider {
+      constructor() {
+        super({ sourceId: 'map', maxMessages: 3 });
+      }
+      async getMessages(sessionId: string, { limit }: GetHistoryArgs) {
+        return (rows.get(sessionId) ?? []).slice(-(limit ?? Infinity));
+      }
+      async saveMessages(sessionId: string, messages: readonly Message[]) {
+        rows.set(sessionId, [...(rows.get(sessionId) ?? []), ...messages]);
+      }
+    }
+    const client = new ScriptedChatClient({ replies: ['a', 'b'] });
+    const agent = createAgent({ client, contextProviders: [new MapHistory()] });
+    await agent.run('one', { session: agent.getSessionById('u1') });
+    await agent.run('two', { session: agent.getSessionById('u1') });
+    expect(texts(client.calls[1]!.messages)).toEqual(['one', 'a', 'two']);
+    expect(rows.get('u1')).toHaveLength(4);
+    expect(HistoryProvider.isInstance(new MapHistory())).toBe(true);
+    expect(HistoryProvider.isInstance({ sourceId: 'x' })).toBe(false);
+  });
+
+  it('does not store a retried turn twice (message ids de-duplicate)', async () => {
+    const history = new InMemoryHistoryProvider();
+    const session = new AgentSession();
+    const turn = [Message.user('hi'), Message.assistant('hello')];
+    await history.saveMessages(session.sessionId, turn, { state: session.stateOf('memory') });
+    await history.saveMessages(session.sessionId, turn, { state: session.stateOf('memory') });
+    expect(await history.getMessages(session.sessionId, { state: session.stateOf('memory') })).toEqual(turn);
+  });
+
+  it('gives a SessionStateError naming the path when its state is corrupt', async () => {
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['x'] }) });
+    const session = agent.createSession({ state: { memory: { messages: [Message.user('ok'), { id: 1 } as never] } } });
+    const error = await agent.run('hi', { session }).catch((e: unknown) => e);
+    expect(SessionStateError.isInstance((error as Error).cause)).toBe(true);
+    expect(((error as Error).cause as SessionStateError).path).toBe('$.state.memory.messages[1].id');
+    const notArray = agent.createSession({ state: { memory: { messages: 'oops' } } });
+    await expect(agent.run('hi', { session: notArray })).rejects.toThrow(/\$\.state\.memory\.messages: must be an array/);
+  });
+
+  it('rejects a bad maxMessages', () => {
+    expect(() => new InMemoryHistoryProvider({ maxMessages: 0 })).toThrow(ConfigurationError);
+  });
+});

@@ -1,0 +1,70 @@
+import { SessionStateError } from '../errors.js';
+import { formatPath, isPlainObject, pathJoin } from '../messages/json.js';
+import { Message } from '../messages/message.js';
+import type { GetHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
+import type { JsonObject, JsonValue } from '../spec/json.js';
+import { HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+/** How many of the newest stored ids a save checks, so a retried turn is not stored twice. */
+const DEDUPE_WINDOW = 256;
+
+/**
+ * History kept in the session itself (`state.messages`), so it serializes with the session and
+ * needs no backend. The agent adds one (sourceId `memory`) when a run has no other history.
+ * Stored messages are frozen: loaded history is read-only (build new messages to change it).
+ */
+export class InMemoryHistoryProvider extends HistoryProvider {
+  constructor(options: HistoryProviderOptions = {}) {
+    super({ ...options, sourceId: options.sourceId ?? 'memory' });
+  }
+
+  async getMessages(_sessionId: string, { state, limit }: GetHistoryArgs): Promise<Message[]> {
+    const all = this.#list(state);
+    const start = limit === undefined ? 0 : Math.max(0, all.length - limit);
+    const window = all.slice(start);
+    // Stored messages are validated once and then frozen, so loading costs no copy and nothing a
+    // run does to a loaded message can change the stored history (a write throws instead).
+    window.forEach((m, i) => {
+      if (Object.isFrozen(m)) return;
+      Message.parse(m, formatPath('$.state', [this.sourceId, 'messages', start + i]));
+      deepFreeze(m);
+    });
+    return window as Message[];
+  }
+
+  async saveMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {
+    const all = this.#list(state);
+    const recent = new Set<string>();
+    for (let i = Math.max(0, all.length - DEDUPE_WINDOW); i < all.length; i++) {
+      const id = (all[i] as { id?: unknown } | null)?.id;
+      if (typeof id === 'string') recent.add(id);
+    }
+    for (const m of messages) if (!recent.has(m.id)) all.push(deepFreeze(structuredClone(m)));
+  }
+
+  override async replaceMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {
+    state.messages = messages.map((m) => deepFreeze(structuredClone(m)));
+  }
+
+  validateState(state: JsonObject, path: string): void {
+    if (state.messages === undefined) return;
+    if (!Array.isArray(state.messages)) throw new SessionStateError(pathJoin(path, 'messages'), 'must be an array of messages');
+    state.messages.forEach((m, i) => Message.isMessage(m) || Message.parse(m, formatPath(path, ['messages', i])));
+  }
+
+  #list(state: JsonObject): JsonValue[] {
+    const messages = (state.messages ??= []);
+    if (!Array.isArray(messages)) {
+      throw new SessionStateError(pathJoin(pathJoin('$.state', this.sourceId), 'messages'), `must be an array of messages, got ${isPlainObject(messages) ? 'object' : typeof messages}`);
+    }
+    return messages;
+  }
+}

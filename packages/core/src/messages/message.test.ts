@@ -1,0 +1,88 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { SessionStateError } from '../errors.js';
+import type { Content } from '../spec/message.js';
+import { Message } from './message.js';
+
+const everyKind: Content[] = [
+  { type: 'text', text: 'hello' },
+  { type: 'function-call', callId: 'c1', name: 'get_weather', arguments: '{"city":"Oslo"}' },
+  { type: 'function-result', callId: 'c1', name: 'get_weather', result: { temp: -3, tags: ['cold', null] } },
+  { type: 'function-result', callId: 'c2', result: { error: 'boom' }, isError: true },
+  { type: 'data', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
+  { type: 'data', mediaType: 'application/pdf', uri: 'https://example.com/a.pdf', name: 'a.pdf' },
+  { type: 'reasoning', text: 'thinking', id: 'rs_1', encrypted: 'opaque' },
+];
+
+describe('Message', () => {
+  it('builds messages with ids, timestamps and roles', () => {
+    const m = Message.user('hi', { authorName: 'ann', metadata: { k: 1 } });
+    expect(m.role).toBe('user');
+    expect(m.contents).toEqual([{ type: 'text', text: 'hi' }]);
+    expect(m.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(Date.parse(m.createdAt!)).not.toBeNaN();
+    expect(m.authorName).toBe('ann');
+    expect(Message.user('x').id).not.toBe(Message.user('x').id);
+    expect(Message.system('s').role).toBe('system');
+    expect(Message.assistant('a', { id: 'fixed' }).id).toBe('fixed');
+  });
+
+  it('reads text and function calls', () => {
+    const m = Message.assistant([{ type: 'text', text: 'a' }, { type: 'reasoning', text: 'hidden' }, everyKind[1]!, { type: 'text', text: 'b' }]);
+    expect(Message.text(m)).toBe('ab');
+    expect(Message.functionCalls(m).map((c) => c.name)).toEqual(['get_weather']);
+  });
+
+  it('is plain JSON: every content kind survives a JSON round trip unchanged', () => {
+    const m = Message.assistant(everyKind, { metadata: { nested: { a: [1, 'two', true, null] } } });
+    const again = JSON.parse(JSON.stringify(m));
+    expect(again).toEqual(m);
+    expect(Message.parse(again)).toBe(again);
+  });
+
+  it('attributes messages without touching the original', () => {
+    const m = Message.user('hi', { metadata: { keep: 'me' } });
+    const stamped = Message.withSource(m, 'rag', 'context');
+    expect(Message.source(stamped)).toEqual({ sourceId: 'rag', sourceType: 'context' });
+    expect(stamped.metadata?.keep).toBe('me');
+    expect(Message.source(m)).toBeUndefined();
+    expect(Message.source({ ...m, metadata: { ctx: { sourceId: 'x', sourceType: 'bogus' } } })).toBeUndefined();
+  });
+
+  it.each([
+    [null, '$'],
+    [{ role: 'user', contents: [] }, '$.id'],
+    [{ id: 'a', role: 'robot', contents: [] }, '$.role'],
+    [{ id: 'a', role: 'user', contents: 'hi' }, '$.contents'],
+    [{ id: 'a', role: 'user', contents: [{ type: 'text' }] }, '$.contents[0].text'],
+    [{ id: 'a', role: 'user', contents: [{ type: 'video' }] }, '$.contents[0].type'],
+    [{ id: 'a', role: 'user', contents: [{ type: 'data', mediaType: 'x' }] }, '$.contents[0]'],
+    [{ id: 'a', role: 'user', contents: [{ type: 'data', mediaType: 'x', uri: 'u', data: 'd' }] }, '$.contents[0]'],
+    [{ id: 'a', role: 'tool', contents: [{ type: 'function-result', callId: 'c' }] }, '$.contents[0].result'],
+    [{ id: 'a', role: 'tool', contents: [{ type: 'function-result', callId: 'c', result: { n: Number.NaN } }] }, '$.contents[0].result.n'],
+    [{ id: 'a', role: 'user', contents: [], metadata: { f: () => 1 } }, '$.metadata.f'],
+    [{ id: 'a', role: 'user', contents: [], createdAt: 5 }, '$.createdAt'],
+  ])('rejects malformed message %j at %s', (value, path) => {
+    expect(Message.isMessage(value)).toBe(false);
+    try {
+      Message.parse(value, '$');
+      expect.unreachable();
+    } catch (error) {
+      expect(SessionStateError.isInstance(error)).toBe(true);
+      expect((error as SessionStateError).path).toBe(path);
+    }
+  });
+
+  it('any JSON value is either a valid message or a SessionStateError, never another error', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.jsonValue(), fc.record({ id: fc.string(), role: fc.constantFrom('user', 'x'), contents: fc.array(fc.jsonValue()) })), (value) => {
+        try {
+          Message.parse(value);
+          return Message.isMessage(value);
+        } catch (error) {
+          return SessionStateError.isInstance(error) && !Message.isMessage(value);
+        }
+      }),
+    );
+  });
+});

@@ -1,0 +1,13 @@
+import { Message } from '../messages/message.js';
+import type { AgentResponse } from '../spec/agent-response.js';
+
+/** Builds an `AgentResponse` from the run's messages. */
+export function createAgentResponse(messages: Message[], extra: Omit<AgentResponse, 'messages' | 'text'> = {}): AgentResponse {
+  let text = '';
+  for (const m of messages) if (m.role === 'assistant') text += Message.text(m);
+  const response: AgentResponse = { messages, text };
+  if (extra.usage) response.usage = extra.usage;
+  if (extra.conversationId !== undefined) response.conversationId = extra.conversationId;
+  if (extra.finishReason !== undefined) response.finishReason = extra.finishReason;
+  return response;
+}

@@ -1,0 +1,84 @@
+import type { Message } from '../messages/message.js';
+import type { AgentSession, AgentSessionInit } from '../session/agent-session.js';
+import type { AgentResponse } from '../spec/agent-response.js';
+import type { ChatClient, ChatOptions, ChatResponseUpdate } from '../spec/chat-client.js';
+import type { CompactionStrategy } from '../spec/compaction-strategy.js';
+import type { EventHandler } from '../spec/events.js';
+import type { ContextProvider, Tool } from '../spec/run-view.js';
+import type { SessionStore } from '../spec/session-store.js';
+import type { SessionJson } from '../spec/session.js';
+
+/** What `createAgent` takes. */
+export interface AgentOptions {
+  client: ChatClient;
+  /** Default `agent`. Appears in diagnostics. */
+  name?: string;
+  /** System instructions, sent before those providers add. */
+  instructions?: string;
+  tools?: readonly Tool[];
+  /** The pipeline, outermost first. Source ids must be unique. */
+  contextProviders?: readonly ContextProvider[];
+  /** Where `getSession` / `saveSession` keep sessions. */
+  sessionStore?: SessionStore;
+  /** Runs before every model call of the tool loop. */
+  compaction?: CompactionStrategy;
+  /** How many times tool results may be sent back to the model in one run. Default 10. */
+  maxToolRoundtrips?: number;
+  /** Diagnostics: provider timings and contributions, tool calls, warnings, skips. */
+  onEvent?: EventHandler;
+}
+
+/** The input of a run: text, a message, or several messages. */
+export type AgentInput = string | Message | readonly Message[];
+
+/** Options of `agent.run` and `agent.runStream`. */
+export interface AgentRunOptions {
+  /** The conversation. Without one the run is stateless: no default history, throwaway state. */
+  session?: AgentSession;
+  /** Per-run model options (tools here are added to the agent's). */
+  options?: Omit<ChatOptions, 'signal' | 'conversationId' | 'tools'> & { tools?: readonly Tool[] };
+  signal?: AbortSignal;
+}
+
+/** A streaming run: iterate it for updates; `response` resolves to the assembled result. */
+export interface AgentRunStream extends AsyncIterable<ChatResponseUpdate> {
+  /** The whole response once the run (including every `afterRun`) has finished. */
+  readonly response: Promise<AgentResponse>;
+}
+
+/** An agent: a chat client, a context pipeline and a tool loop. Stateless; sessions hold the state. */
+export interface Agent {
+  readonly name: string;
+  readonly client: ChatClient;
+  readonly contextProviders: readonly ContextProvider[];
+  /**
+   * Runs one turn. Rejects with the first failure (`ProviderError`, a model error, the abort reason);
+   * history providers store nothing for a failed run.
+   */
+  run(input: AgentInput, options?: AgentRunOptions): Promise<AgentResponse>;
+  /** Runs one turn, yielding updates as the model streams. Breaking out of the loop aborts the run. */
+  runStream(input: AgentInput, options?: AgentRunOptions): AgentRunStream;
+  /** A new session (synchronous). */
+  createSession(init?: AgentSessionInit): AgentSession;
+  /** A fresh session with this id and empty state: enough for backends that keep history by session id. */
+  getSessionById(sessionId: string): AgentSession;
+  /** `session.toJSON()`. */
+  serializeSession(session: AgentSession): SessionJson;
+  /**
+   * A session from JSON (object or string), validated including each provider's state.
+   * @throws SessionStateError naming the offending path.
+   */
+  restoreSession(json: unknown): AgentSession;
+  /**
+   * Loads a session from the `sessionStore`, or a new one with that id when none is stored.
+   * @throws ConfigurationError without a `sessionStore`.
+   */
+  getSession(sessionId: string, options?: { signal?: AbortSignal }): Promise<AgentSession>;
+  /**
+   * Saves a session to the `sessionStore`, only if nobody saved it since it was loaded.
+   * @throws ConcurrencyError when it changed in the store meanwhile.
+   */
+  saveSession(session: AgentSession, options?: { signal?: AbortSignal }): Promise<void>;
+  /** Waits for every provider's background work (`provider.flush()`), e.g. before a process exits. */
+  flush(): Promise<void>;
+}

@@ -1,0 +1,39 @@
+import { sessionMethods } from '../session/session-methods.js';
+import type { AgentEvent } from '../spec/events.js';
+import { checkAgentOptions } from './agent-options.js';
+import type { Agent, AgentOptions } from './agent.js';
+import { defaultHistory } from './default-history.js';
+import { type AgentRuntime, executeRun } from './execute-run.js';
+import { createRunStream } from './run-stream.js';
+
+/**
+ * Creates an agent: a chat client, a pipeline of context providers and a tool loop. The agent is
+ * stateless; sessions hold the state.
+ * @throws ConfigurationError for a missing client, duplicate or reserved source ids, a bad
+ *   `maxToolRoundtrips`, or a contract version this copy of `@ctx/core` does not run.
+ */
+export function createAgent(agentOptions: AgentOptions): Agent {
+  const options = checkAgentOptions(agentOptions);
+  const { name, client, contextProviders, onEvent } = options;
+  const history = defaultHistory(client, contextProviders);
+  const emit = (event: AgentEvent) => {
+    if (!onEvent) return;
+    try {
+      onEvent(event);
+    } catch (error) {
+      console.warn(`[ctx] The onEvent handler of agent "${name}" threw on a "${event.type}" event:`, error);
+    }
+  };
+  const runtime: AgentRuntime = { options, history, emit };
+  return {
+    name,
+    client,
+    contextProviders,
+    run: (input, runOptions = {}) => executeRun(runtime, input, runOptions),
+    runStream: (input, runOptions = {}) => createRunStream((onUpdate, controller) => executeRun(runtime, input, runOptions, onUpdate, controller)),
+    flush: async () => {
+      await Promise.all(contextProviders.map((p) => p.flush?.()));
+    },
+    ...sessionMethods(name, history.validators, options.sessionStore),
+  };
+}

@@ -1,0 +1,113 @@
+import { ConfigurationError, CtxError, type SessionStateError } from '../errors.js';
+import { generateId } from '../messages/id.js';
+import { Message } from '../messages/message.js';
+import { AgentSession } from '../session/agent-session.js';
+import type { AgentResponse } from '../spec/agent-response.js';
+import type { ChatResponseUpdate } from '../spec/chat-client.js';
+import type { AgentEvent } from '../spec/events.js';
+import type { AgentView } from '../spec/run-view.js';
+import type { CheckedAgentOptions } from './agent-options.js';
+import type { AgentInput, AgentRunOptions } from './agent.js';
+import type { DefaultHistory } from './default-history.js';
+import { runPipeline } from './pipeline.js';
+import { RunContext } from './run-context.js';
+import { runToolLoop } from './tool-loop.js';
+
+/** What every run of one agent shares. */
+export interface AgentRuntime {
+  options: CheckedAgentOptions;
+  history: DefaultHistory;
+  emit: (event: AgentEvent) => void;
+}
+
+/**
+ * One run, step by step: a fresh context, the run's providers (the default history added when the
+ * rule says so), the pipeline around the tool loop, then the response or the first failure.
+ * Streaming runs pass `onUpdate` and their own `controller`.
+ */
+export async function executeRun(
+  runtime: AgentRuntime,
+  input: AgentInput,
+  runOptions: AgentRunOptions,
+  onUpdate?: (update: ChatResponseUpdate) => void | Promise<void>,
+  controller = new AbortController(),
+): Promise<AgentResponse> {
+  const { options, history, emit } = runtime;
+  const { client, name, maxToolRoundtrips, compaction } = options;
+  const runId = generateId();
+  const started = performance.now();
+  const session = runOptions.session ?? new AgentSession();
+  const onAbort = () => controller.abort(runOptions.signal?.reason);
+  if (runOptions.signal?.aborted) onAbort();
+  runOptions.signal?.addEventListener('abort', onAbort, { once: true });
+  const signal = controller.signal;
+
+  const { instructions: runInstructions, tools: runTools, ...chatOptions } = runOptions.options ?? {};
+  const instructions = [options.instructions, runInstructions].filter(Boolean).join('\n\n');
+  const context = new RunContext({
+    sessionId: session.sessionId,
+    serviceSessionId: session.serviceSessionId,
+    inputMessages: toMessages(input),
+    options: chatOptions,
+    instructions: instructions || undefined,
+    tools: [...(options.tools ?? []), ...(runTools ?? [])],
+  });
+  const providers = history.providersFor(runOptions.session, chatOptions);
+  const agent: AgentView = { name, client, contextProviders: providers };
+  const slotsBefore = new Set(Object.keys(session.state));
+  emit({ type: 'run-start', runId, sessionId: session.sessionId, agentName: name, providers: providers.map((p) => p.sourceId) });
+  const { loaders } = history;
+  if (loaders.length > 1) {
+    emit({ type: 'warning', runId, code: 'multiple-history-loaders', message: `${loaders.length} history providers load messages (${loaders.map((p) => p.sourceId).join(', ')}); the model sees each one's copy of the conversation.` });
+  }
+  try {
+    await runPipeline(providers, {
+      runId,
+      emit,
+      args: (provider) => ({
+        agent,
+        session,
+        context,
+        signal,
+        state: session.stateOf(provider.sourceId),
+        report: (d) => emit({ type: 'provider-diagnostic', runId, sourceId: provider.sourceId, ...d }),
+      }),
+      invoke: async () => {
+        try {
+          context.response = await runToolLoop({ runId, agent, session, context, signal, maxToolRoundtrips, compaction, emit, onUpdate });
+        } catch (error) {
+          context.error = error;
+        }
+      },
+    });
+  } finally {
+    runOptions.signal?.removeEventListener('abort', onAbort);
+    // A slot made for this run and left empty (say, a gated-off provider) is not kept.
+    for (const p of providers) {
+      if (!slotsBefore.has(p.sourceId) && Object.keys(session.state[p.sourceId] ?? {}).length === 0) delete session.state[p.sourceId];
+    }
+  }
+  const { response, error } = context;
+  emit({ type: 'run-end', runId, sessionId: session.sessionId, durationMs: performance.now() - started, ...(error !== undefined ? { error } : {}), ...(response?.usage ? { usage: response.usage } : {}) });
+  if (error !== undefined) throw error;
+  if (!response) throw new CtxError(`Run ${runId} ended without a response: a wrap provider did not call next().`);
+  if (response.conversationId !== undefined) session.serviceSessionId = response.conversationId;
+  return response;
+}
+
+/**
+ * The run's input as validated messages.
+ * @throws ConfigurationError naming the offending path.
+ */
+function toMessages(input: AgentInput): Message[] {
+  const list = typeof input === 'string' ? [Message.user(input)] : Array.isArray(input) ? [...input] : [input as Message];
+  list.forEach((m, i) => {
+    try {
+      Message.parse(m, `$.input[${i}]`);
+    } catch (error) {
+      const { path, problem } = error as SessionStateError;
+      throw new ConfigurationError(`Invalid run input at ${path}: ${problem}`, { cause: error });
+    }
+  });
+  return list;
+}

@@ -1,0 +1,185 @@
+import { describe, expect, it } from 'vitest';
+import { ToolExecutionError } from '../errors.js';
+import { Message } from '../messages/message.js';
+import type { AgentEvent } from '../spec/events.js';
+import type { FunctionResultContent } from '../spec/message.js';
+import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
+import { defineTool, type StandardSchemaV1 } from '../tools/define-tool.js';
+import { createAgent } from './create-agent.js';
+
+const resultsOf = (m: Message) => m.contents.filter((c): c is FunctionResultContent => c.type === 'function-result');
+
+describe('the tool loop', () => {
+  it('runs parallel calls concurrently, feeds results back and returns the final answer', async () => {
+    let running = 0;
+    let peak = 0;
+    const slow = defineTool({
+      name: 'slow_lookup',
+      description: 'Looks something up.',
+      parameters: { type: 'object', properties: { key: { type: 'string' } }, required: ['key'] },
+      execute: async ({ key }: { key: string }) => {
+        running++;
+        peak = Math.max(peak, running);
+        await new Promise((r) => setTimeout(r, 20));
+        running--;
+        return { key, value: key.toUpperCase() };
+      },
+    });
+    const client = new ScriptedChatClient({
+      replies: [
+        { toolCalls: [{ name: 'slow_lookup', arguments: { key: 'a' }, callId: 'c1' }, { name: 'slow_lookup', arguments: { key: 'b' }, callId: 'c2' }, { name: 'slow_lookup', arguments: { key: 'c' }, callId: 'c3' }] },
+        'A, B and C.',
+      ],
+    });
+    const agent = createAgent({ client, tools: [slow] });
+    const res = await agent.run('look up a, b, c');
+    expect(peak).toBe(3);
+    expect(res.text).toBe('A, B and C.');
+    expect(res.messages.map((m) => m.role)).toEqual(['assistant', 'tool', 'assistant']);
+    expect(resultsOf(res.messages[1]!).map((r) => [r.callId, r.result])).toEqual([
+      ['c1', { key: 'a', value: 'A' }],
+      ['c2', { key: 'b', value: 'B' }],
+      ['c3', { key: 'c', value: 'C' }],
+    ]);
+    // the second call saw the input, the calls and their results
+    expect(client.calls[1]!.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(client.calls[0]!.options.tools?.map((t) => t.name)).toEqual(['slow_lookup']);
+    expect(res.usage?.totalTokens).toBeGreaterThan(0);
+  });
+
+  it('sends a failing tool back to the model as an error result and reports it in diagnostics', async () => {
+    const events: AgentEvent[] = [];
+    const boom = defineTool({ name: 'boom', parameters: { type: 'object' }, execute: () => { throw new Error('disk full'); } });
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'boom', callId: 'c1' }] }, 'Sorry, that failed.'] });
+    const agent = createAgent({ client, tools: [boom], onEvent: (e) => events.push(e) });
+    const res = await agent.run('do it');
+    expect(res.text).toBe('Sorry, that failed.');
+    const [result] = resultsOf(client.calls[1]!.messages[2]!);
+    expect(result).toMatchObject({ callId: 'c1', isError: true });
+    expect(JSON.stringify(result!.result)).toContain('disk full');
+    const end = events.find((e) => e.type === 'tool-end');
+    expect(end && 'error' in end && ToolExecutionError.isInstance(end.error)).toBe(true);
+    expect((end as { error: ToolExecutionError }).error.toolName).toBe('boom');
+  });
+
+  it.each([
+    ['unknown tool', { name: 'nope', arguments: '{}' }, /Unknown tool \\"nope\\"/],
+    ['invalid JSON arguments', { name: 'echo', arguments: '{"a":' }, /not valid JSON/],
+  ])('answers a call with %s with an error result', async (_, call, message) => {
+    const echo = defineTool({ name: 'echo', parameters: { type: 'object' }, execute: (args) => args });
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [call] }, 'ok'] });
+    const res = await createAgent({ client, tools: [echo] }).run('go');
+    const [result] = resultsOf(res.messages[1]!);
+    expect(result!.isError).toBe(true);
+    expect(JSON.stringify(result!.result)).toMatch(message);
+  });
+
+  it('a tool that returns non-JSON gets an error result, not a crash', async () => {
+    const bad = defineTool({ name: 'bad', parameters: { type: 'object' }, execute: () => ({ big: 10n }) });
+    const fn = defineTool({ name: 'fn', parameters: { type: 'object' }, execute: () => () => 1 });
+    const fine = defineTool({ name: 'fine', parameters: { type: 'object' }, execute: () => ({ at: new Date(0), nothing: undefined }) });
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'bad' }, { name: 'fn' }, { name: 'fine' }] }, 'ok'] });
+    const res = await createAgent({ client, tools: [bad, fn, fine] }).run('go');
+    const [r1, r2, r3] = resultsOf(res.messages[1]!);
+    expect(r1!.isError).toBe(true);
+    expect(JSON.stringify(r1!.result)).toMatch(/not JSON/);
+    expect(r2!.isError).toBe(true);
+    expect(r3).toMatchObject({ result: { at: '1970-01-01T00:00:00.000Z' } });
+    expect(r3!.isError).toBeUndefined();
+  });
+
+  it('stops at maxToolRoundtrips: the last call is made with toolChoice none, stray calls get error results', async () => {
+    const events: AgentEvent[] = [];
+    const ping = defineTool({ name: 'ping', parameters: { type: 'object' }, execute: () => 'pong' });
+    const client = new ScriptedChatClient({ replies: () => ({ toolCalls: [{ name: 'ping' }] }) });
+    const agent = createAgent({ client, tools: [ping], maxToolRoundtrips: 2, onEvent: (e) => events.push(e) });
+    const res = await agent.run('loop forever');
+    expect(client.calls).toHaveLength(3);
+    expect(client.calls.map((c) => c.options.toolChoice)).toEqual([undefined, undefined, 'none']);
+    const last = res.messages.at(-1)!;
+    expect(last.role).toBe('tool');
+    expect(resultsOf(last)[0]).toMatchObject({ isError: true });
+    expect(events.some((e) => e.type === 'warning' && e.code === 'tool-roundtrip-limit')).toBe(true);
+    // every call in the stored history has its result
+    const calls = res.messages.flatMap((m) => Message.functionCalls(m)).map((c) => c.callId);
+    const answered = res.messages.flatMap(resultsOf).map((r) => r.callId);
+    expect(answered.sort()).toEqual(calls.sort());
+  });
+
+  it('hands calls to tools without execute back to the caller', async () => {
+    const approve = defineTool({ name: 'approve_payment', parameters: { type: 'object' } });
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'approve_payment', arguments: { amount: 5 } }] }] });
+    const res = await createAgent({ client, tools: [approve] }).run('pay');
+    expect(client.calls).toHaveLength(1);
+    expect(res.finishReason).toBe('tool-calls');
+    expect(Message.functionCalls(res.messages[0]!)[0]).toMatchObject({ name: 'approve_payment', arguments: '{"amount":5}' });
+  });
+
+  it('passes the abort signal and session to tools, and an abort during a tool fails the run', async () => {
+    let sawSession = '';
+    const wait = defineTool({
+      name: 'wait',
+      parameters: { type: 'object' },
+      execute: (_args, { signal, session }) => {
+        sawSession = session.sessionId;
+        return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason)));
+      },
+    });
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'wait' }] }, 'never'] });
+    const agent = createAgent({ client, tools: [wait] });
+    const session = agent.createSession({ sessionId: 's-1' });
+    const controller = new AbortController();
+    const pending = agent.run('go', { session, signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('stop')), 10);
+    await expect(pending).rejects.toThrow('stop');
+    expect(sawSession).toBe('s-1');
+    expect(session.state.memory?.messages ?? []).toEqual([]);
+  });
+
+  it('validates arguments with a Standard Schema and tells the model what was wrong', async () => {
+    const schema: StandardSchemaV1<unknown, { n: number }> = {
+      '~standard': {
+        version: 1,
+        vendor: 'test',
+        validate: (value) =>
+          typeof (value as { n?: unknown }).n === 'number' ? { value: value as { n: number } } : { issues: [{ message: 'Expected number', path: ['n'] }] },
+        jsonSchema: { input: () => ({ type: 'object', properties: { n: { type: 'number' } } }) },
+      },
+    };
+    const double = defineTool({ name: 'double', parameters: schema, execute: ({ n }) => n * 2 });
+    expect(double.parameters).toEqual({ type: 'object', properties: { n: { type: 'number' } } });
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'double', arguments: { n: 'x' } }, { name: 'double', arguments: { n: 4 } }] }, 'ok'] });
+    const res = await createAgent({ client, tools: [double] }).run('go');
+    const [bad, good] = resultsOf(res.messages[1]!);
+    expect(bad).toMatchObject({ isError: true, result: { error: 'Invalid arguments for "double": n: Expected number' } });
+    expect(good!.result).toBe(8);
+  });
+
+  it('defineTool rejects bad names and schemas without JSON Schema', () => {
+    expect(() => defineTool({ name: 'has space', parameters: {} })).toThrow(/invalid/);
+    const opaque = { '~standard': { version: 1 as const, vendor: 'x', validate: (v: unknown) => ({ value: v }) } };
+    expect(() => defineTool({ name: 'ok', parameters: opaque })).toThrow(/jsonSchema/);
+    expect(defineTool({ name: 'ok', parameters: opaque, jsonSchema: { type: 'object' } }).parameters).toEqual({ type: 'object' });
+  });
+
+  it('tools added by a provider carry its sourceId and are callable', async () => {
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'search', arguments: { q: 'x' } }] }, 'found'] });
+    const agent = createAgent({
+      client,
+      contextProviders: [{ sourceId: 'rag', beforeRun: ({ context }) => context.extendTools('rag', [defineTool({ name: 'search', parameters: { type: 'object' }, execute: ({ q }: { q: string }) => [`doc about ${q}`] })]) }],
+    });
+    const res = await agent.run('find x');
+    expect(client.calls[0]!.options.tools![0]!.metadata).toEqual({ ctx: { sourceId: 'rag' } });
+    expect(resultsOf(res.messages[1]!)[0]!.result).toEqual(['doc about x']);
+  });
+
+  it('runs the compaction strategy before every model call', async () => {
+    const ping = defineTool({ name: 'ping', parameters: { type: 'object' }, execute: () => 'pong' });
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'ping' }] }, 'done'] });
+    const seen: number[] = [];
+    const agent = createAgent({ client, tools: [ping], compaction: { compact: (messages) => { seen.push(messages.length); return messages.slice(-2); } } });
+    await agent.run([Message.user('old'), Message.assistant('older reply'), Message.user('new')]);
+    expect(seen).toEqual([3, 4]); // the second call builds on what the first sent, compacted
+    expect(client.calls.map((c) => c.messages.length)).toEqual([2, 2]);
+  });
+});

@@ -1,0 +1,170 @@
+import { describe, isAbortError, ToolExecutionError } from '../errors.js';
+import { generateId } from '../messages/id.js';
+import { findNonJson } from '../messages/json.js';
+import { Message } from '../messages/message.js';
+import type { AgentResponse } from '../spec/agent-response.js';
+import type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, Usage } from '../spec/chat-client.js';
+import type { CompactionStrategy } from '../spec/compaction-strategy.js';
+import type { AgentEvent } from '../spec/events.js';
+import type { JsonValue } from '../spec/json.js';
+import type { FunctionCallContent, FunctionResultContent } from '../spec/message.js';
+import type { AgentView, SessionContext, SessionView, Tool } from '../spec/run-view.js';
+import { createAgentResponse } from './agent-response.js';
+import { addUsage, assembleResponse } from './assemble-response.js';
+
+/** Everything one tool loop needs. */
+export interface ToolLoopRun {
+  runId: string;
+  agent: AgentView;
+  session: SessionView;
+  context: SessionContext;
+  signal: AbortSignal;
+  maxToolRoundtrips: number;
+  compaction: CompactionStrategy | undefined;
+  emit: (event: AgentEvent) => void;
+  /** Set for streaming runs: receives every update as it arrives; the loop waits for what it returns. */
+  onUpdate: ((update: ChatResponseUpdate) => void | Promise<void>) | undefined;
+}
+
+/**
+ * Calls the model, runs the function calls it asks for (in parallel), sends the results back, and
+ * repeats until the model answers without calls or `maxToolRoundtrips` rounds of results were sent.
+ * A failing tool becomes an error result the model sees; only the model call or an abort fails the loop.
+ */
+export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
+  const { agent, context, signal, emit, runId } = run;
+  const { client } = agent;
+  const tools = context.tools;
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  const base: ChatOptions = { ...context.options, signal };
+  const instructions = context.getInstructions();
+  if (instructions !== undefined) base.instructions = instructions;
+  if (tools.length) base.tools = tools;
+
+  const produced: Message[] = [];
+  let pending = context.getMessages({ includeInput: true });
+  let sent: Message[] = [];
+  let conversationId = context.serviceSessionId;
+  let usage: Usage | undefined;
+  let finishReason: FinishReason | undefined;
+  let serviceConversation: string | undefined;
+
+  for (let roundtrip = 0; ; roundtrip++) {
+    const options: ChatOptions = { ...base };
+    if (conversationId !== undefined) options.conversationId = conversationId;
+    if (roundtrip >= run.maxToolRoundtrips) options.toolChoice = 'none';
+    // A service that keeps the conversation has seen everything up to its last response.
+    const serviceKeeps = conversationId !== undefined && serviceConversation !== undefined;
+    let messages = serviceKeeps ? pending : [...sent, ...pending];
+    if (run.compaction) messages = await run.compaction.compact(messages, { signal });
+    emit({ type: 'model-call', runId, roundtrip, messages: messages.length, instructions: context.instructions.length, tools: tools.length });
+    const started = performance.now();
+    const response = run.onUpdate ? await stream(client, messages, options, run.onUpdate) : await client.getResponse(messages, options);
+    signal.throwIfAborted(); // a client that ignored the signal must not complete an aborted run
+    const calls = openCalls(response);
+    emit({ type: 'model-response', runId, roundtrip, durationMs: performance.now() - started, functionCalls: calls.length, ...(response.usage ? { usage: response.usage } : {}) });
+
+    produced.push(...response.messages);
+    // What was sent, compacted if it was, is the base of the next call: a summary is made once, not per call.
+    sent = [...messages, ...response.messages];
+    pending = [];
+    usage = addUsage(usage, response.usage);
+    finishReason = response.finishReason ?? finishReason;
+    if (response.conversationId !== undefined) conversationId = serviceConversation = response.conversationId;
+    if (calls.length === 0) break;
+
+    const limitReached = roundtrip >= run.maxToolRoundtrips;
+    if (limitReached) {
+      emit({ type: 'warning', runId, code: 'tool-roundtrip-limit', message: `The model asked for tools after ${run.maxToolRoundtrips} roundtrips; the calls were answered with errors and the run ended.` });
+    } else if (calls.some((c) => !byName.get(c.name)?.execute && byName.has(c.name))) {
+      // A declared tool without `execute` is the caller's to run: end here and hand the calls over.
+      finishReason = 'tool-calls';
+      break;
+    }
+    const results = limitReached
+      ? calls.map((c) => errorResult(c, `Not run: the limit of ${run.maxToolRoundtrips} tool roundtrips was reached.`))
+      : await Promise.all(calls.map((call) => executeTool(call, byName.get(call.name), run)));
+    const resultMessage = Message.tool(results);
+    await run.onUpdate?.({ messageId: resultMessage.id, role: 'tool', contents: results });
+    produced.push(resultMessage);
+    pending = [resultMessage];
+    if (limitReached) break;
+  }
+  return createAgentResponse(produced, {
+    ...(usage ? { usage } : {}),
+    ...(serviceConversation !== undefined ? { conversationId: serviceConversation } : {}),
+    ...(finishReason ? { finishReason } : {}),
+  });
+}
+
+async function stream(client: ChatClient, messages: Message[], options: ChatOptions, onUpdate: (u: ChatResponseUpdate) => void | Promise<void>): Promise<ChatResponse> {
+  const updates: ChatResponseUpdate[] = [];
+  for await (const update of client.getStreamingResponse(messages, options)) {
+    updates.push(update);
+    await onUpdate(update);
+    options.signal?.throwIfAborted();
+  }
+  return assembleResponse(updates, generateId);
+}
+
+/** Function calls in a response that the response does not already answer (server-side tools do). */
+function openCalls(response: ChatResponse): FunctionCallContent[] {
+  const answered = new Set<string>();
+  const calls: FunctionCallContent[] = [];
+  for (const m of response.messages) {
+    for (const c of m.contents) {
+      if (c.type === 'function-call') calls.push(c);
+      else if (c.type === 'function-result') answered.add(c.callId);
+    }
+  }
+  return calls.filter((c) => !answered.has(c.callId));
+}
+
+function errorResult(call: FunctionCallContent, message: string): FunctionResultContent {
+  return { type: 'function-result', callId: call.callId, name: call.name, result: { error: message }, isError: true };
+}
+
+async function executeTool(call: FunctionCallContent, tool: Tool | undefined, run: ToolLoopRun): Promise<FunctionResultContent> {
+  const started = performance.now();
+  const fail = (message: string, cause?: unknown): FunctionResultContent => {
+    const error = new ToolExecutionError(call.name, call.callId, message, cause === undefined ? undefined : { cause });
+    run.emit({ type: 'tool-end', runId: run.runId, toolName: call.name, callId: call.callId, durationMs: performance.now() - started, error });
+    return errorResult(call, message);
+  };
+  if (!tool?.execute) return fail(`Unknown tool "${call.name}". Available tools: ${run.context.tools.map((t) => t.name).join(', ') || 'none'}.`);
+
+  let args: unknown;
+  try {
+    args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+  } catch (error) {
+    return fail(`The arguments for "${call.name}" are not valid JSON: ${(error as Error).message}`, error);
+  }
+  if (tool.validate) {
+    const checked = await tool.validate(args);
+    if (!checked.success) return fail(`Invalid arguments for "${call.name}": ${checked.issues.join('; ')}`);
+    args = checked.value;
+  }
+  let value: unknown;
+  try {
+    value = await tool.execute(args, { callId: call.callId, signal: run.signal, agent: run.agent, session: run.session, context: run.context });
+  } catch (error) {
+    if (isAbortError(error, run.signal)) throw error;
+    return fail(`Tool "${call.name}" failed: ${describe(error)}`, error);
+  }
+  const result = toJsonResult(value);
+  if (result === undefined) return fail(`Tool "${call.name}" returned a value that is not JSON (${findNonJson(value) ?? '$'} is a ${typeof value === 'object' ? 'non-plain object' : typeof value}).`);
+  run.emit({ type: 'tool-end', runId: run.runId, toolName: call.name, callId: call.callId, durationMs: performance.now() - started });
+  return { type: 'function-result', callId: call.callId, name: call.name, result };
+}
+
+/** The JSON form of a tool's return value (`undefined` becomes `null`), or undefined when it has none. */
+function toJsonResult(value: unknown): JsonValue | undefined {
+  if (value === undefined) return null;
+  if (typeof value === 'string') return value;
+  try {
+    const text = JSON.stringify(value);
+    return text === undefined ? undefined : (JSON.parse(text) as JsonValue);
+  } catch {
+    return undefined;
+  }
+}

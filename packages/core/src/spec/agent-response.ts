@@ -1,0 +1,15 @@
+import type { Message } from '../messages/message.js';
+import type { FinishReason, Usage } from './chat-client.js';
+
+/** The outcome of `agent.run`. */
+export interface AgentResponse {
+  /** Every message the run produced: assistant replies, function calls and their results. */
+  messages: Message[];
+  /** The text of the assistant messages, joined. */
+  text: string;
+  /** Token usage summed over every model call of the run. */
+  usage?: Usage;
+  /** The service's conversation id, when the service keeps the conversation. */
+  conversationId?: string;
+  finishReason?: FinishReason;
+}

@@ -1,0 +1,40 @@
+// The contracts of ctx: types only, importing nothing outside this folder. Third parties implement
+// them; the rest of @ctx/core is one implementation of the engine around them.
+export type { AgentResponse } from './agent-response.js';
+export type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, ResponseFormat, ToolChoice, Usage } from './chat-client.js';
+export type { CompactionStrategy } from './compaction-strategy.js';
+export type { EmbeddingGenerator } from './embedding-generator.js';
+export type { AgentEvent, EventHandler, ProviderPhase, WarningCode } from './events.js';
+export type { GetHistoryArgs, SaveHistoryArgs } from './history.js';
+export type { JsonObject, JsonPrimitive, JsonValue } from './json.js';
+export type {
+  Content,
+  DataContent,
+  FunctionCallContent,
+  FunctionResultContent,
+  Message,
+  MessageSource,
+  ReasoningContent,
+  Role,
+  SourceType,
+  TextContent,
+} from './message.js';
+export type { RetrievalResult, Retriever, RetrieverSearchOptions } from './retriever.js';
+export type {
+  AgentView,
+  ContextProvider,
+  Contribution,
+  GetMessagesOptions,
+  ProviderDiagnostic,
+  ProviderRunArgs,
+  SessionContext,
+  SessionView,
+  SourcedInstructions,
+  Tool,
+  ToolExecuteOptions,
+  ToolValidation,
+} from './run-view.js';
+export type { SessionJson } from './session.js';
+export type { SessionStore, SetSessionOptions, StoredSession } from './session-store.js';
+export type { Tokenizer } from './tokenizer.js';
+export type { ToolDefinition } from './tool-definition.js';

@@ -1,0 +1,182 @@
+// What providers and tools see of a run. These contracts refer to one another (a tool's `execute`
+// sees the context, which lists the tools; a provider sees the agent, which lists the providers),
+// so they share one file.
+import type { Message } from '../messages/message.js';
+import type { AgentResponse } from './agent-response.js';
+import type { ChatClient, ChatOptions } from './chat-client.js';
+import type { JsonObject } from './json.js';
+import type { SourceType } from './message.js';
+import type { ToolDefinition } from './tool-definition.js';
+
+/** The agent running a provider or tool, narrowed to what they may use: no way to start another run. */
+export interface AgentView {
+  /** The agent's name, as diagnostics show it. */
+  readonly name: string;
+  /** The model the run calls. */
+  readonly client: ChatClient;
+  /** The providers of this run, outermost first (the default history included when the agent added it). */
+  readonly contextProviders: readonly ContextProvider[];
+}
+
+/** The session of a run, as providers and tools see it: its ids and the providers' state slots. */
+export interface SessionView {
+  readonly sessionId: string;
+  /** Set when the service keeps the conversation. */
+  readonly serviceSessionId: string | undefined;
+  /** Every provider's JSON slot, keyed by `sourceId`. Must stay plain JSON. */
+  readonly state: Record<string, JsonObject>;
+  /** The state slot of `sourceId`, created as `{}` when absent. */
+  stateOf(sourceId: string): JsonObject;
+}
+
+/** Instructions added by one source. */
+export interface SourcedInstructions {
+  sourceId: string;
+  text: string;
+}
+
+/** Which messages `SessionContext.getMessages` returns. */
+export interface GetMessagesOptions {
+  /** Only these sources (default: every source). */
+  sources?: readonly string[];
+  /** Leave these sources out. */
+  excludeSources?: readonly string[];
+  /** Append the run's input messages. Default false. */
+  includeInput?: boolean;
+  /** Append the response messages, once there is a response. Default false. */
+  includeResponse?: boolean;
+}
+
+/** What the counts of a source's contributions are, for diagnostics. */
+export interface Contribution {
+  messages: number;
+  instructions: number;
+  tools: number;
+}
+
+/**
+ * Everything one run assembles for the model, attributed to the source that added it. Built fresh
+ * for every run and handed to each provider and tool; providers add to it, never replace it.
+ */
+export interface SessionContext {
+  readonly sessionId: string;
+  readonly serviceSessionId: string | undefined;
+  /** The caller's input for this run, attributed as `input`. */
+  readonly inputMessages: readonly Message[];
+  /** The caller's options for this run. */
+  readonly options: Readonly<ChatOptions>;
+  /** Free-form data providers may share within one run. */
+  readonly metadata: Record<string, unknown>;
+  /** The model's answer, set before `afterRun` hooks run. */
+  response: AgentResponse | undefined;
+  /** Why the run failed, set before `afterRun` hooks run; history providers store nothing then. */
+  error: unknown;
+  /** Context messages by source, in the order sources first added them. */
+  readonly contextMessages: ReadonlyMap<string, readonly Message[]>;
+  /** Instructions in order: the agent's own (source `agent`), then each provider's. */
+  readonly instructions: readonly SourcedInstructions[];
+  /** Tools of this run: the agent's, then those providers added (stamped with their `sourceId`). */
+  readonly tools: readonly Tool[];
+  /**
+   * Adds messages from `sourceId`, stamped `metadata.ctx = { sourceId, sourceType }`
+   * (`sourceType` defaults to `'context'`; history providers pass `'history'`).
+   */
+  extendMessages(sourceId: string, messages: readonly Message[], sourceType?: SourceType): void;
+  /**
+   * Replaces what `sourceId` added with `messages` (attributed like before). For compaction, which
+   * rewrites the history view; other providers add, they do not replace.
+   */
+  replaceMessages(sourceId: string, messages: readonly Message[]): void;
+  /** Adds instructions from `sourceId`. */
+  extendInstructions(sourceId: string, text: string | readonly string[]): void;
+  /**
+   * Adds tools from `sourceId`, stamped `tool.metadata.ctx.sourceId`.
+   * @throws ConfigurationError when a tool's name is already taken in this run.
+   */
+  extendTools(sourceId: string, tools: readonly Tool[]): void;
+  /** Context messages in source order, filtered; optionally followed by the input and the response. */
+  getMessages(options?: GetMessagesOptions): Message[];
+  /** The instructions joined into one text, or undefined when there are none. */
+  getInstructions(): string | undefined;
+  /** Counts of what `sourceId` has added so far. */
+  contributionOf(sourceId: string): Contribution;
+  /** Removes everything `sourceId` added (a failing `onError: 'skip'` provider, a budget that trims). */
+  removeSource(sourceId: string): void;
+}
+
+/** What a tool's `execute` receives besides its arguments: the same view of the run providers get. */
+export interface ToolExecuteOptions {
+  /** The id of the function call being answered. */
+  callId: string;
+  /** Aborted when the run is. */
+  signal: AbortSignal;
+  agent: AgentView;
+  session: SessionView;
+  context: SessionContext;
+}
+
+/** The outcome of `Tool.validate`. */
+export type ToolValidation<T> = { success: true; value: T } | { success: false; issues: string[] };
+
+/** A function the model can call. Without `execute`, a call ends the run and is returned to the caller. */
+export interface Tool<TArgs = unknown, TResult = unknown> extends ToolDefinition {
+  execute?(args: TArgs, options: ToolExecuteOptions): TResult | Promise<TResult>;
+  /** Validates parsed arguments before `execute` (set by `defineTool` for Standard Schema parameters). */
+  validate?(args: unknown): Promise<ToolValidation<TArgs>>;
+}
+
+/** What every provider hook receives. */
+export interface ProviderRunArgs<TState extends JsonObject = JsonObject> {
+  /** The agent running this run, narrowed to its name, client and this run's providers. */
+  agent: AgentView;
+  session: SessionView;
+  context: SessionContext;
+  /** This provider's own JSON slot, `session.state[sourceId]`, created as `{}` before its first run. Mutate it. */
+  state: TState;
+  signal: AbortSignal;
+  /**
+   * Sends a diagnostic to the agent's `onEvent` as a `provider-diagnostic` event attributed to this
+   * provider (an audit, a budget report, a background failure). It stays usable after the run ends,
+   * for work that finishes later. Never put message text in it.
+   */
+  report(diagnostic: ProviderDiagnostic): void;
+}
+
+/** What a provider reports through `ProviderRunArgs.report`. */
+export interface ProviderDiagnostic {
+  /** Machine-readable kind, e.g. `context-audit` or `background-write-failed`. */
+  code: string;
+  message: string;
+  data?: JsonObject;
+  error?: unknown;
+}
+
+/**
+ * A step of the context pipeline. Either hooks (`beforeRun` in list order, `afterRun` in reverse)
+ * or around advice (`wrap`). Providers are stateless: one instance serves any number of concurrent
+ * sessions, and per-session data lives only in `state`.
+ */
+export interface ContextProvider<TState extends JsonObject = JsonObject> {
+  /** The contract version this provider implements. Absent means `'v1'`. */
+  readonly specificationVersion?: 'v1';
+  /** Unique within an agent; also the key of the provider's state slot and its attribution. */
+  readonly sourceId: string;
+  /** Runs before the model call: add messages, instructions or tools to `context`. */
+  beforeRun?(args: ProviderRunArgs<TState>): void | Promise<void>;
+  /** Runs after the model call (or a failure: see `context.error`), in reverse order. */
+  afterRun?(args: ProviderRunArgs<TState>): void | Promise<void>;
+  /**
+   * Around advice: do work, `await next()` to run the rest of the pipeline and the model, then
+   * do more. `next()` never throws: a failure further in is in `context.error`.
+   */
+  wrap?(args: ProviderRunArgs<TState>, next: () => Promise<void>): Promise<void>;
+  /** `'throw'` (default) fails the run; `'skip'` leaves this provider out of the run and emits a diagnostic. */
+  readonly onError?: 'throw' | 'skip';
+  /** Waits for work the provider does in the background (e.g. memory writes); `agent.flush()` calls it. */
+  flush?(): Promise<unknown>;
+  /**
+   * Checks a restored session's state slot. Throw `SessionStateError` with a path under `path`
+   * (e.g. `$.state.memory`) when it is malformed.
+   */
+  validateState?(state: JsonObject, path: string): void;
+}

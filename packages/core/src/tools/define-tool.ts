@@ -1,0 +1,90 @@
+import { ConfigurationError } from '../errors.js';
+import { isPlainObject } from '../messages/json.js';
+import type { JsonObject } from '../spec/json.js';
+import type { Tool, ToolExecuteOptions } from '../spec/run-view.js';
+
+/** The Standard Schema v1 interface (zod, valibot, arktype...), declared here so core depends on none of them. */
+export interface StandardSchemaV1<Input = unknown, Output = Input> {
+  readonly '~standard': {
+    readonly version: 1;
+    readonly vendor: string;
+    readonly validate: (value: unknown) => StandardResult<Output> | Promise<StandardResult<Output>>;
+    readonly types?: { readonly input: Input; readonly output: Output } | undefined;
+    /** Standard JSON Schema, offered by some libraries (zod 4.2+). */
+    readonly jsonSchema?: { readonly input: (options: { target: string }) => Record<string, unknown> };
+  };
+}
+
+type StandardResult<Output> =
+  | { readonly value: Output; readonly issues?: undefined }
+  | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> }> };
+
+type InferOutput<S> = S extends StandardSchemaV1<unknown, infer O> ? O : never;
+
+interface ToolDefinitionBase {
+  name: string;
+  description?: string;
+  metadata?: JsonObject;
+}
+
+/** `defineTool` with a Standard Schema: arguments are validated and typed by it. */
+export interface StandardSchemaToolDefinition<S extends StandardSchemaV1, R> extends ToolDefinitionBase {
+  parameters: S;
+  /** JSON Schema sent to the model, needed when the schema library does not offer Standard JSON Schema. */
+  jsonSchema?: JsonObject;
+  execute?: (args: InferOutput<S>, options: ToolExecuteOptions) => R | Promise<R>;
+}
+
+/** `defineTool` with a plain JSON Schema: arguments are parsed JSON, typed as you declare. */
+export interface JsonSchemaToolDefinition<A, R> extends ToolDefinitionBase {
+  parameters: JsonObject;
+  execute?: (args: A, options: ToolExecuteOptions) => R | Promise<R>;
+}
+
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Defines a tool. `parameters` is a JSON Schema object or a Standard Schema (zod, valibot, ...).
+ * @throws ConfigurationError for an invalid name, or a Standard Schema with no JSON Schema available.
+ */
+export function defineTool<S extends StandardSchemaV1, R = unknown>(definition: StandardSchemaToolDefinition<S, R>): Tool<InferOutput<S>, R>;
+export function defineTool<A = JsonObject, R = unknown>(definition: JsonSchemaToolDefinition<A, R>): Tool<A, R>;
+export function defineTool(definition: ToolDefinitionBase & { parameters: unknown; jsonSchema?: JsonObject; execute?: Tool['execute'] }): Tool {
+  const { name, description, metadata, execute } = definition;
+  if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
+    throw new ConfigurationError(`Tool name ${JSON.stringify(name)} is invalid: use 1-64 letters, digits, "_" or "-".`);
+  }
+  const tool: { -readonly [K in keyof Tool]: Tool[K] } = { name, parameters: {} };
+  if (description !== undefined) tool.description = description;
+  if (metadata !== undefined) tool.metadata = metadata;
+  if (execute) tool.execute = execute;
+  const parameters = definition.parameters;
+  if (isStandardSchema(parameters)) {
+    const standard = parameters['~standard'];
+    const schema = definition.jsonSchema ?? (standard.jsonSchema?.input({ target: 'draft-2020-12' }) as JsonObject | undefined);
+    if (!schema) {
+      throw new ConfigurationError(`Tool "${name}": this ${standard.vendor} schema offers no JSON Schema; pass it as \`jsonSchema\`.`);
+    }
+    tool.parameters = schema;
+    tool.validate = async (args) => {
+      const result = await standard.validate(args);
+      if (result.issues) return { success: false, issues: result.issues.map(formatIssue) };
+      return { success: true, value: result.value };
+    };
+  } else if (isPlainObject(parameters)) {
+    tool.parameters = parameters as JsonObject;
+  } else {
+    throw new ConfigurationError(`Tool "${name}": \`parameters\` must be a JSON Schema object or a Standard Schema.`);
+  }
+  return tool;
+}
+
+function isStandardSchema(value: unknown): value is StandardSchemaV1 {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && '~standard' in value;
+}
+
+function formatIssue(issue: { message: string; path?: ReadonlyArray<PropertyKey | { key: PropertyKey }> }): string {
+  if (!issue.path?.length) return issue.message;
+  const path = issue.path.map((p) => String(typeof p === 'object' ? p.key : p)).join('.');
+  return `${path}: ${issue.message}`;
+}
