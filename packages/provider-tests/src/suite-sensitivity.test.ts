@@ -5,7 +5,6 @@
  * other test still passes.
  */
 import {
-  checkIfMatch,
   HistoryProvider,
   Message,
   type GetHistoryArgs,
@@ -16,6 +15,7 @@ import {
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
+import { checkIfMatch } from '@ctx/core/backend';
 import { expect, test } from 'vitest';
 import { describeHistoryProvider, describeSessionStore } from './index.js';
 
