@@ -21,12 +21,10 @@ import { startAzureSearchTestServer } from '@ctx/azure-search-test-server';
 import {
   AgentSession,
   CompactionProvider,
-  countToolTokens,
   createAgent,
   createCharacterTokenizer,
   createHashEmbedding,
   Message,
-  SessionContext,
   type ChatClient,
   type ChatOptions,
   type ChatResponse,
@@ -34,6 +32,8 @@ import {
   toolResultCollapse,
   type ProviderRunArgs,
 } from '@ctx/core';
+import { countToolTokens } from '@ctx/core/backend';
+import { createSessionContext } from '@ctx/core/testing';
 import { fmtMs, fmtOps, fmtRatio, measure, printTable, settle, type Measurement } from './timing.js';
 
 const DIMS = 256;
@@ -133,7 +133,7 @@ export async function azureSearch(): Promise<void> {
   const runArgs = (): ProviderRunArgs => ({
     agent,
     session,
-    context: new SessionContext({ sessionId: session.sessionId, inputMessages: [Message.user(QUERIES[(i++) % QUERIES.length]!)] }),
+    context: createSessionContext({ sessionId: session.sessionId, inputMessages: [Message.user(QUERIES[(i++) % QUERIES.length]!)] }),
     state: {},
     signal: new AbortController().signal,
     report: () => undefined,

@@ -14,7 +14,6 @@ import {
   contextWindow,
   createAgent,
   defineTool,
-  hasOrphans,
   InMemoryHistoryProvider,
   Message,
   slidingWindow,
@@ -34,6 +33,7 @@ import {
   type Role,
   type Tokenizer,
 } from '@ctx/core';
+import { hasOrphans } from '@ctx/core/backend';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { createOpenAITokenizer } from '@ctx/openai/tokenizer';
 import { fmtRatio, printTable, settle } from './timing.js';

@@ -9,7 +9,6 @@
 import { pathToFileURL } from 'node:url';
 import {
   ContextualToolsProvider,
-  countToolTokens,
   createAgent,
   createCharacterTokenizer,
   createHashEmbedding,
@@ -22,6 +21,7 @@ import {
   type ChatResponseUpdate,
   type Tool,
 } from '@ctx/core';
+import { countToolTokens } from '@ctx/core/backend';
 import { fmtMs, fmtOps, fmtRatio, measure, printTable, settle, type Measurement } from './timing.js';
 
 const TOOL_COUNT = 1_000;
