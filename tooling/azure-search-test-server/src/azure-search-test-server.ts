@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readJsonBody, recordRequest, sendJson, startLocalHttpServer, type ErrorFormat } from '@ctx/http-test-kit';
 import { applyBatch, IndexStore, project } from './documents.js';
 import { SearchServiceError } from './errors.js';
 import { isObject, parseIndexDefinition, type Vectorizer } from './index-definition.js';
@@ -21,6 +20,11 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'Service Unavailable',
   504: 'The request timed out.',
 };
+
+/** The service's error body: `{"error":{"code":"","message":"..."}}`. */
+const searchErrorFormat: ErrorFormat = (_status, message) => ({ error: { code: '', message } });
+/** The content type the service gives its JSON replies. */
+const ODATA_JSON = 'application/json; odata.metadata=none; odata.streaming=true; charset=utf-8';
 
 interface Route {
   operation: SearchOperation | undefined;
@@ -76,32 +80,32 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const raw = await readBody(req);
+    const base = recordRequest(req, (await readJsonBody(req)).value);
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const method = (req.method ?? 'GET').toUpperCase();
-    const path = safeDecode(url.pathname);
+    const method = base.method;
+    const path = safeDecode(base.path);
     const route = parseRoute(method, path);
-    const parsed = parseJson(raw) as JsonObject | null | undefined;
     const recorded: RecordedRequest = {
-      method,
+      ...base,
       path,
-      query: Object.fromEntries([...url.searchParams].map(([k, v]) => [k.replace(/^%24/i, '$'), v])),
-      headers: headerRecord(req),
-      body: isObject(parsed ?? null) ? parsed! : undefined,
+      query: Object.fromEntries(Object.entries(base.query).map(([k, v]) => [k.replace(/^%24/i, '$'), v])),
+      body: base.body as JsonObject | undefined,
       operation: route.operation,
       indexName: route.indexName,
     };
     requests.push(recorded);
     const send = (status: number, body?: JsonObject | string, headers: Record<string, string> = {}) => {
       recorded.status = status;
+      const serviceHeaders = { 'request-id': randomUUID(), 'elapsed-time': '1', 'odata-version': '4.0' };
+      if (typeof body === 'object') {
+        sendJson(res, status, body, { ...serviceHeaders, 'content-type': ODATA_JSON, ...headers });
+        return;
+      }
       if (res.destroyed) return;
-      const text = body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body);
-      const json = typeof body === 'object';
+      const text = body ?? '';
       res.writeHead(status, {
-        'request-id': randomUUID(),
-        'elapsed-time': '1',
-        'odata-version': '4.0',
-        ...(body === undefined ? {} : { 'content-type': json ? 'application/json; odata.metadata=none; odata.streaming=true; charset=utf-8' : 'text/plain; charset=utf-8' }),
+        ...serviceHeaders,
+        ...(body === undefined ? {} : { 'content-type': 'text/plain; charset=utf-8' }),
         'content-length': String(Buffer.byteLength(text)),
         ...headers,
       });
@@ -140,7 +144,7 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
       fail(new SearchServiceError(404, `No HTTP resource was found that matches the request URI '${path}'.`));
       return;
     }
-    if ((method === 'POST' || method === 'PUT') && (parsed === undefined || !isObject(parsed))) {
+    if ((method === 'POST' || method === 'PUT') && recorded.body === undefined) {
       fail(new SearchServiceError(400, 'The request is invalid. Details: The request body is not valid JSON or is not a JSON object.'));
       return;
     }
@@ -214,29 +218,15 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
     }
   };
 
-  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
-    handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { code: '', message: `The Azure AI Search test server failed: ${String(error)}` } }));
-      } else {
-        res.destroy();
-      }
-    });
-  };
-  const server: Server = options.tls ? createHttpsServer({ cert: testCertificate, key: testKey() }, onRequest) : createHttpServer(onRequest);
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
+  const http = await startLocalHttpServer(handle, {
+    name: 'Azure AI Search test server',
+    errorFormat: searchErrorFormat,
+    ...(options.tls ? { tls: { cert: testCertificate, key: testKey() } } : {}),
   });
-  const { port } = server.address() as AddressInfo;
   let closing: Promise<void> | undefined;
 
   return {
-    endpoint: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    endpoint: http.origin,
     apiKey,
     requests,
     injectFault(fault) {
@@ -259,10 +249,7 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
       latencyMs = 0;
     },
     close() {
-      closing ??= new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        server.closeAllConnections();
-      });
+      closing ??= http.stop();
       return closing;
     },
   };
@@ -310,37 +297,11 @@ function etag(): string {
   return `"0x${randomUUID().replace(/-/g, '').slice(0, 15).toUpperCase()}"`;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-function parseJson(raw: string): unknown {
-  if (raw.trim() === '') return undefined;
-  try {
-    return JSON.parse(raw) as unknown;
-  } catch {
-    return null;
-  }
-}
-
 function safeDecode(text: string): string {
   try {
     return decodeURIComponent(text);
   } catch {
     return text;
   }
-}
-
-function headerRecord(req: IncomingMessage): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return headers;
 }
 

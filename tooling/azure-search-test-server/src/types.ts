@@ -1,3 +1,5 @@
+import type { RecordedHttpRequest } from '@ctx/http-test-kit';
+
 /** A JSON value as it travels over the wire. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObject;
 
@@ -18,16 +20,16 @@ export type SearchOperation =
   | 'count'
   | 'search';
 
-/** One request the server received, for assertions. */
-export interface RecordedRequest {
-  method: string;
+/**
+ * One request the server received, for assertions: `method`, `headers` and the rest as
+ * `@ctx/http-test-kit` records them, with the path decoded, plus what this server adds.
+ */
+export interface RecordedRequest extends RecordedHttpRequest {
   /** The decoded path without the query, e.g. `/indexes('docs')/docs/search.post.search`. */
   path: string;
   /** Query parameters, names decoded (`api-version`, `$select`). */
   query: Record<string, string>;
-  /** Lower-case header names. */
-  headers: Record<string, string>;
-  /** The parsed JSON body, or undefined. */
+  /** The parsed JSON body when it is a JSON object, else `undefined`. */
   body: JsonObject | undefined;
   operation: SearchOperation | undefined;
   indexName: string | undefined;

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isJsonObject as isObject, readJsonBody, recordRequest, sendJson, startLocalHttpServer } from '@ctx/http-test-kit';
 import { deterministicEmbedding } from '@ctx/openai-test-server';
 import { compileFilter, FilterError, hasEntityCondition } from './filters.js';
 import type {
@@ -28,8 +28,6 @@ class HttpError extends Error {
   }
 }
 
-const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
-
 function cosine(a: readonly number[], b: readonly number[]): number {
   let dot = 0;
   for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
@@ -55,7 +53,6 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
   const embeddings = new Map<string, number[]>();
   const failures: (ScriptedFailure & { left: number })[] = [];
   const processing = new Set<Promise<void>>();
-  const sockets = new Set<Socket>();
 
   const embed = (id: string, text: string) => {
     let vector = embeddings.get(id);
@@ -156,31 +153,13 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const text = await readBody(req);
-    let body: JsonObject | undefined;
-    let invalidJson = false;
-    if (text.length > 0) {
-      try {
-        const parsed: unknown = JSON.parse(text);
-        body = isObject(parsed) ? parsed : undefined;
-      } catch {
-        invalidJson = true;
-      }
-    }
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(req.headers)) if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
-    const recorded: RecordedRequest = { method: req.method ?? 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), headers, body };
+    const body = await readJsonBody(req);
+    const recorded: RecordedRequest = recordRequest(req, body.value);
     requests.push(recorded);
     if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
-    const send = (status: number, payload: unknown) => {
-      if (res.destroyed) return;
-      const out = JSON.stringify(payload);
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(out)) });
-      res.end(out);
-    };
-    if (headers.authorization !== `Token ${apiKey}`) return send(401, { detail: 'Invalid API key.' });
-    if (invalidJson) return send(400, { error: 'Invalid JSON body.' });
+    const send = (status: number, payload: unknown) => void sendJson(res, status, payload);
+    if (recorded.headers.authorization !== `Token ${apiKey}`) return send(401, { detail: 'Invalid API key.' });
+    if (body.invalid) return send(400, { error: 'Invalid JSON body.' });
     const failure = failures.find((f) => (f.path === undefined ? recorded.path !== '/v1/ping/' : recorded.path.startsWith(f.path)));
     if (failure) {
       if (--failure.left <= 0) failures.splice(failures.indexOf(failure), 1);
@@ -197,47 +176,21 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
     }
   };
 
-  const server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      if (res.headersSent) return void res.destroy();
-      res.writeHead(500, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ detail: `The mem0 test server failed: ${error instanceof Error ? error.message : String(error)}` }));
-    });
-  });
-  server.on('connection', (socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  const listen = (port: number) =>
-    new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-  const stop = () =>
-    new Promise<void>((resolve) => {
-      if (!server.listening) return resolve();
-      server.close(() => resolve());
-      for (const socket of sockets) socket.destroy();
-    });
-  await listen(0);
-  const { port } = server.address() as AddressInfo;
+  const http = await startLocalHttpServer(handle, { name: 'mem0 test server', errorFormat: (_status, message) => ({ detail: message }) });
   let closed = false;
 
   return {
-    url: `http://127.0.0.1:${port}`,
-    port,
+    url: http.origin,
+    port: http.port,
     apiKey,
     requests,
     memories: () => [...memories.values()].map((m) => structuredClone(m)),
     failNext: (failure) => void failures.push({ ...failure, left: failure.times ?? 1 }),
     setLatency: (ms) => void (latencyMs = ms),
-    pause: stop,
+    pause: () => http.stop(),
     async resume() {
       if (closed) throw new Error('The mem0 test server was closed.');
-      if (!server.listening) await listen(port);
+      await http.restart();
     },
     async settle() {
       while (processing.size > 0) await Promise.all([...processing]);
@@ -250,18 +203,9 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
     },
     async close() {
       closed = true;
-      await stop();
+      await http.stop();
     },
   };
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 function parseMessages(value: unknown): AddMessage[] {

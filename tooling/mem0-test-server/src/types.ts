@@ -1,19 +1,14 @@
+import type { RecordedHttpRequest } from '@ctx/http-test-kit';
+
 /** A JSON object as parsed from a request body. */
 export type JsonObject = Record<string, unknown>;
 
-/** One HTTP request the server received, recorded before it was answered. */
-export interface RecordedRequest {
-  /** Upper-case method, e.g. `'POST'`. */
-  method: string;
-  /** The path without the query string, e.g. `'/v3/memories/search/'`. */
-  path: string;
-  /** Query parameters (the last value wins when a name repeats). */
-  query: Record<string, string>;
-  /** Headers with lower-case names. */
-  headers: Record<string, string>;
-  /** The parsed JSON body, or `undefined` when there was none or it was not a JSON object. */
-  body: JsonObject | undefined;
-}
+/**
+ * One HTTP request the server received, recorded before it was answered: `method`, `path` (e.g.
+ * `'/v3/memories/search/'`), `query`, `headers` (lower-case names) and the JSON object `body`, as
+ * `@ctx/http-test-kit` records them.
+ */
+export type RecordedRequest = RecordedHttpRequest;
 
 /** A memory as the server keeps it and returns it (the platform's snake_case wire shape). */
 export interface StoredMemory {

@@ -1,4 +1,4 @@
-import { sendError, sendJson, type Exchange } from './http-utils.js';
+import { sendError, sendJson, type Exchange } from './exchange.js';
 import { countTokens } from './tokens.js';
 import type { JsonObject } from './types.js';
 

@@ -1,8 +1,8 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readJsonBody, recordRequest, startLocalHttpServer } from '@ctx/http-test-kit';
 import { handleChatCompletions } from './chat-completions.js';
 import { handleEmbeddings } from './embeddings.js';
-import { sendError, sendJson, type Exchange } from './http-utils.js';
+import { openAIErrorFormat, sendError, sendJson, type Exchange } from './exchange.js';
 import { newId } from './ids.js';
 import type { ReplySource } from './replies.js';
 import {
@@ -50,34 +50,11 @@ export async function startOpenAITestServer(options: OpenAITestServerOptions = {
   };
 
   const state: ServerState = { apiKey, generation: 0, requests, source, store };
-  const server = createServer((req, res) => {
-    handleRequest(req, res, state).catch((error: unknown) => {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      res.writeHead(500, { 'content-type': 'application/json' });
-      res.end(
-        JSON.stringify({
-          error: {
-            message: `The OpenAI test server failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`,
-            type: 'server_error',
-            param: null,
-            code: null,
-          },
-        }),
-      );
-    });
+  const http = await startLocalHttpServer((req, res) => handleRequest(req, res, state), {
+    name: 'OpenAI test server',
+    errorFormat: openAIErrorFormat,
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
-  const origin = `http://127.0.0.1:${port}`;
+  const origin = http.origin;
   let closing: Promise<void> | undefined;
 
   return {
@@ -101,10 +78,7 @@ export async function startOpenAITestServer(options: OpenAITestServerOptions = {
       state.generation++;
     },
     close: () => {
-      closing ??= new Promise<void>((resolve, reject) => {
-        server.close((error) => (error ? reject(error) : resolve()));
-        server.closeAllConnections();
-      });
+      closing ??= http.stop();
       return closing;
     },
   };
@@ -122,24 +96,15 @@ interface ServerState {
 async function handleRequest(req: IncomingMessage, res: ServerResponse, state: ServerState): Promise<void> {
   const controller = new AbortController();
   const generation = state.generation;
-  const raw = await readBody(req);
+  const parsed = (await readJsonBody(req)).value;
   if (generation !== state.generation) {
     // Left over from before reset() (e.g. a request its client aborted): drop it, record nothing.
     res.destroy();
     return;
   }
-  const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-  const parsed = parseBody(raw);
-  const { route, deployment } = parseRoute(url.pathname);
-  const recorded: RecordedRequest = {
-    method: (req.method ?? 'GET').toUpperCase(),
-    path: url.pathname,
-    query: Object.fromEntries(url.searchParams),
-    headers: headerRecord(req),
-    body: isObject(parsed) ? parsed : undefined,
-    route,
-    ...(deployment === undefined ? {} : { deployment }),
-  };
+  const base = recordRequest(req, parsed);
+  const { route, deployment } = parseRoute(base.path);
+  const recorded: RecordedRequest = { ...base, route, ...(deployment === undefined ? {} : { deployment }) };
   state.requests.push(recorded);
   res.on('close', () => {
     if (!res.writableFinished) {
@@ -195,24 +160,6 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, state: S
   }
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
-function parseBody(raw: string): unknown {
-  if (raw.trim() === '') return undefined;
-  try {
-    return JSON.parse(raw) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Strips the client-flavour prefix: `/v1`, `/openai/v1` (Azure v1), `/openai/deployments/{d}`
  * (Azure deployments) or `/openai` (Azure, e.g. `/openai/responses?api-version=...`).
@@ -225,14 +172,6 @@ function parseRoute(pathname: string): { route: string | undefined; deployment: 
     if (path.startsWith(`${prefix}/`)) return { route: path.slice(prefix.length), deployment: undefined };
   }
   return { route: undefined, deployment: undefined };
-}
-
-function headerRecord(req: IncomingMessage): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
-  }
-  return headers;
 }
 
 /** `undefined` when `Authorization: Bearer KEY` or `api-key: KEY` matches, else the service's message. */

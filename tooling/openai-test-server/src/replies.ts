@@ -1,4 +1,4 @@
-import { sleep, type Exchange } from './http-utils.js';
+import { sleep, type Exchange } from './exchange.js';
 import { newId } from './ids.js';
 import { countTokens } from './tokens.js';
 import type { RecordedRequest, ScriptedCompletion, ScriptedError, ScriptedReply } from './types.js';

@@ -9,7 +9,7 @@ import {
   writeEvent,
   type ErrorFields,
   type Exchange,
-} from './http-utils.js';
+} from './exchange.js';
 import { newId, unixSeconds } from './ids.js';
 import { echoText, resolveReply, type PlannedTurn, type ReplySource } from './replies.js';
 import { contentText, countTokens, isObject, PER_MESSAGE_TOKENS, splitArguments, splitIntoDeltas } from './tokens.js';

@@ -1,18 +1,14 @@
+import type { RecordedHttpRequest } from '@ctx/http-test-kit';
+
 /** A JSON object as parsed from a request body. */
 export type JsonObject = Record<string, unknown>;
 
-/** One HTTP request the test server received, recorded before it was answered. */
-export interface RecordedRequest {
-  /** Upper-case HTTP method, e.g. `'POST'`. */
-  method: string;
-  /** The request path without the query string, e.g. `'/v1/chat/completions'`. */
-  path: string;
-  /** Query parameters (the last value wins when a name repeats), e.g. `{ 'api-version': '2024-10-21' }`. */
-  query: Record<string, string>;
-  /** Request headers with lower-case names; repeated headers are joined with `', '`. */
-  headers: Record<string, string>;
-  /** The parsed JSON body, or `undefined` when there was none or it was not a JSON object. */
-  body: JsonObject | undefined;
+/**
+ * One HTTP request the test server received, recorded before it was answered: `method`, `path`
+ * (e.g. `'/v1/chat/completions'`), `query` (e.g. `{ 'api-version': '2024-10-21' }`), `headers` and
+ * the JSON object `body` as `@ctx/http-test-kit` records them, plus what this server adds.
+ */
+export interface RecordedRequest extends RecordedHttpRequest {
   /**
    * The endpoint with the OpenAI or Azure prefix removed (`'/chat/completions'`, `'/responses'`,
    * `'/embeddings'`, ...), so tests can filter requests regardless of the client flavour.

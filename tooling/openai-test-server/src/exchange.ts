@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { sendJson as sendJsonReply, type ErrorFormat } from '@ctx/http-test-kit';
 import type { RecordedRequest } from './types.js';
 
 /** One request being answered: the node objects, its log entry and a signal for client disconnects. */
@@ -38,34 +39,30 @@ function commonHeaders(ex: Exchange): Record<string, string> {
   return { 'x-request-id': ex.requestId, 'openai-version': '2020-10-01', 'openai-processing-ms': '1' };
 }
 
-/** Sends a JSON body with the given status. */
+/** The service's error body: `{ error: { message, type, param, code } }` with defaults taken from the status. */
+export function openAIErrorBody(status: number, fields: ErrorFields): { error: Required<ErrorFields> } {
+  return {
+    error: {
+      message: fields.message,
+      type: fields.type ?? defaultErrorType(status),
+      param: fields.param ?? null,
+      code: fields.code === undefined ? defaultErrorCode(status) : fields.code,
+    },
+  };
+}
+
+/** `openAIErrorBody` for a status and message only, for the replies `@ctx/http-test-kit` sends itself. */
+export const openAIErrorFormat: ErrorFormat = (status, message) => openAIErrorBody(status, { message });
+
+/** Sends a JSON body with the given status and the service's common headers. */
 export function sendJson(ex: Exchange, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (isGone(ex)) return;
-  const text = JSON.stringify(body);
-  ex.res.writeHead(status, {
-    ...commonHeaders(ex),
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(text)),
-    ...headers,
-  });
-  ex.res.end(text);
+  sendJsonReply(ex.res, status, body, { ...commonHeaders(ex), ...headers });
 }
 
 /** Sends `{ error: { message, type, param, code } }` with defaults taken from the status. */
 export function sendError(ex: Exchange, status: number, fields: ErrorFields, headers: Record<string, string> = {}): void {
-  sendJson(
-    ex,
-    status,
-    {
-      error: {
-        message: fields.message,
-        type: fields.type ?? defaultErrorType(status),
-        param: fields.param ?? null,
-        code: fields.code === undefined ? defaultErrorCode(status) : fields.code,
-      },
-    },
-    headers,
-  );
+  sendJson(ex, status, openAIErrorBody(status, fields), headers);
 }
 
 /** Starts a `text/event-stream` reply. */
