@@ -5,7 +5,7 @@ import type { ChatOptions } from '../spec/chat-client.js';
 import type { SourceType } from '../spec/message.js';
 import type { Contribution, GetMessagesOptions, SessionContext, SourcedInstructions, Tool } from '../spec/run-view.js';
 
-/** Fields a `RunContext` is created with. */
+/** Fields a `RunContext` is created with: the run's ids, input, options, and the agent's instructions and tools. */
 export interface RunContextInit {
   sessionId: string;
   serviceSessionId?: string | undefined;
@@ -15,19 +15,17 @@ export interface RunContextInit {
   tools?: readonly Tool[];
 }
 
-/** Core's `SessionContext`: what one run assembles for the model, built fresh for every run. */
+/**
+ * Core's `SessionContext` (its members are documented on the contract in `spec/run-view.ts`): what
+ * one run assembles for the model, built fresh for every run.
+ */
 export class RunContext implements SessionContext {
   readonly sessionId: string;
   readonly serviceSessionId: string | undefined;
-  /** The caller's input for this run, attributed as `input`. */
   readonly inputMessages: readonly Message[];
-  /** The caller's options for this run. */
   readonly options: Readonly<ChatOptions>;
-  /** Free-form data providers may share within one run. */
   readonly metadata: Record<string, unknown> = {};
-  /** The model's answer, set before `afterRun` hooks run. */
   response: AgentResponse | undefined;
-  /** Why the run failed, set before `afterRun` hooks run; history providers store nothing then. */
   error: unknown;
 
   readonly #messages = new Map<string, Message[]>();
@@ -43,25 +41,18 @@ export class RunContext implements SessionContext {
     if (init.tools) this.#tools.push(...init.tools);
   }
 
-  /** Context messages by source, in the order sources first added them. */
   get contextMessages(): ReadonlyMap<string, readonly Message[]> {
     return this.#messages;
   }
 
-  /** Instructions in order: the agent's own (source `agent`), then each provider's. */
   get instructions(): readonly SourcedInstructions[] {
     return this.#instructions;
   }
 
-  /** Tools of this run: the agent's, then those providers added (stamped with their `sourceId`). */
   get tools(): readonly Tool[] {
     return this.#tools;
   }
 
-  /**
-   * Adds messages from `sourceId`, stamped `metadata.ctx = { sourceId, sourceType }`
-   * (`sourceType` defaults to `'context'`; history providers pass `'history'`).
-   */
   extendMessages(sourceId: string, messages: readonly Message[], sourceType: SourceType = 'context'): void {
     if (messages.length === 0) return;
     let list = this.#messages.get(sourceId);
@@ -69,10 +60,6 @@ export class RunContext implements SessionContext {
     for (const m of messages) list.push(Message.withSource(m, sourceId, sourceType));
   }
 
-  /**
-   * Replaces what `sourceId` added with `messages` (attributed like before). For compaction, which
-   * rewrites the history view; other providers add, they do not replace.
-   */
   replaceMessages(sourceId: string, messages: readonly Message[]): void {
     const first = this.#messages.get(sourceId)?.[0];
     const sourceType = (first && Message.source(first)?.sourceType) ?? 'context';
@@ -80,15 +67,10 @@ export class RunContext implements SessionContext {
     this.extendMessages(sourceId, messages, sourceType);
   }
 
-  /** Adds instructions from `sourceId`. */
   extendInstructions(sourceId: string, text: string | readonly string[]): void {
     for (const t of typeof text === 'string' ? [text] : text) if (t) this.#instructions.push({ sourceId, text: t });
   }
 
-  /**
-   * Adds tools from `sourceId`, stamped `tool.metadata.ctx.sourceId`.
-   * @throws ConfigurationError when a tool's name is already taken in this run.
-   */
   extendTools(sourceId: string, tools: readonly Tool[]): void {
     for (const tool of tools) {
       if (this.#tools.some((t) => t.name === tool.name)) {
@@ -98,7 +80,6 @@ export class RunContext implements SessionContext {
     }
   }
 
-  /** Context messages in source order, filtered; optionally followed by the input and the response. */
   getMessages(options: GetMessagesOptions = {}): Message[] {
     const { sources, excludeSources, includeInput = false, includeResponse = false } = options;
     const out: Message[] = [];
@@ -112,12 +93,10 @@ export class RunContext implements SessionContext {
     return out;
   }
 
-  /** The instructions joined into one text, or undefined when there are none. */
   getInstructions(): string | undefined {
     return this.#instructions.length ? this.#instructions.map((i) => i.text).join('\n\n') : undefined;
   }
 
-  /** Counts of what `sourceId` has added so far. */
   contributionOf(sourceId: string): Contribution {
     return {
       messages: this.#messages.get(sourceId)?.length ?? 0,
@@ -126,7 +105,6 @@ export class RunContext implements SessionContext {
     };
   }
 
-  /** Removes everything `sourceId` added (used when a provider with `onError: 'skip'` fails). */
   removeSource(sourceId: string): void {
     this.#messages.delete(sourceId);
     for (let i = this.#instructions.length - 1; i >= 0; i--) if (this.#instructions[i]!.sourceId === sourceId) this.#instructions.splice(i, 1);

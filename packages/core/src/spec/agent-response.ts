@@ -1,5 +1,5 @@
-import type { Message } from '../messages/message.js';
 import type { FinishReason, Usage } from './chat-client.js';
+import type { Message } from './message.js';
 
 /** The outcome of `agent.run`. */
 export interface AgentResponse {

@@ -1,6 +1,5 @@
-import type { Message } from '../messages/message.js';
 import type { JsonObject } from './json.js';
-import type { Content, Role } from './message.js';
+import type { Content, Message, Role } from './message.js';
 import type { ToolDefinition } from './tool-definition.js';
 
 /** How the model may use tools. */

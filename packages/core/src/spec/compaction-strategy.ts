@@ -1,4 +1,4 @@
-import type { Message } from '../messages/message.js';
+import type { Message } from './message.js';
 
 /**
  * Rewrites a conversation to fit a budget. The same object runs inside the tool loop (the agent's

@@ -1,11 +1,10 @@
 // What providers and tools see of a run. These contracts refer to one another (a tool's `execute`
 // sees the context, which lists the tools; a provider sees the agent, which lists the providers),
 // so they share one file.
-import type { Message } from '../messages/message.js';
 import type { AgentResponse } from './agent-response.js';
 import type { ChatClient, ChatOptions } from './chat-client.js';
 import type { JsonObject } from './json.js';
-import type { SourceType } from './message.js';
+import type { Message, SourceType } from './message.js';
 import type { ToolDefinition } from './tool-definition.js';
 
 /** The agent running a provider or tool, narrowed to what they may use: no way to start another run. */

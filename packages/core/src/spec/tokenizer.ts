@@ -1,4 +1,4 @@
-import type { Message } from '../messages/message.js';
+import type { Message } from './message.js';
 
 /** Counts tokens, so budgets and compaction can measure what they send. */
 export interface Tokenizer {
