@@ -18,11 +18,11 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Message } from '@ctx/core';
 import { RedisHistoryProvider } from '@ctx/redis';
+import { findFreePort, startRedisServer } from '@ctx/redis-test-server';
 import { AIMessage, HumanMessage, mapChatMessagesToStoredMessages } from '@langchain/core/messages';
 import { RedisChatMessageHistory } from '@langchain/redis';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
-import { findFreePort, startRedisServer } from '../../tooling/redis/redis-servers.js';
 
 const SIZES = [100, 10_000, 100_000];
 const WINDOW = 20;

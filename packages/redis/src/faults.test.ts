@@ -1,9 +1,9 @@
 import { join } from 'node:path';
 import { BackendUnavailableError, createAgent, Message, ProviderError } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
+import { startRedisServer, type RedisServer } from '@ctx/redis-test-server';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedisServer, type RedisServer } from '../../../tooling/redis/redis-servers.js';
 import { env } from '../test/helpers.js';
 import { RedisHistoryProvider } from './redis-history-provider.js';
 import { RedisSessionStore } from './redis-session-store.js';

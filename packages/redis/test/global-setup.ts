@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startRedisCluster, startRedisServer } from '@ctx/redis-test-server';
 import type { TestProject } from 'vitest/node';
-import { startRedisCluster, startRedisServer } from '../../../tooling/redis/redis-servers.js';
 
 /** What the global setup hands to the tests (through vitest `provide` / `inject`). */
 export interface RedisTestEnvironment {

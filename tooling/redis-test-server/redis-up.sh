@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Brings up Redis on loopback for trying @ctx/redis by hand (tests and the benchmark start their own
-# servers through redis-servers.ts; they do not need this script).
+# servers through src/redis-servers.ts; they do not need this script).
 #
-#   tooling/redis/redis-up.sh single  DIR [PORT]   one server (default port 6390)
-#   tooling/redis/redis-up.sh cluster DIR [PORT]   a 3-node cluster on PORT, PORT+1, PORT+2 (default 7000)
-#   tooling/redis/redis-up.sh stop    DIR          stops every server started in DIR, by the pid in its pidfile
+#   tooling/redis-test-server/redis-up.sh single  DIR [PORT]   one server (default port 6390)
+#   tooling/redis-test-server/redis-up.sh cluster DIR [PORT]   a 3-node cluster on PORT, PORT+1, PORT+2 (default 7000)
+#   tooling/redis-test-server/redis-up.sh stop    DIR          stops every server started in DIR, by the pid in its pidfile
 #
 # Needs redis-server and redis-cli: apt-get update && apt-get install -y redis-server
 set -euo pipefail
