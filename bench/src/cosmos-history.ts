@@ -19,7 +19,7 @@ import { pathToFileURL } from 'node:url';
 import { CosmosClient, type Container } from '@azure/cosmos';
 import { Message } from '@ctx/core';
 import { CosmosHistoryProvider } from '@ctx/cosmos';
-import { startCosmosStandIn, startFaultProxy, type ProxiedRequest } from '@ctx/cosmos-test-server';
+import { startCosmosStandIn, startFaultProxy, type ProxiedRequest } from '@ctx/cosmos-stand-in';
 import { AIMessage, HumanMessage, mapChatMessagesToStoredMessages, type BaseMessage } from '@langchain/core/messages';
 
 const SIZES = [10, 1_000, 10_000];

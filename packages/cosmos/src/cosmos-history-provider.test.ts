@@ -1,7 +1,7 @@
 import type { Container } from '@azure/cosmos';
 import { ConfigurationError, createAgent, Message, ProviderError, SessionStateError } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
-import { startFaultProxy, type FaultProxy } from '@ctx/cosmos-test-server';
+import { startFaultProxy, type FaultProxy } from '@ctx/cosmos-stand-in';
 import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allItems, cosmosClient, env, uniqueId } from '../test/helpers.js';

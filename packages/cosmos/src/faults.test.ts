@@ -1,6 +1,6 @@
 import { AgentSession, BackendUnavailableError, ConcurrencyError, createAgent, Message, ProviderError } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
-import { startFaultProxy, type FaultProxy } from '@ctx/cosmos-test-server';
+import { startFaultProxy, type FaultProxy } from '@ctx/cosmos-stand-in';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { allItems, cosmosClient, env, standInClientOptions, uniqueId } from '../test/helpers.js';
 import { CosmosHistoryProvider } from './cosmos-history-provider.js';

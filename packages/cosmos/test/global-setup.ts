@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { startCosmosStandIn } from '@ctx/cosmos-test-server';
+import { startCosmosStandIn } from '@ctx/cosmos-stand-in';
 
 /** What the global setup hands to the tests (through vitest `provide` / `inject`). */
 export interface CosmosTestEnvironment {
