@@ -1,4 +1,5 @@
 import { BackendUnavailableError, ConfigurationError, CtxError } from '@ctx/core';
+import { shortId, withDeadline } from '@ctx/core/backend';
 
 /** What a failed call was doing, for error messages. Ids only, never message text. */
 export interface Mem0CallSite {
@@ -27,8 +28,9 @@ function messageOf(error: unknown): string {
   return String(error).slice(0, 300);
 }
 
-function shortId(id: string): string {
-  return id.length <= 60 ? id : `${id.slice(0, 60)}…`;
+/** What the call was, for messages: `mem0 (platform) search for session "s1"`. */
+function describeSite(site: Mem0CallSite): string {
+  return `mem0 (${site.kind}) ${site.operation} for session ${shortId(site.sessionId)}`;
 }
 
 /**
@@ -40,7 +42,7 @@ function shortId(id: string): string {
  */
 export function toCtxError(error: unknown, site: Mem0CallSite): CtxError {
   if (CtxError.isInstance(error)) return error;
-  const where = `mem0 (${site.kind}) ${site.operation} for session "${shortId(site.sessionId)}"`;
+  const where = describeSite(site);
   const status = statusOf(error);
   if (status === 401 || status === 403) {
     return new ConfigurationError(`${where} was refused (HTTP ${status}): check the mem0 API key and its project. ${messageOf(error)}`, { cause: error });
@@ -53,36 +55,18 @@ export function toCtxError(error: unknown, site: Mem0CallSite): CtxError {
 }
 
 /**
- * Resolves or rejects like `promise`, but rejects with `BackendUnavailableError` after `timeoutMs`
- * and with the signal's reason when `signal` aborts first. The call itself cannot be cancelled
- * (the mem0 clients take no signal) and may still complete later.
+ * Runs one mem0 call with core's `withDeadline`: it rejects with a `BackendUnavailableError` after
+ * `timeoutMs`, with the signal's reason when `signal` aborts first, and with `toCtxError` of what
+ * the call threw. The call itself cannot be cancelled (the mem0 clients take no signal) and may
+ * still complete later. `option` names the timeout option the message tells the user to raise.
  */
-export function bounded<T>(promise: Promise<T>, timeoutMs: number, site: Mem0CallSite, signal?: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    if (signal?.aborted) {
-      promise.catch(() => {});
-      return reject(signal.reason);
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      reject(new BackendUnavailableError('mem0', `mem0 (${site.kind}) ${site.operation} for session "${shortId(site.sessionId)}" did not answer within ${timeoutMs} ms.`));
-    }, timeoutMs);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        reject(toCtxError(error, site));
-      },
-    );
+export function callMem0<T>(call: () => Promise<T>, site: Mem0CallSite, timeoutMs: number, option: string, signal?: AbortSignal): Promise<T> {
+  return withDeadline(call, {
+    timeoutMs,
+    signal,
+    backend: 'mem0',
+    operation: describeSite(site),
+    hint: `Check that mem0 (and, for mem0 OSS, its LLM and embedder) is reachable, or raise ${option} if it is just slow.`,
+    mapError: (error) => toCtxError(error, site),
   });
 }

@@ -1,4 +1,4 @@
-import { ConfigurationError, type JsonObject } from '@ctx/core';
+import { BackendUnavailableError, ConfigurationError, type JsonObject } from '@ctx/core';
 import { MEM0_FIELD, MEM0_SCOPE_KEYS, type Mem0Scope } from './scope.js';
 
 /** One memory as the provider sees it, whichever client found it. */
@@ -81,9 +81,16 @@ export interface OssMemoryLike {
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
 
-function resultsOf(reply: unknown): Mem0ClientMemory[] {
+/**
+ * The result list of a search reply.
+ * @throws BackendUnavailableError when the reply has none (a client or server that does not speak mem0 3.x).
+ */
+function resultsOf(reply: unknown, kind: string): Mem0ClientMemory[] {
   const list = Array.isArray(reply) ? reply : typeof reply === 'object' && reply !== null ? (reply as { results?: unknown }).results : undefined;
-  if (!Array.isArray(list)) throw new TypeError(`mem0 answered a search with ${reply === null ? 'null' : typeof reply} instead of { results: [...] }.`);
+  if (!Array.isArray(list)) {
+    const got = reply === null ? 'null' : typeof reply === 'object' ? 'an object without a results list' : typeof reply;
+    throw new BackendUnavailableError('mem0', `mem0 (${kind}) answered a search with ${got} instead of { results: [...] }; check that the client is a mem0ai 3.x MemoryClient or Memory and that its host speaks the mem0 v3 API.`);
+  }
   return list.map((r) => (typeof r === 'object' && r !== null ? (r as Mem0ClientMemory) : {}));
 }
 
@@ -120,7 +127,7 @@ export function createPlatformAdapter(client: MemoryClientLike): Mem0Adapter {
     kind: 'platform',
     async search({ query, scope, topK, threshold }) {
       const reply = await client.search(query, { filters: platformFilters(scope), topK, ...(threshold !== undefined ? { threshold } : {}) });
-      return resultsOf(reply).map((raw) => toMemory(raw, (name) => raw[name] ?? raw[name === 'createdAt' ? 'created_at' : MEM0_FIELD[name]]));
+      return resultsOf(reply, 'platform').map((raw) => toMemory(raw, (name) => raw[name] ?? raw[name === 'createdAt' ? 'created_at' : MEM0_FIELD[name]]));
     },
     async add({ messages, scope, metadata, infer }) {
       await client.add(messages, { ...scope, ...(metadata !== undefined ? { metadata } : {}), ...(infer !== undefined ? { infer } : {}) });
@@ -143,7 +150,7 @@ export function createOssAdapter(memory: OssMemoryLike): Mem0Adapter {
         throw new ConfigurationError('mem0 OSS searches need a userId, agentId or runId in the scope; appId alone is only supported by the platform.');
       }
       const reply = await memory.search(query, { filters, topK, ...(threshold !== undefined ? { threshold } : {}) });
-      return resultsOf(reply).map((raw) => {
+      return resultsOf(reply, 'oss').map((raw) => {
         const meta = typeof raw.metadata === 'object' && raw.metadata !== null ? (raw.metadata as Record<string, unknown>) : {};
         return toMemory(raw, (name) => (name === 'appId' ? meta.app_id : name === 'createdAt' ? raw.createdAt : raw[MEM0_FIELD[name]]));
       });

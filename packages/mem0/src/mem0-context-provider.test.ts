@@ -1,7 +1,7 @@
 import { BackendUnavailableError, budgetReportOf, ConfigurationError, createAgent, createCharacterTokenizer, Message, ProviderError, type AgentEvent, type BudgetReport, type Tokenizer } from '@ctx/core';
-import { ScriptedChatClient } from '@ctx/core/testing';
+import { createSessionContext, ScriptedChatClient } from '@ctx/core/testing';
 import { describe, expect, it } from 'vitest';
-import { isMemoryMessage, Mem0ContextProvider, mem0ReportOf, type Mem0Adapter, type Mem0AddRequest, type Mem0ContextProviderOptions, type Mem0Memory, type Mem0RunReport, type Mem0SearchRequest } from './index.js';
+import { createMemoryMessage, isMemoryMessage, Mem0ContextProvider, mem0ReportOf, renderMemories, turnMessages, type Mem0Adapter, type Mem0AddRequest, type Mem0ContextProviderOptions, type Mem0Memory, type Mem0RunReport, type Mem0SearchRequest } from './index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -65,7 +65,7 @@ describe('options', () => {
     [{ client: adapter, storeScope: [] }, /storeScope must be a non-empty list/],
     [{ client: adapter, searchScopes: [['userId', 'userId']] }, /names userId twice/],
     [{ client: adapter, searchScopes: [['user']] }, /"user", which is not a scope key/],
-    [{ client: adapter, topK: 0 }, /topK must be an integer >= 1/],
+    [{ client: adapter, topK: 0 }, /topK must be a positive integer, got 0/],
     [{ client: adapter, minScore: 2 }, /minScore must be a number in \[0, 1\]/],
     [{ client: adapter, budget: { maxTokens: -1 } }, /budget.maxTokens must be a non-negative integer/],
     [{ client: adapter, writeMode: 'later' }, /writeMode must be 'await' or 'background'/],
@@ -347,5 +347,27 @@ describe('the client option', () => {
     expect(platformCalls[1]).toEqual([[{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'OK.' }], { userId: 'alice', appId: 'shop' }]);
     expect(ossCalls[0]).toEqual(['hi', { filters: { user_id: 'alice', app_id: 'shop' }, topK: 5 }]);
     expect(ossCalls[1]).toEqual([[{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'OK.' }], { userId: 'alice', metadata: { app_id: 'shop' } }]);
+  });
+});
+
+describe('turnMessages', () => {
+  it('takes the user input and the assistant reply text only, by attribution', () => {
+    const memory = createMemoryMessage([{ id: 'a', text: 'Likes tea.', score: 1 }], 'user', (ms) => renderMemories(ms));
+    const context = createSessionContext({ sessionId: 's', inputMessages: [Message.user('I like tea.'), memory, Message.system('be brief')] });
+    context.extendMessages('mem0', [memory]);
+    context.extendMessages('history', [Message.user('old turn')], 'history');
+    context.response = {
+      messages: [
+        Message.assistant([{ type: 'text', text: 'Checking.' }, { type: 'function-call', callId: 'c', name: 'f', arguments: '{}' }]),
+        Message.tool({ type: 'function-result', callId: 'c', result: 'tool output' }),
+        Message.withSource(Message.assistant('injected echo'), 'rag', 'context'),
+        Message.assistant([{ type: 'reasoning', text: 'thinking' }, { type: 'text', text: 'Tea it is.' }]),
+      ],
+      text: 'Tea it is.',
+    } as never;
+    expect(turnMessages(context)).toEqual([
+      { role: 'user', content: 'I like tea.' },
+      { role: 'assistant', content: 'Tea it is.' },
+    ]);
   });
 });

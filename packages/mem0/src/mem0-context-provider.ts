@@ -4,14 +4,14 @@ import {
   createCharacterTokenizer,
   Message,
   type BudgetPolicy,
-  type BudgetReport,
   type ContextProvider,
   type JsonObject,
   type ProviderRunArgs,
   type SessionContext,
   type Tokenizer,
 } from '@ctx/core';
-import { bounded, toCtxError, type Mem0CallSite } from './errors.js';
+import { checkInteger, recordBudget } from '@ctx/core/backend';
+import { callMem0, toCtxError, type Mem0CallSite } from './errors.js';
 import {
   createOssAdapter,
   createPlatformAdapter,
@@ -152,16 +152,10 @@ export interface Mem0ContextProviderOptions {
   onError?: 'skip' | 'throw';
 }
 
+const OWNER = 'Mem0ContextProvider';
 const REPORT_KEY = 'ctx.mem0';
-const BUDGET_KEY = 'ctx.budget';
 const MAX_QUERY_CHARS = 4000;
 const MAX_KEPT_FAILURES = 100;
-
-/** Where core's providers record how a budget was applied, read by `budgetReportOf` / `auditContext` (core does not export its writer). */
-function recordBudget(metadata: Record<string, unknown>, sourceId: string, report: BudgetReport): void {
-  const all = (metadata[BUDGET_KEY] ??= Object.create(null)) as Record<string, BudgetReport>;
-  all[sourceId] = report;
-}
 
 /** Sends a `provider-diagnostic` event through core's `report`, when the running core has it. */
 function diagnose(report: ProviderRunArgs['report'] | undefined, code: string, message: string, data: JsonObject, error?: unknown): void {
@@ -175,10 +169,9 @@ export function mem0ReportOf(context: SessionContext, sourceId = 'mem0'): Mem0Ru
   return all?.[sourceId];
 }
 
-function positiveInteger(value: number | undefined, fallback: number, name: string, min = 1): number {
-  if (value === undefined) return fallback;
-  if (!Number.isInteger(value) || value < min) throw new ConfigurationError(`Mem0ContextProvider: ${name} must be an integer >= ${min}, got ${String(value)}.`);
-  return value;
+/** An integer option (at least `min`), or `fallback` when it is not given. */
+function integerOption(value: number | undefined, fallback: number, name: string, min = 1): number {
+  return value === undefined ? fallback : checkInteger(OWNER, name, value, min);
 }
 
 /**
@@ -236,17 +229,13 @@ export class Mem0ContextProvider implements ContextProvider {
     const searchScopes = options.searchScopes ?? [['userId']];
     if (!Array.isArray(searchScopes)) throw new ConfigurationError('Mem0ContextProvider: searchScopes must be a list of scopes, e.g. [["userId"]].');
     this.#searchScopes = searchScopes.map((s, i) => checkScopeKeys(s, `searchScopes[${i}]`));
-    this.#queryMessages = positiveInteger(options.queryMessages, 0, 'queryMessages', 0);
-    this.#topK = positiveInteger(options.topK, 5, 'topK');
+    this.#queryMessages = integerOption(options.queryMessages, 0, 'queryMessages', 0);
+    this.#topK = integerOption(options.topK, 5, 'topK');
     if (options.minScore !== undefined && !(typeof options.minScore === 'number' && options.minScore >= 0 && options.minScore <= 1)) {
       throw new ConfigurationError(`Mem0ContextProvider: minScore must be a number in [0, 1], got ${String(options.minScore)}.`);
     }
     this.#minScore = options.minScore;
-    if (options.budget !== undefined) {
-      const max = options.budget?.maxTokens;
-      if (!Number.isInteger(max) || max < 0) throw new ConfigurationError(`Mem0ContextProvider: budget.maxTokens must be a non-negative integer, got ${String(max)}.`);
-      this.#maxTokens = max;
-    }
+    if (options.budget !== undefined) this.#maxTokens = checkInteger(OWNER, 'budget.maxTokens', options.budget?.maxTokens, 0);
     this.#tokenizer = options.budget?.tokenizer ?? createCharacterTokenizer();
     this.#role = options.role ?? 'user';
     if (this.#role !== 'user' && this.#role !== 'system') throw new ConfigurationError(`Mem0ContextProvider: role must be 'user' or 'system', got ${quoteId(this.#role)}.`);
@@ -257,8 +246,8 @@ export class Mem0ContextProvider implements ContextProvider {
     this.#metadata = options.metadata;
     this.#infer = options.infer;
     this.#parallel = (options.searchConcurrency ?? 'parallel') === 'parallel';
-    this.#searchTimeoutMs = positiveInteger(options.searchTimeoutMs, 10_000, 'searchTimeoutMs');
-    this.#writeTimeoutMs = positiveInteger(options.writeTimeoutMs, 60_000, 'writeTimeoutMs');
+    this.#searchTimeoutMs = integerOption(options.searchTimeoutMs, 10_000, 'searchTimeoutMs');
+    this.#writeTimeoutMs = integerOption(options.writeTimeoutMs, 60_000, 'writeTimeoutMs');
   }
 
   /** Background writes not yet settled. */
@@ -301,7 +290,7 @@ export class Mem0ContextProvider implements ContextProvider {
     const site: Mem0CallSite = { operation: 'search', kind: adapter.kind, sessionId: session.sessionId };
     const searchOne = (scope: Mem0Scope) => {
       const request = { query, scope, topK: this.#topK, ...(this.#minScore !== undefined ? { threshold: this.#minScore } : {}) };
-      return bounded(Promise.resolve().then(() => adapter.search(request)), this.#searchTimeoutMs, site, signal);
+      return callMem0(() => adapter.search(request), site, this.#searchTimeoutMs, 'searchTimeoutMs', signal);
     };
     let lists: Mem0Memory[][];
     if (this.#parallel) {
@@ -371,7 +360,7 @@ export class Mem0ContextProvider implements ContextProvider {
     const site: Mem0CallSite = { operation: 'add', kind: adapter.kind, sessionId: session.sessionId };
     const request = { messages, scope, ...(this.#metadata !== undefined ? { metadata: this.#metadata } : {}), ...(this.#infer !== undefined ? { infer: this.#infer } : {}) };
     // Writes of one scope run in order, so two quick turns reach mem0's extraction in sequence.
-    const write = this.#enqueue(scopeKey(scope), () => bounded(Promise.resolve().then(() => adapter.add(request)), this.#writeTimeoutMs, site));
+    const write = this.#enqueue(scopeKey(scope), () => callMem0(() => adapter.add(request), site, this.#writeTimeoutMs, 'writeTimeoutMs'));
     if (this.#writeMode === 'await') {
       // Tracked too: if the run is aborted while it waits, flush() still covers the write.
       const settled = write.then(
@@ -380,7 +369,8 @@ export class Mem0ContextProvider implements ContextProvider {
       );
       this.#pending.add(settled);
       void settled.finally(() => this.#pending.delete(settled));
-      await bounded(write, this.#writeTimeoutMs + 1000, site, signal);
+      // Bounds the wait in the queue too, and lets the run's signal end it.
+      await callMem0(() => write, site, this.#writeTimeoutMs + 1000, 'writeTimeoutMs', signal);
       return note('stored');
     }
     const tracked = write.then(

@@ -1,8 +1,6 @@
 import { createCharacterTokenizer, Message } from '@ctx/core';
 import { describe, expect, it } from 'vitest';
 import { createMemoryMessage, DEFAULT_MEMORY_HEADER, fitMemories, isMemoryMessage, renderMemories } from './memory-message.js';
-import { turnMessages } from './mem0-context-provider.js';
-import { SessionContext } from '@ctx/core';
 
 const m = (id: string, text: string) => ({ id, text, score: 1 });
 
@@ -29,27 +27,5 @@ describe('the memory message', () => {
     expect(fitMemories(memories, build, tokenizer, two - 1).kept.map((x) => x.id)).toEqual(['a']);
     // The first memory alone is too big: nothing is kept, not even the smaller ones ranked below it.
     expect(fitMemories(memories, build, tokenizer, 10)).toEqual({ kept: [], message: undefined, tokens: 0 });
-  });
-});
-
-describe('turnMessages', () => {
-  it('takes the user input and the assistant reply text only, by attribution', () => {
-    const memory = createMemoryMessage([m('a', 'Likes tea.')], 'user', (ms) => renderMemories(ms));
-    const context = new SessionContext({ sessionId: 's', inputMessages: [Message.user('I like tea.'), memory, Message.system('be brief')] });
-    context.extendMessages('mem0', [memory]);
-    context.extendMessages('history', [Message.user('old turn')], 'history');
-    context.response = {
-      messages: [
-        Message.assistant([{ type: 'text', text: 'Checking.' }, { type: 'function-call', callId: 'c', name: 'f', arguments: '{}' }]),
-        Message.tool({ type: 'function-result', callId: 'c', result: 'tool output' }),
-        Message.withSource(Message.assistant('injected echo'), 'rag', 'context'),
-        Message.assistant([{ type: 'reasoning', text: 'thinking' }, { type: 'text', text: 'Tea it is.' }]),
-      ],
-      text: 'Tea it is.',
-    } as never;
-    expect(turnMessages(context)).toEqual([
-      { role: 'user', content: 'I like tea.' },
-      { role: 'assistant', content: 'Tea it is.' },
-    ]);
   });
 });

@@ -1,4 +1,5 @@
-import { fitPrefix, Message, type Role, type Tokenizer } from '@ctx/core';
+import { Message, type Role, type Tokenizer } from '@ctx/core';
+import { fitPrefix } from '@ctx/core/backend';
 import type { Mem0Memory } from './mem0-adapter.js';
 
 /** The first line of the memory message. */

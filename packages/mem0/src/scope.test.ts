@@ -2,8 +2,6 @@ import { ConfigurationError, SessionStateError } from '@ctx/core';
 import { describe, expect, it } from 'vitest';
 import { platformFilters } from './mem0-adapter.js';
 import { checkMem0Id, isValidMem0Id, MAX_MEM0_ID_LENGTH, pickScope, resolveIds, scopeKey } from './scope.js';
-import { toCtxError } from './errors.js';
-import { BackendUnavailableError } from '@ctx/core';
 
 describe('checkMem0Id: an id can never widen a mem0 filter', () => {
   it.each([
@@ -59,30 +57,4 @@ describe('scopes', () => {
     expect(scopeKey({ userId: 'u' })).not.toBe(scopeKey({ agentId: 'u' }));
   });
 
-  it('platform filters: one equality, or AND of equalities in a fixed order; never an empty filter', () => {
-    expect(platformFilters({ runId: 'r', userId: 'u' })).toEqual({ AND: [{ user_id: 'u' }, { run_id: 'r' }] });
-    expect(() => platformFilters({})).toThrow(ConfigurationError);
-  });
-});
-
-describe('toCtxError', () => {
-  const site = { operation: 'search', kind: 'platform', sessionId: 's' } as const;
-  it.each([
-    [{ errorCode: 'HTTP_401', message: 'x' }, 'ConfigurationError'],
-    [Object.assign(new Error('Bad request'), { status: 422 }), 'ConfigurationError'],
-    [Object.assign(new Error('LLM extraction failed'), { cause: Object.assign(new Error('x'), { status: 403 }) }), 'ConfigurationError'],
-    [Object.assign(new Error('x'), { errorCode: 'HTTP_504' }), 'BackendUnavailableError'],
-    [new TypeError('fetch failed'), 'BackendUnavailableError'],
-    [new Error('something else'), 'BackendUnavailableError'],
-    ['a string', 'BackendUnavailableError'],
-  ])('%o becomes a %s with the call site and the cause', (error, name) => {
-    const out = toCtxError(error, site);
-    expect(out.name).toBe(name);
-    expect(out.message).toMatch(/^mem0 \(platform\) search for session "s"/);
-    expect(out.cause).toBe(error);
-  });
-  it('passes ctx errors through', () => {
-    const e = new BackendUnavailableError('mem0', 'x');
-    expect(toCtxError(e, site)).toBe(e);
-  });
 });

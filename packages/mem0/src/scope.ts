@@ -1,4 +1,5 @@
 import { ConfigurationError, SessionStateError, type JsonObject } from '@ctx/core';
+import { shortId } from '@ctx/core/backend';
 
 /** The mem0 entity ids a memory can carry and a search can filter on. */
 export type Mem0ScopeKey = 'userId' | 'agentId' | 'appId' | 'runId';
@@ -64,8 +65,9 @@ export function isValidMem0Id(value: unknown): value is string {
   return checkMem0Id(value) === undefined;
 }
 
-/** Shortens an untrusted id for error messages (JSON-quoted, so control characters show). */
+/** Shortens an untrusted id for error messages (JSON-quoted, so control characters show): core's `shortId` for strings. */
 export function quoteId(value: unknown): string {
+  if (typeof value === 'string') return shortId(value, 60);
   let text: string;
   try {
     text = JSON.stringify(value) ?? String(value);

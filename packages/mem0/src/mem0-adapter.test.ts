@@ -1,8 +1,9 @@
 import { BackendUnavailableError, ConfigurationError, createAgent, Message, type AgentEvent } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
+import type { Memory } from 'mem0ai/oss';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { platformBackend, uniqueId } from '../test/backends.js';
-import { isMemoryMessage, Mem0ContextProvider, type Mem0ContextProviderOptions } from './index.js';
+import { extractionReply, ossBackend, ossConfig, platformBackend, uniqueId } from '../test/backends.js';
+import { createOssAdapter, createPlatformAdapter, isMemoryMessage, Mem0ContextProvider, platformFilters, type Mem0ContextProviderOptions, type MemoryClientLike, type OssMemoryLike } from './index.js';
 
 type Platform = Awaited<ReturnType<typeof platformBackend>>;
 
@@ -133,5 +134,115 @@ describe('platform MemoryClient against the local mem0 REST server', () => {
     const adds = requestsFrom(from, '/v3/memories/add/').map((r) => (r.body?.messages as { content: string }[])[0]!.content);
     expect(adds.sort()).toEqual(Array.from({ length: 12 }, (_, i) => `Fact number ${i}.`).sort());
     expect(platform.server.memories().filter((m) => m.user_id === userId)).toHaveLength(12);
+  });
+});
+
+type Oss = Awaited<ReturnType<typeof ossBackend>>;
+
+describe('mem0 OSS Memory, fully offline (in-memory vector store, no history, local OpenAI-protocol server)', () => {
+  let oss: Oss;
+  beforeAll(async () => {
+    oss = await ossBackend();
+  });
+
+  const build = (options: Partial<Mem0ContextProviderOptions> = {}) => {
+    const events: AgentEvent[] = [];
+    const chat = new ScriptedChatClient({ replies: () => 'Noted.' });
+    const provider = new Mem0ContextProvider({ client: oss.client, ...options } as Mem0ContextProviderOptions);
+    const agent = createAgent({ client: chat, contextProviders: [provider], onEvent: (e) => events.push(e) });
+    return { agent, chat, provider, events };
+  };
+  const memoryText = (messages: Message[]) => messages.filter(isMemoryMessage).map((m) => Message.text(m)).join('\n');
+
+  it('creates its own Memory from the `oss` option and recalls across sessions', async () => {
+    const chat = new ScriptedChatClient({ replies: () => 'Noted.' });
+    const agent = createAgent({ client: chat, contextProviders: [new Mem0ContextProvider({ oss: ossConfig(oss.openai) })] });
+    const userId = uniqueId('u');
+    await agent.run('I am allergic to peanuts.', { session: agent.createSession({ state: { mem0: { userId } } }) });
+    await agent.run('Am I allergic to anything?', { session: agent.createSession({ state: { mem0: { userId } } }) });
+    expect(memoryText(chat.calls[1]!.messages)).toContain('- I am allergic to peanuts.');
+  });
+
+  it("the search embeds the query only (no LLM call); the add runs mem0's extraction on the turn", async () => {
+    const { agent } = build();
+    const userId = uniqueId('u');
+    const from = oss.openai.requests.length;
+    await agent.run('My cat is called Miso.', { session: agent.createSession({ state: { mem0: { userId } } }) });
+    const routes = oss.openai.requests.slice(from).map((r) => r.route);
+    expect(routes[0]).toBe('/embeddings'); // the search
+    expect(routes.filter((r) => r === '/chat/completions')).toHaveLength(1); // one extraction for the add
+    const extraction = oss.openai.requests.slice(from).find((r) => r.route === '/chat/completions')!;
+    expect(extraction.body?.response_format).toEqual({ type: 'json_object' });
+    expect(extractionReply(extraction)?.text).toBe(JSON.stringify({ memory: [{ id: '0', text: 'My cat is called Miso.', attributed_to: 'user' }] }));
+    const stored = (await (oss.client as Memory).getAll({ filters: { user_id: userId } })).results;
+    expect(stored.map((m) => m.memory)).toEqual(['My cat is called Miso.']);
+    // Saying it again adds nothing: mem0 OSS de-duplicates by hash within the scope.
+    await agent.run('My cat is called Miso.', { session: agent.createSession({ state: { mem0: { userId } } }) });
+    expect((await (oss.client as Memory).getAll({ filters: { user_id: userId } })).results).toHaveLength(1);
+  });
+
+  it('appId, which OSS lacks, is stored as metadata.app_id and separates apps when searched', async () => {
+    const userId = uniqueId('u');
+    const shop = build({ appId: 'shop', storeScope: ['userId', 'appId'], searchScopes: [['userId', 'appId']] });
+    await shop.agent.run('I wear size 42 shoes.', { session: shop.agent.createSession({ state: { mem0: { userId } } }) });
+    const stored = (await (oss.client as Memory).getAll({ filters: { user_id: userId } })).results;
+    expect(stored[0]!.metadata).toMatchObject({ app_id: 'shop' });
+    const bank = build({ appId: 'bank', searchScopes: [['userId', 'appId']] });
+    await bank.agent.run('What shoe size do I wear?', { session: bank.agent.createSession({ state: { mem0: { userId } } }) });
+    expect(memoryText(bank.chat.calls[0]!.messages)).toBe('');
+    await shop.agent.run('What shoe size do I wear?', { session: shop.agent.createSession({ state: { mem0: { userId } } }) });
+    expect(memoryText(shop.chat.calls[1]!.messages)).toContain('size 42');
+  });
+
+  it('an appId-only scope is refused for OSS with a ConfigurationError (skipped, not widened)', async () => {
+    const { agent, events } = build({ appId: 'shop', searchScopes: [['appId']] });
+    await agent.run('hi', { session: agent.createSession() });
+    const skipped = events.find((e) => e.type === 'provider-skipped') as { error: Error };
+    expect(ConfigurationError.isInstance(skipped.error)).toBe(true);
+    expect(skipped.error.message).toMatch(/appId alone is only supported by the platform/);
+  });
+
+  it('a failing extraction LLM fails the awaited write (afterRun skipped): 400 as ConfigurationError, 503 as BackendUnavailableError', async () => {
+    const userId = uniqueId('u');
+    const { agent, events } = build({ writeTimeoutMs: 10_000 });
+    await agent.run('I live in Bergen.', { session: agent.createSession({ state: { mem0: { userId } } }) });
+    const quiet = console.error;
+    console.error = () => {}; // mem0 OSS logs the failed extraction
+    try {
+      for (const status of [400, 503]) {
+        oss.openai.respondWith(() => ({ error: { status, message: `Scripted ${status}.`, headers: { 'retry-after-ms': '1' } } }));
+        await expect(agent.run('I moved to Oslo.', { session: agent.createSession({ state: { mem0: { userId } } }) })).resolves.toMatchObject({ text: 'Noted.' });
+      }
+    } finally {
+      console.error = quiet;
+      oss.openai.respondWith(extractionReply);
+    }
+    const skipped = events.filter((e) => e.type === 'provider-skipped') as { phase: string; error: Error }[];
+    expect(skipped.map((e) => e.phase)).toEqual(['afterRun', 'afterRun']);
+    // mem0 OSS wraps the LLM failure in its LLMError; the HTTP status is found on its cause.
+    expect(ConfigurationError.isInstance(skipped[0]!.error)).toBe(true);
+    expect(skipped[0]!.error.message).toMatch(/mem0 \(oss\) add for session .+ was rejected \(HTTP 400\)/);
+    expect(BackendUnavailableError.isInstance(skipped[1]!.error)).toBe(true);
+    expect(skipped[1]!.error.message).toMatch(/failed \(HTTP 503\)/);
+    expect((await (oss.client as Memory).getAll({ filters: { user_id: userId } })).results.map((m) => m.memory)).toEqual(['I live in Bergen.']);
+  });
+});
+
+describe('adapters without a backend', () => {
+  it('platform filters: one equality, or AND of equalities in a fixed order; never an empty filter', () => {
+    expect(platformFilters({ runId: 'r', userId: 'u' })).toEqual({ AND: [{ user_id: 'u' }, { run_id: 'r' }] });
+    expect(() => platformFilters({})).toThrow(ConfigurationError);
+  });
+
+  it('a search reply without a results list is a BackendUnavailableError naming the client kind', async () => {
+    const platform = createPlatformAdapter({ ping: async () => {}, search: async () => ({ memories: [] }), add: async () => {} } as MemoryClientLike);
+    const oss = createOssAdapter({ search: async () => null, add: async () => {}, getAll: async () => ({}), reset: async () => {} } as OssMemoryLike);
+    const request = { query: 'q', scope: { userId: 'u' }, topK: 1 };
+    const [p, o] = await Promise.all([platform.search(request).catch((e: unknown) => e), oss.search(request).catch((e: unknown) => e)]);
+    expect(BackendUnavailableError.isInstance(p)).toBe(true);
+    expect((p as BackendUnavailableError).backend).toBe('mem0');
+    expect((p as Error).message).toMatch(/^mem0 \(platform\) answered a search with an object without a results list instead of \{ results: \[\.\.\.\] \}; check/);
+    expect(BackendUnavailableError.isInstance(o)).toBe(true);
+    expect((o as Error).message).toMatch(/^mem0 \(oss\) answered a search with null/);
   });
 });
