@@ -3,13 +3,13 @@ import type { Container, ItemDefinition } from '@azure/cosmos';
 import {
   ConcurrencyError,
   ConfigurationError,
-  parseSessionJson,
   SessionStateError,
   type SessionJson,
   type SessionStore,
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
+import { parseSessionJson } from '@ctx/core/backend';
 import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import { SESSION_STORE_INDEXING_POLICY, SESSION_STORE_PARTITION_KEY } from './history-layout.js';
 import { checkSessionId, encodeIdPart, shortId } from './ids.js';

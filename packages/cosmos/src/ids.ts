@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { ConfigurationError, encodeIdSegment, SessionStateError } from '@ctx/core';
+import { ConfigurationError, SessionStateError } from '@ctx/core';
+import { encodeIdSegment } from '@ctx/core/backend';
 
 /** Longest encoded id part kept readable in an item id; longer ones are hashed (see `encodeIdPart`). */
 export const MAX_ID_PART_LENGTH = 80;

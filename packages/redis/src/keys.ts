@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { ConfigurationError, encodeIdSegment, SessionStateError } from '@ctx/core';
+import { ConfigurationError, SessionStateError } from '@ctx/core';
+import { encodeIdSegment } from '@ctx/core/backend';
 
 /** Longest encoded id kept readable in a key; longer ids are hashed (see `encodeKeyPart`). */
 export const MAX_ENCODED_ID_LENGTH = 200;

@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import {
   ConcurrencyError,
   ConfigurationError,
-  parseSessionJson,
   SessionStateError,
   type SessionJson,
   type SessionStore,
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
+import { parseSessionJson } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { checkSessionId, sessionKey, shortId } from './keys.js';
 
