@@ -1,12 +1,14 @@
 import { APIConnectionError, APIError, APIUserAbortError, OpenAIError } from 'openai';
 import { BackendUnavailableError, ConfigurationError, ContextWindowExceededError, CtxError } from '@ctx/core';
+import { describeError } from '@ctx/core/backend';
 
 const BACKEND = 'openai';
 
 /**
  * Turns what the SDK threw into a ctx error: 401/403 → `ConfigurationError` (never showing the key),
  * context-length → `ContextWindowExceededError`, 429/5xx/connection → `BackendUnavailableError`
- * (after the SDK's own retries), an abort → the signal's reason.
+ * (after the SDK's own retries), an abort → the signal's reason. Anything else (a reply that could
+ * not be mapped, a failing token provider) is a `BackendUnavailableError` with the original as `cause`.
  */
 export function toCtxError(error: unknown, secret: string | undefined, signal?: AbortSignal, during?: 'stream'): unknown {
   if (signal?.aborted) return signal.reason;
@@ -38,7 +40,11 @@ export function toCtxError(error: unknown, secret: string | undefined, signal?: 
     // e.g. undici's "terminated" when the connection drops mid-stream
     return new BackendUnavailableError(BACKEND, `The OpenAI stream broke off: ${redact(error.message)}`, { cause: error });
   }
-  return error;
+  return new BackendUnavailableError(
+    BACKEND,
+    `The OpenAI call failed outside the service's answer: ${redact(describeError(error))}. Check the client's settings (endpoint, azureADTokenProvider); if the service answered, its reply was not in the documented format.`,
+    { cause: error },
+  );
 }
 
 /** The error for a stream that ended before the service said it was complete. */

@@ -29,10 +29,10 @@ export class OpenAIChatClient implements ChatClient {
   readonly #systemRole: 'system' | 'developer';
 
   constructor(options: OpenAIChatClientOptions) {
-    const { client, secret } = connect(options);
+    const { client, secret } = connect('OpenAIChatClient', options);
     this.client = client;
     this.#secret = secret;
-    this.modelId = resolveModel(options);
+    this.modelId = resolveModel('OpenAIChatClient', options);
     this.provider = options.azure ? 'azure-openai' : 'openai';
     this.#systemRole = options.systemRole ?? 'system';
   }
@@ -73,9 +73,12 @@ export class OpenAIChatClient implements ChatClient {
   }
 }
 
-/** The model id: `model`, else the Azure deployment. */
-export function resolveModel(options: { model?: string; azure?: { deployment?: string } }): string {
+/**
+ * The model id: `model`, else the Azure deployment.
+ * @throws ConfigurationError naming `owner` when there is neither.
+ */
+export function resolveModel(owner: string, options: { model?: string; azure?: { deployment?: string } }): string {
   const model = options.model ?? options.azure?.deployment;
-  if (!model) throw new ConfigurationError('Pass `model` (or, for Azure, `azure.deployment`).');
+  if (!model) throw new ConfigurationError(`${owner} needs a model: pass \`model\` (e.g. 'gpt-4o-mini'), or for Azure OpenAI \`azure.deployment\`.`);
   return model;
 }

@@ -1,5 +1,6 @@
 import OpenAI, { AzureOpenAI } from 'openai';
 import { ConfigurationError } from '@ctx/core';
+import { checkInteger, checkPositiveNumber } from '@ctx/core/backend';
 
 /** Azure OpenAI settings. Either `apiKey` or `azureADTokenProvider` (e.g. from `@azure/identity`). */
 export interface AzureOpenAIOptions {
@@ -33,9 +34,16 @@ export interface OpenAIConnectionOptions {
   azure?: AzureOpenAIOptions;
 }
 
-/** The SDK client for `options`, and the key to redact from error messages. */
-export function connect(options: OpenAIConnectionOptions): { client: OpenAI; secret: string | undefined } {
+/**
+ * The SDK client for `options`, and the key to redact from error messages. `owner` names the class
+ * in error messages.
+ * @throws ConfigurationError for a negative or fractional `maxRetries`, a `timeout` that is not a
+ *   positive number, or settings the SDK refuses (e.g. no API key).
+ */
+export function connect(owner: string, options: OpenAIConnectionOptions): { client: OpenAI; secret: string | undefined } {
   if (options.client) return { client: options.client, secret: options.client.apiKey ?? undefined };
+  if (options.maxRetries !== undefined) checkInteger(owner, 'maxRetries', options.maxRetries, 0);
+  if (options.timeout !== undefined) checkPositiveNumber(owner, 'timeout', options.timeout);
   const common = {
     ...(options.maxRetries !== undefined ? { maxRetries: options.maxRetries } : {}),
     ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
@@ -62,6 +70,6 @@ export function connect(options: OpenAIConnectionOptions): { client: OpenAI; sec
     });
     return { client, secret: client.apiKey ?? undefined };
   } catch (error) {
-    throw new ConfigurationError(`Could not set up the OpenAI client: ${(error as Error).message}`);
+    throw new ConfigurationError(`${owner} could not set up the OpenAI client: ${(error as Error).message}`);
   }
 }

@@ -1,5 +1,6 @@
 import type OpenAI from 'openai';
 import type { EmbeddingGenerator } from '@ctx/core';
+import { checkInteger } from '@ctx/core/backend';
 import { toCtxError } from './errors.js';
 import { connect, type OpenAIConnectionOptions } from './openai-connection.js';
 
@@ -15,7 +16,10 @@ export interface OpenAIEmbeddingsOptions extends OpenAIConnectionOptions {
   concurrency?: number;
 }
 
-/** An `EmbeddingGenerator` on the OpenAI (or Azure OpenAI) embeddings endpoint, batching large inputs. */
+/**
+ * An `EmbeddingGenerator` on the OpenAI (or Azure OpenAI) embeddings endpoint, batching large inputs.
+ * @throws ConfigurationError (constructor) for `dimensions`, `batchSize` or `concurrency` that are not positive integers.
+ */
 export class OpenAIEmbeddings implements EmbeddingGenerator {
   readonly modelId: string;
   readonly dimensions: number | undefined;
@@ -25,13 +29,14 @@ export class OpenAIEmbeddings implements EmbeddingGenerator {
   readonly #concurrency: number;
 
   constructor(options: OpenAIEmbeddingsOptions = {}) {
-    const { client, secret } = connect(options);
+    const owner = 'OpenAIEmbeddings';
+    const { client, secret } = connect(owner, options);
     this.client = client;
     this.#secret = secret;
     this.modelId = options.model ?? options.azure?.deployment ?? 'text-embedding-3-small';
-    this.dimensions = options.dimensions;
-    this.#batchSize = options.batchSize ?? 2048;
-    this.#concurrency = options.concurrency ?? 4;
+    this.dimensions = options.dimensions === undefined ? undefined : checkInteger(owner, 'dimensions', options.dimensions);
+    this.#batchSize = options.batchSize === undefined ? 2048 : checkInteger(owner, 'batchSize', options.batchSize);
+    this.#concurrency = options.concurrency === undefined ? 4 : checkInteger(owner, 'concurrency', options.concurrency);
   }
 
   async embed(values: readonly string[], options: { signal?: AbortSignal } = {}): Promise<number[][]> {

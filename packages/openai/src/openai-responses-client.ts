@@ -29,10 +29,10 @@ export class OpenAIResponsesClient implements ChatClient {
   readonly #secret: string | undefined;
 
   constructor(options: OpenAIResponsesClientOptions) {
-    const { client, secret } = connect(options);
+    const { client, secret } = connect('OpenAIResponsesClient', options);
     this.client = client;
     this.#secret = secret;
-    this.modelId = resolveModel(options);
+    this.modelId = resolveModel('OpenAIResponsesClient', options);
     this.provider = options.azure ? 'azure-openai' : 'openai';
   }
 

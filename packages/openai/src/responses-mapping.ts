@@ -6,7 +6,7 @@ import type {
   ResponseInputItem,
   ResponseStreamEvent,
 } from 'openai/resources/responses/responses';
-import { BackendUnavailableError, ContextWindowExceededError, type ChatOptions, type ChatResponse, type ChatResponseUpdate, type Content, type FinishReason, type Message, type Usage } from '@ctx/core';
+import { BackendUnavailableError, ContextWindowExceededError, type ChatOptions, type CtxError, type ChatResponse, type ChatResponseUpdate, type Content, type FinishReason, type Message, type Usage } from '@ctx/core';
 import { dataUrl, resultText } from './chat-completions-mapping.js';
 
 /** Whether an id names a Conversations API conversation (else it is a previous response id). */
@@ -183,9 +183,9 @@ export function createEventMapper(requested: ChatOptions): { map: (event: Respon
         return last;
       }
       case 'response.failed':
-        throw failure(event.response.error?.code, event.response.error?.message);
+        throw failure(event.response.error?.code, event.response.error?.message, event.response.id);
       case 'error':
-        throw failure(event.code ?? undefined, event.message);
+        throw failure(event.code ?? undefined, event.message, messageId);
       default:
         return undefined;
     }
@@ -193,7 +193,13 @@ export function createEventMapper(requested: ChatOptions): { map: (event: Respon
   return { map, done: () => finished };
 }
 
-function failure(code: string | undefined | null, message: string | undefined): Error {
-  const text = `The OpenAI response failed${code ? ` (${code})` : ''}: ${message ?? 'no reason given'}`;
-  return code === 'context_length_exceeded' ? new ContextWindowExceededError(text) : new BackendUnavailableError('openai', text);
+/**
+ * The error for a response the service reported as failed while streaming: a context-length failure
+ * is a `ContextWindowExceededError`, anything else a `BackendUnavailableError`.
+ */
+function failure(code: string | undefined | null, message: string | undefined, responseId: string | undefined): CtxError {
+  const text = `The OpenAI response${responseId ? ` ${responseId}` : ''} failed${code ? ` (${code})` : ''}: ${(message ?? 'no reason given').replace(/\.$/, '')}.`;
+  return code === 'context_length_exceeded'
+    ? new ContextWindowExceededError(`${text} Compact the conversation or lower the providers' budgets, then retry.`)
+    : new BackendUnavailableError('openai', `${text} Retry the run; if it keeps failing, check the request's tools, files and options.`);
 }

@@ -32,7 +32,8 @@ describe('createOpenAITokenizer', () => {
 
 describe('compaction with the exact tokenizer', () => {
   it('tokenBudget holds by the exact count and keeps calls with their results', async () => {
-    const { tokenBudget, hasOrphans } = await import('@ctx/core');
+    const { tokenBudget } = await import('@ctx/core');
+    const { hasOrphans } = await import('@ctx/core/backend');
     const t = createOpenAITokenizer({ model: 'gpt-4o' });
     const messages: Message[] = [Message.system('You are terse.')];
     for (let i = 0; i < 30; i++) {

@@ -1,7 +1,8 @@
 import { Tiktoken } from 'js-tiktoken/lite';
 import cl100k_base from 'js-tiktoken/ranks/cl100k_base';
 import o200k_base from 'js-tiktoken/ranks/o200k_base';
-import { countContentTokens, type Message, type Tokenizer } from '@ctx/core';
+import type { Message, Tokenizer } from '@ctx/core';
+import { countContentTokens } from '@ctx/core/backend';
 
 /** The BPE encodings OpenAI's current models use. */
 export type OpenAIEncoding = 'o200k_base' | 'cl100k_base';
