@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { BackendUnavailableError, ConfigurationError, CtxError, SessionStateError } from '@ctx/core';
+import { checkPositiveNumber, shortId, withDeadline } from '@ctx/core/backend';
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { checkPrefix, shortId } from './keys.js';
+import { checkPrefix } from './keys.js';
 
 /** An ioredis connection: a single node (`Redis`) or a cluster (`Cluster`). */
 export type RedisClient = Redis | Cluster;
@@ -73,8 +74,7 @@ export class RedisConnection {
       throw new ConfigurationError(`${owner} needs exactly one of \`client\` (an ioredis Redis or Cluster), \`url\` or \`nodes\`; got ${given}.`);
     }
     this.prefix = checkPrefix(options.prefix ?? DEFAULT_PREFIX);
-    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new ConfigurationError(`${owner}: timeoutMs must be a positive number, got ${timeoutMs}.`);
+    const timeoutMs = checkPositiveNumber(owner, 'timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     this.timeoutMs = timeoutMs;
     if (options.client !== undefined) {
       if (typeof options.client !== 'object' || options.client === null || typeof (options.client as Redis).evalsha !== 'function') {
@@ -118,34 +118,22 @@ export class RedisConnection {
   }
 
   /**
-   * Runs one Redis call within `timeoutMs`, honouring `signal`, and turns what it throws into a
-   * ctx error.
+   * Runs one Redis call within `timeoutMs`, honouring `signal` (core's `withDeadline`), and turns
+   * what it throws into a ctx error (`translate`).
    */
   async call<T>(site: CallSite, signal: AbortSignal | undefined, fn: (client: RedisClient) => Promise<T>): Promise<T> {
     signal?.throwIfAborted();
     if (this.#closed) {
       throw new BackendUnavailableError('redis', `${site.operation} for session ${shortId(site.sessionId)} was called after close(); create a new instance.`);
     }
-    const pending = fn(this.client);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let onAbort: (() => void) | undefined;
-    const guard = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new TimeoutSignal()), this.timeoutMs);
-      if (signal) {
-        onAbort = () => reject(signal.reason);
-        signal.addEventListener('abort', onAbort, { once: true });
-      }
+    return withDeadline(() => fn(this.client), {
+      timeoutMs: this.timeoutMs,
+      signal,
+      backend: 'redis',
+      operation: `Redis ${where(site)} on ${this.describe()}`,
+      hint: 'Check that the server is up and reachable, or raise timeoutMs.',
+      mapError: (error) => this.translate(error, site),
     });
-    try {
-      return await Promise.race([pending, guard]);
-    } catch (error) {
-      if (signal?.aborted && error === signal.reason) throw error;
-      throw this.translate(error, site);
-    } finally {
-      clearTimeout(timer);
-      if (onAbort) signal?.removeEventListener('abort', onAbort);
-      pending.catch(() => {});
-    }
   }
 
   /**
@@ -169,10 +157,7 @@ export class RedisConnection {
   /** A ctx error for what an ioredis call threw. */
   translate(error: unknown, site: CallSite): Error {
     if (CtxError.isInstance(error)) return error;
-    const where = `${site.operation} for session ${shortId(site.sessionId)} (key ${shortId(site.key, 120)})`;
-    if (error instanceof TimeoutSignal) {
-      return new BackendUnavailableError('redis', `Redis did not answer ${where} within ${this.timeoutMs} ms (${this.describe()}). Check that the server is up and reachable, or raise timeoutMs.`);
-    }
+    const at = where(site);
     const message = (error instanceof Error ? error.message : String(error)).replace(/\.+$/, '');
     const isReply = error instanceof Error && error.name === 'ReplyError';
     const code = isReply ? message.split(/\s/, 1)[0]! : '';
@@ -180,12 +165,12 @@ export class RedisConnection {
       return new SessionStateError(`redis:${site.key}`, `holds a value of the wrong Redis type for ${site.operation} (${message}); delete that key or use another prefix`, { cause: error });
     }
     if (AUTH_REPLIES.has(code)) {
-      return new ConfigurationError(`Redis refused ${where}: ${message}. Check the credentials and ACL permissions of the connection.`, { cause: error });
+      return new ConfigurationError(`Redis refused ${at}: ${message}. Check the credentials and ACL permissions of the connection.`, { cause: error });
     }
     if (isReply && !TRANSIENT_REPLIES.has(code)) {
-      return new BackendUnavailableError('redis', `Redis failed ${where}: ${message}`, { cause: error });
+      return new BackendUnavailableError('redis', `Redis failed ${at}: ${message}`, { cause: error });
     }
-    return new BackendUnavailableError('redis', `Redis is unavailable for ${where} (${this.describe()}): ${message}. Retry once Redis is reachable again.`, { cause: error });
+    return new BackendUnavailableError('redis', `Redis is unavailable for ${at} (${this.describe()}): ${message}. Retry once Redis is reachable again.`, { cause: error });
   }
 
   /** Where the connection points, without credentials. */
@@ -213,5 +198,7 @@ export class RedisConnection {
   }
 }
 
-/** Marks the package's own timeout (never leaves the module). */
-class TimeoutSignal extends Error {}
+/** `<operation> for session "<id>" (key "<key>")`, for error messages. */
+function where(site: CallSite): string {
+  return `${site.operation} for session ${shortId(site.sessionId)} (key ${shortId(site.key, 120)})`;
+}

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ConfigurationError, SessionStateError } from '@ctx/core';
+import { ConfigurationError } from '@ctx/core';
 import { encodeIdSegment } from '@ctx/core/backend';
 
 /** Longest encoded id kept readable in a key; longer ids are hashed (see `encodeKeyPart`). */
@@ -35,12 +35,6 @@ export function checkPrefix(prefix: unknown): string {
   return prefix;
 }
 
-/** Checks a session id passed to a Redis provider or store. */
-export function checkSessionId(sessionId: unknown): string {
-  if (typeof sessionId !== 'string' || sessionId === '') throw new SessionStateError('$.sessionId', 'must be a non-empty string');
-  return sessionId;
-}
-
 /** The Redis keys of one conversation of one history provider. */
 export interface HistoryKeys {
   /** The list of messages as JSON text, oldest first. */
@@ -58,10 +52,4 @@ export function historyKeys(prefix: string, sourceId: string, sessionId: string)
 /** `{prefix}:session:{{encoded sessionId}}`. */
 export function sessionKey(prefix: string, sessionId: string): string {
   return `${prefix}:session:{${encodeKeyPart(sessionId)}}`;
-}
-
-/** Shortens long ids for error messages. */
-export function shortId(text: string, max = 80): string {
-  const shown = text.length <= max ? text : `${text.slice(0, max)}…(${text.length} chars)`;
-  return JSON.stringify(shown);
 }

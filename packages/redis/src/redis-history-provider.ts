@@ -1,6 +1,7 @@
 import { ConfigurationError, HistoryProvider, Message, SessionStateError, type GetHistoryArgs, type HistoryProviderOptions, type SaveHistoryArgs } from '@ctx/core';
+import { checkInteger, checkSessionId, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
-import { checkSessionId, historyKeys, type HistoryKeys } from './keys.js';
+import { historyKeys, type HistoryKeys } from './keys.js';
 import { PAGE_SCRIPT, SAVE_SCRIPT } from './scripts.js';
 
 /** Options of `RedisHistoryProvider`: the history options of `@ctx/core`, the connection, and retention. */
@@ -68,12 +69,8 @@ export class RedisHistoryProvider extends HistoryProvider {
 
   constructor(options: RedisHistoryProviderOptions) {
     super({ ...options, sourceId: options.sourceId ?? 'redis' });
-    if (options.maxStored !== undefined && !(Number.isInteger(options.maxStored) && options.maxStored > 0)) {
-      throw new ConfigurationError(`RedisHistoryProvider: maxStored must be a positive integer, got ${options.maxStored}.`);
-    }
-    if (options.ttlSeconds !== undefined && !(Number.isInteger(options.ttlSeconds) && options.ttlSeconds > 0)) {
-      throw new ConfigurationError(`RedisHistoryProvider: ttlSeconds must be a positive integer, got ${options.ttlSeconds}.`);
-    }
+    if (options.maxStored !== undefined) checkInteger('RedisHistoryProvider', 'maxStored', options.maxStored);
+    if (options.ttlSeconds !== undefined) checkInteger('RedisHistoryProvider', 'ttlSeconds', options.ttlSeconds);
     this.maxStored = options.maxStored;
     this.ttlSeconds = options.ttlSeconds;
     this.#connection = new RedisConnection(options, 'RedisHistoryProvider');
@@ -96,7 +93,7 @@ export class RedisHistoryProvider extends HistoryProvider {
    */
   async getMessages(sessionId: string, { limit, signal }: GetHistoryArgs): Promise<Message[]> {
     const key = this.keys(sessionId).messages;
-    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    if (limit !== undefined) checkInteger(`RedisHistoryProvider.getMessages for session ${shortId(sessionId)}`, 'limit', limit);
     const raw = await this.#connection.call({ operation: 'getMessages', sessionId, key }, signal, (c) => c.lrange(key, limit === undefined ? 0 : -limit, -1));
     // A window is read from the end, so its entries are named by their index from the end (as LINDEX takes it).
     return raw.map((text, i) => decode(text, key, limit === undefined ? i : i - raw.length));
@@ -153,10 +150,12 @@ export class RedisHistoryProvider extends HistoryProvider {
    */
   async listMessages(sessionId: string, options: ListMessagesOptions = {}): Promise<MessagePage> {
     const keys = this.keys(sessionId);
-    const limit = options.limit ?? 100;
-    if (!(Number.isInteger(limit) && limit > 0)) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    const owner = `RedisHistoryProvider.listMessages for session ${shortId(sessionId)}`;
+    const limit = checkInteger(owner, 'limit', options.limit ?? 100);
     const after = options.cursor === undefined ? 0 : Number(options.cursor);
-    if (!(Number.isSafeInteger(after) && after >= 0)) throw new RangeError(`cursor must come from a previous page, got ${JSON.stringify(options.cursor)}`);
+    if (!(Number.isSafeInteger(after) && after >= 0)) {
+      throw new ConfigurationError(`${owner}: cursor must be the nextCursor of a previous page, got ${shortId(String(options.cursor))}. Omit it to start from the oldest stored message.`);
+    }
     const reply = (await this.#connection.call({ operation: 'listMessages', sessionId, key: keys.messages }, options.signal, (c) =>
       this.#connection.script(c, PAGE_SCRIPT, [keys.messages, keys.ids], [after, limit]),
     )) as [number, number, number, string[]];

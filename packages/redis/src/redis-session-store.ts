@@ -1,16 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import {
   ConcurrencyError,
-  ConfigurationError,
   SessionStateError,
   type SessionJson,
   type SessionStore,
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
-import { parseSessionJson } from '@ctx/core/backend';
+import { checkInteger, checkSessionId, parseSessionJson, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
-import { checkSessionId, sessionKey, shortId } from './keys.js';
+import { sessionKey } from './keys.js';
 
 /** Options of `RedisSessionStore`: the connection, and how long sessions live. */
 export interface RedisSessionStoreOptions extends RedisConnectionOptions {
@@ -56,9 +55,7 @@ export class RedisSessionStore implements SessionStore {
   readonly #connection: RedisConnection;
 
   constructor(options: RedisSessionStoreOptions) {
-    if (options.ttlSeconds !== undefined && !(Number.isInteger(options.ttlSeconds) && options.ttlSeconds > 0)) {
-      throw new ConfigurationError(`RedisSessionStore: ttlSeconds must be a positive integer, got ${options.ttlSeconds}.`);
-    }
+    if (options.ttlSeconds !== undefined) checkInteger('RedisSessionStore', 'ttlSeconds', options.ttlSeconds);
     this.ttlSeconds = options.ttlSeconds;
     this.#connection = new RedisConnection(options, 'RedisSessionStore');
   }
