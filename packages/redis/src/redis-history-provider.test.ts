@@ -1,7 +1,7 @@
-import { AgentSession, CompactionProvider, createAgent, Message, ProviderError, SessionStateError, truncation } from '@ctx/core';
+import { AgentSession, CompactionProvider, ConfigurationError, createAgent, Message, ProviderError, SessionStateError, truncation } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
-import type { Cluster, Redis } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { allKeys, clusterClient, countCommands, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisHistoryProvider, type RedisHistoryProviderOptions } from './redis-history-provider.js';
@@ -16,6 +16,38 @@ async function seed(provider: RedisHistoryProvider, sessionId: string, count: nu
     await provider.append(sessionId, Array.from({ length: Math.min(1000, count - i) }, (_, j) => Message.user(`m${i + j}`)));
   }
 }
+
+describe('RedisHistoryProvider options and arguments', () => {
+  const lazy = () => new Redis({ lazyConnect: true });
+
+  it.each([
+    ['maxStored 0', { client: lazy(), maxStored: 0 }],
+    ['ttlSeconds 1.5', { client: lazy(), ttlSeconds: 1.5 }],
+  ])('rejects %s with ConfigurationError', (_, options) => {
+    expect(() => new RedisHistoryProvider(options)).toThrow(ConfigurationError);
+  });
+
+  it('passes the history options of @ctx/core on, with sourceId "redis" by default', () => {
+    const provider = new RedisHistoryProvider({ client: lazy(), maxMessages: 7, storeInputs: false, loadMessages: false });
+    expect([provider.sourceId, provider.maxMessages, provider.storeInputs, provider.loadMessages, provider.maxStored, provider.ttlSeconds]).toEqual(['redis', 7, false, false, undefined, undefined]);
+  });
+
+  it('a bad limit or cursor is a ConfigurationError naming the method, the session and the value, before any round trip', async () => {
+    const client = lazy();
+    const provider = new RedisHistoryProvider({ client });
+    const counted = countCommands(client);
+    await expect(provider.getMessages('s1', { state, limit: 0 })).rejects.toThrow(ConfigurationError);
+    await expect(provider.getMessages('s1', { state, limit: 2.5 })).rejects.toThrow('RedisHistoryProvider.getMessages for session "s1": limit must be a positive integer, got 2.5.');
+    await expect(provider.listMessages('s1', { limit: -1 })).rejects.toThrow('RedisHistoryProvider.listMessages for session "s1": limit must be a positive integer, got -1.');
+    for (const cursor of ['abc', '-1', '1.5']) {
+      const error = await provider.listMessages('s1', { cursor }).catch((e: unknown) => e);
+      expect(ConfigurationError.isInstance(error)).toBe(true);
+      expect((error as Error).message).toBe(`RedisHistoryProvider.listMessages for session "s1": cursor must be the nextCursor of a previous page, got "${cursor}". Omit it to start from the oldest stored message.`);
+    }
+    expect(counted.names).toEqual([]);
+    expect(client.status).toBe('wait');
+  });
+});
 
 for (const [topology, connect] of [
   ['single node', () => singleClient()],

@@ -1,11 +1,17 @@
-import { ConcurrencyError, SessionStateError, type SessionJson } from '@ctx/core';
+import { ConcurrencyError, ConfigurationError, SessionStateError, type SessionJson } from '@ctx/core';
 import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
-import type { Cluster, Redis } from 'ioredis';
+import { Redis, type Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { allKeys, clusterClient, countCommands, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisSessionStore } from './redis-session-store.js';
 
 const session = (sessionId: string, note = 'x'): SessionJson => ({ type: 'ctx.session', version: 1, sessionId, state: { notes: { note } } });
+
+describe('RedisSessionStore options', () => {
+  it('rejects a ttlSeconds that is not a positive integer with ConfigurationError', () => {
+    expect(() => new RedisSessionStore({ client: new Redis({ lazyConnect: true }), ttlSeconds: -1 })).toThrow(ConfigurationError);
+  });
+});
 
 for (const [topology, connect] of [
   ['single node', () => singleClient()],
