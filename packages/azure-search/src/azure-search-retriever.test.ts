@@ -1,5 +1,6 @@
 import { AzureKeyCredential, SearchClient } from '@azure/search-documents';
 import type { AzureSearchTestServer } from '@ctx/azure-search-test-server';
+import { BackendUnavailableError, ConfigurationError, createHashEmbedding } from '@ctx/core';
 import type { OpenAITestServer } from '@ctx/openai-test-server';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DIMS, embeddings, insecure, seedIndex, startLocalBackends } from '../test/helpers.js';
@@ -126,9 +127,57 @@ describe('AzureAISearchRetriever', () => {
     });
   });
 
+  it('a vectorizer that hangs is abandoned at timeoutMs with its signal aborted; one that returns no vector is a ConfigurationError', async () => {
+    let seen: AbortSignal | undefined;
+    const hanging = { embed: (_: readonly string[], options?: { signal?: AbortSignal }) => ((seen = options?.signal), new Promise<number[][]>(() => {})) };
+    const before = search.requests.length;
+    const error = await retriever({ queryMode: 'vector', vectorizer: hanging, timeoutMs: 50 }).search('refund', { topK: 1 }).catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toMatch(/^Azure AI Search index ".+" did not answer within 50 ms\. The search was abandoned/);
+    expect(seen?.aborted).toBe(true);
+    const empty = { embed: async () => [[]] };
+    await expect(retriever({ queryMode: 'vector', vectorizer: empty }).search('refund', { topK: 1 })).rejects.toSatisfy(
+      (e: unknown) => ConfigurationError.isInstance(e) && /returned no embedding .* check that the EmbeddingGenerator given as `vectorizer`/.test((e as Error).message),
+    );
+    expect(search.requests.length).toBe(before);
+  });
+
   it('an empty query searches nothing', async () => {
     const before = search.requests.length;
     expect(await retriever().search('   ', { topK: 3 })).toEqual([]);
     expect(search.requests.length).toBe(before);
+  });
+});
+
+describe('retriever options', () => {
+  // No backend: these only construct retrievers.
+  const client = new SearchClient<object>('https://example.search.windows.net', 'docs', new AzureKeyCredential('k'));
+
+  it('defaults to keyword, or hybrid when a vectorizer is given', () => {
+    expect(new AzureAISearchRetriever({ client }).queryMode).toBe('keyword');
+    expect(new AzureAISearchRetriever({ client, vectorizer: 'index', fields: { vector: 'v' } }).queryMode).toBe('hybrid');
+  });
+
+  it('refuses inconsistent modes, mappings and limits with a ConfigurationError naming the option', () => {
+    const cases: [object, RegExp][] = [
+      [{ queryMode: 'fuzzy' }, /queryMode must be keyword, vector, hybrid or semantic/],
+      [{ queryMode: 'vector', fields: { vector: 'v' } }, /needs a `vectorizer`/],
+      [{ queryMode: 'hybrid', vectorizer: 'index' }, /needs the vector field\(s\) in fields.vector/],
+      [{ queryMode: 'semantic', vectorizer: createHashEmbedding() }, /needs the vector field/],
+      [{ vectorizer: { nope: true } }, /must be an EmbeddingGenerator or 'index'/],
+      [{ fields: { content: [] } }, /fields.content needs at least one field/],
+      [{ fields: { id: "id eq 'x' or true" } }, /not a valid field name/],
+      [{ select: ['ok', 'not ok'] }, /select: "not ok" is not a valid field name/],
+      [{ semantic: { captions: true } }, /need queryMode "semantic"/],
+      [{ queryMode: 'semantic', semantic: { captionsAsContent: true } }, /captionsAsContent needs semantic.captions/],
+      [{ queryMode: 'semantic', semantic: { answers: 0 } }, /answers must be true or an integer from 1 to 10/],
+      [{ kNearestNeighbors: 0 }, /kNearestNeighbors must be a positive integer/],
+      [{ timeoutMs: -1 }, /timeoutMs must be a positive number/],
+      [{ maxQueryLength: 1.5 }, /maxQueryLength must be a positive integer/],
+    ];
+    for (const [options, message] of cases) {
+      expect(() => new AzureAISearchRetriever({ client, ...options } as never), JSON.stringify(options)).toThrow(message);
+      expect(() => new AzureAISearchRetriever({ client, ...options } as never)).toThrow(ConfigurationError);
+    }
   });
 });

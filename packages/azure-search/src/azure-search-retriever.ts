@@ -1,5 +1,6 @@
 import type { SearchClient, SearchOptions, VectorQuery } from '@azure/search-documents';
-import { ConfigurationError, CtxError, type EmbeddingGenerator, type JsonObject, type JsonValue, type RetrievalResult, type Retriever, type RetrieverSearchOptions } from '@ctx/core';
+import { ConfigurationError, type EmbeddingGenerator, type JsonObject, type JsonValue, type RetrievalResult, type Retriever, type RetrieverSearchOptions } from '@ctx/core';
+import { checkInteger, checkPositiveNumber, shortId, withDeadline } from '@ctx/core/backend';
 import { connect, toSearchError, type AzureSearchConnectionOptions } from './connection.js';
 import { andFilters, checkFieldPath } from './odata.js';
 
@@ -130,10 +131,7 @@ export class AzureAISearchRetriever implements Retriever {
       throw new ConfigurationError(`${owner}: queryMode "${this.queryMode}" needs a \`vectorizer\` (an EmbeddingGenerator, or 'index' to use the index's vectorizer).`);
     }
     if (usesVectors && this.#fields.vector.length === 0) throw new ConfigurationError(`${owner}: queryMode "${this.queryMode}" needs the vector field(s) in fields.vector.`);
-    if (options.kNearestNeighbors !== undefined && !(Number.isInteger(options.kNearestNeighbors) && options.kNearestNeighbors > 0)) {
-      throw new ConfigurationError(`${owner}: kNearestNeighbors must be a positive integer, got ${String(options.kNearestNeighbors)}.`);
-    }
-    this.#k = options.kNearestNeighbors;
+    this.#k = options.kNearestNeighbors === undefined ? undefined : checkInteger(owner, 'kNearestNeighbors', options.kNearestNeighbors);
     if (options.semantic !== undefined && this.queryMode !== 'semantic') throw new ConfigurationError(`${owner}: \`semantic\` options need queryMode "semantic".`);
     const semantic = options.semantic;
     if (semantic?.captionsAsContent && !semantic.captions) throw new ConfigurationError(`${owner}: semantic.captionsAsContent needs semantic.captions.`);
@@ -143,10 +141,8 @@ export class AzureAISearchRetriever implements Retriever {
     this.#semantic = this.queryMode === 'semantic' ? (semantic ?? {}) : undefined;
     this.#searchFields = options.searchFields?.map((f) => checkFieldPath(f, `${owner} searchFields`));
     this.#filter = options.filter;
-    this.#timeoutMs = options.timeoutMs ?? 5000;
-    if (!(Number.isFinite(this.#timeoutMs) && this.#timeoutMs > 0)) throw new ConfigurationError(`${owner}: timeoutMs must be a positive number, got ${String(options.timeoutMs)}.`);
-    this.#maxQueryLength = options.maxQueryLength ?? 1000;
-    if (!(Number.isInteger(this.#maxQueryLength) && this.#maxQueryLength > 0)) throw new ConfigurationError(`${owner}: maxQueryLength must be a positive integer, got ${String(options.maxQueryLength)}.`);
+    this.#timeoutMs = options.timeoutMs === undefined ? 5000 : checkPositiveNumber(owner, 'timeoutMs', options.timeoutMs);
+    this.#maxQueryLength = options.maxQueryLength === undefined ? 1000 : checkInteger(owner, 'maxQueryLength', options.maxQueryLength);
   }
 
   /** The name of the index searched. */
@@ -156,40 +152,39 @@ export class AzureAISearchRetriever implements Retriever {
 
   /**
    * The best `topK` results for `query`, best first.
-   * @throws BackendUnavailableError when the service cannot be reached, times out or answers 408, 429 or 5xx;
-   *   ConfigurationError when it rejects the query (400), the credentials (401/403) or does not know the index (404);
-   *   the abort reason when `signal` aborts.
+   * @throws BackendUnavailableError when the service cannot be reached, does not answer within `timeoutMs`
+   *   (core's `withDeadline`) or answers 408, 429 or 5xx; ConfigurationError when it rejects the query (400 or
+   *   another 4xx), the credentials (401/403) or does not know the index (404), or when a result lacks the id
+   *   field or the vectorizer returns no vector; the abort reason when `signal` aborts.
    */
   async search(query: string, options: AzureSearchOptions): Promise<RetrievalResult[]> {
     const { topK, signal } = options;
     signal?.throwIfAborted();
     const text = query.length > this.#maxQueryLength ? query.slice(-this.#maxQueryLength) : query;
     if (text.trim() === '') return [];
-    const controller = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort(new Error('timeout'));
-    }, this.#timeoutMs);
-    const onAbort = () => controller.abort(signal?.reason);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      const request = await this.#request(text, topK, options.filter, controller.signal);
-      const response = await this.client.search(request.searchText, request.options);
-      const results: RetrievalResult[] = [];
-      for await (const hit of response.results) {
-        results.push(this.#toResult(hit as Hit));
-        if (results.length >= topK) break;
-      }
-      this.#attachAnswers(results, response.answers as Answer[] | undefined);
-      return results;
-    } catch (error) {
-      if (signal?.aborted) throw signal.reason;
-      throw toSearchError(error, this.indexName, timedOut ? this.#timeoutMs : undefined);
-    } finally {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-    }
+    const indexName = this.indexName;
+    return withDeadline(
+      async (abortSignal) => {
+        const request = await this.#request(text, topK, options.filter, abortSignal);
+        const response = await this.client.search(request.searchText, request.options);
+        const results: RetrievalResult[] = [];
+        for await (const hit of response.results) {
+          results.push(this.#toResult(hit as Hit));
+          if (results.length >= topK) break;
+        }
+        this.#attachAnswers(results, response.answers as Answer[] | undefined);
+        return results;
+      },
+      {
+        timeoutMs: this.#timeoutMs,
+        signal,
+        backend: 'azure-search',
+        operation: `Azure AI Search index ${shortId(indexName)}`,
+        hint: 'The search was abandoned: check that the service is reachable, or raise timeoutMs if it is just slow.',
+        // An abort the SDK reports as its own error still ends the search with the caller's reason.
+        mapError: (error) => (signal?.aborted ? signal.reason : toSearchError(error, indexName)),
+      },
+    );
   }
 
   async #request(text: string, topK: number, filter: string | undefined, abortSignal: AbortSignal): Promise<{ searchText: string | undefined; options: SearchOptions<object> }> {
@@ -202,7 +197,9 @@ export class AzureAISearchRetriever implements Retriever {
         vectorQueries.push({ kind: 'text', text, kNearestNeighborsCount: k, fields });
       } else {
         const [vector] = await this.#vectorizer!.embed([text], { signal: abortSignal });
-        if (!Array.isArray(vector) || vector.length === 0) throw new CtxError(`The vectorizer returned no embedding for the query of Azure AI Search index "${this.indexName}".`);
+        if (!Array.isArray(vector) || vector.length === 0) {
+          throw new ConfigurationError(`The vectorizer returned no embedding for the query of Azure AI Search index "${this.indexName}"; check that the EmbeddingGenerator given as \`vectorizer\` returns one vector per text.`);
+        }
         vectorQueries.push({ kind: 'vector', vector, kNearestNeighborsCount: k, fields });
       }
     }
@@ -239,7 +236,7 @@ export class AzureAISearchRetriever implements Retriever {
     const doc = hit.document;
     const idValue = doc[this.#fields.id];
     if (typeof idValue !== 'string' && typeof idValue !== 'number') {
-      throw new CtxError(`Azure AI Search index "${this.indexName}" returned a result without the id field "${this.#fields.id}"; check fields.id and that the field is retrievable.`);
+      throw new ConfigurationError(`Azure AI Search index "${this.indexName}" returned a result without the id field "${this.#fields.id}"; check fields.id and that the field is retrievable.`);
     }
     const captions = hit.captions?.map((c) => ({ text: c.text ?? '', ...(c.highlights ? { highlights: c.highlights } : {}) }));
     const caption = captions?.[0]?.text;

@@ -1,6 +1,7 @@
 import type { KeyCredential, TokenCredential } from '@azure/core-auth';
 import { AzureKeyCredential, SearchClient, type SearchClientOptions } from '@azure/search-documents';
 import { BackendUnavailableError, ConfigurationError, CtxError } from '@ctx/core';
+import { shortId } from '@ctx/core/backend';
 
 /** How to reach the index: an injected `SearchClient`, or an endpoint, index name and credential. */
 export interface AzureSearchConnectionOptions {
@@ -66,15 +67,12 @@ export function statusOf(error: unknown): { status?: number; code?: string } {
 
 /**
  * A ctx error for a failed call to the service, naming the index and what to do:
- * `BackendUnavailableError` for network failures, timeouts, 408, 429 and 5xx (retry later);
- * `ConfigurationError` for 400 (the filter, select or field mapping), 401/403 (credentials) and
- * 404 (the index name). Never includes the key.
+ * `BackendUnavailableError` for network failures, 408, 429, 5xx and other unexpected statuses
+ * (retry later); `ConfigurationError` for 400 (the filter, select or field mapping), 401/403
+ * (credentials), 404 (the index name) and any other 4xx. ctx errors pass through. Never includes the key.
  */
-export function toSearchError(error: unknown, indexName: string, timeoutMs?: number): CtxError {
-  const where = `Azure AI Search index "${indexName}"`;
-  if (timeoutMs !== undefined) {
-    return new BackendUnavailableError('azure-search', `${where} did not answer within ${timeoutMs} ms; the search was abandoned (raise timeoutMs if the service is just slow).`, { cause: error });
-  }
+export function toSearchError(error: unknown, indexName: string): CtxError {
+  const where = `Azure AI Search index ${shortId(indexName)}`;
   if (CtxError.isInstance(error)) return error;
   const { status, code } = statusOf(error);
   const detail = error instanceof Error ? error.message : String(error);
@@ -85,5 +83,6 @@ export function toSearchError(error: unknown, indexName: string, timeoutMs?: num
   if (status === 400) return new ConfigurationError(`${where} rejected the query (400): ${detail} Check the filter or scope, \`select\` and the field mapping against the index.`, { cause: error });
   if (status === 401 || status === 403) return new ConfigurationError(`${where} refused the credentials (${status}): check the api key or the role assignment (Search Index Data Reader) of the token credential.`, { cause: error });
   if (status === 404) return new ConfigurationError(`${where} was not found (404) at this endpoint: check \`indexName\`, or create the index first (see createSearchIndex).`, { cause: error });
-  return new CtxError(`${where} failed (${status}): ${detail}`, { cause: error });
+  if (status >= 400) return new ConfigurationError(`${where} rejected the request (${status}${code ? ` ${code}` : ''}): ${detail} Check the request against the index definition.`, { cause: error });
+  return new BackendUnavailableError('azure-search', `${where} answered with an unexpected status (${status}): ${detail} Retry later.`, { cause: error });
 }

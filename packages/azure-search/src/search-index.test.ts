@@ -1,6 +1,6 @@
 import { AzureKeyCredential, SearchClient, SearchIndexClient } from '@azure/search-documents';
 import type { AzureSearchTestServer } from '@ctx/azure-search-test-server';
-import { ConfigurationError, CtxError, createHashEmbedding } from '@ctx/core';
+import { BackendUnavailableError, ConfigurationError, CtxError, createHashEmbedding } from '@ctx/core';
 import type { OpenAITestServer } from '@ctx/openai-test-server';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DIMS, embeddings, insecure, KNOWLEDGE_BASE, startLocalBackends } from '../test/helpers.js';
@@ -83,5 +83,27 @@ describe('createSearchIndex + uploadSearchDocuments', () => {
     await expect(uploadSearchDocuments(client, [{ id: 'a', content: 'x' }, { id: 'b', content: 'y' }], { embeddings: broken })).rejects.toSatisfy(
       (e: unknown) => CtxError.isInstance(e) && /returned 1 vectors for 2 documents/.test((e as Error).message),
     );
+  });
+
+  it('documents refused in a 207 reply: only transient statuses are a BackendUnavailableError, anything else a ConfigurationError naming them', async () => {
+    // One status per document, in upload order across batches.
+    const replying = (...statuses: number[]) => {
+      let n = 0;
+      const next = () => statuses[n++]!;
+      return {
+        indexName: 'kb',
+        mergeOrUploadDocuments: async (rows: { id: string }[]) => ({ results: rows.map((r) => ((status) => ({ key: r.id, succeeded: status === 200, statusCode: status, errorMessage: status === 200 ? undefined : 'refused' }))(next())) }),
+      } as unknown as SearchClient<object>;
+    };
+    const docs = [{ id: 'a', content: 'x' }, { id: 'b', content: 'y' }];
+    const busy = await uploadSearchDocuments(replying(503, 429), docs).catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(busy)).toBe(true);
+    expect((busy as Error).message).toBe('uploadSearchDocuments: index "kb" refused 2 document(s): a (503: refused); b (429: refused). The service refused them for the moment: upload them again (merge-or-upload is safe to repeat).');
+    const bad = await uploadSearchDocuments(replying(200, 400), docs).catch((e: unknown) => e);
+    expect(ConfigurationError.isInstance(bad)).toBe(true);
+    expect((bad as Error).message).toMatch(/^uploadSearchDocuments: index "kb" refused 1 document\(s\): b \(400: refused\)\. Check those documents' fields/);
+    expect((bad as Error).message).not.toContain('earlier batches');
+    const later = await uploadSearchDocuments(replying(200, 400), docs, { batchSize: 1 }).catch((e: unknown) => e);
+    expect((later as Error).message).toMatch(/b \(400: refused\)\. .* The 1 document\(s\) of earlier batches were uploaded\.$/);
   });
 });

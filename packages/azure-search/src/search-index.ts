@@ -1,5 +1,6 @@
 import type { SearchClient, SearchField, SearchIndex, SearchIndexClient } from '@azure/search-documents';
-import { ConfigurationError, CtxError, type EmbeddingGenerator, type JsonValue } from '@ctx/core';
+import { BackendUnavailableError, ConfigurationError, type EmbeddingGenerator, type JsonValue } from '@ctx/core';
+import { shortId } from '@ctx/core/backend';
 import { toSearchError } from './connection.js';
 import { checkFieldPath } from './odata.js';
 
@@ -121,8 +122,10 @@ const KEY = /^[A-Za-z0-9_\-=]+$/;
  * Uploads documents (merge-or-upload, so running it again updates instead of duplicating), with
  * their embeddings when `embeddings` is given. Ids must be valid document keys (letters, digits,
  * `_`, `-`, `=`); use `toDocumentKey` for anything else.
- * @throws ConfigurationError for invalid keys; CtxError naming the documents the service refused;
- *   BackendUnavailableError when the service cannot be reached.
+ * @throws ConfigurationError for invalid keys, an `embeddings` generator that returns the wrong number
+ *   of vectors, or documents the service refused for good (named); BackendUnavailableError when the
+ *   service cannot be reached or refused documents only for the moment (409, 422, 429, 5xx: upload again).
+ *   Batches sent before the failure stay uploaded.
  */
 export async function uploadSearchDocuments(client: SearchClient<object>, documents: readonly SearchDocumentInput[], options: UploadSearchDocumentsOptions = {}): Promise<{ uploaded: number }> {
   const names = { ...EXAMPLE_INDEX_FIELDS, ...options.fields };
@@ -137,7 +140,9 @@ export async function uploadSearchDocuments(client: SearchClient<object>, docume
   for (let i = 0; i < documents.length; i += batchSize) {
     const batch = documents.slice(i, i + batchSize);
     const vectors = options.embeddings ? await options.embeddings.embed(batch.map(embedText), options.signal ? { signal: options.signal } : {}) : undefined;
-    if (vectors && vectors.length !== batch.length) throw new CtxError(`uploadSearchDocuments: the embeddings returned ${vectors.length} vectors for ${batch.length} documents.`);
+    if (vectors && vectors.length !== batch.length) {
+      throw new ConfigurationError(`uploadSearchDocuments: the embeddings returned ${vectors.length} vectors for ${batch.length} documents; check that the EmbeddingGenerator given as \`embeddings\` returns one vector per text.`);
+    }
     const rows = batch.map((d, j) => {
       const row: Record<string, unknown> = {};
       for (const [key, value] of Object.entries(d)) {
@@ -155,12 +160,24 @@ export async function uploadSearchDocuments(client: SearchClient<object>, docume
       throw toSearchError(error, client.indexName);
     }
     const failed = result.results.filter((r) => !r.succeeded);
-    if (failed.length) {
-      throw new CtxError(`uploadSearchDocuments: index "${client.indexName}" refused ${failed.length} document(s): ${failed.slice(0, 5).map((f) => `${f.key} (${f.statusCode}: ${f.errorMessage ?? 'no message'})`).join('; ')}.`);
-    }
+    if (failed.length) throw refused(client.indexName, failed, uploaded);
     uploaded += batch.length;
   }
   return { uploaded };
+}
+
+/** Service statuses of a refused document that pass: a version conflict, an index briefly unavailable, throttling, a server error. */
+const TRANSIENT = (status: number) => status === 409 || status === 422 || status === 429 || status >= 500;
+
+/** The error for documents a batch left out: transient refusals are worth uploading again, the others need fixing. */
+function refused(indexName: string, failed: readonly { key: string; statusCode: number; errorMessage?: string | undefined }[], uploaded: number): BackendUnavailableError | ConfigurationError {
+  const which = failed.slice(0, 5).map((f) => `${f.key} (${f.statusCode}: ${f.errorMessage ?? 'no message'})`).join('; ');
+  const what = `uploadSearchDocuments: index ${shortId(indexName)} refused ${failed.length} document(s): ${which}.`;
+  const before = uploaded > 0 ? ` The ${uploaded} document(s) of earlier batches were uploaded.` : '';
+  if (failed.every((f) => TRANSIENT(f.statusCode))) {
+    return new BackendUnavailableError('azure-search', `${what} The service refused them for the moment: upload them again (merge-or-upload is safe to repeat).${before}`);
+  }
+  return new ConfigurationError(`${what} Check those documents' fields and values against the index definition.${before}`);
 }
 
 /**
