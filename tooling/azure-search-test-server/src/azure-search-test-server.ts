@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readJsonBody, recordRequest, sendJson, startLocalHttpServer, type ErrorFormat } from '@ctx/http-test-kit';
 import { applyBatch, IndexStore, project } from './documents.js';
 import { SearchServiceError } from './errors.js';
-import { isObject, parseIndexDefinition, type Vectorizer } from './index-definition.js';
+import { parseIndexDefinition, type Vectorizer } from './index-definition.js';
 import { search } from './search.js';
 import type { AzureSearchTestServer, AzureSearchTestServerOptions, JsonObject, RecordedRequest, SearchOperation, ServerFault } from './types.js';
 

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isJsonObject as isObject, readJsonBody, recordRequest, sendJson, startLocalHttpServer } from '@ctx/http-test-kit';
+import { isJsonObject, readJsonBody, recordRequest, sendJson, startLocalHttpServer } from '@ctx/http-test-kit';
 import { deterministicEmbedding } from '@ctx/openai-test-server';
 import { compileFilter, FilterError, hasEntityCondition } from './filters.js';
 import type {
@@ -82,8 +82,8 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
       const messages = parseMessages(body.messages);
       const scope = parseScope(body);
       if (ENTITY_KEYS.every((k) => scope[k] === null)) throw new HttpError(400, { error: 'At least one of user_id, agent_id, app_id or run_id is required.' });
-      if (body.metadata !== undefined && body.metadata !== null && !isObject(body.metadata)) throw new HttpError(400, { error: 'metadata must be an object.' });
-      const metadata = isObject(body.metadata) ? body.metadata : null;
+      if (body.metadata !== undefined && body.metadata !== null && !isJsonObject(body.metadata)) throw new HttpError(400, { error: 'metadata must be an object.' });
+      const metadata = isJsonObject(body.metadata) ? body.metadata : null;
       const texts = body.infer === false ? messages.filter((m) => m.role !== 'system').map((m) => m.content) : extract(messages, scope);
       if (body.async_mode === false) return { results: apply(texts, scope, metadata) };
       if (processingDelayMs > 0) {
@@ -211,7 +211,7 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
 function parseMessages(value: unknown): AddMessage[] {
   if (!Array.isArray(value) || value.length === 0) throw new HttpError(400, { error: 'messages must be a non-empty list.' });
   return value.map((m, i) => {
-    if (!isObject(m) || typeof m.role !== 'string' || typeof m.content !== 'string') throw new HttpError(400, { error: `messages[${i}] must be { role, content } with string values.` });
+    if (!isJsonObject(m) || typeof m.role !== 'string' || typeof m.content !== 'string') throw new HttpError(400, { error: `messages[${i}] must be { role, content } with string values.` });
     return { role: m.role, content: m.content };
   });
 }
