@@ -1,6 +1,6 @@
 import { CosmosClient, type Container, type ContainerDefinition, type CosmosClientOptions, type IndexingPolicy, type PartitionKeyDefinition } from '@azure/cosmos';
 import { BackendUnavailableError, ConfigurationError, CtxError, SessionStateError } from '@ctx/core';
-import { shortId } from './ids.js';
+import { abortable, checkInteger, checkPositiveNumber, shortId, withDeadline } from '@ctx/core/backend';
 
 /** An Azure AD (Entra ID) token credential, e.g. `DefaultAzureCredential` from `@azure/identity`. */
 export type CosmosTokenCredential = NonNullable<CosmosClientOptions['aadCredentials']>;
@@ -143,12 +143,9 @@ export class CosmosConnection {
     if (given !== 1) {
       throw new ConfigurationError(`${owner} needs exactly one of \`container\` (an @azure/cosmos Container), \`client\` (a CosmosClient) or \`endpoint\` (with \`key\` or \`credential\`); got ${given}.`);
     }
-    const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new ConfigurationError(`${owner}: timeoutMs must be a positive number, got ${timeoutMs}.`);
+    const timeoutMs = checkPositiveNumber(owner, 'timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     this.timeoutMs = timeoutMs;
-    const retries = options.retries ?? DEFAULT_RETRIES;
-    if (!Number.isInteger(retries) || retries < 0) throw new ConfigurationError(`${owner}: retries must be a non-negative integer, got ${retries}.`);
-    this.retries = retries;
+    this.retries = checkInteger(owner, 'retries', options.retries ?? DEFAULT_RETRIES, 0);
     const databaseId = checkResourceId(owner, 'databaseId', options.databaseId ?? DEFAULT_DATABASE_ID);
     const containerId = checkResourceId(owner, 'containerId', options.containerId ?? defaultContainerId);
 
@@ -210,44 +207,36 @@ export class CosmosConnection {
 
   /**
    * Runs one public call: checks the container (once per instance), bounds everything by
-   * `timeoutMs`, honours `signal`, and turns what fails into a ctx error.
+   * `timeoutMs` and honours `signal` (core's `withDeadline`), and turns what fails into a ctx error
+   * (`translate`).
    */
   async run<T>(site: CallSite, signal: AbortSignal | undefined, body: (op: Operation) => Promise<T>): Promise<T> {
     signal?.throwIfAborted();
     if (this.#closed) {
       throw new BackendUnavailableError('cosmos', `${this.#owner}.${site.operation}${describeSession(site)} was called after close(); create a new instance.`);
     }
-    const deadline = new AbortController();
-    const timer = setTimeout(() => deadline.abort(new DeadlineSignal()), this.timeoutMs);
-    const combined = signal ? AbortSignal.any([signal, deadline.signal]) : deadline.signal;
-    const { guard, release } = guardOf(combined);
-    const op: Operation = {
-      signal: combined,
-      step: (fn, passThrough = []) => this.#step(site, combined, guard, fn, passThrough),
-    };
-    try {
-      await Promise.race([this.#ensureContainer(site), guard]);
-      return await Promise.race([body(op), guard]);
-    } catch (error) {
-      if (signal?.aborted) throw signal.reason;
-      if (deadline.signal.aborted) {
-        throw new BackendUnavailableError(
-          'cosmos',
-          `Cosmos DB did not complete ${this.#owner}.${site.operation}${describeSession(site)} on ${this.where} within ${this.timeoutMs} ms (${this.#describeEndpoint()}). Check that the account is reachable, or raise timeoutMs.`,
-          { cause: error },
-        );
-      }
-      throw this.translate(error, site);
-    } finally {
-      clearTimeout(timer);
-      release();
-    }
+    return withDeadline(
+      async (combined) => {
+        // The container check is shared by concurrent calls: this call stops waiting for it when aborted, the check goes on.
+        await abortable(this.#ensureContainer(site), combined);
+        return body({ signal: combined, step: (fn, passThrough = []) => this.#step(site, combined, fn, passThrough) });
+      },
+      {
+        timeoutMs: this.timeoutMs,
+        signal,
+        backend: 'cosmos',
+        operation: `Cosmos DB ${this.#owner}.${site.operation}${describeSession(site)} on ${this.where} (${this.#describeEndpoint()})`,
+        hint: 'Check that the account is reachable, or raise timeoutMs.',
+        mapError: (error) => this.translate(error, site),
+      },
+    );
   }
 
-  async #step<T>(site: CallSite, signal: AbortSignal, guard: Promise<never>, fn: Step<T>, passThrough: readonly number[]): Promise<T> {
+  async #step<T>(site: CallSite, signal: AbortSignal, fn: Step<T>, passThrough: readonly number[]): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await Promise.race([fn(this.#container, signal), guard]);
+        signal.throwIfAborted();
+        return await abortable(fn(this.#container, signal), signal);
       } catch (error) {
         if (signal.aborted) throw error;
         const status = statusOf(error);
@@ -257,7 +246,7 @@ export class CosmosConnection {
           throw this.translate(error, site, attempt + 1);
         }
         const delay = Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2);
-        await Promise.race([new Promise((resolve) => setTimeout(resolve, delay)), guard]);
+        await abortable(new Promise((resolve) => setTimeout(resolve, delay)), signal);
       }
     }
   }
@@ -265,11 +254,14 @@ export class CosmosConnection {
   /** Checks (or creates) the container once per instance, under its own deadline, so one caller's abort never fails another's call. */
   #ensureContainer(site: CallSite): Promise<void> {
     if (!this.#ready) {
-      const signal = AbortSignal.timeout(this.timeoutMs);
-      const { guard, release } = guardOf(signal);
-      const op: Operation = { signal, step: (fn, passThrough = []) => this.#step(site, signal, guard, fn, passThrough) };
-      this.#ready = this.#checkContainer(op).then(release, (error: unknown) => {
-        release();
+      this.#ready = withDeadline((signal) => this.#checkContainer({ signal, step: (fn, passThrough = []) => this.#step(site, signal, fn, passThrough) }), {
+        timeoutMs: this.timeoutMs,
+        backend: 'cosmos',
+        operation: `Cosmos DB check of container ${this.where} for ${this.#owner} (${this.#describeEndpoint()})`,
+        hint: 'Check that the account is reachable, or raise timeoutMs.',
+        // Left as thrown: each waiting call translates it with its own call site.
+        mapError: (error) => error as Error,
+      }).catch((error: unknown) => {
         this.#ready = undefined;
         throw error;
       });
@@ -392,18 +384,6 @@ function passConflict(error: unknown): undefined {
   throw error;
 }
 
-/** A promise that rejects with `signal`'s reason once it aborts, and a function that detaches it. */
-function guardOf(signal: AbortSignal): { guard: Promise<never>; release: () => void } {
-  let onAbort: (() => void) | undefined;
-  const guard = new Promise<never>((_, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  guard.catch(() => {});
-  return { guard, release: () => onAbort && signal.removeEventListener('abort', onAbort) };
-}
-
 function describeSession(site: CallSite): string {
   return site.sessionId === undefined ? '' : ` for session ${shortId(site.sessionId)}`;
 }
@@ -414,6 +394,3 @@ function checkResourceId(owner: string, name: string, id: unknown): string {
   }
   return id;
 }
-
-/** Marks the package's own deadline (never leaves the module). */
-class DeadlineSignal extends Error {}

@@ -9,6 +9,7 @@ import {
   type JsonObject,
   type SaveHistoryArgs,
 } from '@ctx/core';
+import { checkInteger, checkSessionId, shortId } from '@ctx/core/backend';
 import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import {
   HIERARCHICAL_PARTITION_KEY,
@@ -19,7 +20,7 @@ import {
   type HeadItem,
   type MessageItem,
 } from './history-layout.js';
-import { checkScopePart, checkSessionId, encodeIdPart, sessionPartitionValue, shortId } from './ids.js';
+import { checkScopePart, encodeIdPart, sessionPartitionValue } from './ids.js';
 
 /** Options of `CosmosHistoryProvider`: the history options of `@ctx/core`, the connection, partitioning and retention. */
 export interface CosmosHistoryProviderOptions extends HistoryProviderOptions, CosmosConnectionOptions {
@@ -151,9 +152,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
   constructor(options: CosmosHistoryProviderOptions) {
     super({ ...options, sourceId: options.sourceId ?? 'cosmos' });
     if (typeof this.sourceId !== 'string' || this.sourceId === '') throw new ConfigurationError('CosmosHistoryProvider: sourceId must be a non-empty string.');
-    if (options.ttlSeconds !== undefined && !(Number.isInteger(options.ttlSeconds) && options.ttlSeconds > 0)) {
-      throw new ConfigurationError(`CosmosHistoryProvider: ttlSeconds must be a positive integer, got ${options.ttlSeconds}.`);
-    }
+    if (options.ttlSeconds !== undefined) checkInteger('CosmosHistoryProvider', 'ttlSeconds', options.ttlSeconds);
     this.ttlSeconds = options.ttlSeconds;
     const scope = options.scope;
     if (scope !== undefined && typeof scope !== 'function') {
@@ -205,7 +204,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`.
    */
   async getMessages(sessionId: string, { state, limit, signal }: GetHistoryArgs): Promise<Message[]> {
-    if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    if (limit !== undefined) checkInteger(`CosmosHistoryProvider.getMessages for session ${shortId(checkSessionId(sessionId))}`, 'limit', limit);
     const loc = await this.#locate(sessionId, state);
     return this.#connection.run({ operation: 'getMessages', sessionId }, signal, async (op) => {
       const filter = this.#messageFilter(loc);
@@ -278,9 +277,11 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * @throws SessionStateError for a corrupt item, BackendUnavailableError when Cosmos DB fails.
    */
   async listMessages(sessionId: string, options: ListMessagesOptions = {}): Promise<MessagePage> {
-    const limit = options.limit ?? 100;
-    if (!(Number.isInteger(limit) && limit > 0)) throw new RangeError(`limit must be a positive integer, got ${limit}`);
-    if (options.cursor !== undefined && (typeof options.cursor !== 'string' || options.cursor === '')) throw new RangeError('cursor must be the nextCursor of a previous page');
+    const owner = `CosmosHistoryProvider.listMessages for session ${shortId(checkSessionId(sessionId))}`;
+    const limit = checkInteger(owner, 'limit', options.limit ?? 100);
+    if (options.cursor !== undefined && (typeof options.cursor !== 'string' || options.cursor === '')) {
+      throw new ConfigurationError(`${owner}: cursor must be the nextCursor of a previous page, got ${describeCursor(options.cursor)}. Omit it to start from the oldest stored message.`);
+    }
     const loc = await this.#locate(sessionId, options.state, options.scope);
     return this.#connection.run({ operation: 'listMessages', sessionId }, options.signal, async (op) => {
       const filter = this.#messageFilter(loc);
@@ -346,8 +347,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * @throws ConfigurationError when `tenantId`/`userId` are given without hierarchical partitioning.
    */
   async listSessions(options: ListSessionsOptions = {}): Promise<SessionPage> {
-    const limit = options.limit ?? 100;
-    if (!(Number.isInteger(limit) && limit > 0)) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    const limit = checkInteger('CosmosHistoryProvider.listSessions', 'limit', options.limit ?? 100);
     if (!this.#hierarchical && (options.tenantId !== undefined || options.userId !== undefined)) {
       throw new ConfigurationError('CosmosHistoryProvider.listSessions: tenantId and userId need hierarchical partitioning (the `scope` option).');
     }
@@ -589,6 +589,11 @@ export class CosmosHistoryProvider extends HistoryProvider {
 type RawItem = { id?: unknown; seq?: unknown; message?: unknown; lastSeq?: unknown; [key: string]: unknown };
 
 const ok = (status: number) => status >= 200 && status < 300;
+
+/** A cursor argument as shown in an error message. */
+function describeCursor(cursor: unknown): string {
+  return typeof cursor === 'string' ? shortId(cursor) : typeof cursor;
+}
 
 /** Validates messages and drops repeated ids (the first occurrence wins). */
 function checkMessages(messages: readonly Message[]): Message[] {

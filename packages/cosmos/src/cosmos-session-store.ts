@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Container, ItemDefinition } from '@azure/cosmos';
 import {
+  BackendUnavailableError,
   ConcurrencyError,
   ConfigurationError,
   SessionStateError,
@@ -9,10 +10,10 @@ import {
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
-import { parseSessionJson } from '@ctx/core/backend';
+import { checkInteger, checkSessionId, parseSessionJson, shortId } from '@ctx/core/backend';
 import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import { SESSION_STORE_INDEXING_POLICY, SESSION_STORE_PARTITION_KEY } from './history-layout.js';
-import { checkSessionId, encodeIdPart, shortId } from './ids.js';
+import { encodeIdPart } from './ids.js';
 
 /** Options of `CosmosSessionStore`: the connection, and how long sessions live. */
 export interface CosmosSessionStoreOptions extends CosmosConnectionOptions {
@@ -52,9 +53,7 @@ export class CosmosSessionStore implements SessionStore {
   readonly #connection: CosmosConnection;
 
   constructor(options: CosmosSessionStoreOptions) {
-    if (options.ttlSeconds !== undefined && !(Number.isInteger(options.ttlSeconds) && options.ttlSeconds > 0)) {
-      throw new ConfigurationError(`CosmosSessionStore: ttlSeconds must be a positive integer, got ${options.ttlSeconds}.`);
-    }
+    if (options.ttlSeconds !== undefined) checkInteger('CosmosSessionStore', 'ttlSeconds', options.ttlSeconds);
     this.ttlSeconds = options.ttlSeconds;
     this.#connection = new CosmosConnection(options, 'CosmosSessionStore', 'sessions', {
       partitionKey: SESSION_STORE_PARTITION_KEY,
@@ -99,7 +98,11 @@ export class CosmosSessionStore implements SessionStore {
     const sessionId = json.sessionId;
     const id = this.itemId(sessionId);
     const { ifMatch } = options;
-    if (ifMatch !== undefined && ifMatch !== null && (typeof ifMatch !== 'string' || ifMatch === '')) throw new TypeError('ifMatch must be an ETag string, null or undefined');
+    if (ifMatch !== undefined && ifMatch !== null && (typeof ifMatch !== 'string' || ifMatch === '')) {
+      throw new ConfigurationError(
+        `CosmosSessionStore.set for session ${shortId(sessionId)}: ifMatch must be the etag get() returned, null (write only if nothing is stored) or undefined (write always); got ${typeof ifMatch === 'string' ? '""' : typeof ifMatch}.`,
+      );
+    }
     const item: SessionItem = { id, sessionId, session: structuredClone(session), writeId: randomUUID(), updatedAt: new Date().toISOString() };
     if (this.ttlSeconds !== undefined) item.ttl = this.ttlSeconds;
     return this.#connection.run({ operation: 'set', sessionId }, options.signal, async (op) => {
@@ -110,7 +113,7 @@ export class CosmosSessionStore implements SessionStore {
             : ifMatch === null
               ? await op.step((c, abortSignal) => c.items.create<SessionItem>(item, { abortSignal }), [409])
               : await op.step((c, abortSignal) => c.item(id, id).replace<SessionItem>(item, { abortSignal, accessCondition: { type: 'IfMatch', condition: ifMatch } }), [404, 412]);
-        return etagOf(written.resource, written.headers?.etag);
+        return etagOf(written.resource, written.headers?.etag, `CosmosSessionStore.set for session ${shortId(sessionId)} on ${this.#connection.where}`);
       } catch (error) {
         const status = statusOf(error);
         if (status !== 409 && status !== 412 && status !== 404) throw error;
@@ -179,8 +182,14 @@ export class CosmosSessionStore implements SessionStore {
   }
 }
 
-function etagOf(resource: { _etag?: string } | undefined, header: unknown): string {
+/**
+ * The ETag of a write, from the item or the response header.
+ * @throws BackendUnavailableError when Cosmos DB sent neither (`what` names the call).
+ */
+function etagOf(resource: { _etag?: string } | undefined, header: unknown, what: string): string {
   const etag = resource?._etag ?? (typeof header === 'string' ? header : undefined);
-  if (etag === undefined) throw new Error('Cosmos DB returned no ETag for a write');
+  if (etag === undefined) {
+    throw new BackendUnavailableError('cosmos', `Cosmos DB answered ${what} without an ETag, so the write cannot be confirmed. Read the session again (get) before saving over it.`);
+  }
   return etag;
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { ConfigurationError, SessionStateError } from '@ctx/core';
-import { encodeIdSegment } from '@ctx/core/backend';
+import { ConfigurationError } from '@ctx/core';
+import { encodeIdSegment, shortId } from '@ctx/core/backend';
 
 /** Longest encoded id part kept readable in an item id; longer ones are hashed (see `encodeIdPart`). */
 export const MAX_ID_PART_LENGTH = 80;
@@ -42,12 +42,6 @@ function isWellFormed(text: string): boolean {
   return !LONE_SURROGATE.test(text);
 }
 
-/** Checks a session id passed to a Cosmos provider or store. */
-export function checkSessionId(sessionId: unknown): string {
-  if (typeof sessionId !== 'string' || sessionId === '') throw new SessionStateError('$.sessionId', 'must be a non-empty string');
-  return sessionId;
-}
-
 /**
  * Checks a tenant or user id of a hierarchical partition key: a non-empty, well-formed string of
  * at most `MAX_PARTITION_VALUE_BYTES` UTF-8 bytes (it is stored and used as a partition key value
@@ -61,10 +55,4 @@ export function checkScopePart(name: 'tenantId' | 'userId', value: unknown): str
     );
   }
   return value;
-}
-
-/** Shortens long ids for error messages (quoted). */
-export function shortId(text: string, max = 80): string {
-  const shown = text.length <= max ? text : `${text.slice(0, max)}…(${text.length} chars)`;
-  return JSON.stringify(shown);
 }
