@@ -43,6 +43,44 @@ async function seed(provider: CosmosHistoryProvider, sessionId: string, count: n
   }
 }
 
+describe('options and arguments', () => {
+  it.each([
+    ['ttlSeconds 1.5', { ttlSeconds: 1.5 }],
+    ['a scope with an empty tenant', { scope: { tenantId: '', userId: 'u' } }],
+    ['a scope with a 101-byte user', { scope: { tenantId: 't', userId: 'u'.repeat(101) } }],
+  ])('rejects %s with ConfigurationError', (_, options) => {
+    expect(() => new CosmosHistoryProvider({ client, ...options })).toThrow(ConfigurationError);
+  });
+
+  it('passes the history options of @ctx/core on, with sourceId "cosmos" and no TTL', () => {
+    const provider = new CosmosHistoryProvider({ client, maxMessages: 7, storeInputs: false, loadMessages: false });
+    expect([provider.sourceId, provider.maxMessages, provider.storeInputs, provider.loadMessages, provider.ttlSeconds, provider.hierarchical]).toEqual(['cosmos', 7, false, false, undefined, false]);
+  });
+
+  it('an empty session id is a SessionStateError before any request', async () => {
+    const provider = new CosmosHistoryProvider({ client: counted, databaseId, containerId: uniqueId('args') });
+    proxy.resetLog();
+    await expect(provider.getMessages('', { state: {} })).rejects.toSatisfy(SessionStateError.isInstance);
+    await expect(provider.saveMessages('', [], { state: {} })).rejects.toSatisfy(SessionStateError.isInstance);
+    expect(proxy.requests).toEqual([]);
+  });
+
+  it('a bad limit or cursor is a ConfigurationError naming the method, the session and the value, before any request', async () => {
+    const provider = new CosmosHistoryProvider({ client: counted, databaseId, containerId: uniqueId('args') });
+    proxy.resetLog();
+    await expect(provider.getMessages('s1', { state, limit: 0 })).rejects.toThrow(ConfigurationError);
+    await expect(provider.getMessages('s1', { state, limit: 2.5 })).rejects.toThrow('CosmosHistoryProvider.getMessages for session "s1": limit must be a positive integer, got 2.5.');
+    await expect(provider.listMessages('s1', { limit: -1 })).rejects.toThrow('CosmosHistoryProvider.listMessages for session "s1": limit must be a positive integer, got -1.');
+    await expect(provider.listSessions({ limit: 0 })).rejects.toThrow('CosmosHistoryProvider.listSessions: limit must be a positive integer, got 0.');
+    for (const [cursor, shown] of [['', '""'], [42, 'number']] as const) {
+      const error = await provider.listMessages('s1', { cursor: cursor as string }).catch((e: unknown) => e);
+      expect(ConfigurationError.isInstance(error)).toBe(true);
+      expect((error as Error).message).toBe(`CosmosHistoryProvider.listMessages for session "s1": cursor must be the nextCursor of a previous page, got ${shown}. Omit it to start from the oldest stored message.`);
+    }
+    expect(proxy.requests).toEqual([]);
+  });
+});
+
 describe('item layout', () => {
   it('stores one item per message (id, sessionKey, sourceId, seq, message) and one head per session and source', async () => {
     const provider = make();

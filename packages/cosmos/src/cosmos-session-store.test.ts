@@ -1,4 +1,5 @@
-import { AgentSession, ConcurrencyError, ConfigurationError, SessionStateError } from '@ctx/core';
+import type { Container } from '@azure/cosmos';
+import { AgentSession, BackendUnavailableError, ConcurrencyError, ConfigurationError, SessionStateError } from '@ctx/core';
 import { describe, expect, it } from 'vitest';
 import { allItems, cosmosClient, uniqueId } from '../test/helpers.js';
 import { CosmosSessionStore, type CosmosSessionStoreOptions } from './cosmos-session-store.js';
@@ -9,6 +10,48 @@ const databaseId = uniqueId('sessions');
 const make = (options: Partial<CosmosSessionStoreOptions> = {}, containerId = uniqueId('s')) =>
   new CosmosSessionStore({ client, databaseId, containerId, createIfNotExists: true, ...options });
 const session = (sessionId = `s-${Math.random().toString(36).slice(2)}`, state = {}) => new AgentSession({ sessionId, state }).toJSON();
+
+describe('CosmosSessionStore options and arguments', () => {
+  it('rejects a ttlSeconds that is not a positive integer with ConfigurationError', () => {
+    expect(() => new CosmosSessionStore({ client, ttlSeconds: 0 })).toThrow(ConfigurationError);
+  });
+
+  it('an empty session id is a SessionStateError', () => {
+    expect(() => new CosmosSessionStore({ client }).itemId('')).toThrow(SessionStateError);
+  });
+
+  it('an ifMatch that is not an etag, null or undefined is a ConfigurationError naming the session, and nothing is written', async () => {
+    const store = make();
+    const json = session();
+    for (const [ifMatch, shown] of [['', '""'], [42, 'number']] as const) {
+      const error = await store.set(json, { ifMatch: ifMatch as string }).catch((e: unknown) => e);
+      expect(ConfigurationError.isInstance(error)).toBe(true);
+      expect((error as Error).message).toBe(
+        `CosmosSessionStore.set for session "${json.sessionId}": ifMatch must be the etag get() returned, null (write only if nothing is stored) or undefined (write always); got ${shown}.`,
+      );
+    }
+    expect(await store.get(json.sessionId)).toBeUndefined();
+  });
+
+  it('a write answered without an ETag is a BackendUnavailableError that says to read the session again', async () => {
+    // A container whose writes come back without _etag or etag header (no real service does this on success).
+    const container = {
+      id: 'sessions',
+      database: { id: 'ctx', client: {} },
+      read: async () => ({ resource: { id: 'sessions', partitionKey: { paths: ['/id'] } } }),
+      item: () => {
+        throw new Error('not used by an upsert');
+      },
+      items: { upsert: async (body: unknown) => ({ resource: body, headers: {} }) },
+    } as unknown as Container;
+    const error = await new CosmosSessionStore({ container }).set(session('s-no-etag')).catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+    expect((error as BackendUnavailableError).backend).toBe('cosmos');
+    expect((error as Error).message).toBe(
+      'Cosmos DB answered CosmosSessionStore.set for session "s-no-etag" on ctx/sessions without an ETag, so the write cannot be confirmed. Read the session again (get) before saving over it.',
+    );
+  });
+});
 
 describe('CosmosSessionStore', () => {
   it('stores one item per session: encoded id (= partition key), the session id, the session JSON and a write id; the etag is the item ETag', async () => {

@@ -1,17 +1,16 @@
+import { createServer, type Server, type Socket } from 'node:net';
 import { CosmosClient, type Container } from '@azure/cosmos';
-import { ConfigurationError, SessionStateError } from '@ctx/core';
-import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
-import { afterAll, describe, expect, it } from 'vitest';
+import { BackendUnavailableError, ConfigurationError } from '@ctx/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isTransient, statusOf } from './connection.js';
 import { CosmosHistoryProvider } from './cosmos-history-provider.js';
 import { CosmosSessionStore } from './cosmos-session-store.js';
-import { encodeIdPart, MAX_ID_PART_LENGTH, sessionPartitionValue } from './ids.js';
 
 // No backend: these clients are never used to send a request.
 const client = new CosmosClient({ endpoint: 'http://127.0.0.1:9', key: 'a2V5', connectionPolicy: { enableEndpointDiscovery: false } });
 afterAll(() => client.dispose());
 
-describe('options', () => {
+describe('connection options', () => {
   it.each([
     ['no connection at all', {}],
     ['client and endpoint', { client, endpoint: 'https://a.documents.azure.com', key: 'k' }],
@@ -23,24 +22,24 @@ describe('options', () => {
     ['an endpoint with both key and credential', { endpoint: 'https://a.documents.azure.com', key: 'k', credential: { getToken: async () => null } }],
     ['a container id with a slash', { client, containerId: 'a/b' }],
     ['an empty database id', { client, databaseId: '' }],
-    ['ttlSeconds 1.5', { client, ttlSeconds: 1.5 }],
     ['timeoutMs 0', { client, timeoutMs: 0 }],
     ['retries -1', { client, retries: -1 }],
-    ['a scope with an empty tenant', { client, scope: { tenantId: '', userId: 'u' } }],
-    ['a scope with a 101-byte user', { client, scope: { tenantId: 't', userId: 'u'.repeat(101) } }],
   ])('rejects %s with ConfigurationError', (_, options) => {
     expect(() => new CosmosHistoryProvider(options)).toThrow(ConfigurationError);
   });
 
-  it('the session store checks its options the same way', () => {
+  it('the session store checks its connection options the same way', () => {
     expect(() => new CosmosSessionStore({})).toThrow(ConfigurationError);
-    expect(() => new CosmosSessionStore({ client, ttlSeconds: 0 })).toThrow(ConfigurationError);
     expect(() => new CosmosSessionStore({ client, databaseId: 'a#b' })).toThrow(ConfigurationError);
   });
 
-  it('passes the history options of @ctx/core on, with sourceId "cosmos", default containers and no TTL', async () => {
-    const provider = new CosmosHistoryProvider({ client, maxMessages: 7, storeInputs: false, loadMessages: false });
-    expect([provider.sourceId, provider.maxMessages, provider.storeInputs, provider.loadMessages, provider.ttlSeconds, provider.hierarchical]).toEqual(['cosmos', 7, false, false, undefined, false]);
+  it('a bad timeoutMs or retries names the owner, the option and the value', () => {
+    expect(() => new CosmosSessionStore({ client, timeoutMs: -5 })).toThrow('CosmosSessionStore: timeoutMs must be a positive number, got -5.');
+    expect(() => new CosmosHistoryProvider({ client, retries: 1.5 })).toThrow('CosmosHistoryProvider: retries must be a non-negative integer, got 1.5.');
+  });
+
+  it('takes the database and container from an injected container or a client; an owned client is disposed by close(), and later calls say so', async () => {
+    const provider = new CosmosHistoryProvider({ client });
     expect([provider.container.database.id, provider.container.id]).toEqual(['ctx', 'history']);
     const store = new CosmosSessionStore({ client });
     expect([store.container.database.id, store.container.id]).toEqual(['ctx', 'sessions']);
@@ -51,37 +50,45 @@ describe('options', () => {
     await owned.close();
     await expect(owned.getMessages('s', { state: {} })).rejects.toThrow(/after close\(\)/);
   });
-
-  it('an empty session id is a SessionStateError before any request', async () => {
-    const provider = new CosmosHistoryProvider({ client });
-    await expect(provider.getMessages('', { state: {} })).rejects.toSatisfy(SessionStateError.isInstance);
-    await expect(provider.saveMessages('', [], { state: {} })).rejects.toSatisfy(SessionStateError.isInstance);
-    expect(() => new CosmosSessionStore({ client }).itemId('')).toThrow(SessionStateError);
-  });
 });
 
-describe('encodeIdPart', () => {
-  const ids = [...HOSTILE_SESSION_IDS, '_', '_5F', '~', 'a/b', 'a\\b', 'a?b', 'a#b', 'a%b', 'a:b', '\uD800', '\uDC00', '\uFFFD', '\uD83E\uDD9C', 'a\u0000b', '', 'x'.repeat(MAX_ID_PART_LENGTH), 'x'.repeat(MAX_ID_PART_LENGTH + 1)];
-
-  it('maps distinct ids to distinct parts made only of [A-Za-z0-9._~-] and no separator', () => {
-    const encoded = ids.map(encodeIdPart);
-    expect(new Set(encoded).size).toBe(new Set(ids).size);
-    for (const part of encoded) expect(part).toMatch(/^[A-Za-z0-9._~-]*$/);
+describe('the deadline and abort of every call', () => {
+  // A server that accepts connections and never answers: only the package's deadline ends a call.
+  let server: Server;
+  let silent: CosmosClient;
+  const sockets = new Set<Socket>();
+  beforeAll(async () => {
+    server = createServer((socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    silent = new CosmosClient({ endpoint: `http://127.0.0.1:${port}`, key: 'a2V5', connectionPolicy: { enableEndpointDiscovery: false } });
+  });
+  afterAll(async () => {
+    silent.dispose();
+    for (const socket of sockets) socket.destroy();
+    await new Promise((resolve) => server.close(resolve));
   });
 
-  it('keeps short ids readable and hashes long ones to a fixed size', () => {
-    expect(encodeIdPart('user-42.chat')).toBe('user-42.chat');
-    expect(encodeIdPart('a/b?c#d_e')).toBe('a_2Fb_3Fc_23d_5Fe');
-    expect(encodeIdPart('é')).toBe('_C3_A9');
-    expect(encodeIdPart('\uD800x')).toBe('_uD800x');
-    expect(encodeIdPart('x'.repeat(MAX_ID_PART_LENGTH))).toHaveLength(MAX_ID_PART_LENGTH);
-    for (const long of ['x'.repeat(4096), 'x'.repeat(4095), '🦜'.repeat(30)]) expect(encodeIdPart(long)).toMatch(/^~[A-Za-z0-9_-]{43}$/);
+  it('a call the service never answers fails with BackendUnavailableError at timeoutMs, naming the call, the session and the container', async () => {
+    const provider = new CosmosHistoryProvider({ client: silent, timeoutMs: 300 });
+    const t0 = performance.now();
+    const error = await provider.getMessages('s-1', { state: {} }).catch((e: unknown) => e);
+    expect(performance.now() - t0).toBeLessThan(2000);
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+    expect((error as BackendUnavailableError).backend).toBe('cosmos');
+    expect((error as Error).message).toMatch(/^Cosmos DB CosmosHistoryProvider\.getMessages for session "s-1" on ctx\/history \(127\.0\.0\.1:\d+\) did not answer within 300 ms\. /);
   });
 
-  it('partition values are injective over the hostile ids and never longer than 100 bytes', () => {
-    const values = HOSTILE_SESSION_IDS.map(sessionPartitionValue);
-    expect(new Set(values).size).toBe(HOSTILE_SESSION_IDS.length);
-    for (const v of values) expect(Buffer.byteLength(v)).toBeLessThanOrEqual(100);
+  it('an abort while a call waits rejects at once with the abort reason', async () => {
+    const store = new CosmosSessionStore({ client: silent, timeoutMs: 10_000 });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('user left')), 50);
+    const t0 = performance.now();
+    await expect(store.get('s-2', { signal: controller.signal })).rejects.toThrow('user left');
+    expect(performance.now() - t0).toBeLessThan(1000);
   });
 });
 
