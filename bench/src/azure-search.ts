@@ -87,7 +87,7 @@ class CountingClient implements ChatClient {
     return { messages: planned ?? [Message.assistant(`Here is what I know about turn ${this.turn + 1}.`)], finishReason: 'stop' };
   }
 
-  async *getStreamingResponse(): AsyncIterable<ChatResponseUpdate> {
+  getStreamingResponse(): AsyncIterable<ChatResponseUpdate> {
     throw new Error('not used');
   }
 }

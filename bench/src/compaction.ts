@@ -401,7 +401,7 @@ class ScriptClient implements ChatClient {
     return { messages: [Message.assistant(turn.answer)], finishReason: 'stop' };
   }
 
-  async *getStreamingResponse(): AsyncIterable<ChatResponseUpdate> {
+  getStreamingResponse(): AsyncIterable<ChatResponseUpdate> {
     throw new Error('ScriptClient does not stream');
   }
 }

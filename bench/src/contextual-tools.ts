@@ -144,8 +144,7 @@ class ToolRecordingClient implements ChatClient {
     this.lastTools = options.tools ?? [];
     return { messages: [Message.assistant('Done.')], finishReason: 'stop' };
   }
-  // eslint-disable-next-line require-yield
-  async *getStreamingResponse(): AsyncIterable<ChatResponseUpdate> {
+  getStreamingResponse(): AsyncIterable<ChatResponseUpdate> {
     throw new Error('streaming is not used by this benchmark');
   }
 }

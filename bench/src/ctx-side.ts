@@ -98,8 +98,7 @@ export class FixedReplyChatClient implements ChatClient {
     this.lastMessageCount = messages.length;
     return { messages: [Message.assistant(ANSWER)], finishReason: 'stop' };
   }
-  // eslint-disable-next-line require-yield
-  async *getStreamingResponse(_messages: Message[], _options: ChatOptions): AsyncIterable<ChatResponseUpdate> {
+  getStreamingResponse(_messages: Message[], _options: ChatOptions): AsyncIterable<ChatResponseUpdate> {
     throw new Error('streaming is not used by this benchmark');
   }
 }

@@ -25,7 +25,7 @@ class FixedReplyClient implements ChatClient {
   async getResponse(): Promise<ChatResponse> {
     return { messages: [Message.assistant(REPLY)], finishReason: 'stop' };
   }
-  async *getStreamingResponse(): AsyncIterable<never> {
+  getStreamingResponse(): AsyncIterable<never> {
     throw new Error('not used');
   }
 }

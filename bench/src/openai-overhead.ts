@@ -70,7 +70,7 @@ export async function openaiOverhead(): Promise<void> {
   const rows: string[][] = [];
   for (const c of cases) {
     // Interleave three rounds and keep each side's best mean, so drift hits both alike.
-    let best: { sdk?: Measurement; ours?: Measurement } = {};
+    const best: { sdk?: Measurement; ours?: Measurement } = {};
     for (let round = 0; round < 3; round++) {
       settle();
       const a = await measure(`${c.name} sdk`, () => undefined, c.sdk, { budgetMs: 800, maxIterations: 200 });

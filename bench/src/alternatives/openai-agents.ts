@@ -39,8 +39,7 @@ class FakeModel implements Model {
       responseId: `resp_${this.calls}`,
     };
   }
-  // eslint-disable-next-line require-yield
-  async *getStreamedResponse(_request: ModelRequest): AsyncIterable<StreamEvent> {
+  getStreamedResponse(_request: ModelRequest): AsyncIterable<StreamEvent> {
     throw new Error('streaming is not used by this benchmark');
   }
 }

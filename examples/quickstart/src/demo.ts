@@ -121,7 +121,7 @@ export function renderTurn(report: TurnReport, storedBefore: number, storedAfter
     ...(['messages', 'instructions', 'tools'] as const).map((key) => [key, ...sources.map((s) => cell(report.added.get(s)![key])), `│ ${sent[key]}`]),
   ];
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((r) => r[col]!.length)));
-  const table = rows.map((r) => '    ' + r.map((c, col) => (col === 0 ? c.padEnd(widths[col]!) : col === r.length - 1 ? c : c.padStart(widths[col]!))).join('  ').trimEnd());
+  const table = rows.map((r) => `    ${r.map((c, col) => (col === 0 ? c.padEnd(widths[col]!) : col === r.length - 1 ? c : c.padStart(widths[col]!))).join('  ').trimEnd()}`);
 
   const lines = [`Turn ${report.turn} · you: ${report.input}`, ...table];
   const results = new Map<string, JsonValue>();

@@ -129,7 +129,10 @@ describe('AzureAISearchRetriever', () => {
 
   it('a vectorizer that hangs is abandoned at timeoutMs with its signal aborted; one that returns no vector is a ConfigurationError', async () => {
     let seen: AbortSignal | undefined;
-    const hanging = { embed: (_: readonly string[], options?: { signal?: AbortSignal }) => ((seen = options?.signal), new Promise<number[][]>(() => {})) };
+    const hanging = { embed: (_: readonly string[], options?: { signal?: AbortSignal }) => {
+      seen = options?.signal;
+      return new Promise<number[][]>(() => {});
+    } };
     const before = search.requests.length;
     const error = await retriever({ queryMode: 'vector', vectorizer: hanging, timeoutMs: 50 }).search('refund', { topK: 1 }).catch((e: unknown) => e);
     expect(BackendUnavailableError.isInstance(error)).toBe(true);

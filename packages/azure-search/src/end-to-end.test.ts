@@ -154,7 +154,7 @@ describe('tool mode: the model searches when it needs to', () => {
     const res = await agent.run('How fast is express delivery?', { session: agent.createSession() });
     const first = chat.calls[0]!;
     expect(first.options.tools?.map((t) => t.name)).toEqual(['search']);
-    expect(first.options.tools?.[0]!.metadata).toMatchObject({ ctx: { sourceId: 'azure-search' } });
+    expect(first.options.tools![0]!.metadata).toMatchObject({ ctx: { sourceId: 'azure-search' } });
     expect(contextMessages(first.messages)).toEqual([]);
     const result = chat.calls[1]!.messages.flatMap((m) => m.contents).find((c) => c.type === 'function-result')!;
     expect(result).toMatchObject({ callId: 'c1' });

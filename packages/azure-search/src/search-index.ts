@@ -153,7 +153,7 @@ export async function uploadSearchDocuments(client: SearchClient<object>, docume
       if (vectors) row[names.vector] = vectors[j];
       return row;
     });
-    let result;
+    let result: Awaited<ReturnType<typeof client.mergeOrUploadDocuments>>;
     try {
       result = await client.mergeOrUploadDocuments(rows, options.signal ? { abortSignal: options.signal } : {});
     } catch (error) {

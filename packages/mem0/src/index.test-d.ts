@@ -1,7 +1,7 @@
 import { createAgent } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
-import { MemoryClient } from 'mem0ai';
-import { Memory } from 'mem0ai/oss';
+import type { MemoryClient } from 'mem0ai';
+import type { Memory } from 'mem0ai/oss';
 import { describe, expectTypeOf, it } from 'vitest';
 import { Mem0ContextProvider, type Mem0Adapter, type Mem0ContextProviderOptions, type Mem0SessionState } from './index.js';
 

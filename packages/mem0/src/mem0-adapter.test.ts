@@ -131,7 +131,7 @@ describe('platform MemoryClient against the local mem0 REST server', () => {
     const from = platform.server.requests.length;
     await Promise.all(Array.from({ length: 12 }, (_, i) => agent.run(`Fact number ${i}.`, { session: s })));
     await provider.flush();
-    const adds = requestsFrom(from, '/v3/memories/add/').map((r) => (r.body?.messages as { content: string }[])[0]!.content);
+    const adds = requestsFrom(from, '/v3/memories/add/').map((r) => (r.body!.messages as { content: string }[])[0]!.content);
     expect(adds.sort()).toEqual(Array.from({ length: 12 }, (_, i) => `Fact number ${i}.`).sort());
     expect(platform.server.memories().filter((m) => m.user_id === userId)).toHaveLength(12);
   });

@@ -333,9 +333,15 @@ describe('after the run: writes', () => {
 describe('the client option', () => {
   it('detects a MemoryClient (ping) and a Memory (reset, getAll) and uses each one\'s wire shape', async () => {
     const platformCalls: unknown[][] = [];
-    const platform = { ping: async () => {}, search: async (...args: unknown[]) => (platformCalls.push(args), { results: [{ id: 'p1', memory: 'from platform', score: 0.5, userId: 'alice', createdAt: new Date('2026-01-01') }] }), add: async (...args: unknown[]) => void platformCalls.push(args) };
+    const platform = { ping: async () => {}, search: async (...args: unknown[]) => {
+        platformCalls.push(args);
+        return { results: [{ id: 'p1', memory: 'from platform', score: 0.5, userId: 'alice', createdAt: new Date('2026-01-01') }] };
+      }, add: async (...args: unknown[]) => void platformCalls.push(args) };
     const ossCalls: unknown[][] = [];
-    const oss = { reset: async () => {}, getAll: async () => ({ results: [] }), search: async (...args: unknown[]) => (ossCalls.push(args), { results: [{ id: 'o1', memory: 'from oss', score: 0.5, user_id: 'alice', metadata: { app_id: 'shop' } }] }), add: async (...args: unknown[]) => void ossCalls.push(args) };
+    const oss = { reset: async () => {}, getAll: async () => ({ results: [] }), search: async (...args: unknown[]) => {
+        ossCalls.push(args);
+        return { results: [{ id: 'o1', memory: 'from oss', score: 0.5, user_id: 'alice', metadata: { app_id: 'shop' } }] };
+      }, add: async (...args: unknown[]) => void ossCalls.push(args) };
     for (const [client, calls, text] of [[platform, platformCalls, 'from platform'], [oss, ossCalls, 'from oss']] as const) {
       const chat = new ScriptedChatClient({ replies: () => 'OK.' });
       const agent = createAgent({ client: chat, contextProviders: [new Mem0ContextProvider({ client, appId: 'shop', storeScope: ['userId', 'appId'], searchScopes: [['userId', 'appId']] })] });

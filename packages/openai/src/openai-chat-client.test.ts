@@ -155,7 +155,7 @@ describe('OpenAIChatClient', () => {
   });
 
   it('honours AbortSignal', async () => {
-    server.enqueue({ delayMs: 5_000, then: { text: 'late' } });
+    server.enqueue({ delayMs: 5_000, reply: { text: 'late' } });
     const controller = new AbortController();
     const pending = chat().getResponse([Message.user('hi')], { signal: controller.signal });
     setTimeout(() => controller.abort(new Error('cancelled by user')), 20);
@@ -181,7 +181,10 @@ describe('OpenAIChatClient', () => {
     server.enqueue({ text: 'token ok' });
     let asked = 0;
     const client = new OpenAIChatClient({
-      azure: { endpoint: server.origin, deployment: 'gpt-4o-prod', apiVersion: '2024-10-21', azureADTokenProvider: async () => (asked++, 'sk-test-secret-key') },
+      azure: { endpoint: server.origin, deployment: 'gpt-4o-prod', apiVersion: '2024-10-21', azureADTokenProvider: async () => {
+        asked++;
+        return 'sk-test-secret-key';
+      } },
       maxRetries: 0,
     });
     expect(Message.text((await client.getResponse([Message.user('hi')], {})).messages[0]!)).toBe('token ok');

@@ -6,7 +6,7 @@
  */
 import {
   HistoryProvider,
-  Message,
+  type Message,
   type GetHistoryArgs,
   type HistoryProviderOptions,
   type ProviderRunArgs,

@@ -24,7 +24,7 @@ declare module 'vitest' {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const dir = mkdtempSync(join(tmpdir(), 'ctx-redis-test-'));
   const single = await startRedisServer({ dir: join(dir, 'single') });
-  let cluster;
+  let cluster: Awaited<ReturnType<typeof startRedisCluster>>;
   try {
     cluster = await startRedisCluster({ dir: join(dir, 'cluster') });
   } catch (error) {

@@ -282,7 +282,7 @@ function orderBy(store: IndexStore, results: Ranked[], clause: string): Ranked[]
     if (name === 'search.score()') return { name, desc: direction === 'desc' };
     const field = store.definition.fields.find((f) => f.name === name);
     if (!field) throw invalidParameter('$orderby', `Invalid expression: Could not find a property named '${name}' on type 'search.document'.`);
-    if (!field.sortable) throw invalidParameter('$orderby', `Invalid expression: '${name}' is not a sortable field. Only sortable fields can be used in \$orderby expressions.`);
+    if (!field.sortable) throw invalidParameter('$orderby', `Invalid expression: '${name}' is not a sortable field. Only sortable fields can be used in $orderby expressions.`);
     return { name, desc: direction === 'desc' };
   });
   const value = (r: Ranked, name: string): JsonValue => (name === 'search.score()' ? r.score : r.stored.document[name] ?? null);

@@ -572,7 +572,7 @@ describe('errors', () => {
   });
 
   it('holds delayed replies and notices when the client aborts or times out', { timeout: 5000 }, async () => {
-    server.enqueue({ delayMs: 60_000, then: { text: 'too late' } });
+    server.enqueue({ delayMs: 60_000, reply: { text: 'too late' } });
     const controller = new AbortController();
     const pending = client.chat.completions.create(
       { model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] },
@@ -582,12 +582,12 @@ describe('errors', () => {
     await expect(pending).rejects.toBeInstanceOf(OpenAI.APIUserAbortError);
     await until(() => server.requests[0]?.aborted === true);
 
-    server.enqueue({ delayMs: 60_000, then: { text: 'too late' } });
+    server.enqueue({ delayMs: 60_000, reply: { text: 'too late' } });
     await expect(
       client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }, { timeout: 100 }),
     ).rejects.toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
 
-    server.enqueue({ delayMs: 30, then: { text: 'worth the wait' } });
+    server.enqueue({ delayMs: 30, reply: { text: 'worth the wait' } });
     const done = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] });
     expect(done.choices[0]!.message.content).toBe('worth the wait');
   });

@@ -32,14 +32,14 @@ export type ResolvedReply =
 
 /**
  * Takes the next scripted reply for this request (consumed once, so every retry takes a new one),
- * waits out `{ delayMs, then }` wrappers, and fills in the defaults. `echo` is the default text.
+ * waits out `{ delayMs, reply }` wrappers, and fills in the defaults. `echo` is the default text.
  */
 export async function resolveReply(source: ReplySource, ex: Exchange, echo: string): Promise<ResolvedReply> {
   let reply = source.take(ex.recorded);
   while (reply !== undefined && 'delayMs' in reply) {
     const completed = await sleep(reply.delayMs, ex.signal);
     if (!completed) return { kind: 'gone' };
-    reply = reply.then;
+    reply = reply.reply;
   }
   if (ex.signal.aborted) return { kind: 'gone' };
   if (reply !== undefined && 'error' in reply) return { kind: 'error', reply };

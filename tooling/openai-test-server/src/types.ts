@@ -84,10 +84,10 @@ export interface ScriptedMalformedStream {
   malformedStream: 'truncated' | 'garbage';
 }
 
-/** Hold a reply for `delayMs` before sending `then`; a client disconnect cancels it. */
+/** Hold a reply for `delayMs` before sending `reply`; a client disconnect cancels it. */
 export interface ScriptedDelay {
   delayMs: number;
-  then: ScriptedReply;
+  reply: ScriptedReply;
 }
 
 /** What the server answers to one chat completions or responses call. */

@@ -20,8 +20,8 @@ export interface IdSegmentOptions {
  */
 export function encodeIdSegment(id: string, options: IdSegmentOptions = {}): string {
   const keep = options.keep ?? /[A-Za-z0-9._-]/;
-  const escape = options.escape ?? '%';
-  if (keep.test(escape)) throw new ConfigurationError(`encodeIdSegment: the escape character "${escape}" must not be a kept character; choose another escape.`);
+  const marker = options.escape ?? '%';
+  if (keep.test(marker)) throw new ConfigurationError(`encodeIdSegment: the escape character "${marker}" must not be a kept character; choose another escape.`);
   let out = '';
   for (let i = 0; i < id.length; i++) {
     const ch = id[i]!;
@@ -32,19 +32,19 @@ export function encodeIdSegment(id: string, options: IdSegmentOptions = {}): str
     const code = id.charCodeAt(i);
     const next = id.charCodeAt(i + 1);
     if (code >= 0xd800 && code <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
-      out += escapeBytes(id.slice(i, i + 2), escape);
+      out += escapeBytes(id.slice(i, i + 2), marker);
       i++;
     } else if (code >= 0xd800 && code <= 0xdfff) {
-      out += `${escape}u${code.toString(16).toUpperCase().padStart(4, '0')}`;
+      out += `${marker}u${code.toString(16).toUpperCase().padStart(4, '0')}`;
     } else {
-      out += escapeBytes(ch, escape);
+      out += escapeBytes(ch, marker);
     }
   }
   return out;
 }
 
-function escapeBytes(text: string, escape: string): string {
+function escapeBytes(text: string, marker: string): string {
   let out = '';
-  for (const byte of encoder.encode(text)) out += `${escape}${HEX[byte >> 4]}${HEX[byte & 15]}`;
+  for (const byte of encoder.encode(text)) out += `${marker}${HEX[byte >> 4]}${HEX[byte & 15]}`;
   return out;
 }

@@ -6,7 +6,7 @@ import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
 import { defineTool } from '../tools/define-tool.js';
 import { countToolTokens } from './budget.js';
-import { auditContext, type ContextAudit, createAuditProvider } from './context-audit.js';
+import { type ContextAudit, createAuditProvider } from './context-audit.js';
 import { withPolicies } from './with-policies.js';
 import { describe, expect, it } from 'vitest';
 

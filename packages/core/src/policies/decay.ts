@@ -100,14 +100,22 @@ export class DecayingList<T extends JsonValue = JsonValue> {
   refresh(match: (value: T) => boolean): number {
     const now = this.#now();
     let n = 0;
-    for (const e of this.all()) if (match(e.value)) (e.addedAt = now), n++;
+    for (const e of this.all()) {
+      if (!match(e.value)) continue;
+      e.addedAt = now;
+      n++;
+    }
     return n;
   }
 
   /** Replaces the value of the entries `match` selects, keeping their age. Returns how many. */
   update(match: (value: T) => boolean, next: (value: T) => T): number {
     let n = 0;
-    for (const e of this.all()) if (match(e.value)) (e.value = next(e.value)), n++;
+    for (const e of this.all()) {
+      if (!match(e.value)) continue;
+      e.value = next(e.value);
+      n++;
+    }
     return n;
   }
 

@@ -86,7 +86,7 @@ describe('ContextualToolsProvider', () => {
     expect(third!.slice(1).map(domainOf)).toEqual(['shipment', 'shipment', 'shipment']);
     // attributed to the provider, with the similarity as priority (alwaysInclude: 2)
     const tools = client.calls[0]!.options.tools!;
-    expect(tools.every((t) => (t.metadata?.ctx as { sourceId: string }).sourceId === 'contextual-tools')).toBe(true);
+    expect(tools.every((t) => (t.metadata?.ctx as { sourceId: string } | undefined)?.sourceId === 'contextual-tools')).toBe(true);
     expect(tools[0]!.metadata?.priority).toBe(2);
     const similarities = tools.slice(1).map((t) => t.metadata?.priority as number);
     expect(similarities).toEqual([...similarities].sort((a, b) => b - a));
@@ -160,7 +160,10 @@ describe('ContextualToolsProvider', () => {
     const client = new ScriptedChatClient({ replies: () => 'ok' });
     const own = catalog.find((t) => t.name === 'weather_get')!;
     let calls = 0;
-    const provider = new ContextualToolsProvider({ tools: () => (calls++, catalog.slice(0, 10)), embeddings: createHashEmbedding(), maxTools: 2 });
+    const provider = new ContextualToolsProvider({ tools: () => {
+        calls++;
+        return catalog.slice(0, 10);
+      }, embeddings: createHashEmbedding(), maxTools: 2 });
     const agent = createAgent({ client, tools: [own], contextProviders: [provider] });
     await agent.run('weather forecast');
     const sent = names(client.calls[0]!.options.tools);

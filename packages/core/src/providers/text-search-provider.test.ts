@@ -23,7 +23,10 @@ const kb = new InMemoryRetriever({
 /** A retriever that returns fixed results and records its queries. */
 function fixed(results: RetrievalResult[]): Retriever & { queries: string[] } {
   const queries: string[] = [];
-  return { queries, search: async (query, { topK }) => (queries.push(query), results.slice(0, topK)) };
+  return { queries, search: async (query, { topK }) => {
+      queries.push(query);
+      return results.slice(0, topK);
+    } };
 }
 
 describe('TextSearchProvider, before mode', () => {
@@ -119,7 +122,7 @@ describe('TextSearchProvider, tool mode', () => {
     expect(res.text).toBe('It opens at 9 [1].');
     const first = client.calls[0]!;
     expect(fromSource(first.messages)).toHaveLength(0);
-    expect(first.options.tools?.map((t) => [t.name, (t.metadata?.ctx as { sourceId: string }).sourceId])).toEqual([['search', 'text-search']]);
+    expect(first.options.tools?.map((t) => [t.name, (t.metadata?.ctx as { sourceId: string } | undefined)?.sourceId])).toEqual([['search', 'text-search']]);
     const result = client.calls[1]!.messages.flatMap((m) => m.contents).find((c) => c.type === 'function-result');
     expect(result).toMatchObject({ callId: 'c1', result: { results: [{ n: 1, id: 'lisbon', title: 'Lisbon store', content: expect.stringContaining('opens at 9') }] } });
     expect(tokenizer.countTokens(JSON.stringify({ results: (result as unknown as { result: { results: unknown[] } }).result.results }))).toBeLessThanOrEqual(60);

@@ -85,7 +85,7 @@ describe('WhiteboardProvider', () => {
     let now = 0;
     const boardClient = new ScriptedChatClient({
       replies: [
-        '```json\n' + json({ add: [{ kind: 'action', text: 'Send the invoice' }] }) + '\n```',
+        `\`\`\`json\n${json({ add: [{ kind: 'action', text: 'Send the invoice' }] })}\n\`\`\``,
         json({ add: [{ kind: 'action', text: 'send the  invoice' }] }),
         json({ update: [{ id: 'a1', text: 'Send the invoice by Monday' }] }),
       ],

@@ -1,4 +1,3 @@
-import type { Message } from '../messages/message.js';
 import type { Content } from '../spec/message.js';
 import type { Tokenizer } from '../spec/tokenizer.js';
 
