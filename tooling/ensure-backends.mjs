@@ -14,5 +14,7 @@ if (root && has('apt-get')) {
   execFileSync('apt-get', ['install', '-y', '-qq', 'redis-server'], { stdio: 'inherit', env });
   process.exit(0);
 }
-console.error('The Redis tests need redis-server and redis-cli on PATH. Install them, e.g.:\n  sudo apt-get install -y redis-server   (Debian/Ubuntu)\n  brew install redis                      (macOS)');
+console.error(
+  'The Redis tests need redis-server and redis-cli on PATH. Install them, e.g.:\n  sudo apt-get install -y redis-server   (Debian/Ubuntu)\n  brew install redis                      (macOS)',
+);
 process.exit(1);

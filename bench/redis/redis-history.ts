@@ -55,7 +55,10 @@ async function countingProxy(targetPort: number): Promise<{ port: number; roundT
 }
 
 /** Median and mean of `fn` over at least `min` and at most `max` runs within `budgetMs` (after `warmup` untimed runs). */
-async function time(fn: () => Promise<unknown>, { warmup = 3, min = 5, max = 500, budgetMs = 2000 } = {}): Promise<{ p50: number; mean: number; n: number }> {
+async function time(
+  fn: () => Promise<unknown>,
+  { warmup = 3, min = 5, max = 500, budgetMs = 2000 } = {},
+): Promise<{ p50: number; mean: number; n: number }> {
   for (let i = 0; i < warmup; i++) await fn();
   const samples: number[] = [];
   const t0 = performance.now();
@@ -71,9 +74,16 @@ async function time(fn: () => Promise<unknown>, { warmup = 3, min = 5, max = 500
 const fmt = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(3));
 
 async function redisBenchmark(port: number, args: string[]): Promise<{ rps: number; p50: number }> {
-  const { stdout } = await promisify(execFile)('redis-benchmark', ['-h', '127.0.0.1', '-p', String(port), '-c', '1', '--csv', ...args], { timeout: 60_000 });
+  const { stdout } = await promisify(execFile)('redis-benchmark', ['-h', '127.0.0.1', '-p', String(port), '-c', '1', '--csv', ...args], {
+    timeout: 60_000,
+  });
   // The test name may hold quotes and commas (a JSON argument): read the numeric columns from the right.
-  const cells = stdout.trim().split('\n').at(-1)!.split(',').map((c) => Number(c.replaceAll('"', '')));
+  const cells = stdout
+    .trim()
+    .split('\n')
+    .at(-1)!
+    .split(',')
+    .map((c) => Number(c.replaceAll('"', '')));
   return { rps: cells.at(-7)!, p50: cells.at(-4)! };
 }
 
@@ -126,13 +136,23 @@ for (const size of SIZES) {
   // Seed both histories with the same number of messages of the same text.
   await ctx.clear(sessionId);
   for (let i = 0; i < size; i += 1000) {
-    await ctx.append(sessionId, Array.from({ length: Math.min(1000, size - i) }, (_, j) => (j % 2 ? Message.assistant(`${TEXT} #${i + j}`) : Message.user(`${TEXT} #${i + j}`))));
+    await ctx.append(
+      sessionId,
+      Array.from({ length: Math.min(1000, size - i) }, (_, j) =>
+        j % 2 ? Message.assistant(`${TEXT} #${i + j}`) : Message.user(`${TEXT} #${i + j}`),
+      ),
+    );
   }
   const lcKey = `langchain-${size}`;
   await nodeRedis.del(lcKey);
   for (let i = 0; i < size; i += 1000) {
-    const batch = Array.from({ length: Math.min(1000, size - i) }, (_, j) => (j % 2 ? new AIMessage(`${TEXT} #${i + j}`) : new HumanMessage(`${TEXT} #${i + j}`)));
-    await nodeRedis.lPush(lcKey, mapChatMessagesToStoredMessages(batch).map((m) => JSON.stringify(m)));
+    const batch = Array.from({ length: Math.min(1000, size - i) }, (_, j) =>
+      j % 2 ? new AIMessage(`${TEXT} #${i + j}`) : new HumanMessage(`${TEXT} #${i + j}`),
+    );
+    await nodeRedis.lPush(
+      lcKey,
+      mapChatMessagesToStoredMessages(batch).map((m) => JSON.stringify(m)),
+    );
   }
 
   let turn = 0;
@@ -167,12 +187,35 @@ for (const size of SIZES) {
 const keys = ctx.keys(`bench-${SIZES.at(-1)}`);
 const payload = JSON.stringify(Message.user(TEXT));
 const lrangeCeiling = await redisBenchmark(server.port, ['-n', '50000', 'LRANGE', keys.messages, String(-WINDOW), '-1']);
-const evalCeiling = await redisBenchmark(server.port, ['-n', '50000', '-r', '1000000000', 'EVALSHA', sha, '2', keys.messages, keys.ids, 'append', '0', '0', 'id-__rand_int__', payload, 'id2-__rand_int__', payload]);
-const reference = await promisify(execFile)('redis-benchmark', ['-h', '127.0.0.1', '-p', String(server.port), '-n', '10000', '-q', '-t', 'lpush,lrange_100'], { timeout: 60_000 });
+const evalCeiling = await redisBenchmark(server.port, [
+  '-n',
+  '50000',
+  '-r',
+  '1000000000',
+  'EVALSHA',
+  sha,
+  '2',
+  keys.messages,
+  keys.ids,
+  'append',
+  '0',
+  '0',
+  'id-__rand_int__',
+  payload,
+  'id2-__rand_int__',
+  payload,
+]);
+const reference = await promisify(execFile)(
+  'redis-benchmark',
+  ['-h', '127.0.0.1', '-p', String(server.port), '-n', '10000', '-q', '-t', 'lpush,lrange_100'],
+  { timeout: 60_000 },
+);
 const ceiling = lrangeCeiling.p50 + evalCeiling.p50;
 
 console.log('\n## Per turn: load the history, store the user message and the reply\n');
-console.log('| stored messages | @ctx/redis p50 ms (mean) | round trips | LangChain p50 ms (mean) | round trips | LangChain / ctx (p50) | ctx / server ceiling |');
+console.log(
+  '| stored messages | @ctx/redis p50 ms (mean) | round trips | LangChain p50 ms (mean) | round trips | LangChain / ctx (p50) | ctx / server ceiling |',
+);
 console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
   console.log(
@@ -180,16 +223,25 @@ for (const r of rows) {
   );
 }
 const flat = rows.at(-1)!.ctx.p50 / rows[0]!.ctx.p50;
-console.log(`\n@ctx/redis cost at ${SIZES.at(-1)!.toLocaleString('en')} vs ${SIZES[0]} stored messages: ${flat.toFixed(2)}x (flat = 1.0); LangChain: ${(rows.at(-1)!.lc.p50 / rows[0]!.lc.p50).toFixed(0)}x.`);
+console.log(
+  `\n@ctx/redis cost at ${SIZES.at(-1)!.toLocaleString('en')} vs ${SIZES[0]} stored messages: ${flat.toFixed(2)}x (flat = 1.0); LangChain: ${(rows.at(-1)!.lc.p50 / rows[0]!.lc.p50).toFixed(0)}x.`,
+);
 console.log('\n## Server ceiling (redis-benchmark -c 1, the same commands on the same server)\n');
 console.log('| command | requests/s | p50 ms |');
 console.log('| --- | ---: | ---: |');
-console.log(`| LRANGE key -${WINDOW} -1 (the window load, ${SIZES.at(-1)!.toLocaleString('en')}-message list) | ${lrangeCeiling.rps.toFixed(0)} | ${lrangeCeiling.p50.toFixed(3)} |`);
+console.log(
+  `| LRANGE key -${WINDOW} -1 (the window load, ${SIZES.at(-1)!.toLocaleString('en')}-message list) | ${lrangeCeiling.rps.toFixed(0)} | ${lrangeCeiling.p50.toFixed(3)} |`,
+);
 console.log(`| EVALSHA save script, 2 messages (the turn store) | ${evalCeiling.rps.toFixed(0)} | ${evalCeiling.p50.toFixed(3)} |`);
 console.log(`| one turn at the ceiling (sum) | | ${ceiling.toFixed(3)} |`);
-const summary = reference.stdout.split(/[\r\n]+/).filter((line) => line.includes('requests per second')).map((line) => `  ${line.trim()}`);
+const summary = reference.stdout
+  .split(/[\r\n]+/)
+  .filter((line) => line.includes('requests per second'))
+  .map((line) => `  ${line.trim()}`);
 console.log(`\nredis-benchmark -n 10000 -q -t lpush,lrange_100 (50 connections, throughput reference):\n${summary.join('\n')}`);
-console.log(`\nLangChain: @langchain/redis RedisChatMessageHistory on redis@${(await import('redis/package.json', { with: { type: 'json' } })).default.version}, Node ${process.version}. Samples per row: ctx ${rows.map((r) => r.ctx.n).join('/')}, LangChain ${rows.map((r) => r.lc.n).join('/')}.`);
+console.log(
+  `\nLangChain: @langchain/redis RedisChatMessageHistory on redis@${(await import('redis/package.json', { with: { type: 'json' } })).default.version}, Node ${process.version}. Samples per row: ctx ${rows.map((r) => r.ctx.n).join('/')}, LangChain ${rows.map((r) => r.lc.n).join('/')}.`,
+);
 
 await ctx.close();
 ioredis.disconnect();

@@ -16,7 +16,14 @@
  */
 import { pathToFileURL } from 'node:url';
 import { AzureKeyCredential, SearchClient, SearchIndexClient } from '@azure/search-documents';
-import { AzureAISearchContextProvider, AzureAISearchRetriever, createSearchIndex, uploadSearchDocuments, type AzureAISearchContextProviderOptions, type SearchDocumentInput } from '@ctx/azure-search';
+import {
+  AzureAISearchContextProvider,
+  AzureAISearchRetriever,
+  createSearchIndex,
+  uploadSearchDocuments,
+  type AzureAISearchContextProviderOptions,
+  type SearchDocumentInput,
+} from '@ctx/azure-search';
 import { startAzureSearchTestServer } from '@ctx/azure-search-test-server';
 import {
   AgentSession,
@@ -39,7 +46,10 @@ import { fmtMs, fmtOps, fmtRatio, measure, printTable, settle, type Measurement 
 const DIMS = 256;
 const TENANTS = ['acme', 'globex', 'initech', 'umbrella'];
 const TOPICS: [title: string, body: string][] = [
-  ['Refund policy', 'Refunds are issued within 30 days of delivery with the order number; the money goes back to the original payment method.'],
+  [
+    'Refund policy',
+    'Refunds are issued within 30 days of delivery with the order number; the money goes back to the original payment method.',
+  ],
   ['Shipping times', 'Orders ship within 2 business days. Standard delivery takes 3 to 5 days, express delivery takes 1 day.'],
   ['Warranty', 'Every kettle has a two-year warranty covering defects in materials and workmanship; keep the receipt.'],
   ['Aurora kettle price list', 'The Aurora kettle price is 49 euros; the Aurora Pro costs 79 euros and keeps water warm for an hour.'],
@@ -57,14 +67,26 @@ function corpus(): SearchDocumentInput[] {
   for (const tenant of TENANTS) {
     for (const [t, [title, body]] of TOPICS.entries()) {
       for (let v = 0; v < 5; v++) {
-        docs.push({ id: `${tenant}-${t}-${v}`, tenantId: tenant, title: v ? `${title} (part ${v + 1})` : title, url: `https://${tenant}.example/kb/${t}/${v}`, content: `${body} ${tenant} note ${v}: ${TOPICS[(t + v) % TOPICS.length]![1]}` });
+        docs.push({
+          id: `${tenant}-${t}-${v}`,
+          tenantId: tenant,
+          title: v ? `${title} (part ${v + 1})` : title,
+          url: `https://${tenant}.example/kb/${t}/${v}`,
+          content: `${body} ${tenant} note ${v}: ${TOPICS[(t + v) % TOPICS.length]![1]}`,
+        });
       }
     }
   }
   return docs;
 }
 
-const QUERIES = ['how long do refunds take', 'express delivery days', 'what does the aurora kettle cost', 'how do I descale my kettle', 'are gift cards valid for long'];
+const QUERIES = [
+  'how long do refunds take',
+  'express delivery days',
+  'what does the aurora kettle cost',
+  'how do I descale my kettle',
+  'are gift cards valid for long',
+];
 const FIELDS = { id: 'id', content: 'content', title: 'title', url: 'url', vector: 'contentVector' } as const;
 
 /** A model that answers at once and records the tokens of what it was sent; `plan` decides tool calls. */
@@ -122,7 +144,11 @@ export async function azureSearch(): Promise<void> {
   const clientOptions = { allowInsecureConnection: true, retryOptions: { maxRetries: 0 } };
   const indexName = 'bench-kb';
   const embeddings = createHashEmbedding({ dimensions: DIMS });
-  await createSearchIndex(new SearchIndexClient(server.endpoint, credential, clientOptions), { name: indexName, dimensions: DIMS, filterableFields: ['tenantId'] });
+  await createSearchIndex(new SearchIndexClient(server.endpoint, credential, clientOptions), {
+    name: indexName,
+    dimensions: DIMS,
+    filterableFields: ['tenantId'],
+  });
   const sdk = new SearchClient<Record<string, unknown>>(server.endpoint, indexName, credential, clientOptions);
   await uploadSearchDocuments(sdk as SearchClient<object>, corpus(), { embeddings });
 
@@ -133,43 +159,75 @@ export async function azureSearch(): Promise<void> {
   const runArgs = (): ProviderRunArgs => ({
     agent,
     session,
-    context: createSessionContext({ sessionId: session.sessionId, inputMessages: [Message.user(QUERIES[(i++) % QUERIES.length]!)] }),
+    context: createSessionContext({ sessionId: session.sessionId, inputMessages: [Message.user(QUERIES[i++ % QUERIES.length]!)] }),
     state: {},
     signal: new AbortController().signal,
     report: () => undefined,
   });
   const scope = () => ({ tenantId: 'acme' });
-  const modes: { name: string; options: Partial<AzureAISearchContextProviderOptions>; sdkOptions: (query: string) => Promise<Record<string, unknown>> }[] = [
+  const modes: {
+    name: string;
+    options: Partial<AzureAISearchContextProviderOptions>;
+    sdkOptions: (query: string) => Promise<Record<string, unknown>>;
+  }[] = [
     { name: 'keyword', options: { queryMode: 'keyword' }, sdkOptions: async () => ({}) },
     {
       name: 'hybrid (client-side embedding)',
       options: { queryMode: 'hybrid', vectorizer: embeddings },
-      sdkOptions: async (query) => ({ vectorSearchOptions: { queries: [{ kind: 'vector', vector: (await embeddings.embed([query]))[0], kNearestNeighborsCount: 50, fields: ['contentVector'] }] } }),
+      sdkOptions: async (query) => ({
+        vectorSearchOptions: {
+          queries: [
+            { kind: 'vector', vector: (await embeddings.embed([query]))[0], kNearestNeighborsCount: 50, fields: ['contentVector'] },
+          ],
+        },
+      }),
     },
     {
       name: 'semantic (captions + answers)',
       options: { queryMode: 'semantic', semantic: { captions: true, answers: true } },
-      sdkOptions: async () => ({ queryType: 'semantic', semanticSearchOptions: { captions: { captionType: 'extractive', highlight: true }, answers: { answerType: 'extractive', count: 1 } } }),
+      sdkOptions: async () => ({
+        queryType: 'semantic',
+        semanticSearchOptions: {
+          captions: { captionType: 'extractive', highlight: true },
+          answers: { answerType: 'extractive', count: 1 },
+        },
+      }),
     },
   ];
 
-  console.log('\n## @ctx/azure-search overhead beside the @azure/search-documents SDK (local REST server, 200 documents, top 5, tenant filter)\n');
+  console.log(
+    '\n## @ctx/azure-search overhead beside the @azure/search-documents SDK (local REST server, 200 documents, top 5, tenant filter)\n',
+  );
   const rows: string[][] = [];
   for (const mode of modes) {
-    const base = { client: sdk as SearchClient<object>, fields: FIELDS, topK: 5, scope, ...mode.options } as AzureAISearchContextProviderOptions;
+    const base = {
+      client: sdk as SearchClient<object>,
+      fields: FIELDS,
+      topK: 5,
+      scope,
+      ...mode.options,
+    } as AzureAISearchContextProviderOptions;
     const provider = new AzureAISearchContextProvider(base);
     const budgeted = new AzureAISearchContextProvider({ ...base, budget: { maxTokens: 300 } });
     const retriever = new AzureAISearchRetriever({ ...base, filter: `tenantId eq 'acme'` });
     let q = 0;
-    const nextQuery = () => QUERIES[(q++) % QUERIES.length]!;
+    const nextQuery = () => QUERIES[q++ % QUERIES.length]!;
     // What a user writes without ctx: search, collect, format one context message with citations.
     const direct = async () => {
       const query = nextQuery();
-      const response = await sdk.search(query, { top: 5, filter: `tenantId eq 'acme'`, select: ['id', 'content', 'title', 'url'], ...(await mode.sdkOptions(query)) });
+      const response = await sdk.search(query, {
+        top: 5,
+        filter: `tenantId eq 'acme'`,
+        select: ['id', 'content', 'title', 'url'],
+        ...(await mode.sdkOptions(query)),
+      });
       const hits: { id: string; title: string; url: string; content: string; score: number }[] = [];
-      for await (const r of response.results) hits.push({ ...(r.document as { id: string; title: string; url: string; content: string }), score: r.rerankerScore ?? r.score });
+      for await (const r of response.results)
+        hits.push({ ...(r.document as { id: string; title: string; url: string; content: string }), score: r.rerankerScore ?? r.score });
       const text = hits.map((h, n) => `[${n + 1}] ${h.title} (${h.url})\n${h.content}`).join('\n\n');
-      return Message.user(`Retrieved context:\n\n${text}`, { metadata: { citations: hits.map((h, n) => ({ n: n + 1, id: h.id, title: h.title, url: h.url, score: h.score })) } });
+      return Message.user(`Retrieved context:\n\n${text}`, {
+        metadata: { citations: hits.map((h, n) => ({ n: n + 1, id: h.id, title: h.title, url: h.url, score: h.score })) },
+      });
     };
     const cases: [string, () => Promise<unknown>][] = [
       ['SDK search + hand-made context message', direct],
@@ -191,7 +249,14 @@ export async function azureSearch(): Promise<void> {
     const sdkMean = best.get(cases[0]![0])!.meanMs;
     for (const [name] of cases) {
       const m = best.get(name)!;
-      rows.push([`${mode.name}: ${name}`, fmtMs(m.meanMs), fmtMs(m.p50Ms), fmtOps(m.opsPerSec), fmtMs(m.meanMs - sdkMean), fmtRatio(m.meanMs / sdkMean)]);
+      rows.push([
+        `${mode.name}: ${name}`,
+        fmtMs(m.meanMs),
+        fmtMs(m.p50Ms),
+        fmtOps(m.opsPerSec),
+        fmtMs(m.meanMs - sdkMean),
+        fmtRatio(m.meanMs / sdkMean),
+      ]);
     }
   }
   printTable(['case', 'mean ms', 'p50 ms', 'ops/s', 'added ms', 'ratio vs SDK'], rows);
@@ -202,11 +267,22 @@ export async function azureSearch(): Promise<void> {
       if (options.mode !== 'tool' || !CONVERSATION[turn]![1]) return undefined;
       const answered = messages.some((m) => m.contents.some((c) => c.type === 'function-result' && c.callId === `kb-${turn}`));
       if (answered) return undefined;
-      return [Message.assistant({ type: 'function-call', callId: `kb-${turn}`, name: 'search', arguments: JSON.stringify({ query: CONVERSATION[turn]![0] }) })];
+      return [
+        Message.assistant({
+          type: 'function-call',
+          callId: `kb-${turn}`,
+          name: 'search',
+          arguments: JSON.stringify({ query: CONVERSATION[turn]![0] }),
+        }),
+      ];
     });
     const provider = new AzureAISearchContextProvider({ client: sdk as SearchClient<object>, fields: FIELDS, scope, topK: 3, ...options });
     const compaction = collapseToolResults ? [new CompactionProvider({ strategy: toolResultCollapse({ keepRecent: 0 }) })] : [];
-    const bot = createAgent({ client, instructions: 'You are the support assistant of a kettle shop. Answer briefly and cite sources by [n].', contextProviders: [...compaction, provider] });
+    const bot = createAgent({
+      client,
+      instructions: 'You are the support assistant of a kettle shop. Answer briefly and cite sources by [n].',
+      contextProviders: [...compaction, provider],
+    });
     const s = bot.createSession();
     for (const [turn, [text]] of CONVERSATION.entries()) {
       client.turn = turn;
@@ -220,14 +296,37 @@ export async function azureSearch(): Promise<void> {
   const tool = await conversation({ mode: 'tool' });
   const collapsed = await conversation({ mode: 'tool' }, true);
 
-  console.log('\n## Tokens sent to the model per turn: before vs tool (scripted 20-turn conversation, 8 turns need the knowledge base, top 3)\n');
+  console.log(
+    '\n## Tokens sent to the model per turn: before vs tool (scripted 20-turn conversation, 8 turns need the knowledge base, top 3)\n',
+  );
   printTable(
     ['turn', 'needs KB', 'before', 'before, budget 150', 'tool', 'tool + collapse'],
-    CONVERSATION.map(([, needs], turn) => [String(turn + 1), needs ? 'yes' : '', String(before.perTurn[turn]), String(budgeted.perTurn[turn]), String(tool.perTurn[turn]), String(collapsed.perTurn[turn])]),
+    CONVERSATION.map(([, needs], turn) => [
+      String(turn + 1),
+      needs ? 'yes' : '',
+      String(before.perTurn[turn]),
+      String(budgeted.perTurn[turn]),
+      String(tool.perTurn[turn]),
+      String(collapsed.perTurn[turn]),
+    ]),
   );
   console.log('');
-  const summary = (name: string, r: typeof before) => [name, String(r.calls), String(r.total), (r.total / CONVERSATION.length).toFixed(0), fmtRatio(r.total / before.total)];
-  printTable(['mode', 'model calls', 'tokens, 20 turns', 'tokens per turn', 'ratio vs before'], [summary('before (search every turn)', before), summary('before, budget 150', budgeted), summary('tool (search on demand)', tool), summary('tool + toolResultCollapse (older results)', collapsed)]);
+  const summary = (name: string, r: typeof before) => [
+    name,
+    String(r.calls),
+    String(r.total),
+    (r.total / CONVERSATION.length).toFixed(0),
+    fmtRatio(r.total / before.total),
+  ];
+  printTable(
+    ['mode', 'model calls', 'tokens, 20 turns', 'tokens per turn', 'ratio vs before'],
+    [
+      summary('before (search every turn)', before),
+      summary('before, budget 150', budgeted),
+      summary('tool (search on demand)', tool),
+      summary('tool + toolResultCollapse (older results)', collapsed),
+    ],
+  );
   await server.close();
 }
 

@@ -178,9 +178,19 @@ class ScriptBuilder {
           status: this.pick(STATUSES),
           placed_at: this.date(),
           total: { amount: this.int(2000, 60000) / 100, currency: 'EUR' },
-          items: Array.from({ length: this.int(1, 3) }, () => ({ sku: `SKU-${this.int(1000, 9999)}`, name: this.words(2), qty: this.int(1, 3), unit_price: this.int(900, 25000) / 100 })),
+          items: Array.from({ length: this.int(1, 3) }, () => ({
+            sku: `SKU-${this.int(1000, 9999)}`,
+            name: this.words(2),
+            qty: this.int(1, 3),
+            unit_price: this.int(900, 25000) / 100,
+          })),
         };
-        const result = this.fill(base, 'events', () => ({ at: this.date(), location: this.pick(CITIES), status: this.pick(STATUSES), note: this.sentence(6, 16) }), target);
+        const result = this.fill(
+          base,
+          'events',
+          () => ({ at: this.date(), location: this.pick(CITIES), status: this.pick(STATUSES), note: this.sentence(6, 16) }),
+          target,
+        );
         return { callId, name, args: { order_id: order }, result };
       }
       case 'list_tickets': {
@@ -205,7 +215,12 @@ class ScriptBuilder {
       case 'fetch_page': {
         const url = `https://help.northwind.example/policies/${this.words(2).replaceAll(' ', '-')}`;
         const base: JsonObject = { url, status: 200, title: this.words(this.int(3, 6)), fetched_at: this.date() };
-        const result = this.fill(base, 'sections', () => ({ heading: this.words(this.int(2, 5)), text: `${this.sentence(15, 40)} ${this.sentence(10, 30)}` }), target);
+        const result = this.fill(
+          base,
+          'sections',
+          () => ({ heading: this.words(this.int(2, 5)), text: `${this.sentence(15, 40)} ${this.sentence(10, 30)}` }),
+          target,
+        );
         return { callId, name, args: { url }, result };
       }
     }
@@ -220,7 +235,9 @@ class ScriptBuilder {
       .replaceAll('{status}', this.pick(STATUSES))
       .replaceAll('{item}', this.pick(['jacket', 'tent', 'backpack', 'rain shell', 'stove', 'boots']))
       .replaceAll('{city}', this.pick(CITIES));
-    const rounds = Array.from({ length: this.int(1, 3) }, () => Array.from({ length: this.int(1, 3) }, () => this.call(this.pick(TOOL_NAMES), order, customer)));
+    const rounds = Array.from({ length: this.int(1, 3) }, () =>
+      Array.from({ length: this.int(1, 3) }, () => this.call(this.pick(TOOL_NAMES), order, customer)),
+    );
     const sentences: string[] = [];
     const target = this.int(40, 120);
     let words = 0;
@@ -243,8 +260,16 @@ function makeScript(turns: number): ScriptedTurn[] {
 function turnMessages(turn: ScriptedTurn): Message[] {
   const out = [Message.user(turn.question)];
   for (const round of turn.rounds) {
-    out.push(Message.assistant(round.map((c): Content => ({ type: 'function-call', callId: c.callId, name: c.name, arguments: JSON.stringify(c.args) }))));
-    out.push(Message.tool(round.map((c): FunctionResultContent => ({ type: 'function-result', callId: c.callId, name: c.name, result: c.result }))));
+    out.push(
+      Message.assistant(
+        round.map((c): Content => ({ type: 'function-call', callId: c.callId, name: c.name, arguments: JSON.stringify(c.args) })),
+      ),
+    );
+    out.push(
+      Message.tool(
+        round.map((c): FunctionResultContent => ({ type: 'function-result', callId: c.callId, name: c.name, result: c.result })),
+      ),
+    );
   }
   out.push(Message.assistant(turn.answer));
   return out;
@@ -393,7 +418,9 @@ class ScriptClient implements ChatClient {
     const turn = this.script[this.#turn]!;
     const round = turn.rounds[this.#round++];
     if (round) {
-      const calls = round.map((c): Content => ({ type: 'function-call', callId: c.callId, name: c.name, arguments: JSON.stringify(c.args) }));
+      const calls = round.map(
+        (c): Content => ({ type: 'function-call', callId: c.callId, name: c.name, arguments: JSON.stringify(c.args) }),
+      );
       return { messages: [Message.assistant(calls)], finishReason: 'tool-calls' };
     }
     this.#turn++;
@@ -424,12 +451,22 @@ function timed(strategy: CompactionStrategy, tally: Tally, phase: () => Phase, s
 }
 
 /** Runs the script through `createAgent`; with a strategy, the same one runs in the tool loop and at the boundary. */
-async function runCtx(script: readonly ScriptedTurn[], reference: Reference, strategy: CompactionStrategy | undefined, summarizer: Summarizer): Promise<Tally> {
+async function runCtx(
+  script: readonly ScriptedTurn[],
+  reference: Reference,
+  strategy: CompactionStrategy | undefined,
+  summarizer: Summarizer,
+): Promise<Tally> {
   const tally = new Tally(reference);
   const results = new Map<string, JsonObject>();
   for (const turn of script) for (const round of turn.rounds) for (const c of round) results.set(c.callId, c.result);
   const tools = TOOL_NAMES.map((name) =>
-    defineTool({ name, description: `The ${name.replace('_', ' ')} tool.`, parameters: { type: 'object' }, execute: (_args: JsonObject, { callId }) => results.get(callId)! }),
+    defineTool({
+      name,
+      description: `The ${name.replace('_', ' ')} tool.`,
+      parameters: { type: 'object' },
+      execute: (_args: JsonObject, { callId }) => results.get(callId)!,
+    }),
   );
   // CompactionProvider compacts (and stores) before the first model call of each run.
   const client = new ScriptClient(script, (messages, options) => {
@@ -441,7 +478,10 @@ async function runCtx(script: readonly ScriptedTurn[], reference: Reference, str
     client,
     instructions: INSTRUCTIONS,
     tools,
-    contextProviders: [new InMemoryHistoryProvider(), ...(strategy ? [new CompactionProvider({ strategy: timed(strategy, tally, boundary, summarizer) })] : [])],
+    contextProviders: [
+      new InMemoryHistoryProvider(),
+      ...(strategy ? [new CompactionProvider({ strategy: timed(strategy, tally, boundary, summarizer) })] : []),
+    ],
     ...(strategy ? { compaction: timed(strategy, tally, () => 'tool loop', summarizer) } : {}),
   });
   const session = agent.createSession();
@@ -462,12 +502,24 @@ function toLangChain(messages: readonly Message[]): { list: BaseMessage[]; endOf
     if (m.role === 'system') list.push(new SystemMessage({ id: m.id, content: text }));
     else if (m.role === 'user') list.push(new HumanMessage({ id: m.id, content: text }));
     else if (m.role === 'assistant') {
-      const calls = Message.functionCalls(m).map((c) => ({ id: c.callId, name: c.name, args: JSON.parse(c.arguments) as Record<string, unknown>, type: 'tool_call' as const }));
+      const calls = Message.functionCalls(m).map((c) => ({
+        id: c.callId,
+        name: c.name,
+        args: JSON.parse(c.arguments) as Record<string, unknown>,
+        type: 'tool_call' as const,
+      }));
       list.push(new AIMessage({ id: m.id, content: text, tool_calls: calls }));
     } else {
       m.contents.forEach((c, i) => {
         if (c.type !== 'function-result') return;
-        list.push(new ToolMessage({ id: `${m.id}-${i}`, content: typeof c.result === 'string' ? c.result : JSON.stringify(c.result), tool_call_id: c.callId, name: c.name }));
+        list.push(
+          new ToolMessage({
+            id: `${m.id}-${i}`,
+            content: typeof c.result === 'string' ? c.result : JSON.stringify(c.result),
+            tool_call_id: c.callId,
+            name: c.name,
+          }),
+        );
       });
     }
     endOf.push(list.length);
@@ -481,16 +533,25 @@ function fromLangChain(list: readonly BaseMessage[]): Message[] {
   let previousWasTool = false;
   for (const m of list) {
     const type = m.getType();
-    const text = typeof m.content === 'string' ? m.content : m.content.map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : '')).join('');
+    const text =
+      typeof m.content === 'string'
+        ? m.content
+        : m.content.map((b) => (b.type === 'text' && typeof b.text === 'string' ? b.text : '')).join('');
     const id = m.id ?? '';
     if (type === 'tool') {
       const t = m as ToolMessage;
-      const result: FunctionResultContent = { type: 'function-result', callId: t.tool_call_id, result: text, ...(t.name ? { name: t.name } : {}) };
+      const result: FunctionResultContent = {
+        type: 'function-result',
+        callId: t.tool_call_id,
+        result: text,
+        ...(t.name ? { name: t.name } : {}),
+      };
       if (previousWasTool) out[out.length - 1]!.contents.push(result);
       else out.push({ id, role: 'tool', contents: [result] });
     } else if (type === 'ai') {
       const contents: Content[] = text ? [{ type: 'text', text }] : [];
-      for (const c of (m as AIMessage).tool_calls ?? []) contents.push({ type: 'function-call', callId: c.id ?? '', name: c.name, arguments: JSON.stringify(c.args) });
+      for (const c of (m as AIMessage).tool_calls ?? [])
+        contents.push({ type: 'function-call', callId: c.id ?? '', name: c.name, arguments: JSON.stringify(c.args) });
       out.push({ id, role: 'assistant', contents });
     } else out.push({ id, role: type === 'system' ? 'system' : 'user', contents: [{ type: 'text', text }] });
     previousWasTool = type === 'tool';
@@ -519,14 +580,21 @@ function langChainCounter(stats: { calls: number; messages: number }): (msgs: Ba
         n = tokenizer.countMessageTokens([back!]) - LIST_BASE - framing(back!.role);
         if (key) contentTokens.set(key, n);
       }
-      total += n + (isTool && previousWasTool ? 0 : framing(isTool ? 'tool' : m.getType() === 'ai' ? 'assistant' : m.getType() === 'system' ? 'system' : 'user'));
+      total +=
+        n +
+        (isTool && previousWasTool
+          ? 0
+          : framing(isTool ? 'tool' : m.getType() === 'ai' ? 'assistant' : m.getType() === 'system' ? 'system' : 'user'));
       previousWasTool = isTool;
     }
     return total;
   };
 }
 
-async function runLangChain(reference: Reference, extra: { startOn?: 'human'; includeSystem?: boolean }): Promise<Tally & { counter: { calls: number; messages: number } }> {
+async function runLangChain(
+  reference: Reference,
+  extra: { startOn?: 'human'; includeSystem?: boolean },
+): Promise<Tally & { counter: { calls: number; messages: number } }> {
   const tally = Object.assign(new Tally(reference), { counter: { calls: 0, messages: 0 } });
   const { list, endOf } = toLangChain(reference.messages);
   const tokenCounter = langChainCounter(tally.counter);
@@ -553,11 +621,30 @@ function toModelMessages(messages: readonly Message[]): ModelMessage[] {
     if (m.role === 'assistant') {
       const calls = Message.functionCalls(m);
       if (calls.length === 0) return { role: 'assistant', content: [{ type: 'text', text }] };
-      return { role: 'assistant', content: calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.callId, toolName: c.name, input: JSON.parse(c.arguments) as unknown })) };
+      return {
+        role: 'assistant',
+        content: calls.map((c) => ({
+          type: 'tool-call' as const,
+          toolCallId: c.callId,
+          toolName: c.name,
+          input: JSON.parse(c.arguments) as unknown,
+        })),
+      };
     }
     return {
       role: 'tool',
-      content: m.contents.flatMap((c) => (c.type === 'function-result' ? [{ type: 'tool-result' as const, toolCallId: c.callId, toolName: c.name ?? '', output: { type: 'json' as const, value: c.result } }] : [])),
+      content: m.contents.flatMap((c) =>
+        c.type === 'function-result'
+          ? [
+              {
+                type: 'tool-result' as const,
+                toolCallId: c.callId,
+                toolName: c.name ?? '',
+                output: { type: 'json' as const, value: c.result },
+              },
+            ]
+          : [],
+      ),
     };
   });
 }
@@ -570,7 +657,8 @@ function fromModelMessages(list: readonly ModelMessage[]): Message[] {
     const contents: Content[] = [];
     for (const part of m.content) {
       if (part.type === 'text') contents.push({ type: 'text', text: part.text });
-      else if (part.type === 'tool-call') contents.push({ type: 'function-call', callId: part.toolCallId, name: part.toolName, arguments: JSON.stringify(part.input) });
+      else if (part.type === 'tool-call')
+        contents.push({ type: 'function-call', callId: part.toolCallId, name: part.toolName, arguments: JSON.stringify(part.input) });
       else if (part.type === 'tool-result') {
         const output = part.output;
         const result = output.type === 'json' || output.type === 'text' ? (output.value as JsonValue) : JSON.stringify(output);
@@ -587,7 +675,12 @@ async function runAiSdk(reference: Reference): Promise<Tally> {
   for (const end of reference.callEnds) {
     const input = all.slice(0, end);
     const t0 = performance.now();
-    const pruned = pruneMessages({ messages: input, reasoning: 'before-last-message', toolCalls: 'before-last-2-messages', emptyMessages: 'remove' });
+    const pruned = pruneMessages({
+      messages: input,
+      reasoning: 'before-last-message',
+      toolCalls: 'before-last-2-messages',
+      emptyMessages: 'remove',
+    });
     tally.strategyMs += performance.now() - t0;
     tally.add(fromModelMessages(pruned));
   }
@@ -653,11 +746,15 @@ export async function compactionBench(): Promise<Row[]> {
     `${TURNS} turns, ${reference.callEnds.length} model calls, ${resultSizes.length} tool results of ${Math.min(...resultSizes).toLocaleString('en-US')}-${Math.max(...resultSizes).toLocaleString('en-US')} characters of JSON ` +
       `(mean ${Math.round(resultSizes.reduce((a, b) => a + b, 0) / resultSizes.length).toLocaleString('en-US')}); the whole conversation is ${fullTokens.toLocaleString('en-US')} tokens.`,
   );
-  console.log(`Every list sent is converted to ctx messages and counted with createOpenAITokenizer({ model: 'gpt-4o' }) (system message included).`);
+  console.log(
+    `Every list sent is converted to ctx messages and counted with createOpenAITokenizer({ model: 'gpt-4o' }) (system message included).`,
+  );
   console.log(
     `The instructions go with every call as a system message of ${countTokens([SYSTEM_MESSAGE]) - LIST_BASE} tokens (ctx passes them beside the messages, so its budgets do`,
   );
-  console.log(`not include them; LangChain's does). B = ${BUDGET.toLocaleString('en-US')} tokens. Ratio = total tokens of the row / total without compaction.\n`);
+  console.log(
+    `not include them; LangChain's does). B = ${BUDGET.toLocaleString('en-US')} tokens. Ratio = total tokens of the row / total without compaction.\n`,
+  );
 
   const variants: Variant[] = [
     { label: 'no compaction (everything sent)' },
@@ -665,7 +762,10 @@ export async function compactionBench(): Promise<Row[]> {
     { label: 'ctx slidingWindow({ maxGroups: 20 })', make: () => slidingWindow({ maxGroups: 20 }), countsTokens: false },
     { label: 'ctx toolResultCollapse({ keepRecent: 1 })', make: () => toolResultCollapse({ keepRecent: 1 }), countsTokens: false },
     { label: 'ctx tokenBudget({ maxTokens: B })', make: (tk) => tokenBudget({ maxTokens: BUDGET, tokenizer: tk }) },
-    { label: 'ctx contextWindow({ 16000, reserve 2000 })', make: (tk) => contextWindow({ contextWindow: 16_000, reserveTokens: 2_000, tokenizer: tk }) },
+    {
+      label: 'ctx contextWindow({ 16000, reserve 2000 })',
+      make: (tk) => contextWindow({ contextWindow: 16_000, reserveTokens: 2_000, tokenizer: tk }),
+    },
     {
       label: 'ctx summarization({ keepRecentGroups: 6, trigger B })',
       make: (tk, client) => summarization({ client, keepRecentGroups: 6, trigger: { tokens: BUDGET, tokenizer: tk } }),
@@ -682,14 +782,18 @@ export async function compactionBench(): Promise<Row[]> {
   // The agent without compaction must send exactly the reference prefixes.
   const none = rows[0]!.tally;
   reference.callEnds.forEach((end, i) => {
-    if (none.tokens[i] !== countTokens(reference.messages.slice(0, end))) throw new Error(`call ${i}: the agent sent something other than the reference prefix`);
+    if (none.tokens[i] !== countTokens(reference.messages.slice(0, end)))
+      throw new Error(`call ${i}: the agent sent something other than the reference prefix`);
   });
 
   // The LangChain counter must equal the tokenizer on converted-back messages; conversions must not change counts.
   const probe = toLangChain(reference.messages).list.slice(0, 40);
-  if (langChainCounter({ calls: 0, messages: 0 })(probe) !== tokenizer.countMessageTokens(fromLangChain(probe))) throw new Error('the LangChain token counter differs from the tokenizer');
-  if (countTokens(fromLangChain(toLangChain(reference.messages).list)) !== fullTokens) throw new Error('LangChain conversion changes the token count');
-  if (countTokens(fromModelMessages(toModelMessages(reference.messages))) !== fullTokens) throw new Error('AI SDK conversion changes the token count');
+  if (langChainCounter({ calls: 0, messages: 0 })(probe) !== tokenizer.countMessageTokens(fromLangChain(probe)))
+    throw new Error('the LangChain token counter differs from the tokenizer');
+  if (countTokens(fromLangChain(toLangChain(reference.messages).list)) !== fullTokens)
+    throw new Error('LangChain conversion changes the token count');
+  if (countTokens(fromModelMessages(toModelMessages(reference.messages))) !== fullTokens)
+    throw new Error('AI SDK conversion changes the token count');
 
   settle();
   const lcPlain = await runLangChain(reference, {});
@@ -735,14 +839,19 @@ export async function compactionBench(): Promise<Row[]> {
   const summarized = summarizers.get(variants[variants.length - 1]!.label)!;
   console.log('');
   console.log('rejected = the service would refuse the list: a function call without its result or a result without its call');
-  console.log(`(hasOrphans), a first non-system message that is a tool result, or no message besides the system one. > ${MODEL_WINDOW / 1000}k = calls`);
+  console.log(
+    `(hasOrphans), a first non-system message that is a tool result, or no message besides the system one. > ${MODEL_WINDOW / 1000}k = calls`,
+  );
   console.log("above gpt-4o's window. strategy ms = time inside the strategy over the whole run (ctx: every compact() call, at the");
-  console.log("boundary and in the tool loop, with core's own per-message token cache; LangChain: trimMessages incl. its token counter, cached per");
+  console.log(
+    "boundary and in the tool loop, with core's own per-message token cache; LangChain: trimMessages incl. its token counter, cached per",
+  );
   console.log('message id; AI SDK: pruneMessages).');
   for (const { label, tally } of rows) {
     if (tally.rejected) console.log(`- ${label}: rejected ${[...tally.rejections].map(([k, n]) => `${n} ${k}`).join(', ')}.`);
     if (tally.noSystem) console.log(`- ${label}: ${tally.noSystem} calls without the system message.`);
-    if (tally.lostCurrentResults) console.log(`- ${label}: ${tally.lostCurrentResults} calls miss a tool result of their own turn, or see it collapsed.`);
+    if (tally.lostCurrentResults)
+      console.log(`- ${label}: ${tally.lostCurrentResults} calls miss a tool result of their own turn, or see it collapsed.`);
   }
   console.log(
     `- ctx summarization: ${summarized.calls} summarizer calls (${summarized.byPhase()}) on ${summarized.distinct} distinct transcripts: a summary made in the ` +

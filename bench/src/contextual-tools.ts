@@ -81,11 +81,26 @@ const SUBJECTS: Array<[key: string, noun: string, detail: string]> = [
   ['device', 'smart home device', 'lights, thermostats and locks in a home'],
 ];
 const ACTIONS: Array<[verb: string, phrase: string]> = [
-  ['get', 'Gets one'], ['list', 'Lists every'], ['create', 'Creates a new'], ['update', 'Updates an existing'],
-  ['delete', 'Deletes a'], ['search', 'Searches by keyword for a'], ['archive', 'Archives an old'], ['restore', 'Restores an archived'],
-  ['export', 'Exports to CSV each'], ['import', 'Imports from a CSV file each'], ['share', 'Shares with a colleague a'], ['assign', 'Assigns an owner to a'],
-  ['approve', 'Approves a pending'], ['cancel', 'Cancels a scheduled'], ['schedule', 'Schedules for a later date a'], ['summarize', 'Summarizes in a few sentences a'],
-  ['validate', 'Validates the fields of a'], ['sync', 'Synchronizes with the external system a'], ['tag', 'Adds labels to a'], ['count', 'Counts how many there are of each'],
+  ['get', 'Gets one'],
+  ['list', 'Lists every'],
+  ['create', 'Creates a new'],
+  ['update', 'Updates an existing'],
+  ['delete', 'Deletes a'],
+  ['search', 'Searches by keyword for a'],
+  ['archive', 'Archives an old'],
+  ['restore', 'Restores an archived'],
+  ['export', 'Exports to CSV each'],
+  ['import', 'Imports from a CSV file each'],
+  ['share', 'Shares with a colleague a'],
+  ['assign', 'Assigns an owner to a'],
+  ['approve', 'Approves a pending'],
+  ['cancel', 'Cancels a scheduled'],
+  ['schedule', 'Schedules for a later date a'],
+  ['summarize', 'Summarizes in a few sentences a'],
+  ['validate', 'Validates the fields of a'],
+  ['sync', 'Synchronizes with the external system a'],
+  ['tag', 'Adds labels to a'],
+  ['count', 'Counts how many there are of each'],
 ];
 
 function catalog(): Tool[] {
@@ -177,14 +192,21 @@ async function measureAgent(label: string, agent: Agent, client: ToolRecordingCl
   }
   let i = 0;
   settle();
-  const measurement = await measure(label, () => QUERIES[i++ % QUERIES.length]![0], (text) => agent.run(text), { warmup: 50, minIterations: 20, maxIterations: 3000, budgetMs: 1500 });
+  const measurement = await measure(
+    label,
+    () => QUERIES[i++ % QUERIES.length]![0],
+    (text) => agent.run(text),
+    { warmup: 50, minIterations: 20, maxIterations: 3000, budgetMs: 1500 },
+  );
   return { label, measurement, toolTokens: tokens / QUERIES.length, tools: count / QUERIES.length, recall: hits / QUERIES.length };
 }
 
 /** Runs the benchmark and prints its tables. */
 export async function contextualTools(): Promise<Row[]> {
   console.log(`\n## Contextual tool selection over ${TOOL_COUNT.toLocaleString('en-US')} tools (fake model, no network)\n`);
-  console.log(`Node ${process.version}, ${process.platform}/${process.arch}. One stateless run per query (${QUERIES.length} queries, round-robin).`);
+  console.log(
+    `Node ${process.version}, ${process.platform}/${process.arch}. One stateless run per query (${QUERIES.length} queries, round-robin).`,
+  );
   console.log('Tool tokens: character tokenizer (4 chars/token) over JSON of name + description + parameters, per model call.');
   console.log('"needed tool sent": share of queries whose one needed tool was among the tools sent.');
   console.log('Embeddings: createHashEmbedding() (512 dims, bag of words + character trigrams), a stand-in for a real model.\n');
@@ -194,7 +216,11 @@ export async function contextualTools(): Promise<Row[]> {
 
   const rows: Row[] = [];
   const allClient = new ToolRecordingClient();
-  const all = await measureAgent(`all ${TOOL_COUNT.toLocaleString('en-US')} tools on every call`, createAgent({ client: allClient, tools }), allClient);
+  const all = await measureAgent(
+    `all ${TOOL_COUNT.toLocaleString('en-US')} tools on every call`,
+    createAgent({ client: allClient, tools }),
+    allClient,
+  );
   if (all.tools !== TOOL_COUNT) throw new Error('the all-tools agent did not send every tool');
   rows.push(all);
 
@@ -202,20 +228,41 @@ export async function contextualTools(): Promise<Row[]> {
   for (const n of TOP_N) {
     const client = new ToolRecordingClient();
     const provider = new ContextualToolsProvider({ tools, embeddings, maxTools: n });
-    rows.push(await measureAgent(`ContextualToolsProvider maxTools ${n} (warm cache)`, createAgent({ client, contextProviders: [provider] }), client));
+    rows.push(
+      await measureAgent(
+        `ContextualToolsProvider maxTools ${n} (warm cache)`,
+        createAgent({ client, contextProviders: [provider] }),
+        client,
+      ),
+    );
   }
 
   // Cold start: a new provider's first run embeds all 1,000 tool descriptions once.
   settle();
   const cold = await measure(
     'first run of a new provider: embeds 1,000 tools',
-    () => createAgent({ client: new ToolRecordingClient(), contextProviders: [new ContextualToolsProvider({ tools, embeddings, maxTools: 5 })] }),
+    () =>
+      createAgent({
+        client: new ToolRecordingClient(),
+        contextProviders: [new ContextualToolsProvider({ tools, embeddings, maxTools: 5 })],
+      }),
     (agent) => agent.run(QUERIES[0]![0]),
     { warmup: 3, minIterations: 10, maxIterations: 200, budgetMs: 1500 },
   );
 
   printTable(
-    ['pipeline', 'ms/run (mean)', 'ms/run (p50)', 'ops/s', 'runs', 'tools/call', 'tool tokens/call', 'needed tool sent', 'time vs all', 'all / tokens'],
+    [
+      'pipeline',
+      'ms/run (mean)',
+      'ms/run (p50)',
+      'ops/s',
+      'runs',
+      'tools/call',
+      'tool tokens/call',
+      'needed tool sent',
+      'time vs all',
+      'all / tokens',
+    ],
     rows.map((r) => [
       r.label,
       fmtMs(r.measurement.meanMs),
@@ -229,7 +276,9 @@ export async function contextualTools(): Promise<Row[]> {
       r === all ? '1 (baseline)' : fmtRatio(all.toolTokens / r.toolTokens),
     ]),
   );
-  console.log(`\nCold start (${cold.name}): ${fmtMs(cold.meanMs)} ms mean, ${fmtMs(cold.p50Ms)} ms p50 over ${cold.iterations} runs; paid once per provider instance.`);
+  console.log(
+    `\nCold start (${cold.name}): ${fmtMs(cold.meanMs)} ms mean, ${fmtMs(cold.p50Ms)} ms p50 over ${cold.iterations} runs; paid once per provider instance.`,
+  );
   console.log('"time vs all" is this row / the all-tools row (library work only; a real model also spends time per input token).');
   console.log('"all / tokens" is how many times more tool-definition tokens the all-tools row sends per call.\n');
   return rows;

@@ -35,12 +35,23 @@ interface LangChainHistory {
   getMessages(): Promise<BaseMessage[]>;
   addMessages(messages: BaseMessage[]): Promise<void>;
 }
-type LangChainHistoryClass = new (input: { sessionId: string; userId: string; client: CosmosClient; databaseName: string; containerName: string }) => LangChainHistory;
+type LangChainHistoryClass = new (input: {
+  sessionId: string;
+  userId: string;
+  client: CosmosClient;
+  databaseName: string;
+  containerName: string;
+}) => LangChainHistory;
 async function loadLangChain(): Promise<{ LangChainCosmosHistory: LangChainHistoryClass; lcVersion: string }> {
   const require = createRequire(import.meta.url);
   const lcDir = dirname(require.resolve('@langchain/azure-cosmosdb/package.json'));
-  const lcModule = (await import(pathToFileURL(join(lcDir, 'dist/chat_histories/nosql.js')).href)) as { AzureCosmsosDBNoSQLChatMessageHistory: LangChainHistoryClass };
-  return { LangChainCosmosHistory: lcModule.AzureCosmsosDBNoSQLChatMessageHistory, lcVersion: (require(join(lcDir, 'package.json')) as { version: string }).version };
+  const lcModule = (await import(pathToFileURL(join(lcDir, 'dist/chat_histories/nosql.js')).href)) as {
+    AzureCosmsosDBNoSQLChatMessageHistory: LangChainHistoryClass;
+  };
+  return {
+    LangChainCosmosHistory: lcModule.AzureCosmsosDBNoSQLChatMessageHistory,
+    lcVersion: (require(join(lcDir, 'package.json')) as { version: string }).version,
+  };
 }
 
 // ---- The documented cost model ------------------------------------------------------------------
@@ -133,7 +144,8 @@ async function time(turn: () => Promise<void>, reset: () => Promise<void>, { war
 }
 
 const fmt = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
-const fmtBytes = (b: number) => (b >= 1024 * 1024 ? `${(b / 1024 / 1024).toFixed(2)} MB` : b >= 1024 ? `${(b / 1024).toFixed(1)} KB` : `${Math.round(b)} B`);
+const fmtBytes = (b: number) =>
+  b >= 1024 * 1024 ? `${(b / 1024 / 1024).toFixed(2)} MB` : b >= 1024 ? `${(b / 1024).toFixed(1)} KB` : `${Math.round(b)} B`;
 const ratio = (a: number, b: number) => `${(a / b).toFixed(a / b >= 100 ? 0 : 1)}x`;
 
 /** One measured history size. */
@@ -151,10 +163,13 @@ export async function cosmosHistory(): Promise<Row[]> {
   // ---- Setup --------------------------------------------------------------------------------------
   const standIn = await startCosmosStandIn();
   const proxy = await startFaultProxy(standIn.endpoint, { recordBodies: true });
-  const connect = (endpoint: string) => new CosmosClient({ endpoint, key: standIn.key, connectionPolicy: { enableEndpointDiscovery: false } });
+  const connect = (endpoint: string) =>
+    new CosmosClient({ endpoint, key: standIn.key, connectionPolicy: { enableEndpointDiscovery: false } });
   const direct = connect(standIn.endpoint);
   const counted = connect(proxy.endpoint);
-  console.log(`# Cosmos DB history: per-turn cost as history grows (stand-in @vercel/cosmosdb-server on ${standIn.endpoint}, in process)\n`);
+  console.log(
+    `# Cosmos DB history: per-turn cost as history grows (stand-in @vercel/cosmosdb-server on ${standIn.endpoint}, in process)\n`,
+  );
 
   const databaseId = 'bench';
   const state = {};
@@ -169,7 +184,11 @@ export async function cosmosHistory(): Promise<Row[]> {
     // ---- ctx: one item per message, window of 20 ----
     const ctx = new CosmosHistoryProvider({ client: direct, databaseId, containerId, createIfNotExists: true, maxMessages: WINDOW });
     const ctxCounted = new CosmosHistoryProvider({ client: counted, databaseId, containerId, maxMessages: WINDOW });
-    for (let i = 0; i < size; i += 100) await ctx.append(sessionId, Array.from({ length: Math.min(100, size - i) }, (_, j) => ctxMessage(i + j)));
+    for (let i = 0; i < size; i += 100)
+      await ctx.append(
+        sessionId,
+        Array.from({ length: Math.min(100, size - i) }, (_, j) => ctxMessage(i + j)),
+      );
     let turnNo = 0;
     let lastTurn: Message[] = [];
     const ctxTurn = async (provider: CosmosHistoryProvider) => {
@@ -180,16 +199,34 @@ export async function cosmosHistory(): Promise<Row[]> {
     };
     const ctxContainer: Container = direct.database(databaseId).container(containerId);
     const ctxReset = async () => {
-      for (const m of lastTurn) await ctxContainer.item((await ctx.itemIds(sessionId, m.id)).message, ctx.partitionValue(sessionId)).delete();
+      for (const m of lastTurn)
+        await ctxContainer.item((await ctx.itemIds(sessionId, m.id)).message, ctx.partitionValue(sessionId)).delete();
     };
 
     // ---- LangChain: one document per session ----
     const lcContainerName = `langchain-${size}`;
-    const lc = new LangChainCosmosHistory({ sessionId, userId: 'bench-user', client: direct, databaseName: databaseId, containerName: lcContainerName });
-    const lcCounted = new LangChainCosmosHistory({ sessionId, userId: 'bench-user', client: counted, databaseName: databaseId, containerName: lcContainerName });
+    const lc = new LangChainCosmosHistory({
+      sessionId,
+      userId: 'bench-user',
+      client: direct,
+      databaseName: databaseId,
+      containerName: lcContainerName,
+    });
+    const lcCounted = new LangChainCosmosHistory({
+      sessionId,
+      userId: 'bench-user',
+      client: counted,
+      databaseName: databaseId,
+      containerName: lcContainerName,
+    });
     await lc.getMessages(); // creates its database and container (partition key /userId), as the library does
     const lcContainer = direct.database(databaseId).container(lcContainerName);
-    const seedDoc = { id: sessionId, userId: 'bench-user', context: {}, messages: mapChatMessagesToStoredMessages(Array.from({ length: size }, (_, i) => lcMessage(i))) };
+    const seedDoc = {
+      id: sessionId,
+      userId: 'bench-user',
+      context: {},
+      messages: mapChatMessagesToStoredMessages(Array.from({ length: size }, (_, i) => lcMessage(i))),
+    };
     const lcDocBytes = Buffer.byteLength(JSON.stringify(seedDoc));
     await lcContainer.items.upsert(seedDoc);
     const lcTurn = async (history: LangChainHistory) => {
@@ -227,14 +264,18 @@ export async function cosmosHistory(): Promise<Row[]> {
 
   // ---- Report ---------------------------------------------------------------------------------------
   console.log('\n## Per turn: load the history, store the user message and the reply\n');
-  console.log('| stored messages | ctx requests | LangChain requests | LC / ctx | ctx bytes written | LangChain bytes written | LC / ctx | ctx bytes received | LangChain bytes received |');
+  console.log(
+    '| stored messages | ctx requests | LangChain requests | LC / ctx | ctx bytes written | LangChain bytes written | LC / ctx | ctx bytes received | LangChain bytes received |',
+  );
   console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const r of rows) {
     console.log(
       `| ${r.size.toLocaleString('en')} | ${r.ctx.requests} | ${r.lc.requests} | ${ratio(r.lc.requests, r.ctx.requests)} | ${fmtBytes(r.ctx.bytesWritten)} | ${fmtBytes(r.lc.bytesWritten)} | ${ratio(r.lc.bytesWritten, r.ctx.bytesWritten)} | ${fmtBytes(r.ctx.bytesReceived)} | ${fmtBytes(r.lc.bytesReceived)} |`,
     );
   }
-  console.log('\n| stored messages | ctx p50 ms (mean) | LangChain p50 ms (mean) | LC / ctx (p50) | ctx est. RU | LangChain est. RU | LC / ctx (RU) |');
+  console.log(
+    '\n| stored messages | ctx p50 ms (mean) | LangChain p50 ms (mean) | LC / ctx (p50) | ctx est. RU | LangChain est. RU | LC / ctx (RU) |',
+  );
   console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const r of rows) {
     console.log(
@@ -256,7 +297,9 @@ export async function cosmosHistory(): Promise<Row[]> {
   console.log('\nLangChain document per session (all messages in one item):');
   for (const r of rows) {
     const over = r.lcDocBytes > 2 * 1024 * 1024;
-    console.log(`  ${r.size.toLocaleString('en')} messages: ${fmtBytes(r.lcDocBytes)}${over ? ' (over the 2 MB item limit: real Cosmos DB rejects the write with 413; the stand-in does not enforce it)' : ''}`);
+    console.log(
+      `  ${r.size.toLocaleString('en')} messages: ${fmtBytes(r.lcDocBytes)}${over ? ' (over the 2 MB item limit: real Cosmos DB rejects the write with 413; the stand-in does not enforce it)' : ''}`,
+    );
   }
   console.log(`
 Cost model (request units, estimates):

@@ -30,8 +30,16 @@ class FixedReplyClient implements ChatClient {
   }
 }
 
-const FACTS = Array.from({ length: 50 }, (_, i) =>
-  [`I live in Oslo (note ${i}).`, `I like green tea (note ${i}).`, `My dog is called Rex (note ${i}).`, `I work as a nurse (note ${i}).`, `I play chess on Sundays (note ${i}).`][i % 5]!,
+const FACTS = Array.from(
+  { length: 50 },
+  (_, i) =>
+    [
+      `I live in Oslo (note ${i}).`,
+      `I like green tea (note ${i}).`,
+      `My dog is called Rex (note ${i}).`,
+      `I work as a nurse (note ${i}).`,
+      `I play chess on Sundays (note ${i}).`,
+    ][i % 5]!,
 );
 
 /** mem0 OSS's extraction, scripted: every user message of "## New Messages" becomes one memory. */
@@ -39,7 +47,10 @@ function extraction(request: RecordedRequest): { text: string } | undefined {
   const prompt = ((request.body?.messages ?? []) as { role: string; content: string }[]).find((m) => m.role === 'user')?.content ?? '';
   const section = /## New Messages\n([\s\S]*?)\n\n## Observation Date/.exec(prompt)?.[1];
   if (section === undefined) return undefined;
-  const facts = section.split('\n').filter((l) => l.startsWith('user: ')).map((l) => l.slice(6));
+  const facts = section
+    .split('\n')
+    .filter((l) => l.startsWith('user: '))
+    .map((l) => l.slice(6));
   return { text: JSON.stringify({ memory: facts.map((text, i) => ({ id: String(i), text, attributed_to: 'user' })) }) };
 }
 
@@ -62,7 +73,11 @@ export async function mem0Bench(): Promise<void> {
   // mem0ai reads these when it loads: no telemetry calls, config file out of $HOME.
   process.env.MEM0_TELEMETRY = 'false';
   process.env.MEM0_DIR ??= mkdtempSync(join(tmpdir(), 'ctx-mem0-bench-'));
-  const [{ MemoryClient }, { Memory }, { Mem0ContextProvider }] = await Promise.all([import('mem0ai'), import('mem0ai/oss'), import('@ctx/mem0')]);
+  const [{ MemoryClient }, { Memory }, { Mem0ContextProvider }] = await Promise.all([
+    import('mem0ai'),
+    import('mem0ai/oss'),
+    import('@ctx/mem0'),
+  ]);
 
   const mem0Server = await startMem0TestServer({ apiKey: 'bench-key', defaultThreshold: 0 });
   const openai = await startOpenAITestServer({ apiKey: 'bench-key' });
@@ -79,8 +94,22 @@ export async function mem0Bench(): Promise<void> {
     await oss.add([{ role: 'user', content: fact }], { userId: USER, agentId: 'concierge', infer: false });
   }
   const clients = [
-    { name: 'platform MemoryClient', client: platform, direct: { search: () => platform.search(QUESTION, { filters: { user_id: USER }, topK: 5 }), add: (msgs: { role: 'user' | 'assistant'; content: string }[]) => platform.add(msgs, { userId: USER }) } },
-    { name: 'OSS Memory', client: oss, direct: { search: () => oss.search(QUESTION, { filters: { user_id: USER }, topK: 5 }), add: (msgs: { role: 'user' | 'assistant'; content: string }[]) => oss.add(msgs, { userId: USER }) } },
+    {
+      name: 'platform MemoryClient',
+      client: platform,
+      direct: {
+        search: () => platform.search(QUESTION, { filters: { user_id: USER }, topK: 5 }),
+        add: (msgs: { role: 'user' | 'assistant'; content: string }[]) => platform.add(msgs, { userId: USER }),
+      },
+    },
+    {
+      name: 'OSS Memory',
+      client: oss,
+      direct: {
+        search: () => oss.search(QUESTION, { filters: { user_id: USER }, topK: 5 }),
+        add: (msgs: { role: 'user' | 'assistant'; content: string }[]) => oss.add(msgs, { userId: USER }),
+      },
+    },
   ] as const;
   const sessionOf = (agent: Agent) => agent.createSession({ sessionId: 'bench-session', state: { mem0: { userId: USER } } });
   const plain = createAgent({ client: new FixedReplyClient() });
@@ -88,7 +117,9 @@ export async function mem0Bench(): Promise<void> {
   // 1. Latency added per run, beside calling the client directly.
   console.log('\n## @ctx/mem0: latency added per run beside calling the mem0 client directly (loopback, 50 stored memories)\n');
   console.log('direct = search with the client, put the results in a message, run a plain agent, add the turn with the client (awaited).');
-  console.log('provider = the same run through Mem0ContextProvider (writeMode await, one scope). The turn repeats, so mem0 de-duplicates it.\n');
+  console.log(
+    'provider = the same run through Mem0ContextProvider (writeMode await, one scope). The turn repeats, so mem0 de-duplicates it.\n',
+  );
   const rows1: string[][] = [];
   for (const c of clients) {
     const agent = createAgent({ client: new FixedReplyClient(), contextProviders: [new Mem0ContextProvider({ client: c.client })] });
@@ -96,7 +127,10 @@ export async function mem0Bench(): Promise<void> {
       const found = (await c.direct.search()) as { results: { memory?: string }[] };
       const memories = Message.user(['Memories:', ...found.results.map((m) => `- ${m.memory}`)].join('\n'));
       const res = await plain.run([memories, Message.user(QUESTION)]);
-      await c.direct.add([{ role: 'user', content: QUESTION }, { role: 'assistant', content: res.text }]);
+      await c.direct.add([
+        { role: 'user', content: QUESTION },
+        { role: 'assistant', content: res.text },
+      ]);
     };
     const check = await agent.run(QUESTION, { session: sessionOf(agent) });
     if (check.text !== REPLY) throw new Error('The provider run did not answer.');
@@ -104,7 +138,15 @@ export async function mem0Bench(): Promise<void> {
       { name: 'direct', run: direct },
       { name: 'provider', run: () => agent.run(QUESTION, { session: sessionOf(agent) }) },
     ]);
-    rows1.push([c.name, fmtMs(d!.p50Ms), fmtMs(p!.p50Ms), fmtMs(p!.p50Ms - d!.p50Ms), fmtRatio(p!.p50Ms / d!.p50Ms), fmtMs(p!.meanMs - d!.meanMs), fmtRatio(p!.meanMs / d!.meanMs)]);
+    rows1.push([
+      c.name,
+      fmtMs(d!.p50Ms),
+      fmtMs(p!.p50Ms),
+      fmtMs(p!.p50Ms - d!.p50Ms),
+      fmtRatio(p!.p50Ms / d!.p50Ms),
+      fmtMs(p!.meanMs - d!.meanMs),
+      fmtRatio(p!.meanMs / d!.meanMs),
+    ]);
   }
   printTable(['client', 'direct p50 ms', 'provider p50 ms', 'added p50 ms', 'ratio p50', 'added mean ms', 'ratio mean'], rows1);
 
@@ -112,12 +154,24 @@ export async function mem0Bench(): Promise<void> {
   console.log('\n## @ctx/mem0: three scope searches per run, sequential vs parallel\n');
   console.log("scopes: ['userId'], ['userId', 'agentId'], ['agentId']; platform at 0 and 5 ms of simulated service latency per request.\n");
   const rows2: string[][] = [];
-  for (const [c, latency] of [[clients[0], 0], [clients[0], 5], [clients[1], 0]] as const) {
+  for (const [c, latency] of [
+    [clients[0], 0],
+    [clients[0], 5],
+    [clients[1], 0],
+  ] as const) {
     mem0Server.setLatency(latency);
     const make = (searchConcurrency: 'parallel' | 'sequential') =>
       createAgent({
         client: new FixedReplyClient(),
-        contextProviders: [new Mem0ContextProvider({ client: c.client, agentId: 'concierge', searchScopes: [['userId'], ['userId', 'agentId'], ['agentId']], storeScope: ['appId'], searchConcurrency })],
+        contextProviders: [
+          new Mem0ContextProvider({
+            client: c.client,
+            agentId: 'concierge',
+            searchScopes: [['userId'], ['userId', 'agentId'], ['agentId']],
+            storeScope: ['appId'],
+            searchConcurrency,
+          }),
+        ],
       });
     const seq = make('sequential');
     const par = make('parallel');
@@ -133,9 +187,15 @@ export async function mem0Bench(): Promise<void> {
   // 3. 'await' vs 'background' writes.
   console.log("\n## @ctx/mem0: writeMode 'await' vs 'background' (run latency; background writes flushed between runs, untimed)\n");
   const rows3: string[][] = [];
-  for (const [c, latency] of [[clients[0], 5], [clients[1], 0]] as const) {
+  for (const [c, latency] of [
+    [clients[0], 5],
+    [clients[1], 0],
+  ] as const) {
     mem0Server.setLatency(latency);
-    const providers = { await: new Mem0ContextProvider({ client: c.client }), background: new Mem0ContextProvider({ client: c.client, writeMode: 'background' }) };
+    const providers = {
+      await: new Mem0ContextProvider({ client: c.client }),
+      background: new Mem0ContextProvider({ client: c.client, writeMode: 'background' }),
+    };
     const awaitAgent = createAgent({ client: new FixedReplyClient(), contextProviders: [providers.await] });
     const bgAgent = createAgent({ client: new FixedReplyClient(), contextProviders: [providers.background] });
     let flushMs = 0;
@@ -154,7 +214,13 @@ export async function mem0Bench(): Promise<void> {
         run: () => bgAgent.run(QUESTION, { session: sessionOf(bgAgent) }),
       },
     ]);
-    rows3.push([`${c.name}${c === clients[0] ? `, +${latency} ms` : ''}`, fmtMs(a!.p50Ms), fmtMs(b!.p50Ms), fmtMs(flushMs / flushes), fmtRatio(a!.p50Ms / b!.p50Ms)]);
+    rows3.push([
+      `${c.name}${c === clients[0] ? `, +${latency} ms` : ''}`,
+      fmtMs(a!.p50Ms),
+      fmtMs(b!.p50Ms),
+      fmtMs(flushMs / flushes),
+      fmtRatio(a!.p50Ms / b!.p50Ms),
+    ]);
   }
   mem0Server.setLatency(0);
   printTable(['client', "'await' p50 ms", "'background' p50 ms", 'flush wait ms (mean)', 'await / background (p50)'], rows3);

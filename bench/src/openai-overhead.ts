@@ -15,9 +15,13 @@ const QUESTION = 'Explain context engineering.';
 export async function openaiOverhead(): Promise<void> {
   // The server runs in its own process (a reply of about 1,000 tokens: 1,000 short words), as a
   // real service would, so only client-side work is compared.
-  const server = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./openai-server-process.ts', import.meta.url)), 'bench-key', '1000'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const server = spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL('./openai-server-process.ts', import.meta.url)), 'bench-key', '1000'],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const url = await new Promise<string>((resolve, reject) => {
     server.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
     server.once('exit', (code) => reject(new Error(`the test server exited with ${code}`)));
@@ -36,14 +40,29 @@ export async function openaiOverhead(): Promise<void> {
   const cases: Case[] = [
     {
       name: 'Chat Completions, plain',
-      sdk: () => sdk.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'system', content: 'Be thorough.' }, { role: 'user', content: QUESTION }] }),
+      sdk: () =>
+        sdk.chat.completions.create({
+          model: 'gpt-4o-mini',
+          messages: [
+            { role: 'system', content: 'Be thorough.' },
+            { role: 'user', content: QUESTION },
+          ],
+        }),
       ours: () => chat.getResponse(messages, { instructions: 'Be thorough.' }),
     },
     {
       name: 'Chat Completions, streamed',
       sdk: async () => {
         let n = 0;
-        const stream = await sdk.chat.completions.create({ model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'system', content: 'Be thorough.' }, { role: 'user', content: QUESTION }] });
+        const stream = await sdk.chat.completions.create({
+          model: 'gpt-4o-mini',
+          stream: true,
+          stream_options: { include_usage: true },
+          messages: [
+            { role: 'system', content: 'Be thorough.' },
+            { role: 'user', content: QUESTION },
+          ],
+        });
         for await (const chunk of stream) n += chunk.choices.length;
         return n;
       },
@@ -51,14 +70,24 @@ export async function openaiOverhead(): Promise<void> {
     },
     {
       name: 'Responses, plain',
-      sdk: () => sdk.responses.create({ model: 'gpt-4.1', instructions: 'Be thorough.', input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: QUESTION }] }] }),
+      sdk: () =>
+        sdk.responses.create({
+          model: 'gpt-4.1',
+          instructions: 'Be thorough.',
+          input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: QUESTION }] }],
+        }),
       ours: () => responses.getResponse(messages, { instructions: 'Be thorough.' }),
     },
     {
       name: 'Responses, streamed',
       sdk: async () => {
         let n = 0;
-        const stream = await sdk.responses.create({ model: 'gpt-4.1', stream: true, instructions: 'Be thorough.', input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: QUESTION }] }] });
+        const stream = await sdk.responses.create({
+          model: 'gpt-4.1',
+          stream: true,
+          instructions: 'Be thorough.',
+          input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: QUESTION }] }],
+        });
         for await (const event of stream) n += event.sequence_number >= 0 ? 1 : 0;
         return n;
       },

@@ -85,12 +85,17 @@ export async function pipelineOverhead(): Promise<Map<string, Map<number, Measur
       if ((await c.storedCount(input)) !== size + 2) throw new Error(`${v.label}: expected ${size + 2} stored messages after a run`);
       if ((await c.storedCount(await c.setup())) !== size) throw new Error(`${v.label}: setup did not restore ${size} messages`);
       settle();
-      const m = await measure(v.label, () => c.setup(), (input) => c.run(input), {
-        warmup: 50,
-        minIterations: 10,
-        maxIterations: 3000,
-        budgetMs: 1500,
-      });
+      const m = await measure(
+        v.label,
+        () => c.setup(),
+        (input) => c.run(input),
+        {
+          warmup: 50,
+          minIterations: 10,
+          maxIterations: 3000,
+          budgetMs: 1500,
+        },
+      );
       results.get(v.label)!.set(size, m);
     }
 
@@ -100,7 +105,14 @@ export async function pipelineOverhead(): Promise<Map<string, Map<number, Measur
       vs.map((v) => {
         const m = results.get(v.label)!.get(size)!;
         const base = results.get(v.baseline)!.get(size)!;
-        return [v.label, fmtMs(m.meanMs), fmtMs(m.p50Ms), fmtOps(m.opsPerSec), String(m.iterations), v.label === v.baseline ? '1 (baseline)' : fmtRatio(m.meanMs / base.meanMs)];
+        return [
+          v.label,
+          fmtMs(m.meanMs),
+          fmtMs(m.p50Ms),
+          fmtOps(m.opsPerSec),
+          String(m.iterations),
+          v.label === v.baseline ? '1 (baseline)' : fmtRatio(m.meanMs / base.meanMs),
+        ];
       }),
     );
     console.log('');
@@ -112,7 +124,13 @@ export async function pipelineOverhead(): Promise<Map<string, Map<number, Measur
   const last = SIZES[SIZES.length - 1]!;
   const growth = `@${last.toLocaleString('en-US')} / @${first}`;
   printTable(
-    ['pipeline', ...SIZES.map((s) => `mean @${s.toLocaleString('en-US')}`), `${growth} (mean)`, `${growth} (p50)`, `@${last.toLocaleString('en-US')} / @${mid.toLocaleString('en-US')} (p50)`],
+    [
+      'pipeline',
+      ...SIZES.map((s) => `mean @${s.toLocaleString('en-US')}`),
+      `${growth} (mean)`,
+      `${growth} (p50)`,
+      `@${last.toLocaleString('en-US')} / @${mid.toLocaleString('en-US')} (p50)`,
+    ],
     vs.map((v) => {
       const r = results.get(v.label)!;
       return [
@@ -124,7 +142,9 @@ export async function pipelineOverhead(): Promise<Map<string, Map<number, Measur
       ];
     }),
   );
-  console.log(`\nAt ${first} stored messages a ${WINDOW}-message window holds only ${first}; from ${mid.toLocaleString('en-US')} on it is full, so`);
+  console.log(
+    `\nAt ${first} stored messages a ${WINDOW}-message window holds only ${first}; from ${mid.toLocaleString('en-US')} on it is full, so`,
+  );
   console.log(`@${last.toLocaleString('en-US')} / @${mid.toLocaleString('en-US')} compares runs that load the same number of messages.\n`);
   return results;
 }

@@ -36,7 +36,12 @@ export async function sessionRoundtrip(): Promise<Measurement[]> {
   const rows: Measurement[] = [];
   const run = async (name: string, fn: () => unknown) => {
     settle();
-    const m = await measure(name, () => undefined, async () => fn(), OPTIONS);
+    const m = await measure(
+      name,
+      () => undefined,
+      async () => fn(),
+      OPTIONS,
+    );
     rows.push(m);
     return m;
   };
@@ -57,15 +62,30 @@ export async function sessionRoundtrip(): Promise<Measurement[]> {
     mapStoredMessagesToChatMessages(JSON.parse(JSON.stringify(mapChatMessagesToStoredMessages(lcMessages)))),
   );
   const oaSession = new MemorySession({ sessionId: 'oa', initialItems: toAgentItems(turns) });
-  await run('OpenAI Agents SDK: getItems() + JSON + new MemorySession({ initialItems })', async () =>
-    new MemorySession({ sessionId: 'oa', initialItems: JSON.parse(JSON.stringify(await oaSession.getItems())) }),
+  await run(
+    'OpenAI Agents SDK: getItems() + JSON + new MemorySession({ initialItems })',
+    async () => new MemorySession({ sessionId: 'oa', initialItems: JSON.parse(JSON.stringify(await oaSession.getItems())) }),
   );
 
   printTable(
     ['round trip', 'ms (mean)', 'ms (p50)', 'ops/s', 'runs', 'ratio vs ctx'],
     [
-      ...rows.map((m) => [m.name, fmtMs(m.meanMs), fmtMs(m.p50Ms), fmtOps(m.opsPerSec), String(m.iterations), m === full ? '1 (baseline)' : fmtRatio(m.meanMs / full.meanMs)]),
-      ['Microsoft Agent Framework (Python, msgspec) publishes', fmtMs(MAF_PUBLISHED_MS), '', fmtOps(1000 / MAF_PUBLISHED_MS), 'quoted', fmtRatio(MAF_PUBLISHED_MS / full.meanMs)],
+      ...rows.map((m) => [
+        m.name,
+        fmtMs(m.meanMs),
+        fmtMs(m.p50Ms),
+        fmtOps(m.opsPerSec),
+        String(m.iterations),
+        m === full ? '1 (baseline)' : fmtRatio(m.meanMs / full.meanMs),
+      ]),
+      [
+        'Microsoft Agent Framework (Python, msgspec) publishes',
+        fmtMs(MAF_PUBLISHED_MS),
+        '',
+        fmtOps(1000 / MAF_PUBLISHED_MS),
+        'quoted',
+        fmtRatio(MAF_PUBLISHED_MS / full.meanMs),
+      ],
     ],
   );
   console.log('\nThe MAF figure is quoted from its publication (other language, other machine), not measured here.');

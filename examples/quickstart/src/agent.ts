@@ -61,7 +61,12 @@ export const getWeather = defineTool<{ city: string }>({
     if (known) return { city: name, ...known };
     let hash = 2166136261;
     for (const ch of name.toLowerCase()) hash = Math.imul(hash ^ ch.charCodeAt(0), 16777619) >>> 0;
-    return { city: name, tempC: (hash % 28) + 2, condition: CONDITIONS[(hash >>> 8) % CONDITIONS.length]!, windKph: 3 + ((hash >>> 16) % 30) };
+    return {
+      city: name,
+      tempC: (hash % 28) + 2,
+      condition: CONDITIONS[(hash >>> 8) % CONDITIONS.length]!,
+      windKph: 3 + ((hash >>> 16) % 30),
+    };
   },
 });
 
@@ -94,7 +99,10 @@ export function profileProvider(defaults: UserProfile = DEFAULT_PROFILE): Contex
     sourceId: 'profile',
     beforeRun({ context, state }) {
       for (const [key, value] of Object.entries(defaults)) state[key] ??= value;
-      context.extendInstructions('profile', `User profile: name=${state.name}; home city=${state.homeCity}; units=${state.units}; style=${state.style}.`);
+      context.extendInstructions(
+        'profile',
+        `User profile: name=${state.name}; home city=${state.homeCity}; units=${state.units}; style=${state.style}.`,
+      );
     },
   };
 }
@@ -110,13 +118,15 @@ export const todosProvider: ContextProvider = {
   beforeRun({ context, state }) {
     context.extendTools(TODOS_ID, [addTodo]);
     const items = todoItems(state);
-    if (items.length) context.extendMessages(TODOS_ID, [Message.system(`The user's todo list:\n${items.map((t, i) => `${i + 1}. ${t.text}`).join('\n')}`)]);
+    if (items.length)
+      context.extendMessages(TODOS_ID, [Message.system(`The user's todo list:\n${items.map((t, i) => `${i + 1}. ${t.text}`).join('\n')}`)]);
   },
   validateState(state, path) {
     if (state.items === undefined) return;
     if (!Array.isArray(state.items)) throw new SessionStateError(`${path}.items`, 'must be an array');
     state.items.forEach((item, i) => {
-      if (typeof (item as Partial<TodoItem> | null)?.text !== 'string') throw new SessionStateError(`${path}.items[${i}].text`, 'must be a string');
+      if (typeof (item as Partial<TodoItem> | null)?.text !== 'string')
+        throw new SessionStateError(`${path}.items[${i}].text`, 'must be a string');
     });
   },
 };
@@ -128,7 +138,10 @@ export function clockProvider(now: () => Date = () => new Date()): ContextProvid
     beforeRun({ context, state }) {
       const time = now().toISOString();
       state.startedAt ??= time;
-      context.extendInstructions('clock', `This is turn ${Number(state.turns ?? 0) + 1} of a conversation that started ${state.startedAt}. It is now ${time}.`);
+      context.extendInstructions(
+        'clock',
+        `This is turn ${Number(state.turns ?? 0) + 1} of a conversation that started ${state.startedAt}. It is now ${time}.`,
+      );
     },
     afterRun({ context, state }) {
       if (context.error !== undefined) return;

@@ -1,4 +1,13 @@
-import { AgentSession, FileSessionStore, Message, SessionStateError, type AgentEvent, type AgentResponse, type ChatClient, type JsonValue } from '@ctx/core';
+import {
+  AgentSession,
+  FileSessionStore,
+  Message,
+  SessionStateError,
+  type AgentEvent,
+  type AgentResponse,
+  type ChatClient,
+  type JsonValue,
+} from '@ctx/core';
 import { AGENT_INSTRUCTIONS, AGENT_TOOLS, createQuickstartAgent, readTodos, readTurns } from './agent.js';
 
 /** The session the demo keeps in its store. */
@@ -9,10 +18,19 @@ const CITIES = ['Oslo', 'Kyoto', 'Nairobi', 'Lima', 'Reykjavik'];
 /** The user's lines: a first visit, or a return visit that builds on what came before. */
 export function userTurns(turnsSoFar: number): string[] {
   if (turnsSoFar === 0) {
-    return ["Hi! What's the weather like today?", 'Add a todo: buy sunscreen', 'Remind me to book a table for Friday', "What's on my list?"];
+    return [
+      "Hi! What's the weather like today?",
+      'Add a todo: buy sunscreen',
+      'Remind me to book a table for Friday',
+      "What's on my list?",
+    ];
   }
   const city = CITIES[turnsSoFar % CITIES.length]!;
-  return ["I'm back! What did we talk about last time?", `How's the weather in ${city}? Also add a todo: pack for ${city}`, "What's on my list now?"];
+  return [
+    "I'm back! What did we talk about last time?",
+    `How's the weather in ${city}? Also add a todo: pack for ${city}`,
+    "What's on my list now?",
+  ];
 }
 
 /** What `runDemo` takes. */
@@ -89,7 +107,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
 }
 
 function toReport(turn: number, input: string, events: readonly AgentEvent[], response: AgentResponse): TurnReport {
-  const added: TurnReport['added'] = new Map([['agent', { messages: 0, instructions: AGENT_INSTRUCTIONS ? 1 : 0, tools: AGENT_TOOLS.length }]]);
+  const added: TurnReport['added'] = new Map([
+    ['agent', { messages: 0, instructions: AGENT_INSTRUCTIONS ? 1 : 0, tools: AGENT_TOOLS.length }],
+  ]);
   const modelCalls: TurnReport['modelCalls'] = [];
   for (const e of events) {
     if (e.type === 'provider-end') {
@@ -118,16 +138,29 @@ export function renderTurn(report: TurnReport, storedBefore: number, storedAfter
   };
   const rows = [
     ['added by', ...sources, '│ sent to model'],
-    ...(['messages', 'instructions', 'tools'] as const).map((key) => [key, ...sources.map((s) => cell(report.added.get(s)![key])), `│ ${sent[key]}`]),
+    ...(['messages', 'instructions', 'tools'] as const).map((key) => [
+      key,
+      ...sources.map((s) => cell(report.added.get(s)![key])),
+      `│ ${sent[key]}`,
+    ]),
   ];
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((r) => r[col]!.length)));
-  const table = rows.map((r) => `    ${r.map((c, col) => (col === 0 ? c.padEnd(widths[col]!) : col === r.length - 1 ? c : c.padStart(widths[col]!))).join('  ').trimEnd()}`);
+  const table = rows.map(
+    (r) =>
+      `    ${r
+        .map((c, col) => (col === 0 ? c.padEnd(widths[col]!) : col === r.length - 1 ? c : c.padStart(widths[col]!)))
+        .join('  ')
+        .trimEnd()}`,
+  );
 
   const lines = [`Turn ${report.turn} · you: ${report.input}`, ...table];
   const results = new Map<string, JsonValue>();
   for (const m of report.response.messages) for (const c of m.contents) if (c.type === 'function-result') results.set(c.callId, c.result);
   for (const m of report.response.messages) {
-    for (const call of Message.functionCalls(m)) lines.push(`    tool  ${call.name}(${compact(call.arguments)}) → ${clip(compact(JSON.stringify(results.get(call.callId) ?? null)), 72)}`);
+    for (const call of Message.functionCalls(m))
+      lines.push(
+        `    tool  ${call.name}(${compact(call.arguments)}) → ${clip(compact(JSON.stringify(results.get(call.callId) ?? null)), 72)}`,
+      );
   }
   lines.push(`  agent: ${report.response.text}`);
   lines.push(`    kept  history ${storedBefore} → ${storedAfter} messages · ${plural(todos, 'todo')} · session saved`);

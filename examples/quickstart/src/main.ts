@@ -30,7 +30,13 @@ const { client, note } = await chooseClient();
 if (note) console.log(note);
 
 try {
-  await runDemo({ directory, client, reset: args.includes('--reset'), print: (line) => console.log(line), directoryLabel: label && !label.startsWith('..') ? `${label}/` : directory });
+  await runDemo({
+    directory,
+    client,
+    reset: args.includes('--reset'),
+    print: (line) => console.log(line),
+    directoryLabel: label && !label.startsWith('..') ? `${label}/` : directory,
+  });
 } catch (error) {
   if (!CtxError.isInstance(error)) throw error;
   console.error(`\n${error.name}: ${error.message}`);

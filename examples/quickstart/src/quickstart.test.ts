@@ -66,8 +66,13 @@ describe('quickstart demo', () => {
       ['get_weather', { city: 'Reykjavik' }],
       ['add_todo', { text: 'pack for Reykjavik' }],
     ]);
-    expect(turns[1]!.modelCalls.map((c) => c.messages)).toEqual([turns[0]!.modelCalls[0]!.messages + 2, turns[0]!.modelCalls[0]!.messages + 4]);
-    expect(turns[1]!.response.text).toBe('Reykjavik: 4 °C, showers, wind 31 km/h. Take an umbrella. Added "pack for Reykjavik", that makes 3 todos.');
+    expect(turns[1]!.modelCalls.map((c) => c.messages)).toEqual([
+      turns[0]!.modelCalls[0]!.messages + 2,
+      turns[0]!.modelCalls[0]!.messages + 4,
+    ]);
+    expect(turns[1]!.response.text).toBe(
+      'Reykjavik: 4 °C, showers, wind 31 km/h. Take an umbrella. Added "pack for Reykjavik", that makes 3 todos.',
+    );
   });
 
   it('uses the profile from the instructions when the user names no city', async () => {

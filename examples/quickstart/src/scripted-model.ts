@@ -43,7 +43,9 @@ export function respond(messages: readonly Message[], options: ChatOptions): Scr
 
   if (/\b(last time|talk(ed)? about|remember|so far)\b/i.test(text)) return { text: recap(history, profile) };
   if (/\b(list|todos?|to-dos?)\b/i.test(text)) return { text: readTodoList(messages) };
-  return { text: `Hi${profile.name ? ` ${profile.name}` : ''}! I can see ${plural(history.length, 'earlier message')}. Ask me about the weather or give me a todo.` };
+  return {
+    text: `Hi${profile.name ? ` ${profile.name}` : ''}! I can see ${plural(history.length, 'earlier message')}. Ask me about the weather or give me a todo.`,
+  };
 }
 
 function readProfile(instructions: string | undefined): ProfileView {
@@ -106,7 +108,12 @@ function recap(history: readonly Message[], profile: ProfileView): string {
 /** Answers from the todo list message the todos provider injected (not from a tool). */
 function readTodoList(messages: readonly Message[]): string {
   const injected = messages.find((m) => Message.source(m)?.sourceId === 'todos');
-  const items = injected ? Message.text(injected).split('\n').filter((line) => /^\d+\. /.test(line)).map((line) => line.replace(/^\d+\. /, '')) : [];
+  const items = injected
+    ? Message.text(injected)
+        .split('\n')
+        .filter((line) => /^\d+\. /.test(line))
+        .map((line) => line.replace(/^\d+\. /, ''))
+    : [];
   if (items.length === 0) return 'Your todo list is empty.';
   return `You have ${plural(items.length, 'todo')}: ${items.map((t, i) => `${i + 1}) ${t}`).join(' ')}`;
 }

@@ -42,7 +42,8 @@ export interface AzureSearchFailure extends JsonObject {
   error: string;
 }
 
-const DEFAULT_TOOL_DESCRIPTION = 'Searches the knowledge base (Azure AI Search) for passages that help answer the user. Returns passages with ids, titles and urls to cite.';
+const DEFAULT_TOOL_DESCRIPTION =
+  'Searches the knowledge base (Azure AI Search) for passages that help answer the user. Returns passages with ids, titles and urls to cite.';
 
 /**
  * Retrieval-augmented context from Azure AI Search, as a ctx `ContextProvider`. In `before` mode
@@ -74,7 +75,9 @@ export class AzureAISearchContextProvider implements ContextProvider {
     this.onError = options.onError ?? 'skip';
     this.mode = options.mode ?? 'before';
     if (options.scope !== undefined && typeof options.scope !== 'function') {
-      throw new ConfigurationError(`AzureAISearchContextProvider("${this.sourceId}"): scope must be a function of the run returning field conditions or an OData filter.`);
+      throw new ConfigurationError(
+        `AzureAISearchContextProvider("${this.sourceId}"): scope must be a function of the run returning field conditions or an OData filter.`,
+      );
     }
     this.#scope = options.scope;
     this.retriever = new AzureAISearchRetriever(options);
@@ -119,10 +122,15 @@ export class AzureAISearchContextProvider implements ContextProvider {
     try {
       scope = await this.#scope(args);
     } catch (error) {
-      throw new ConfigurationError(`AzureAISearchContextProvider("${this.sourceId}"): scope threw, so nothing was searched: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+      throw new ConfigurationError(
+        `AzureAISearchContextProvider("${this.sourceId}"): scope threw, so nothing was searched: ${(error as Error)?.message ?? String(error)}`,
+        { cause: error },
+      );
     }
     if (scope === undefined || scope === null) {
-      throw new ConfigurationError(`AzureAISearchContextProvider("${this.sourceId}"): scope returned ${String(scope)}, so nothing was searched (fail closed). Return {} to search without restriction.`);
+      throw new ConfigurationError(
+        `AzureAISearchContextProvider("${this.sourceId}"): scope returned ${String(scope)}, so nothing was searched (fail closed). Return {} to search without restriction.`,
+      );
     }
     return scopeToFilter(scope);
   }

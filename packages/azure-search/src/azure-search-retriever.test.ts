@@ -13,10 +13,17 @@ const FIELDS = { id: 'id', content: 'content', title: 'title', url: 'url', vecto
 
 beforeAll(async () => {
   ({ search, openai } = await startLocalBackends());
-  ({ client } = await seedIndex({ endpoint: search.endpoint, apiKey: search.apiKey, openaiOrigin: openai.origin, openaiUrl: openai.url, openaiKey: openai.apiKey }));
+  ({ client } = await seedIndex({
+    endpoint: search.endpoint,
+    apiKey: search.apiKey,
+    openaiOrigin: openai.origin,
+    openaiUrl: openai.url,
+    openaiKey: openai.apiKey,
+  }));
 });
 
-const retriever = (options: Partial<AzureAISearchRetrieverOptions> = {}) => new AzureAISearchRetriever({ client, fields: FIELDS, filter: `tenantId eq 'acme'`, ...options });
+const retriever = (options: Partial<AzureAISearchRetrieverOptions> = {}) =>
+  new AzureAISearchRetriever({ client, fields: FIELDS, filter: `tenantId eq 'acme'`, ...options });
 const lastSearch = () => search.requests.filter((r) => r.operation === 'search').at(-1)!.body!;
 
 describe('AzureAISearchRetriever', () => {
@@ -26,16 +33,27 @@ describe('AzureAISearchRetriever', () => {
       id: 'acme-refunds',
       title: 'Refund policy',
       url: 'https://acme.example/refunds',
-      content: 'Acme refunds purchases within 30 days of delivery. A refund needs the order number and goes back to the original payment method.',
+      content:
+        'Acme refunds purchases within 30 days of delivery. A refund needs the order number and goes back to the original payment method.',
       score: results[0]!.metadata!['@search.score'],
       metadata: { tenantId: 'acme', '@search.score': expect.any(Number) },
     });
-    expect(lastSearch()).toEqual({ search: 'refund order number', filter: `tenantId eq 'acme'`, select: 'id,content,title,url,tenantId', top: 2 });
+    expect(lastSearch()).toEqual({
+      search: 'refund order number',
+      filter: `tenantId eq 'acme'`,
+      select: 'id,content,title,url,tenantId',
+      top: 2,
+    });
   });
 
   it('joins several content fields, and leaves out title and url when not mapped', async () => {
     const [first] = await retriever({ fields: { content: ['title', 'content'] } }).search('warranty', { topK: 1 });
-    expect(first).toEqual({ id: 'acme-warranty', content: 'Warranty\nEvery Acme kettle has a two-year warranty covering defects in materials and workmanship.', score: expect.any(Number), metadata: expect.any(Object) });
+    expect(first).toEqual({
+      id: 'acme-warranty',
+      content: 'Warranty\nEvery Acme kettle has a two-year warranty covering defects in materials and workmanship.',
+      score: expect.any(Number),
+      metadata: expect.any(Object),
+    });
   });
 
   it('escapes the simple query syntax so operators in user text are searched as words', async () => {
@@ -45,7 +63,10 @@ describe('AzureAISearchRetriever', () => {
   });
 
   it('vector with client-side embeddings sends kind: vector with k = topK and no search text', async () => {
-    const results = await retriever({ queryMode: 'vector', vectorizer: embeddings(openai.url, openai.apiKey) }).search('how long does express delivery take', { topK: 2 });
+    const results = await retriever({ queryMode: 'vector', vectorizer: embeddings(openai.url, openai.apiKey) }).search(
+      'how long does express delivery take',
+      { topK: 2 },
+    );
     expect(results.map((r) => r.id)[0]).toBe('acme-shipping');
     const body = lastSearch();
     expect(body.search).toBeUndefined();
@@ -56,7 +77,9 @@ describe('AzureAISearchRetriever', () => {
   it("vectorizer 'index' sends the text (kind: text) and ranks like client-side embedding of the same model", async () => {
     const text = await retriever({ queryMode: 'vector', vectorizer: 'index' }).search('kettle price euros', { topK: 3 });
     expect(lastSearch().vectorQueries).toEqual([{ kind: 'text', text: 'kettle price euros', k: 3, fields: 'contentVector' }]);
-    const local = await retriever({ queryMode: 'vector', vectorizer: embeddings(openai.url, openai.apiKey) }).search('kettle price euros', { topK: 3 });
+    const local = await retriever({ queryMode: 'vector', vectorizer: embeddings(openai.url, openai.apiKey) }).search('kettle price euros', {
+      topK: 3,
+    });
     expect(text.map((r) => [r.id, r.score])).toEqual(local.map((r) => [r.id, r.score]));
   });
 
@@ -74,7 +97,10 @@ describe('AzureAISearchRetriever', () => {
   });
 
   it('semantic: reranker scores, captions as content, answers on their result; the request names the configuration', async () => {
-    const r = retriever({ queryMode: 'semantic', semantic: { configuration: 'default', captions: true, answers: 2, answerThreshold: 0.5, captionsAsContent: true } });
+    const r = retriever({
+      queryMode: 'semantic',
+      semantic: { configuration: 'default', captions: true, answers: 2, answerThreshold: 0.5, captionsAsContent: true },
+    });
     const results = await r.search('how many days do refunds take?', { topK: 3 });
     expect(lastSearch()).toMatchObject({
       search: 'how many days do refunds take\\?',
@@ -86,7 +112,13 @@ describe('AzureAISearchRetriever', () => {
     });
     expect(results[0]).toMatchObject({ id: 'acme-refunds', content: 'Acme refunds purchases within 30 days of delivery.' });
     expect(results[0]!.score).toBe(results[0]!.metadata!['@search.rerankerScore']);
-    expect(results[0]!.metadata!['@search.answers']).toEqual([{ text: 'Acme refunds purchases within 30 days of delivery.', highlights: expect.stringContaining('<em>'), score: expect.any(Number) }]);
+    expect(results[0]!.metadata!['@search.answers']).toEqual([
+      {
+        text: 'Acme refunds purchases within 30 days of delivery.',
+        highlights: expect.stringContaining('<em>'),
+        score: expect.any(Number),
+      },
+    ]);
     const scores = results.map((x) => x.score!);
     expect(scores).toEqual([...scores].sort((a, b) => b - a));
   });
@@ -104,7 +136,12 @@ describe('AzureAISearchRetriever', () => {
     const credential = new AzureKeyCredential(search.apiKey);
     await new SearchIndexClient(search.endpoint, credential, insecure).createOrUpdateIndex({
       name,
-      fields: [{ name: 'id', type: 'Edm.String', key: true }, { name: 'content', type: 'Edm.String', searchable: true }, { name: 'tag', type: 'Edm.String', searchable: true }, { name: 'updated', type: 'Edm.DateTimeOffset' }],
+      fields: [
+        { name: 'id', type: 'Edm.String', key: true },
+        { name: 'content', type: 'Edm.String', searchable: true },
+        { name: 'tag', type: 'Edm.String', searchable: true },
+        { name: 'updated', type: 'Edm.DateTimeOffset' },
+      ],
     });
     const dated = new SearchClient<object>(search.endpoint, name, credential, insecure);
     await dated.uploadDocuments([{ id: 'd1', content: 'dated page', updated: '2024-05-01T10:00:00.000Z' }]);
@@ -114,14 +151,21 @@ describe('AzureAISearchRetriever', () => {
     // Missing optional values give a result without them, never "null" text.
     await dated.uploadDocuments([{ id: 'd3', tag: 'sparse', content: null, updated: null }]);
     const [sparse] = await new AzureAISearchRetriever({ client: dated, select: ['updated'] }).search('sparse', { topK: 10 });
-    expect(sparse).toEqual({ id: 'd3', content: '', score: expect.any(Number), metadata: { updated: null, '@search.score': expect.any(Number) } });
+    expect(sparse).toEqual({
+      id: 'd3',
+      content: '',
+      score: expect.any(Number),
+      metadata: { updated: null, '@search.score': expect.any(Number) },
+    });
     // A result whose id field is empty is a clear error, not a citation with id "null".
     await dated.uploadDocuments([{ id: 'd2', content: 'second page' }]);
     await expect(new AzureAISearchRetriever({ client: dated, fields: { id: 'updated' } }).search('second', { topK: 1 })).rejects.toThrow(
       `Azure AI Search index "${name}" returned a result without the id field "updated"; check fields.id and that the field is retrievable.`,
     );
     // A mapped field the index does not have is the service's 400, as a ConfigurationError.
-    await expect(new AzureAISearchRetriever({ client: dated, fields: { title: 'title' } }).search('second', { topK: 1 })).rejects.toMatchObject({
+    await expect(
+      new AzureAISearchRetriever({ client: dated, fields: { title: 'title' } }).search('second', { topK: 1 }),
+    ).rejects.toMatchObject({
       name: 'ConfigurationError',
       message: expect.stringMatching(/Could not find a property named 'title'/),
     });
@@ -129,18 +173,24 @@ describe('AzureAISearchRetriever', () => {
 
   it('a vectorizer that hangs is abandoned at timeoutMs with its signal aborted; one that returns no vector is a ConfigurationError', async () => {
     let seen: AbortSignal | undefined;
-    const hanging = { embed: (_: readonly string[], options?: { signal?: AbortSignal }) => {
-      seen = options?.signal;
-      return new Promise<number[][]>(() => {});
-    } };
+    const hanging = {
+      embed: (_: readonly string[], options?: { signal?: AbortSignal }) => {
+        seen = options?.signal;
+        return new Promise<number[][]>(() => {});
+      },
+    };
     const before = search.requests.length;
-    const error = await retriever({ queryMode: 'vector', vectorizer: hanging, timeoutMs: 50 }).search('refund', { topK: 1 }).catch((e: unknown) => e);
+    const error = await retriever({ queryMode: 'vector', vectorizer: hanging, timeoutMs: 50 })
+      .search('refund', { topK: 1 })
+      .catch((e: unknown) => e);
     expect(BackendUnavailableError.isInstance(error)).toBe(true);
     expect((error as Error).message).toMatch(/^Azure AI Search index ".+" did not answer within 50 ms\. The search was abandoned/);
     expect(seen?.aborted).toBe(true);
     const empty = { embed: async () => [[]] };
     await expect(retriever({ queryMode: 'vector', vectorizer: empty }).search('refund', { topK: 1 })).rejects.toSatisfy(
-      (e: unknown) => ConfigurationError.isInstance(e) && /returned no embedding .* check that the EmbeddingGenerator given as `vectorizer`/.test((e as Error).message),
+      (e: unknown) =>
+        ConfigurationError.isInstance(e) &&
+        /returned no embedding .* check that the EmbeddingGenerator given as `vectorizer`/.test((e as Error).message),
     );
     expect(search.requests.length).toBe(before);
   });

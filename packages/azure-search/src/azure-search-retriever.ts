@@ -1,5 +1,13 @@
 import type { SearchClient, SearchOptions, VectorQuery } from '@azure/search-documents';
-import { ConfigurationError, type EmbeddingGenerator, type JsonObject, type JsonValue, type RetrievalResult, type Retriever, type RetrieverSearchOptions } from '@ctx/core';
+import {
+  ConfigurationError,
+  type EmbeddingGenerator,
+  type JsonObject,
+  type JsonValue,
+  type RetrievalResult,
+  type Retriever,
+  type RetrieverSearchOptions,
+} from '@ctx/core';
 import { checkInteger, checkPositiveNumber, shortId, withDeadline } from '@ctx/core/backend';
 import { connect, toSearchError, type AzureSearchConnectionOptions } from './connection.js';
 import { andFilters, checkFieldPath } from './odata.js';
@@ -111,10 +119,13 @@ export class AzureAISearchRetriever implements Retriever {
     }
     this.queryMode = options.queryMode ?? (this.#vectorizer ? 'hybrid' : 'keyword');
     if (!['keyword', 'vector', 'hybrid', 'semantic'].includes(this.queryMode)) {
-      throw new ConfigurationError(`${owner}: queryMode must be keyword, vector, hybrid or semantic, got ${JSON.stringify(this.queryMode)}.`);
+      throw new ConfigurationError(
+        `${owner}: queryMode must be keyword, vector, hybrid or semantic, got ${JSON.stringify(this.queryMode)}.`,
+      );
     }
     const mapping = options.fields ?? {};
-    const list = (value: string | readonly string[] | undefined, fallback: string[]): string[] => (value === undefined ? fallback : typeof value === 'string' ? [value] : [...value]);
+    const list = (value: string | readonly string[] | undefined, fallback: string[]): string[] =>
+      value === undefined ? fallback : typeof value === 'string' ? [value] : [...value];
     this.#fields = {
       id: checkFieldPath(mapping.id ?? 'id', `${owner} fields.id`),
       content: list(mapping.content, ['content']).map((f) => checkFieldPath(f, `${owner} fields.content`)),
@@ -124,18 +135,30 @@ export class AzureAISearchRetriever implements Retriever {
     };
     if (this.#fields.content.length === 0) throw new ConfigurationError(`${owner}: fields.content needs at least one field.`);
     this.#extra = (options.select ?? []).map((f) => checkFieldPath(f, `${owner} select`));
-    const mapped = [this.#fields.id, ...this.#fields.content, this.#fields.title, this.#fields.url].filter((f): f is string => f !== undefined);
+    const mapped = [this.#fields.id, ...this.#fields.content, this.#fields.title, this.#fields.url].filter(
+      (f): f is string => f !== undefined,
+    );
     this.#select = [...new Set([...mapped, ...this.#extra])];
-    const usesVectors = this.queryMode === 'vector' || this.queryMode === 'hybrid' || (this.queryMode === 'semantic' && this.#vectorizer !== undefined);
+    const usesVectors =
+      this.queryMode === 'vector' || this.queryMode === 'hybrid' || (this.queryMode === 'semantic' && this.#vectorizer !== undefined);
     if ((this.queryMode === 'vector' || this.queryMode === 'hybrid') && this.#vectorizer === undefined) {
-      throw new ConfigurationError(`${owner}: queryMode "${this.queryMode}" needs a \`vectorizer\` (an EmbeddingGenerator, or 'index' to use the index's vectorizer).`);
+      throw new ConfigurationError(
+        `${owner}: queryMode "${this.queryMode}" needs a \`vectorizer\` (an EmbeddingGenerator, or 'index' to use the index's vectorizer).`,
+      );
     }
-    if (usesVectors && this.#fields.vector.length === 0) throw new ConfigurationError(`${owner}: queryMode "${this.queryMode}" needs the vector field(s) in fields.vector.`);
+    if (usesVectors && this.#fields.vector.length === 0)
+      throw new ConfigurationError(`${owner}: queryMode "${this.queryMode}" needs the vector field(s) in fields.vector.`);
     this.#k = options.kNearestNeighbors === undefined ? undefined : checkInteger(owner, 'kNearestNeighbors', options.kNearestNeighbors);
-    if (options.semantic !== undefined && this.queryMode !== 'semantic') throw new ConfigurationError(`${owner}: \`semantic\` options need queryMode "semantic".`);
+    if (options.semantic !== undefined && this.queryMode !== 'semantic')
+      throw new ConfigurationError(`${owner}: \`semantic\` options need queryMode "semantic".`);
     const semantic = options.semantic;
-    if (semantic?.captionsAsContent && !semantic.captions) throw new ConfigurationError(`${owner}: semantic.captionsAsContent needs semantic.captions.`);
-    if (semantic?.answers !== undefined && typeof semantic.answers === 'number' && !(Number.isInteger(semantic.answers) && semantic.answers > 0 && semantic.answers <= 10)) {
+    if (semantic?.captionsAsContent && !semantic.captions)
+      throw new ConfigurationError(`${owner}: semantic.captionsAsContent needs semantic.captions.`);
+    if (
+      semantic?.answers !== undefined &&
+      typeof semantic.answers === 'number' &&
+      !(Number.isInteger(semantic.answers) && semantic.answers > 0 && semantic.answers <= 10)
+    ) {
       throw new ConfigurationError(`${owner}: semantic.answers must be true or an integer from 1 to 10, got ${semantic.answers}.`);
     }
     this.#semantic = this.queryMode === 'semantic' ? (semantic ?? {}) : undefined;
@@ -187,7 +210,12 @@ export class AzureAISearchRetriever implements Retriever {
     );
   }
 
-  async #request(text: string, topK: number, filter: string | undefined, abortSignal: AbortSignal): Promise<{ searchText: string | undefined; options: SearchOptions<object> }> {
+  async #request(
+    text: string,
+    topK: number,
+    filter: string | undefined,
+    abortSignal: AbortSignal,
+  ): Promise<{ searchText: string | undefined; options: SearchOptions<object> }> {
     const mode = this.queryMode;
     const vectorQueries: VectorQuery<object>[] = [];
     if (mode === 'vector' || mode === 'hybrid' || (mode === 'semantic' && this.#vectorizer !== undefined)) {
@@ -198,7 +226,9 @@ export class AzureAISearchRetriever implements Retriever {
       } else {
         const [vector] = await this.#vectorizer!.embed([text], { signal: abortSignal });
         if (!Array.isArray(vector) || vector.length === 0) {
-          throw new ConfigurationError(`The vectorizer returned no embedding for the query of Azure AI Search index "${this.indexName}"; check that the EmbeddingGenerator given as \`vectorizer\` returns one vector per text.`);
+          throw new ConfigurationError(
+            `The vectorizer returned no embedding for the query of Azure AI Search index "${this.indexName}"; check that the EmbeddingGenerator given as \`vectorizer\` returns one vector per text.`,
+          );
         }
         vectorQueries.push({ kind: 'vector', vector, kNearestNeighborsCount: k, fields });
       }
@@ -214,11 +244,14 @@ export class AzureAISearchRetriever implements Retriever {
     if (this.#searchFields && mode !== 'vector') options.searchFields = this.#searchFields;
     if (mode === 'semantic') {
       const semantic = this.#semantic!;
-      const answers = semantic.answers === undefined || semantic.answers === false ? undefined : {
-        answerType: 'extractive',
-        count: semantic.answers === true ? 1 : semantic.answers,
-        ...(semantic.answerThreshold !== undefined ? { threshold: semantic.answerThreshold } : {}),
-      };
+      const answers =
+        semantic.answers === undefined || semantic.answers === false
+          ? undefined
+          : {
+              answerType: 'extractive',
+              count: semantic.answers === true ? 1 : semantic.answers,
+              ...(semantic.answerThreshold !== undefined ? { threshold: semantic.answerThreshold } : {}),
+            };
       options.queryType = 'semantic';
       options.semanticSearchOptions = {
         // The ranker reads the question as the user wrote it; the keyword stage gets the escaped text.
@@ -236,11 +269,19 @@ export class AzureAISearchRetriever implements Retriever {
     const doc = hit.document;
     const idValue = doc[this.#fields.id];
     if (typeof idValue !== 'string' && typeof idValue !== 'number') {
-      throw new ConfigurationError(`Azure AI Search index "${this.indexName}" returned a result without the id field "${this.#fields.id}"; check fields.id and that the field is retrievable.`);
+      throw new ConfigurationError(
+        `Azure AI Search index "${this.indexName}" returned a result without the id field "${this.#fields.id}"; check fields.id and that the field is retrievable.`,
+      );
     }
     const captions = hit.captions?.map((c) => ({ text: c.text ?? '', ...(c.highlights ? { highlights: c.highlights } : {}) }));
     const caption = captions?.[0]?.text;
-    const content = this.#semantic?.captionsAsContent && caption ? caption : this.#fields.content.map((f) => textOf(doc[f])).filter((t) => t !== '').join('\n');
+    const content =
+      this.#semantic?.captionsAsContent && caption
+        ? caption
+        : this.#fields.content
+            .map((f) => textOf(doc[f]))
+            .filter((t) => t !== '')
+            .join('\n');
     const score = this.queryMode === 'semantic' && typeof hit.rerankerScore === 'number' ? hit.rerankerScore : hit.score;
     const metadata: JsonObject = {};
     for (const field of this.#extra) if (!RESERVED_METADATA.has(field)) metadata[field] = toJson(doc[field]);
@@ -262,7 +303,11 @@ export class AzureAISearchRetriever implements Retriever {
       const target = results.find((r) => r.id === answer.key);
       if (!target || typeof answer.text !== 'string') continue;
       const list = ((target.metadata!['@search.answers'] as JsonObject[] | undefined) ??= []);
-      list.push({ text: answer.text, ...(answer.highlights ? { highlights: answer.highlights } : {}), ...(typeof answer.score === 'number' ? { score: answer.score } : {}) });
+      list.push({
+        text: answer.text,
+        ...(answer.highlights ? { highlights: answer.highlights } : {}),
+        ...(typeof answer.score === 'number' ? { score: answer.score } : {}),
+      });
     }
   }
 }

@@ -38,7 +38,9 @@ describe('toSearchError', () => {
     const odd = Object.assign(new Error('Moved.'), { statusCode: 302 });
     const a = toSearchError(tooLarge, 'docs');
     expect(ConfigurationError.isInstance(a)).toBe(true);
-    expect(a.message).toBe('Azure AI Search index "docs" rejected the request (413): Request entity too large. Check the request against the index definition.');
+    expect(a.message).toBe(
+      'Azure AI Search index "docs" rejected the request (413): Request entity too large. Check the request against the index definition.',
+    );
     expect(a.cause).toBe(tooLarge);
     const b = toSearchError(odd, 'docs');
     expect(BackendUnavailableError.isInstance(b)).toBe(true);

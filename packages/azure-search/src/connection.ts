@@ -36,21 +36,32 @@ export function connect(owner: string, options: AzureSearchConnectionOptions): S
     if (endpoint !== undefined || apiKey !== undefined || credential !== undefined) {
       throw new ConfigurationError(`${owner}: give either \`client\` or \`endpoint\` with a credential, not both.`);
     }
-    if (typeof client.search !== 'function') throw new ConfigurationError(`${owner}: \`client\` must be a SearchClient from @azure/search-documents.`);
+    if (typeof client.search !== 'function')
+      throw new ConfigurationError(`${owner}: \`client\` must be a SearchClient from @azure/search-documents.`);
     if (indexName !== undefined && indexName !== client.indexName) {
-      throw new ConfigurationError(`${owner}: \`indexName\` "${indexName}" differs from the injected client's index "${client.indexName}"; leave it out.`);
+      throw new ConfigurationError(
+        `${owner}: \`indexName\` "${indexName}" differs from the injected client's index "${client.indexName}"; leave it out.`,
+      );
     }
     return client;
   }
-  if (typeof endpoint !== 'string' || endpoint === '') throw new ConfigurationError(`${owner}: give \`client\` (a SearchClient) or \`endpoint\`, \`indexName\` and \`apiKey\` or \`credential\`.`);
+  if (typeof endpoint !== 'string' || endpoint === '')
+    throw new ConfigurationError(
+      `${owner}: give \`client\` (a SearchClient) or \`endpoint\`, \`indexName\` and \`apiKey\` or \`credential\`.`,
+    );
   try {
     new URL(endpoint);
   } catch {
-    throw new ConfigurationError(`${owner}: endpoint ${JSON.stringify(endpoint)} is not a URL; expected https://<service>.search.windows.net.`);
+    throw new ConfigurationError(
+      `${owner}: endpoint ${JSON.stringify(endpoint)} is not a URL; expected https://<service>.search.windows.net.`,
+    );
   }
-  if (typeof indexName !== 'string' || indexName === '') throw new ConfigurationError(`${owner}: \`indexName\` is required with \`endpoint\`.`);
-  if ((apiKey === undefined) === (credential === undefined)) throw new ConfigurationError(`${owner}: give exactly one of \`apiKey\` and \`credential\` with \`endpoint\`.`);
-  if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey === '')) throw new ConfigurationError(`${owner}: \`apiKey\` must be a non-empty string.`);
+  if (typeof indexName !== 'string' || indexName === '')
+    throw new ConfigurationError(`${owner}: \`indexName\` is required with \`endpoint\`.`);
+  if ((apiKey === undefined) === (credential === undefined))
+    throw new ConfigurationError(`${owner}: give exactly one of \`apiKey\` and \`credential\` with \`endpoint\`.`);
+  if (apiKey !== undefined && (typeof apiKey !== 'string' || apiKey === ''))
+    throw new ConfigurationError(`${owner}: \`apiKey\` must be a non-empty string.`);
   const clientOptions = options.clientOptions ?? {};
   return new SearchClient<object>(endpoint, indexName, apiKey !== undefined ? new AzureKeyCredential(apiKey) : credential!, {
     ...clientOptions,
@@ -62,7 +73,10 @@ export function connect(owner: string, options: AzureSearchConnectionOptions): S
 export function statusOf(error: unknown): { status?: number; code?: string } {
   if (typeof error !== 'object' || error === null) return {};
   const { statusCode, code } = error as { statusCode?: unknown; code?: unknown };
-  return { ...(typeof statusCode === 'number' ? { status: statusCode } : {}), ...(typeof code === 'string' && code !== '' ? { code } : {}) };
+  return {
+    ...(typeof statusCode === 'number' ? { status: statusCode } : {}),
+    ...(typeof code === 'string' && code !== '' ? { code } : {}),
+  };
 }
 
 /**
@@ -77,12 +91,31 @@ export function toSearchError(error: unknown, indexName: string): CtxError {
   const { status, code } = statusOf(error);
   const detail = error instanceof Error ? error.message : String(error);
   if (status === undefined || status === 408 || status === 429 || status >= 500) {
-    const what = status === undefined ? `could not be reached (${code ?? (error as Error)?.name ?? 'network error'})` : `is unavailable (${status})`;
+    const what =
+      status === undefined ? `could not be reached (${code ?? (error as Error)?.name ?? 'network error'})` : `is unavailable (${status})`;
     return new BackendUnavailableError('azure-search', `${where} ${what}: ${detail}`, { cause: error });
   }
-  if (status === 400) return new ConfigurationError(`${where} rejected the query (400): ${detail} Check the filter or scope, \`select\` and the field mapping against the index.`, { cause: error });
-  if (status === 401 || status === 403) return new ConfigurationError(`${where} refused the credentials (${status}): check the api key or the role assignment (Search Index Data Reader) of the token credential.`, { cause: error });
-  if (status === 404) return new ConfigurationError(`${where} was not found (404) at this endpoint: check \`indexName\`, or create the index first (see createSearchIndex).`, { cause: error });
-  if (status >= 400) return new ConfigurationError(`${where} rejected the request (${status}${code ? ` ${code}` : ''}): ${detail} Check the request against the index definition.`, { cause: error });
-  return new BackendUnavailableError('azure-search', `${where} answered with an unexpected status (${status}): ${detail} Retry later.`, { cause: error });
+  if (status === 400)
+    return new ConfigurationError(
+      `${where} rejected the query (400): ${detail} Check the filter or scope, \`select\` and the field mapping against the index.`,
+      { cause: error },
+    );
+  if (status === 401 || status === 403)
+    return new ConfigurationError(
+      `${where} refused the credentials (${status}): check the api key or the role assignment (Search Index Data Reader) of the token credential.`,
+      { cause: error },
+    );
+  if (status === 404)
+    return new ConfigurationError(
+      `${where} was not found (404) at this endpoint: check \`indexName\`, or create the index first (see createSearchIndex).`,
+      { cause: error },
+    );
+  if (status >= 400)
+    return new ConfigurationError(
+      `${where} rejected the request (${status}${code ? ` ${code}` : ''}): ${detail} Check the request against the index definition.`,
+      { cause: error },
+    );
+  return new BackendUnavailableError('azure-search', `${where} answered with an unexpected status (${status}): ${detail} Retry later.`, {
+    cause: error,
+  });
 }

@@ -40,23 +40,31 @@ describe('before mode: RAG answers carry the right documents', () => {
       expect(cited[0]).toMatchObject({ n: 1, id: 'acme-refunds', title: 'Refund policy', url: 'https://acme.example/refunds' });
       expect(cited.length).toBeLessThanOrEqual(3);
       expect(cited.every((c) => c.metadata?.tenantId === 'acme')).toBe(true);
-      expect(Message.text(injected[0]!)).toContain('[1] Refund policy (https://acme.example/refunds)\nAcme refunds purchases within 30 days of delivery.');
+      expect(Message.text(injected[0]!)).toContain(
+        '[1] Refund policy (https://acme.example/refunds)\nAcme refunds purchases within 30 days of delivery.',
+      );
       expect(res.text).toMatch(/^Based on acme-refunds/);
     });
   }
 
   it('semantic answers and captions: the answer leads the cited passage; captions and reranker scores are in the citation', async () => {
-    const { agent, chat } = agentWith([provider({ queryMode: 'semantic', topK: 2, semantic: { captions: true, answers: true, answerThreshold: 0.5 } })]);
+    const { agent, chat } = agentWith([
+      provider({ queryMode: 'semantic', topK: 2, semantic: { captions: true, answers: true, answerThreshold: 0.5 } }),
+    ]);
     await agent.run('How many days do refunds take?', { session: agent.createSession() });
     const [injected] = contextMessages(chat.calls[0]!.messages);
     const [first] = citations(injected!);
     expect(first!.id).toBe('acme-refunds');
     expect(first!.metadata).toMatchObject({
       '@search.answers': [{ text: 'Acme refunds purchases within 30 days of delivery.' }],
-      '@search.captions': [{ text: 'Acme refunds purchases within 30 days of delivery.', highlights: expect.stringContaining('<em>refunds</em>') }],
+      '@search.captions': [
+        { text: 'Acme refunds purchases within 30 days of delivery.', highlights: expect.stringContaining('<em>refunds</em>') },
+      ],
     });
     expect(first!.score).toBe(first!.metadata!['@search.rerankerScore']);
-    expect(Message.text(injected!)).toContain('[1] Refund policy (https://acme.example/refunds)\nAnswer: Acme refunds purchases within 30 days of delivery.\n');
+    expect(Message.text(injected!)).toContain(
+      '[1] Refund policy (https://acme.example/refunds)\nAnswer: Acme refunds purchases within 30 days of delivery.\n',
+    );
   });
 
   it('queryFromHistory: "and what about its price?" retrieves the kettle price list only with the conversation', async () => {
@@ -99,12 +107,20 @@ describe('scoping: a tenant only ever sees its own documents', () => {
     // Unscoped, the same query does find both tenants' documents: the filter is what separates them.
     const unscoped = new SearchClient(env.searchEndpoint, indexName, new AzureKeyCredential(env.searchKey), insecure);
     const ids: string[] = [];
-    for await (const r of (await unscoped.search('refund policy', { select: ['id'] as never[] })).results) ids.push((r.document as { id: string }).id);
+    for await (const r of (await unscoped.search('refund policy', { select: ['id'] as never[] })).results)
+      ids.push((r.document as { id: string }).id);
     expect(ids).toEqual(expect.arrayContaining(['acme-refunds', 'globex-refunds']));
   });
 
   it('hostile tenant ids with quotes can never widen the filter; a real quote in an id still matches exactly', async () => {
-    for (const hostile of ["acme' or tenantId ne 'x", "x') or (tenantId ne '", "' or true or '", "globex'' or ''1'' eq ''1", 'acme\\', "acme'"]) {
+    for (const hostile of [
+      "acme' or tenantId ne 'x",
+      "x') or (tenantId ne '",
+      "' or true or '",
+      "globex'' or ''1'' eq ''1",
+      'acme\\',
+      "acme'",
+    ]) {
       expect(await run(hostile)).toEqual([]);
     }
     const obrien = await run("o'brien");
@@ -115,7 +131,11 @@ describe('scoping: a tenant only ever sees its own documents', () => {
     const p = tenantProvider();
     const { agent, chat } = agentWith([p]);
     const tenants = ['acme', 'globex', "o'brien", 'acme', 'globex', "o'brien"];
-    await Promise.all(tenants.map((tenant) => agent.run(`refund policy for ${tenant}`, { session: agent.createSession({ state: { profile: { tenantId: tenant } } }) })));
+    await Promise.all(
+      tenants.map((tenant) =>
+        agent.run(`refund policy for ${tenant}`, { session: agent.createSession({ state: { profile: { tenantId: tenant } } }) }),
+      ),
+    );
     for (const call of chat.calls) {
       const input = Message.text(call.messages.at(-1)!);
       const tenant = input.replace('refund policy for ', '');
@@ -128,9 +148,19 @@ describe('scoping: a tenant only ever sees its own documents', () => {
   it('concurrent runs on one session each search with their own input and scope', async () => {
     const { agent, chat } = agentWith([tenantProvider()]);
     const session = agent.createSession({ state: { profile: { tenantId: 'acme' } } });
-    await Promise.all([agent.run('express delivery', { session }), agent.run('kettle warranty', { session }), agent.run('refund order number', { session })]);
-    const firstByInput = new Map(chat.calls.map((call) => [Message.text(call.messages.at(-1)!), citations(contextMessages(call.messages)[0]!)[0]!.id]));
-    expect(Object.fromEntries(firstByInput)).toEqual({ 'express delivery': 'acme-shipping', 'kettle warranty': 'acme-warranty', 'refund order number': 'acme-refunds' });
+    await Promise.all([
+      agent.run('express delivery', { session }),
+      agent.run('kettle warranty', { session }),
+      agent.run('refund order number', { session }),
+    ]);
+    const firstByInput = new Map(
+      chat.calls.map((call) => [Message.text(call.messages.at(-1)!), citations(contextMessages(call.messages)[0]!)[0]!.id]),
+    );
+    expect(Object.fromEntries(firstByInput)).toEqual({
+      'express delivery': 'acme-shipping',
+      'kettle warranty': 'acme-warranty',
+      'refund order number': 'acme-refunds',
+    });
   });
 
   it('the scope applies to the search tool too', async () => {
@@ -160,7 +190,14 @@ describe('tool mode: the model searches when it needs to', () => {
     expect(result).toMatchObject({ callId: 'c1' });
     const results = (result as unknown as { result: { results: Record<string, unknown>[] } }).result.results;
     expect(results).toHaveLength(2);
-    expect(results[0]).toMatchObject({ n: 1, id: 'acme-shipping', title: 'Shipping times', url: 'https://acme.example/shipping', content: expect.stringContaining('express delivery takes 1 day'), metadata: { tenantId: 'acme' } });
+    expect(results[0]).toMatchObject({
+      n: 1,
+      id: 'acme-shipping',
+      title: 'Shipping times',
+      url: 'https://acme.example/shipping',
+      content: expect.stringContaining('express delivery takes 1 day'),
+      metadata: { tenantId: 'acme' },
+    });
     expect(res.text).toBe('Express delivery takes 1 day [acme-shipping].');
   });
 
@@ -207,7 +244,10 @@ describe('budget: the lowest-ranked results are trimmed first', () => {
 
     const tokenizer = createCharacterTokenizer();
     const reports: (BudgetReport | undefined)[] = [];
-    const audit: ContextProvider = { sourceId: 'audit', beforeRun: ({ context }) => void reports.push(budgetReportOf(context.metadata, 'azure-search')) };
+    const audit: ContextProvider = {
+      sourceId: 'audit',
+      beforeRun: ({ context }) => void reports.push(budgetReportOf(context.metadata, 'azure-search')),
+    };
     const maxTokens = 120;
     const budgeted = agentWith([provider({ topK: 5, budget: { maxTokens, tokenizer } }), audit]);
     await budgeted.agent.run(question, { session: budgeted.agent.createSession() });

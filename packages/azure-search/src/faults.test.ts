@@ -11,7 +11,13 @@ let indexName: string;
 
 beforeAll(async () => {
   ({ search, openai } = await startLocalBackends());
-  ({ name: indexName } = await seedIndex({ endpoint: search.endpoint, apiKey: search.apiKey, openaiOrigin: openai.origin, openaiUrl: openai.url, openaiKey: openai.apiKey }));
+  ({ name: indexName } = await seedIndex({
+    endpoint: search.endpoint,
+    apiKey: search.apiKey,
+    openaiOrigin: openai.origin,
+    openaiUrl: openai.url,
+    openaiKey: openai.apiKey,
+  }));
 });
 
 beforeEach(() => {
@@ -33,8 +39,10 @@ function provider(options: Partial<AzureAISearchContextProviderOptions> = {}) {
   });
 }
 
-const skipped = (events: AgentEvent[]) => events.filter((e): e is Extract<AgentEvent, { type: 'provider-skipped' }> => e.type === 'provider-skipped');
-const diagnostics = (events: AgentEvent[]) => events.filter((e): e is Extract<AgentEvent, { type: 'provider-diagnostic' }> => e.type === 'provider-diagnostic');
+const skipped = (events: AgentEvent[]) =>
+  events.filter((e): e is Extract<AgentEvent, { type: 'provider-skipped' }> => e.type === 'provider-skipped');
+const diagnostics = (events: AgentEvent[]) =>
+  events.filter((e): e is Extract<AgentEvent, { type: 'provider-diagnostic' }> => e.type === 'provider-diagnostic');
 const searches = () => search.requests.filter((r) => r.operation === 'search');
 
 describe('outages degrade the answer, not the run', () => {
@@ -52,7 +60,11 @@ describe('outages degrade the answer, not the run', () => {
     expect((skip!.error as BackendUnavailableError).backend).toBe('azure-search');
     expect((skip!.error as Error).message).toMatch(new RegExp(`^Azure AI Search index "${indexName}" is unavailable \\(503\\)`));
     const [diagnostic] = diagnostics(events);
-    expect(diagnostic).toMatchObject({ sourceId: 'azure-search', code: 'azure-search-failed', data: { indexName, queryMode: 'keyword', phase: 'before', status: 503, error: 'BackendUnavailableError' } });
+    expect(diagnostic).toMatchObject({
+      sourceId: 'azure-search',
+      code: 'azure-search-failed',
+      data: { indexName, queryMode: 'keyword', phase: 'before', status: 503, error: 'BackendUnavailableError' },
+    });
     expect(JSON.stringify(diagnostic!.data)).not.toContain(search.apiKey);
   });
 
@@ -65,14 +77,22 @@ describe('outages degrade the answer, not the run', () => {
     await agent.run('shipping times', { session });
     search.clearFaults();
     await agent.run('warranty', { session });
-    const cited = chat.calls.map((call) => contextMessages(call.messages).flatMap((m) => citations(m)).map((c) => c.id)[0]);
+    const cited = chat.calls.map(
+      (call) =>
+        contextMessages(call.messages)
+          .flatMap((m) => citations(m))
+          .map((c) => c.id)[0],
+    );
     expect(cited).toEqual(['acme-refunds', undefined, 'acme-warranty']);
     expect(skipped(events)).toHaveLength(1);
     const stored = (session.state.memory?.messages ?? []) as Message[];
     expect(stored.map((m) => Message.text(m))).toEqual([
-      'refund policy', 'Based on acme-refunds.',
-      'shipping times', 'I could not find anything.',
-      'warranty', 'Based on acme-warranty.',
+      'refund policy',
+      'Based on acme-refunds.',
+      'shipping times',
+      'I could not find anything.',
+      'warranty',
+      'Based on acme-warranty.',
     ]);
     expect(new Set(stored.map((m) => m.id)).size).toBe(6);
     // Retrieved context is never stored as history.
@@ -132,7 +152,10 @@ describe('outages degrade the answer, not the run', () => {
     const res = await agent.run('refund policy', { session: agent.createSession() });
     expect(res.text).toBe('Sorry, search is down.');
     const result = chat.calls[1]!.messages.flatMap((m) => m.contents).find((c) => c.type === 'function-result');
-    expect(result).toMatchObject({ isError: true, result: { error: expect.stringMatching(/BackendUnavailableError: Azure AI Search index .* is unavailable \(503\)/) } });
+    expect(result).toMatchObject({
+      isError: true,
+      result: { error: expect.stringMatching(/BackendUnavailableError: Azure AI Search index .* is unavailable \(503\)/) },
+    });
     expect(diagnostics(events)[0]).toMatchObject({ code: 'azure-search-failed', data: { phase: 'tool', status: 503 } });
   });
 });
@@ -160,7 +183,13 @@ describe('misconfiguration is a ConfigurationError with what to fix, reported th
     const before = searches().length;
     const none = await firstSkip(provider({ scope: () => undefined }));
     expect(none.error!.message).toMatch(/scope returned undefined, so nothing was searched \(fail closed\)/);
-    const threw = await firstSkip(provider({ scope: () => { throw new Error('no tenant on this session'); } }));
+    const threw = await firstSkip(
+      provider({
+        scope: () => {
+          throw new Error('no tenant on this session');
+        },
+      }),
+    );
     expect(threw.error!.message).toMatch(/scope threw, so nothing was searched: no tenant on this session/);
     expect(searches().length).toBe(before);
   });
@@ -170,9 +199,24 @@ describe('credentials', () => {
   it('endpoint + token credential: Entra ID bearer tokens over TLS reach the service', async () => {
     const secure = await startAzureSearchTestServer({ tls: true, bearerTokens: ['entra-token'] });
     try {
-      await seedIndex({ name: 'tls-kb', endpoint: secure.endpoint, apiKey: secure.apiKey, openaiOrigin: openai.origin, openaiUrl: openai.url, openaiKey: openai.apiKey, clientOptions: { tlsOptions: { ca: testCertificate } } });
+      await seedIndex({
+        name: 'tls-kb',
+        endpoint: secure.endpoint,
+        apiKey: secure.apiKey,
+        openaiOrigin: openai.origin,
+        openaiUrl: openai.url,
+        openaiKey: openai.apiKey,
+        clientOptions: { tlsOptions: { ca: testCertificate } },
+      });
       const credential = { getToken: async () => ({ token: 'entra-token', expiresOnTimestamp: Date.now() + 3_600_000 }) };
-      const p = new AzureAISearchContextProvider({ endpoint: secure.endpoint, indexName: 'tls-kb', credential, clientOptions: { tlsOptions: { ca: testCertificate } }, fields: FIELDS, scope: () => ({ tenantId: 'acme' }) });
+      const p = new AzureAISearchContextProvider({
+        endpoint: secure.endpoint,
+        indexName: 'tls-kb',
+        credential,
+        clientOptions: { tlsOptions: { ca: testCertificate } },
+        fields: FIELDS,
+        scope: () => ({ tenantId: 'acme' }),
+      });
       const { agent, chat } = agentWith([p]);
       await agent.run('refund policy', { session: agent.createSession() });
       expect(citations(contextMessages(chat.calls[0]!.messages)[0]!)[0]!.id).toBe('acme-refunds');

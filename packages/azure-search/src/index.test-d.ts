@@ -1,7 +1,13 @@
 import { AzureKeyCredential, SearchClient } from '@azure/search-documents';
 import { TextSearchProvider, type ContextProvider, type Retriever } from '@ctx/core';
 import { describe, expectTypeOf, it } from 'vitest';
-import { AzureAISearchContextProvider, AzureAISearchRetriever, odata, type AzureAISearchContextProviderOptions, type SearchScope } from './index.js';
+import {
+  AzureAISearchContextProvider,
+  AzureAISearchRetriever,
+  odata,
+  type AzureAISearchContextProviderOptions,
+  type SearchScope,
+} from './index.js';
 
 const client = new SearchClient<object>('https://x.search.windows.net', 'docs', new AzureKeyCredential('k'));
 
@@ -14,9 +20,15 @@ describe('public types', () => {
 
   it('scope returns field conditions or a filter, sync or async, from the run', () => {
     expectTypeOf<AzureAISearchContextProviderOptions['scope']>().toEqualTypeOf<
-      ((args: Parameters<NonNullable<ContextProvider['beforeRun']>>[0]) => SearchScope | undefined | null | Promise<SearchScope | undefined | null>) | undefined
+      | ((
+          args: Parameters<NonNullable<ContextProvider['beforeRun']>>[0],
+        ) => SearchScope | undefined | null | Promise<SearchScope | undefined | null>)
+      | undefined
     >();
-    new AzureAISearchContextProvider({ client, scope: async ({ session }) => ({ tenantId: String(session.state.profile?.tenantId), groups: { any: ['a'] } }) });
+    new AzureAISearchContextProvider({
+      client,
+      scope: async ({ session }) => ({ tenantId: String(session.state.profile?.tenantId), groups: { any: ['a'] } }),
+    });
     // @ts-expect-error numbers are not allowed in one-of lists
     new AzureAISearchContextProvider({ client, scope: () => ({ tenantId: [1, 2] }) });
   });

@@ -4,11 +4,24 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { andFilters, odata, odataLiteral, scopeToFilter } from './odata.js';
 
-const field = (name: string, type: string): FieldDefinition => ({ name, type, key: false, retrievable: true, searchable: false, filterable: true, sortable: false, facetable: false });
+const field = (name: string, type: string): FieldDefinition => ({
+  name,
+  type,
+  key: false,
+  retrievable: true,
+  searchable: false,
+  filterable: true,
+  sortable: false,
+  facetable: false,
+});
 const FIELDS = [field('tenantId', 'Edm.String'), field('groups', 'Collection(Edm.String)'), field('rating', 'Edm.Int32')];
 const lookup = (path: readonly string[]) => (path.length === 1 ? FIELDS.find((f) => f.name === path[0]) : undefined);
 /** Documents of three tenants; the property below adds the hostile tenant's own document. */
-const OTHERS = [{ tenantId: 'acme', groups: ['staff'] }, { tenantId: 'globex', groups: ['admins', 'staff'] }, { tenantId: "o'brien", groups: [] }];
+const OTHERS = [
+  { tenantId: 'acme', groups: ['staff'] },
+  { tenantId: 'globex', groups: ['admins', 'staff'] },
+  { tenantId: "o'brien", groups: [] },
+];
 
 describe('odataLiteral', () => {
   it('quotes strings with every quote doubled; writes numbers, booleans, null and dates as literals', () => {
@@ -22,7 +35,15 @@ describe('odataLiteral', () => {
   });
 
   it('refuses values that are not literals instead of stringifying them', () => {
-    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, ['a'], { toString: () => "x' or true or 'x" }, undefined, 10n, new Date('nope')]) {
+    for (const bad of [
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      ['a'],
+      { toString: () => "x' or true or 'x" },
+      undefined,
+      10n,
+      new Date('nope'),
+    ]) {
       expect(() => odataLiteral(bad as never)).toThrow(ConfigurationError);
     }
   });

@@ -37,14 +37,17 @@ export function odataLiteral(value: ODataValue): string {
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
-      if (!Number.isFinite(value)) throw new ConfigurationError(`Cannot write ${value} as an OData literal; only finite numbers are allowed.`);
+      if (!Number.isFinite(value))
+        throw new ConfigurationError(`Cannot write ${value} as an OData literal; only finite numbers are allowed.`);
       return String(value);
     default:
       if (value instanceof Date) {
         if (Number.isNaN(value.getTime())) throw new ConfigurationError('Cannot write an invalid Date as an OData literal.');
         return value.toISOString();
       }
-      throw new ConfigurationError(`Cannot write a value of type ${describeType(value)} as an OData literal; pass a string, finite number, boolean, null or Date.`);
+      throw new ConfigurationError(
+        `Cannot write a value of type ${describeType(value)} as an OData literal; pass a string, finite number, boolean, null or Date.`,
+      );
   }
 }
 
@@ -61,7 +64,9 @@ export function odata(strings: TemplateStringsArray, ...values: readonly ODataVa
     const before = strings[i] ?? '';
     const after = strings[i + 1] ?? '';
     if (/'\s*$/.test(before) && /^\s*'/.test(after)) {
-      throw new ConfigurationError(`odata\`...\`: placeholder ${i + 1} is wrapped in quotes; remove them, odata quotes and escapes strings itself.`);
+      throw new ConfigurationError(
+        `odata\`...\`: placeholder ${i + 1} is wrapped in quotes; remove them, odata quotes and escapes strings itself.`,
+      );
     }
     out += odataLiteral(value) + after;
   });
@@ -74,7 +79,9 @@ export function odata(strings: TemplateStringsArray, ...values: readonly ODataVa
  */
 export function checkFieldPath(path: string, owner = 'filter'): string {
   if (typeof path !== 'string' || !FIELD_PATH.test(path)) {
-    throw new ConfigurationError(`${owner}: ${JSON.stringify(path)} is not a valid field name (letters, digits and "_", starting with a letter; "/" between sub-fields).`);
+    throw new ConfigurationError(
+      `${owner}: ${JSON.stringify(path)} is not a valid field name (letters, digits and "_", starting with a letter; "/" between sub-fields).`,
+    );
   }
   return path;
 }
@@ -82,7 +89,8 @@ export function checkFieldPath(path: string, owner = 'filter'): string {
 /** `search.in(target, 'a|b', '|')` with a delimiter none of the values contains, else `(target eq 'a' or ...)`. */
 function oneOf(target: string, values: readonly string[]): string {
   if (values.length === 0) return 'false';
-  for (const v of values) if (typeof v !== 'string') throw new ConfigurationError(`scope: lists may only hold strings, got ${describeType(v)}.`);
+  for (const v of values)
+    if (typeof v !== 'string') throw new ConfigurationError(`scope: lists may only hold strings, got ${describeType(v)}.`);
   const delimiter = DELIMITERS.find((d) => values.every((v) => !v.includes(d)));
   if (delimiter !== undefined && values.every((v) => v !== '')) {
     return `search.in(${target}, ${odataLiteral(values.join(delimiter))}, ${odataLiteral(delimiter)})`;

@@ -19,13 +19,31 @@ beforeAll(async () => {
 
 describe('defineSearchIndex', () => {
   it('describes key, searchable title and content, url, scoping fields, a hidden HNSW cosine vector field with a vectorizer, and a semantic configuration', () => {
-    const index = defineSearchIndex({ name: 'kb', dimensions: 8, filterableFields: ['tenantId'], filterableCollections: ['groups'], vectorizer: { resourceUrl: 'https://aoai.example', deploymentId: 'emb' } });
+    const index = defineSearchIndex({
+      name: 'kb',
+      dimensions: 8,
+      filterableFields: ['tenantId'],
+      filterableCollections: ['groups'],
+      vectorizer: { resourceUrl: 'https://aoai.example', deploymentId: 'emb' },
+    });
     expect(index.fields.map((f) => [f.name, f.type])).toEqual([
-      ['id', 'Edm.String'], ['title', 'Edm.String'], ['content', 'Edm.String'], ['url', 'Edm.String'],
-      ['tenantId', 'Edm.String'], ['groups', 'Collection(Edm.String)'], ['contentVector', 'Collection(Edm.Single)'],
+      ['id', 'Edm.String'],
+      ['title', 'Edm.String'],
+      ['content', 'Edm.String'],
+      ['url', 'Edm.String'],
+      ['tenantId', 'Edm.String'],
+      ['groups', 'Collection(Edm.String)'],
+      ['contentVector', 'Collection(Edm.Single)'],
     ]);
-    expect(index.fields.find((f) => f.name === 'contentVector')).toMatchObject({ hidden: true, vectorSearchDimensions: 8, vectorSearchProfileName: 'ctx-vector-profile' });
-    expect(index.vectorSearch?.vectorizers?.[0]).toMatchObject({ kind: 'azureOpenAI', parameters: { resourceUrl: 'https://aoai.example', deploymentId: 'emb', modelName: 'text-embedding-3-small' } });
+    expect(index.fields.find((f) => f.name === 'contentVector')).toMatchObject({
+      hidden: true,
+      vectorSearchDimensions: 8,
+      vectorSearchProfileName: 'ctx-vector-profile',
+    });
+    expect(index.vectorSearch?.vectorizers?.[0]).toMatchObject({
+      kind: 'azureOpenAI',
+      parameters: { resourceUrl: 'https://aoai.example', deploymentId: 'emb', modelName: 'text-embedding-3-small' },
+    });
     expect(index.semanticSearch?.defaultConfigurationName).toBe('default');
     expect(defineSearchIndex({ name: 'plain', semanticConfiguration: false })).toEqual({ name: 'plain', fields: expect.any(Array) });
     expect(() => defineSearchIndex({ name: 'Bad Name' })).toThrow(ConfigurationError);
@@ -40,22 +58,33 @@ describe('createSearchIndex + uploadSearchDocuments', () => {
     expect(stored.name).toBe('helper-kb');
     const client = new SearchClient<object>(search.endpoint, 'helper-kb', credential(), insecure);
     const generator = embeddings(openai.url, openai.apiKey);
-    expect(await uploadSearchDocuments(client, KNOWLEDGE_BASE, { embeddings: generator, batchSize: 4 })).toEqual({ uploaded: KNOWLEDGE_BASE.length });
+    expect(await uploadSearchDocuments(client, KNOWLEDGE_BASE, { embeddings: generator, batchSize: 4 })).toEqual({
+      uploaded: KNOWLEDGE_BASE.length,
+    });
     const uploads = search.requests.filter((r) => r.operation === 'index' && r.indexName === 'helper-kb');
     expect(uploads.map((r) => (r.body!.value as unknown[]).length)).toEqual([4, 4, 1]);
     const docs = search.documents('helper-kb')!;
     expect(docs).toHaveLength(KNOWLEDGE_BASE.length);
     const refunds = docs.find((d) => d.id === 'acme-refunds')!;
     expect(refunds).toMatchObject({ tenantId: 'acme', title: 'Refund policy' });
-    const [expected] = await generator.embed(['Refund policy\nAcme refunds purchases within 30 days of delivery. A refund needs the order number and goes back to the original payment method.']);
+    const [expected] = await generator.embed([
+      'Refund policy\nAcme refunds purchases within 30 days of delivery. A refund needs the order number and goes back to the original payment method.',
+    ]);
     expect(refunds.contentVector).toEqual(expected);
 
     await createSearchIndex(indexClient, { name: 'helper-kb', dimensions: DIMS, filterableFields: ['tenantId', 'region'] });
-    await uploadSearchDocuments(client, [{ ...KNOWLEDGE_BASE[0]!, content: 'Refunds now take 60 days.', region: 'eu' }], { embeddings: generator });
+    await uploadSearchDocuments(client, [{ ...KNOWLEDGE_BASE[0]!, content: 'Refunds now take 60 days.', region: 'eu' }], {
+      embeddings: generator,
+    });
     expect(await client.getDocumentsCount()).toBe(KNOWLEDGE_BASE.length);
     expect(await client.getDocument('acme-refunds')).toMatchObject({ content: 'Refunds now take 60 days.', region: 'eu' });
     // The uploaded vectors are the ones queries are compared with.
-    const [hit] = await new AzureAISearchRetriever({ client, queryMode: 'vector', vectorizer: generator, fields: { vector: EXAMPLE_INDEX_FIELDS.vector } }).search('Aurora kettle litres stainless steel', { topK: 1 });
+    const [hit] = await new AzureAISearchRetriever({
+      client,
+      queryMode: 'vector',
+      vectorizer: generator,
+      fields: { vector: EXAMPLE_INDEX_FIELDS.vector },
+    }).search('Aurora kettle litres stainless steel', { topK: 1 });
     expect(hit!.id).toBe('acme-kettle-specs');
   });
 
@@ -63,7 +92,9 @@ describe('createSearchIndex + uploadSearchDocuments', () => {
     await createSearchIndex(indexClient, { name: 'keys-kb' });
     const client = new SearchClient<object>(search.endpoint, 'keys-kb', credential(), insecure);
     const before = search.requests.length;
-    await expect(uploadSearchDocuments(client, [{ id: 'docs/a b.md', content: 'x' }])).rejects.toThrow(/not valid Azure AI Search keys .*"docs\/a b.md".*toDocumentKey/);
+    await expect(uploadSearchDocuments(client, [{ id: 'docs/a b.md', content: 'x' }])).rejects.toThrow(
+      /not valid Azure AI Search keys .*"docs\/a b.md".*toDocumentKey/,
+    );
     expect(search.requests.length).toBe(before);
     const key = toDocumentKey("docs/o'brien notes.md");
     expect(key).toMatch(/^[A-Za-z0-9_-]+$/);
@@ -78,11 +109,20 @@ describe('createSearchIndex + uploadSearchDocuments', () => {
     await expect(uploadSearchDocuments(client, [{ id: 'a', content: 'x', unknownField: 'y' }])).rejects.toSatisfy(
       (e: unknown) => ConfigurationError.isInstance(e) && /The property 'unknownField' does not exist/.test((e as Error).message),
     );
-    await expect(uploadSearchDocuments(client, [{ id: 'a', content: 'x' }], { embeddings: createHashEmbedding({ dimensions: 3 }) })).rejects.toThrow(/Expected: '256'. Actual: '3'/);
+    await expect(
+      uploadSearchDocuments(client, [{ id: 'a', content: 'x' }], { embeddings: createHashEmbedding({ dimensions: 3 }) }),
+    ).rejects.toThrow(/Expected: '256'. Actual: '3'/);
     const broken = { embed: async () => [[1]] };
-    await expect(uploadSearchDocuments(client, [{ id: 'a', content: 'x' }, { id: 'b', content: 'y' }], { embeddings: broken })).rejects.toSatisfy(
-      (e: unknown) => CtxError.isInstance(e) && /returned 1 vectors for 2 documents/.test((e as Error).message),
-    );
+    await expect(
+      uploadSearchDocuments(
+        client,
+        [
+          { id: 'a', content: 'x' },
+          { id: 'b', content: 'y' },
+        ],
+        { embeddings: broken },
+      ),
+    ).rejects.toSatisfy((e: unknown) => CtxError.isInstance(e) && /returned 1 vectors for 2 documents/.test((e as Error).message));
   });
 
   it('documents refused in a 207 reply: only transient statuses are a BackendUnavailableError, anything else a ConfigurationError naming them', async () => {
@@ -92,16 +132,32 @@ describe('createSearchIndex + uploadSearchDocuments', () => {
       const next = () => statuses[n++]!;
       return {
         indexName: 'kb',
-        mergeOrUploadDocuments: async (rows: { id: string }[]) => ({ results: rows.map((r) => ((status) => ({ key: r.id, succeeded: status === 200, statusCode: status, errorMessage: status === 200 ? undefined : 'refused' }))(next())) }),
+        mergeOrUploadDocuments: async (rows: { id: string }[]) => ({
+          results: rows.map((r) =>
+            ((status) => ({
+              key: r.id,
+              succeeded: status === 200,
+              statusCode: status,
+              errorMessage: status === 200 ? undefined : 'refused',
+            }))(next()),
+          ),
+        }),
       } as unknown as SearchClient<object>;
     };
-    const docs = [{ id: 'a', content: 'x' }, { id: 'b', content: 'y' }];
+    const docs = [
+      { id: 'a', content: 'x' },
+      { id: 'b', content: 'y' },
+    ];
     const busy = await uploadSearchDocuments(replying(503, 429), docs).catch((e: unknown) => e);
     expect(BackendUnavailableError.isInstance(busy)).toBe(true);
-    expect((busy as Error).message).toBe('uploadSearchDocuments: index "kb" refused 2 document(s): a (503: refused); b (429: refused). The service refused them for the moment: upload them again (merge-or-upload is safe to repeat).');
+    expect((busy as Error).message).toBe(
+      'uploadSearchDocuments: index "kb" refused 2 document(s): a (503: refused); b (429: refused). The service refused them for the moment: upload them again (merge-or-upload is safe to repeat).',
+    );
     const bad = await uploadSearchDocuments(replying(200, 400), docs).catch((e: unknown) => e);
     expect(ConfigurationError.isInstance(bad)).toBe(true);
-    expect((bad as Error).message).toMatch(/^uploadSearchDocuments: index "kb" refused 1 document\(s\): b \(400: refused\)\. Check those documents' fields/);
+    expect((bad as Error).message).toMatch(
+      /^uploadSearchDocuments: index "kb" refused 1 document\(s\): b \(400: refused\)\. Check those documents' fields/,
+    );
     expect((bad as Error).message).not.toContain('earlier batches');
     const later = await uploadSearchDocuments(replying(200, 400), docs, { batchSize: 1 }).catch((e: unknown) => e);
     expect((later as Error).message).toMatch(/b \(400: refused\)\. .* The 1 document\(s\) of earlier batches were uploaded\.$/);

@@ -35,7 +35,9 @@ export function defineSearchIndex(options: SearchIndexDefinitionOptions): Search
   const names = { ...EXAMPLE_INDEX_FIELDS, ...options.fields };
   for (const name of Object.values(names)) checkFieldPath(name, 'defineSearchIndex fields');
   if (!/^[a-z0-9](?:[a-z0-9-]{0,126}[a-z0-9])?$/.test(options.name ?? '')) {
-    throw new ConfigurationError(`defineSearchIndex: index name ${JSON.stringify(options.name)} must be lower-case letters, digits and dashes (not at either end), at most 128 characters.`);
+    throw new ConfigurationError(
+      `defineSearchIndex: index name ${JSON.stringify(options.name)} must be lower-case letters, digits and dashes (not at either end), at most 128 characters.`,
+    );
   }
   const { dimensions } = options;
   if (dimensions !== undefined && !(Number.isInteger(dimensions) && dimensions >= 2 && dimensions <= 4096)) {
@@ -47,23 +49,45 @@ export function defineSearchIndex(options: SearchIndexDefinitionOptions): Search
     { name: names.title, type: 'Edm.String', searchable: true },
     { name: names.content, type: 'Edm.String', searchable: true },
     { name: names.url, type: 'Edm.String' },
-    ...(options.filterableFields ?? []).map((name): SearchField => ({ name: checkFieldPath(name, 'defineSearchIndex filterableFields'), type: 'Edm.String', filterable: true })),
-    ...(options.filterableCollections ?? []).map((name): SearchField => ({ name: checkFieldPath(name, 'defineSearchIndex filterableCollections'), type: 'Collection(Edm.String)', filterable: true })),
+    ...(options.filterableFields ?? []).map(
+      (name): SearchField => ({ name: checkFieldPath(name, 'defineSearchIndex filterableFields'), type: 'Edm.String', filterable: true }),
+    ),
+    ...(options.filterableCollections ?? []).map(
+      (name): SearchField => ({
+        name: checkFieldPath(name, 'defineSearchIndex filterableCollections'),
+        type: 'Collection(Edm.String)',
+        filterable: true,
+      }),
+    ),
   ];
   const index: SearchIndex = { name: options.name, fields };
   if (dimensions !== undefined) {
-    fields.push({ name: names.vector, type: 'Collection(Edm.Single)', searchable: true, hidden: true, vectorSearchDimensions: dimensions, vectorSearchProfileName: 'ctx-vector-profile' });
+    fields.push({
+      name: names.vector,
+      type: 'Collection(Edm.Single)',
+      searchable: true,
+      hidden: true,
+      vectorSearchDimensions: dimensions,
+      vectorSearchProfileName: 'ctx-vector-profile',
+    });
     const v = options.vectorizer;
     index.vectorSearch = {
       algorithms: [{ name: 'ctx-hnsw', kind: 'hnsw', parameters: { metric: 'cosine' } }],
-      profiles: [{ name: 'ctx-vector-profile', algorithmConfigurationName: 'ctx-hnsw', ...(v ? { vectorizerName: 'ctx-vectorizer' } : {}) }],
+      profiles: [
+        { name: 'ctx-vector-profile', algorithmConfigurationName: 'ctx-hnsw', ...(v ? { vectorizerName: 'ctx-vectorizer' } : {}) },
+      ],
       ...(v
         ? {
             vectorizers: [
               {
                 vectorizerName: 'ctx-vectorizer',
                 kind: 'azureOpenAI' as const,
-                parameters: { resourceUrl: v.resourceUrl, deploymentId: v.deploymentId, modelName: (v.modelName ?? 'text-embedding-3-small') as 'text-embedding-3-small', ...(v.apiKey ? { apiKey: v.apiKey } : {}) },
+                parameters: {
+                  resourceUrl: v.resourceUrl,
+                  deploymentId: v.deploymentId,
+                  modelName: (v.modelName ?? 'text-embedding-3-small') as 'text-embedding-3-small',
+                  ...(v.apiKey ? { apiKey: v.apiKey } : {}),
+                },
               },
             ],
           }
@@ -85,7 +109,10 @@ export function defineSearchIndex(options: SearchIndexDefinitionOptions): Search
  * not changed). Returns the definition the service stored.
  * @throws ConfigurationError / BackendUnavailableError as the service answers.
  */
-export async function createSearchIndex(client: SearchIndexClient, options: SearchIndexDefinitionOptions & { signal?: AbortSignal }): Promise<SearchIndex> {
+export async function createSearchIndex(
+  client: SearchIndexClient,
+  options: SearchIndexDefinitionOptions & { signal?: AbortSignal },
+): Promise<SearchIndex> {
   const definition = defineSearchIndex(options);
   try {
     return await client.createOrUpdateIndex(definition, options.signal ? { abortSignal: options.signal } : {});
@@ -127,27 +154,39 @@ const KEY = /^[A-Za-z0-9_\-=]+$/;
  *   service cannot be reached or refused documents only for the moment (409, 422, 429, 5xx: upload again).
  *   Batches sent before the failure stay uploaded.
  */
-export async function uploadSearchDocuments(client: SearchClient<object>, documents: readonly SearchDocumentInput[], options: UploadSearchDocumentsOptions = {}): Promise<{ uploaded: number }> {
+export async function uploadSearchDocuments(
+  client: SearchClient<object>,
+  documents: readonly SearchDocumentInput[],
+  options: UploadSearchDocumentsOptions = {},
+): Promise<{ uploaded: number }> {
   const names = { ...EXAMPLE_INDEX_FIELDS, ...options.fields };
   const invalid = documents.filter((d) => typeof d.id !== 'string' || !KEY.test(d.id)).map((d) => JSON.stringify(d.id));
   if (invalid.length) {
-    throw new ConfigurationError(`uploadSearchDocuments: ${invalid.length} document id(s) are not valid Azure AI Search keys (letters, digits, _, - and = only): ${invalid.slice(0, 5).join(', ')}. Map them with toDocumentKey(id).`);
+    throw new ConfigurationError(
+      `uploadSearchDocuments: ${invalid.length} document id(s) are not valid Azure AI Search keys (letters, digits, _, - and = only): ${invalid.slice(0, 5).join(', ')}. Map them with toDocumentKey(id).`,
+    );
   }
   const batchSize = options.batchSize ?? 500;
-  if (!(Number.isInteger(batchSize) && batchSize > 0 && batchSize <= 1000)) throw new ConfigurationError(`uploadSearchDocuments: batchSize must be an integer from 1 to 1000, got ${String(batchSize)}.`);
+  if (!(Number.isInteger(batchSize) && batchSize > 0 && batchSize <= 1000))
+    throw new ConfigurationError(`uploadSearchDocuments: batchSize must be an integer from 1 to 1000, got ${String(batchSize)}.`);
   const embedText = options.embedText ?? ((d: SearchDocumentInput) => [d.title, d.content].filter(Boolean).join('\n'));
   let uploaded = 0;
   for (let i = 0; i < documents.length; i += batchSize) {
     const batch = documents.slice(i, i + batchSize);
-    const vectors = options.embeddings ? await options.embeddings.embed(batch.map(embedText), options.signal ? { signal: options.signal } : {}) : undefined;
+    const vectors = options.embeddings
+      ? await options.embeddings.embed(batch.map(embedText), options.signal ? { signal: options.signal } : {})
+      : undefined;
     if (vectors && vectors.length !== batch.length) {
-      throw new ConfigurationError(`uploadSearchDocuments: the embeddings returned ${vectors.length} vectors for ${batch.length} documents; check that the EmbeddingGenerator given as \`embeddings\` returns one vector per text.`);
+      throw new ConfigurationError(
+        `uploadSearchDocuments: the embeddings returned ${vectors.length} vectors for ${batch.length} documents; check that the EmbeddingGenerator given as \`embeddings\` returns one vector per text.`,
+      );
     }
     const rows = batch.map((d, j) => {
       const row: Record<string, unknown> = {};
       for (const [key, value] of Object.entries(d)) {
         if (value === undefined) continue;
-        const field = key === 'id' ? names.id : key === 'content' ? names.content : key === 'title' ? names.title : key === 'url' ? names.url : key;
+        const field =
+          key === 'id' ? names.id : key === 'content' ? names.content : key === 'title' ? names.title : key === 'url' ? names.url : key;
         row[field] = value;
       }
       if (vectors) row[names.vector] = vectors[j];
@@ -170,12 +209,22 @@ export async function uploadSearchDocuments(client: SearchClient<object>, docume
 const TRANSIENT = (status: number) => status === 409 || status === 422 || status === 429 || status >= 500;
 
 /** The error for documents a batch left out: transient refusals are worth uploading again, the others need fixing. */
-function refused(indexName: string, failed: readonly { key: string; statusCode: number; errorMessage?: string | undefined }[], uploaded: number): BackendUnavailableError | ConfigurationError {
-  const which = failed.slice(0, 5).map((f) => `${f.key} (${f.statusCode}: ${f.errorMessage ?? 'no message'})`).join('; ');
+function refused(
+  indexName: string,
+  failed: readonly { key: string; statusCode: number; errorMessage?: string | undefined }[],
+  uploaded: number,
+): BackendUnavailableError | ConfigurationError {
+  const which = failed
+    .slice(0, 5)
+    .map((f) => `${f.key} (${f.statusCode}: ${f.errorMessage ?? 'no message'})`)
+    .join('; ');
   const what = `uploadSearchDocuments: index ${shortId(indexName)} refused ${failed.length} document(s): ${which}.`;
   const before = uploaded > 0 ? ` The ${uploaded} document(s) of earlier batches were uploaded.` : '';
   if (failed.every((f) => TRANSIENT(f.statusCode))) {
-    return new BackendUnavailableError('azure-search', `${what} The service refused them for the moment: upload them again (merge-or-upload is safe to repeat).${before}`);
+    return new BackendUnavailableError(
+      'azure-search',
+      `${what} The service refused them for the moment: upload them again (merge-or-upload is safe to repeat).${before}`,
+    );
   }
   return new ConfigurationError(`${what} Check those documents' fields and values against the index definition.${before}`);
 }

@@ -23,7 +23,13 @@ declare module 'vitest' {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const openai = await startOpenAITestServer();
   const search = await startAzureSearchTestServer();
-  project.provide('azureSearch', { searchEndpoint: search.endpoint, searchKey: search.apiKey, openaiUrl: openai.url, openaiOrigin: openai.origin, openaiKey: openai.apiKey });
+  project.provide('azureSearch', {
+    searchEndpoint: search.endpoint,
+    searchKey: search.apiKey,
+    openaiUrl: openai.url,
+    openaiOrigin: openai.origin,
+    openaiKey: openai.apiKey,
+  });
   return async () => {
     await Promise.all([search.close(), openai.close()]);
   };

@@ -33,19 +33,85 @@ export function uniqueIndexName(prefix: string): string {
  * before it (the Aurora kettle) finds the kettle's price list.
  */
 export const KNOWLEDGE_BASE: SearchDocumentInput[] = [
-  { id: 'acme-refunds', tenantId: 'acme', title: 'Refund policy', url: 'https://acme.example/refunds', content: 'Acme refunds purchases within 30 days of delivery. A refund needs the order number and goes back to the original payment method.' },
-  { id: 'acme-shipping', tenantId: 'acme', title: 'Shipping times', url: 'https://acme.example/shipping', content: 'Acme ships orders within 2 business days. Standard delivery takes 3 to 5 days and express delivery takes 1 day.' },
-  { id: 'acme-warranty', tenantId: 'acme', title: 'Warranty', url: 'https://acme.example/warranty', content: 'Every Acme kettle has a two-year warranty covering defects in materials and workmanship.' },
-  { id: 'acme-price-list', tenantId: 'acme', title: 'Aurora kettle price list', url: 'https://acme.example/aurora/price', content: 'The Aurora kettle price is 49 euros. The Aurora Pro kettle costs 79 euros and keeps water warm for an hour.' },
-  { id: 'acme-kettle-specs', tenantId: 'acme', title: 'Aurora kettle specifications', url: 'https://acme.example/aurora', content: 'The Aurora kettle holds 1.7 litres, boils water in three minutes and has a stainless steel body.' },
-  { id: 'acme-price-match', tenantId: 'acme', title: 'Price match guarantee', url: 'https://acme.example/price-match', content: 'Found a lower price? Acme matches the price of any local store. Send us the price and the store name.' },
-  { id: 'globex-refunds', tenantId: 'globex', title: 'Refund policy', url: 'https://globex.example/refunds', content: 'Globex refunds unopened boxes within 14 days. Opened software is never refunded.' },
-  { id: 'globex-merger', tenantId: 'globex', title: 'Merger plan', url: 'https://globex.example/confidential', content: 'Confidential: Globex plans to acquire Initech next quarter. Refund obligations move to Globex.' },
-  { id: 'obrien-refunds', tenantId: "o'brien", title: "O'Brien refund notes", url: 'https://obrien.example/refunds', content: "O'Brien & Sons refund repairs within 7 days if the repair failed." },
+  {
+    id: 'acme-refunds',
+    tenantId: 'acme',
+    title: 'Refund policy',
+    url: 'https://acme.example/refunds',
+    content:
+      'Acme refunds purchases within 30 days of delivery. A refund needs the order number and goes back to the original payment method.',
+  },
+  {
+    id: 'acme-shipping',
+    tenantId: 'acme',
+    title: 'Shipping times',
+    url: 'https://acme.example/shipping',
+    content: 'Acme ships orders within 2 business days. Standard delivery takes 3 to 5 days and express delivery takes 1 day.',
+  },
+  {
+    id: 'acme-warranty',
+    tenantId: 'acme',
+    title: 'Warranty',
+    url: 'https://acme.example/warranty',
+    content: 'Every Acme kettle has a two-year warranty covering defects in materials and workmanship.',
+  },
+  {
+    id: 'acme-price-list',
+    tenantId: 'acme',
+    title: 'Aurora kettle price list',
+    url: 'https://acme.example/aurora/price',
+    content: 'The Aurora kettle price is 49 euros. The Aurora Pro kettle costs 79 euros and keeps water warm for an hour.',
+  },
+  {
+    id: 'acme-kettle-specs',
+    tenantId: 'acme',
+    title: 'Aurora kettle specifications',
+    url: 'https://acme.example/aurora',
+    content: 'The Aurora kettle holds 1.7 litres, boils water in three minutes and has a stainless steel body.',
+  },
+  {
+    id: 'acme-price-match',
+    tenantId: 'acme',
+    title: 'Price match guarantee',
+    url: 'https://acme.example/price-match',
+    content: 'Found a lower price? Acme matches the price of any local store. Send us the price and the store name.',
+  },
+  {
+    id: 'globex-refunds',
+    tenantId: 'globex',
+    title: 'Refund policy',
+    url: 'https://globex.example/refunds',
+    content: 'Globex refunds unopened boxes within 14 days. Opened software is never refunded.',
+  },
+  {
+    id: 'globex-merger',
+    tenantId: 'globex',
+    title: 'Merger plan',
+    url: 'https://globex.example/confidential',
+    content: 'Confidential: Globex plans to acquire Initech next quarter. Refund obligations move to Globex.',
+  },
+  {
+    id: 'obrien-refunds',
+    tenantId: "o'brien",
+    title: "O'Brien refund notes",
+    url: 'https://obrien.example/refunds',
+    content: "O'Brien & Sons refund repairs within 7 days if the repair failed.",
+  },
 ];
 
 /** Creates an index like the README's example (vectors, the test OpenAI server as vectorizer, semantic config) and loads `documents`. */
-export async function seedIndex(options: { name?: string; documents?: SearchDocumentInput[]; endpoint?: string; apiKey?: string; openaiOrigin?: string; openaiUrl?: string; openaiKey?: string; clientOptions?: SearchClientOptions } = {}) {
+export async function seedIndex(
+  options: {
+    name?: string;
+    documents?: SearchDocumentInput[];
+    endpoint?: string;
+    apiKey?: string;
+    openaiOrigin?: string;
+    openaiUrl?: string;
+    openaiKey?: string;
+    clientOptions?: SearchClientOptions;
+  } = {},
+) {
   const name = options.name ?? uniqueIndexName('kb');
   const endpoint = options.endpoint ?? env.searchEndpoint;
   const credential = new AzureKeyCredential(options.apiKey ?? env.searchKey);
@@ -55,10 +121,16 @@ export async function seedIndex(options: { name?: string; documents?: SearchDocu
     name,
     dimensions: DIMS,
     filterableFields: ['tenantId'],
-    vectorizer: { resourceUrl: options.openaiOrigin ?? env.openaiOrigin, deploymentId: 'text-embedding-3-small', apiKey: options.openaiKey ?? env.openaiKey },
+    vectorizer: {
+      resourceUrl: options.openaiOrigin ?? env.openaiOrigin,
+      deploymentId: 'text-embedding-3-small',
+      apiKey: options.openaiKey ?? env.openaiKey,
+    },
   });
   const client = new SearchClient<object>(endpoint, name, credential, clientOptions);
-  await uploadSearchDocuments(client, options.documents ?? KNOWLEDGE_BASE, { embeddings: embeddings(options.openaiUrl ?? env.openaiUrl, options.openaiKey ?? env.openaiKey) });
+  await uploadSearchDocuments(client, options.documents ?? KNOWLEDGE_BASE, {
+    embeddings: embeddings(options.openaiUrl ?? env.openaiUrl, options.openaiKey ?? env.openaiKey),
+  });
   return { name, client, indexClient };
 }
 
@@ -95,6 +167,8 @@ export function contextMessages(messages: readonly Message[], sourceId = 'azure-
 }
 
 /** The citations of an injected message. */
-export function citations(message: Message): { n: number; id: string; title?: string; url?: string; score?: number; metadata?: Record<string, unknown> }[] {
+export function citations(
+  message: Message,
+): { n: number; id: string; title?: string; url?: string; score?: number; metadata?: Record<string, unknown> }[] {
   return (message.metadata?.citations ?? []) as never;
 }

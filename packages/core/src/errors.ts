@@ -149,7 +149,7 @@ export class ToolExecutionError extends CtxError {
 export function describe(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   try {
-    return truncate(typeof error === 'string' ? error : JSON.stringify(error) ?? String(error));
+    return truncate(typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error)));
   } catch {
     return String(error);
   }

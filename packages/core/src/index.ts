@@ -59,7 +59,16 @@ export { FileSessionStore } from './session/file-session-store.js';
 export type { FileSessionStoreOptions } from './session/file-session-store.js';
 export { InMemorySessionStore } from './session/in-memory-session-store.js';
 export type { AgentResponse } from './spec/agent-response.js';
-export type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, ResponseFormat, ToolChoice, Usage } from './spec/chat-client.js';
+export type {
+  ChatClient,
+  ChatOptions,
+  ChatResponse,
+  ChatResponseUpdate,
+  FinishReason,
+  ResponseFormat,
+  ToolChoice,
+  Usage,
+} from './spec/chat-client.js';
 export type { CompactionStrategy } from './spec/compaction-strategy.js';
 export type { EmbeddingGenerator } from './spec/embedding-generator.js';
 export type { AgentEvent, EventHandler, ProviderPhase, WarningCode } from './spec/events.js';

@@ -26,7 +26,15 @@ describeHistoryProvider('CosmosHistoryProvider (hierarchical tenant/user/session
 
 describeHistoryProvider('CosmosHistoryProvider (owned client from endpoint + key)', {
   create: (options) =>
-    new CosmosHistoryProvider({ ...options, endpoint: env.endpoint, key: env.key, clientOptions: standInClientOptions, databaseId, containerId: 'history-owned', createIfNotExists: true }),
+    new CosmosHistoryProvider({
+      ...options,
+      endpoint: env.endpoint,
+      key: env.key,
+      clientOptions: standInClientOptions,
+      databaseId,
+      containerId: 'history-owned',
+      createIfNotExists: true,
+    }),
   cleanup: (provider) => provider.close(),
 });
 
@@ -39,6 +47,14 @@ describeSessionStore('CosmosSessionStore (injected container)', {
 });
 
 describeSessionStore('CosmosSessionStore (owned client from endpoint + key)', {
-  create: () => new CosmosSessionStore({ endpoint: env.endpoint, key: env.key, clientOptions: standInClientOptions, databaseId, containerId: 'sessions-owned', createIfNotExists: true }),
+  create: () =>
+    new CosmosSessionStore({
+      endpoint: env.endpoint,
+      key: env.key,
+      clientOptions: standInClientOptions,
+      databaseId,
+      containerId: 'sessions-owned',
+      createIfNotExists: true,
+    }),
   cleanup: (store) => store.close(),
 });

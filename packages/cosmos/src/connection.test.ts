@@ -19,7 +19,10 @@ describe('connection options', () => {
     ['a container that is not a Container', { container: { id: 'c' } as unknown as Container }],
     ['an endpoint that is not a URL', { endpoint: 'account.documents.azure.com', key: 'k' }],
     ['an endpoint without key or credential', { endpoint: 'https://a.documents.azure.com' }],
-    ['an endpoint with both key and credential', { endpoint: 'https://a.documents.azure.com', key: 'k', credential: { getToken: async () => null } }],
+    [
+      'an endpoint with both key and credential',
+      { endpoint: 'https://a.documents.azure.com', key: 'k', credential: { getToken: async () => null } },
+    ],
     ['a container id with a slash', { client, containerId: 'a/b' }],
     ['an empty database id', { client, databaseId: '' }],
     ['timeoutMs 0', { client, timeoutMs: 0 }],
@@ -34,8 +37,12 @@ describe('connection options', () => {
   });
 
   it('a bad timeoutMs or retries names the owner, the option and the value', () => {
-    expect(() => new CosmosSessionStore({ client, timeoutMs: -5 })).toThrow('CosmosSessionStore: timeoutMs must be a positive number, got -5.');
-    expect(() => new CosmosHistoryProvider({ client, retries: 1.5 })).toThrow('CosmosHistoryProvider: retries must be a non-negative integer, got 1.5.');
+    expect(() => new CosmosSessionStore({ client, timeoutMs: -5 })).toThrow(
+      'CosmosSessionStore: timeoutMs must be a positive number, got -5.',
+    );
+    expect(() => new CosmosHistoryProvider({ client, retries: 1.5 })).toThrow(
+      'CosmosHistoryProvider: retries must be a non-negative integer, got 1.5.',
+    );
   });
 
   it('takes the database and container from an injected container or a client; an owned client is disposed by close(), and later calls say so', async () => {
@@ -79,7 +86,9 @@ describe('the deadline and abort of every call', () => {
     expect(performance.now() - t0).toBeLessThan(2000);
     expect(BackendUnavailableError.isInstance(error)).toBe(true);
     expect((error as BackendUnavailableError).backend).toBe('cosmos');
-    expect((error as Error).message).toMatch(/^Cosmos DB CosmosHistoryProvider\.getMessages for session "s-1" on ctx\/history \(127\.0\.0\.1:\d+\) did not answer within 300 ms\. /);
+    expect((error as Error).message).toMatch(
+      /^Cosmos DB CosmosHistoryProvider\.getMessages for session "s-1" on ctx\/history \(127\.0\.0\.1:\d+\) did not answer within 300 ms\. /,
+    );
   });
 
   it('an abort while a call waits rejects at once with the abort reason', async () => {

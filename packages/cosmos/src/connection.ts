@@ -1,4 +1,11 @@
-import { CosmosClient, type Container, type ContainerDefinition, type CosmosClientOptions, type IndexingPolicy, type PartitionKeyDefinition } from '@azure/cosmos';
+import {
+  CosmosClient,
+  type Container,
+  type ContainerDefinition,
+  type CosmosClientOptions,
+  type IndexingPolicy,
+  type PartitionKeyDefinition,
+} from '@azure/cosmos';
 import { BackendUnavailableError, ConfigurationError, CtxError, SessionStateError } from '@ctx/core';
 import { abortable, checkInteger, checkPositiveNumber, shortId, withDeadline } from '@ctx/core/backend';
 
@@ -92,7 +99,18 @@ export interface Operation {
 }
 
 const TRANSIENT_STATUS = new Set([408, 449, 500, 502, 503, 504]);
-const NETWORK_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'REQUEST_SEND_ERROR', 'TimeoutError']);
+const NETWORK_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'REQUEST_SEND_ERROR',
+  'TimeoutError',
+]);
 
 /**
  * The HTTP status (or network code) of an error the SDK threw, if it has one. A failed
@@ -105,7 +123,8 @@ export function statusOf(error: unknown): number | string | undefined {
   if (typeof code === 'number' || typeof code === 'string') return code;
   const statusCode = (error as { statusCode?: unknown }).statusCode;
   if (typeof statusCode === 'number') return statusCode;
-  const attempts = (error as { diagnostics?: { clientSideRequestStatistics?: { gatewayStatistics?: unknown } } }).diagnostics?.clientSideRequestStatistics?.gatewayStatistics;
+  const attempts = (error as { diagnostics?: { clientSideRequestStatistics?: { gatewayStatistics?: unknown } } }).diagnostics
+    ?.clientSideRequestStatistics?.gatewayStatistics;
   const last = Array.isArray(attempts) ? (attempts.at(-1) as { statusCode?: unknown } | undefined)?.statusCode : undefined;
   return typeof last === 'number' && last > 0 ? last : undefined;
 }
@@ -141,7 +160,9 @@ export class CosmosConnection {
     this.#create = options.createIfNotExists ?? false;
     const given = [options.container !== undefined, options.client !== undefined, options.endpoint !== undefined].filter(Boolean).length;
     if (given !== 1) {
-      throw new ConfigurationError(`${owner} needs exactly one of \`container\` (an @azure/cosmos Container), \`client\` (a CosmosClient) or \`endpoint\` (with \`key\` or \`credential\`); got ${given}.`);
+      throw new ConfigurationError(
+        `${owner} needs exactly one of \`container\` (an @azure/cosmos Container), \`client\` (a CosmosClient) or \`endpoint\` (with \`key\` or \`credential\`); got ${given}.`,
+      );
     }
     const timeoutMs = checkPositiveNumber(owner, 'timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     this.timeoutMs = timeoutMs;
@@ -151,7 +172,13 @@ export class CosmosConnection {
 
     if (options.container !== undefined) {
       const container = options.container as Partial<Container> | null;
-      if (typeof container !== 'object' || container === null || typeof container.read !== 'function' || typeof container.item !== 'function' || !container.database) {
+      if (
+        typeof container !== 'object' ||
+        container === null ||
+        typeof container.read !== 'function' ||
+        typeof container.item !== 'function' ||
+        !container.database
+      ) {
         throw new ConfigurationError(`${owner}: \`container\` must be an @azure/cosmos Container (client.database(id).container(id)).`);
       }
       this.#container = options.container;
@@ -173,7 +200,9 @@ export class CosmosConnection {
       throw new ConfigurationError(`${owner}: \`endpoint\` must be the account URL (https://<account>.documents.azure.com:443/).`);
     }
     if ((options.key === undefined) === (options.credential === undefined)) {
-      throw new ConfigurationError(`${owner}: with \`endpoint\`, give exactly one of \`key\` (the account key) and \`credential\` (an Entra ID TokenCredential).`);
+      throw new ConfigurationError(
+        `${owner}: with \`endpoint\`, give exactly one of \`key\` (the account key) and \`credential\` (an Entra ID TokenCredential).`,
+      );
     }
     const policy = options.clientOptions?.connectionPolicy ?? {};
     this.#client = new CosmosClient({
@@ -213,7 +242,10 @@ export class CosmosConnection {
   async run<T>(site: CallSite, signal: AbortSignal | undefined, body: (op: Operation) => Promise<T>): Promise<T> {
     signal?.throwIfAborted();
     if (this.#closed) {
-      throw new BackendUnavailableError('cosmos', `${this.#owner}.${site.operation}${describeSession(site)} was called after close(); create a new instance.`);
+      throw new BackendUnavailableError(
+        'cosmos',
+        `${this.#owner}.${site.operation}${describeSession(site)} was called after close(); create a new instance.`,
+      );
     }
     return withDeadline(
       async (combined) => {
@@ -254,14 +286,17 @@ export class CosmosConnection {
   /** Checks (or creates) the container once per instance, under its own deadline, so one caller's abort never fails another's call. */
   #ensureContainer(site: CallSite): Promise<void> {
     if (!this.#ready) {
-      this.#ready = withDeadline((signal) => this.#checkContainer({ signal, step: (fn, passThrough = []) => this.#step(site, signal, fn, passThrough) }), {
-        timeoutMs: this.timeoutMs,
-        backend: 'cosmos',
-        operation: `Cosmos DB check of container ${this.where} for ${this.#owner} (${this.#describeEndpoint()})`,
-        hint: 'Check that the account is reachable, or raise timeoutMs.',
-        // Left as thrown: each waiting call translates it with its own call site.
-        mapError: (error) => error as Error,
-      }).catch((error: unknown) => {
+      this.#ready = withDeadline(
+        (signal) => this.#checkContainer({ signal, step: (fn, passThrough = []) => this.#step(site, signal, fn, passThrough) }),
+        {
+          timeoutMs: this.timeoutMs,
+          backend: 'cosmos',
+          operation: `Cosmos DB check of container ${this.where} for ${this.#owner} (${this.#describeEndpoint()})`,
+          hint: 'Check that the account is reachable, or raise timeoutMs.',
+          // Left as thrown: each waiting call translates it with its own call site.
+          mapError: (error) => error as Error,
+        },
+      ).catch((error: unknown) => {
         this.#ready = undefined;
         throw error;
       });
@@ -284,7 +319,9 @@ export class CosmosConnection {
       }
       const database = this.#container.database;
       // Another instance may create them at the same moment: a 409 means it exists now.
-      await op.step((_, abortSignal) => this.#client.databases.createIfNotExists({ id: database.id }, { abortSignal }), [409]).catch(passConflict);
+      await op
+        .step((_, abortSignal) => this.#client.databases.createIfNotExists({ id: database.id }, { abortSignal }), [409])
+        .catch(passConflict);
       const created = await op
         .step(
           (_, abortSignal) =>
@@ -317,7 +354,9 @@ export class CosmosConnection {
       );
     }
     if (definition.indexingPolicy?.indexingMode === 'none' && this.#spec.indexingPolicy.includedPaths?.length) {
-      throw new ConfigurationError(`${this.#owner}: indexing is off on container ${this.where} (indexingMode "none"), but the history queries need the indexes listed in the README.`);
+      throw new ConfigurationError(
+        `${this.#owner}: indexing is off on container ${this.where} (indexingMode "none"), but the history queries need the indexes listed in the README.`,
+      );
     }
   }
 
@@ -343,13 +382,23 @@ export class CosmosConnection {
     }
     if (status === 404) {
       this.#ready = undefined;
-      return new ConfigurationError(`${where} failed: the database or container was not found (404). Was it deleted? Create it again, or pass createIfNotExists: true.`, { cause: error });
+      return new ConfigurationError(
+        `${where} failed: the database or container was not found (404). Was it deleted? Create it again, or pass createIfNotExists: true.`,
+        { cause: error },
+      );
     }
     if (status === 413) {
-      return new SessionStateError(`cosmos:${this.where}`, `a request of ${site.operation}${describeSession(site)} is too large for Cosmos DB (413: ${message}); items are limited to 2 MB`, { cause: error });
+      return new SessionStateError(
+        `cosmos:${this.where}`,
+        `a request of ${site.operation}${describeSession(site)} is too large for Cosmos DB (413: ${message}); items are limited to 2 MB`,
+        { cause: error },
+      );
     }
     if (status === 400) {
-      return new ConfigurationError(`Cosmos DB rejected ${where} (400): ${message}. Check the container's partition key and indexing policy against the README.`, { cause: error });
+      return new ConfigurationError(
+        `Cosmos DB rejected ${where} (400): ${message}. Check the container's partition key and indexing policy against the README.`,
+        { cause: error },
+      );
     }
     if (isTransient(error)) {
       return new BackendUnavailableError(
@@ -358,12 +407,19 @@ export class CosmosConnection {
         { cause: error },
       );
     }
-    return new BackendUnavailableError('cosmos', `Cosmos DB failed ${where}${status !== undefined ? ` (${status})` : ''}: ${message}`, { cause: error });
+    return new BackendUnavailableError('cosmos', `Cosmos DB failed ${where}${status !== undefined ? ` (${status})` : ''}: ${message}`, {
+      cause: error,
+    });
   }
 
   #describeEndpoint(): string {
     try {
-      const url = new URL(String((this.#client as unknown as { clientContext?: { cosmosClientOptions?: { endpoint?: string } } }).clientContext?.cosmosClientOptions?.endpoint ?? ''));
+      const url = new URL(
+        String(
+          (this.#client as unknown as { clientContext?: { cosmosClientOptions?: { endpoint?: string } } }).clientContext
+            ?.cosmosClientOptions?.endpoint ?? '',
+        ),
+      );
       return url.host;
     } catch {
       return 'Cosmos DB';
@@ -390,7 +446,9 @@ function describeSession(site: CallSite): string {
 
 function checkResourceId(owner: string, name: string, id: unknown): string {
   if (typeof id !== 'string' || id === '' || /[/\\?#]/.test(id) || id.length > 255 || id !== id.trim()) {
-    throw new ConfigurationError(`${owner}: ${name} must be a non-empty id of at most 255 characters without / \\ ? # or surrounding spaces; got ${JSON.stringify(id)}.`);
+    throw new ConfigurationError(
+      `${owner}: ${name} must be a non-empty id of at most 255 characters without / \\ ? # or surrounding spaces; got ${JSON.stringify(id)}.`,
+    );
   }
   return id;
 }

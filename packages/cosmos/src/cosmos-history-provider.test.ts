@@ -33,13 +33,18 @@ function make(options: Partial<CosmosHistoryProviderOptions> = {}, containerId =
 
 /** The raw items of a session in a container, ordered by id. */
 async function itemsOf(container: Container, sessionId: string): Promise<Record<string, unknown>[]> {
-  return (await allItems(container)).filter((i) => i.sessionKey === sessionPartitionValue(sessionId)).sort((a, b) => String(a.id).localeCompare(String(b.id)));
+  return (await allItems(container))
+    .filter((i) => i.sessionKey === sessionPartitionValue(sessionId))
+    .sort((a, b) => String(a.id).localeCompare(String(b.id)));
 }
 
 /** Seeds `count` messages in saves of 100. */
 async function seed(provider: CosmosHistoryProvider, sessionId: string, count: number): Promise<void> {
   for (let i = 0; i < count; i += 100) {
-    await provider.append(sessionId, Array.from({ length: Math.min(100, count - i) }, (_, j) => Message.user(`m${i + j}`)));
+    await provider.append(
+      sessionId,
+      Array.from({ length: Math.min(100, count - i) }, (_, j) => Message.user(`m${i + j}`)),
+    );
   }
 }
 
@@ -54,7 +59,14 @@ describe('options and arguments', () => {
 
   it('passes the history options of @ctx/core on, with sourceId "cosmos" and no TTL', () => {
     const provider = new CosmosHistoryProvider({ client, maxMessages: 7, storeInputs: false, loadMessages: false });
-    expect([provider.sourceId, provider.maxMessages, provider.storeInputs, provider.loadMessages, provider.ttlSeconds, provider.hierarchical]).toEqual(['cosmos', 7, false, false, undefined, false]);
+    expect([
+      provider.sourceId,
+      provider.maxMessages,
+      provider.storeInputs,
+      provider.loadMessages,
+      provider.ttlSeconds,
+      provider.hierarchical,
+    ]).toEqual(['cosmos', 7, false, false, undefined, false]);
   });
 
   it('an empty session id is a SessionStateError before any request', async () => {
@@ -69,13 +81,24 @@ describe('options and arguments', () => {
     const provider = new CosmosHistoryProvider({ client: counted, databaseId, containerId: uniqueId('args') });
     proxy.resetLog();
     await expect(provider.getMessages('s1', { state, limit: 0 })).rejects.toThrow(ConfigurationError);
-    await expect(provider.getMessages('s1', { state, limit: 2.5 })).rejects.toThrow('CosmosHistoryProvider.getMessages for session "s1": limit must be a positive integer, got 2.5.');
-    await expect(provider.listMessages('s1', { limit: -1 })).rejects.toThrow('CosmosHistoryProvider.listMessages for session "s1": limit must be a positive integer, got -1.');
-    await expect(provider.listSessions({ limit: 0 })).rejects.toThrow('CosmosHistoryProvider.listSessions: limit must be a positive integer, got 0.');
-    for (const [cursor, shown] of [['', '""'], [42, 'number']] as const) {
+    await expect(provider.getMessages('s1', { state, limit: 2.5 })).rejects.toThrow(
+      'CosmosHistoryProvider.getMessages for session "s1": limit must be a positive integer, got 2.5.',
+    );
+    await expect(provider.listMessages('s1', { limit: -1 })).rejects.toThrow(
+      'CosmosHistoryProvider.listMessages for session "s1": limit must be a positive integer, got -1.',
+    );
+    await expect(provider.listSessions({ limit: 0 })).rejects.toThrow(
+      'CosmosHistoryProvider.listSessions: limit must be a positive integer, got 0.',
+    );
+    for (const [cursor, shown] of [
+      ['', '""'],
+      [42, 'number'],
+    ] as const) {
       const error = await provider.listMessages('s1', { cursor: cursor as string }).catch((e: unknown) => e);
       expect(ConfigurationError.isInstance(error)).toBe(true);
-      expect((error as Error).message).toBe(`CosmosHistoryProvider.listMessages for session "s1": cursor must be the nextCursor of a previous page, got ${shown}. Omit it to start from the oldest stored message.`);
+      expect((error as Error).message).toBe(
+        `CosmosHistoryProvider.listMessages for session "s1": cursor must be the nextCursor of a previous page, got ${shown}. Omit it to start from the oldest stored message.`,
+      );
     }
     expect(proxy.requests).toEqual([]);
   });
@@ -89,10 +112,30 @@ describe('item layout', () => {
     await provider.saveMessages(sessionId, [q!, a!], { state });
     const items = await itemsOf(provider.container, sessionId);
     const messages = items.filter((i) => i.kind === 'message');
-    expect(messages.map(({ id, kind, sessionKey, sourceId, seq, message, ttl }) => ({ id, kind, sessionKey, sourceId, seq, message, ttl }))).toEqual([
-      { id: `${sessionId}:cosmos:${q!.id}`, kind: 'message', sessionKey: sessionId, sourceId: 'cosmos', seq: 1, message: q, ttl: undefined },
-      { id: `${sessionId}:cosmos:${a!.id}`, kind: 'message', sessionKey: sessionId, sourceId: 'cosmos', seq: 2, message: a, ttl: undefined },
-    ].sort((x, y) => x.id.localeCompare(y.id)));
+    expect(
+      messages.map(({ id, kind, sessionKey, sourceId, seq, message, ttl }) => ({ id, kind, sessionKey, sourceId, seq, message, ttl })),
+    ).toEqual(
+      [
+        {
+          id: `${sessionId}:cosmos:${q!.id}`,
+          kind: 'message',
+          sessionKey: sessionId,
+          sourceId: 'cosmos',
+          seq: 1,
+          message: q,
+          ttl: undefined,
+        },
+        {
+          id: `${sessionId}:cosmos:${a!.id}`,
+          kind: 'message',
+          sessionKey: sessionId,
+          sourceId: 'cosmos',
+          seq: 2,
+          message: a,
+          ttl: undefined,
+        },
+      ].sort((x, y) => x.id.localeCompare(y.id)),
+    );
     const head = items.find((i) => i.kind === 'head')!;
     expect(head).toMatchObject({ id: `${sessionId}:cosmos`, sessionKey: sessionId, sessionId, sourceId: 'cosmos', lastSeq: 2 });
     expect(Date.parse(String(head.updatedAt))).toBeGreaterThan(Date.now() - 60_000);
@@ -148,7 +191,10 @@ describe('requests per operation', () => {
     const large = sid();
     await seed(provider, small, 10);
     await seed(provider, large, 2000);
-    for (const [sessionId, stored] of [[small, 10], [large, 2000]] as const) {
+    for (const [sessionId, stored] of [
+      [small, 10],
+      [large, 2000],
+    ] as const) {
       proxy.resetLog();
       const window = await provider.getMessages(sessionId, { state, limit: 20 });
       await provider.saveMessages(sessionId, turn(1), { state });
@@ -159,7 +205,10 @@ describe('requests per operation', () => {
       expect(query.query).toMatch(/^SELECT TOP @limit .* ORDER BY c\.seq DESC$/);
       // The batch carries exactly the two new items, whatever the history size.
       const batch = JSON.parse(proxy.requests[3]!.body!) as { operationType: string; resourceBody: { seq: number } }[];
-      expect(batch.map((op) => [op.operationType, op.resourceBody.seq])).toEqual([['Create', stored + 1], ['Create', stored + 2]]);
+      expect(batch.map((op) => [op.operationType, op.resourceBody.seq])).toEqual([
+        ['Create', stored + 1],
+        ['Create', stored + 2],
+      ]);
       expect(proxy.requests[1]!.path).toContain('/docs');
     }
     const last = await provider.getMessages(large, { state, limit: 3 });
@@ -345,12 +394,19 @@ describe('sessions and scopes', () => {
     const t1u1 = items.filter((i) => i.kind === 'message' && i.tenantId === 't1' && i.userId === 'u1');
     expect(t1u1.map((i) => i.id).sort()).toEqual(expect.arrayContaining([expect.stringMatching(/^t1:u1:same-session-id:cosmos:/)]));
     // A resolver per session: one provider instance for every tenant.
-    const resolver = make({ scope: ({ sessionId, state: s }) => ({ tenantId: String(s.tenant ?? 't1'), userId: sessionId === shared ? 'u2' : 'u1' }) }, containerId);
+    const resolver = make(
+      { scope: ({ sessionId, state: s }) => ({ tenantId: String(s.tenant ?? 't1'), userId: sessionId === shared ? 'u2' : 'u1' }) },
+      containerId,
+    );
     expect(texts(await resolver.getMessages(shared, { state: { tenant: 't1' } }))).toEqual(['t1/u2']);
     expect(texts(await resolver.getMessages(shared, { state: {} }))).toEqual(['t1/u2']);
     expect(texts(await resolver.getMessages('second', { state: {}, limit: 5 }))).toEqual(['t1/u1 #2']);
     const byTenant = await resolver.listSessions({ tenantId: 't1' });
-    expect(byTenant.sessions.map((s) => `${s.userId}/${s.sessionId}`).sort()).toEqual(['u1/same-session-id', 'u1/second', 'u2/same-session-id']);
+    expect(byTenant.sessions.map((s) => `${s.userId}/${s.sessionId}`).sort()).toEqual([
+      'u1/same-session-id',
+      'u1/second',
+      'u2/same-session-id',
+    ]);
     const byUser = await resolver.listSessions({ tenantId: 't1', userId: 'u1' });
     expect(byUser.sessions.map((s) => s.sessionId).sort()).toEqual(['same-session-id', 'second']);
     expect(byUser.sessions.every((s) => s.tenantId === 't1' && s.userId === 'u1')).toBe(true);
@@ -372,30 +428,40 @@ describe('containers that do not fit', () => {
     expect((error as Error).message).toContain('["/sessionKey"]');
     expect(await allItems(database.container(containerId))).toEqual([]);
     // createIfNotExists does not paper over it either.
-    const again = await make({}, containerId).getMessages(sid(), { state }).catch((e: unknown) => e);
+    const again = await make({}, containerId)
+      .getMessages(sid(), { state })
+      .catch((e: unknown) => e);
     expect(ConfigurationError.isInstance(again)).toBe(true);
   });
 
   it('a hierarchical provider on a session-partitioned container (and the reverse) is a ConfigurationError', async () => {
     const single = make();
     await single.getMessages(sid(), { state });
-    const error = await make({ scope: { tenantId: 't', userId: 'u' } }, single.container.id).getMessages(sid(), { state }).catch((e: unknown) => e);
+    const error = await make({ scope: { tenantId: 't', userId: 'u' } }, single.container.id)
+      .getMessages(sid(), { state })
+      .catch((e: unknown) => e);
     expect(ConfigurationError.isInstance(error)).toBe(true);
     expect((error as Error).message).toContain('MultiHash');
     const hierarchical = make({ scope: { tenantId: 't', userId: 'u' } });
     await hierarchical.getMessages(sid(), { state });
-    const reverse = await make({}, hierarchical.container.id).getMessages(sid(), { state }).catch((e: unknown) => e);
+    const reverse = await make({}, hierarchical.container.id)
+      .getMessages(sid(), { state })
+      .catch((e: unknown) => e);
     expect(ConfigurationError.isInstance(reverse)).toBe(true);
   });
 
   it('a missing container without createIfNotExists, and ttlSeconds on a container with TTL off, are ConfigurationErrors', async () => {
-    const missing = await new CosmosHistoryProvider({ client, databaseId, containerId: uniqueId('missing') }).getMessages(sid(), { state }).catch((e: unknown) => e);
+    const missing = await new CosmosHistoryProvider({ client, databaseId, containerId: uniqueId('missing') })
+      .getMessages(sid(), { state })
+      .catch((e: unknown) => e);
     expect(ConfigurationError.isInstance(missing)).toBe(true);
     expect((missing as Error).message).toContain('does not exist');
     const containerId = uniqueId('no-ttl');
     const { database } = await client.databases.createIfNotExists({ id: databaseId });
     await database.containers.createIfNotExists({ id: containerId, partitionKey: { paths: ['/sessionKey'] } });
-    const error = await new CosmosHistoryProvider({ client, databaseId, containerId, ttlSeconds: 60 }).saveMessages(sid(), turn(1), { state }).catch((e: unknown) => e);
+    const error = await new CosmosHistoryProvider({ client, databaseId, containerId, ttlSeconds: 60 })
+      .saveMessages(sid(), turn(1), { state })
+      .catch((e: unknown) => e);
     expect(ConfigurationError.isInstance(error)).toBe(true);
     expect((error as Error).message).toContain('defaultTtl: -1');
     // Without ttlSeconds the same container is fine.
@@ -429,7 +495,9 @@ describe('malformed stored items', () => {
 
   it('a missing message, a non-numeric seq and a message whose id does not match its item are each named', async () => {
     const missing = await corrupt((item) => delete item.message);
-    expect(((await missing.provider.getMessages(missing.sessionId, { state }).catch((e: unknown) => e)) as SessionStateError).path).toMatch(/\]\.message$/);
+    expect(((await missing.provider.getMessages(missing.sessionId, { state }).catch((e: unknown) => e)) as SessionStateError).path).toMatch(
+      /\]\.message$/,
+    );
     const seq = await corrupt((item) => (item.seq = 'two'));
     const seqError = (await seq.provider.getMessages(seq.sessionId, { state, limit: 10 }).catch((e: unknown) => e)) as SessionStateError;
     expect(seqError.path).toBe(`cosmos:${databaseId}/${seq.provider.container.id}[${JSON.stringify(seq.id)}].seq`);
@@ -443,10 +511,13 @@ describe('malformed stored items', () => {
     const provider = make();
     const sessionId = sid();
     await provider.saveMessages(sessionId, turn(1), { state });
-    await provider.container.item(`${sessionId}:cosmos`, sessionId).patch([{ op: 'set', path: '/lastSeq', value: 'x' }]).catch(async () => {
-      const { resource } = await provider.container.item(`${sessionId}:cosmos`, sessionId).read();
-      await provider.container.item(`${sessionId}:cosmos`, sessionId).replace({ ...resource, lastSeq: 'x' });
-    });
+    await provider.container
+      .item(`${sessionId}:cosmos`, sessionId)
+      .patch([{ op: 'set', path: '/lastSeq', value: 'x' }])
+      .catch(async () => {
+        const { resource } = await provider.container.item(`${sessionId}:cosmos`, sessionId).read();
+        await provider.container.item(`${sessionId}:cosmos`, sessionId).replace({ ...resource, lastSeq: 'x' });
+      });
     const error = await provider.saveMessages(sessionId, turn(2), { state }).catch((e: unknown) => e);
     expect(SessionStateError.isInstance(error)).toBe(true);
     expect((error as SessionStateError).path).toMatch(/\]\.lastSeq$/);
@@ -495,14 +566,31 @@ describe('input checks', () => {
 describe('hostile ids', () => {
   it('hostile session, source and message ids stay apart; every item id is short and free of characters Cosmos DB forbids', async () => {
     const containerId = uniqueId('hostile');
-    const sessions = [...HOSTILE_SESSION_IDS, '~', '~abc', '\uD800', '\uDC00', '\uFFFD', 'a\u0000b', 'a#b', 'a?b', 'a\\b', 'a_2Fb', 'a/b'.replace('/', '_2F')];
+    const sessions = [
+      ...HOSTILE_SESSION_IDS,
+      '~',
+      '~abc',
+      '\uD800',
+      '\uDC00',
+      '\uFFFD',
+      'a\u0000b',
+      'a#b',
+      'a?b',
+      'a\\b',
+      'a_2Fb',
+      'a/b'.replace('/', '_2F'),
+    ];
     const unique = [...new Set(sessions)];
     const sources = ['cosmos', 'a:b', 'a/b#?', '_'];
     const messageIds = ['m/1', 'm#1', 'm?1', 'm\\1', 'm%1', 'm:1', 'm 1', 'M/1'];
     const providers = sources.map((sourceId) => make({ sourceId }, containerId));
     for (const [p, provider] of providers.entries()) {
       for (const [i, sessionId] of unique.entries()) {
-        await provider.saveMessages(sessionId, messageIds.map((id) => Message.user(`${p}/${i}/${id}`, { id })), { state });
+        await provider.saveMessages(
+          sessionId,
+          messageIds.map((id) => Message.user(`${p}/${i}/${id}`, { id })),
+          { state },
+        );
       }
     }
     for (const [p, provider] of providers.entries()) {

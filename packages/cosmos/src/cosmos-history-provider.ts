@@ -151,12 +151,14 @@ export class CosmosHistoryProvider extends HistoryProvider {
 
   constructor(options: CosmosHistoryProviderOptions) {
     super({ ...options, sourceId: options.sourceId ?? 'cosmos' });
-    if (typeof this.sourceId !== 'string' || this.sourceId === '') throw new ConfigurationError('CosmosHistoryProvider: sourceId must be a non-empty string.');
+    if (typeof this.sourceId !== 'string' || this.sourceId === '')
+      throw new ConfigurationError('CosmosHistoryProvider: sourceId must be a non-empty string.');
     if (options.ttlSeconds !== undefined) checkInteger('CosmosHistoryProvider', 'ttlSeconds', options.ttlSeconds);
     this.ttlSeconds = options.ttlSeconds;
     const scope = options.scope;
     if (scope !== undefined && typeof scope !== 'function') {
-      if (typeof scope !== 'object' || scope === null) throw new ConfigurationError('CosmosHistoryProvider: scope must be { tenantId, userId } or a function returning one.');
+      if (typeof scope !== 'object' || scope === null)
+        throw new ConfigurationError('CosmosHistoryProvider: scope must be { tenantId, userId } or a function returning one.');
       checkScopePart('tenantId', scope.tenantId);
       checkScopePart('userId', scope.userId);
     }
@@ -187,7 +189,11 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * The item ids of a session's head and of one of its messages (for operations and debugging).
    * Under hierarchical partitioning pass the scope (default: the provider's).
    */
-  async itemIds(sessionId: string, messageId: string, options: Pick<CosmosCallOptions, 'scope' | 'state'> = {}): Promise<{ head: string; message: string }> {
+  async itemIds(
+    sessionId: string,
+    messageId: string,
+    options: Pick<CosmosCallOptions, 'scope' | 'state'> = {},
+  ): Promise<{ head: string; message: string }> {
     const loc = await this.#locate(sessionId, options.state, options.scope);
     return { head: loc.prefix, message: `${loc.prefix}:${encodeIdPart(messageId)}` };
   }
@@ -204,17 +210,28 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`.
    */
   async getMessages(sessionId: string, { state, limit, signal }: GetHistoryArgs): Promise<Message[]> {
-    if (limit !== undefined) checkInteger(`CosmosHistoryProvider.getMessages for session ${shortId(checkSessionId(sessionId))}`, 'limit', limit);
+    if (limit !== undefined)
+      checkInteger(`CosmosHistoryProvider.getMessages for session ${shortId(checkSessionId(sessionId))}`, 'limit', limit);
     const loc = await this.#locate(sessionId, state);
     return this.#connection.run({ operation: 'getMessages', sessionId }, signal, async (op) => {
       const filter = this.#messageFilter(loc);
       if (limit !== undefined) {
-        const query = { query: `SELECT TOP @limit c.id, c.seq, c.message FROM c WHERE ${filter.where} ORDER BY c.seq DESC`, parameters: [...filter.parameters, { name: '@limit', value: limit }] };
-        const items = await op.step((c, abortSignal) => fetchAll(c, query, { partitionKey: loc.partitionKey, maxItemCount: limit, abortSignal }));
+        const query = {
+          query: `SELECT TOP @limit c.id, c.seq, c.message FROM c WHERE ${filter.where} ORDER BY c.seq DESC`,
+          parameters: [...filter.parameters, { name: '@limit', value: limit }],
+        };
+        const items = await op.step((c, abortSignal) =>
+          fetchAll(c, query, { partitionKey: loc.partitionKey, maxItemCount: limit, abortSignal }),
+        );
         return items.reverse().map((item) => this.#decode(item, loc));
       }
-      const query = { query: `SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where} ORDER BY c.seq ASC`, parameters: filter.parameters };
-      const items = await op.step((c, abortSignal) => fetchAll(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }));
+      const query = {
+        query: `SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where} ORDER BY c.seq ASC`,
+        parameters: filter.parameters,
+      };
+      const items = await op.step((c, abortSignal) =>
+        fetchAll(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }),
+      );
       return items.map((item) => this.#decode(item, loc));
     });
   }
@@ -262,11 +279,20 @@ export class CosmosHistoryProvider extends HistoryProvider {
         const last = await this.#allocate(op, loc, unique.length);
         first = last - unique.length + 1;
         const items = unique.map((m, i) => this.#item(loc, m, first + i));
-        await this.#batches(op, loc, items.map((item) => ({ operationType: 'Upsert', resourceBody: item as unknown as JsonObject })));
+        await this.#batches(
+          op,
+          loc,
+          items.map((item) => ({ operationType: 'Upsert', resourceBody: item as unknown as JsonObject })),
+        );
       }
       const filter = this.#messageFilter(loc);
-      const query = { query: `SELECT VALUE c.id FROM c WHERE ${filter.where} AND c.seq < @first`, parameters: [...filter.parameters, { name: '@first', value: first }] };
-      const stale = await op.step((c, abortSignal) => fetchAll<string>(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }));
+      const query = {
+        query: `SELECT VALUE c.id FROM c WHERE ${filter.where} AND c.seq < @first`,
+        parameters: [...filter.parameters, { name: '@first', value: first }],
+      };
+      const stale = await op.step((c, abortSignal) =>
+        fetchAll<string>(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }),
+      );
       await this.#deleteAll(op, loc, stale);
     });
   }
@@ -280,17 +306,30 @@ export class CosmosHistoryProvider extends HistoryProvider {
     const owner = `CosmosHistoryProvider.listMessages for session ${shortId(checkSessionId(sessionId))}`;
     const limit = checkInteger(owner, 'limit', options.limit ?? 100);
     if (options.cursor !== undefined && (typeof options.cursor !== 'string' || options.cursor === '')) {
-      throw new ConfigurationError(`${owner}: cursor must be the nextCursor of a previous page, got ${describeCursor(options.cursor)}. Omit it to start from the oldest stored message.`);
+      throw new ConfigurationError(
+        `${owner}: cursor must be the nextCursor of a previous page, got ${describeCursor(options.cursor)}. Omit it to start from the oldest stored message.`,
+      );
     }
     const loc = await this.#locate(sessionId, options.state, options.scope);
     return this.#connection.run({ operation: 'listMessages', sessionId }, options.signal, async (op) => {
       const filter = this.#messageFilter(loc);
-      const query = { query: `SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where} ORDER BY c.seq ASC`, parameters: filter.parameters };
+      const query = {
+        query: `SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where} ORDER BY c.seq ASC`,
+        parameters: filter.parameters,
+      };
       const page = await op.step(async (c, abortSignal) => {
-        const iterator = c.items.query<RawItem>(query, { partitionKey: loc.partitionKey, maxItemCount: limit, abortSignal, ...(options.cursor ? { continuationToken: options.cursor } : {}) });
+        const iterator = c.items.query<RawItem>(query, {
+          partitionKey: loc.partitionKey,
+          maxItemCount: limit,
+          abortSignal,
+          ...(options.cursor ? { continuationToken: options.cursor } : {}),
+        });
         return iterator.fetchNext();
       });
-      return { messages: page.resources.map((item) => this.#decode(item, loc)), nextCursor: page.hasMoreResults && page.continuationToken ? page.continuationToken : undefined };
+      return {
+        messages: page.resources.map((item) => this.#decode(item, loc)),
+        nextCursor: page.hasMoreResults && page.continuationToken ? page.continuationToken : undefined,
+      };
     });
   }
 
@@ -302,7 +341,11 @@ export class CosmosHistoryProvider extends HistoryProvider {
   async *exportMessages(sessionId: string, options: ExportMessagesOptions = {}): AsyncGenerator<Message, void, undefined> {
     let cursor: string | undefined;
     do {
-      const page = await this.listMessages(sessionId, { ...options, limit: options.pageSize ?? 500, ...(cursor === undefined ? {} : { cursor }) });
+      const page = await this.listMessages(sessionId, {
+        ...options,
+        limit: options.pageSize ?? 500,
+        ...(cursor === undefined ? {} : { cursor }),
+      });
       yield* page.messages;
       cursor = page.nextCursor;
     } while (cursor !== undefined);
@@ -314,7 +357,11 @@ export class CosmosHistoryProvider extends HistoryProvider {
     return this.#connection.run({ operation: 'countMessages', sessionId }, options.signal, async (op) => {
       const filter = this.#messageFilter(loc);
       const [count] = await op.step((c, abortSignal) =>
-        fetchAll<number>(c, { query: `SELECT VALUE COUNT(1) FROM c WHERE ${filter.where}`, parameters: filter.parameters }, { partitionKey: loc.partitionKey, abortSignal }),
+        fetchAll<number>(
+          c,
+          { query: `SELECT VALUE COUNT(1) FROM c WHERE ${filter.where}`, parameters: filter.parameters },
+          { partitionKey: loc.partitionKey, abortSignal },
+        ),
       );
       return count ?? 0;
     });
@@ -333,7 +380,9 @@ export class CosmosHistoryProvider extends HistoryProvider {
         query: `SELECT VALUE c.id FROM c WHERE ${filter.where} AND c.sourceId = @sourceId AND (c.kind = 'message' OR c.kind = 'head')`,
         parameters: [...filter.parameters, { name: '@sourceId', value: this.sourceId }],
       };
-      const ids = await op.step((c, abortSignal) => fetchAll<string>(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }));
+      const ids = await op.step((c, abortSignal) =>
+        fetchAll<string>(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }),
+      );
       // The head goes last, so a save racing the clear never restarts the numbering under live messages.
       ids.sort((a, b) => Number(a === loc.prefix) - Number(b === loc.prefix));
       return (await this.#deleteAll(op, loc, ids)) > 0;
@@ -349,10 +398,14 @@ export class CosmosHistoryProvider extends HistoryProvider {
   async listSessions(options: ListSessionsOptions = {}): Promise<SessionPage> {
     const limit = checkInteger('CosmosHistoryProvider.listSessions', 'limit', options.limit ?? 100);
     if (!this.#hierarchical && (options.tenantId !== undefined || options.userId !== undefined)) {
-      throw new ConfigurationError('CosmosHistoryProvider.listSessions: tenantId and userId need hierarchical partitioning (the `scope` option).');
+      throw new ConfigurationError(
+        'CosmosHistoryProvider.listSessions: tenantId and userId need hierarchical partitioning (the `scope` option).',
+      );
     }
     if (options.userId !== undefined && options.tenantId === undefined) {
-      throw new ConfigurationError('CosmosHistoryProvider.listSessions: userId needs tenantId (the partition key is tenant, then user, then session).');
+      throw new ConfigurationError(
+        'CosmosHistoryProvider.listSessions: userId needs tenantId (the partition key is tenant, then user, then session).',
+      );
     }
     const parameters: SqlParameter[] = [{ name: '@sourceId', value: this.sourceId }];
     let where = `c.kind = 'head' AND c.sourceId = @sourceId`;
@@ -368,10 +421,18 @@ export class CosmosHistoryProvider extends HistoryProvider {
       }
     }
     return this.#connection.run({ operation: 'listSessions' }, options.signal, async (op) => {
-      const query = { query: `SELECT c.id, c.sessionId, c.tenantId, c.userId, c.createdAt, c.updatedAt, c.lastSeq FROM c WHERE ${where} ORDER BY c.updatedAt DESC`, parameters };
+      const query = {
+        query: `SELECT c.id, c.sessionId, c.tenantId, c.userId, c.createdAt, c.updatedAt, c.lastSeq FROM c WHERE ${where} ORDER BY c.updatedAt DESC`,
+        parameters,
+      };
       const page = await op.step((c, abortSignal) =>
         c.items
-          .query<RawItem>(query, { maxItemCount: limit, abortSignal, ...(partitionKey ? { partitionKey } : {}), ...(options.cursor ? { continuationToken: options.cursor } : {}) })
+          .query<RawItem>(query, {
+            maxItemCount: limit,
+            abortSignal,
+            ...(partitionKey ? { partitionKey } : {}),
+            ...(options.cursor ? { continuationToken: options.cursor } : {}),
+          })
           .fetchNext(),
       );
       const sessions = page.resources.map((raw) => this.#decodeSummary(raw));
@@ -391,17 +452,27 @@ export class CosmosHistoryProvider extends HistoryProvider {
     const sessionKey = sessionPartitionValue(sessionId);
     const prefix = `${encodeIdPart(sessionId)}:${this.#source}`;
     if (!this.#hierarchical) {
-      if (explicit !== undefined) throw new ConfigurationError('CosmosHistoryProvider: a scope was given, but this provider partitions by session only (no `scope` option).');
+      if (explicit !== undefined)
+        throw new ConfigurationError(
+          'CosmosHistoryProvider: a scope was given, but this provider partitions by session only (no `scope` option).',
+        );
       return { sessionId, sessionKey, partitionKey: sessionKey, fields: { sessionKey }, prefix };
     }
     const resolved = explicit ?? (typeof this.#scope === 'function' ? await this.#scope({ sessionId, state: state ?? {} }) : this.#scope);
-    if (typeof resolved !== 'object' || resolved === null) throw new ConfigurationError(`CosmosHistoryProvider: the scope of session ${shortId(sessionId)} must be { tenantId, userId }.`);
+    if (typeof resolved !== 'object' || resolved === null)
+      throw new ConfigurationError(`CosmosHistoryProvider: the scope of session ${shortId(sessionId)} must be { tenantId, userId }.`);
     const tenantId = checkScopePart('tenantId', resolved.tenantId);
     const userId = checkScopePart('userId', resolved.userId);
     // Ids carry the tenant and user too: unique across the whole container, so data can be copied
     // into a container with another partition key without collisions.
     const scoped = `${encodeIdPart(tenantId)}:${encodeIdPart(userId)}:${prefix}`;
-    return { sessionId, sessionKey, partitionKey: [tenantId, userId, sessionKey], fields: { tenantId, userId, sessionKey }, prefix: scoped };
+    return {
+      sessionId,
+      sessionKey,
+      partitionKey: [tenantId, userId, sessionKey],
+      fields: { tenantId, userId, sessionKey },
+      prefix: scoped,
+    };
   }
 
   /** `c.sessionKey = @sessionKey` (and tenant and user): the logical partition, stated in the query too. */
@@ -417,11 +488,21 @@ export class CosmosHistoryProvider extends HistoryProvider {
 
   #messageFilter(loc: Location): { where: string; parameters: SqlParameter[] } {
     const partition = this.#partitionFilter(loc);
-    return { where: `${partition.where} AND c.kind = 'message' AND c.sourceId = @sourceId`, parameters: [...partition.parameters, { name: '@sourceId', value: this.sourceId }] };
+    return {
+      where: `${partition.where} AND c.kind = 'message' AND c.sourceId = @sourceId`,
+      parameters: [...partition.parameters, { name: '@sourceId', value: this.sourceId }],
+    };
   }
 
   #item(loc: Location, message: Message, seq: number): MessageItem {
-    const item: MessageItem = { id: `${loc.prefix}:${encodeIdPart(message.id)}`, kind: 'message', ...loc.fields, sourceId: this.sourceId, seq, message };
+    const item: MessageItem = {
+      id: `${loc.prefix}:${encodeIdPart(message.id)}`,
+      kind: 'message',
+      ...loc.fields,
+      sourceId: this.sourceId,
+      seq,
+      message,
+    };
     if (this.ttlSeconds !== undefined) item.ttl = this.ttlSeconds;
     return item;
   }
@@ -446,7 +527,10 @@ export class CosmosHistoryProvider extends HistoryProvider {
       );
     for (let round = 0; ; round++) {
       try {
-        const { resource } = await op.step((c, abortSignal) => c.item(loc.prefix, loc.partitionKey).patch<HeadItem>(operations, { abortSignal }), [400, 404]);
+        const { resource } = await op.step(
+          (c, abortSignal) => c.item(loc.prefix, loc.partitionKey).patch<HeadItem>(operations, { abortSignal }),
+          [400, 404],
+        );
         const last = resource?.lastSeq;
         if (typeof last !== 'number' || !Number.isSafeInteger(last)) throw corruptHead();
         return last;
@@ -462,10 +546,23 @@ export class CosmosHistoryProvider extends HistoryProvider {
       }
       const filter = this.#messageFilter(loc);
       const newest = await op.step((c, abortSignal) =>
-        fetchAll<unknown>(c, { query: `SELECT TOP 1 VALUE c.seq FROM c WHERE ${filter.where} ORDER BY c.seq DESC`, parameters: filter.parameters }, { partitionKey: loc.partitionKey, abortSignal }),
+        fetchAll<unknown>(
+          c,
+          { query: `SELECT TOP 1 VALUE c.seq FROM c WHERE ${filter.where} ORDER BY c.seq DESC`, parameters: filter.parameters },
+          { partitionKey: loc.partitionKey, abortSignal },
+        ),
       );
       const start = typeof newest[0] === 'number' && Number.isSafeInteger(newest[0]) ? newest[0] : 0;
-      const head: HeadItem = { id: loc.prefix, kind: 'head', ...loc.fields, sessionId: loc.sessionId, sourceId: this.sourceId, lastSeq: start + count, createdAt: now, updatedAt: now };
+      const head: HeadItem = {
+        id: loc.prefix,
+        kind: 'head',
+        ...loc.fields,
+        sessionId: loc.sessionId,
+        sourceId: this.sourceId,
+        lastSeq: start + count,
+        createdAt: now,
+        updatedAt: now,
+      };
       if (this.ttlSeconds !== undefined) head.ttl = this.ttlSeconds;
       try {
         await op.step((c, abortSignal) => c.items.create(head, { abortSignal }), [409]);
@@ -480,7 +577,11 @@ export class CosmosHistoryProvider extends HistoryProvider {
   async #createAll(op: Operation, loc: Location, items: MessageItem[]): Promise<number> {
     let created = 0;
     for (const chunk of chunkBySize(items)) {
-      const statuses = await this.#batch(op, loc, chunk.map((item) => ({ operationType: 'Create', resourceBody: item as unknown as JsonObject })));
+      const statuses = await this.#batch(
+        op,
+        loc,
+        chunk.map((item) => ({ operationType: 'Create', resourceBody: item as unknown as JsonObject })),
+      );
       if (statuses.every(ok)) {
         created += chunk.length;
         continue;
@@ -489,10 +590,18 @@ export class CosmosHistoryProvider extends HistoryProvider {
       // Find which, and store the rest, keeping the sequence numbers reserved for them.
       let pending = chunk;
       for (let round = 0; pending.length > 0; round++) {
-        const stored = await this.#existingIds(op, loc, pending.map((item) => item.id));
+        const stored = await this.#existingIds(
+          op,
+          loc,
+          pending.map((item) => item.id),
+        );
         pending = pending.filter((item) => !stored.has(item.id));
         if (pending.length === 0) break;
-        const again = await this.#batch(op, loc, pending.map((item) => ({ operationType: 'Create', resourceBody: item as unknown as JsonObject })));
+        const again = await this.#batch(
+          op,
+          loc,
+          pending.map((item) => ({ operationType: 'Create', resourceBody: item as unknown as JsonObject })),
+        );
         if (again.every(ok)) {
           created += pending.length;
           break;
@@ -506,16 +615,25 @@ export class CosmosHistoryProvider extends HistoryProvider {
   /** Runs one transactional batch; resolves to the per-operation statuses when only conflicts failed it. */
   async #batch(op: Operation, loc: Location, operations: OperationInput[]): Promise<number[]> {
     // Fresh operation objects for every attempt: the SDK rewrites each operation's partitionKey in place.
-    const response = await op.step((c, abortSignal) => c.items.batch(operations.map((o) => ({ ...o, partitionKey: loc.partitionKey })), loc.partitionKey, { abortSignal }));
+    const response = await op.step((c, abortSignal) =>
+      c.items.batch(
+        operations.map((o) => ({ ...o, partitionKey: loc.partitionKey })),
+        loc.partitionKey,
+        { abortSignal },
+      ),
+    );
     const statuses = (response.result ?? []).map((r) => r.statusCode);
-    if (statuses.length !== operations.length) throw new Error(`Batch request error: ${statuses.length} results for ${operations.length} operations`);
+    if (statuses.length !== operations.length)
+      throw new Error(`Batch request error: ${statuses.length} results for ${operations.length} operations`);
     if (!statuses.every((s) => ok(s) || s === 409 || s === 424)) throw this.#batchFailure(statuses, loc);
     return statuses;
   }
 
   #batchFailure(statuses: number[], loc: Location): Error {
     const failed = statuses.find((s) => !ok(s) && s !== 424) ?? statuses.find((s) => !ok(s));
-    const error = Object.assign(new Error(`Batch request error: an operation failed with ${failed} (statuses ${statuses.join(',')})`), { code: failed });
+    const error = Object.assign(new Error(`Batch request error: an operation failed with ${failed} (statuses ${statuses.join(',')})`), {
+      code: failed,
+    });
     return this.#connection.translate(error, { operation: 'saveMessages', sessionId: loc.sessionId });
   }
 
@@ -532,7 +650,13 @@ export class CosmosHistoryProvider extends HistoryProvider {
     let deleted = 0;
     for (let i = 0; i < ids.length; i += MAX_BATCH_OPERATIONS) {
       const chunk = ids.slice(i, i + MAX_BATCH_OPERATIONS);
-      const response = await op.step((c, abortSignal) => c.items.batch(chunk.map((id) => ({ operationType: 'Delete', id, partitionKey: loc.partitionKey })), loc.partitionKey, { abortSignal }));
+      const response = await op.step((c, abortSignal) =>
+        c.items.batch(
+          chunk.map((id) => ({ operationType: 'Delete', id, partitionKey: loc.partitionKey })),
+          loc.partitionKey,
+          { abortSignal },
+        ),
+      );
       const statuses = (response.result ?? []).map((r) => r.statusCode);
       if (statuses.length === chunk.length && statuses.every(ok)) {
         deleted += chunk.length;
@@ -553,18 +677,30 @@ export class CosmosHistoryProvider extends HistoryProvider {
 
   async #existingIds(op: Operation, loc: Location, ids: readonly string[]): Promise<Set<string>> {
     const filter = this.#partitionFilter(loc);
-    const query = { query: `SELECT VALUE c.id FROM c WHERE ${filter.where} AND ARRAY_CONTAINS(@ids, c.id)`, parameters: [...filter.parameters, { name: '@ids', value: [...ids] }] };
-    return new Set(await op.step((c, abortSignal) => fetchAll<string>(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal })));
+    const query = {
+      query: `SELECT VALUE c.id FROM c WHERE ${filter.where} AND ARRAY_CONTAINS(@ids, c.id)`,
+      parameters: [...filter.parameters, { name: '@ids', value: [...ids] }],
+    };
+    return new Set(
+      await op.step((c, abortSignal) => fetchAll<string>(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal })),
+    );
   }
 
   #decode(raw: RawItem, loc: Location): Message {
     const id = typeof raw === 'object' && raw !== null && typeof raw.id === 'string' ? raw.id : '?';
     const path = `cosmos:${this.#connection.where}[${JSON.stringify(id)}]`;
     if (typeof raw !== 'object' || raw === null) throw new SessionStateError(path, 'is not an item object');
-    if (typeof raw.seq !== 'number' || !Number.isSafeInteger(raw.seq)) throw new SessionStateError(`${path}.seq`, `must be an integer, got ${JSON.stringify(raw.seq) ?? 'undefined'}; fix or delete the item`);
+    if (typeof raw.seq !== 'number' || !Number.isSafeInteger(raw.seq))
+      throw new SessionStateError(
+        `${path}.seq`,
+        `must be an integer, got ${JSON.stringify(raw.seq) ?? 'undefined'}; fix or delete the item`,
+      );
     const message = Message.parse(raw.message, `${path}.message`);
     if (id !== `${loc.prefix}:${encodeIdPart(message.id)}`) {
-      throw new SessionStateError(`${path}.message.id`, `${shortId(message.id)} does not match the item id (an item of another message, session or source); fix or delete the item`);
+      throw new SessionStateError(
+        `${path}.message.id`,
+        `${shortId(message.id)} does not match the item id (an item of another message, session or source); fix or delete the item`,
+      );
     }
     return message;
   }
@@ -573,10 +709,16 @@ export class CosmosHistoryProvider extends HistoryProvider {
     const path = `cosmos:${this.#connection.where}[${JSON.stringify(typeof raw?.id === 'string' ? raw.id : '?')}]`;
     const text = (key: string): string => {
       const value = (raw as Record<string, unknown>)[key];
-      if (typeof value !== 'string') throw new SessionStateError(`${path}.${key}`, 'must be a string (a corrupt head item); fix or delete the item');
+      if (typeof value !== 'string')
+        throw new SessionStateError(`${path}.${key}`, 'must be a string (a corrupt head item); fix or delete the item');
       return value;
     };
-    const summary: CosmosSessionSummary = { sessionId: text('sessionId'), createdAt: text('createdAt'), updatedAt: text('updatedAt'), lastSeq: typeof raw.lastSeq === 'number' ? raw.lastSeq : 0 };
+    const summary: CosmosSessionSummary = {
+      sessionId: text('sessionId'),
+      createdAt: text('createdAt'),
+      updatedAt: text('updatedAt'),
+      lastSeq: typeof raw.lastSeq === 'number' ? raw.lastSeq : 0,
+    };
     if (this.#hierarchical) {
       summary.tenantId = text('tenantId');
       summary.userId = text('userId');
@@ -604,7 +746,11 @@ function checkMessages(messages: readonly Message[]): Message[] {
     Message.parse(m, `$.messages[${i}]`);
     if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
     const bytes = Buffer.byteLength(JSON.stringify(m), 'utf8');
-    if (bytes > MAX_ITEM_BYTES) throw new SessionStateError(`$.messages[${i}]`, `is ${bytes} bytes of JSON; a Cosmos DB item holds at most 2 MB (store large data by uri instead)`);
+    if (bytes > MAX_ITEM_BYTES)
+      throw new SessionStateError(
+        `$.messages[${i}]`,
+        `is ${bytes} bytes of JSON; a Cosmos DB item holds at most 2 MB (store large data by uri instead)`,
+      );
     if (seen.has(m.id)) return;
     seen.add(m.id);
     unique.push(structuredClone(m));
@@ -632,7 +778,11 @@ function chunkBySize<T>(items: readonly T[]): T[][] {
 }
 
 /** Every result of a query, following continuation tokens. */
-async function fetchAll<T = RawItem>(container: Container, query: { query: string; parameters: SqlParameter[] }, options: { partitionKey: PartitionKey; maxItemCount?: number; abortSignal: AbortSignal }): Promise<T[]> {
+async function fetchAll<T = RawItem>(
+  container: Container,
+  query: { query: string; parameters: SqlParameter[] },
+  options: { partitionKey: PartitionKey; maxItemCount?: number; abortSignal: AbortSignal },
+): Promise<T[]> {
   const iterator = container.items.query<T>(query, options);
   const out: T[] = [];
   while (iterator.hasMoreResults()) {

@@ -23,7 +23,10 @@ describe('CosmosSessionStore options and arguments', () => {
   it('an ifMatch that is not an etag, null or undefined is a ConfigurationError naming the session, and nothing is written', async () => {
     const store = make();
     const json = session();
-    for (const [ifMatch, shown] of [['', '""'], [42, 'number']] as const) {
+    for (const [ifMatch, shown] of [
+      ['', '""'],
+      [42, 'number'],
+    ] as const) {
       const error = await store.set(json, { ifMatch: ifMatch as string }).catch((e: unknown) => e);
       expect(ConfigurationError.isInstance(error)).toBe(true);
       expect((error as Error).message).toBe(
@@ -59,7 +62,12 @@ describe('CosmosSessionStore', () => {
     const json = session('user/42?#', { memory: { messages: [] }, profile: { name: 'Ada' } });
     const etag = await store.set(json);
     const [item] = await allItems(store.container);
-    expect(item).toMatchObject({ id: 'user_2F42_3F_23', sessionId: 'user/42?#', session: json, writeId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(item).toMatchObject({
+      id: 'user_2F42_3F_23',
+      sessionId: 'user/42?#',
+      session: json,
+      writeId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
     expect(item!._etag).toBe(etag);
     expect('ttl' in item!).toBe(false);
     expect(store.itemId('user/42?#')).toBe('user_2F42_3F_23');
@@ -90,7 +98,7 @@ describe('CosmosSessionStore', () => {
     expect((stale as ConcurrencyError).sessionId).toBe(json.sessionId);
     const exists = await store.set(json, { ifMatch: null }).catch((e: unknown) => e);
     expect((exists as Error).message).toContain('already exists');
-    expect((await store.get(json.sessionId))).toEqual({ session: { ...json, state: { v: { n: 2 } } }, etag: second });
+    expect(await store.get(json.sessionId)).toEqual({ session: { ...json, state: { v: { n: 2 } } }, etag: second });
     await store.delete(json.sessionId);
     const deleted = await store.set(json, { ifMatch: second }).catch((e: unknown) => e);
     expect((deleted as Error).message).toContain('was deleted');
@@ -124,7 +132,9 @@ describe('CosmosSessionStore', () => {
     expect((error as Error).message).toContain('["/id"]');
     const noTtl = uniqueId('no-ttl');
     await database.containers.createIfNotExists({ id: noTtl, partitionKey: { paths: ['/id'] } });
-    await expect(new CosmosSessionStore({ client, databaseId, containerId: noTtl, ttlSeconds: 5 }).set(session())).rejects.toSatisfy(ConfigurationError.isInstance);
+    await expect(new CosmosSessionStore({ client, databaseId, containerId: noTtl, ttlSeconds: 5 }).set(session())).rejects.toSatisfy(
+      ConfigurationError.isInstance,
+    );
     await new CosmosSessionStore({ client, databaseId, containerId: noTtl }).set(session());
   });
 });

@@ -103,7 +103,13 @@ export class CosmosSessionStore implements SessionStore {
         `CosmosSessionStore.set for session ${shortId(sessionId)}: ifMatch must be the etag get() returned, null (write only if nothing is stored) or undefined (write always); got ${typeof ifMatch === 'string' ? '""' : typeof ifMatch}.`,
       );
     }
-    const item: SessionItem = { id, sessionId, session: structuredClone(session), writeId: randomUUID(), updatedAt: new Date().toISOString() };
+    const item: SessionItem = {
+      id,
+      sessionId,
+      session: structuredClone(session),
+      writeId: randomUUID(),
+      updatedAt: new Date().toISOString(),
+    };
     if (this.ttlSeconds !== undefined) item.ttl = this.ttlSeconds;
     return this.#connection.run({ operation: 'set', sessionId }, options.signal, async (op) => {
       try {
@@ -112,8 +118,16 @@ export class CosmosSessionStore implements SessionStore {
             ? await op.step((c, abortSignal) => c.items.upsert<SessionItem>(item, { abortSignal }))
             : ifMatch === null
               ? await op.step((c, abortSignal) => c.items.create<SessionItem>(item, { abortSignal }), [409])
-              : await op.step((c, abortSignal) => c.item(id, id).replace<SessionItem>(item, { abortSignal, accessCondition: { type: 'IfMatch', condition: ifMatch } }), [404, 412]);
-        return etagOf(written.resource, written.headers?.etag, `CosmosSessionStore.set for session ${shortId(sessionId)} on ${this.#connection.where}`);
+              : await op.step(
+                  (c, abortSignal) =>
+                    c.item(id, id).replace<SessionItem>(item, { abortSignal, accessCondition: { type: 'IfMatch', condition: ifMatch } }),
+                  [404, 412],
+                );
+        return etagOf(
+          written.resource,
+          written.headers?.etag,
+          `CosmosSessionStore.set for session ${shortId(sessionId)} on ${this.#connection.where}`,
+        );
       } catch (error) {
         const status = statusOf(error);
         if (status !== 409 && status !== 412 && status !== 404) throw error;
@@ -165,7 +179,10 @@ export class CosmosSessionStore implements SessionStore {
   #decode(item: SessionItem & ItemDefinition, id: string, sessionId: string): SessionJson {
     const path = `cosmos:${this.#connection.where}[${JSON.stringify(id)}]`;
     if (item.sessionId !== sessionId) {
-      throw new SessionStateError(`${path}.sessionId`, `holds session ${typeof item.sessionId === 'string' ? shortId(item.sessionId) : typeof item.sessionId}, not ${shortId(sessionId)}; fix or delete the item`);
+      throw new SessionStateError(
+        `${path}.sessionId`,
+        `holds session ${typeof item.sessionId === 'string' ? shortId(item.sessionId) : typeof item.sessionId}, not ${shortId(sessionId)}; fix or delete the item`,
+      );
     }
     if (typeof item._etag !== 'string') throw new SessionStateError(`${path}._etag`, 'is missing (not an item read from Cosmos DB)');
     let json: SessionJson;
@@ -176,7 +193,10 @@ export class CosmosSessionStore implements SessionStore {
       throw new SessionStateError(`${path}.session${error.path.slice(1)}`, error.problem, { cause: error });
     }
     if (json.sessionId !== sessionId) {
-      throw new SessionStateError(`${path}.session.sessionId`, `holds session ${shortId(json.sessionId)}, not ${shortId(sessionId)}; fix or delete the item`);
+      throw new SessionStateError(
+        `${path}.session.sessionId`,
+        `holds session ${shortId(json.sessionId)}, not ${shortId(sessionId)}; fix or delete the item`,
+      );
     }
     return json;
   }
@@ -189,7 +209,10 @@ export class CosmosSessionStore implements SessionStore {
 function etagOf(resource: { _etag?: string } | undefined, header: unknown, what: string): string {
   const etag = resource?._etag ?? (typeof header === 'string' ? header : undefined);
   if (etag === undefined) {
-    throw new BackendUnavailableError('cosmos', `Cosmos DB answered ${what} without an ETag, so the write cannot be confirmed. Read the session again (get) before saving over it.`);
+    throw new BackendUnavailableError(
+      'cosmos',
+      `Cosmos DB answered ${what} without an ETag, so the write cannot be confirmed. Read the session again (get) before saving over it.`,
+    );
   }
   return etag;
 }

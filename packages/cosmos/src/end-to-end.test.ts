@@ -25,7 +25,13 @@ describe('two agents on two CosmosClients', () => {
     expect(b.chat.calls[0]!.messages.map((m) => Message.text(m))).toEqual(['my name is Ada', 're: my name is Ada', 'what is my name?']);
     expect(Message.source(b.chat.calls[0]!.messages[0]!)).toEqual({ sourceId: 'cosmos', sourceType: 'history' });
     await a.agent.run('and again', { session: a.agent.getSessionById(sessionId) });
-    expect(a.chat.calls[1]!.messages.map((m) => Message.text(m))).toEqual(['my name is Ada', 're: my name is Ada', 'what is my name?', 're: what is my name?', 'and again']);
+    expect(a.chat.calls[1]!.messages.map((m) => Message.text(m))).toEqual([
+      'my name is Ada',
+      're: my name is Ada',
+      'what is my name?',
+      're: what is my name?',
+      'and again',
+    ]);
     expect(await a.history.countMessages(sessionId)).toBe(6);
   });
 
@@ -60,12 +66,22 @@ describe('two agents on two CosmosClients', () => {
     const chat = new ScriptedChatClient({ replies: (_m, _o, i) => `answer ${i}` });
     const history = new CosmosHistoryProvider({ client, databaseId, containerId: 'compacted', createIfNotExists: true });
     const audit = new CosmosHistoryProvider({ client, databaseId, containerId: 'compacted', sourceId: 'audit', loadMessages: false });
-    const agent = createAgent({ client: chat, contextProviders: [history, new CompactionProvider({ strategy: truncation({ maxMessages: 4 }) }), audit] });
+    const agent = createAgent({
+      client: chat,
+      contextProviders: [history, new CompactionProvider({ strategy: truncation({ maxMessages: 4 }) }), audit],
+    });
     const sessionId = `compact-${Math.random().toString(36).slice(2)}`;
     for (let i = 0; i < 6; i++) await agent.run(`question ${i}`, { session: agent.getSessionById(sessionId) });
     const texts = (messages: readonly Message[]) => messages.map((m) => Message.text(m));
     expect(texts(chat.calls[5]!.messages)).toEqual(['question 3', 'answer 3', 'question 4', 'answer 4', 'question 5']);
-    expect(texts(await history.getMessages(sessionId, { state: {} }))).toEqual(['question 3', 'answer 3', 'question 4', 'answer 4', 'question 5', 'answer 5']);
+    expect(texts(await history.getMessages(sessionId, { state: {} }))).toEqual([
+      'question 3',
+      'answer 3',
+      'question 4',
+      'answer 4',
+      'question 5',
+      'answer 5',
+    ]);
     expect(await history.countMessages(sessionId)).toBe(6);
     expect(await audit.countMessages(sessionId)).toBe(12);
   });

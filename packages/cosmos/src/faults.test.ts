@@ -30,7 +30,8 @@ afterEach(() => {
 });
 afterAll(() => proxy.stop());
 
-const history = (options: { retries?: number; timeoutMs?: number; sourceId?: string } = {}) => new CosmosHistoryProvider({ client, databaseId, containerId, ...options });
+const history = (options: { retries?: number; timeoutMs?: number; sourceId?: string } = {}) =>
+  new CosmosHistoryProvider({ client, databaseId, containerId, ...options });
 const direct = new CosmosHistoryProvider({ client: cosmosClient(), databaseId, containerId: 'unused' });
 const kinds = (kind: string) => proxy.requests.filter((r) => r.kind === kind);
 
@@ -78,7 +79,12 @@ describe('throttling (429): retried by the SDK per its retryOptions, then Backen
     const provider = new CosmosHistoryProvider({
       endpoint: proxy.endpoint,
       key: env.key,
-      clientOptions: { connectionPolicy: { ...standInClientOptions.connectionPolicy, retryOptions: { maxRetryAttemptCount: 4, fixedRetryIntervalInMilliseconds: 5 } } },
+      clientOptions: {
+        connectionPolicy: {
+          ...standInClientOptions.connectionPolicy,
+          retryOptions: { maxRetryAttemptCount: 4, fixedRetryIntervalInMilliseconds: 5 },
+        },
+      },
       databaseId,
       containerId,
     });
@@ -142,7 +148,9 @@ describe('transient 5xx and cut connections: retried by the provider (the SDK do
     proxy.inject({ match: (r) => r.kind === 'patch', fault: 'reset-after' });
     await provider.saveMessages(sessionId, [Message.user('q'), Message.assistant('a')], { state });
     await provider.saveMessages(sessionId, [Message.user('last')], { state });
-    const items = (await allItems(client.database(databaseId).container(containerId))).filter((i) => i.sessionKey === sessionId && i.kind === 'message');
+    const items = (await allItems(client.database(databaseId).container(containerId))).filter(
+      (i) => i.sessionKey === sessionId && i.kind === 'message',
+    );
     const bySeq = items.sort((x, y) => Number(x.seq) - Number(y.seq)).map((i) => `${i.seq}:${Message.text(i.message as Message)}`);
     expect(bySeq).toEqual(['1:first', '4:q', '5:a', '6:last']);
     expect(texts(await provider.getMessages(sessionId, { state }))).toEqual(['first', 'q', 'a', 'last']);
@@ -175,7 +183,7 @@ describe('transient 5xx and cut connections: retried by the provider (the SDK do
     const provider = history({ retries: 1 });
     const sessionId = sid();
     let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const dataPlane = (kind: string) => kind !== 'metadata';
     proxy.inject({ match: (r) => dataPlane(r.kind) && random() < 0.1, times: Infinity, fault: { status: 503 } });
     proxy.inject({ match: (r) => dataPlane(r.kind) && random() < 0.1, times: Infinity, fault: 'reset-after' });

@@ -3,7 +3,26 @@ import { describe, expect, it } from 'vitest';
 import { encodeIdPart, MAX_ID_PART_LENGTH, sessionPartitionValue } from './ids.js';
 
 describe('encodeIdPart', () => {
-  const ids = [...HOSTILE_SESSION_IDS, '_', '_5F', '~', 'a/b', 'a\\b', 'a?b', 'a#b', 'a%b', 'a:b', '\uD800', '\uDC00', '\uFFFD', '\uD83E\uDD9C', 'a\u0000b', '', 'x'.repeat(MAX_ID_PART_LENGTH), 'x'.repeat(MAX_ID_PART_LENGTH + 1)];
+  const ids = [
+    ...HOSTILE_SESSION_IDS,
+    '_',
+    '_5F',
+    '~',
+    'a/b',
+    'a\\b',
+    'a?b',
+    'a#b',
+    'a%b',
+    'a:b',
+    '\uD800',
+    '\uDC00',
+    '\uFFFD',
+    '\uD83E\uDD9C',
+    'a\u0000b',
+    '',
+    'x'.repeat(MAX_ID_PART_LENGTH),
+    'x'.repeat(MAX_ID_PART_LENGTH + 1),
+  ];
 
   it('maps distinct ids to distinct parts made only of [A-Za-z0-9._~-] and no separator', () => {
     const encoded = ids.map(encodeIdPart);

@@ -31,7 +31,8 @@ export function encodeIdPart(id: string): string {
  * (101 bytes on containers without large partition keys) still map to distinct values.
  */
 export function sessionPartitionValue(sessionId: string): string {
-  if (!sessionId.startsWith('~') && isWellFormed(sessionId) && Buffer.byteLength(sessionId, 'utf8') <= MAX_PARTITION_VALUE_BYTES) return sessionId;
+  if (!sessionId.startsWith('~') && isWellFormed(sessionId) && Buffer.byteLength(sessionId, 'utf8') <= MAX_PARTITION_VALUE_BYTES)
+    return sessionId;
   return `~${createHash('sha256').update(sessionId, 'utf16le').digest('base64url')}`;
 }
 

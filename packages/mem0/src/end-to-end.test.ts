@@ -1,4 +1,12 @@
-import { BackendUnavailableError, createAgent, defineTool, Message, SessionStateError, type AgentEvent, type ContextProvider } from '@ctx/core';
+import {
+  BackendUnavailableError,
+  createAgent,
+  defineTool,
+  Message,
+  SessionStateError,
+  type AgentEvent,
+  type ContextProvider,
+} from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ossBackend, platformBackend, uniqueId, type Backend } from '../test/backends.js';
@@ -17,7 +25,11 @@ function spyOn(client: Backend['client']) {
   return calls;
 }
 
-const memoryTextOf = (messages: Message[]) => messages.filter(isMemoryMessage).map((m) => Message.text(m)).join('\n');
+const memoryTextOf = (messages: Message[]) =>
+  messages
+    .filter(isMemoryMessage)
+    .map((m) => Message.text(m))
+    .join('\n');
 
 for (const make of [ossBackend, platformBackend]) {
   describe(`end to end through createAgent (${make === ossBackend ? 'mem0 OSS Memory, offline' : 'platform MemoryClient, local REST server'})`, () => {
@@ -63,7 +75,22 @@ for (const make of [ossBackend, platformBackend]) {
       await agent.run('What is my favourite colour?', { session: sessionOf(uniqueId('bob')) });
       await agent.run('What is my favourite colour?', { session: sessionOf(alice.toUpperCase()) });
       await agent.run('What is my favourite colour?', { session: agent.createSession() }); // no user: nothing searched
-      const hostile: unknown[] = ['*', `${alice}*`, `${alice} `, ` ${alice}`, `${alice}\n`, `${alice}\u0000`, '', 'x'.repeat(300), '\ud800', { in: [alice] }, [alice], { ne: 'nobody' }, 42, null];
+      const hostile: unknown[] = [
+        '*',
+        `${alice}*`,
+        `${alice} `,
+        ` ${alice}`,
+        `${alice}\n`,
+        `${alice}\u0000`,
+        '',
+        'x'.repeat(300),
+        '\ud800',
+        { in: [alice] },
+        [alice],
+        { ne: 'nobody' },
+        42,
+        null,
+      ];
       for (const userId of hostile) await agent.run('What is my favourite colour?', { session: sessionOf(userId) });
       for (const call of chat.calls.slice(1)) expect(memoryTextOf(call.messages)).toBe('');
       expect(chat.calls.slice(1).every((c) => !c.messages.some((m) => Message.text(m).includes('teal')))).toBe(true);
@@ -74,7 +101,12 @@ for (const make of [ossBackend, platformBackend]) {
       expect(filters[0]).toEqual({ user_id: expect.stringMatching(/^bob-/) });
       expect(filters[1]).toEqual({ user_id: alice.toUpperCase() });
       // Only bob's and ALICE's turns were stored (under their own ids); the anonymous and hostile sessions stored nothing.
-      expect(calls.slice(before).filter((c) => c.method === 'add').map((c) => (c.args[1] as { userId?: string }).userId)).toEqual([expect.stringMatching(/^bob-/), alice.toUpperCase()]);
+      expect(
+        calls
+          .slice(before)
+          .filter((c) => c.method === 'add')
+          .map((c) => (c.args[1] as { userId?: string }).userId),
+      ).toEqual([expect.stringMatching(/^bob-/), alice.toUpperCase()]);
       // Each hostile id skipped the provider with a SessionStateError naming the state path (the run itself succeeded).
       const skipped = events.filter((e): e is Extract<AgentEvent, { type: 'provider-skipped' }> => e.type === 'provider-skipped');
       expect(skipped).toHaveLength(hostile.length);
@@ -84,16 +116,29 @@ for (const make of [ossBackend, platformBackend]) {
         expect((e.error as SessionStateError).path).toBe('$.state.mem0.userId');
       }
       // A restored session with a hostile id is refused before any run.
-      expect(() => agent.restoreSession({ type: 'ctx.session', version: 1, sessionId: 's', state: { mem0: { userId: '*' } } })).toThrow(SessionStateError);
+      expect(() => agent.restoreSession({ type: 'ctx.session', version: 1, sessionId: 's', state: { mem0: { userId: '*' } } })).toThrow(
+        SessionStateError,
+      );
     });
 
     it('injected memories, other context and tool chatter are not re-added: only the input and the reply', async () => {
       const alice = uniqueId('alice');
-      const weather = defineTool({ name: 'weather', description: 'Weather', parameters: { type: 'object', properties: {} }, execute: () => 'Sunny in Oslo' });
-      const other: ContextProvider = { sourceId: 'notes', beforeRun: ({ context }) => context.extendMessages('notes', [Message.user('Company note: the office is closed on Friday.')]) };
+      const weather = defineTool({
+        name: 'weather',
+        description: 'Weather',
+        parameters: { type: 'object', properties: {} },
+        execute: () => 'Sunny in Oslo',
+      });
+      const other: ContextProvider = {
+        sourceId: 'notes',
+        beforeRun: ({ context }) => context.extendMessages('notes', [Message.user('Company note: the office is closed on Friday.')]),
+      };
       let turn = 0;
       const chat = new ScriptedChatClient({
-        replies: () => (++turn === 2 ? { text: 'Let me check.', toolCalls: [{ name: 'weather', arguments: {} }] } : 'It is sunny, and your colour is teal.'),
+        replies: () =>
+          ++turn === 2
+            ? { text: 'Let me check.', toolCalls: [{ name: 'weather', arguments: {} }] }
+            : 'It is sunny, and your colour is teal.',
       });
       const memory = new Mem0ContextProvider({ client: backend.client });
       const agent = createAgent({ client: chat, tools: [weather], contextProviders: [other, memory] });
@@ -104,10 +149,14 @@ for (const make of [ossBackend, platformBackend]) {
       expect(memoryTextOf(chat.calls[1]!.messages)).toContain('teal');
       const added = backend.addedTurns();
       expect(added).toHaveLength(addsBefore + 1);
-      expect(added.at(-1)).toEqual(['user: What is my favourite colour and the weather?', 'assistant: It is sunny, and your colour is teal.']);
+      expect(added.at(-1)).toEqual([
+        'user: What is my favourite colour and the weather?',
+        'assistant: It is sunny, and your colour is teal.',
+      ]);
       // The memory message, the other provider's note, the function call, its result and the text beside the call were all left out.
       const sent = JSON.stringify(added.at(-1));
-      for (const absent of ['Memories about the user', 'office is closed', 'Sunny in Oslo', 'Let me check']) expect(sent).not.toContain(absent);
+      for (const absent of ['Memories about the user', 'office is closed', 'Sunny in Oslo', 'Let me check'])
+        expect(sent).not.toContain(absent);
     });
 
     it('an outage skips the provider with a diagnostic; the run goes on and memory is back after it', async () => {

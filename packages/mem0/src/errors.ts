@@ -10,7 +10,8 @@ export interface Mem0CallSite {
   sessionId: string;
 }
 
-const NETWORK = /fetch failed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|socket hang up|Connection error|Failed to ping server|network/i;
+const NETWORK =
+  /fetch failed|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|socket hang up|Connection error|Failed to ping server|network/i;
 
 function statusOf(error: unknown): number | undefined {
   const e = error as { status?: unknown; errorCode?: unknown; cause?: unknown } | null;
@@ -45,10 +46,14 @@ export function toCtxError(error: unknown, site: Mem0CallSite): CtxError {
   const where = describeSite(site);
   const status = statusOf(error);
   if (status === 401 || status === 403) {
-    return new ConfigurationError(`${where} was refused (HTTP ${status}): check the mem0 API key and its project. ${messageOf(error)}`, { cause: error });
+    return new ConfigurationError(`${where} was refused (HTTP ${status}): check the mem0 API key and its project. ${messageOf(error)}`, {
+      cause: error,
+    });
   }
   if (status === 400 || status === 404 || status === 409 || status === 422) {
-    return new ConfigurationError(`${where} was rejected (HTTP ${status}): check the scope ids and options. ${messageOf(error)}`, { cause: error });
+    return new ConfigurationError(`${where} was rejected (HTTP ${status}): check the scope ids and options. ${messageOf(error)}`, {
+      cause: error,
+    });
   }
   const kind = status !== undefined ? `HTTP ${status}` : NETWORK.test(messageOf(error)) ? 'unreachable' : 'failed';
   return new BackendUnavailableError('mem0', `${where} failed (${kind}): ${messageOf(error)}`, { cause: error });
@@ -60,7 +65,13 @@ export function toCtxError(error: unknown, site: Mem0CallSite): CtxError {
  * the call threw. The call itself cannot be cancelled (the mem0 clients take no signal) and may
  * still complete later. `option` names the timeout option the message tells the user to raise.
  */
-export function callMem0<T>(call: () => Promise<T>, site: Mem0CallSite, timeoutMs: number, option: string, signal?: AbortSignal): Promise<T> {
+export function callMem0<T>(
+  call: () => Promise<T>,
+  site: Mem0CallSite,
+  timeoutMs: number,
+  option: string,
+  signal?: AbortSignal,
+): Promise<T> {
   return withDeadline(call, {
     timeoutMs,
     signal,

@@ -3,7 +3,16 @@ import { ScriptedChatClient } from '@ctx/core/testing';
 import type { Memory } from 'mem0ai/oss';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { extractionReply, ossBackend, ossConfig, platformBackend, uniqueId } from '../test/backends.js';
-import { createOssAdapter, createPlatformAdapter, isMemoryMessage, Mem0ContextProvider, platformFilters, type Mem0ContextProviderOptions, type MemoryClientLike, type OssMemoryLike } from './index.js';
+import {
+  createOssAdapter,
+  createPlatformAdapter,
+  isMemoryMessage,
+  Mem0ContextProvider,
+  platformFilters,
+  type Mem0ContextProviderOptions,
+  type MemoryClientLike,
+  type OssMemoryLike,
+} from './index.js';
 
 type Platform = Awaited<ReturnType<typeof platformBackend>>;
 
@@ -29,17 +38,37 @@ describe('platform MemoryClient against the local mem0 REST server', () => {
 
   it('creates its own MemoryClient from apiKey and host; sends scope as filters to search and as top-level ids to add', async () => {
     const chat = new ScriptedChatClient({ replies: () => 'Noted.' });
-    const provider = new Mem0ContextProvider({ apiKey: platform.server.apiKey, host: platform.server.url, agentId: 'concierge', storeScope: ['userId', 'agentId', 'runId'], searchScopes: [['userId'], ['userId', 'agentId']] });
+    const provider = new Mem0ContextProvider({
+      apiKey: platform.server.apiKey,
+      host: platform.server.url,
+      agentId: 'concierge',
+      storeScope: ['userId', 'agentId', 'runId'],
+      searchScopes: [['userId'], ['userId', 'agentId']],
+    });
     const agent = createAgent({ client: chat, contextProviders: [provider] });
     const userId = uniqueId('u');
     const from = platform.server.requests.length;
     await agent.run('I prefer window seats.', { session: agent.createSession({ sessionId: 'trip-1', state: { mem0: { userId } } }) });
     const searches = requestsFrom(from, '/v3/memories/search/');
     expect(searches.map((r) => r.body?.filters)).toEqual([{ user_id: userId }, { AND: [{ user_id: userId }, { agent_id: 'concierge' }] }]);
-    expect(searches.every((r) => r.headers.authorization === 'Token test-key' && r.body?.top_k === 5 && r.body?.query === 'I prefer window seats.')).toBe(true);
+    expect(
+      searches.every(
+        (r) => r.headers.authorization === 'Token test-key' && r.body?.top_k === 5 && r.body?.query === 'I prefer window seats.',
+      ),
+    ).toBe(true);
     const [add] = requestsFrom(from, '/v3/memories/add/');
-    expect(add!.body).toEqual({ messages: [{ role: 'user', content: 'I prefer window seats.' }, { role: 'assistant', content: 'Noted.' }], user_id: userId, agent_id: 'concierge', run_id: 'trip-1' });
-    expect(platform.server.memories().filter((m) => m.user_id === userId)).toMatchObject([{ memory: 'I prefer window seats.', agent_id: 'concierge', run_id: 'trip-1', app_id: null }]);
+    expect(add!.body).toEqual({
+      messages: [
+        { role: 'user', content: 'I prefer window seats.' },
+        { role: 'assistant', content: 'Noted.' },
+      ],
+      user_id: userId,
+      agent_id: 'concierge',
+      run_id: 'trip-1',
+    });
+    expect(platform.server.memories().filter((m) => m.user_id === userId)).toMatchObject([
+      { memory: 'I prefer window seats.', agent_id: 'concierge', run_id: 'trip-1', app_id: null },
+    ]);
     await agent.run('Which seats do I prefer?', { session: agent.createSession({ state: { mem0: { userId } } }) });
     // Found by both scopes, injected once.
     const memory = chat.calls[1]!.messages.find(isMemoryMessage)!;
@@ -73,7 +102,11 @@ describe('platform MemoryClient against the local mem0 REST server', () => {
     try {
       const chat = new ScriptedChatClient({ replies: () => 'Noted.' });
       const events: AgentEvent[] = [];
-      const agent = createAgent({ client: chat, contextProviders: [new Mem0ContextProvider({ client: new MemoryClient({ apiKey: 'wrong', host: platform.server.url }) })], onEvent: (e) => events.push(e) });
+      const agent = createAgent({
+        client: chat,
+        contextProviders: [new Mem0ContextProvider({ client: new MemoryClient({ apiKey: 'wrong', host: platform.server.url }) })],
+        onEvent: (e) => events.push(e),
+      });
       await agent.run('hi', { session: agent.createSession({ state: { mem0: { userId: 'u' } } }) });
       const skipped = events.find((e) => e.type === 'provider-skipped') as { error: Error };
       expect(ConfigurationError.isInstance(skipped.error)).toBe(true);
@@ -90,7 +123,11 @@ describe('platform MemoryClient against the local mem0 REST server', () => {
       await agent.run('hi', { session: session({ userId: uniqueId('u') }) });
     }
     const errors = events.filter((e) => e.type === 'provider-skipped').map((e) => (e as { error: unknown }).error);
-    expect(errors.map((e) => [ConfigurationError.isInstance(e), BackendUnavailableError.isInstance(e)])).toEqual([[true, false], [false, true], [false, true]]);
+    expect(errors.map((e) => [ConfigurationError.isInstance(e), BackendUnavailableError.isInstance(e)])).toEqual([
+      [true, false],
+      [false, true],
+      [false, true],
+    ]);
     expect((errors[1] as Error).message).toMatch(/HTTP 429/);
   });
 
@@ -106,21 +143,34 @@ describe('platform MemoryClient against the local mem0 REST server', () => {
     const { settled, failed } = await provider.flush();
     expect(settled).toBe(1);
     expect(failed).toHaveLength(1);
-    expect(events.filter((e) => e.type === 'provider-diagnostic')).toMatchObject([{ code: 'background-write-failed', error: failed[0]!.error }]);
+    expect(events.filter((e) => e.type === 'provider-diagnostic')).toMatchObject([
+      { code: 'background-write-failed', error: failed[0]!.error },
+    ]);
     expect(BackendUnavailableError.isInstance(failed[0]!.error)).toBe(true);
     expect(failed[0]!.error.message).toMatch(/HTTP 503/);
     // Then it is gone altogether: the next run is answered without memory (provider skipped) and stores nothing.
     await platform.server.pause();
     await agent.run('What is my sister called?', { session: s });
     expect(events.filter((e) => e.type === 'provider-skipped')).toMatchObject([{ phase: 'beforeRun' }]);
-    expect((events.find((e) => e.type === 'provider-skipped') as { error: Error }).error.message).toMatch(/failed \(unreachable\): .*fetch failed/);
+    expect((events.find((e) => e.type === 'provider-skipped') as { error: Error }).error.message).toMatch(
+      /failed \(unreachable\): .*fetch failed/,
+    );
     expect(chat.calls.at(-1)!.messages.some(isMemoryMessage)).toBe(false);
     await platform.server.resume();
     expect(await provider.flush()).toEqual({ settled: 0, failed: [] });
     await agent.run('What is my sister called?', { session: s });
     await provider.flush();
-    expect(chat.calls.at(-1)!.messages.filter(isMemoryMessage).map((m) => Message.text(m)).join()).toContain('Ingrid');
-    const stored = platform.server.memories().filter((m) => m.user_id === userId).map((m) => m.memory);
+    expect(
+      chat.calls
+        .at(-1)!
+        .messages.filter(isMemoryMessage)
+        .map((m) => Message.text(m))
+        .join(),
+    ).toContain('Ingrid');
+    const stored = platform.server
+      .memories()
+      .filter((m) => m.user_id === userId)
+      .map((m) => m.memory);
     expect(stored).toEqual(['My sister is called Ingrid.', 'What is my sister called?']);
   });
 
@@ -152,7 +202,11 @@ describe('mem0 OSS Memory, fully offline (in-memory vector store, no history, lo
     const agent = createAgent({ client: chat, contextProviders: [provider], onEvent: (e) => events.push(e) });
     return { agent, chat, provider, events };
   };
-  const memoryText = (messages: Message[]) => messages.filter(isMemoryMessage).map((m) => Message.text(m)).join('\n');
+  const memoryText = (messages: Message[]) =>
+    messages
+      .filter(isMemoryMessage)
+      .map((m) => Message.text(m))
+      .join('\n');
 
   it('creates its own Memory from the `oss` option and recalls across sessions', async () => {
     const chat = new ScriptedChatClient({ replies: () => 'Noted.' });
@@ -173,7 +227,9 @@ describe('mem0 OSS Memory, fully offline (in-memory vector store, no history, lo
     expect(routes.filter((r) => r === '/chat/completions')).toHaveLength(1); // one extraction for the add
     const extraction = oss.openai.requests.slice(from).find((r) => r.route === '/chat/completions')!;
     expect(extraction.body?.response_format).toEqual({ type: 'json_object' });
-    expect(extractionReply(extraction)?.text).toBe(JSON.stringify({ memory: [{ id: '0', text: 'My cat is called Miso.', attributed_to: 'user' }] }));
+    expect(extractionReply(extraction)?.text).toBe(
+      JSON.stringify({ memory: [{ id: '0', text: 'My cat is called Miso.', attributed_to: 'user' }] }),
+    );
     const stored = (await (oss.client as Memory).getAll({ filters: { user_id: userId } })).results;
     expect(stored.map((m) => m.memory)).toEqual(['My cat is called Miso.']);
     // Saying it again adds nothing: mem0 OSS de-duplicates by hash within the scope.
@@ -211,7 +267,9 @@ describe('mem0 OSS Memory, fully offline (in-memory vector store, no history, lo
     try {
       for (const status of [400, 503]) {
         oss.openai.respondWith(() => ({ error: { status, message: `Scripted ${status}.`, headers: { 'retry-after-ms': '1' } } }));
-        await expect(agent.run('I moved to Oslo.', { session: agent.createSession({ state: { mem0: { userId } } }) })).resolves.toMatchObject({ text: 'Noted.' });
+        await expect(
+          agent.run('I moved to Oslo.', { session: agent.createSession({ state: { mem0: { userId } } }) }),
+        ).resolves.toMatchObject({ text: 'Noted.' });
       }
     } finally {
       console.error = quiet;
@@ -224,7 +282,9 @@ describe('mem0 OSS Memory, fully offline (in-memory vector store, no history, lo
     expect(skipped[0]!.error.message).toMatch(/mem0 \(oss\) add for session .+ was rejected \(HTTP 400\)/);
     expect(BackendUnavailableError.isInstance(skipped[1]!.error)).toBe(true);
     expect(skipped[1]!.error.message).toMatch(/failed \(HTTP 503\)/);
-    expect((await (oss.client as Memory).getAll({ filters: { user_id: userId } })).results.map((m) => m.memory)).toEqual(['I live in Bergen.']);
+    expect((await (oss.client as Memory).getAll({ filters: { user_id: userId } })).results.map((m) => m.memory)).toEqual([
+      'I live in Bergen.',
+    ]);
   });
 });
 
@@ -235,13 +295,24 @@ describe('adapters without a backend', () => {
   });
 
   it('a search reply without a results list is a BackendUnavailableError naming the client kind', async () => {
-    const platform = createPlatformAdapter({ ping: async () => {}, search: async () => ({ memories: [] }), add: async () => {} } as MemoryClientLike);
-    const oss = createOssAdapter({ search: async () => null, add: async () => {}, getAll: async () => ({}), reset: async () => {} } as OssMemoryLike);
+    const platform = createPlatformAdapter({
+      ping: async () => {},
+      search: async () => ({ memories: [] }),
+      add: async () => {},
+    } as MemoryClientLike);
+    const oss = createOssAdapter({
+      search: async () => null,
+      add: async () => {},
+      getAll: async () => ({}),
+      reset: async () => {},
+    } as OssMemoryLike);
     const request = { query: 'q', scope: { userId: 'u' }, topK: 1 };
     const [p, o] = await Promise.all([platform.search(request).catch((e: unknown) => e), oss.search(request).catch((e: unknown) => e)]);
     expect(BackendUnavailableError.isInstance(p)).toBe(true);
     expect((p as BackendUnavailableError).backend).toBe('mem0');
-    expect((p as Error).message).toMatch(/^mem0 \(platform\) answered a search with an object without a results list instead of \{ results: \[\.\.\.\] \}; check/);
+    expect((p as Error).message).toMatch(
+      /^mem0 \(platform\) answered a search with an object without a results list instead of \{ results: \[\.\.\.\] \}; check/,
+    );
     expect(BackendUnavailableError.isInstance(o)).toBe(true);
     expect((o as Error).message).toMatch(/^mem0 \(oss\) answered a search with null/);
   });

@@ -67,13 +67,19 @@ export interface Mem0ClientMemory {
 /** What the adapter uses of the platform `MemoryClient` from `mem0ai` (a real one fits). */
 export interface MemoryClientLike {
   ping(): Promise<unknown>;
-  search(query: string, options: { filters: Record<string, unknown>; topK?: number; threshold?: number }): Promise<{ results: Mem0ClientMemory[] } | unknown>;
+  search(
+    query: string,
+    options: { filters: Record<string, unknown>; topK?: number; threshold?: number },
+  ): Promise<{ results: Mem0ClientMemory[] } | unknown>;
   add(messages: Mem0AddMessage[], options: Record<string, unknown>): Promise<unknown>;
 }
 
 /** What the adapter uses of the open-source `Memory` from `mem0ai/oss` (a real one fits). */
 export interface OssMemoryLike {
-  search(query: string, config: { filters: Record<string, unknown>; topK?: number; threshold?: number }): Promise<{ results: Mem0ClientMemory[] } | unknown>;
+  search(
+    query: string,
+    config: { filters: Record<string, unknown>; topK?: number; threshold?: number },
+  ): Promise<{ results: Mem0ClientMemory[] } | unknown>;
   add(messages: Mem0AddMessage[], config: Record<string, unknown>): Promise<unknown>;
   getAll(config: { filters: Record<string, unknown> }): Promise<unknown>;
   reset(): Promise<unknown>;
@@ -86,10 +92,17 @@ const str = (value: unknown): string | undefined => (typeof value === 'string' &
  * @throws BackendUnavailableError when the reply has none (a client or server that does not speak mem0 3.x).
  */
 function resultsOf(reply: unknown, kind: string): Mem0ClientMemory[] {
-  const list = Array.isArray(reply) ? reply : typeof reply === 'object' && reply !== null ? (reply as { results?: unknown }).results : undefined;
+  const list = Array.isArray(reply)
+    ? reply
+    : typeof reply === 'object' && reply !== null
+      ? (reply as { results?: unknown }).results
+      : undefined;
   if (!Array.isArray(list)) {
     const got = reply === null ? 'null' : typeof reply === 'object' ? 'an object without a results list' : typeof reply;
-    throw new BackendUnavailableError('mem0', `mem0 (${kind}) answered a search with ${got} instead of { results: [...] }; check that the client is a mem0ai 3.x MemoryClient or Memory and that its host speaks the mem0 v3 API.`);
+    throw new BackendUnavailableError(
+      'mem0',
+      `mem0 (${kind}) answered a search with ${got} instead of { results: [...] }; check that the client is a mem0ai 3.x MemoryClient or Memory and that its host speaks the mem0 v3 API.`,
+    );
   }
   return list.map((r) => (typeof r === 'object' && r !== null ? (r as Mem0ClientMemory) : {}));
 }
@@ -126,8 +139,14 @@ export function createPlatformAdapter(client: MemoryClientLike): Mem0Adapter {
   return {
     kind: 'platform',
     async search({ query, scope, topK, threshold }) {
-      const reply = await client.search(query, { filters: platformFilters(scope), topK, ...(threshold !== undefined ? { threshold } : {}) });
-      return resultsOf(reply, 'platform').map((raw) => toMemory(raw, (name) => raw[name] ?? raw[name === 'createdAt' ? 'created_at' : MEM0_FIELD[name]]));
+      const reply = await client.search(query, {
+        filters: platformFilters(scope),
+        topK,
+        ...(threshold !== undefined ? { threshold } : {}),
+      });
+      return resultsOf(reply, 'platform').map((raw) =>
+        toMemory(raw, (name) => raw[name] ?? raw[name === 'createdAt' ? 'created_at' : MEM0_FIELD[name]]),
+      );
     },
     async add({ messages, scope, metadata, infer }) {
       await client.add(messages, { ...scope, ...(metadata !== undefined ? { metadata } : {}), ...(infer !== undefined ? { infer } : {}) });
@@ -147,7 +166,9 @@ export function createOssAdapter(memory: OssMemoryLike): Mem0Adapter {
       const filters: Record<string, unknown> = {};
       for (const key of MEM0_SCOPE_KEYS) if (scope[key] !== undefined) filters[MEM0_FIELD[key]] = scope[key];
       if (scope.userId === undefined && scope.agentId === undefined && scope.runId === undefined) {
-        throw new ConfigurationError('mem0 OSS searches need a userId, agentId or runId in the scope; appId alone is only supported by the platform.');
+        throw new ConfigurationError(
+          'mem0 OSS searches need a userId, agentId or runId in the scope; appId alone is only supported by the platform.',
+        );
       }
       const reply = await memory.search(query, { filters, topK, ...(threshold !== undefined ? { threshold } : {}) });
       return resultsOf(reply, 'oss').map((raw) => {
@@ -157,7 +178,9 @@ export function createOssAdapter(memory: OssMemoryLike): Mem0Adapter {
     },
     async add({ messages, scope, metadata, infer }) {
       if (scope.userId === undefined && scope.agentId === undefined && scope.runId === undefined) {
-        throw new ConfigurationError('mem0 OSS stores memories under a userId, agentId or runId; a store scope of appId alone is only supported by the platform.');
+        throw new ConfigurationError(
+          'mem0 OSS stores memories under a userId, agentId or runId; a store scope of appId alone is only supported by the platform.',
+        );
       }
       const meta: JsonObject = { ...metadata };
       if (scope.appId !== undefined) meta.app_id = scope.appId;
@@ -189,5 +212,7 @@ export function toMem0Adapter(client: MemoryClientLike | OssMemoryLike | Mem0Ada
     if (isFn(client, 'ping')) return createPlatformAdapter(client as MemoryClientLike);
     if (isFn(client, 'reset') && isFn(client, 'getAll')) return createOssAdapter(client as OssMemoryLike);
   }
-  throw new ConfigurationError('Mem0ContextProvider: `client` must be a MemoryClient from "mem0ai", a Memory from "mem0ai/oss", or a Mem0Adapter.');
+  throw new ConfigurationError(
+    'Mem0ContextProvider: `client` must be a MemoryClient from "mem0ai", a Memory from "mem0ai/oss", or a Mem0Adapter.',
+  );
 }

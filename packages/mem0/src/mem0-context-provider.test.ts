@@ -1,12 +1,39 @@
-import { BackendUnavailableError, budgetReportOf, ConfigurationError, createAgent, createCharacterTokenizer, Message, ProviderError, type AgentEvent, type BudgetReport, type Tokenizer } from '@ctx/core';
+import {
+  BackendUnavailableError,
+  budgetReportOf,
+  ConfigurationError,
+  createAgent,
+  createCharacterTokenizer,
+  Message,
+  ProviderError,
+  type AgentEvent,
+  type BudgetReport,
+  type Tokenizer,
+} from '@ctx/core';
 import { createSessionContext, ScriptedChatClient } from '@ctx/core/testing';
 import { describe, expect, it } from 'vitest';
-import { createMemoryMessage, isMemoryMessage, Mem0ContextProvider, mem0ReportOf, renderMemories, turnMessages, type Mem0Adapter, type Mem0AddRequest, type Mem0ContextProviderOptions, type Mem0Memory, type Mem0RunReport, type Mem0SearchRequest } from './index.js';
+import {
+  createMemoryMessage,
+  isMemoryMessage,
+  Mem0ContextProvider,
+  mem0ReportOf,
+  renderMemories,
+  turnMessages,
+  type Mem0Adapter,
+  type Mem0AddRequest,
+  type Mem0ContextProviderOptions,
+  type Mem0Memory,
+  type Mem0RunReport,
+  type Mem0SearchRequest,
+} from './index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** An in-process adapter: records requests; answers searches from a function. */
-function fakeAdapter(answer: (request: Mem0SearchRequest) => Mem0Memory[] = () => [], options: { searchDelayMs?: number; addDelayMs?: number; addError?: unknown } = {}) {
+function fakeAdapter(
+  answer: (request: Mem0SearchRequest) => Mem0Memory[] = () => [],
+  options: { searchDelayMs?: number; addDelayMs?: number; addError?: unknown } = {},
+) {
   const searches: Mem0SearchRequest[] = [];
   const adds: (Mem0AddRequest & { started: number; ended?: number })[] = [];
   const adapter: Mem0Adapter & { searches: typeof searches; adds: typeof adds } = {
@@ -43,12 +70,20 @@ function setup(adapter: Mem0Adapter, options: Partial<Mem0ContextProviderOptions
     },
   };
   const agent = createAgent({ client: chat, contextProviders: [spy, provider], onEvent: (e) => events.push(e) });
-  const session = (state: Record<string, unknown> = { userId: 'alice' }, sessionId?: string) => agent.createSession({ ...(sessionId ? { sessionId } : {}), state: { [provider.sourceId]: state as never } });
-  const diagnostics = () => events.filter((e): e is Extract<AgentEvent, { type: 'provider-diagnostic' }> => e.type === 'provider-diagnostic');
+  const session = (state: Record<string, unknown> = { userId: 'alice' }, sessionId?: string) =>
+    agent.createSession({ ...(sessionId ? { sessionId } : {}), state: { [provider.sourceId]: state as never } });
+  const diagnostics = () =>
+    events.filter((e): e is Extract<AgentEvent, { type: 'provider-diagnostic' }> => e.type === 'provider-diagnostic');
   return { agent, chat, provider, events, diagnostics, session, report: () => report, budget: () => budget };
 }
 
-const mem = (id: string, text: string, score: number, extra: Partial<Mem0Memory> = {}): Mem0Memory => ({ id, text, score, userId: 'alice', ...extra });
+const mem = (id: string, text: string, score: number, extra: Partial<Mem0Memory> = {}): Mem0Memory => ({
+  id,
+  text,
+  score,
+  userId: 'alice',
+  ...extra,
+});
 const memoryMessageOf = (messages: Message[]) => messages.find(isMemoryMessage);
 
 describe('options', () => {
@@ -82,16 +117,31 @@ describe('options', () => {
     expect(provider.onError).toBe('skip');
     await agent.run('hello', { session: session() });
     expect(a.searches).toEqual([{ query: 'hello', scope: { userId: 'alice' }, topK: 5 }]);
-    expect(Message.text(memoryMessageOf(chat.calls[0]!.messages)!).split('\n').slice(1)).toEqual(['- fact 0', '- fact 1', '- fact 2', '- fact 3', '- fact 4']);
+    expect(Message.text(memoryMessageOf(chat.calls[0]!.messages)!).split('\n').slice(1)).toEqual([
+      '- fact 0',
+      '- fact 1',
+      '- fact 2',
+      '- fact 3',
+      '- fact 4',
+    ]);
     expect(a.adds).toHaveLength(1); // awaited: done when run() resolved
-    expect(a.adds[0]).toMatchObject({ scope: { userId: 'alice' }, messages: [{ role: 'user', content: 'hello' }, { role: 'assistant', content: 'OK.' }] });
+    expect(a.adds[0]).toMatchObject({
+      scope: { userId: 'alice' },
+      messages: [
+        { role: 'user', content: 'hello' },
+        { role: 'assistant', content: 'OK.' },
+      ],
+    });
   });
 });
 
 describe('before the run: search', () => {
   it('searches every configured scope in parallel, each with exactly its ids; unknown ids skip a scope; duplicates once', async () => {
     const a = fakeAdapter(() => [], { searchDelayMs: 1000 });
-    const { agent, session } = setup(a, { agentId: 'bot', searchScopes: [['userId'], ['agentId'], ['userId', 'agentId'], ['appId'], ['userId']] });
+    const { agent, session } = setup(a, {
+      agentId: 'bot',
+      searchScopes: [['userId'], ['agentId'], ['userId', 'agentId'], ['appId'], ['userId']],
+    });
     const started = performance.now();
     await agent.run('hi', { session: session() });
     const elapsed = performance.now() - started;
@@ -101,7 +151,11 @@ describe('before the run: search', () => {
 
   it("searchConcurrency 'sequential' runs them one after another", async () => {
     const a = fakeAdapter(() => [], { searchDelayMs: 60 });
-    const { agent, session } = setup(a, { agentId: 'bot', searchScopes: [['userId'], ['agentId'], ['userId', 'agentId']], searchConcurrency: 'sequential' });
+    const { agent, session } = setup(a, {
+      agentId: 'bot',
+      searchScopes: [['userId'], ['agentId'], ['userId', 'agentId']],
+      searchConcurrency: 'sequential',
+    });
     const started = performance.now();
     await agent.run('hi', { session: session() });
     expect(performance.now() - started).toBeGreaterThanOrEqual(170);
@@ -140,11 +194,22 @@ describe('before the run: search', () => {
     const message = memoryMessageOf(chat.calls[0]!.messages)!;
     expect(Message.text(message).split('\n').slice(1)).toEqual(['- shared fact', '- beta', '- alpha']);
     expect(message.metadata?.mem0).toEqual({ memoryIds: ['shared', 'b', 'a'] });
-    expect(report()).toMatchObject({ found: 6, injected: ['shared', 'b', 'a'], droppedBelowMinScore: 1, droppedOverTopK: 2, droppedForeign: 0, malformed: 0 });
+    expect(report()).toMatchObject({
+      found: 6,
+      injected: ['shared', 'b', 'a'],
+      droppedBelowMinScore: 1,
+      droppedOverTopK: 2,
+      droppedForeign: 0,
+      malformed: 0,
+    });
   });
 
-  it("drops memories of another user even when the backend returns them (a shared scope, or a backend ignoring filters)", async () => {
-    const leaky = fakeAdapter(() => [mem('mine', 'my fact', 0.5), mem('theirs', "bob's secret", 0.9, { userId: 'bob' }), mem('agent', 'agent-wide fact', 0.4, { userId: undefined, agentId: 'bot' })]);
+  it('drops memories of another user even when the backend returns them (a shared scope, or a backend ignoring filters)', async () => {
+    const leaky = fakeAdapter(() => [
+      mem('mine', 'my fact', 0.5),
+      mem('theirs', "bob's secret", 0.9, { userId: 'bob' }),
+      mem('agent', 'agent-wide fact', 0.4, { userId: undefined, agentId: 'bot' }),
+    ]);
     const { agent, chat, session, report } = setup(leaky, { agentId: 'bot', searchScopes: [['agentId']] });
     await agent.run('hi', { session: session({ userId: 'alice' }) });
     expect(Message.text(memoryMessageOf(chat.calls[0]!.messages)!)).not.toContain('secret');
@@ -166,8 +231,12 @@ describe('before the run: search', () => {
   it('budget: keeps the most relevant memories whose whole message fits, measured by the tokenizer', async () => {
     const memories = [mem('a', 'A'.repeat(40), 0.9), mem('b', 'B'.repeat(40), 0.8), mem('c', 'C'.repeat(40), 0.7)];
     const tokenizer = createCharacterTokenizer();
-    const fits = (n: number) => tokenizer.countMessageTokens([Message.user(['header', ...memories.slice(0, n).map((m) => `- ${m.text}`)].join('\n'))]);
-    const { agent, chat, session, report, budget } = setup(fakeAdapter(() => memories), { header: 'header', budget: { maxTokens: fits(2) } });
+    const fits = (n: number) =>
+      tokenizer.countMessageTokens([Message.user(['header', ...memories.slice(0, n).map((m) => `- ${m.text}`)].join('\n'))]);
+    const { agent, chat, session, report, budget } = setup(
+      fakeAdapter(() => memories),
+      { header: 'header', budget: { maxTokens: fits(2) } },
+    );
     await agent.run('hi', { session: session() });
     const message = memoryMessageOf(chat.calls[0]!.messages)!;
     expect(message.metadata?.mem0).toEqual({ memoryIds: ['a', 'b'] });
@@ -176,11 +245,17 @@ describe('before the run: search', () => {
     // Recorded where core's budgets are, so auditContext shows it.
     expect(budget()).toEqual({ maxTokens: fits(2), tokens: fits(2), dropped: 1 });
     // A budget below even one memory injects nothing; a custom tokenizer is used when given.
-    const tiny = setup(fakeAdapter(() => memories), { budget: { maxTokens: 5 } });
+    const tiny = setup(
+      fakeAdapter(() => memories),
+      { budget: { maxTokens: 5 } },
+    );
     await tiny.agent.run('hi', { session: tiny.session() });
     expect(tiny.chat.calls[0]!.messages.some(isMemoryMessage)).toBe(false);
     const counting: Tokenizer = { countTokens: () => 1, countMessageTokens: (ms) => ms.length * 1000 };
-    const custom = setup(fakeAdapter(() => memories), { budget: { maxTokens: 999, tokenizer: counting } });
+    const custom = setup(
+      fakeAdapter(() => memories),
+      { budget: { maxTokens: 999, tokenizer: counting } },
+    );
     await custom.agent.run('hi', { session: custom.session() });
     expect(custom.chat.calls[0]!.messages.some(isMemoryMessage)).toBe(false);
   });
@@ -204,7 +279,11 @@ describe('before the run: search', () => {
     await agent.run('I like trains.', { session: s });
     await agent.run('And buses.', { session: s });
     await agent.run('Which do I like?', { session: s });
-    expect(a.searches.map((r) => r.query)).toEqual(['I like trains.', 'I like trains.\nOK.\nAnd buses.', 'And buses.\nOK.\nWhich do I like?']);
+    expect(a.searches.map((r) => r.query)).toEqual([
+      'I like trains.',
+      'I like trains.\nOK.\nAnd buses.',
+      'And buses.\nOK.\nWhich do I like?',
+    ]);
     const plain = fakeAdapter();
     const p = setup(plain);
     const ps = p.session();
@@ -241,9 +320,17 @@ describe('before the run: search', () => {
 describe('after the run: writes', () => {
   it('stores under exactly the storeScope ids with metadata and infer; a session missing one stores nothing', async () => {
     const a = fakeAdapter();
-    const { agent, session, report } = setup(a, { agentId: 'bot', appId: 'shop', storeScope: ['userId', 'agentId', 'appId'], metadata: { source: 'chat' }, infer: false });
+    const { agent, session, report } = setup(a, {
+      agentId: 'bot',
+      appId: 'shop',
+      storeScope: ['userId', 'agentId', 'appId'],
+      metadata: { source: 'chat' },
+      infer: false,
+    });
     await agent.run('I am vegan.', { session: session() });
-    expect(a.adds.map(({ scope, metadata, infer }) => ({ scope, metadata, infer }))).toEqual([{ scope: { userId: 'alice', agentId: 'bot', appId: 'shop' }, metadata: { source: 'chat' }, infer: false }]);
+    expect(a.adds.map(({ scope, metadata, infer }) => ({ scope, metadata, infer }))).toEqual([
+      { scope: { userId: 'alice', agentId: 'bot', appId: 'shop' }, metadata: { source: 'chat' }, infer: false },
+    ]);
     expect(report()?.write).toBe('stored');
     await agent.run('I am vegan.', { session: session({}) });
     expect(a.adds).toHaveLength(1);
@@ -302,7 +389,15 @@ describe('after the run: writes', () => {
     expect(failed[0]!.error.message).toMatch(/failed \(unreachable\): TypeError: fetch failed/);
     // The diagnostic arrives after the run ended, attributed to the run that queued the write.
     expect(diagnostics()).toEqual([
-      { type: 'provider-diagnostic', runId, sourceId: 'mem0', code: 'background-write-failed', message: failed[0]!.error.message, data: { sessionId: 'sess-bg', scope: { userId: 'alice' }, messages: 2 }, error: failed[0]!.error },
+      {
+        type: 'provider-diagnostic',
+        runId,
+        sourceId: 'mem0',
+        code: 'background-write-failed',
+        message: failed[0]!.error.message,
+        data: { sessionId: 'sess-bg', scope: { userId: 'alice' }, messages: 2 },
+        error: failed[0]!.error,
+      },
     ]);
     expect(JSON.stringify(failed[0]) + JSON.stringify(diagnostics()) + failed[0]!.error.message).not.toContain('secret');
   });
@@ -331,43 +426,81 @@ describe('after the run: writes', () => {
 });
 
 describe('the client option', () => {
-  it('detects a MemoryClient (ping) and a Memory (reset, getAll) and uses each one\'s wire shape', async () => {
+  it("detects a MemoryClient (ping) and a Memory (reset, getAll) and uses each one's wire shape", async () => {
     const platformCalls: unknown[][] = [];
-    const platform = { ping: async () => {}, search: async (...args: unknown[]) => {
+    const platform = {
+      ping: async () => {},
+      search: async (...args: unknown[]) => {
         platformCalls.push(args);
         return { results: [{ id: 'p1', memory: 'from platform', score: 0.5, userId: 'alice', createdAt: new Date('2026-01-01') }] };
-      }, add: async (...args: unknown[]) => void platformCalls.push(args) };
+      },
+      add: async (...args: unknown[]) => void platformCalls.push(args),
+    };
     const ossCalls: unknown[][] = [];
-    const oss = { reset: async () => {}, getAll: async () => ({ results: [] }), search: async (...args: unknown[]) => {
+    const oss = {
+      reset: async () => {},
+      getAll: async () => ({ results: [] }),
+      search: async (...args: unknown[]) => {
         ossCalls.push(args);
         return { results: [{ id: 'o1', memory: 'from oss', score: 0.5, user_id: 'alice', metadata: { app_id: 'shop' } }] };
-      }, add: async (...args: unknown[]) => void ossCalls.push(args) };
-    for (const [client, calls, text] of [[platform, platformCalls, 'from platform'], [oss, ossCalls, 'from oss']] as const) {
+      },
+      add: async (...args: unknown[]) => void ossCalls.push(args),
+    };
+    for (const [client, calls, text] of [
+      [platform, platformCalls, 'from platform'],
+      [oss, ossCalls, 'from oss'],
+    ] as const) {
       const chat = new ScriptedChatClient({ replies: () => 'OK.' });
-      const agent = createAgent({ client: chat, contextProviders: [new Mem0ContextProvider({ client, appId: 'shop', storeScope: ['userId', 'appId'], searchScopes: [['userId', 'appId']] })] });
+      const agent = createAgent({
+        client: chat,
+        contextProviders: [
+          new Mem0ContextProvider({ client, appId: 'shop', storeScope: ['userId', 'appId'], searchScopes: [['userId', 'appId']] }),
+        ],
+      });
       await agent.run('hi', { session: agent.createSession({ state: { mem0: { userId: 'alice' } } }) });
       expect(Message.text(memoryMessageOf(chat.calls[0]!.messages)!)).toContain(text);
       calls.length = 2;
     }
     expect(platformCalls[0]).toEqual(['hi', { filters: { AND: [{ user_id: 'alice' }, { app_id: 'shop' }] }, topK: 5 }]);
-    expect(platformCalls[1]).toEqual([[{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'OK.' }], { userId: 'alice', appId: 'shop' }]);
+    expect(platformCalls[1]).toEqual([
+      [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'OK.' },
+      ],
+      { userId: 'alice', appId: 'shop' },
+    ]);
     expect(ossCalls[0]).toEqual(['hi', { filters: { user_id: 'alice', app_id: 'shop' }, topK: 5 }]);
-    expect(ossCalls[1]).toEqual([[{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'OK.' }], { userId: 'alice', metadata: { app_id: 'shop' } }]);
+    expect(ossCalls[1]).toEqual([
+      [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'OK.' },
+      ],
+      { userId: 'alice', metadata: { app_id: 'shop' } },
+    ]);
   });
 });
 
 describe('turnMessages', () => {
   it('takes the user input and the assistant reply text only, by attribution', () => {
     const memory = createMemoryMessage([{ id: 'a', text: 'Likes tea.', score: 1 }], 'user', (ms) => renderMemories(ms));
-    const context = createSessionContext({ sessionId: 's', inputMessages: [Message.user('I like tea.'), memory, Message.system('be brief')] });
+    const context = createSessionContext({
+      sessionId: 's',
+      inputMessages: [Message.user('I like tea.'), memory, Message.system('be brief')],
+    });
     context.extendMessages('mem0', [memory]);
     context.extendMessages('history', [Message.user('old turn')], 'history');
     context.response = {
       messages: [
-        Message.assistant([{ type: 'text', text: 'Checking.' }, { type: 'function-call', callId: 'c', name: 'f', arguments: '{}' }]),
+        Message.assistant([
+          { type: 'text', text: 'Checking.' },
+          { type: 'function-call', callId: 'c', name: 'f', arguments: '{}' },
+        ]),
         Message.tool({ type: 'function-result', callId: 'c', result: 'tool output' }),
         Message.withSource(Message.assistant('injected echo'), 'rag', 'context'),
-        Message.assistant([{ type: 'reasoning', text: 'thinking' }, { type: 'text', text: 'Tea it is.' }]),
+        Message.assistant([
+          { type: 'reasoning', text: 'thinking' },
+          { type: 'text', text: 'Tea it is.' },
+        ]),
       ],
       text: 'Tea it is.',
     } as never;

@@ -209,12 +209,18 @@ export class Mem0ContextProvider implements ContextProvider {
 
   constructor(options: Mem0ContextProviderOptions) {
     const sources = [options.client !== undefined, options.apiKey !== undefined, options.oss !== undefined].filter(Boolean).length;
-    if (sources !== 1) throw new ConfigurationError(`Mem0ContextProvider needs exactly one of \`client\` (a MemoryClient, a Memory or a Mem0Adapter), \`apiKey\` (platform) or \`oss\` (a mem0ai/oss Memory config); got ${sources}.`);
-    if (options.host !== undefined && options.apiKey === undefined) throw new ConfigurationError('Mem0ContextProvider: `host` goes with `apiKey`; for an injected client set the host on the client.');
+    if (sources !== 1)
+      throw new ConfigurationError(
+        `Mem0ContextProvider needs exactly one of \`client\` (a MemoryClient, a Memory or a Mem0Adapter), \`apiKey\` (platform) or \`oss\` (a mem0ai/oss Memory config); got ${sources}.`,
+      );
+    if (options.host !== undefined && options.apiKey === undefined)
+      throw new ConfigurationError('Mem0ContextProvider: `host` goes with `apiKey`; for an injected client set the host on the client.');
     this.sourceId = options.sourceId ?? 'mem0';
-    if (typeof this.sourceId !== 'string' || this.sourceId === '') throw new ConfigurationError('Mem0ContextProvider: sourceId must be a non-empty string.');
+    if (typeof this.sourceId !== 'string' || this.sourceId === '')
+      throw new ConfigurationError('Mem0ContextProvider: sourceId must be a non-empty string.');
     this.onError = options.onError ?? 'skip';
-    if (this.onError !== 'skip' && this.onError !== 'throw') throw new ConfigurationError(`Mem0ContextProvider: onError must be 'skip' or 'throw', got ${quoteId(this.onError)}.`);
+    if (this.onError !== 'skip' && this.onError !== 'throw')
+      throw new ConfigurationError(`Mem0ContextProvider: onError must be 'skip' or 'throw', got ${quoteId(this.onError)}.`);
     this.#adapter = this.#connect(options);
 
     this.#ids = {};
@@ -227,7 +233,8 @@ export class Mem0ContextProvider implements ContextProvider {
     }
     this.#storeScope = checkScopeKeys(options.storeScope ?? ['userId'], 'storeScope');
     const searchScopes = options.searchScopes ?? [['userId']];
-    if (!Array.isArray(searchScopes)) throw new ConfigurationError('Mem0ContextProvider: searchScopes must be a list of scopes, e.g. [["userId"]].');
+    if (!Array.isArray(searchScopes))
+      throw new ConfigurationError('Mem0ContextProvider: searchScopes must be a list of scopes, e.g. [["userId"]].');
     this.#searchScopes = searchScopes.map((s, i) => checkScopeKeys(s, `searchScopes[${i}]`));
     this.#queryMessages = integerOption(options.queryMessages, 0, 'queryMessages', 0);
     this.#topK = integerOption(options.topK, 5, 'topK');
@@ -238,11 +245,13 @@ export class Mem0ContextProvider implements ContextProvider {
     if (options.budget !== undefined) this.#maxTokens = checkInteger(OWNER, 'budget.maxTokens', options.budget?.maxTokens, 0);
     this.#tokenizer = options.budget?.tokenizer ?? createCharacterTokenizer();
     this.#role = options.role ?? 'user';
-    if (this.#role !== 'user' && this.#role !== 'system') throw new ConfigurationError(`Mem0ContextProvider: role must be 'user' or 'system', got ${quoteId(this.#role)}.`);
+    if (this.#role !== 'user' && this.#role !== 'system')
+      throw new ConfigurationError(`Mem0ContextProvider: role must be 'user' or 'system', got ${quoteId(this.#role)}.`);
     const header = options.header;
     this.#render = options.render ?? ((memories) => renderMemories(memories, header));
     this.#writeMode = options.writeMode ?? 'await';
-    if (this.#writeMode !== 'await' && this.#writeMode !== 'background') throw new ConfigurationError(`Mem0ContextProvider: writeMode must be 'await' or 'background', got ${quoteId(this.#writeMode)}.`);
+    if (this.#writeMode !== 'await' && this.#writeMode !== 'background')
+      throw new ConfigurationError(`Mem0ContextProvider: writeMode must be 'await' or 'background', got ${quoteId(this.#writeMode)}.`);
     this.#metadata = options.metadata;
     this.#infer = options.infer;
     this.#parallel = (options.searchConcurrency ?? 'parallel') === 'parallel';
@@ -274,7 +283,17 @@ export class Mem0ContextProvider implements ContextProvider {
   }
 
   async beforeRun({ session, context, state, signal, report }: ProviderRunArgs): Promise<void> {
-    const run: Mem0RunReport = { searched: [], found: 0, injected: [], droppedForeign: 0, droppedBelowMinScore: 0, droppedOverTopK: 0, droppedOverBudget: 0, malformed: 0, tokens: 0 };
+    const run: Mem0RunReport = {
+      searched: [],
+      found: 0,
+      injected: [],
+      droppedForeign: 0,
+      droppedBelowMinScore: 0,
+      droppedOverTopK: 0,
+      droppedOverBudget: 0,
+      malformed: 0,
+      tokens: 0,
+    };
     const reports = (context.metadata[REPORT_KEY] ??= {}) as Record<string, Mem0RunReport>;
     reports[this.sourceId] = run;
     const ids = resolveIds(this.#ids, state, `$.state.${this.sourceId}`);
@@ -325,17 +344,30 @@ export class Mem0ContextProvider implements ContextProvider {
       ranked = ranked.filter((m) => m.score === undefined || m.score >= min);
       run.droppedBelowMinScore = before - ranked.length;
     }
-    ranked = ranked.map((m, i) => ({ m, i })).sort((a, b) => (b.m.score ?? -Infinity) - (a.m.score ?? -Infinity) || a.i - b.i).map((x) => x.m);
+    ranked = ranked
+      .map((m, i) => ({ m, i }))
+      .sort((a, b) => (b.m.score ?? -Infinity) - (a.m.score ?? -Infinity) || a.i - b.i)
+      .map((x) => x.m);
     run.droppedOverTopK = Math.max(0, ranked.length - this.#topK);
     ranked = ranked.slice(0, this.#topK);
     const fit = fitMemories(ranked, (kept) => createMemoryMessage(kept, this.#role, this.#render), this.#tokenizer, this.#maxTokens);
     run.droppedOverBudget = ranked.length - fit.kept.length;
     run.tokens = fit.tokens;
-    if (this.#maxTokens !== undefined) recordBudget(context.metadata, this.sourceId, { maxTokens: this.#maxTokens, tokens: fit.tokens, dropped: run.droppedOverBudget });
+    if (this.#maxTokens !== undefined)
+      recordBudget(context.metadata, this.sourceId, { maxTokens: this.#maxTokens, tokens: fit.tokens, dropped: run.droppedOverBudget });
     if (run.droppedForeign > 0) {
-      diagnose(report, 'foreign-memories-dropped', `${run.droppedForeign} memories of other users came back from mem0 and were dropped; check searchScopes.`, { sessionId: session.sessionId, dropped: run.droppedForeign });
+      diagnose(
+        report,
+        'foreign-memories-dropped',
+        `${run.droppedForeign} memories of other users came back from mem0 and were dropped; check searchScopes.`,
+        { sessionId: session.sessionId, dropped: run.droppedForeign },
+      );
     }
-    if (run.malformed > 0) diagnose(report, 'malformed-memories', `${run.malformed} mem0 results had no id or text and were ignored.`, { sessionId: session.sessionId, malformed: run.malformed });
+    if (run.malformed > 0)
+      diagnose(report, 'malformed-memories', `${run.malformed} mem0 results had no id or text and were ignored.`, {
+        sessionId: session.sessionId,
+        malformed: run.malformed,
+      });
     if (!fit.message) return;
     run.injected = fit.kept.map((m) => m.id);
     context.extendMessages(this.sourceId, [fit.message]);
@@ -353,12 +385,20 @@ export class Mem0ContextProvider implements ContextProvider {
     const scope = pickScope(this.#storeScope, ids, session.sessionId);
     if (!scope) {
       const missing = this.#storeScope.filter((k) => ids[k] === undefined && k !== 'runId');
-      diagnose(report, 'write-skipped', `The turn was not stored: the session has no ${missing.join(', ')} (storeScope).`, { sessionId: session.sessionId, missing });
+      diagnose(report, 'write-skipped', `The turn was not stored: the session has no ${missing.join(', ')} (storeScope).`, {
+        sessionId: session.sessionId,
+        missing,
+      });
       return note('missing-scope');
     }
     const adapter = await this.#adapter();
     const site: Mem0CallSite = { operation: 'add', kind: adapter.kind, sessionId: session.sessionId };
-    const request = { messages, scope, ...(this.#metadata !== undefined ? { metadata: this.#metadata } : {}), ...(this.#infer !== undefined ? { infer: this.#infer } : {}) };
+    const request = {
+      messages,
+      scope,
+      ...(this.#metadata !== undefined ? { metadata: this.#metadata } : {}),
+      ...(this.#infer !== undefined ? { infer: this.#infer } : {}),
+    };
     // Writes of one scope run in order, so two quick turns reach mem0's extraction in sequence.
     const write = this.#enqueue(scopeKey(scope), () => callMem0(() => adapter.add(request), site, this.#writeTimeoutMs, 'writeTimeoutMs'));
     if (this.#writeMode === 'await') {
@@ -377,11 +417,23 @@ export class Mem0ContextProvider implements ContextProvider {
       () => void this.#settled++,
       (error: unknown) => {
         this.#settled++;
-        const failure: Mem0WriteFailure = { sourceId: this.sourceId, sessionId: session.sessionId, scope, messages: messages.length, error: toCtxError(error, site) };
+        const failure: Mem0WriteFailure = {
+          sourceId: this.sourceId,
+          sessionId: session.sessionId,
+          scope,
+          messages: messages.length,
+          error: toCtxError(error, site),
+        };
         this.#failures.push(failure);
         if (this.#failures.length > MAX_KEPT_FAILURES) this.#failures.shift();
         // Reaches the agent's onEvent as a `provider-diagnostic` event of the run that queued the write.
-        diagnose(report, 'background-write-failed', failure.error.message, { sessionId: failure.sessionId, scope: { ...scope }, messages: failure.messages }, failure.error);
+        diagnose(
+          report,
+          'background-write-failed',
+          failure.error.message,
+          { sessionId: failure.sessionId, scope: { ...scope }, messages: failure.messages },
+          failure.error,
+        );
       },
     );
     this.#pending.add(tracked);
@@ -400,7 +452,10 @@ export class Mem0ContextProvider implements ContextProvider {
       for (const m of earlier.slice(-this.#queryMessages)) parts.push(Message.text(m));
     }
     for (const m of context.inputMessages) if (m.role === 'user' && !isMemoryMessage(m)) parts.push(Message.text(m));
-    const query = parts.map((p) => p.trim()).filter(Boolean).join('\n');
+    const query = parts
+      .map((p) => p.trim())
+      .filter(Boolean)
+      .join('\n');
     return query.length > MAX_QUERY_CHARS ? query.slice(-MAX_QUERY_CHARS) : query;
   }
 
@@ -429,7 +484,12 @@ export class Mem0ContextProvider implements ContextProvider {
     return () => {
       created ??= create().catch((error: unknown) => {
         created = undefined; // try again on the next run
-        throw CtxError.isInstance(error) ? error : new ConfigurationError(`Mem0ContextProvider could not create its mem0 client: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        throw CtxError.isInstance(error)
+          ? error
+          : new ConfigurationError(
+              `Mem0ContextProvider could not create its mem0 client: ${error instanceof Error ? error.message : String(error)}`,
+              { cause: error },
+            );
       });
       return created;
     };
@@ -437,8 +497,10 @@ export class Mem0ContextProvider implements ContextProvider {
 }
 
 function platformFactory(apiKey: string, host: string | undefined): () => Promise<Mem0Adapter> {
-  if (typeof apiKey !== 'string' || apiKey.trim() === '') throw new ConfigurationError('Mem0ContextProvider: apiKey must be a non-empty string (the mem0 platform API key).');
-  if (host !== undefined && (typeof host !== 'string' || !/^https?:\/\//.test(host))) throw new ConfigurationError(`Mem0ContextProvider: host must be an http(s) URL, got ${quoteId(host)}.`);
+  if (typeof apiKey !== 'string' || apiKey.trim() === '')
+    throw new ConfigurationError('Mem0ContextProvider: apiKey must be a non-empty string (the mem0 platform API key).');
+  if (host !== undefined && (typeof host !== 'string' || !/^https?:\/\//.test(host)))
+    throw new ConfigurationError(`Mem0ContextProvider: host must be an http(s) URL, got ${quoteId(host)}.`);
   return async () => {
     const { MemoryClient } = await import('mem0ai');
     return createPlatformAdapter(new MemoryClient({ apiKey, ...(host !== undefined ? { host } : {}) }) as unknown as MemoryClientLike);
@@ -446,7 +508,8 @@ function platformFactory(apiKey: string, host: string | undefined): () => Promis
 }
 
 function ossFactory(config: Record<string, unknown>): () => Promise<Mem0Adapter> {
-  if (typeof config !== 'object' || config === null || Array.isArray(config)) throw new ConfigurationError('Mem0ContextProvider: oss must be the config object of `new Memory(config)` from "mem0ai/oss".');
+  if (typeof config !== 'object' || config === null || Array.isArray(config))
+    throw new ConfigurationError('Mem0ContextProvider: oss must be the config object of `new Memory(config)` from "mem0ai/oss".');
   return async () => {
     const { Memory } = await import('mem0ai/oss');
     return createOssAdapter(new Memory(config) as unknown as OssMemoryLike);

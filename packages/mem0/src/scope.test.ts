@@ -26,7 +26,18 @@ describe('checkMem0Id: an id can never widen a mem0 filter', () => {
     expect(isValidMem0Id(value)).toBe(false);
   });
 
-  it.each(['alice', 'ALICE', 'user-42', 'a@example.com', 'tenant:7/user:9', '__proto__', 'Ünïcødé', '👩‍💻', 'x'.repeat(MAX_MEM0_ID_LENGTH), '{"in":["a"]}'])('%j is accepted as the literal string it is', (value) => {
+  it.each([
+    'alice',
+    'ALICE',
+    'user-42',
+    'a@example.com',
+    'tenant:7/user:9',
+    '__proto__',
+    'Ünïcødé',
+    '👩‍💻',
+    'x'.repeat(MAX_MEM0_ID_LENGTH),
+    '{"in":["a"]}',
+  ])('%j is accepted as the literal string it is', (value) => {
     expect(checkMem0Id(value)).toBeUndefined();
     expect(platformFilters({ userId: value })).toEqual({ user_id: value });
   });
@@ -56,5 +67,4 @@ describe('scopes', () => {
     expect(pickScope(['userId'], ids, 'a b')).toEqual({ userId: 'u' }); // the session id is only checked when needed
     expect(scopeKey({ userId: 'u' })).not.toBe(scopeKey({ agentId: 'u' }));
   });
-
 });

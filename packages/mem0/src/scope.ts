@@ -82,10 +82,14 @@ export function quoteId(value: unknown): string {
  * @throws ConfigurationError when it is empty, has an unknown key or a key twice.
  */
 export function checkScopeKeys(keys: unknown, what: string): readonly Mem0ScopeKey[] {
-  if (!Array.isArray(keys) || keys.length === 0) throw new ConfigurationError(`Mem0ContextProvider: ${what} must be a non-empty list of scope keys (${MEM0_SCOPE_KEYS.join(', ')}).`);
+  if (!Array.isArray(keys) || keys.length === 0)
+    throw new ConfigurationError(`Mem0ContextProvider: ${what} must be a non-empty list of scope keys (${MEM0_SCOPE_KEYS.join(', ')}).`);
   const seen = new Set<string>();
   for (const key of keys) {
-    if (!MEM0_SCOPE_KEYS.includes(key as Mem0ScopeKey)) throw new ConfigurationError(`Mem0ContextProvider: ${what} has ${quoteId(key)}, which is not a scope key; use ${MEM0_SCOPE_KEYS.join(', ')}.`);
+    if (!MEM0_SCOPE_KEYS.includes(key as Mem0ScopeKey))
+      throw new ConfigurationError(
+        `Mem0ContextProvider: ${what} has ${quoteId(key)}, which is not a scope key; use ${MEM0_SCOPE_KEYS.join(', ')}.`,
+      );
     if (seen.has(key as string)) throw new ConfigurationError(`Mem0ContextProvider: ${what} names ${key as string} twice.`);
     seen.add(key as string);
   }
@@ -120,7 +124,10 @@ export function pickScope(keys: readonly Mem0ScopeKey[], ids: Mem0Scope, session
     let value = ids[key];
     if (value === undefined && key === 'runId') {
       const problem = checkMem0Id(sessionId);
-      if (problem) throw new ConfigurationError(`Mem0ContextProvider: the session id ${quoteId(sessionId)} cannot be the mem0 run_id: it ${problem}. Set state.runId (or the runId option) to a valid id.`);
+      if (problem)
+        throw new ConfigurationError(
+          `Mem0ContextProvider: the session id ${quoteId(sessionId)} cannot be the mem0 run_id: it ${problem}. Set state.runId (or the runId option) to a valid id.`,
+        );
       value = sessionId;
     }
     if (value === undefined) return undefined;

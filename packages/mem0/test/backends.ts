@@ -48,7 +48,10 @@ export function extractionReply(request: RecordedRequest): { text: string } | un
   const format = request.body?.response_format as { type?: string } | undefined;
   const prompt = messages.find((m) => m.role === 'user')?.content ?? '';
   if (format?.type !== 'json_object' || !prompt.includes('## New Messages')) return undefined;
-  const facts = newMessagesOf(prompt).filter((m) => m.role === 'user').map((m) => m.content.trim()).filter(Boolean);
+  const facts = newMessagesOf(prompt)
+    .filter((m) => m.role === 'user')
+    .map((m) => m.content.trim())
+    .filter(Boolean);
   return { text: JSON.stringify({ memory: facts.map((text, i) => ({ id: String(i), text, attributed_to: 'user' })) }) };
 }
 
@@ -84,7 +87,11 @@ export async function ossBackend(): Promise<Backend & { openai: OpenAITestServer
     addedTurns: () =>
       openai.requests
         .filter((r) => r.route === '/chat/completions' && extractionReply(r) !== undefined)
-        .map((r) => newMessagesOf(((r.body?.messages ?? []) as { role: string; content: string }[]).find((m) => m.role === 'user')!.content).map((m) => `${m.role}: ${m.content}`)),
+        .map((r) =>
+          newMessagesOf(((r.body?.messages ?? []) as { role: string; content: string }[]).find((m) => m.role === 'user')!.content).map(
+            (m) => `${m.role}: ${m.content}`,
+          ),
+        ),
   };
 }
 

@@ -7,11 +7,25 @@ import type {
   ChatCompletionTool,
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions';
-import type { ChatOptions, ChatResponse, ChatResponseUpdate, Content, DataContent, FinishReason, FunctionResultContent, Message, Usage } from '@ctx/core';
+import type {
+  ChatOptions,
+  ChatResponse,
+  ChatResponseUpdate,
+  Content,
+  DataContent,
+  FinishReason,
+  FunctionResultContent,
+  Message,
+  Usage,
+} from '@ctx/core';
 import { Message as Messages } from '@ctx/core';
 
 /** Core messages (plus instructions) as Chat Completions messages. Reasoning is not sent: the API has no place for it. */
-export function toChatMessages(messages: readonly Message[], instructions: string | undefined, systemRole: 'system' | 'developer'): ChatCompletionMessageParam[] {
+export function toChatMessages(
+  messages: readonly Message[],
+  instructions: string | undefined,
+  systemRole: 'system' | 'developer',
+): ChatCompletionMessageParam[] {
   const out: ChatCompletionMessageParam[] = [];
   if (instructions) out.push({ role: systemRole, content: instructions });
   for (const m of messages) {
@@ -33,7 +47,15 @@ export function toChatMessages(messages: readonly Message[], instructions: strin
         out.push({
           role: 'assistant',
           content: text || (calls.length ? null : ''),
-          ...(calls.length ? { tool_calls: calls.map((c) => ({ id: c.callId, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}),
+          ...(calls.length
+            ? {
+                tool_calls: calls.map((c) => ({
+                  id: c.callId,
+                  type: 'function' as const,
+                  function: { name: c.name, arguments: c.arguments },
+                })),
+              }
+            : {}),
           ...name,
         });
         break;
@@ -85,7 +107,10 @@ export function toChatParams(options: ChatOptions): Partial<ChatCompletionCreate
   const params: Partial<ChatCompletionCreateParamsBase> = {};
   if (options.tools?.length) {
     params.tools = options.tools.map(
-      (t): ChatCompletionTool => ({ type: 'function', function: { name: t.name, parameters: t.parameters, ...(t.description ? { description: t.description } : {}) } }),
+      (t): ChatCompletionTool => ({
+        type: 'function',
+        function: { name: t.name, parameters: t.parameters, ...(t.description ? { description: t.description } : {}) },
+      }),
     );
   }
   if (options.toolChoice !== undefined) params.tool_choice = toToolChoice(options.toolChoice);
@@ -95,7 +120,15 @@ export function toChatParams(options: ChatOptions): Partial<ChatCompletionCreate
   const format = options.responseFormat;
   if (format?.type === 'json') {
     params.response_format = format.schema
-      ? { type: 'json_schema', json_schema: { name: format.name ?? 'response', schema: format.schema, strict: true, ...(format.description ? { description: format.description } : {}) } }
+      ? {
+          type: 'json_schema',
+          json_schema: {
+            name: format.name ?? 'response',
+            schema: format.schema,
+            strict: true,
+            ...(format.description ? { description: format.description } : {}),
+          },
+        }
       : { type: 'json_object' };
   } else if (format?.type === 'text') {
     params.response_format = { type: 'text' };
@@ -128,7 +161,9 @@ export function toFinishReason(reason: string | null | undefined): FinishReason 
 }
 
 /** Chat Completions usage as core usage. */
-export function toUsage(usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null | undefined): Usage | undefined {
+export function toUsage(
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null | undefined,
+): Usage | undefined {
   return usage ? { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens, totalTokens: usage.total_tokens } : undefined;
 }
 
@@ -140,7 +175,8 @@ export function fromChatCompletion(completion: ChatCompletion): ChatResponse {
   if (message?.content) contents.push({ type: 'text', text: message.content });
   else if (message?.refusal) contents.push({ type: 'text', text: message.refusal });
   for (const call of message?.tool_calls ?? []) {
-    if (call.type === 'function') contents.push({ type: 'function-call', callId: call.id, name: call.function.name, arguments: call.function.arguments });
+    if (call.type === 'function')
+      contents.push({ type: 'function-call', callId: call.id, name: call.function.name, arguments: call.function.arguments });
   }
   const response: ChatResponse = {
     messages: [{ id: completion.id, role: 'assistant', contents, createdAt: new Date(completion.created * 1000).toISOString() }],
@@ -166,10 +202,21 @@ export function createChunkMapper(): (chunk: ChatCompletionChunk) => ChatRespons
       for (const piece of delta.tool_calls) {
         let call = calls.get(piece.index);
         if (!call) calls.set(piece.index, (call = { callId: piece.id ?? `call_${piece.index}`, name: piece.function?.name ?? '' }));
-        contents.push({ type: 'function-call', callId: call.callId, name: piece.function?.name ?? '', arguments: piece.function?.arguments ?? '' });
+        contents.push({
+          type: 'function-call',
+          callId: call.callId,
+          name: piece.function?.name ?? '',
+          arguments: piece.function?.arguments ?? '',
+        });
       }
     }
     // One object shape for every update keeps this hot path monomorphic.
-    return { messageId: chunk.id, role: 'assistant', contents, usage: toUsage(chunk.usage), finishReason: toFinishReason(choice?.finish_reason) };
+    return {
+      messageId: chunk.id,
+      role: 'assistant',
+      contents,
+      usage: toUsage(chunk.usage),
+      finishReason: toFinishReason(choice?.finish_reason),
+    };
   };
 }

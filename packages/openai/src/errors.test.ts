@@ -9,7 +9,9 @@ describe('toCtxError', () => {
     const error = toCtxError(cause, 'sk-secret-123');
     expect(BackendUnavailableError.isInstance(error)).toBe(true);
     expect((error as BackendUnavailableError).backend).toBe('openai');
-    expect((error as Error).message).toMatch(/^The OpenAI call failed outside the service's answer: TypeError: Cannot read properties .*\[redacted\]\. Check the client's settings/);
+    expect((error as Error).message).toMatch(
+      /^The OpenAI call failed outside the service's answer: TypeError: Cannot read properties .*\[redacted\]\. Check the client's settings/,
+    );
     expect((error as Error).message).not.toContain('sk-secret-123');
     expect((error as Error).cause).toBe(cause);
   });

@@ -23,18 +23,28 @@ export function toCtxError(error: unknown, secret: string | undefined, signal?: 
     const message = redact(error.message);
     if (status === 401 || status === 403) {
       // No cause: the SDK error carries the raw server text.
-      return new ConfigurationError(`The OpenAI service refused the credentials (${status}${code ? ` ${code}` : ''}): check the API key, token or endpoint. ${message}`);
+      return new ConfigurationError(
+        `The OpenAI service refused the credentials (${status}${code ? ` ${code}` : ''}): check the API key, token or endpoint. ${message}`,
+      );
     }
     if (code === 'context_length_exceeded' || /maximum context length|context window/i.test(error.message)) {
       return new ContextWindowExceededError(`The request does not fit the model's context window: ${message}`, { cause: error });
     }
     if (status === 408 || status === 409 || status === 429 || status >= 500) {
-      return new BackendUnavailableError(BACKEND, `The OpenAI service failed with ${status}${code ? ` ${code}` : ''} after retries: ${message}`, { cause: error });
+      return new BackendUnavailableError(
+        BACKEND,
+        `The OpenAI service failed with ${status}${code ? ` ${code}` : ''} after retries: ${message}`,
+        { cause: error },
+      );
     }
-    return new ConfigurationError(`The OpenAI service rejected the request (${status}${code ? ` ${code}` : ''}): ${message}`, { cause: error });
+    return new ConfigurationError(`The OpenAI service rejected the request (${status}${code ? ` ${code}` : ''}): ${message}`, {
+      cause: error,
+    });
   }
   if (error instanceof OpenAIError || error instanceof SyntaxError) {
-    return new BackendUnavailableError(BACKEND, `The OpenAI service sent a malformed reply: ${redact((error as Error).message)}`, { cause: error });
+    return new BackendUnavailableError(BACKEND, `The OpenAI service sent a malformed reply: ${redact((error as Error).message)}`, {
+      cause: error,
+    });
   }
   if (during === 'stream' && error instanceof Error) {
     // e.g. undici's "terminated" when the connection drops mid-stream
@@ -49,5 +59,8 @@ export function toCtxError(error: unknown, secret: string | undefined, signal?: 
 
 /** The error for a stream that ended before the service said it was complete. */
 export function truncatedStream(what: string): BackendUnavailableError {
-  return new BackendUnavailableError(BACKEND, `The OpenAI ${what} stream ended before it completed; the reply is incomplete. Retry the run.`);
+  return new BackendUnavailableError(
+    BACKEND,
+    `The OpenAI ${what} stream ended before it completed; the reply is incomplete. Retry the run.`,
+  );
 }

@@ -1,5 +1,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { BackendUnavailableError, ConfigurationError, ContextWindowExceededError, createAgent, defineTool, Message, type ChatResponseUpdate } from '@ctx/core';
+import {
+  BackendUnavailableError,
+  ConfigurationError,
+  ContextWindowExceededError,
+  createAgent,
+  defineTool,
+  Message,
+  type ChatResponseUpdate,
+} from '@ctx/core';
 import { startOpenAITestServer, type OpenAITestServer } from '@ctx/openai-test-server';
 import { OpenAIChatClient } from './openai-chat-client.js';
 
@@ -35,7 +43,15 @@ describe('OpenAIChatClient', () => {
   });
 
   it('runs a tool loop: tool_calls out, tool messages back', async () => {
-    server.enqueue({ toolCalls: [{ name: 'get_weather', arguments: { city: 'Oslo' }, id: 'call_a' }, { name: 'get_weather', arguments: { city: 'Rome' }, id: 'call_b' }] }, { text: 'Oslo -3, Rome 18.' });
+    server.enqueue(
+      {
+        toolCalls: [
+          { name: 'get_weather', arguments: { city: 'Oslo' }, id: 'call_a' },
+          { name: 'get_weather', arguments: { city: 'Rome' }, id: 'call_b' },
+        ],
+      },
+      { text: 'Oslo -3, Rome 18.' },
+    );
     const weather = defineTool({
       name: 'get_weather',
       description: 'Weather for a city',
@@ -45,7 +61,9 @@ describe('OpenAIChatClient', () => {
     const res = await createAgent({ client: chat(), tools: [weather] }).run('Weather in Oslo and Rome?');
     expect(res.text).toBe('Oslo -3, Rome 18.');
     const [first, second] = bodies();
-    expect(first!.tools).toEqual([{ type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: weather.parameters } }]);
+    expect(first!.tools).toEqual([
+      { type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: weather.parameters } },
+    ]);
     expect(second!.messages.slice(1)).toEqual([
       {
         role: 'assistant',
@@ -61,7 +79,10 @@ describe('OpenAIChatClient', () => {
   });
 
   it('streams text and tool-call argument deltas, assembled by the agent', async () => {
-    server.enqueue({ toolCalls: [{ name: 'lookup', arguments: { query: 'a fairly long query string to split' }, id: 'call_s' }] }, { text: 'The answer, streamed in many small pieces.' });
+    server.enqueue(
+      { toolCalls: [{ name: 'lookup', arguments: { query: 'a fairly long query string to split' }, id: 'call_s' }] },
+      { text: 'The answer, streamed in many small pieces.' },
+    );
     const lookup = defineTool({ name: 'lookup', parameters: { type: 'object' }, execute: ({ query }: { query: string }) => query.length });
     const stream = createAgent({ client: chat(), tools: [lookup] }).runStream('go');
     const updates: ChatResponseUpdate[] = [];
@@ -69,7 +90,9 @@ describe('OpenAIChatClient', () => {
     const res = await stream.response;
     const argPieces = updates.flatMap((u) => u.contents).filter((c) => c.type === 'function-call');
     expect(argPieces.length).toBeGreaterThan(1);
-    expect(Message.functionCalls(res.messages[0]!)).toEqual([{ type: 'function-call', callId: 'call_s', name: 'lookup', arguments: '{"query":"a fairly long query string to split"}' }]);
+    expect(Message.functionCalls(res.messages[0]!)).toEqual([
+      { type: 'function-call', callId: 'call_s', name: 'lookup', arguments: '{"query":"a fairly long query string to split"}' },
+    ]);
     expect(res.messages[1]!.contents[0]).toMatchObject({ type: 'function-result', callId: 'call_s', result: 35 });
     expect(updates.filter((u) => u.contents.some((c) => c.type === 'text')).length).toBeGreaterThan(2);
     expect(res.text).toBe('The answer, streamed in many small pieces.');
@@ -90,10 +113,20 @@ describe('OpenAIChatClient', () => {
         ],
         { authorName: 'Ann Lee' },
       ),
-      Message.assistant([{ type: 'reasoning', text: 'hidden' }, { type: 'text', text: 'calling' }, { type: 'function-call', callId: 'c1', name: 'f', arguments: '{}' }]),
+      Message.assistant([
+        { type: 'reasoning', text: 'hidden' },
+        { type: 'text', text: 'calling' },
+        { type: 'function-call', callId: 'c1', name: 'f', arguments: '{}' },
+      ]),
       Message.tool([{ type: 'function-result', callId: 'c1', result: 'plain text' }]),
     ];
-    await chat({ systemRole: 'developer' }).getResponse(messages, { instructions: 'inst', temperature: 0.2, maxOutputTokens: 50, toolChoice: { type: 'tool', name: 'f' }, responseFormat: { type: 'json', name: 'answer', schema: { type: 'object' } } });
+    await chat({ systemRole: 'developer' }).getResponse(messages, {
+      instructions: 'inst',
+      temperature: 0.2,
+      maxOutputTokens: 50,
+      toolChoice: { type: 'tool', name: 'f' },
+      responseFormat: { type: 'json', name: 'answer', schema: { type: 'object' } },
+    });
     const body = bodies()[0]!;
     expect(body.messages).toEqual([
       { role: 'developer', content: 'inst' },
@@ -130,17 +163,28 @@ describe('OpenAIChatClient', () => {
 
   it('429 and 5xx are retried by the SDK, then BackendUnavailableError', async () => {
     server.enqueue(...Array(3).fill({ error: { status: 500, message: 'boom' } }));
-    const error = await chat({ maxRetries: 2 }).getResponse([Message.user('hi')], {}).catch((e: unknown) => e);
+    const error = await chat({ maxRetries: 2 })
+      .getResponse([Message.user('hi')], {})
+      .catch((e: unknown) => e);
     expect(BackendUnavailableError.isInstance(error)).toBe(true);
     expect(bodies()).toHaveLength(3);
     server.enqueue({ error: { status: 429, message: 'slow down' }, headers: { 'retry-after-ms': '1' } }, { text: 'recovered' });
-    expect((await chat({ maxRetries: 1 }).getResponse([Message.user('hi')], {})).messages[0]!.contents).toEqual([{ type: 'text', text: 'recovered' }]);
+    expect((await chat({ maxRetries: 1 }).getResponse([Message.user('hi')], {})).messages[0]!.contents).toEqual([
+      { type: 'text', text: 'recovered' },
+    ]);
     server.enqueue({ error: { status: 429, message: 'slow down' } });
     await expect(chat().getResponse([Message.user('hi')], {})).rejects.toSatisfy((e) => BackendUnavailableError.isInstance(e));
   });
 
   it('a context-length error is a ContextWindowExceededError', async () => {
-    server.enqueue({ error: { status: 400, code: 'context_length_exceeded', param: 'messages', message: "This model's maximum context length is 128000 tokens." } });
+    server.enqueue({
+      error: {
+        status: 400,
+        code: 'context_length_exceeded',
+        param: 'messages',
+        message: "This model's maximum context length is 128000 tokens.",
+      },
+    });
     await expect(chat().getResponse([Message.user('hi')], {})).rejects.toSatisfy((e) => ContextWindowExceededError.isInstance(e));
   });
 
@@ -166,7 +210,10 @@ describe('OpenAIChatClient', () => {
 
   it('talks to Azure OpenAI deployments with an api-key header', async () => {
     server.enqueue({ text: 'from azure' });
-    const client = new OpenAIChatClient({ azure: { endpoint: server.origin, deployment: 'gpt-4o-prod', apiVersion: '2024-10-21', apiKey: 'sk-test-secret-key' }, maxRetries: 0 });
+    const client = new OpenAIChatClient({
+      azure: { endpoint: server.origin, deployment: 'gpt-4o-prod', apiVersion: '2024-10-21', apiKey: 'sk-test-secret-key' },
+      maxRetries: 0,
+    });
     expect(client.modelId).toBe('gpt-4o-prod');
     expect(client.provider).toBe('azure-openai');
     const res = await client.getResponse([Message.user('hi')], {});
@@ -181,10 +228,15 @@ describe('OpenAIChatClient', () => {
     server.enqueue({ text: 'token ok' });
     let asked = 0;
     const client = new OpenAIChatClient({
-      azure: { endpoint: server.origin, deployment: 'gpt-4o-prod', apiVersion: '2024-10-21', azureADTokenProvider: async () => {
-        asked++;
-        return 'sk-test-secret-key';
-      } },
+      azure: {
+        endpoint: server.origin,
+        deployment: 'gpt-4o-prod',
+        apiVersion: '2024-10-21',
+        azureADTokenProvider: async () => {
+          asked++;
+          return 'sk-test-secret-key';
+        },
+      },
       maxRetries: 0,
     });
     expect(Message.text((await client.getResponse([Message.user('hi')], {})).messages[0]!)).toBe('token ok');

@@ -47,7 +47,11 @@ export class OpenAIChatClient implements ChatClient {
   }
 
   async *getStreamingResponse(messages: Message[], options: ChatOptions): AsyncIterable<ChatResponseUpdate> {
-    const body: ChatCompletionCreateParamsStreaming = { ...this.#body(messages, options), stream: true, stream_options: { include_usage: true } };
+    const body: ChatCompletionCreateParamsStreaming = {
+      ...this.#body(messages, options),
+      stream: true,
+      stream_options: { include_usage: true },
+    };
     const map = createChunkMapper();
     let finished = false;
     try {
@@ -79,6 +83,7 @@ export class OpenAIChatClient implements ChatClient {
  */
 export function resolveModel(owner: string, options: { model?: string; azure?: { deployment?: string } }): string {
   const model = options.model ?? options.azure?.deployment;
-  if (!model) throw new ConfigurationError(`${owner} needs a model: pass \`model\` (e.g. 'gpt-4o-mini'), or for Azure OpenAI \`azure.deployment\`.`);
+  if (!model)
+    throw new ConfigurationError(`${owner} needs a model: pass \`model\` (e.g. 'gpt-4o-mini'), or for Azure OpenAI \`azure.deployment\`.`);
   return model;
 }

@@ -9,8 +9,14 @@ const base = { baseURL: 'http://127.0.0.1:9/v1', apiKey: 'k' };
 
 describe('option checks', () => {
   it.each([
-    [() => new OpenAIChatClient({ ...base, model: 'm', maxRetries: -1 }), /^OpenAIChatClient: maxRetries must be a non-negative integer, got -1\.$/],
-    [() => new OpenAIResponsesClient({ ...base, model: 'm', timeout: 0 }), /^OpenAIResponsesClient: timeout must be a positive number, got 0\.$/],
+    [
+      () => new OpenAIChatClient({ ...base, model: 'm', maxRetries: -1 }),
+      /^OpenAIChatClient: maxRetries must be a non-negative integer, got -1\.$/,
+    ],
+    [
+      () => new OpenAIResponsesClient({ ...base, model: 'm', timeout: 0 }),
+      /^OpenAIResponsesClient: timeout must be a positive number, got 0\.$/,
+    ],
     [() => new OpenAIEmbeddings({ ...base, batchSize: 0 }), /^OpenAIEmbeddings: batchSize must be a positive integer, got 0\.$/],
     [() => new OpenAIEmbeddings({ ...base, concurrency: 0 }), /^OpenAIEmbeddings: concurrency must be a positive integer, got 0\.$/],
     [() => new OpenAIEmbeddings({ ...base, dimensions: 1.5 }), /^OpenAIEmbeddings: dimensions must be a positive integer, got 1\.5\.$/],

@@ -30,7 +30,12 @@ describe('OpenAIEmbeddings', () => {
   it('decodes base64 (the SDK default) to the same values as floats', async () => {
     const embeddings = new OpenAIEmbeddings({ baseURL: server.url, apiKey: 'test-key', dimensions: 16 });
     const [viaSdkDefault] = await embeddings.embed(['hello world']);
-    const floats = await embeddings.client.embeddings.create({ model: 'text-embedding-3-small', input: 'hello world', dimensions: 16, encoding_format: 'float' });
+    const floats = await embeddings.client.embeddings.create({
+      model: 'text-embedding-3-small',
+      input: 'hello world',
+      dimensions: 16,
+      encoding_format: 'float',
+    });
     floats.data[0]!.embedding.forEach((x, i) => expect(viaSdkDefault![i]).toBeCloseTo(x, 6));
   });
 });

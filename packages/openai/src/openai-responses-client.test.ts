@@ -31,7 +31,12 @@ describe('OpenAIResponsesClient', () => {
     expect(b2!.input).toEqual([{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Who am I?' }] }]);
     expect(b2!.instructions).toBe('Be brief.');
     expect(session.state.memory).toBeUndefined(); // no local history was kept or loaded
-    expect((session.state.audit!.messages as unknown as Message[]).map((m) => Message.text(m))).toEqual(['I am Ann', 'Hi Ann.', 'Who am I?', 'You are Ann.']);
+    expect((session.state.audit!.messages as unknown as Message[]).map((m) => Message.text(m))).toEqual([
+      'I am Ann',
+      'Hi Ann.',
+      'Who am I?',
+      'You are Ann.',
+    ]);
     // the service holds the whole chain
     const chain = JSON.stringify(server.conversation(second.conversationId!));
     expect(chain).toContain('I am Ann');
@@ -58,7 +63,10 @@ describe('OpenAIResponsesClient', () => {
   });
 
   it('with store: false sends reasoning items back with the calls they led to', async () => {
-    server.enqueue({ reasoning: 'check the weather first', toolCalls: [{ name: 'weather', arguments: {}, id: 'call_r' }] }, { text: 'Sunny.' });
+    server.enqueue(
+      { reasoning: 'check the weather first', toolCalls: [{ name: 'weather', arguments: {}, id: 'call_r' }] },
+      { text: 'Sunny.' },
+    );
     const weather = defineTool({ name: 'weather', parameters: { type: 'object' }, execute: () => 'sunny' });
     const res = await createAgent({ client: responses(), tools: [weather] }).run('Weather?', { options: { store: false } });
     expect(res.text).toBe('Sunny.');
@@ -71,7 +79,10 @@ describe('OpenAIResponsesClient', () => {
   });
 
   it('runs a tool loop with function_call and function_call_output items, chained by response id', async () => {
-    server.enqueue({ reasoning: 'need the weather', toolCalls: [{ name: 'weather', arguments: { city: 'Oslo' }, id: 'call_1' }] }, { text: 'Cold: -3.' });
+    server.enqueue(
+      { reasoning: 'need the weather', toolCalls: [{ name: 'weather', arguments: { city: 'Oslo' }, id: 'call_1' }] },
+      { text: 'Cold: -3.' },
+    );
     const weather = defineTool({ name: 'weather', parameters: { type: 'object' }, execute: () => ({ celsius: -3 }) });
     const res = await createAgent({ client: responses(), tools: [weather] }).run('Weather in Oslo?', { session: undefined });
     expect(res.text).toBe('Cold: -3.');
@@ -85,7 +96,10 @@ describe('OpenAIResponsesClient', () => {
   });
 
   it('streams events into updates and finishes with usage and the response id', async () => {
-    server.enqueue({ toolCalls: [{ name: 'lookup', arguments: { q: 'streaming arguments in pieces' }, id: 'call_9' }] }, { text: 'A streamed answer in several deltas.' });
+    server.enqueue(
+      { toolCalls: [{ name: 'lookup', arguments: { q: 'streaming arguments in pieces' }, id: 'call_9' }] },
+      { text: 'A streamed answer in several deltas.' },
+    );
     const lookup = defineTool({ name: 'lookup', parameters: { type: 'object' }, execute: ({ q }: { q: string }) => q.toUpperCase() });
     const agent = createAgent({ client: responses(), tools: [lookup] });
     const session = agent.createSession();
@@ -95,7 +109,11 @@ describe('OpenAIResponsesClient', () => {
     const res = await stream.response;
     expect(textUpdates).toBeGreaterThan(2);
     expect(res.text).toBe('A streamed answer in several deltas.');
-    expect(Message.functionCalls(res.messages[0]!)[0]).toMatchObject({ callId: 'call_9', name: 'lookup', arguments: '{"q":"streaming arguments in pieces"}' });
+    expect(Message.functionCalls(res.messages[0]!)[0]).toMatchObject({
+      callId: 'call_9',
+      name: 'lookup',
+      arguments: '{"q":"streaming arguments in pieces"}',
+    });
     expect(res.messages[1]!.contents[0]).toMatchObject({ result: 'STREAMING ARGUMENTS IN PIECES' });
     expect(res.usage?.totalTokens).toBeGreaterThan(0);
     expect(session.serviceSessionId).toMatch(/^resp_/);
@@ -110,13 +128,18 @@ describe('OpenAIResponsesClient', () => {
     await agent.run('one', { session });
     await agent.run('two', { session });
     expect(session.serviceSessionId).toBe(conversation.id);
-    expect(bodies().map((b) => [b.conversation, b.previous_response_id])).toEqual([[conversation.id, undefined], [conversation.id, undefined]]);
+    expect(bodies().map((b) => [b.conversation, b.previous_response_id])).toEqual([
+      [conversation.id, undefined],
+      [conversation.id, undefined],
+    ]);
   });
 
   it('an unknown previous response is a clear error', async () => {
     const agent = createAgent({ client: responses() });
     const session = agent.createSession({ serviceSessionId: 'resp_missing' });
-    await expect(agent.run('hi', { session })).rejects.toSatisfy((e) => ConfigurationError.isInstance(e) && /resp_missing|previous/i.test((e as Error).message));
+    await expect(agent.run('hi', { session })).rejects.toSatisfy(
+      (e) => ConfigurationError.isInstance(e) && /resp_missing|previous/i.test((e as Error).message),
+    );
   });
 
   it('says it stores by default', () => {

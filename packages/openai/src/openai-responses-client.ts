@@ -61,6 +61,11 @@ export class OpenAIResponsesClient implements ChatClient {
   }
 
   #body(messages: Message[], options: ChatOptions) {
-    return { ...(options.additional as object | undefined), model: this.modelId, input: toResponseInput(messages), ...toResponseParams(options) };
+    return {
+      ...(options.additional as object | undefined),
+      model: this.modelId,
+      input: toResponseInput(messages),
+      ...toResponseParams(options),
+    };
   }
 }

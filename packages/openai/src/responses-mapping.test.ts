@@ -9,7 +9,12 @@ describe('createEventMapper', () => {
   it('a response.failed event is a typed error naming the response and what to do', () => {
     const { map } = createEventMapper({});
     map(created);
-    const failed = (code: string) => ({ type: 'response.failed', sequence_number: 1, response: { id: 'resp_1', error: { code, message: 'Something went wrong.' } } }) as unknown as ResponseStreamEvent;
+    const failed = (code: string) =>
+      ({
+        type: 'response.failed',
+        sequence_number: 1,
+        response: { id: 'resp_1', error: { code, message: 'Something went wrong.' } },
+      }) as unknown as ResponseStreamEvent;
     const tooLong = (() => {
       try {
         map(failed('context_length_exceeded'));
@@ -18,8 +23,12 @@ describe('createEventMapper', () => {
       }
     })();
     expect(ContextWindowExceededError.isInstance(tooLong)).toBe(true);
-    expect((tooLong as Error).message).toBe("The OpenAI response resp_1 failed (context_length_exceeded): Something went wrong. Compact the conversation or lower the providers' budgets, then retry.");
-    expect(() => map(failed('server_error'))).toThrow(/^The OpenAI response resp_1 failed \(server_error\): Something went wrong\. Retry the run/);
+    expect((tooLong as Error).message).toBe(
+      "The OpenAI response resp_1 failed (context_length_exceeded): Something went wrong. Compact the conversation or lower the providers' budgets, then retry.",
+    );
+    expect(() => map(failed('server_error'))).toThrow(
+      /^The OpenAI response resp_1 failed \(server_error\): Something went wrong\. Retry the run/,
+    );
     expect(() => map(failed('server_error'))).toThrow(BackendUnavailableError);
   });
 

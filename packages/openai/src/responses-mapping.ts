@@ -6,7 +6,18 @@ import type {
   ResponseInputItem,
   ResponseStreamEvent,
 } from 'openai/resources/responses/responses';
-import { BackendUnavailableError, ContextWindowExceededError, type ChatOptions, type CtxError, type ChatResponse, type ChatResponseUpdate, type Content, type FinishReason, type Message, type Usage } from '@ctx/core';
+import {
+  BackendUnavailableError,
+  ContextWindowExceededError,
+  type ChatOptions,
+  type CtxError,
+  type ChatResponse,
+  type ChatResponseUpdate,
+  type Content,
+  type FinishReason,
+  type Message,
+  type Usage,
+} from '@ctx/core';
 import { dataUrl, resultText } from './chat-completions-mapping.js';
 
 /** Whether an id names a Conversations API conversation (else it is a previous response id). */
@@ -70,7 +81,13 @@ export function toResponseParams(options: ChatOptions): Partial<ResponseCreatePa
   if (options.instructions) params.instructions = options.instructions;
   if (options.tools?.length) {
     params.tools = options.tools.map(
-      (t): FunctionTool => ({ type: 'function', name: t.name, parameters: t.parameters, strict: false, ...(t.description ? { description: t.description } : {}) }),
+      (t): FunctionTool => ({
+        type: 'function',
+        name: t.name,
+        parameters: t.parameters,
+        strict: false,
+        ...(t.description ? { description: t.description } : {}),
+      }),
     );
   }
   const choice = options.toolChoice;
@@ -84,7 +101,13 @@ export function toResponseParams(options: ChatOptions): Partial<ResponseCreatePa
   if (format?.type === 'json') {
     params.text = {
       format: format.schema
-        ? { type: 'json_schema', name: format.name ?? 'response', schema: format.schema, strict: true, ...(format.description ? { description: format.description } : {}) }
+        ? {
+            type: 'json_schema',
+            name: format.name ?? 'response',
+            schema: format.schema,
+            strict: true,
+            ...(format.description ? { description: format.description } : {}),
+          }
         : { type: 'json_object' },
     };
   }
@@ -101,7 +124,11 @@ function toUsage(usage: Response['usage']): Usage | undefined {
 
 function toFinishReason(response: Response): FinishReason {
   if (response.status === 'incomplete') {
-    return response.incomplete_details?.reason === 'content_filter' ? 'content-filter' : response.incomplete_details?.reason === 'max_output_tokens' ? 'length' : 'other';
+    return response.incomplete_details?.reason === 'content_filter'
+      ? 'content-filter'
+      : response.incomplete_details?.reason === 'max_output_tokens'
+        ? 'length'
+        : 'other';
   }
   return response.output.some((item) => item.type === 'function_call') ? 'tool-calls' : 'stop';
 }
@@ -143,7 +170,10 @@ export function fromResponse(response: Response, requested: ChatOptions): ChatRe
 }
 
 /** Turns stream events into updates; `done` tells whether the service finished the response. */
-export function createEventMapper(requested: ChatOptions): { map: (event: ResponseStreamEvent) => ChatResponseUpdate | undefined; done: () => boolean } {
+export function createEventMapper(requested: ChatOptions): {
+  map: (event: ResponseStreamEvent) => ChatResponseUpdate | undefined;
+  done: () => boolean;
+} {
   let messageId: string | undefined;
   let finished = false;
   const callIds = new Map<string, string>();
@@ -161,7 +191,9 @@ export function createEventMapper(requested: ChatOptions): { map: (event: Respon
       case 'response.output_item.added':
         if (event.item.type !== 'function_call') return undefined;
         if (event.item.id) callIds.set(event.item.id, event.item.call_id);
-        return update([{ type: 'function-call', callId: event.item.call_id, name: event.item.name, arguments: event.item.arguments ?? '' }]);
+        return update([
+          { type: 'function-call', callId: event.item.call_id, name: event.item.name, arguments: event.item.arguments ?? '' },
+        ]);
       case 'response.function_call_arguments.delta': {
         const callId = callIds.get(event.item_id);
         return callId ? update([{ type: 'function-call', callId, name: '', arguments: event.delta }]) : undefined;

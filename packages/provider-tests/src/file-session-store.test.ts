@@ -48,11 +48,14 @@ describe('FileSessionStore across instances', () => {
     const stores = [new FileSessionStore({ directory }), new FileSessionStore({ directory })];
     const session = (marker: string): SessionJson => ({ type: 'ctx.session', version: 1, sessionId: 'shared', state: { app: { marker } } });
     const base = await stores[0]!.set(session('base'));
-    const outcomes = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => stores[i % 2]!.set(session(`writer ${i}`), { ifMatch: base })));
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => stores[i % 2]!.set(session(`writer ${i}`), { ifMatch: base })),
+    );
     const winners = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [{ i, etag: o.value }] : []));
     expect(winners).toHaveLength(1);
     for (const o of outcomes) if (o.status === 'rejected') expect(ConcurrencyError.isInstance(o.reason)).toBe(true);
-    for (const store of stores) expect(await store.get('shared')).toEqual({ session: session(`writer ${winners[0]!.i}`), etag: winners[0]!.etag });
+    for (const store of stores)
+      expect(await store.get('shared')).toEqual({ session: session(`writer ${winners[0]!.i}`), etag: winners[0]!.etag });
     await expectOnlySessionFiles(directory);
   });
 });

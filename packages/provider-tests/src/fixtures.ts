@@ -89,7 +89,12 @@ export function messagesOfEveryKind(): Message[] {
       role: 'tool',
       createdAt: '2025-01-01T00:00:01.000Z',
       contents: [
-        { type: 'function-result', callId: 'call_weather', name: 'get_weather', result: { temperature: -3.5, tags: ['snow', null], nested } },
+        {
+          type: 'function-result',
+          callId: 'call_weather',
+          name: 'get_weather',
+          result: { temperature: -3.5, tags: ['snow', null], nested },
+        },
         { type: 'function-result', callId: 'call_noop', name: 'noop', result: null, isError: false },
       ],
     },
@@ -104,7 +109,17 @@ export function messagesOfEveryKind(): Message[] {
       ],
     },
     { id: generateId(), role: 'assistant', contents: [] },
-    { id: generateId(), role: 'assistant', contents: [{ type: 'text', text: '' }], metadata: { ctx: { sourceId: 'response', sourceType: 'response' }, score: 0.5 } },
-    { id: generateId(), role: 'user', contents: [{ type: 'text', text: 'Thanks! 👍' }], metadata: { ctx: { sourceId: 'input', sourceType: 'input' } } },
+    {
+      id: generateId(),
+      role: 'assistant',
+      contents: [{ type: 'text', text: '' }],
+      metadata: { ctx: { sourceId: 'response', sourceType: 'response' }, score: 0.5 },
+    },
+    {
+      id: generateId(),
+      role: 'user',
+      contents: [{ type: 'text', text: 'Thanks! 👍' }],
+      metadata: { ctx: { sourceId: 'input', sourceType: 'input' } },
+    },
   ];
 }

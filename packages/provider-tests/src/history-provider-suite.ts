@@ -88,10 +88,13 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
       const asked: HistoryProviderCreateOptions = { ...overrides, sourceId: overrides.sourceId ?? `history-${tag}-${++counter}` };
       const provider = await options.create(asked);
       created.push(provider);
-      if (!HistoryProvider.isInstance(provider)) throw new Error(`create() of ${name} must return a HistoryProvider (a subclass of the one in @ctx/core).`);
+      if (!HistoryProvider.isInstance(provider))
+        throw new Error(`create() of ${name} must return a HistoryProvider (a subclass of the one in @ctx/core).`);
       for (const key of CHECKED_OPTIONS) {
         if (asked[key] !== undefined && provider[key] !== asked[key]) {
-          throw new Error(`create() of ${name} must pass every option on: asked for ${key} = ${JSON.stringify(asked[key])}, the provider has ${JSON.stringify(provider[key])}.`);
+          throw new Error(
+            `create() of ${name} must pass every option on: asked for ${key} = ${JSON.stringify(asked[key])}, the provider has ${JSON.stringify(provider[key])}.`,
+          );
         }
       }
       return provider;
@@ -106,9 +109,17 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         await agent.run('first', { session });
         await agent.run('second', { session });
         await agent.run('third', { session });
-        expect(texts(call(client, 2).messages)).toEqual(['user:first', 'assistant:re: first', 'user:second', 'assistant:re: second', 'user:third']);
+        expect(texts(call(client, 2).messages)).toEqual([
+          'user:first',
+          'assistant:re: first',
+          'user:second',
+          'assistant:re: second',
+          'user:third',
+        ]);
         const stored = await load(provider, session);
-        expect(fromSource(call(client, 2), provider.sourceId)).toEqual(stored.slice(0, 4).map((m) => Message.withSource(m, provider.sourceId, 'history')));
+        expect(fromSource(call(client, 2), provider.sourceId)).toEqual(
+          stored.slice(0, 4).map((m) => Message.withSource(m, provider.sourceId, 'history')),
+        );
       });
 
       test("loadMessages 'auto' does not load once the session has a serviceSessionId, but still stores", async () => {
@@ -134,7 +145,13 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         expect(call(client, 1).options.store).toBe(true);
         expect(texts(call(client, 1).messages)).toEqual(['user:second']);
         await agent.run('third', { session, options: { store: false } });
-        expect(texts(call(client, 2).messages)).toEqual(['user:first', 'assistant:re: first', 'user:second', 'assistant:re: second', 'user:third']);
+        expect(texts(call(client, 2).messages)).toEqual([
+          'user:first',
+          'assistant:re: first',
+          'user:second',
+          'assistant:re: second',
+          'user:third',
+        ]);
       });
 
       test("loadMessages 'auto' does not load when the client stores by default, unless the run sets store: false", async () => {
@@ -146,7 +163,13 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         await agent.run('second', { session });
         expect(texts(call(client, 1).messages)).toEqual(['user:second']);
         await agent.run('third', { session, options: { store: false } });
-        expect(texts(call(client, 2).messages)).toEqual(['user:first', 'assistant:re: first', 'user:second', 'assistant:re: second', 'user:third']);
+        expect(texts(call(client, 2).messages)).toEqual([
+          'user:first',
+          'assistant:re: first',
+          'user:second',
+          'assistant:re: second',
+          'user:third',
+        ]);
         expect(fromSource(call(client, 2), provider.sourceId)).toHaveLength(4);
       });
 
@@ -172,7 +195,9 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         const stored = await load(provider, session);
         expect(texts(stored)).toEqual(['user:weather?', 'assistant:', 'tool:', 'assistant:sunny', 'user:thanks', 'assistant:re: thanks']);
         const [functionCall] = Message.functionCalls(stored[1]!);
-        expect(stored[2]!.contents).toEqual([{ type: 'function-result', callId: functionCall!.callId, name: 'lookup', result: { hits: ['weather'] } }]);
+        expect(stored[2]!.contents).toEqual([
+          { type: 'function-result', callId: functionCall!.callId, name: 'lookup', result: { hits: ['weather'] } },
+        ]);
       });
 
       test('getMessages of a session with no history is empty', async () => {
@@ -199,14 +224,25 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
       test('stores a whole tool exchange in order: calls, results, final answer', async () => {
         const provider = await make();
         const client = new ScriptedChatClient({
-          replies: [{ toolCalls: [{ name: 'lookup', callId: 'call_a', arguments: { q: 'a' } }, { name: 'lookup', callId: 'call_b', arguments: { q: 'b' } }] }, 'both found'],
+          replies: [
+            {
+              toolCalls: [
+                { name: 'lookup', callId: 'call_a', arguments: { q: 'a' } },
+                { name: 'lookup', callId: 'call_b', arguments: { q: 'b' } },
+              ],
+            },
+            'both found',
+          ],
         });
         const agent = createAgent({ client, tools: [lookupTool()], contextProviders: [provider] });
         const session = agent.createSession();
         const input = Message.user('find a and b');
         const response = await agent.run(input, { session });
         const stored = await load(provider, session);
-        expect(stored).toEqual([Message.withSource(input, 'input', 'input'), ...response.messages.map((m) => Message.withSource(m, 'response', 'response'))]);
+        expect(stored).toEqual([
+          Message.withSource(input, 'input', 'input'),
+          ...response.messages.map((m) => Message.withSource(m, 'response', 'response')),
+        ]);
         expect(texts(stored)).toEqual(['user:find a and b', 'assistant:', 'tool:', 'assistant:both found']);
         expect(stored[2]!.contents).toEqual([
           { type: 'function-result', callId: 'call_a', name: 'lookup', result: { hits: ['a'] } },
@@ -216,7 +252,13 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
 
       test('a failing tool is not a failed run: its error result is stored', async () => {
         const provider = await make();
-        const broken = defineTool({ name: 'broken', parameters: { type: 'object' }, execute: () => { throw new Error('disk on fire'); } });
+        const broken = defineTool({
+          name: 'broken',
+          parameters: { type: 'object' },
+          execute: () => {
+            throw new Error('disk on fire');
+          },
+        });
         const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'broken', callId: 'call_x' }] }, 'sorry'] });
         const agent = createAgent({ client, tools: [broken], contextProviders: [provider] });
         const session = agent.createSession();
@@ -267,13 +309,23 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
 
       test('storeContextMessages: true stores injected context before the input, whatever the provider order', async () => {
         const provider = await make({ storeContextMessages: true });
-        for (const order of [[injector('notes'), provider], [provider, injector('notes')]]) {
+        for (const order of [
+          [injector('notes'), provider],
+          [provider, injector('notes')],
+        ]) {
           const agent = agentWith(order);
           const session = agent.createSession();
           await agent.run('a', { session });
           await agent.run('b', { session });
           const stored = await load(provider, session);
-          expect(texts(stored)).toEqual(['system:notes says hi', 'user:a', 'assistant:re: a', 'system:notes says hi', 'user:b', 'assistant:re: b']);
+          expect(texts(stored)).toEqual([
+            'system:notes says hi',
+            'user:a',
+            'assistant:re: a',
+            'system:notes says hi',
+            'user:b',
+            'assistant:re: b',
+          ]);
           expect(Message.source(stored[0]!)).toEqual({ sourceId: 'notes', sourceType: 'context' });
           expect(new Set(stored.map((m) => m.id)).size).toBe(6);
         }
@@ -312,7 +364,12 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         const responses: AgentResponse[] = [];
         const inputs = [Message.user('one'), Message.user('two'), Message.user('three')];
         for (const input of inputs) responses.push(await agent.run(input, { session }));
-        expect(saves).toEqual(inputs.map((input, i) => [Message.withSource(input, 'input', 'input'), Message.withSource(responses[i]!.messages[0]!, 'response', 'response')]));
+        expect(saves).toEqual(
+          inputs.map((input, i) => [
+            Message.withSource(input, 'input', 'input'),
+            Message.withSource(responses[i]!.messages[0]!, 'response', 'response'),
+          ]),
+        );
         const stored = await load(provider, session);
         expect(stored).toHaveLength(6);
         expect(new Set(stored.map((m) => m.id)).size).toBe(6);
@@ -406,7 +463,12 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         await agentOne.run('one again', { session });
         expect(texts(call(clientTwo, 0).messages)).toEqual(['user:for two']);
         expect(texts(call(clientOne, 1).messages)).toEqual(['user:for one', 'assistant:re: for one', 'user:one again']);
-        expect(texts(await load(one, session))).toEqual(['user:for one', 'assistant:re: for one', 'user:one again', 'assistant:re: one again']);
+        expect(texts(await load(one, session))).toEqual([
+          'user:for one',
+          'assistant:re: for one',
+          'user:one again',
+          'assistant:re: one again',
+        ]);
         expect(texts(await load(two, session))).toEqual(['user:for two', 'assistant:re: for two']);
       });
 
@@ -458,10 +520,19 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         const input = messagesOfEveryKind();
         const response = await agent.run(input, { session });
         const stored = await load(provider, session);
-        expect(stored).toEqual([...input.map((m) => Message.withSource(m, 'input', 'input')), Message.withSource(response.messages[0]!, 'response', 'response')]);
-        expect(stored.at(-1)!.contents).toEqual([{ type: 'reasoning', text: 'thinking it over' }, { type: 'text', text: 'answer' }]);
+        expect(stored).toEqual([
+          ...input.map((m) => Message.withSource(m, 'input', 'input')),
+          Message.withSource(response.messages[0]!, 'response', 'response'),
+        ]);
+        expect(stored.at(-1)!.contents).toEqual([
+          { type: 'reasoning', text: 'thinking it over' },
+          { type: 'text', text: 'answer' },
+        ]);
         await agent.run('next', { session });
-        expect(call(client, 1).messages).toEqual([...stored.map((m) => Message.withSource(m, provider.sourceId, 'history')), expect.objectContaining({ role: 'user' })]);
+        expect(call(client, 1).messages).toEqual([
+          ...stored.map((m) => Message.withSource(m, provider.sourceId, 'history')),
+          expect.objectContaining({ role: 'user' }),
+        ]);
       });
 
       test('changing what was saved or loaded changes nothing stored (loaded messages may be copies or read-only)', async () => {
@@ -530,7 +601,11 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         for (const [i, session] of sessions.entries()) await agent.run(`for #${i}`, { session });
         for (const [i, session] of sessions.entries()) await save(provider, session, [Message.user(`direct #${i}`)]);
         for (const [i, session] of sessions.entries()) {
-          expect(texts(await load(provider, session)), `session id ${describeId(session.sessionId)}`).toEqual([`user:for #${i}`, `assistant:re: for #${i}`, `user:direct #${i}`]);
+          expect(texts(await load(provider, session)), `session id ${describeId(session.sessionId)}`).toEqual([
+            `user:for #${i}`,
+            `assistant:re: for #${i}`,
+            `user:direct #${i}`,
+          ]);
           expect(texts(await load(provider, session, 1)), `session id ${describeId(session.sessionId)}`).toEqual([`user:direct #${i}`]);
         }
       });
@@ -600,7 +675,6 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         !capabilities.dedupesByMessageId,
       );
     });
-
   });
 }
 

@@ -99,7 +99,8 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
         const id = newId();
         const etags: string[] = [];
         const same = sessionJson(id, 'same');
-        for (const session of [same, same, same, sessionJson(id, 'version 3'), sessionJson(id, 'version 4')]) etags.push(await store.set(session));
+        for (const session of [same, same, same, sessionJson(id, 'version 3'), sessionJson(id, 'version 4')])
+          etags.push(await store.set(session));
         expect(new Set(etags).size).toBe(5);
         const stored = await store.get(id);
         expect(stored?.etag).toBe(etags[4]);
@@ -163,20 +164,26 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
         const store = await make();
         const id = newId();
         const base = await store.set(sessionJson(id, 'base'));
-        const outcomes = await Promise.allSettled(Array.from({ length: writers }, (_, i) => store.set(sessionJson(id, `writer ${i}`), { ifMatch: base })));
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: writers }, (_, i) => store.set(sessionJson(id, `writer ${i}`), { ifMatch: base })),
+        );
         const winners = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [{ i, etag: o.value }] : []));
         expect(winners).toHaveLength(1);
-        for (const o of outcomes) if (o.status === 'rejected') expect(ConcurrencyError.isInstance(o.reason), `rejected with ${String(o.reason)}`).toBe(true);
+        for (const o of outcomes)
+          if (o.status === 'rejected') expect(ConcurrencyError.isInstance(o.reason), `rejected with ${String(o.reason)}`).toBe(true);
         expect(await store.get(id)).toEqual({ session: jsonCopy(sessionJson(id, `writer ${winners[0]!.i}`)), etag: winners[0]!.etag });
       });
 
       test(`${writers} concurrent creates with ifMatch null: exactly one wins, the others get ConcurrencyError`, async () => {
         const store = await make();
         const id = newId();
-        const outcomes = await Promise.allSettled(Array.from({ length: writers }, (_, i) => store.set(sessionJson(id, `creator ${i}`), { ifMatch: null })));
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: writers }, (_, i) => store.set(sessionJson(id, `creator ${i}`), { ifMatch: null })),
+        );
         const winners = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [{ i, etag: o.value }] : []));
         expect(winners).toHaveLength(1);
-        for (const o of outcomes) if (o.status === 'rejected') expect(ConcurrencyError.isInstance(o.reason), `rejected with ${String(o.reason)}`).toBe(true);
+        for (const o of outcomes)
+          if (o.status === 'rejected') expect(ConcurrencyError.isInstance(o.reason), `rejected with ${String(o.reason)}`).toBe(true);
         expect(await store.get(id)).toEqual({ session: jsonCopy(sessionJson(id, `creator ${winners[0]!.i}`)), etag: winners[0]!.etag });
       });
 
@@ -200,13 +207,17 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
         const etags = new Map<string, string>();
         for (const [i, id] of ids.entries()) etags.set(id, await store.set(sessionJson(id, `hostile #${i}`), { ifMatch: null }));
         for (const [i, id] of ids.entries()) {
-          expect(await store.get(id), `session id ${describeId(id)}`).toEqual({ session: jsonCopy(sessionJson(id, `hostile #${i}`)), etag: etags.get(id) });
+          expect(await store.get(id), `session id ${describeId(id)}`).toEqual({
+            session: jsonCopy(sessionJson(id, `hostile #${i}`)),
+            etag: etags.get(id),
+          });
         }
         for (const [i, id] of ids.entries()) {
           expect(await store.delete(id), `delete ${describeId(id)}`).toBe(true);
           expect(await store.get(id), `deleted ${describeId(id)}`).toBeUndefined();
           const next = ids[i + 1];
-          if (next !== undefined) expect((await store.get(next))?.session.sessionId, `${describeId(next)} survives deleting ${describeId(id)}`).toBe(next);
+          if (next !== undefined)
+            expect((await store.get(next))?.session.sessionId, `${describeId(next)} survives deleting ${describeId(id)}`).toBe(next);
         }
       });
     });
@@ -258,7 +269,14 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
         const reloaded = await a.getSession(id);
         await a.run('from a again', { session: reloaded });
         await a.saveSession(reloaded);
-        expect(texts(memoryOf(await store.get(id)))).toEqual(['user:seed', 'assistant:re: seed', 'user:from b', 'assistant:re: from b', 'user:from a again', 'assistant:re: from a again']);
+        expect(texts(memoryOf(await store.get(id)))).toEqual([
+          'user:seed',
+          'assistant:re: seed',
+          'user:from b',
+          'assistant:re: from b',
+          'user:from a again',
+          'assistant:re: from a again',
+        ]);
       });
 
       test('two agents starting the same new session: the second saveSession throws ConcurrencyError', async () => {
@@ -275,7 +293,6 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
         expect(texts(memoryOf(await store.get(id)))).toEqual(['user:from a', 'assistant:re: from a']);
       });
     });
-
   });
 }
 
@@ -309,7 +326,8 @@ function jsonCopy<T>(value: T): T {
 /** The default history (`state.memory.messages`) of a stored session. */
 function memoryOf(stored: StoredSession | undefined): Message[] {
   const messages = stored?.session.state.memory?.messages;
-  if (!Array.isArray(messages)) throw new Error(`The stored session has no default history; got ${JSON.stringify(stored?.session.state.memory)}.`);
+  if (!Array.isArray(messages))
+    throw new Error(`The stored session has no default history; got ${JSON.stringify(stored?.session.state.memory)}.`);
   return messages as unknown as Message[];
 }
 
@@ -327,7 +345,10 @@ async function expectConcurrencyError(promise: Promise<unknown>, sessionId: stri
     (value) => ({ resolved: true as const, value }),
     (error: unknown) => ({ resolved: false as const, error }),
   );
-  if (outcome.resolved) throw new Error(`Expected a ConcurrencyError for session ${describeId(sessionId)}, but the write succeeded (resolved to ${JSON.stringify(outcome.value)}).`);
+  if (outcome.resolved)
+    throw new Error(
+      `Expected a ConcurrencyError for session ${describeId(sessionId)}, but the write succeeded (resolved to ${JSON.stringify(outcome.value)}).`,
+    );
   expect(ConcurrencyError.isInstance(outcome.error), `expected a ConcurrencyError, got ${String(outcome.error)}`).toBe(true);
   expect((outcome.error as ConcurrencyError).sessionId).toBe(sessionId);
 }

@@ -50,7 +50,9 @@ export function createRegistrar(suiteName: string, expectedFailures: readonly st
   const finish = () => {
     const unknown = [...expected].filter((title) => !seen.has(title));
     if (unknown.length) {
-      throw new Error(`@ctx/provider-tests: expectedFailures of ${suiteName} name no test: ${unknown.map((t) => JSON.stringify(t)).join(', ')}. Copy the titles exactly from the test report.`);
+      throw new Error(
+        `@ctx/provider-tests: expectedFailures of ${suiteName} name no test: ${unknown.map((t) => JSON.stringify(t)).join(', ')}. Copy the titles exactly from the test report.`,
+      );
     }
   };
   return { test, finish };

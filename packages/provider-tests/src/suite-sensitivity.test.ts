@@ -65,7 +65,8 @@ class MapHistoryProvider extends HistoryProvider {
     let list = this.#backend.get(this.#key(sessionId)) ?? [];
     if (this.#fault === 'newest-first') list = [...list].reverse();
     let window = list;
-    if (limit !== undefined && this.#fault !== 'ignores-limit') window = this.#fault === 'oldest-window' ? list.slice(0, limit) : list.slice(Math.max(0, list.length - limit));
+    if (limit !== undefined && this.#fault !== 'ignores-limit')
+      window = this.#fault === 'oldest-window' ? list.slice(0, limit) : list.slice(Math.max(0, list.length - limit));
     return window.map((item) => (this.#fault === 'live-references' ? (item as Message) : (JSON.parse(item as string) as Message)));
   }
 
@@ -79,7 +80,11 @@ class MapHistoryProvider extends HistoryProvider {
       if (ids.has(m.id) && this.#fault !== 'no-dedupe') continue;
       ids.add(m.id);
       if (this.#fault === 'appends-one-by-one') await tick();
-      list.push(this.#fault === 'live-references' ? structuredClone(m) : JSON.stringify(this.#fault === 'forgets-optional-fields' ? forgetOptional(m) : m));
+      list.push(
+        this.#fault === 'live-references'
+          ? structuredClone(m)
+          : JSON.stringify(this.#fault === 'forgets-optional-fields' ? forgetOptional(m) : m),
+      );
     }
   }
 
@@ -92,13 +97,18 @@ class MapHistoryProvider extends HistoryProvider {
     if (this.#fault !== 'keeps-leading-results') return super.beforeRun(args);
     if (!this.shouldLoad(args)) return;
     const limit = this.maxMessages;
-    args.context.extendMessages(this.sourceId, await this.getMessages(args.context.sessionId, { state: args.state, ...(limit ? { limit } : {}) }), 'history');
+    args.context.extendMessages(
+      this.sourceId,
+      await this.getMessages(args.context.sessionId, { state: args.state, ...(limit ? { limit } : {}) }),
+      'history',
+    );
   }
 
   override async afterRun(args: ProviderRunArgs): Promise<void> {
     const { context } = args;
     if (this.#fault === 'stores-whole-context') {
-      if (context.error === undefined) await this.saveMessages(context.sessionId, context.getMessages({ includeInput: true, includeResponse: true }));
+      if (context.error === undefined)
+        await this.saveMessages(context.sessionId, context.getMessages({ includeInput: true, includeResponse: true }));
       return;
     }
     if (this.#fault === 'stores-failed-runs' && context.error !== undefined) {
@@ -158,12 +168,16 @@ class MapSessionStore implements SessionStore {
     const key = this.#key(session.sessionId);
     const current = this.#items.get(key);
     if (this.#fault === 'check-then-write-race') await tick();
-    const json = this.#fault === 'drops-empty-objects' ? JSON.stringify(session, (_, v: unknown) => (isEmptyObject(v) ? undefined : v)) : JSON.stringify(session);
+    const json =
+      this.#fault === 'drops-empty-objects'
+        ? JSON.stringify(session, (_, v: unknown) => (isEmptyObject(v) ? undefined : v))
+        : JSON.stringify(session);
     const etag = this.#fault === 'content-etag' ? String(hash(json)) : String(++this.#version);
     if (this.#fault === 'writes-before-check') this.#items.set(key, { json, live: session, etag });
     if (this.#fault !== 'ignores-if-match') {
       if (this.#fault === 'plain-error-on-conflict') {
-        if (options.ifMatch !== undefined && (options.ifMatch === null ? current !== undefined : current?.etag !== options.ifMatch)) throw new Error('conflict');
+        if (options.ifMatch !== undefined && (options.ifMatch === null ? current !== undefined : current?.etag !== options.ifMatch))
+          throw new Error('conflict');
       } else {
         checkIfMatch(session.sessionId, current?.etag, options.ifMatch);
       }
@@ -244,19 +258,63 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
   'ignores-source-id': [history.sourcesApart],
   'ignores-session-id': [history.contextStored, history.sessionsApart, history.hostile],
   'newest-first': allBut(history, [history.noEmpty, history.noneStored, history.notReStored, history.aborted]),
-  'undefined-when-empty': allBut(history, [history.autoDefault, history.storeOnly, history.limit, history.fidelityDirect, history.copies, history.concurrentSaves, history.retry, history.overlap]),
+  'undefined-when-empty': allBut(history, [
+    history.autoDefault,
+    history.storeOnly,
+    history.limit,
+    history.fidelityDirect,
+    history.copies,
+    history.concurrentSaves,
+    history.retry,
+    history.overlap,
+  ]),
   'no-dedupe': [history.retry, history.overlap],
   'appends-one-by-one': [history.concurrentRuns, history.concurrentSaves],
   'forgets-optional-fields': [history.storesTurn, history.fidelityDirect, history.fidelityRun, history.copies],
   'normalizes-ids': [history.hostile],
   'truncates-ids': [history.hostile],
   'live-references': [history.copies],
-  'never-loads': [history.loads, history.autoStore, history.autoDefault, history.loadTrue, history.maxMessages, history.orphan, history.order, history.sessionsApart, history.sourcesApart, history.fromJson, history.fromId, history.fidelityRun],
+  'never-loads': [
+    history.loads,
+    history.autoStore,
+    history.autoDefault,
+    history.loadTrue,
+    history.maxMessages,
+    history.orphan,
+    history.order,
+    history.sessionsApart,
+    history.sourcesApart,
+    history.fromJson,
+    history.fromId,
+    history.fidelityRun,
+  ],
   'always-loads': [history.autoService, history.autoStore, history.autoDefault, history.storeOnly],
-  'stores-whole-context': [history.storesTurn, history.toolExchange, history.noInputs, history.noOutputs, history.noneStored, history.contextDefault, history.contextFrom, history.otherHistory, history.notReStored, history.fidelityRun],
+  'stores-whole-context': [
+    history.storesTurn,
+    history.toolExchange,
+    history.noInputs,
+    history.noOutputs,
+    history.noneStored,
+    history.contextDefault,
+    history.contextFrom,
+    history.otherHistory,
+    history.notReStored,
+    history.fidelityRun,
+  ],
   'stores-failed-runs': [history.modelFails, history.aborted],
   'keeps-leading-results': [history.orphan],
-  'drops-options': [history.loadTrue, history.storeOnly, history.noInputs, history.noOutputs, history.noneStored, history.contextStored, history.contextFrom, history.otherHistory, history.maxMessages, history.orphan],
+  'drops-options': [
+    history.loadTrue,
+    history.storeOnly,
+    history.noInputs,
+    history.noOutputs,
+    history.noneStored,
+    history.contextStored,
+    history.contextFrom,
+    history.otherHistory,
+    history.maxMessages,
+    history.orphan,
+  ],
   'per-instance-backend': [history.fromJson, history.fromId],
 };
 
@@ -295,15 +353,52 @@ const store = {
 describeSessionStore('MapSessionStore (reference store)', { create: () => new MapSessionStore() });
 
 const storeFaults: Record<StoreFault, readonly string[]> = {
-  'ignores-if-match': [store.stale, store.createOnly, store.missing, store.raceIfMatch, store.raceCreate, store.agentConflict, store.agentNew],
+  'ignores-if-match': [
+    store.stale,
+    store.createOnly,
+    store.missing,
+    store.raceIfMatch,
+    store.raceCreate,
+    store.agentConflict,
+    store.agentNew,
+  ],
   'content-etag': [store.etag],
   'check-then-write-race': [store.raceIfMatch, store.raceCreate],
   'live-references': [store.copies],
   'delete-always-true': [store.delete],
   'case-insensitive-ids': [store.hostile],
-  'plain-error-on-conflict': [store.stale, store.createOnly, store.missing, store.raceIfMatch, store.raceCreate, store.agentConflict, store.agentNew],
-  'writes-before-check': [store.stale, store.createOnly, store.missing, store.raceIfMatch, store.raceCreate, store.agentConflict, store.agentNew],
-  'drops-empty-objects': [store.roundTrip, store.noService, store.copies, store.etag, store.current, store.stale, store.createOnly, store.missing, store.raceIfMatch, store.raceCreate, store.raceBlind, store.hostile],
+  'plain-error-on-conflict': [
+    store.stale,
+    store.createOnly,
+    store.missing,
+    store.raceIfMatch,
+    store.raceCreate,
+    store.agentConflict,
+    store.agentNew,
+  ],
+  'writes-before-check': [
+    store.stale,
+    store.createOnly,
+    store.missing,
+    store.raceIfMatch,
+    store.raceCreate,
+    store.agentConflict,
+    store.agentNew,
+  ],
+  'drops-empty-objects': [
+    store.roundTrip,
+    store.noService,
+    store.copies,
+    store.etag,
+    store.current,
+    store.stale,
+    store.createOnly,
+    store.missing,
+    store.raceIfMatch,
+    store.raceCreate,
+    store.raceBlind,
+    store.hostile,
+  ],
   'null-when-missing': [store.unknown, store.delete, store.missing, store.hostile],
   'caches-reads': [store.hostile, store.agents, store.agentConflict],
 };

@@ -30,8 +30,12 @@ describe('connection options', () => {
   });
 
   it('a bad timeoutMs names the owner, the option and the value', () => {
-    expect(() => new RedisSessionStore({ client: lazy(), timeoutMs: -5 })).toThrow('RedisSessionStore: timeoutMs must be a positive number, got -5.');
-    expect(() => new RedisHistoryProvider({ client: lazy(), timeoutMs: Number.NaN })).toThrow('RedisHistoryProvider: timeoutMs must be a positive number, got NaN.');
+    expect(() => new RedisSessionStore({ client: lazy(), timeoutMs: -5 })).toThrow(
+      'RedisSessionStore: timeoutMs must be a positive number, got -5.',
+    );
+    expect(() => new RedisHistoryProvider({ client: lazy(), timeoutMs: Number.NaN })).toThrow(
+      'RedisHistoryProvider: timeoutMs must be a positive number, got NaN.',
+    );
   });
 });
 
@@ -48,7 +52,9 @@ describe('the deadline and abort of every call', () => {
     expect(performance.now() - t0).toBeLessThan(1500);
     expect(BackendUnavailableError.isInstance(error)).toBe(true);
     expect((error as BackendUnavailableError).backend).toBe('redis');
-    expect((error as Error).message).toMatch(/^Redis getMessages for session "s-1" \(key "ctx:history:redis:\{s-1\}:messages"\) on 127\.0\.0\.1:1 did not answer within 200 ms\. /);
+    expect((error as Error).message).toMatch(
+      /^Redis getMessages for session "s-1" \(key "ctx:history:redis:\{s-1\}:messages"\) on 127\.0\.0\.1:1 did not answer within 200 ms\. /,
+    );
   });
 
   it('an abort while a call waits rejects at once with the abort reason', async () => {

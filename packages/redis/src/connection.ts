@@ -71,7 +71,9 @@ export class RedisConnection {
   constructor(options: RedisConnectionOptions, owner: string) {
     const given = [options.client !== undefined, options.url !== undefined, options.nodes !== undefined].filter(Boolean).length;
     if (given !== 1) {
-      throw new ConfigurationError(`${owner} needs exactly one of \`client\` (an ioredis Redis or Cluster), \`url\` or \`nodes\`; got ${given}.`);
+      throw new ConfigurationError(
+        `${owner} needs exactly one of \`client\` (an ioredis Redis or Cluster), \`url\` or \`nodes\`; got ${given}.`,
+      );
     }
     this.prefix = checkPrefix(options.prefix ?? DEFAULT_PREFIX);
     const timeoutMs = checkPositiveNumber(owner, 'timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
@@ -101,7 +103,8 @@ export class RedisConnection {
       }
       this.client = new Redis(options.url, redisOptions);
     } else {
-      if (!Array.isArray(options.nodes) || options.nodes.length === 0) throw new ConfigurationError(`${owner}: \`nodes\` must list at least one cluster node.`);
+      if (!Array.isArray(options.nodes) || options.nodes.length === 0)
+        throw new ConfigurationError(`${owner}: \`nodes\` must list at least one cluster node.`);
       this.client = new Cluster([...options.nodes], {
         redisOptions,
         enableOfflineQueue: true,
@@ -124,7 +127,10 @@ export class RedisConnection {
   async call<T>(site: CallSite, signal: AbortSignal | undefined, fn: (client: RedisClient) => Promise<T>): Promise<T> {
     signal?.throwIfAborted();
     if (this.#closed) {
-      throw new BackendUnavailableError('redis', `${site.operation} for session ${shortId(site.sessionId)} was called after close(); create a new instance.`);
+      throw new BackendUnavailableError(
+        'redis',
+        `${site.operation} for session ${shortId(site.sessionId)} was called after close(); create a new instance.`,
+      );
     }
     return withDeadline(() => fn(this.client), {
       timeoutMs: this.timeoutMs,
@@ -162,15 +168,25 @@ export class RedisConnection {
     const isReply = error instanceof Error && error.name === 'ReplyError';
     const code = isReply ? message.split(/\s/, 1)[0]! : '';
     if (code === 'WRONGTYPE') {
-      return new SessionStateError(`redis:${site.key}`, `holds a value of the wrong Redis type for ${site.operation} (${message}); delete that key or use another prefix`, { cause: error });
+      return new SessionStateError(
+        `redis:${site.key}`,
+        `holds a value of the wrong Redis type for ${site.operation} (${message}); delete that key or use another prefix`,
+        { cause: error },
+      );
     }
     if (AUTH_REPLIES.has(code)) {
-      return new ConfigurationError(`Redis refused ${at}: ${message}. Check the credentials and ACL permissions of the connection.`, { cause: error });
+      return new ConfigurationError(`Redis refused ${at}: ${message}. Check the credentials and ACL permissions of the connection.`, {
+        cause: error,
+      });
     }
     if (isReply && !TRANSIENT_REPLIES.has(code)) {
       return new BackendUnavailableError('redis', `Redis failed ${at}: ${message}`, { cause: error });
     }
-    return new BackendUnavailableError('redis', `Redis is unavailable for ${at} (${this.describe()}): ${message}. Retry once Redis is reachable again.`, { cause: error });
+    return new BackendUnavailableError(
+      'redis',
+      `Redis is unavailable for ${at} (${this.describe()}): ${message}. Retry once Redis is reachable again.`,
+      { cause: error },
+    );
   }
 
   /** Where the connection points, without credentials. */

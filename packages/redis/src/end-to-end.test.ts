@@ -30,7 +30,11 @@ for (const [topology, connect] of [
       expect(Message.source(b.chat.calls[0]!.messages[0]!)).toEqual({ sourceId: 'redis', sourceType: 'history' });
       await a.agent.run('and again', { session: a.agent.getSessionById(sessionId) });
       expect(a.chat.calls[1]!.messages.map((m) => Message.text(m))).toEqual([
-        'my name is Ada', 're: my name is Ada', 'what is my name?', 're: what is my name?', 'and again',
+        'my name is Ada',
+        're: my name is Ada',
+        'what is my name?',
+        're: what is my name?',
+        'and again',
       ]);
       expect(await a.history.countMessages(sessionId)).toBe(6);
     });

@@ -3,6 +3,12 @@ export type { RedisClient, RedisConnectionOptions } from './connection.js';
 export { encodeKeyPart, MAX_ENCODED_ID_LENGTH } from './keys.js';
 export type { HistoryKeys } from './keys.js';
 export { RedisHistoryProvider } from './redis-history-provider.js';
-export type { ExportMessagesOptions, ListMessagesOptions, MessagePage, RedisCallOptions, RedisHistoryProviderOptions } from './redis-history-provider.js';
+export type {
+  ExportMessagesOptions,
+  ListMessagesOptions,
+  MessagePage,
+  RedisCallOptions,
+  RedisHistoryProviderOptions,
+} from './redis-history-provider.js';
 export { RedisSessionStore } from './redis-session-store.js';
 export type { RedisSessionStoreOptions } from './redis-session-store.js';

@@ -3,7 +3,23 @@ import { describe, expect, it } from 'vitest';
 import { encodeKeyPart, MAX_ENCODED_ID_LENGTH } from './keys.js';
 
 describe('encodeKeyPart', () => {
-  const ids = [...HOSTILE_SESSION_IDS, '}{', '{', '}', '%', '%25', '~', '\uD800', '\uDC00', '\uFFFD', '\uD83E\uDD9C', 'a\u0000b', '', 'x'.repeat(MAX_ENCODED_ID_LENGTH), 'x'.repeat(MAX_ENCODED_ID_LENGTH + 1)];
+  const ids = [
+    ...HOSTILE_SESSION_IDS,
+    '}{',
+    '{',
+    '}',
+    '%',
+    '%25',
+    '~',
+    '\uD800',
+    '\uDC00',
+    '\uFFFD',
+    '\uD83E\uDD9C',
+    'a\u0000b',
+    '',
+    'x'.repeat(MAX_ENCODED_ID_LENGTH),
+    'x'.repeat(MAX_ENCODED_ID_LENGTH + 1),
+  ];
 
   it('maps distinct ids to distinct parts made only of [A-Za-z0-9._%~-]', () => {
     const encoded = ids.map(encodeKeyPart);

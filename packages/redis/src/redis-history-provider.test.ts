@@ -1,4 +1,13 @@
-import { AgentSession, CompactionProvider, ConfigurationError, createAgent, Message, ProviderError, SessionStateError, truncation } from '@ctx/core';
+import {
+  AgentSession,
+  CompactionProvider,
+  ConfigurationError,
+  createAgent,
+  Message,
+  ProviderError,
+  SessionStateError,
+  truncation,
+} from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
 import { Redis, type Cluster } from 'ioredis';
@@ -13,7 +22,10 @@ const texts = (messages: readonly Message[]) => messages.map((m) => Message.text
 /** Seeds `count` messages in batches of 1000 (one script call each). */
 async function seed(provider: RedisHistoryProvider, sessionId: string, count: number): Promise<void> {
   for (let i = 0; i < count; i += 1000) {
-    await provider.append(sessionId, Array.from({ length: Math.min(1000, count - i) }, (_, j) => Message.user(`m${i + j}`)));
+    await provider.append(
+      sessionId,
+      Array.from({ length: Math.min(1000, count - i) }, (_, j) => Message.user(`m${i + j}`)),
+    );
   }
 }
 
@@ -29,7 +41,14 @@ describe('RedisHistoryProvider options and arguments', () => {
 
   it('passes the history options of @ctx/core on, with sourceId "redis" by default', () => {
     const provider = new RedisHistoryProvider({ client: lazy(), maxMessages: 7, storeInputs: false, loadMessages: false });
-    expect([provider.sourceId, provider.maxMessages, provider.storeInputs, provider.loadMessages, provider.maxStored, provider.ttlSeconds]).toEqual(['redis', 7, false, false, undefined, undefined]);
+    expect([
+      provider.sourceId,
+      provider.maxMessages,
+      provider.storeInputs,
+      provider.loadMessages,
+      provider.maxStored,
+      provider.ttlSeconds,
+    ]).toEqual(['redis', 7, false, false, undefined, undefined]);
   });
 
   it('a bad limit or cursor is a ConfigurationError naming the method, the session and the value, before any round trip', async () => {
@@ -37,12 +56,18 @@ describe('RedisHistoryProvider options and arguments', () => {
     const provider = new RedisHistoryProvider({ client });
     const counted = countCommands(client);
     await expect(provider.getMessages('s1', { state, limit: 0 })).rejects.toThrow(ConfigurationError);
-    await expect(provider.getMessages('s1', { state, limit: 2.5 })).rejects.toThrow('RedisHistoryProvider.getMessages for session "s1": limit must be a positive integer, got 2.5.');
-    await expect(provider.listMessages('s1', { limit: -1 })).rejects.toThrow('RedisHistoryProvider.listMessages for session "s1": limit must be a positive integer, got -1.');
+    await expect(provider.getMessages('s1', { state, limit: 2.5 })).rejects.toThrow(
+      'RedisHistoryProvider.getMessages for session "s1": limit must be a positive integer, got 2.5.',
+    );
+    await expect(provider.listMessages('s1', { limit: -1 })).rejects.toThrow(
+      'RedisHistoryProvider.listMessages for session "s1": limit must be a positive integer, got -1.',
+    );
     for (const cursor of ['abc', '-1', '1.5']) {
       const error = await provider.listMessages('s1', { cursor }).catch((e: unknown) => e);
       expect(ConfigurationError.isInstance(error)).toBe(true);
-      expect((error as Error).message).toBe(`RedisHistoryProvider.listMessages for session "s1": cursor must be the nextCursor of a previous page, got "${cursor}". Omit it to start from the oldest stored message.`);
+      expect((error as Error).message).toBe(
+        `RedisHistoryProvider.listMessages for session "s1": cursor must be the nextCursor of a previous page, got "${cursor}". Omit it to start from the oldest stored message.`,
+      );
     }
     expect(counted.names).toEqual([]);
     expect(client.status).toBe('wait');
@@ -62,7 +87,10 @@ for (const [topology, connect] of [
     it('replaceMessages rewrites a conversation atomically, so CompactionProvider can compact stored history', async () => {
       const provider = make({ sourceId: `cmp-${id()}` });
       const client = new ScriptedChatClient({ replies: (_m, _o, i) => `a${i}` });
-      const agent = createAgent({ client, contextProviders: [provider, new CompactionProvider({ strategy: truncation({ maxMessages: 4 }) })] });
+      const agent = createAgent({
+        client,
+        contextProviders: [provider, new CompactionProvider({ strategy: truncation({ maxMessages: 4 }) })],
+      });
       const sessionId = id();
       for (let i = 0; i < 6; i++) await agent.run(`q${i}`, { session: agent.getSessionById(sessionId) });
       // compacted to 4 before the last run, then the last turn was appended
@@ -80,7 +108,10 @@ for (const [topology, connect] of [
     it('defaults its sourceId to "redis" and writes it into the key', () => {
       const provider = make();
       expect(provider.sourceId).toBe('redis');
-      expect(provider.keys('abc')).toEqual({ messages: `${prefix}:history:redis:{abc}:messages`, ids: `${prefix}:history:redis:{abc}:ids` });
+      expect(provider.keys('abc')).toEqual({
+        messages: `${prefix}:history:redis:{abc}:messages`,
+        ids: `${prefix}:history:redis:{abc}:ids`,
+      });
     });
 
     it('loads a window with one LRANGE and stores a turn with one EVALSHA, the same at 10 and 5,000 stored messages', async () => {
@@ -120,7 +151,12 @@ for (const [topology, connect] of [
       const [len, card] = await Promise.all([client.llen(keys.messages), client.zcard(keys.ids)]);
       expect([len, card]).toEqual([10, 10]);
       const stored = await provider.getMessages(sessionId, { state });
-      expect(texts(stored)).toEqual(batches.slice(8).flat().map((m) => Message.text(m)));
+      expect(texts(stored)).toEqual(
+        batches
+          .slice(8)
+          .flat()
+          .map((m) => Message.text(m)),
+      );
       // The ids left in the set are exactly those of the kept messages.
       expect((await client.zrange(keys.ids, 0, -1)).sort()).toEqual(stored.map((m) => m.id).sort());
       // A retry of a kept turn stores nothing.
@@ -176,11 +212,17 @@ for (const [topology, connect] of [
       expect(texts(first.messages)).toEqual(Array.from({ length: 10 }, (_, i) => `m${i}`));
       expect(first.nextCursor).toBeDefined();
       // 5 new messages arrive: the next page continues right after m9.
-      await provider.append(sessionId, Array.from({ length: 5 }, (_, i) => Message.user(`n${i}`)));
+      await provider.append(
+        sessionId,
+        Array.from({ length: 5 }, (_, i) => Message.user(`n${i}`)),
+      );
       const second = await provider.listMessages(sessionId, { limit: 10, cursor: first.nextCursor! });
       expect(texts(second.messages)).toEqual(Array.from({ length: 10 }, (_, i) => `m${i + 10}`));
       // 40 more trim the oldest 25 away (m0..m24): the next page skips what is gone, nothing repeats.
-      await provider.append(sessionId, Array.from({ length: 40 }, (_, i) => Message.user(`p${i}`)));
+      await provider.append(
+        sessionId,
+        Array.from({ length: 40 }, (_, i) => Message.user(`p${i}`)),
+      );
       const third = await provider.listMessages(sessionId, { limit: 10, cursor: second.nextCursor! });
       expect(texts(third.messages)).toEqual(['m25', 'm26', 'm27', 'm28', 'm29', 'n0', 'n1', 'n2', 'n3', 'n4']);
       let page = third;
@@ -214,7 +256,9 @@ for (const [topology, connect] of [
       const provider = make();
       for (const sessionId of ['plain', '{}', 'a{b}c', '}{', 'x'.repeat(4096)]) {
         const keys = provider.keys(sessionId);
-        const slots = await Promise.all([keys.messages, keys.ids].map((k) => client.call('CLUSTER', 'KEYSLOT', k).catch(() => keySlotLocal(k))));
+        const slots = await Promise.all(
+          [keys.messages, keys.ids].map((k) => client.call('CLUSTER', 'KEYSLOT', k).catch(() => keySlotLocal(k))),
+        );
         expect(slots[0]).toBe(slots[1]);
         expect(keys.messages.match(/\{/g)).toHaveLength(1);
       }
@@ -298,7 +342,21 @@ for (const [topology, connect] of [
     });
 
     it('hostile session and source ids stay apart, and every key stays inside the prefix and the key grammar', async () => {
-      const ids = [...HOSTILE_SESSION_IDS, '}{', '{', '}', '*?[a-z]\\', 'a\u0000b', '\uD800', '\uDC00', '\uFFFD', 'x'.repeat(200), 'x'.repeat(201), '%7B', '%u0041'];
+      const ids = [
+        ...HOSTILE_SESSION_IDS,
+        '}{',
+        '{',
+        '}',
+        '*?[a-z]\\',
+        'a\u0000b',
+        '\uD800',
+        '\uDC00',
+        '\uFFFD',
+        'x'.repeat(200),
+        'x'.repeat(201),
+        '%7B',
+        '%u0041',
+      ];
       expect(new Set(ids).size).toBe(ids.length);
       const hostilePrefix = uniquePrefix('hostile');
       const sources = ['redis', '*', ':{x}:'];
@@ -326,10 +384,14 @@ for (const [topology, connect] of [
       const other = connect();
       const sourceId = `concurrent-${id()}`;
       const providers = [make({ sourceId }), new RedisHistoryProvider({ client: other, prefix, sourceId })];
-      const chat = new ScriptedChatClient({ replies: (messages) => ({ text: `re: ${Message.text(messages.at(-1)!)}`, delayMs: messages.length % 4 }) });
+      const chat = new ScriptedChatClient({
+        replies: (messages) => ({ text: `re: ${Message.text(messages.at(-1)!)}`, delayMs: messages.length % 4 }),
+      });
       const agents = providers.map((provider) => createAgent({ client: chat, contextProviders: [provider] }));
       const sessionId = id();
-      await Promise.all(Array.from({ length: 50 }, (_, i) => agents[i % 2]!.run(`turn ${i}`, { session: new AgentSession({ sessionId }) })));
+      await Promise.all(
+        Array.from({ length: 50 }, (_, i) => agents[i % 2]!.run(`turn ${i}`, { session: new AgentSession({ sessionId }) })),
+      );
       const stored = texts(await providers[0]!.getMessages(sessionId, { state }));
       expect(stored).toHaveLength(100);
       for (let i = 0; i < 50; i++) {

@@ -1,4 +1,12 @@
-import { ConfigurationError, HistoryProvider, Message, SessionStateError, type GetHistoryArgs, type HistoryProviderOptions, type SaveHistoryArgs } from '@ctx/core';
+import {
+  ConfigurationError,
+  HistoryProvider,
+  Message,
+  SessionStateError,
+  type GetHistoryArgs,
+  type HistoryProviderOptions,
+  type SaveHistoryArgs,
+} from '@ctx/core';
 import { checkInteger, checkSessionId, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { historyKeys, type HistoryKeys } from './keys.js';
@@ -94,7 +102,9 @@ export class RedisHistoryProvider extends HistoryProvider {
   async getMessages(sessionId: string, { limit, signal }: GetHistoryArgs): Promise<Message[]> {
     const key = this.keys(sessionId).messages;
     if (limit !== undefined) checkInteger(`RedisHistoryProvider.getMessages for session ${shortId(sessionId)}`, 'limit', limit);
-    const raw = await this.#connection.call({ operation: 'getMessages', sessionId, key }, signal, (c) => c.lrange(key, limit === undefined ? 0 : -limit, -1));
+    const raw = await this.#connection.call({ operation: 'getMessages', sessionId, key }, signal, (c) =>
+      c.lrange(key, limit === undefined ? 0 : -limit, -1),
+    );
     // A window is read from the end, so its entries are named by their index from the end (as LINDEX takes it).
     return raw.map((text, i) => decode(text, key, limit === undefined ? i : i - raw.length));
   }
@@ -129,7 +139,12 @@ export class RedisHistoryProvider extends HistoryProvider {
   }
 
   /** Validates `messages` and runs the save script over them; resolves to how many were new. */
-  async #write(mode: 'append' | 'replace', sessionId: string, messages: readonly Message[], signal: AbortSignal | undefined): Promise<number> {
+  async #write(
+    mode: 'append' | 'replace',
+    sessionId: string,
+    messages: readonly Message[],
+    signal: AbortSignal | undefined,
+  ): Promise<number> {
     const keys = this.keys(sessionId);
     const args: string[] = [mode, String(this.maxStored ?? 0), String(this.ttlSeconds ?? 0)];
     messages.forEach((m, i) => {
@@ -138,7 +153,9 @@ export class RedisHistoryProvider extends HistoryProvider {
       args.push(m.id, JSON.stringify(m));
     });
     const operation = mode === 'append' ? 'saveMessages' : 'replaceMessages';
-    const count = await this.#connection.call({ operation, sessionId, key: keys.messages }, signal, (c) => this.#connection.script(c, SAVE_SCRIPT, [keys.messages, keys.ids], args));
+    const count = await this.#connection.call({ operation, sessionId, key: keys.messages }, signal, (c) =>
+      this.#connection.script(c, SAVE_SCRIPT, [keys.messages, keys.ids], args),
+    );
     return Number(count);
   }
 
@@ -154,7 +171,9 @@ export class RedisHistoryProvider extends HistoryProvider {
     const limit = checkInteger(owner, 'limit', options.limit ?? 100);
     const after = options.cursor === undefined ? 0 : Number(options.cursor);
     if (!(Number.isSafeInteger(after) && after >= 0)) {
-      throw new ConfigurationError(`${owner}: cursor must be the nextCursor of a previous page, got ${shortId(String(options.cursor))}. Omit it to start from the oldest stored message.`);
+      throw new ConfigurationError(
+        `${owner}: cursor must be the nextCursor of a previous page, got ${shortId(String(options.cursor))}. Omit it to start from the oldest stored message.`,
+      );
     }
     const reply = (await this.#connection.call({ operation: 'listMessages', sessionId, key: keys.messages }, options.signal, (c) =>
       this.#connection.script(c, PAGE_SCRIPT, [keys.messages, keys.ids], [after, limit]),
@@ -173,7 +192,11 @@ export class RedisHistoryProvider extends HistoryProvider {
   async *exportMessages(sessionId: string, options: ExportMessagesOptions = {}): AsyncGenerator<Message, void, undefined> {
     let cursor: string | undefined;
     do {
-      const page = await this.listMessages(sessionId, { limit: options.pageSize ?? 500, ...(cursor === undefined ? {} : { cursor }), ...(options.signal ? { signal: options.signal } : {}) });
+      const page = await this.listMessages(sessionId, {
+        limit: options.pageSize ?? 500,
+        ...(cursor === undefined ? {} : { cursor }),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
       yield* page.messages;
       cursor = page.nextCursor;
     } while (cursor !== undefined);
@@ -188,7 +211,9 @@ export class RedisHistoryProvider extends HistoryProvider {
   /** Deletes a session's history for this provider's `sourceId`; resolves to whether there was any. */
   async clear(sessionId: string, options: RedisCallOptions = {}): Promise<boolean> {
     const keys = this.keys(sessionId);
-    const deleted = await this.#connection.call({ operation: 'clear', sessionId, key: keys.messages }, options.signal, (c) => c.del(keys.messages, keys.ids));
+    const deleted = await this.#connection.call({ operation: 'clear', sessionId, key: keys.messages }, options.signal, (c) =>
+      c.del(keys.messages, keys.ids),
+    );
     return deleted > 0;
   }
 
@@ -204,7 +229,9 @@ function decode(text: string, key: string, index: number): Message {
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new SessionStateError(path, `is not valid JSON: ${(error as Error).message}. Delete the entry or clear the session.`, { cause: error });
+    throw new SessionStateError(path, `is not valid JSON: ${(error as Error).message}. Delete the entry or clear the session.`, {
+      cause: error,
+    });
   }
   return Message.parse(value, path);
 }

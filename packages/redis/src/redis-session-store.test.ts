@@ -5,7 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { allKeys, clusterClient, countCommands, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisSessionStore } from './redis-session-store.js';
 
-const session = (sessionId: string, note = 'x'): SessionJson => ({ type: 'ctx.session', version: 1, sessionId, state: { notes: { note } } });
+const session = (sessionId: string, note = 'x'): SessionJson => ({
+  type: 'ctx.session',
+  version: 1,
+  sessionId,
+  state: { notes: { note } },
+});
 
 describe('RedisSessionStore options', () => {
   it('rejects a ttlSeconds that is not a positive integer with ConfigurationError', () => {

@@ -77,9 +77,12 @@ export class RedisSessionStore implements SessionStore {
    */
   async get(sessionId: string, options: { signal?: AbortSignal } = {}): Promise<StoredSession | undefined> {
     const key = this.key(sessionId);
-    const [json, etag] = await this.#connection.call({ operation: 'get', sessionId, key }, options.signal, (c) => c.hmget(key, 'json', 'etag'));
+    const [json, etag] = await this.#connection.call({ operation: 'get', sessionId, key }, options.signal, (c) =>
+      c.hmget(key, 'json', 'etag'),
+    );
     if (json == null && etag == null) return undefined;
-    if (json == null || etag == null) throw new SessionStateError(`redis:${key}`, `holds a hash without its "${json == null ? 'json' : 'etag'}" field; delete the key`);
+    if (json == null || etag == null)
+      throw new SessionStateError(`redis:${key}`, `holds a hash without its "${json == null ? 'json' : 'etag'}" field; delete the key`);
     let session: SessionJson;
     try {
       session = parseSessionJson(json);

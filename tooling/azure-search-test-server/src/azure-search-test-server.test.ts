@@ -39,12 +39,25 @@ function definition(name: string): SearchIndex {
       { name: 'rating', type: 'Edm.Int32', filterable: true, sortable: true },
       { name: 'updated', type: 'Edm.DateTimeOffset', filterable: true },
       { name: 'secret', type: 'Edm.String', hidden: true },
-      { name: 'vec', type: 'Collection(Edm.Single)', searchable: true, vectorSearchDimensions: DIMS, vectorSearchProfileName: 'p', hidden: true },
+      {
+        name: 'vec',
+        type: 'Collection(Edm.Single)',
+        searchable: true,
+        vectorSearchDimensions: DIMS,
+        vectorSearchProfileName: 'p',
+        hidden: true,
+      },
     ],
     vectorSearch: {
       algorithms: [{ name: 'hnsw', kind: 'hnsw', parameters: { metric: 'cosine' } }],
       profiles: [{ name: 'p', algorithmConfigurationName: 'hnsw', vectorizerName: 'aoai' }],
-      vectorizers: [{ vectorizerName: 'aoai', kind: 'azureOpenAI', parameters: { resourceUrl: openai.origin, deploymentId: 'embed', modelName: 'text-embedding-3-small', apiKey: openai.apiKey } }],
+      vectorizers: [
+        {
+          vectorizerName: 'aoai',
+          kind: 'azureOpenAI',
+          parameters: { resourceUrl: openai.origin, deploymentId: 'embed', modelName: 'text-embedding-3-small', apiKey: openai.apiKey },
+        },
+      ],
     },
     semanticSearch: {
       defaultConfigurationName: 'sem',
@@ -54,10 +67,46 @@ function definition(name: string): SearchIndex {
 }
 
 const DOCS: Doc[] = [
-  { id: 'refunds', title: 'Refund policy', content: 'Refunds are issued within 14 days. A refund needs the original receipt.', tenantId: 'acme', tags: ['billing'], rating: 5, updated: '2024-03-01T00:00:00Z', secret: 's1' },
-  { id: 'shipping', title: 'Shipping', content: 'We ship worldwide. Shipping takes 3 to 5 days.', tenantId: 'acme', tags: ['logistics'], rating: 4, updated: '2023-01-01T00:00:00Z', secret: 's2' },
-  { id: 'warranty', title: 'Warranty', content: 'The warranty covers defects for two years. Refunds for defects are handled by the warranty team.', tenantId: "o'brien", tags: ['billing', 'support'], rating: 3, updated: '2024-06-01T00:00:00Z', secret: 's3' },
-  { id: 'pricing', title: 'Pricing', content: 'The premium plan costs 20 euros a month.', tenantId: 'globex', tags: [], rating: null, updated: null, secret: 's4' },
+  {
+    id: 'refunds',
+    title: 'Refund policy',
+    content: 'Refunds are issued within 14 days. A refund needs the original receipt.',
+    tenantId: 'acme',
+    tags: ['billing'],
+    rating: 5,
+    updated: '2024-03-01T00:00:00Z',
+    secret: 's1',
+  },
+  {
+    id: 'shipping',
+    title: 'Shipping',
+    content: 'We ship worldwide. Shipping takes 3 to 5 days.',
+    tenantId: 'acme',
+    tags: ['logistics'],
+    rating: 4,
+    updated: '2023-01-01T00:00:00Z',
+    secret: 's2',
+  },
+  {
+    id: 'warranty',
+    title: 'Warranty',
+    content: 'The warranty covers defects for two years. Refunds for defects are handled by the warranty team.',
+    tenantId: "o'brien",
+    tags: ['billing', 'support'],
+    rating: 3,
+    updated: '2024-06-01T00:00:00Z',
+    secret: 's3',
+  },
+  {
+    id: 'pricing',
+    title: 'Pricing',
+    content: 'The premium plan costs 20 euros a month.',
+    tenantId: 'globex',
+    tags: [],
+    rating: null,
+    updated: null,
+    secret: 's4',
+  },
 ];
 
 let counter = 0;
@@ -69,7 +118,11 @@ async function freshIndex(docs: Doc[] = DOCS): Promise<SearchClient<Doc>> {
   return client;
 }
 
-async function all<T extends object>(client: SearchClient<T>, text: string | undefined, options: Parameters<SearchClient<T>['search']>[1] = {}) {
+async function all<T extends object>(
+  client: SearchClient<T>,
+  text: string | undefined,
+  options: Parameters<SearchClient<T>['search']>[1] = {},
+) {
   const response = await client.search(text, options);
   const results = [];
   for await (const r of response.results) results.push(r);
@@ -115,10 +168,21 @@ describe('indexes', () => {
   });
 
   it('rejects invalid definitions with 400', async () => {
-    await expect(indexClient.createOrUpdateIndex({ name: 'nokey', fields: [{ name: 'a', type: 'Edm.String' }] })).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/exactly one key field/) });
-    await expect(indexClient.createOrUpdateIndex({ name: 'Bad_Name', fields: [{ name: 'id', type: 'Edm.String', key: true }] })).rejects.toMatchObject({ statusCode: 400 });
+    await expect(indexClient.createOrUpdateIndex({ name: 'nokey', fields: [{ name: 'a', type: 'Edm.String' }] })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringMatching(/exactly one key field/),
+    });
     await expect(
-      indexClient.createOrUpdateIndex({ name: 'noprofile', fields: [{ name: 'id', type: 'Edm.String', key: true }, { name: 'v', type: 'Collection(Edm.Single)', searchable: true, vectorSearchDimensions: 3, vectorSearchProfileName: 'missing' }] }),
+      indexClient.createOrUpdateIndex({ name: 'Bad_Name', fields: [{ name: 'id', type: 'Edm.String', key: true }] }),
+    ).rejects.toMatchObject({ statusCode: 400 });
+    await expect(
+      indexClient.createOrUpdateIndex({
+        name: 'noprofile',
+        fields: [
+          { name: 'id', type: 'Edm.String', key: true },
+          { name: 'v', type: 'Collection(Edm.Single)', searchable: true, vectorSearchDimensions: 3, vectorSearchProfileName: 'missing' },
+        ],
+      }),
     ).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/vector search profile/) });
   });
 });
@@ -126,12 +190,27 @@ describe('indexes', () => {
 describe('documents', () => {
   it('upload, merge, mergeOrUpload and delete report per-document status codes; lookup, hidden fields and $count', async () => {
     const client = await freshIndex([]);
-    const up = await client.uploadDocuments([{ id: 'a', content: 'alpha', secret: 'x' }, { id: 'b', content: 'beta' }]);
-    expect(up.results.map((r) => [r.key, r.succeeded, r.statusCode])).toEqual([['a', true, 201], ['b', true, 201]]);
-    const merged = await client.mergeDocuments([{ id: 'a', title: 'A' }, { id: 'zz', title: 'missing' }]);
-    expect(merged.results.map((r) => [r.key, r.succeeded, r.statusCode])).toEqual([['a', true, 200], ['zz', false, 404]]);
+    const up = await client.uploadDocuments([
+      { id: 'a', content: 'alpha', secret: 'x' },
+      { id: 'b', content: 'beta' },
+    ]);
+    expect(up.results.map((r) => [r.key, r.succeeded, r.statusCode])).toEqual([
+      ['a', true, 201],
+      ['b', true, 201],
+    ]);
+    const merged = await client.mergeDocuments([
+      { id: 'a', title: 'A' },
+      { id: 'zz', title: 'missing' },
+    ]);
+    expect(merged.results.map((r) => [r.key, r.succeeded, r.statusCode])).toEqual([
+      ['a', true, 200],
+      ['zz', false, 404],
+    ]);
     expect(merged.results[1]!.errorMessage).toBe('Document not found.');
-    const mou = await client.mergeOrUploadDocuments([{ id: 'b', title: 'B' }, { id: 'c', content: 'gamma' }]);
+    const mou = await client.mergeOrUploadDocuments([
+      { id: 'b', title: 'B' },
+      { id: 'c', content: 'gamma' },
+    ]);
     expect(mou.results.map((r) => r.statusCode)).toEqual([200, 201]);
     expect(await client.getDocumentsCount()).toBe(3);
     const a = await client.getDocument('a');
@@ -145,11 +224,23 @@ describe('documents', () => {
 
   it('rejects a batch with an unknown property, a wrong type or a wrong vector length; flags invalid keys per document', async () => {
     const client = await freshIndex([]);
-    await expect(client.uploadDocuments([{ id: 'a', nope: 1 } as Doc])).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/The property 'nope' does not exist/) });
-    await expect(client.uploadDocuments([{ id: 'a', rating: 'five' } as unknown as Doc])).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/Cannot convert the literal 'five'/) });
-    await expect(client.uploadDocuments([{ id: 'a', vec: [1, 2, 3] }])).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/Expected: '64'. Actual: '3'/) });
+    await expect(client.uploadDocuments([{ id: 'a', nope: 1 } as Doc])).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringMatching(/The property 'nope' does not exist/),
+    });
+    await expect(client.uploadDocuments([{ id: 'a', rating: 'five' } as unknown as Doc])).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringMatching(/Cannot convert the literal 'five'/),
+    });
+    await expect(client.uploadDocuments([{ id: 'a', vec: [1, 2, 3] }])).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringMatching(/Expected: '64'. Actual: '3'/),
+    });
     const result = await client.uploadDocuments([{ id: "bad'key" }, { id: 'good=key_1' }]);
-    expect(result.results.map((r) => [r.succeeded, r.statusCode])).toEqual([[false, 400], [true, 201]]);
+    expect(result.results.map((r) => [r.succeeded, r.statusCode])).toEqual([
+      [false, 400],
+      [true, 201],
+    ]);
     expect(server.requests.at(-1)!.status).toBe(207);
     expect(server.documents(client.indexName)!.map((d) => d.id)).toEqual(['good=key_1']);
   });
@@ -179,13 +270,22 @@ describe('filters over the wire', () => {
     const widened = await all(client, '*', { filter: `tenantId eq '${hostile}'`, select: ['id'] });
     expect(widened.results).toHaveLength(4);
     const broken = await all(client, '*', { filter: `tenantId eq 'a'b'` }).catch((e: unknown) => e);
-    expect(broken).toMatchObject({ statusCode: 400, message: `Invalid expression: There is an unterminated string literal at position 16 in 'tenantId eq 'a'b''.\r\nParameter name: $filter` });
+    expect(broken).toMatchObject({
+      statusCode: 400,
+      message: `Invalid expression: There is an unterminated string literal at position 16 in 'tenantId eq 'a'b''.\r\nParameter name: $filter`,
+    });
   });
 
   it('rejects filters on unknown or non-filterable fields with the service message', async () => {
     const client = await freshIndex();
-    await expect(all(client, '*', { filter: `nope eq 'x'` })).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/Could not find a property named 'nope' on type 'search.document'/) });
-    await expect(all(client, '*', { filter: `content eq 'x'` })).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/'content' is not a filterable field/) });
+    await expect(all(client, '*', { filter: `nope eq 'x'` })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringMatching(/Could not find a property named 'nope' on type 'search.document'/),
+    });
+    await expect(all(client, '*', { filter: `content eq 'x'` })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringMatching(/'content' is not a filterable field/),
+    });
   });
 });
 
@@ -233,40 +333,71 @@ describe('vector search', () => {
   it('finds the k nearest neighbours by cosine, scored 1 / (2 - cosine), pre-filtered by default', async () => {
     const client = await freshIndex();
     const query = embed('how long does shipping take');
-    const { results } = await all(client, undefined, { vectorSearchOptions: { queries: [{ kind: 'vector', vector: query, kNearestNeighborsCount: 2, fields: ['vec'] }] }, select: ['id'] });
+    const { results } = await all(client, undefined, {
+      vectorSearchOptions: { queries: [{ kind: 'vector', vector: query, kNearestNeighborsCount: 2, fields: ['vec'] }] },
+      select: ['id'],
+    });
     expect(results).toHaveLength(2);
     expect(results[0]!.document.id).toBe('shipping');
     const doc = DOCS.find((d) => d.id === 'shipping')!;
     const v = embed(`${doc.title} ${doc.content}`);
-    const cosine = v.reduce((s, x, i) => s + x * query[i]!, 0) / Math.sqrt(v.reduce((s, x) => s + x * x, 0) * query.reduce((s, x) => s + x * x, 0));
+    const cosine =
+      v.reduce((s, x, i) => s + x * query[i]!, 0) / Math.sqrt(v.reduce((s, x) => s + x * x, 0) * query.reduce((s, x) => s + x * x, 0));
     expect(results[0]!.score).toBeCloseTo(1 / (2 - cosine), 5);
-    const filtered = await all(client, undefined, { filter: `tenantId eq 'globex'`, vectorSearchOptions: { queries: [{ kind: 'vector', vector: query, kNearestNeighborsCount: 2, fields: ['vec'] }] }, select: ['id'] });
+    const filtered = await all(client, undefined, {
+      filter: `tenantId eq 'globex'`,
+      vectorSearchOptions: { queries: [{ kind: 'vector', vector: query, kNearestNeighborsCount: 2, fields: ['vec'] }] },
+      select: ['id'],
+    });
     expect(filtered.results.map((r) => r.document.id)).toEqual(['pricing']);
-    const post = await all(client, undefined, { filter: `tenantId eq 'globex'`, vectorSearchOptions: { filterMode: 'postFilter', queries: [{ kind: 'vector', vector: query, kNearestNeighborsCount: 1, fields: ['vec'] }] }, select: ['id'] });
+    const post = await all(client, undefined, {
+      filter: `tenantId eq 'globex'`,
+      vectorSearchOptions: {
+        filterMode: 'postFilter',
+        queries: [{ kind: 'vector', vector: query, kNearestNeighborsCount: 1, fields: ['vec'] }],
+      },
+      select: ['id'],
+    });
     expect(post.results).toEqual([]); // the nearest one overall is not globex's
   });
 
   it("embeds kind: 'text' queries with the index's Azure OpenAI vectorizer (a real HTTP call)", async () => {
     const client = await freshIndex();
     const before = openai.requests.length;
-    const text = await all(client, undefined, { vectorSearchOptions: { queries: [{ kind: 'text', text: 'premium plan price', kNearestNeighborsCount: 3, fields: ['vec'] }] }, select: ['id'] });
-    const vector = await all(client, undefined, { vectorSearchOptions: { queries: [{ kind: 'vector', vector: embed('premium plan price'), kNearestNeighborsCount: 3, fields: ['vec'] }] }, select: ['id'] });
+    const text = await all(client, undefined, {
+      vectorSearchOptions: { queries: [{ kind: 'text', text: 'premium plan price', kNearestNeighborsCount: 3, fields: ['vec'] }] },
+      select: ['id'],
+    });
+    const vector = await all(client, undefined, {
+      vectorSearchOptions: {
+        queries: [{ kind: 'vector', vector: embed('premium plan price'), kNearestNeighborsCount: 3, fields: ['vec'] }],
+      },
+      select: ['id'],
+    });
     expect(text.results.map((r) => [r.document.id, r.score])).toEqual(vector.results.map((r) => [r.document.id, r.score]));
     expect(text.results[0]!.document.id).toBe('pricing');
     const call = openai.requests.slice(before).find((r) => r.route === '/embeddings')!;
-    expect(call).toMatchObject({ deployment: 'embed', headers: { 'api-key': openai.apiKey }, body: { input: ['premium plan price'], dimensions: DIMS } });
+    expect(call).toMatchObject({
+      deployment: 'embed',
+      headers: { 'api-key': openai.apiKey },
+      body: { input: ['premium plan price'], dimensions: DIMS },
+    });
   });
 
   it('rejects a vector of the wrong length and a text query on a field without a vectorizer', async () => {
     const client = await freshIndex();
-    await expect(all(client, undefined, { vectorSearchOptions: { queries: [{ kind: 'vector', vector: [1, 2], fields: ['vec'] }] } })).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/dimensionality \('2'\)/) });
+    await expect(
+      all(client, undefined, { vectorSearchOptions: { queries: [{ kind: 'vector', vector: [1, 2], fields: ['vec'] }] } }),
+    ).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/dimensionality \('2'\)/) });
     const name = `novec-${++counter}`;
     const def = definition(name);
     def.vectorSearch!.profiles = [{ name: 'p', algorithmConfigurationName: 'hnsw' }];
     def.vectorSearch!.vectorizers = [];
     await indexClient.createOrUpdateIndex(def);
     const bare = new SearchClient<Doc>(server.endpoint, name, new AzureKeyCredential(server.apiKey), noRetry);
-    await expect(all(bare, undefined, { vectorSearchOptions: { queries: [{ kind: 'text', text: 'x', fields: ['vec'] }] } })).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/does not have a vectorizer/) });
+    await expect(
+      all(bare, undefined, { vectorSearchOptions: { queries: [{ kind: 'text', text: 'x', fields: ['vec'] }] } }),
+    ).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/does not have a vectorizer/) });
   });
 });
 
@@ -276,8 +407,16 @@ describe('hybrid search', () => {
     const text = 'refunds warranty defects';
     const vector = embed('how long does shipping take');
     const keyword = (await all(client, text, { select: ['id'] })).results.map((r) => r.document.id);
-    const knn = (await all(client, undefined, { vectorSearchOptions: { queries: [{ kind: 'vector', vector, kNearestNeighborsCount: 4, fields: ['vec'] }] }, select: ['id'] })).results.map((r) => r.document.id);
-    const { results } = await all(client, text, { vectorSearchOptions: { queries: [{ kind: 'vector', vector, kNearestNeighborsCount: 4, fields: ['vec'] }] }, select: ['id'] });
+    const knn = (
+      await all(client, undefined, {
+        vectorSearchOptions: { queries: [{ kind: 'vector', vector, kNearestNeighborsCount: 4, fields: ['vec'] }] },
+        select: ['id'],
+      })
+    ).results.map((r) => r.document.id);
+    const { results } = await all(client, text, {
+      vectorSearchOptions: { queries: [{ kind: 'vector', vector, kNearestNeighborsCount: 4, fields: ['vec'] }] },
+      select: ['id'],
+    });
     const expected = new Map<string, number>();
     for (const list of [keyword, knn]) list.forEach((id, i) => expected.set(id, (expected.get(id) ?? 0) + 1 / (RRF_K + i + 1)));
     const ranked = [...expected].sort((a, b) => b[1] - a[1]);
@@ -291,7 +430,11 @@ describe('semantic ranking', () => {
     const client = await freshIndex();
     const { response, results } = await all(client, 'how many days do refunds take', {
       queryType: 'semantic',
-      semanticSearchOptions: { configurationName: 'sem', captions: { captionType: 'extractive', highlight: true }, answers: { answerType: 'extractive', count: 2, threshold: 0.5 } },
+      semanticSearchOptions: {
+        configurationName: 'sem',
+        captions: { captionType: 'extractive', highlight: true },
+        answers: { answerType: 'extractive', count: 2, threshold: 0.5 },
+      },
       select: ['id'],
     });
     expect(results[0]!.document.id).toBe('refunds');
@@ -299,11 +442,19 @@ describe('semantic ranking', () => {
     expect(scores).toEqual([...scores].sort((a, b) => b - a));
     expect(scores[0]).toBeGreaterThan(0);
     expect(scores[0]).toBeLessThanOrEqual(4);
-    expect(results[0]!.captions?.[0]).toMatchObject({ text: 'Refunds are issued within 14 days.', highlights: '<em>Refunds</em> are issued within 14 <em>days</em>.' });
+    expect(results[0]!.captions?.[0]).toMatchObject({
+      text: 'Refunds are issued within 14 days.',
+      highlights: '<em>Refunds</em> are issued within 14 <em>days</em>.',
+    });
     expect(response.answers?.[0]).toMatchObject({ key: 'refunds', text: 'Refunds are issued within 14 days.' });
     expect(response.answers![0]!.score).toBeGreaterThanOrEqual(0.5);
     const request = server.requests.at(-1)!.body!;
-    expect(request).toMatchObject({ queryType: 'semantic', semanticConfiguration: 'sem', captions: 'extractive|highlight-true', answers: 'extractive|count-2,threshold-0.5' });
+    expect(request).toMatchObject({
+      queryType: 'semantic',
+      semanticConfiguration: 'sem',
+      captions: 'extractive|highlight-true',
+      answers: 'extractive|count-2,threshold-0.5',
+    });
   });
 
   it('uses the default configuration, and refuses captions without semantic ranking', async () => {
@@ -312,15 +463,23 @@ describe('semantic ranking', () => {
     expect(results[0]!.document.id).toBe('pricing');
     expect(results[0]!.captions).toBeUndefined();
     // The SDK's types forbid this; the service refuses it too.
-    await expect(all(client, 'x', { semanticSearchOptions: { captions: { captionType: 'extractive' } } } as never)).rejects.toMatchObject({ statusCode: 400 });
-    await expect(all(client, '*', { queryType: 'semantic', semanticSearchOptions: {} })).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/needs a query/) });
+    await expect(all(client, 'x', { semanticSearchOptions: { captions: { captionType: 'extractive' } } } as never)).rejects.toMatchObject({
+      statusCode: 400,
+    });
+    await expect(all(client, '*', { queryType: 'semantic', semanticSearchOptions: {} })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringMatching(/needs a query/),
+    });
   });
 });
 
 describe('faults, latency and auth', () => {
   it('plays 503s in the service format, counted per request (SDK retries included), then recovers with the data intact', async () => {
     const client = await freshIndex();
-    const retrying = new SearchClient<Doc>(server.endpoint, client.indexName, new AzureKeyCredential(server.apiKey), { allowInsecureConnection: true, retryOptions: { maxRetries: 2, retryDelayInMs: 1, maxRetryDelayInMs: 2 } });
+    const retrying = new SearchClient<Doc>(server.endpoint, client.indexName, new AzureKeyCredential(server.apiKey), {
+      allowInsecureConnection: true,
+      retryOptions: { maxRetries: 2, retryDelayInMs: 1, maxRetryDelayInMs: 2 },
+    });
     server.injectFault({ status: 503, operations: ['search'] });
     const before = server.requests.length;
     const error = await all(retrying, 'refund').catch((e: unknown) => e);
@@ -336,7 +495,10 @@ describe('faults, latency and auth', () => {
   it('drops connections on a reset fault, and delays answers with setLatency', async () => {
     const client = await freshIndex();
     server.injectFault({ reset: true, times: 1 });
-    await expect(all(client, 'refund')).rejects.toMatchObject({ name: 'RestError', code: expect.stringMatching(/ECONNRESET|REQUEST_SEND_ERROR/) });
+    await expect(all(client, 'refund')).rejects.toMatchObject({
+      name: 'RestError',
+      code: expect.stringMatching(/ECONNRESET|REQUEST_SEND_ERROR/),
+    });
     server.setLatency(120);
     const started = performance.now();
     await all(client, 'refund');
@@ -375,10 +537,19 @@ describe('faults, latency and auth', () => {
     const client = await freshIndex();
     await all(client, 'refund', { filter: `tenantId eq 'acme'`, select: ['id', 'title'], top: 3, includeTotalCount: true });
     const last = server.requests.at(-1)!;
-    expect(last).toMatchObject({ method: 'POST', operation: 'search', indexName: client.indexName, status: 200, path: `/indexes('${client.indexName}')/docs/search.post.search` });
+    expect(last).toMatchObject({
+      method: 'POST',
+      operation: 'search',
+      indexName: client.indexName,
+      status: 200,
+      path: `/indexes('${client.indexName}')/docs/search.post.search`,
+    });
     expect(last.query['api-version']).toBe('2026-04-01');
     expect(last.headers['api-key']).toBe(server.apiKey);
     expect(last.body).toEqual({ count: true, filter: `tenantId eq 'acme'`, search: 'refund', select: 'id,title', top: 3 });
-    await expect(all(client, 'x', { facets: ['tags'] })).rejects.toMatchObject({ statusCode: 400, message: expect.stringMatching(/not supported by the Azure AI Search test server/) });
+    await expect(all(client, 'x', { facets: ['tags'] })).rejects.toMatchObject({
+      statusCode: 400,
+      message: expect.stringMatching(/not supported by the Azure AI Search test server/),
+    });
   });
 });

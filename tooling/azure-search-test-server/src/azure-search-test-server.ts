@@ -6,7 +6,14 @@ import { applyBatch, IndexStore, project } from './documents.js';
 import { SearchServiceError } from './errors.js';
 import { parseIndexDefinition, type Vectorizer } from './index-definition.js';
 import { search } from './search.js';
-import type { AzureSearchTestServer, AzureSearchTestServerOptions, JsonObject, RecordedRequest, SearchOperation, ServerFault } from './types.js';
+import type {
+  AzureSearchTestServer,
+  AzureSearchTestServerOptions,
+  JsonObject,
+  RecordedRequest,
+  SearchOperation,
+  ServerFault,
+} from './types.js';
 
 /** The bundled self-signed certificate (127.0.0.1 and localhost, valid 2000-2125): trust it with `tlsOptions: { ca: testCertificate }`. */
 export const testCertificate: string = readFileSync(new URL('./tls/cert.pem', import.meta.url), 'utf8');
@@ -50,7 +57,10 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
 
   const vectorize = async (vectorizer: Vectorizer, text: string, dimensions: number): Promise<number[]> => {
     if (vectorizer.kind !== 'azureOpenAI' || !vectorizer.resourceUri || !vectorizer.deploymentId) {
-      throw new SearchServiceError(400, `The vectorizer '${vectorizer.name}' of kind '${vectorizer.kind}' is not supported by the test server (azureOpenAI with resourceUri and deploymentId).`);
+      throw new SearchServiceError(
+        400,
+        `The vectorizer '${vectorizer.name}' of kind '${vectorizer.kind}' is not supported by the test server (azureOpenAI with resourceUri and deploymentId).`,
+      );
     }
     const url = `${vectorizer.resourceUri.replace(/\/+$/, '')}/openai/deployments/${encodeURIComponent(vectorizer.deploymentId)}/embeddings?api-version=2024-10-21`;
     const withDimensions = !/ada-002/.test(vectorizer.modelName ?? '');
@@ -64,15 +74,21 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
     } catch (error) {
       throw new SearchServiceError(400, `Could not vectorize the query with vectorizer '${vectorizer.name}': ${(error as Error).message}`);
     }
-    const json = (await reply.json().catch(() => undefined)) as { data?: { embedding?: unknown }[]; error?: { message?: string } } | undefined;
+    const json = (await reply.json().catch(() => undefined)) as
+      | { data?: { embedding?: unknown }[]; error?: { message?: string } }
+      | undefined;
     const embedding = json?.data?.[0]?.embedding;
     if (!reply.ok || !Array.isArray(embedding)) {
-      throw new SearchServiceError(400, `Could not vectorize the query with vectorizer '${vectorizer.name}': ${reply.status} ${json?.error?.message ?? 'no embedding in the reply'}`);
+      throw new SearchServiceError(
+        400,
+        `Could not vectorize the query with vectorizer '${vectorizer.name}': ${reply.status} ${json?.error?.message ?? 'no embedding in the reply'}`,
+      );
     }
     return embedding as number[];
   };
 
-  const notFound = (indexName: string) => new SearchServiceError(404, `The index '${indexName}' for service '${serviceName}' was not found.`);
+  const notFound = (indexName: string) =>
+    new SearchServiceError(404, `The index '${indexName}' for service '${serviceName}' was not found.`);
   const storeOf = (indexName: string): IndexStore => {
     const store = indexes.get(indexName);
     if (!store) throw notFound(indexName);
@@ -111,9 +127,12 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
       });
       res.end(text);
     };
-    const fail = (error: SearchServiceError, headers?: Record<string, string>) => send(error.status, { error: { code: error.code, message: error.message } }, headers);
+    const fail = (error: SearchServiceError, headers?: Record<string, string>) =>
+      send(error.status, { error: { code: error.code, message: error.message } }, headers);
 
-    const fault = faults.find((f) => f.remaining > 0 && (!f.operations || (route.operation !== undefined && f.operations.includes(route.operation))));
+    const fault = faults.find(
+      (f) => f.remaining > 0 && (!f.operations || (route.operation !== undefined && f.operations.includes(route.operation))),
+    );
     if (fault) {
       fault.remaining--;
       if ('reset' in fault) {
@@ -121,7 +140,8 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
         req.socket.destroy();
         return;
       }
-      const headers: Record<string, string> = fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
+      const headers: Record<string, string> =
+        fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
       fail(new SearchServiceError(fault.status, fault.message ?? STATUS_TEXT[fault.status] ?? `Status ${fault.status}.`), headers);
       return;
     }
@@ -133,7 +153,12 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
     const admin = key === apiKey || (bearer !== undefined && bearerTokens.has(bearer));
     const query = key !== undefined && queryKeys.has(key);
     if (!admin && !(query && route.operation !== undefined && QUERY_OPERATIONS.has(route.operation))) {
-      fail(new SearchServiceError(403, 'Authorization failed: the api-key or bearer token is missing, wrong, or lacks the rights for this operation.'));
+      fail(
+        new SearchServiceError(
+          403,
+          'Authorization failed: the api-key or bearer token is missing, wrong, or lacks the rights for this operation.',
+        ),
+      );
       return;
     }
     if (!url.searchParams.get('api-version')) {
@@ -157,21 +182,30 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
           return;
         case 'createIndex': {
           const name = String(body.name);
-          if (indexes.has(name)) throw new SearchServiceError(409, `Cannot create index '${name}' because it already exists.`, 'ResourceNameAlreadyInUse');
+          if (indexes.has(name))
+            throw new SearchServiceError(409, `Cannot create index '${name}' because it already exists.`, 'ResourceNameAlreadyInUse');
           const definition = parseIndexDefinition(body, etag());
           indexes.set(definition.name, new IndexStore(definition));
           send(201, withContext(definition.raw, recorded));
           return;
         }
         case 'createOrUpdateIndex': {
-          if (body.name !== indexName) throw new SearchServiceError(400, `The index name '${String(body.name)}' in the request body does not match the index name '${indexName}' in the URL.`);
+          if (body.name !== indexName)
+            throw new SearchServiceError(
+              400,
+              `The index name '${String(body.name)}' in the request body does not match the index name '${indexName}' in the URL.`,
+            );
           const definition = parseIndexDefinition(body, etag());
           const existing = indexes.get(definition.name);
           if (existing) {
             for (const old of existing.definition.fields) {
               const now = definition.fields.find((f) => f.name === old.name);
               if (!now || now.type !== old.type || now.key !== old.key || now.dimensions !== old.dimensions) {
-                throw new SearchServiceError(400, `Existing field(s) '${old.name}' in index '${definition.name}' cannot be changed or removed.`, 'OperationNotAllowed');
+                throw new SearchServiceError(
+                  400,
+                  `Existing field(s) '${old.name}' in index '${definition.name}' cannot be changed or removed.`,
+                  'OperationNotAllowed',
+                );
               }
             }
             existing.redefine(definition);
@@ -214,7 +248,13 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
       }
     } catch (error) {
       if (error instanceof SearchServiceError) fail(error);
-      else fail(new SearchServiceError(500, `The Azure AI Search test server failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`));
+      else
+        fail(
+          new SearchServiceError(
+            500,
+            `The Azure AI Search test server failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+          ),
+        );
     }
   };
 
@@ -304,4 +344,3 @@ function safeDecode(text: string): string {
     return text;
   }
 }
-

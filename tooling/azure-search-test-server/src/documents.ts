@@ -55,24 +55,34 @@ export function applyBatch(store: IndexStore, body: JsonObject | undefined): { s
   const actions = value.map((item, i) => {
     if (!isObject(item)) throw invalidRequest(`The index action at position ${i} must be an object.`);
     const action = item['@search.action'] ?? 'upload';
-    if (typeof action !== 'string' || !ACTIONS.has(action)) throw invalidRequest(`The index action '${String(action)}' is not one of upload, merge, mergeOrUpload, delete.`);
+    if (typeof action !== 'string' || !ACTIONS.has(action))
+      throw invalidRequest(`The index action '${String(action)}' is not one of upload, merge, mergeOrUpload, delete.`);
     const document: JsonObject = {};
     for (const [name, fieldValue] of Object.entries(item)) {
       if (name === '@search.action') continue;
       const field = definition.fields.find((f) => f.name === name);
-      if (!field) throw invalidRequest(`The property '${name}' does not exist on type 'search.documentFields'. Make sure to only use property names that are defined by the type.`);
+      if (!field)
+        throw invalidRequest(
+          `The property '${name}' does not exist on type 'search.documentFields'. Make sure to only use property names that are defined by the type.`,
+        );
       if (action !== 'delete') checkValue(field, fieldValue, name);
       document[name] = fieldValue;
     }
     const key = document[keyName];
-    if (typeof key !== 'string') throw invalidRequest(`The key field '${keyName}' is missing or not a string in the index action at position ${i}.`);
+    if (typeof key !== 'string')
+      throw invalidRequest(`The key field '${keyName}' is missing or not a string in the index action at position ${i}.`);
     return { action, key, document };
   });
 
   const results: IndexingResult[] = [];
   for (const { action, key, document } of actions) {
     if (!KEY.test(key)) {
-      results.push({ key, status: false, statusCode: 400, errorMessage: `Invalid document key: '${key}'. Keys can only contain letters, digits, underscore (_), dash (-), or equal sign (=).` });
+      results.push({
+        key,
+        status: false,
+        statusCode: 400,
+        errorMessage: `Invalid document key: '${key}'. Keys can only contain letters, digits, underscore (_), dash (-), or equal sign (=).`,
+      });
       continue;
     }
     const existing = store.documents.get(key);
@@ -96,9 +106,14 @@ function checkValue(field: FieldDefinition, value: JsonValue, path: string): voi
   if (value === null) return;
   const element = /^Collection\((.+)\)$/.exec(field.type)?.[1];
   if (element !== undefined) {
-    if (!Array.isArray(value)) throw invalidRequest(`Cannot convert a value of type '${jsonType(value)}' to the expected type '${field.type}' for the property '${path}'.`);
+    if (!Array.isArray(value))
+      throw invalidRequest(
+        `Cannot convert a value of type '${jsonType(value)}' to the expected type '${field.type}' for the property '${path}'.`,
+      );
     if (field.dimensions !== undefined && value.length !== field.dimensions) {
-      throw invalidRequest(`The vector field '${path}' dimensionality must match the field definition's 'dimensions' property. Expected: '${field.dimensions}'. Actual: '${value.length}'.`);
+      throw invalidRequest(
+        `The vector field '${path}' dimensionality must match the field definition's 'dimensions' property. Expected: '${field.dimensions}'. Actual: '${value.length}'.`,
+      );
     }
     for (const item of value) {
       if (item === null && field.dimensions === undefined) continue;
@@ -110,7 +125,10 @@ function checkValue(field: FieldDefinition, value: JsonValue, path: string): voi
 }
 
 function checkScalar(field: FieldDefinition, value: JsonValue, path: string): void {
-  const fail = () => invalidRequest(`Cannot convert the literal '${typeof value === 'object' ? JSON.stringify(value) : String(value)}' to the expected type '${field.type}' for the property '${path}'.`);
+  const fail = () =>
+    invalidRequest(
+      `Cannot convert the literal '${typeof value === 'object' ? JSON.stringify(value) : String(value)}' to the expected type '${field.type}' for the property '${path}'.`,
+    );
   switch (field.type) {
     case 'Edm.String':
       if (typeof value !== 'string') throw fail();
@@ -142,7 +160,10 @@ function checkScalar(field: FieldDefinition, value: JsonValue, path: string): vo
       if (!isObject(value)) throw fail();
       for (const [name, sub] of Object.entries(value)) {
         const subField = field.fields?.find((f) => f.name === name);
-        if (!subField) throw invalidRequest(`The property '${name}' does not exist on type '${path}'. Make sure to only use property names that are defined by the type.`);
+        if (!subField)
+          throw invalidRequest(
+            `The property '${name}' does not exist on type '${path}'. Make sure to only use property names that are defined by the type.`,
+          );
         checkValue(subField, sub, `${path}/${name}`);
       }
       return;
@@ -162,7 +183,8 @@ export function analyzeDocument(definition: IndexDefinition, document: JsonObjec
   for (const field of definition.fields) {
     if (!field.searchable || (field.type !== 'Edm.String' && field.type !== 'Collection(Edm.String)')) continue;
     const value = document[field.name];
-    const text = typeof value === 'string' ? value : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string').join('\n') : '';
+    const text =
+      typeof value === 'string' ? value : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string').join('\n') : '';
     terms.set(field.name, analyze(text));
   }
   return terms;

@@ -52,10 +52,27 @@ export interface IndexDefinition {
 const INDEX_NAME = /^[a-z0-9](?:[a-z0-9-]{0,126}[a-z0-9])?$/;
 const FIELD_NAME = /^[A-Za-z][A-Za-z0-9_]{0,127}$/;
 const PRIMITIVES = new Set([
-  'Edm.String', 'Edm.Int32', 'Edm.Int64', 'Edm.Double', 'Edm.Boolean', 'Edm.DateTimeOffset', 'Edm.GeographyPoint',
-  'Edm.Single', 'Edm.Half', 'Edm.Int16', 'Edm.SByte', 'Edm.Byte', 'Edm.ComplexType',
+  'Edm.String',
+  'Edm.Int32',
+  'Edm.Int64',
+  'Edm.Double',
+  'Edm.Boolean',
+  'Edm.DateTimeOffset',
+  'Edm.GeographyPoint',
+  'Edm.Single',
+  'Edm.Half',
+  'Edm.Int16',
+  'Edm.SByte',
+  'Edm.Byte',
+  'Edm.ComplexType',
 ]);
-const VECTOR_TYPES = new Set(['Collection(Edm.Single)', 'Collection(Edm.Half)', 'Collection(Edm.Int16)', 'Collection(Edm.SByte)', 'Collection(Edm.Byte)']);
+const VECTOR_TYPES = new Set([
+  'Collection(Edm.Single)',
+  'Collection(Edm.Half)',
+  'Collection(Edm.Int16)',
+  'Collection(Edm.SByte)',
+  'Collection(Edm.Byte)',
+]);
 const METRICS = new Set(['cosine', 'euclidean', 'dotProduct']);
 
 function bad(message: string): SearchServiceError {
@@ -75,21 +92,33 @@ export function isValidIndexName(name: string): boolean {
 export function parseIndexDefinition(body: JsonObject, etag: string): IndexDefinition {
   const name = body.name;
   if (typeof name !== 'string' || !isValidIndexName(name)) {
-    throw bad(`The request is invalid. Details: index name '${String(name)}' is invalid: index names may contain only lower case letters, digits or dashes, cannot start or end with dashes, and are limited to 128 characters.`);
+    throw bad(
+      `The request is invalid. Details: index name '${String(name)}' is invalid: index names may contain only lower case letters, digits or dashes, cannot start or end with dashes, and are limited to 128 characters.`,
+    );
   }
-  if (!Array.isArray(body.fields) || body.fields.length === 0) throw bad(`The request is invalid. Details: index : The index must contain at least one field.`);
+  if (!Array.isArray(body.fields) || body.fields.length === 0)
+    throw bad(`The request is invalid. Details: index : The index must contain at least one field.`);
   const fields = parseFields(body.fields, '');
   const keys = fields.filter((f) => f.key);
-  if (keys.length !== 1) throw bad(`The request is invalid. Details: index.fields : The index must contain exactly one key field of type 'Edm.String'; found ${keys.length}.`);
+  if (keys.length !== 1)
+    throw bad(
+      `The request is invalid. Details: index.fields : The index must contain exactly one key field of type 'Edm.String'; found ${keys.length}.`,
+    );
   const key = keys[0]!;
-  if (key.type !== 'Edm.String') throw bad(`The request is invalid. Details: index.fields : The key field '${key.name}' must be of type 'Edm.String'.`);
+  if (key.type !== 'Edm.String')
+    throw bad(`The request is invalid. Details: index.fields : The key field '${key.name}' must be of type 'Edm.String'.`);
 
   const vectorSearch = (isObject(body.vectorSearch) ? body.vectorSearch : {}) as JsonObject;
   const algorithms = new Map<string, string>();
   for (const a of asObjects(vectorSearch.algorithms)) {
-    const params = (isObject(a.hnswParameters) ? a.hnswParameters : isObject(a.exhaustiveKnnParameters) ? a.exhaustiveKnnParameters : {}) as JsonObject;
+    const params = (
+      isObject(a.hnswParameters) ? a.hnswParameters : isObject(a.exhaustiveKnnParameters) ? a.exhaustiveKnnParameters : {}
+    ) as JsonObject;
     const metric = typeof params.metric === 'string' ? params.metric : 'cosine';
-    if (!METRICS.has(metric)) throw bad(`The request is invalid. Details: vectorSearch.algorithms : the metric '${metric}' is not supported by the test server (cosine, euclidean, dotProduct).`);
+    if (!METRICS.has(metric))
+      throw bad(
+        `The request is invalid. Details: vectorSearch.algorithms : the metric '${metric}' is not supported by the test server (cosine, euclidean, dotProduct).`,
+      );
     algorithms.set(String(a.name), metric);
   }
   const vectorizers = new Map<string, Vectorizer>();
@@ -105,17 +134,30 @@ export function parseIndexDefinition(body: JsonObject, etag: string): IndexDefin
   const profiles = new Map<string, { algorithm: string; vectorizer: string | undefined }>();
   for (const p of asObjects(vectorSearch.profiles)) {
     const algorithm = String(p.algorithm);
-    if (!algorithms.has(algorithm)) throw bad(`The request is invalid. Details: vectorSearch.profiles : The profile '${String(p.name)}' refers to the algorithm '${algorithm}', which is not defined.`);
+    if (!algorithms.has(algorithm))
+      throw bad(
+        `The request is invalid. Details: vectorSearch.profiles : The profile '${String(p.name)}' refers to the algorithm '${algorithm}', which is not defined.`,
+      );
     const vectorizer = typeof p.vectorizer === 'string' ? p.vectorizer : undefined;
-    if (vectorizer !== undefined && !vectorizers.has(vectorizer)) throw bad(`The request is invalid. Details: vectorSearch.profiles : The profile '${String(p.name)}' refers to the vectorizer '${vectorizer}', which is not defined.`);
+    if (vectorizer !== undefined && !vectorizers.has(vectorizer))
+      throw bad(
+        `The request is invalid. Details: vectorSearch.profiles : The profile '${String(p.name)}' refers to the vectorizer '${vectorizer}', which is not defined.`,
+      );
     profiles.set(String(p.name), { algorithm, vectorizer });
   }
   const vectorFields: IndexDefinition['vectorFields'] = new Map();
   for (const field of fields) {
     if (!VECTOR_TYPES.has(field.type) || field.dimensions === undefined) continue;
     const profile = field.vectorSearchProfile === undefined ? undefined : profiles.get(field.vectorSearchProfile);
-    if (!profile) throw bad(`The request is invalid. Details: index.fields : The vector field '${field.name}' must refer to a defined vector search profile ('${String(field.vectorSearchProfile)}').`);
-    vectorFields.set(field.name, { field, metric: algorithms.get(profile.algorithm)!, vectorizer: profile.vectorizer === undefined ? undefined : vectorizers.get(profile.vectorizer) });
+    if (!profile)
+      throw bad(
+        `The request is invalid. Details: index.fields : The vector field '${field.name}' must refer to a defined vector search profile ('${String(field.vectorSearchProfile)}').`,
+      );
+    vectorFields.set(field.name, {
+      field,
+      metric: algorithms.get(profile.algorithm)!,
+      vectorizer: profile.vectorizer === undefined ? undefined : vectorizers.get(profile.vectorizer),
+    });
   }
 
   const semanticRaw = (isObject(body.semantic) ? body.semantic : {}) as JsonObject;
@@ -126,7 +168,9 @@ export function parseIndexDefinition(body: JsonObject, etag: string): IndexDefin
     const fieldName = String(ref.fieldName);
     const field = topLevel.get(fieldName);
     if (!field || (field.type !== 'Edm.String' && field.type !== 'Collection(Edm.String)')) {
-      throw bad(`The request is invalid. Details: semantic.configurations : The semantic configuration '${config}' refers to '${fieldName}', which is not a string field of the index.`);
+      throw bad(
+        `The request is invalid. Details: semantic.configurations : The semantic configuration '${config}' refers to '${fieldName}', which is not a string field of the index.`,
+      );
     }
     return fieldName;
   };
@@ -140,13 +184,17 @@ export function parseIndexDefinition(body: JsonObject, etag: string): IndexDefin
       keywordsFields: asObjects(prioritized.prioritizedKeywordsFields).map((f) => textField(f, configName)!),
     };
     if (config.titleField === undefined && config.contentFields.length === 0 && config.keywordsFields.length === 0) {
-      throw bad(`The request is invalid. Details: semantic.configurations : The semantic configuration '${configName}' must name at least one field.`);
+      throw bad(
+        `The request is invalid. Details: semantic.configurations : The semantic configuration '${configName}' must name at least one field.`,
+      );
     }
     configurations.set(configName, config);
   }
   const defaultConfiguration = typeof semanticRaw.defaultConfiguration === 'string' ? semanticRaw.defaultConfiguration : undefined;
   if (defaultConfiguration !== undefined && !configurations.has(defaultConfiguration)) {
-    throw bad(`The request is invalid. Details: semantic.defaultConfiguration : '${defaultConfiguration}' is not a semantic configuration of the index.`);
+    throw bad(
+      `The request is invalid. Details: semantic.defaultConfiguration : '${defaultConfiguration}' is not a semantic configuration of the index.`,
+    );
   }
 
   const raw: JsonObject = { ...body, '@odata.etag': etag, fields: fields.map(fieldToJson) };
@@ -159,13 +207,17 @@ function parseFields(list: JsonValue[], prefix: string): FieldDefinition[] {
     if (!isObject(value)) throw bad(`The request is invalid. Details: index.fields : every field must be an object.`);
     const name = value.name;
     if (typeof name !== 'string' || !FIELD_NAME.test(name)) {
-      throw bad(`The request is invalid. Details: index.fields : Invalid field name '${String(name)}': field names must start with a letter and contain only letters, digits or underscores.`);
+      throw bad(
+        `The request is invalid. Details: index.fields : Invalid field name '${String(name)}': field names must start with a letter and contain only letters, digits or underscores.`,
+      );
     }
-    if (seen.has(name)) throw bad(`The request is invalid. Details: index.fields : The field '${prefix}${name}' is defined more than once.`);
+    if (seen.has(name))
+      throw bad(`The request is invalid. Details: index.fields : The field '${prefix}${name}' is defined more than once.`);
     seen.add(name);
     const type = String(value.type);
     const element = /^Collection\((.+)\)$/.exec(type)?.[1] ?? type;
-    if (!PRIMITIVES.has(element)) throw bad(`The request is invalid. Details: index.fields : The field '${prefix}${name}' has the unknown type '${type}'.`);
+    if (!PRIMITIVES.has(element))
+      throw bad(`The request is invalid. Details: index.fields : The field '${prefix}${name}' has the unknown type '${type}'.`);
     const complex = element === 'Edm.ComplexType';
     const isString = element === 'Edm.String';
     const isVector = VECTOR_TYPES.has(type) && value.dimensions !== undefined && value.dimensions !== null;
@@ -181,15 +233,21 @@ function parseFields(list: JsonValue[], prefix: string): FieldDefinition[] {
       facetable: flag('facetable', !complex && !isVector && element !== 'Edm.GeographyPoint'),
     };
     if (complex) {
-      if (!Array.isArray(value.fields) || value.fields.length === 0) throw bad(`The request is invalid. Details: index.fields : The complex field '${prefix}${name}' must have sub-fields.`);
+      if (!Array.isArray(value.fields) || value.fields.length === 0)
+        throw bad(`The request is invalid. Details: index.fields : The complex field '${prefix}${name}' must have sub-fields.`);
       field.fields = parseFields(value.fields, `${prefix}${name}/`);
     }
     if (isVector) {
       const dimensions = value.dimensions;
       if (typeof dimensions !== 'number' || !Number.isInteger(dimensions) || dimensions < 2 || dimensions > 4096) {
-        throw bad(`The request is invalid. Details: index.fields : The vector field '${prefix}${name}' must have 'dimensions' between 2 and 4096.`);
+        throw bad(
+          `The request is invalid. Details: index.fields : The vector field '${prefix}${name}' must have 'dimensions' between 2 and 4096.`,
+        );
       }
-      if (field.filterable || field.sortable || field.facetable) throw bad(`The request is invalid. Details: index.fields : The vector field '${prefix}${name}' cannot be filterable, sortable or facetable.`);
+      if (field.filterable || field.sortable || field.facetable)
+        throw bad(
+          `The request is invalid. Details: index.fields : The vector field '${prefix}${name}' cannot be filterable, sortable or facetable.`,
+        );
       field.dimensions = dimensions;
       if (typeof value.vectorSearchProfile === 'string') field.vectorSearchProfile = value.vectorSearchProfile;
     } else if (field.searchable && !isString) {

@@ -4,7 +4,15 @@ import { parseFilter } from './odata-filter.js';
 import type { JsonObject } from './types.js';
 
 const field = (name: string, type: string, extra: Partial<FieldDefinition> = {}): FieldDefinition => ({
-  name, type, key: false, retrievable: true, searchable: false, filterable: true, sortable: true, facetable: true, ...extra,
+  name,
+  type,
+  key: false,
+  retrievable: true,
+  searchable: false,
+  filterable: true,
+  sortable: true,
+  facetable: true,
+  ...extra,
 });
 const FIELDS: FieldDefinition[] = [
   field('id', 'Edm.String', { key: true }),
@@ -27,8 +35,26 @@ const lookup = (path: readonly string[]) => {
   return found;
 };
 const DOCS: JsonObject[] = [
-  { id: 'a', tenantId: 'acme', rating: 5, price: 10.5, published: true, updated: '2024-01-10T00:00:00Z', tags: ['red', 'big'], address: { city: 'Oslo' } },
-  { id: 'b', tenantId: "o'brien", rating: 3, price: 99, published: false, updated: '2023-06-01T00:00:00Z', tags: ['blue'], address: { city: 'Bergen' } },
+  {
+    id: 'a',
+    tenantId: 'acme',
+    rating: 5,
+    price: 10.5,
+    published: true,
+    updated: '2024-01-10T00:00:00Z',
+    tags: ['red', 'big'],
+    address: { city: 'Oslo' },
+  },
+  {
+    id: 'b',
+    tenantId: "o'brien",
+    rating: 3,
+    price: 99,
+    published: false,
+    updated: '2023-06-01T00:00:00Z',
+    tags: ['blue'],
+    address: { city: 'Bergen' },
+  },
   { id: 'c', tenantId: 'globex', rating: null, price: null, published: null, updated: null, tags: [], address: null },
 ];
 const ids = (filter: string) => DOCS.filter(parseFilter(filter, lookup)).map((d) => d.id);
@@ -92,7 +118,9 @@ describe('parseFilter: errors worded like the service', () => {
   it('syntax errors name the position and the filter', () => {
     const e = error(`tenantId eq 'a' tenantId eq 'b'`);
     expect(e.status).toBe(400);
-    expect(e.message).toBe(`Invalid expression: Syntax error at position 16 in 'tenantId eq 'a' tenantId eq 'b''.\r\nParameter name: $filter`);
+    expect(e.message).toBe(
+      `Invalid expression: Syntax error at position 16 in 'tenantId eq 'a' tenantId eq 'b''.\r\nParameter name: $filter`,
+    );
     // An unescaped quote in a value breaks the syntax instead of widening the filter.
     expect(error(`tenantId eq 'a' or 'x' eq 'x''`).message).toMatch(/unterminated string literal/);
     expect(error(`tenantId eq`).message).toMatch(/Syntax error at position 11/);

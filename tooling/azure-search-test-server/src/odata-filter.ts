@@ -39,7 +39,14 @@ interface Expr {
   field?: string;
 }
 
-const COMPARISON: Record<string, string> = { eq: 'Equal', ne: 'NotEqual', gt: 'GreaterThan', lt: 'LessThan', ge: 'GreaterThanOrEqual', le: 'LessThanOrEqual' };
+const COMPARISON: Record<string, string> = {
+  eq: 'Equal',
+  ne: 'NotEqual',
+  gt: 'GreaterThan',
+  lt: 'LessThan',
+  ge: 'GreaterThanOrEqual',
+  le: 'LessThanOrEqual',
+};
 const NUMERIC = new Set(['Edm.Int32', 'Edm.Int64', 'Edm.Double', 'Edm.Single', 'Edm.Half', 'Edm.Int16', 'Edm.SByte', 'Edm.Byte']);
 const DATETIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,7})?)?(?:Z|[+-]\d{2}:\d{2})/;
 const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?/;
@@ -207,7 +214,9 @@ class Parser {
 
   #requireBoolean(expr: Expr, kind: string, pos: number): void {
     if (!isBoolean(expr.type)) {
-      throw this.invalid(`A binary operator with incompatible types was detected. Found operand types '${typeName(expr.type)}' and 'Edm.Boolean' for operator kind '${kind}' at position ${pos}.`);
+      throw this.invalid(
+        `A binary operator with incompatible types was detected. Found operand types '${typeName(expr.type)}' and 'Edm.Boolean' for operator kind '${kind}' at position ${pos}.`,
+      );
     }
   }
 
@@ -226,7 +235,9 @@ class Parser {
       this.#next();
       const operand = this.#parseUnary();
       if (!isBoolean(operand.type)) {
-        throw this.invalid(`The operand for a unary operator 'Not' is of type '${typeName(operand.type)}', which is not compatible: 'Edm.Boolean' is expected.`);
+        throw this.invalid(
+          `The operand for a unary operator 'Not' is of type '${typeName(operand.type)}', which is not compatible: 'Edm.Boolean' is expected.`,
+        );
       }
       return { type: BOOLEAN, eval: (d, s) => operand.eval(d, s) !== true };
     }
@@ -299,7 +310,10 @@ class Parser {
     if (fromRange) throw this.invalid(`Lambda expressions over range variables are not supported by the test server.`);
     const field = this.#field(segments);
     const type = fieldType(field);
-    if (!type?.collection) throw this.invalid(`The '${kind}' operator at position ${pos} can only be applied to collection fields; '${segments.join('/')}' is of type '${typeName(type)}'.`);
+    if (!type?.collection)
+      throw this.invalid(
+        `The '${kind}' operator at position ${pos} can only be applied to collection fields; '${segments.join('/')}' is of type '${typeName(type)}'.`,
+      );
     this.#expectPunct('(');
     const element: ExprType = { edm: type.edm, collection: false };
     if (this.#isPunct(this.#peek(), ')')) {
@@ -344,7 +358,9 @@ class Parser {
     const target = this.#parseUnary();
     if (target.field === undefined) throw this.invalid(`The first argument of 'search.in' must be a field or a range variable.`);
     if (target.type?.edm !== 'Edm.String' || target.type.collection) {
-      throw this.invalid(`The first argument of 'search.in' must be of type 'Edm.String'; '${target.field}' is of type '${typeName(target.type)}'.`);
+      throw this.invalid(
+        `The first argument of 'search.in' must be of type 'Edm.String'; '${target.field}' is of type '${typeName(target.type)}'.`,
+      );
     }
     this.#expectPunct(',');
     const values = this.#next();
@@ -353,29 +369,37 @@ class Parser {
     if (this.#isPunct(this.#peek(), ',')) {
       this.#next();
       const given = this.#next();
-      if (given.kind !== 'string' || given.value === '') throw this.invalid(`The third argument of 'search.in' must be a non-empty string literal.`);
+      if (given.kind !== 'string' || given.value === '')
+        throw this.invalid(`The third argument of 'search.in' must be a non-empty string literal.`);
       delimiters = given.value;
     }
     this.#expectPunct(')');
     const set = new Set(splitBy(values.value, delimiters).filter((v) => v !== ''));
-    return { type: BOOLEAN, eval: (d, s) => {
-      const value = target.eval(d, s);
-      return typeof value === 'string' && set.has(value);
-    } };
+    return {
+      type: BOOLEAN,
+      eval: (d, s) => {
+        const value = target.eval(d, s);
+        return typeof value === 'string' && set.has(value);
+      },
+    };
   }
 
   #comparison(op: string, left: Expr, right: Expr, pos: number): Expr {
     const kind = COMPARISON[op]!;
     if (left.type?.collection || right.type?.collection) {
-      throw this.invalid(`A binary operator with incompatible types was detected. Found operand types '${typeName(left.type)}' and '${typeName(right.type)}' for operator kind '${kind}'.`);
+      throw this.invalid(
+        `A binary operator with incompatible types was detected. Found operand types '${typeName(left.type)}' and '${typeName(right.type)}' for operator kind '${kind}'.`,
+      );
     }
     if (left.type !== null && right.type !== null && !compatible(left.type.edm, right.type.edm)) {
-      throw this.invalid(`A binary operator with incompatible types was detected. Found operand types '${typeName(left.type)}' and '${typeName(right.type)}' for operator kind '${kind}'.`);
+      throw this.invalid(
+        `A binary operator with incompatible types was detected. Found operand types '${typeName(left.type)}' and '${typeName(right.type)}' for operator kind '${kind}'.`,
+      );
     }
-    if ((op !== 'eq' && op !== 'ne') && (left.type === null || right.type === null)) {
+    if (op !== 'eq' && op !== 'ne' && (left.type === null || right.type === null)) {
       throw this.invalid(`The operator '${op}' at position ${pos} cannot be applied to null.`);
     }
-    if ((op !== 'eq' && op !== 'ne') && (left.type?.edm === 'Edm.Boolean' || left.type?.edm === 'Edm.GeographyPoint')) {
+    if (op !== 'eq' && op !== 'ne' && (left.type?.edm === 'Edm.Boolean' || left.type?.edm === 'Edm.GeographyPoint')) {
       throw this.invalid(`The operator '${op}' at position ${pos} cannot be applied to operands of type '${typeName(left.type)}'.`);
     }
     const dateLeft = left.type?.edm === 'Edm.DateTimeOffset';

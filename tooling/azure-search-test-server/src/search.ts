@@ -19,13 +19,51 @@ const DEFAULT_TOP = 50;
 const MAX_TOP = 1000;
 
 const KNOWN = new Set([
-  'count', 'facets', 'filter', 'highlight', 'highlightPostTag', 'highlightPreTag', 'minimumCoverage', 'orderby', 'queryType',
-  'scoringStatistics', 'sessionId', 'scoringParameters', 'scoringProfile', 'debug', 'search', 'searchFields', 'searchMode',
-  'select', 'skip', 'top', 'semanticConfiguration', 'semanticErrorHandling', 'semanticMaxWaitInMilliseconds', 'semanticQuery',
-  'answers', 'captions', 'vectorQueries', 'vectorFilterMode', 'queryLanguage', 'speller', 'semanticFields', 'hybridSearch', 'queryRewrites',
+  'count',
+  'facets',
+  'filter',
+  'highlight',
+  'highlightPostTag',
+  'highlightPreTag',
+  'minimumCoverage',
+  'orderby',
+  'queryType',
+  'scoringStatistics',
+  'sessionId',
+  'scoringParameters',
+  'scoringProfile',
+  'debug',
+  'search',
+  'searchFields',
+  'searchMode',
+  'select',
+  'skip',
+  'top',
+  'semanticConfiguration',
+  'semanticErrorHandling',
+  'semanticMaxWaitInMilliseconds',
+  'semanticQuery',
+  'answers',
+  'captions',
+  'vectorQueries',
+  'vectorFilterMode',
+  'queryLanguage',
+  'speller',
+  'semanticFields',
+  'hybridSearch',
+  'queryRewrites',
 ]);
 /** Accepted by the service but not implemented here: a request using them gets a 400 saying so, never a silently different answer. */
-const UNSUPPORTED = ['facets', 'highlight', 'scoringProfile', 'scoringParameters', 'speller', 'queryRewrites', 'semanticFields', 'hybridSearch'];
+const UNSUPPORTED = [
+  'facets',
+  'highlight',
+  'scoringProfile',
+  'scoringParameters',
+  'speller',
+  'queryRewrites',
+  'semanticFields',
+  'hybridSearch',
+];
 
 interface Ranked {
   stored: StoredDocument;
@@ -41,18 +79,28 @@ interface Ranked {
  */
 export async function search(store: IndexStore, body: JsonObject, vectorize: Vectorize): Promise<JsonObject> {
   for (const name of Object.keys(body)) {
-    if (!KNOWN.has(name)) throw invalidRequest(`parameters : The parameter '${name}' in the request payload is not a valid parameter for the operation 'search'.`);
+    if (!KNOWN.has(name))
+      throw invalidRequest(
+        `parameters : The parameter '${name}' in the request payload is not a valid parameter for the operation 'search'.`,
+      );
     const value = body[name];
-    if (UNSUPPORTED.includes(name) && value !== null && value !== undefined && !(name === 'hybridSearch' && isObject(value) && Object.keys(value).length === 0)) {
+    if (
+      UNSUPPORTED.includes(name) &&
+      value !== null &&
+      value !== undefined &&
+      !(name === 'hybridSearch' && isObject(value) && Object.keys(value).length === 0)
+    ) {
       throw new SearchServiceError(400, `The parameter '${name}' is not supported by the Azure AI Search test server.`);
     }
   }
   const { definition } = store;
   const all = [...store.documents.values()];
   const filter = optionalString(body.filter, 'filter');
-  const predicate: Predicate | undefined = filter === undefined || filter.trim() === '' ? undefined : parseFilter(filter, (path) => lookupField(definition.fields, path));
+  const predicate: Predicate | undefined =
+    filter === undefined || filter.trim() === '' ? undefined : parseFilter(filter, (path) => lookupField(definition.fields, path));
   const filterMode = optionalString(body.vectorFilterMode, 'vectorFilterMode') ?? 'preFilter';
-  if (!['preFilter', 'postFilter', 'strictPostFilter'].includes(filterMode)) throw invalidParameter('vectorFilterMode', `Invalid value '${filterMode}'.`);
+  if (!['preFilter', 'postFilter', 'strictPostFilter'].includes(filterMode))
+    throw invalidParameter('vectorFilterMode', `Invalid value '${filterMode}'.`);
   const candidates = predicate ? all.filter((d) => predicate(d.document)) : all;
   const candidateSet = new Set(candidates);
 
@@ -68,30 +116,53 @@ export async function search(store: IndexStore, body: JsonObject, vectorize: Vec
   for (const [i, raw] of vectorQueries.entries()) {
     if (!isObject(raw)) throw invalidParameter('vectorQueries', `Invalid vector query at index ${i}.`);
     const k = raw.k === undefined || raw.k === null ? DEFAULT_TOP : raw.k;
-    if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > MAX_TOP) throw invalidParameter('vectorQueries', `The 'k' of the vector query at index ${i} must be an integer between 1 and ${MAX_TOP}.`);
+    if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > MAX_TOP)
+      throw invalidParameter('vectorQueries', `The 'k' of the vector query at index ${i} must be an integer between 1 and ${MAX_TOP}.`);
     maxK = Math.max(maxK, k);
     const weight = typeof raw.weight === 'number' ? raw.weight : 1;
-    const fieldNames = typeof raw.fields === 'string' ? raw.fields.split(',').map((f) => f.trim()).filter(Boolean) : [];
-    if (fieldNames.length === 0) throw invalidParameter('vectorQueries', `The vector query at index ${i} must name at least one vector field in 'fields'.`);
+    const fieldNames =
+      typeof raw.fields === 'string'
+        ? raw.fields
+            .split(',')
+            .map((f) => f.trim())
+            .filter(Boolean)
+        : [];
+    if (fieldNames.length === 0)
+      throw invalidParameter('vectorQueries', `The vector query at index ${i} must name at least one vector field in 'fields'.`);
     for (const fieldName of fieldNames) {
       const vectorField = definition.vectorFields.get(fieldName);
-      if (!vectorField) throw invalidParameter('vectorQueries', `The field '${fieldName}' in the vector query at index ${i} is not a vector field of the index.`);
+      if (!vectorField)
+        throw invalidParameter(
+          'vectorQueries',
+          `The field '${fieldName}' in the vector query at index ${i} is not a vector field of the index.`,
+        );
       const dimensions = vectorField.field.dimensions!;
       let vector: number[];
       if (raw.kind === 'vector') {
-        if (!Array.isArray(raw.vector) || !raw.vector.every((x) => typeof x === 'number')) throw invalidParameter('vectorQueries', `The vector query at index ${i} needs a 'vector' of numbers.`);
+        if (!Array.isArray(raw.vector) || !raw.vector.every((x) => typeof x === 'number'))
+          throw invalidParameter('vectorQueries', `The vector query at index ${i} needs a 'vector' of numbers.`);
         vector = raw.vector as number[];
       } else if (raw.kind === 'text') {
-        if (typeof raw.text !== 'string' || raw.text.trim() === '') throw invalidParameter('vectorQueries', `The text vector query at index ${i} needs a non-empty 'text'.`);
+        if (typeof raw.text !== 'string' || raw.text.trim() === '')
+          throw invalidParameter('vectorQueries', `The text vector query at index ${i} needs a non-empty 'text'.`);
         if (!vectorField.vectorizer) {
-          throw invalidParameter('vectorQueries', `The field '${fieldName}' does not have a vectorizer configured in its vector search profile, so the text vector query at index ${i} cannot be vectorized.`);
+          throw invalidParameter(
+            'vectorQueries',
+            `The field '${fieldName}' does not have a vectorizer configured in its vector search profile, so the text vector query at index ${i} cannot be vectorized.`,
+          );
         }
         vector = await vectorize(vectorField.vectorizer, raw.text, dimensions);
       } else {
-        throw invalidParameter('vectorQueries', `The vector query kind '${String(raw.kind)}' at index ${i} is not supported by the test server (vector, text).`);
+        throw invalidParameter(
+          'vectorQueries',
+          `The vector query kind '${String(raw.kind)}' at index ${i} is not supported by the test server (vector, text).`,
+        );
       }
       if (vector.length !== dimensions) {
-        throw invalidParameter('vectorQueries', `The vector query's 'vector' property dimensionality ('${vector.length}') does not match the dimensionality of the field '${fieldName}' ('${dimensions}').`);
+        throw invalidParameter(
+          'vectorQueries',
+          `The vector query's 'vector' property dimensionality ('${vector.length}') does not match the dimensionality of the field '${fieldName}' ('${dimensions}').`,
+        );
       }
       const pool = filterMode === 'preFilter' ? candidates : all;
       let ranked = knn(pool, fieldName, vector, vectorField.metric, k);
@@ -120,7 +191,10 @@ export async function search(store: IndexStore, body: JsonObject, vectorize: Vec
   if (queryType === 'semantic') {
     const configName = optionalString(body.semanticConfiguration, 'semanticConfiguration') ?? definition.semantic.defaultConfiguration;
     if (configName === undefined) {
-      throw invalidParameter('semanticConfiguration', `The 'semanticConfiguration' parameter is required when 'queryType' is 'semantic' and the index defines no default semantic configuration.`);
+      throw invalidParameter(
+        'semanticConfiguration',
+        `The 'semanticConfiguration' parameter is required when 'queryType' is 'semantic' and the index defines no default semantic configuration.`,
+      );
     }
     const config = definition.semantic.configurations.get(configName);
     if (!config) throw invalidParameter('semanticConfiguration', `Unknown semantic configuration '${configName}'.`);
@@ -141,7 +215,12 @@ export async function search(store: IndexStore, body: JsonObject, vectorize: Vec
         .slice(0, count)
         .map((r) => {
           const text = clip(r.semantic!.bestPassage!, maxLength);
-          return { key: r.stored.key, text, highlights: highlight(text, semanticQuery), score: Math.round(r.semantic!.passageCoverage * 1e6) / 1e6 };
+          return {
+            key: r.stored.key,
+            text,
+            highlights: highlight(text, semanticQuery),
+            score: Math.round(r.semantic!.passageCoverage * 1e6) / 1e6,
+          };
         });
     }
     if (captionsOption && captionsOption.kind !== 'none') {
@@ -155,7 +234,12 @@ export async function search(store: IndexStore, body: JsonObject, vectorize: Vec
       }
     }
   } else {
-    const asked = answersOption && answersOption.kind !== 'none' ? 'answers' : captionsOption && captionsOption.kind !== 'none' ? 'captions' : undefined;
+    const asked =
+      answersOption && answersOption.kind !== 'none'
+        ? 'answers'
+        : captionsOption && captionsOption.kind !== 'none'
+          ? 'captions'
+          : undefined;
     if (asked) throw invalidParameter(asked, `'${asked}' can only be requested when 'queryType' is 'semantic'.`);
   }
 
@@ -180,13 +264,16 @@ export async function search(store: IndexStore, body: JsonObject, vectorize: Vec
 function keywordSearch(store: IndexStore, candidates: StoredDocument[], documentCount: number, text: string, body: JsonObject): Ranked[] {
   const { definition } = store;
   const terms = [...new Set(analyze(text))];
-  const searchable = definition.fields.filter((f) => f.searchable && (f.type === 'Edm.String' || f.type === 'Collection(Edm.String)')).map((f) => f.name);
+  const searchable = definition.fields
+    .filter((f) => f.searchable && (f.type === 'Edm.String' || f.type === 'Collection(Edm.String)'))
+    .map((f) => f.name);
   const searchFieldsParam = optionalString(body.searchFields, 'searchFields');
   let fields = searchable;
   if (searchFieldsParam !== undefined && searchFieldsParam.trim() !== '') {
     fields = searchFieldsParam.split(',').map((f) => f.trim());
     for (const f of fields) {
-      if (!definition.fields.some((d) => d.name === f)) throw invalidParameter('searchFields', `Invalid expression: Could not find a property named '${f}' on type 'search.document'.`);
+      if (!definition.fields.some((d) => d.name === f))
+        throw invalidParameter('searchFields', `Invalid expression: Could not find a property named '${f}' on type 'search.document'.`);
       if (!searchable.includes(f)) throw invalidParameter('searchFields', `The field '${f}' is not searchable.`);
     }
   }
@@ -278,14 +365,20 @@ function sortByScore(ranked: Ranked[]): Ranked[] {
 function orderBy(store: IndexStore, results: Ranked[], clause: string): Ranked[] {
   const keys = clause.split(',').map((part) => {
     const [name = '', direction = 'asc', extra] = part.trim().split(/\s+/);
-    if (extra !== undefined || (direction !== 'asc' && direction !== 'desc')) throw invalidParameter('$orderby', `Invalid expression: Syntax error in '${clause}'.`);
+    if (extra !== undefined || (direction !== 'asc' && direction !== 'desc'))
+      throw invalidParameter('$orderby', `Invalid expression: Syntax error in '${clause}'.`);
     if (name === 'search.score()') return { name, desc: direction === 'desc' };
     const field = store.definition.fields.find((f) => f.name === name);
-    if (!field) throw invalidParameter('$orderby', `Invalid expression: Could not find a property named '${name}' on type 'search.document'.`);
-    if (!field.sortable) throw invalidParameter('$orderby', `Invalid expression: '${name}' is not a sortable field. Only sortable fields can be used in $orderby expressions.`);
+    if (!field)
+      throw invalidParameter('$orderby', `Invalid expression: Could not find a property named '${name}' on type 'search.document'.`);
+    if (!field.sortable)
+      throw invalidParameter(
+        '$orderby',
+        `Invalid expression: '${name}' is not a sortable field. Only sortable fields can be used in $orderby expressions.`,
+      );
     return { name, desc: direction === 'desc' };
   });
-  const value = (r: Ranked, name: string): JsonValue => (name === 'search.score()' ? r.score : r.stored.document[name] ?? null);
+  const value = (r: Ranked, name: string): JsonValue => (name === 'search.score()' ? r.score : (r.stored.document[name] ?? null));
   return [...results].sort((a, b) => {
     for (const { name, desc } of keys) {
       const x = value(a, name);
@@ -305,8 +398,13 @@ function parseSelect(store: IndexStore, value: JsonValue | undefined): string[] 
   const names = text.split(',').map((s) => s.trim());
   for (const name of names) {
     const field = store.definition.fields.find((f) => f.name === name);
-    if (!field) throw invalidParameter('$select', `Invalid expression: Could not find a property named '${name}' on type 'search.document'.`);
-    if (!field.retrievable) throw invalidParameter('$select', `Invalid expression: '${name}' is not a retrievable field. Only retrievable fields can be selected.`);
+    if (!field)
+      throw invalidParameter('$select', `Invalid expression: Could not find a property named '${name}' on type 'search.document'.`);
+    if (!field.retrievable)
+      throw invalidParameter(
+        '$select',
+        `Invalid expression: '${name}' is not a retrievable field. Only retrievable fields can be selected.`,
+      );
   }
   return names;
 }

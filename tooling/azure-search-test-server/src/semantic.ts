@@ -30,8 +30,14 @@ export function judge(config: SemanticConfiguration, document: JsonObject, query
     return hit / terms.length;
   };
   const title = config.titleField === undefined ? '' : textOf(document[config.titleField]);
-  const content = config.contentFields.map((f) => textOf(document[f])).filter(Boolean).join('\n');
-  const keywords = config.keywordsFields.map((f) => textOf(document[f])).filter(Boolean).join('\n');
+  const content = config.contentFields
+    .map((f) => textOf(document[f]))
+    .filter(Boolean)
+    .join('\n');
+  const keywords = config.keywordsFields
+    .map((f) => textOf(document[f]))
+    .filter(Boolean)
+    .join('\n');
   let bestPassage: string | undefined;
   let passageCoverage = 0;
   for (const passage of sentences(content || title)) {

@@ -4,7 +4,12 @@
  * nothing is stemmed (the same as `standard.lucene`).
  */
 export function analyze(text: string): string[] {
-  return text.normalize('NFKC').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  return (
+    text
+      .normalize('NFKC')
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu) ?? []
+  );
 }
 
 /** BM25 parameters of the service's default similarity (`BM25Similarity`, k1 = 1.2, b = 0.75). */
@@ -32,5 +37,7 @@ export function sentences(text: string): string[] {
 
 /** Words the semantic ranker stand-in ignores when matching a question to passages. */
 export const QUESTION_STOP_WORDS: ReadonlySet<string> = new Set(
-  'a an and are as at be by can could do does did for from has have how i in is it its me my of on or our should so that the this to us was we what when where which who why will with would you your'.split(' '),
+  'a an and are as at be by can could do does did for from has have how i in is it its me my of on or our should so that the this to us was we what when where which who why will with would you your'.split(
+    ' ',
+  ),
 );

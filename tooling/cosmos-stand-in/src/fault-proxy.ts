@@ -143,8 +143,14 @@ export async function startFaultProxy(target: string, options: { recordBodies?: 
         return;
       }
       if (fault !== undefined && fault !== 'reset-after') {
-        const payload = Buffer.from(JSON.stringify({ code: codeName(fault.status), message: fault.message ?? `Injected by the fault proxy: ${fault.status}` }));
-        const headers: Record<string, string> = { 'content-type': 'application/json', 'x-ms-activity-id': '00000000-0000-0000-0000-000000000000', 'x-ms-request-charge': '0' };
+        const payload = Buffer.from(
+          JSON.stringify({ code: codeName(fault.status), message: fault.message ?? `Injected by the fault proxy: ${fault.status}` }),
+        );
+        const headers: Record<string, string> = {
+          'content-type': 'application/json',
+          'x-ms-activity-id': '00000000-0000-0000-0000-000000000000',
+          'x-ms-request-charge': '0',
+        };
         if (fault.retryAfterMs !== undefined) headers['x-ms-retry-after-ms'] = String(fault.retryAfterMs);
         if (fault.substatus !== undefined) headers['x-ms-substatus'] = String(fault.substatus);
         entry.fault = String(fault.status);
@@ -154,25 +160,35 @@ export async function startFaultProxy(target: string, options: { recordBodies?: 
         res.end(payload);
         return;
       }
-      forward(req, body, (status, headers, reply) => {
-        if (fault === 'reset-after') {
-          entry.fault = 'reset-after';
+      forward(
+        req,
+        body,
+        (status, headers, reply) => {
+          if (fault === 'reset-after') {
+            entry.fault = 'reset-after';
+            req.socket.destroy();
+            return;
+          }
+          entry.status = status;
+          entry.responseBytes = reply.length;
+          entry.ms = performance.now() - t0;
+          res.writeHead(status, headers);
+          res.end(reply);
+        },
+        () => {
+          entry.fault = 'upstream-error';
           req.socket.destroy();
-          return;
-        }
-        entry.status = status;
-        entry.responseBytes = reply.length;
-        entry.ms = performance.now() - t0;
-        res.writeHead(status, headers);
-        res.end(reply);
-      }, () => {
-        entry.fault = 'upstream-error';
-        req.socket.destroy();
-      });
+        },
+      );
     });
   });
 
-  const forward = (req: IncomingMessage, body: Buffer, done: (status: number, headers: IncomingHttpHeaders, reply: Buffer) => void, failed: () => void) => {
+  const forward = (
+    req: IncomingMessage,
+    body: Buffer,
+    done: (status: number, headers: IncomingHttpHeaders, reply: Buffer) => void,
+    failed: () => void,
+  ) => {
     const headers = { ...req.headers, host: upstream.host, 'content-length': String(body.length) };
     const out = httpRequest(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent },

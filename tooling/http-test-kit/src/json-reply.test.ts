@@ -11,7 +11,10 @@ const errorFormat = (status: number, message: string) => ({ error: { code: Strin
 
 describe('sendJson', () => {
   it('sends the body with application/json and the byte length of multi-byte text', async () => {
-    server = await startLocalHttpServer((_req, res) => void sendJson(res, 201, { word: 'blåbær' }), { name: 'kit test server', errorFormat });
+    server = await startLocalHttpServer((_req, res) => void sendJson(res, 201, { word: 'blåbær' }), {
+      name: 'kit test server',
+      errorFormat,
+    });
     const reply = await fetch(server.origin);
     expect(reply.status).toBe(201);
     expect(reply.headers.get('content-type')).toBe('application/json');
@@ -55,10 +58,10 @@ describe('sendJson', () => {
 
 describe('sendJsonError', () => {
   it('sends the error in the given format with the given status and headers', async () => {
-    server = await startLocalHttpServer(
-      (_req, res) => void sendJsonError(res, 429, 'Slow down.', errorFormat, { 'retry-after': '2' }),
-      { name: 'kit test server', errorFormat },
-    );
+    server = await startLocalHttpServer((_req, res) => void sendJsonError(res, 429, 'Slow down.', errorFormat, { 'retry-after': '2' }), {
+      name: 'kit test server',
+      errorFormat,
+    });
     const reply = await fetch(server.origin);
     expect(reply.status).toBe(429);
     expect(reply.headers.get('retry-after')).toBe('2');

@@ -51,7 +51,9 @@ export async function startLocalHttpServer(handler: RequestHandler, options: Loc
       sendJsonError(res, 500, `The ${options.name} failed: ${detail}`, options.errorFormat);
     });
   };
-  const server: Server = options.tls ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest) : createHttpServer(onRequest);
+  const server: Server = options.tls
+    ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, onRequest)
+    : createHttpServer(onRequest);
   await listen(server, 0);
   const { port } = server.address() as AddressInfo;
   return {

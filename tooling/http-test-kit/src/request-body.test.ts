@@ -62,7 +62,10 @@ describe('readBody', () => {
 
     const tooLarge = await fetch(server.origin, { method: 'POST', body: 'x'.repeat(100_000) });
     expect(tooLarge.status).toBe(413);
-    expect(await tooLarge.json()).toEqual({ status: 413, message: 'The request body is larger than 10 bytes, the most this test server accepts.' });
+    expect(await tooLarge.json()).toEqual({
+      status: 413,
+      message: 'The request body is larger than 10 bytes, the most this test server accepts.',
+    });
 
     const after = await fetch(server.origin, { method: 'POST', body: 'again' });
     expect(await after.json()).toEqual({ text: 'again' });

@@ -49,9 +49,15 @@ export function compileFilter(filters: unknown, path = 'filters'): Predicate {
     } else if (key === 'metadata') {
       if (!isPlainObject(value)) throw new FilterError(`${at} must be an object of metadata keys and values.`);
       const wanted = Object.entries(value);
-      parts.push((m) => wanted.every(([k, v]) => m.metadata !== null && Object.hasOwn(m.metadata, k) && JSON.stringify(m.metadata[k]) === JSON.stringify(v)));
+      parts.push((m) =>
+        wanted.every(
+          ([k, v]) => m.metadata !== null && Object.hasOwn(m.metadata, k) && JSON.stringify(m.metadata[k]) === JSON.stringify(v),
+        ),
+      );
     } else {
-      throw new FilterError(`Invalid filter key '${key}' at ${path}. Allowed: AND, OR, NOT, user_id, agent_id, app_id, run_id, created_at, updated_at, categories, keywords, metadata.`);
+      throw new FilterError(
+        `Invalid filter key '${key}' at ${path}. Allowed: AND, OR, NOT, user_id, agent_id, app_id, run_id, created_at, updated_at, categories, keywords, metadata.`,
+      );
     }
   }
   return (m) => parts.every((p) => p(m));
@@ -70,7 +76,8 @@ function entityCondition(field: keyof StoredMemory, value: unknown, at: string):
   for (const [op, operand] of ops) {
     if (!ENTITY_OPS.has(op)) throw new FilterError(`Unsupported operator '${op}' at ${at}; use eq, ne or in.`);
     if (op === 'in') {
-      if (!Array.isArray(operand) || operand.some((v) => typeof v !== 'string')) throw new FilterError(`${at}.in must be a list of strings.`);
+      if (!Array.isArray(operand) || operand.some((v) => typeof v !== 'string'))
+        throw new FilterError(`${at}.in must be a list of strings.`);
       parts.push((m) => operand.includes(get(m)));
     } else {
       if (typeof operand !== 'string') throw new FilterError(`${at}.${op} must be a string.`);

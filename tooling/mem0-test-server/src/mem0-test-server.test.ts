@@ -14,7 +14,14 @@ beforeAll(async () => {
 afterAll(() => server.close());
 beforeEach(() => server.reset());
 
-const add = (content: string, scope: Record<string, string>) => client.add([{ role: 'user', content }, { role: 'assistant', content: 'Noted.' }], scope);
+const add = (content: string, scope: Record<string, string>) =>
+  client.add(
+    [
+      { role: 'user', content },
+      { role: 'assistant', content: 'Noted.' },
+    ],
+    scope,
+  );
 
 describe('the real MemoryClient against the local platform server', () => {
   it('sends the documented paths, headers and snake_case bodies', async () => {
@@ -23,8 +30,21 @@ describe('the real MemoryClient against the local platform server', () => {
     const [addReq, searchReq] = server.requests.filter((r) => r.path !== '/v1/ping/');
     expect(addReq).toMatchObject({ method: 'POST', path: '/v3/memories/add/' });
     expect(addReq!.headers.authorization).toBe('Token test-key');
-    expect(addReq!.body).toMatchObject({ user_id: 'alice', agent_id: 'bot', app_id: 'app', run_id: 'r1', messages: [{ role: 'user', content: 'I live in Oslo.' }, { role: 'assistant', content: 'Noted.' }] });
-    expect(searchReq).toMatchObject({ method: 'POST', path: '/v3/memories/search/', body: { query: 'Where do I live?', filters: { user_id: 'alice' }, top_k: 3, output_format: 'v1.1' } });
+    expect(addReq!.body).toMatchObject({
+      user_id: 'alice',
+      agent_id: 'bot',
+      app_id: 'app',
+      run_id: 'r1',
+      messages: [
+        { role: 'user', content: 'I live in Oslo.' },
+        { role: 'assistant', content: 'Noted.' },
+      ],
+    });
+    expect(searchReq).toMatchObject({
+      method: 'POST',
+      path: '/v3/memories/search/',
+      body: { query: 'Where do I live?', filters: { user_id: 'alice' }, top_k: 3, output_format: 'v1.1' },
+    });
   });
 
   it('ping answers ok with the key and the client refuses top-level entity ids on search', async () => {
@@ -44,8 +64,19 @@ describe('the real MemoryClient against the local platform server', () => {
     await add('My favourite colour is teal.', { userId: 'alice' });
     expect(server.memories()).toHaveLength(2);
     // infer: false stores every message verbatim.
-    await client.add([{ role: 'user', content: 'raw one' }, { role: 'assistant', content: 'raw two' }], { userId: 'bob', infer: false });
-    expect(server.memories().filter((m) => m.user_id === 'bob').map((m) => m.memory)).toEqual(['raw one', 'raw two']);
+    await client.add(
+      [
+        { role: 'user', content: 'raw one' },
+        { role: 'assistant', content: 'raw two' },
+      ],
+      { userId: 'bob', infer: false },
+    );
+    expect(
+      server
+        .memories()
+        .filter((m) => m.user_id === 'bob')
+        .map((m) => m.memory),
+    ).toEqual(['raw one', 'raw two']);
   });
 
   it('search ranks by similarity within the filter, honours top_k and threshold, and camelCases the reply', async () => {
@@ -130,8 +161,20 @@ describe('the real MemoryClient against the local platform server', () => {
 
 describe('compileFilter', () => {
   const memory = (over: Partial<StoredMemory>): StoredMemory => ({
-    id: 'm', memory: 'I like Tea', hash: 'h', user_id: null, agent_id: null, app_id: null, run_id: null, metadata: { topic: 'drinks' },
-    categories: ['food'], created_at: '2026-01-02T00:00:00.000Z', updated_at: '2026-01-02T00:00:00.000Z', expiration_date: null, immutable: false, ...over,
+    id: 'm',
+    memory: 'I like Tea',
+    hash: 'h',
+    user_id: null,
+    agent_id: null,
+    app_id: null,
+    run_id: null,
+    metadata: { topic: 'drinks' },
+    categories: ['food'],
+    created_at: '2026-01-02T00:00:00.000Z',
+    updated_at: '2026-01-02T00:00:00.000Z',
+    expiration_date: null,
+    immutable: false,
+    ...over,
   });
   it('evaluates logic, entity operators, time, categories, keywords and metadata', () => {
     const m = memory({ user_id: 'alice', agent_id: 'bot' });

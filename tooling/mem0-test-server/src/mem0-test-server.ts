@@ -20,10 +20,16 @@ const QUEUED = 'Memory processing has been queued for background execution';
 
 /** The default extractor: one memory per non-empty `user` message. */
 export const extractUserMessages: Extractor = (messages) =>
-  messages.filter((m) => m.role === 'user').map((m) => m.content.trim()).filter((t) => t.length > 0);
+  messages
+    .filter((m) => m.role === 'user')
+    .map((m) => m.content.trim())
+    .filter((t) => t.length > 0);
 
 class HttpError extends Error {
-  constructor(readonly status: number, readonly body: unknown) {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {
     super(`HTTP ${status}`);
   }
 }
@@ -67,7 +73,18 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
       const same = [...memories.values()].find((m) => m.hash === hash && ENTITY_KEYS.every((k) => m[k] === scope[k]));
       if (same) continue; // the platform answers NOOP for a fact it already holds
       const now = new Date().toISOString();
-      const memory: StoredMemory = { id: randomUUID(), memory: text, hash, ...scope, metadata, categories: [], created_at: now, updated_at: now, expiration_date: null, immutable: false };
+      const memory: StoredMemory = {
+        id: randomUUID(),
+        memory: text,
+        hash,
+        ...scope,
+        metadata,
+        categories: [],
+        created_at: now,
+        updated_at: now,
+        expiration_date: null,
+        immutable: false,
+      };
       memories.set(memory.id, memory);
       embed(memory.id, text);
       results.push({ id: memory.id, event: 'ADD', memory: text });
@@ -81,8 +98,10 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
       const body = req.body ?? {};
       const messages = parseMessages(body.messages);
       const scope = parseScope(body);
-      if (ENTITY_KEYS.every((k) => scope[k] === null)) throw new HttpError(400, { error: 'At least one of user_id, agent_id, app_id or run_id is required.' });
-      if (body.metadata !== undefined && body.metadata !== null && !isJsonObject(body.metadata)) throw new HttpError(400, { error: 'metadata must be an object.' });
+      if (ENTITY_KEYS.every((k) => scope[k] === null))
+        throw new HttpError(400, { error: 'At least one of user_id, agent_id, app_id or run_id is required.' });
+      if (body.metadata !== undefined && body.metadata !== null && !isJsonObject(body.metadata))
+        throw new HttpError(400, { error: 'metadata must be an object.' });
       const metadata = isJsonObject(body.metadata) ? body.metadata : null;
       const texts = body.infer === false ? messages.filter((m) => m.role !== 'system').map((m) => m.content) : extract(messages, scope);
       if (body.async_mode === false) return { results: apply(texts, scope, metadata) };
@@ -101,7 +120,8 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
       const predicate = entityFilter(body.filters);
       const topK = integer(body.top_k, 'top_k', 10);
       const threshold = body.threshold === undefined || body.threshold === null ? defaultThreshold : body.threshold;
-      if (typeof threshold !== 'number' || threshold < 0 || threshold > 1) throw new HttpError(400, { error: 'threshold must be a number between 0 and 1.' });
+      if (typeof threshold !== 'number' || threshold < 0 || threshold > 1)
+        throw new HttpError(400, { error: 'threshold must be a number between 0 and 1.' });
       const q = deterministicEmbedding(body.query);
       const results = [...memories.values()]
         .filter(predicate)
@@ -119,7 +139,12 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
       const all = [...memories.values()].filter(predicate);
       const results = all.slice((page - 1) * pageSize, page * pageSize);
       const link = (p: number) => `/v3/memories/?page=${p}&page_size=${pageSize}`;
-      return { count: all.length, next: page * pageSize < all.length ? link(page + 1) : null, previous: page > 1 ? link(page - 1) : null, results };
+      return {
+        count: all.length,
+        next: page * pageSize < all.length ? link(page + 1) : null,
+        previous: page > 1 ? link(page - 1) : null,
+        results,
+      };
     },
     'GET /v1/memories/:id/': (_req, id) => {
       const memory = memories.get(id!);
@@ -211,7 +236,8 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
 function parseMessages(value: unknown): AddMessage[] {
   if (!Array.isArray(value) || value.length === 0) throw new HttpError(400, { error: 'messages must be a non-empty list.' });
   return value.map((m, i) => {
-    if (!isJsonObject(m) || typeof m.role !== 'string' || typeof m.content !== 'string') throw new HttpError(400, { error: `messages[${i}] must be { role, content } with string values.` });
+    if (!isJsonObject(m) || typeof m.role !== 'string' || typeof m.content !== 'string')
+      throw new HttpError(400, { error: `messages[${i}] must be { role, content } with string values.` });
     return { role: m.role, content: m.content };
   });
 }
@@ -221,22 +247,26 @@ function parseScope(body: JsonObject): AddScope {
   for (const key of ENTITY_KEYS) {
     const value = body[key];
     if (value === undefined || value === null) continue;
-    if (typeof value !== 'string' || value === '' || value === '*') throw new HttpError(400, { error: `${key} must be a non-empty string other than '*'.` });
+    if (typeof value !== 'string' || value === '' || value === '*')
+      throw new HttpError(400, { error: `${key} must be a non-empty string other than '*'.` });
     scope[key] = value;
   }
   return scope;
 }
 
 function entityFilter(filters: unknown): (m: StoredMemory) => boolean {
-  if (filters === undefined || filters === null) throw new HttpError(400, { error: 'filters are required: give at least one of user_id, agent_id, app_id or run_id.' });
+  if (filters === undefined || filters === null)
+    throw new HttpError(400, { error: 'filters are required: give at least one of user_id, agent_id, app_id or run_id.' });
   const predicate = compileFilter(filters);
-  if (!hasEntityCondition(filters)) throw new HttpError(400, { error: 'filters must name at least one of user_id, agent_id, app_id or run_id.' });
+  if (!hasEntityCondition(filters))
+    throw new HttpError(400, { error: 'filters must name at least one of user_id, agent_id, app_id or run_id.' });
   return predicate;
 }
 
 function integer(value: unknown, name: string, fallback: number, min = 0): number {
   if (value === undefined || value === null) return fallback;
   const n = typeof value === 'string' ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < min) throw new HttpError(400, { error: `${name} must be an integer >= ${min}.` });
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min)
+    throw new HttpError(400, { error: `${name} must be an integer >= ${min}.` });
   return n;
 }

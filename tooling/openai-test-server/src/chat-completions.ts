@@ -211,9 +211,7 @@ async function streamCompletion(
   for (const piece of splitIntoDeltas(turn.text ?? '')) events.push(chunk({ content: piece }));
   for (const piece of splitIntoDeltas(turn.refusal ?? '')) events.push(chunk({ refusal: piece }));
   turn.toolCalls.forEach((call, index) => {
-    events.push(
-      chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }),
-    );
+    events.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
     for (const piece of splitArguments(call.arguments)) {
       events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
     }

@@ -8,7 +8,9 @@ export function defaultDimensions(model: string): number {
 }
 
 const STOP_WORDS = new Set(
-  'a an and are as at be by do does for from has have i in is it its of on or so that the this to was were what when where which who will with you your'.split(' '),
+  'a an and are as at be by do does for from has have i in is it its of on or so that the this to was were what when where which who will with you your'.split(
+    ' ',
+  ),
 );
 
 /** FNV-1a, 32-bit. */
@@ -34,7 +36,11 @@ export function deterministicEmbedding(text: string, dimensions = 1536): number[
     const sign = fnv1a(feature, 0x9747b28c) & 1 ? 1 : -1;
     vector[bucket] = (vector[bucket] ?? 0) + sign * weight;
   };
-  const words = text.normalize('NFKC').toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+  const words =
+    text
+      .normalize('NFKC')
+      .toLowerCase()
+      .match(/[\p{L}\p{N}]+/gu) ?? [];
   for (const word of words) {
     if (STOP_WORDS.has(word)) {
       add(`w:${word}`, 0.25);

@@ -92,8 +92,7 @@ describe('chat completions', () => {
     server.enqueue({ text: 'first' }, { text: 'second' });
     server.respondWith((request) => ({ text: `fallback for ${String(request.body?.model)}` }));
     const ask = async (): Promise<string | null> =>
-      (await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'q' }] })).choices[0]!
-        .message.content;
+      (await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'q' }] })).choices[0]!.message.content;
     expect(await ask()).toBe('first');
     expect(await ask()).toBe('second');
     expect(await ask()).toBe('fallback for m1');
@@ -312,7 +311,13 @@ describe('responses', () => {
       tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object' }, strict: false }],
     });
     const call = first.output[0]!;
-    expect(call).toMatchObject({ type: 'function_call', call_id: 'call_w1', name: 'get_weather', arguments: '{"city":"Oslo"}', status: 'completed' });
+    expect(call).toMatchObject({
+      type: 'function_call',
+      call_id: 'call_w1',
+      name: 'get_weather',
+      arguments: '{"city":"Oslo"}',
+      status: 'completed',
+    });
     expect(call.id).toMatch(/^fc_/);
 
     const output = { type: 'function_call_output' as const, call_id: 'call_w1', output: 'Sunny' };
@@ -320,9 +325,10 @@ describe('responses', () => {
       status: 400,
       message: expect.stringContaining('No tool call found for function call output with call_id call_w1'),
     });
-    await expect(
-      client.responses.create({ model: 'gpt-4.1', previous_response_id: first.id, input: 'never mind' }),
-    ).rejects.toMatchObject({ status: 400, message: expect.stringContaining('No tool output found for function call call_w1') });
+    await expect(client.responses.create({ model: 'gpt-4.1', previous_response_id: first.id, input: 'never mind' })).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringContaining('No tool output found for function call call_w1'),
+    });
 
     server.enqueue({ text: 'It is sunny in Oslo.' });
     const second = await client.responses.create({ model: 'gpt-4.1', previous_response_id: first.id, input: [output] });
@@ -396,9 +402,7 @@ describe('responses', () => {
     expect(textDeltas[0]).toMatchObject({ output_index: 1, content_index: 0, item_id: expect.stringMatching(/^msg_/) });
     const argDeltas = events.flatMap((event) => (event.type === 'response.function_call_arguments.delta' ? [event.delta] : []));
     expect(JSON.parse(argDeltas.join(''))).toEqual({ city: 'Bergen', days: 3 });
-    const reasoningDeltas = events.flatMap((event) =>
-      event.type === 'response.reasoning_summary_text.delta' ? [event.delta] : [],
-    );
+    const reasoningDeltas = events.flatMap((event) => (event.type === 'response.reasoning_summary_text.delta' ? [event.delta] : []));
     expect(reasoningDeltas.join('')).toBe('Considering the weather tools.');
 
     const completed = events.at(-1)!;
@@ -472,9 +476,7 @@ describe('embeddings', () => {
     expect(server.requests[0]!.batchSize).toBe(1);
     const large = await client.embeddings.create({ model: 'text-embedding-3-large', input: ['hello'] });
     expect(large.data[0]!.embedding).toHaveLength(3072);
-    await expect(client.embeddings.create({ model: 'text-embedding-3-small', input: [''] })).rejects.toBeInstanceOf(
-      OpenAI.BadRequestError,
-    );
+    await expect(client.embeddings.create({ model: 'text-embedding-3-small', input: [''] })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
   });
 });
 
@@ -611,7 +613,13 @@ describe('errors', () => {
 
 describe('Azure and other client flavours', () => {
   it('serves AzureOpenAI chat and embeddings on deployment paths with the api-key header', async () => {
-    const azure = new AzureOpenAI({ endpoint: server.origin, apiKey: 'test-key', deployment: 'gpt-4o', apiVersion: '2024-10-21', maxRetries: 0 });
+    const azure = new AzureOpenAI({
+      endpoint: server.origin,
+      apiKey: 'test-key',
+      deployment: 'gpt-4o',
+      apiVersion: '2024-10-21',
+      maxRetries: 0,
+    });
     server.enqueue({ text: 'Hello from Azure' });
     const completion = await azure.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'hi' }] });
     expect(completion.choices[0]!.message.content).toBe('Hello from Azure');
@@ -630,7 +638,13 @@ describe('Azure and other client flavours', () => {
     expect(embedded.data).toHaveLength(2);
     expect(server.requests[1]).toMatchObject({ path: '/openai/deployments/embed-small/embeddings', batchSize: 2 });
 
-    const wrong = new AzureOpenAI({ endpoint: server.origin, apiKey: 'nope', deployment: 'gpt-4o', apiVersion: '2024-10-21', maxRetries: 0 });
+    const wrong = new AzureOpenAI({
+      endpoint: server.origin,
+      apiKey: 'nope',
+      deployment: 'gpt-4o',
+      apiVersion: '2024-10-21',
+      maxRetries: 0,
+    });
     await expect(wrong.chat.completions.create({ model: '', messages: [{ role: 'user', content: 'hi' }] })).rejects.toBeInstanceOf(
       OpenAI.AuthenticationError,
     );

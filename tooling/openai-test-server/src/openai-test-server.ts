@@ -18,14 +18,7 @@ import {
   ResponsesStore,
 } from './responses.js';
 import { isObject } from './tokens.js';
-import type {
-  JsonObject,
-  OpenAITestServer,
-  OpenAITestServerOptions,
-  RecordedRequest,
-  Responder,
-  ScriptedReply,
-} from './types.js';
+import type { JsonObject, OpenAITestServer, OpenAITestServerOptions, RecordedRequest, Responder, ScriptedReply } from './types.js';
 
 const INVALID_JSON =
   "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON. If you have trouble figuring out how to fix this, please contact us through our help center at help.openai.com.)";

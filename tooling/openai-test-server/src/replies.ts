@@ -58,8 +58,7 @@ function planTurn(reply: ScriptedCompletion | undefined, echo: string): PlannedT
   const text = script.text ?? (toolCalls.length === 0 && refusal === null ? echo : null);
   const reasoning = script.reasoning ?? null;
   const reasoningTokens = reasoning === null ? 0 : countTokens(reasoning);
-  const visible =
-    (text ?? '') + (refusal ?? '') + toolCalls.map((call) => call.name + call.arguments).join('');
+  const visible = (text ?? '') + (refusal ?? '') + toolCalls.map((call) => call.name + call.arguments).join('');
   const counted = Math.max(1, countTokens(visible) + reasoningTokens);
   return {
     text,

@@ -74,7 +74,7 @@ export async function handleCreateResponse(
 ): Promise<void> {
   const model = typeof body.model === 'string' ? body.model : deployment;
   if (model === undefined) {
-    sendError(ex, 400, { message: 'Missing required parameter: \'model\'.', param: 'model', code: 'missing_required_parameter' });
+    sendError(ex, 400, { message: "Missing required parameter: 'model'.", param: 'model', code: 'missing_required_parameter' });
     return;
   }
   const input = normalizeItems(body.input, 'input');
@@ -290,12 +290,20 @@ function normalizeItems(value: unknown, param: string): { items: ConversationIte
   const items: ConversationItem[] = [];
   for (const [index, raw] of value.entries()) {
     if (!isObject(raw)) {
-      return { error: { message: `Invalid type for '${param}[${index}]': expected an object.`, param: `${param}[${index}]`, code: 'invalid_type' } };
+      return {
+        error: { message: `Invalid type for '${param}[${index}]': expected an object.`, param: `${param}[${index}]`, code: 'invalid_type' },
+      };
     }
     const item = structuredClone(raw);
     const type = typeof item.type === 'string' ? item.type : typeof item.role === 'string' ? 'message' : undefined;
     if (type === undefined) {
-      return { error: { message: `Missing required parameter: '${param}[${index}].type'.`, param: `${param}[${index}].type`, code: 'missing_required_parameter' } };
+      return {
+        error: {
+          message: `Missing required parameter: '${param}[${index}].type'.`,
+          param: `${param}[${index}].type`,
+          code: 'missing_required_parameter',
+        },
+      };
     }
     item.type = type;
     if (type === 'message' && typeof item.content === 'string') {

@@ -137,8 +137,20 @@ export async function startRedisServer(options: StartRedisServerOptions): Promis
 async function launch(port: number, options: StartRedisServerOptions): Promise<RedisServer> {
   const { dir } = options;
   const args = [
-    '--port', String(port), '--bind', HOST, '--protected-mode', 'yes', '--daemonize', 'no', '--dir', dir,
-    '--save', '', '--logfile', '',
+    '--port',
+    String(port),
+    '--bind',
+    HOST,
+    '--protected-mode',
+    'yes',
+    '--daemonize',
+    'no',
+    '--dir',
+    dir,
+    '--save',
+    '',
+    '--logfile',
+    '',
     ...(options.durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
     ...(options.cluster ? ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000'] : []),
     ...(options.args ?? []),
@@ -158,7 +170,12 @@ async function launch(port: number, options: StartRedisServerOptions): Promise<R
       resolve();
     });
   });
-  await waitFor(`redis-server on port ${port}`, async () => (await rawCommand(port, 'PING', 500)).startsWith('+PONG'), 10_000, () => exitNote);
+  await waitFor(
+    `redis-server on port ${port}`,
+    async () => (await rawCommand(port, 'PING', 500)).startsWith('+PONG'),
+    10_000,
+    () => exitNote,
+  );
   return {
     host: HOST,
     port,
@@ -199,9 +216,17 @@ export async function startRedisCluster(options: { dir: string; size?: number })
   const nodes: RedisServer[] = [];
   try {
     for (let i = 0; i < size; i++) nodes.push(await startRedisServer({ dir: join(options.dir, `node-${i}`), cluster: true }));
-    await promisify(execFile)('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `${HOST}:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+    await promisify(execFile)(
+      'redis-cli',
+      ['--cluster', 'create', ...nodes.map((n) => `${HOST}:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+      { timeout: 30_000 },
+    );
     for (const node of nodes) {
-      await waitFor(`cluster node ${node.port}`, async () => (await rawCommand(node.port, 'CLUSTER INFO')).includes('cluster_state:ok'), 15_000);
+      await waitFor(
+        `cluster node ${node.port}`,
+        async () => (await rawCommand(node.port, 'CLUSTER INFO')).includes('cluster_state:ok'),
+        15_000,
+      );
     }
   } catch (error) {
     await Promise.all(nodes.map((n) => n.stop()));

@@ -9,9 +9,7 @@ export function checkIfMatch(sessionId: string, currentEtag: string | undefined,
   if (ifMatch === null ? currentEtag !== undefined : currentEtag !== ifMatch) {
     throw new ConcurrencyError(
       sessionId,
-      ifMatch === null
-        ? `Session "${truncate(sessionId)}" already exists in the store; load it before saving over it.`
-        : undefined,
+      ifMatch === null ? `Session "${truncate(sessionId)}" already exists in the store; load it before saving over it.` : undefined,
     );
   }
 }

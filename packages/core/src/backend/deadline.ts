@@ -62,7 +62,8 @@ export async function withDeadline<T>(call: (signal: AbortSignal) => Promise<T>,
 }
 
 function defaultMapError(backend: string, operation: string): (error: unknown) => Error {
-  return (error) => (CtxError.isInstance(error) ? error : new BackendUnavailableError(backend, `${operation} failed: ${describe(error)}`, { cause: error }));
+  return (error) =>
+    CtxError.isInstance(error) ? error : new BackendUnavailableError(backend, `${operation} failed: ${describe(error)}`, { cause: error });
 }
 
 /**

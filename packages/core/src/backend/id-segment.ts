@@ -21,7 +21,8 @@ export interface IdSegmentOptions {
 export function encodeIdSegment(id: string, options: IdSegmentOptions = {}): string {
   const keep = options.keep ?? /[A-Za-z0-9._-]/;
   const marker = options.escape ?? '%';
-  if (keep.test(marker)) throw new ConfigurationError(`encodeIdSegment: the escape character "${marker}" must not be a kept character; choose another escape.`);
+  if (keep.test(marker))
+    throw new ConfigurationError(`encodeIdSegment: the escape character "${marker}" must not be a kept character; choose another escape.`);
   let out = '';
   for (let i = 0; i < id.length; i++) {
     const ch = id[i]!;

@@ -16,7 +16,11 @@ describe('summarization', () => {
   it('summarizes the oldest groups into one marked message and folds an earlier summary in', async () => {
     const summarizer = new ScriptedChatClient({ replies: ['Ann planned a trip to Oslo.', 'Ann planned Oslo, then booked a hotel.'] });
     const strategy = summarization({ client: summarizer, keepRecentGroups: 2 });
-    const turns = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => [Message.user(`q${from + i}`, { id: `u${from + i}` }), Message.assistant(`a${from + i}`, { id: `a${from + i}` })]).flat();
+    const turns = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, i) => [
+        Message.user(`q${from + i}`, { id: `u${from + i}` }),
+        Message.assistant(`a${from + i}`, { id: `a${from + i}` }),
+      ]).flat();
     const first = await strategy.compact([Message.system('sys', { id: 's' }), ...turns(0, 4)], {});
     expect(texts(first)).toEqual(['sys', 'Summary of the earlier conversation:\nAnn planned a trip to Oslo.', 'q2', 'a2', 'q3', 'a3']);
     expect(summaryInfo(first[1]!)?.replaces).toEqual(['u0', 'a0', 'u1', 'a1']);
@@ -38,7 +42,13 @@ describe('summarization', () => {
     const ping = defineTool({ name: 'ping', parameters: { type: 'object' }, execute: () => 'pong' });
     const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'ping' }] }, { toolCalls: [{ name: 'ping' }] }, 'done'] });
     const agent = createAgent({ client, tools: [ping], compaction: summarization({ client: summarizer, keepRecentGroups: 1 }) });
-    const history = [Message.user('hi'), Message.assistant('hello'), Message.user('how are you'), Message.assistant('fine'), Message.user('ping twice')];
+    const history = [
+      Message.user('hi'),
+      Message.assistant('hello'),
+      Message.user('how are you'),
+      Message.assistant('fine'),
+      Message.user('ping twice'),
+    ];
     await agent.run(history);
     expect(summarizer.calls).toHaveLength(1);
     for (const call of client.calls) {
@@ -54,7 +64,10 @@ describe('CompactionProvider', () => {
     const client = new ScriptedChatClient({ replies: (_m, _o, i) => `answer ${i}` });
     const history = new InMemoryHistoryProvider({ sourceId: 'history' });
     const audit = new InMemoryHistoryProvider({ sourceId: 'audit', loadMessages: false });
-    const agent = createAgent({ client, contextProviders: [history, new CompactionProvider({ strategy: truncation({ maxMessages: 4 }) }), audit] });
+    const agent = createAgent({
+      client,
+      contextProviders: [history, new CompactionProvider({ strategy: truncation({ maxMessages: 4 }) }), audit],
+    });
     const session = agent.createSession();
     for (let i = 0; i < 6; i++) await agent.run(`question ${i}`, { session });
     // the model never saw more than 4 history messages plus the input
@@ -70,7 +83,12 @@ describe('CompactionProvider', () => {
   it('works on the default in-memory history and keeps a summary through storage', async () => {
     const summarizer = new ScriptedChatClient({ replies: (_m, _o, i) => `summary ${i}` });
     const client = new ScriptedChatClient({ replies: (_m, _o, i) => `answer ${i}` });
-    const agent = createAgent({ client, contextProviders: [new CompactionProvider({ strategy: summarization({ client: summarizer, keepRecentGroups: 2, trigger: { messages: 6 } }) })] });
+    const agent = createAgent({
+      client,
+      contextProviders: [
+        new CompactionProvider({ strategy: summarization({ client: summarizer, keepRecentGroups: 2, trigger: { messages: 6 } }) }),
+      ],
+    });
     const session = agent.createSession();
     for (let i = 0; i < 6; i++) await agent.run(`question ${i}`, { session });
     const memory = stored(session.state.memory);
@@ -88,7 +106,10 @@ describe('CompactionProvider', () => {
 
   it('leaves stored history alone when asked', async () => {
     const client = new ScriptedChatClient({ replies: ['a', 'b', 'c'] });
-    const agent = createAgent({ client, contextProviders: [new CompactionProvider({ strategy: slidingWindow({ maxGroups: 1 }), rewriteStoredHistory: false })] });
+    const agent = createAgent({
+      client,
+      contextProviders: [new CompactionProvider({ strategy: slidingWindow({ maxGroups: 1 }), rewriteStoredHistory: false })],
+    });
     const session = agent.createSession();
     for (const q of ['one', 'two', 'three']) await agent.run(q, { session });
     expect(texts(stored(session.state.memory))).toEqual(['one', 'a', 'two', 'b', 'three', 'c']);

@@ -48,7 +48,9 @@ export class CompactionProvider implements ContextProvider {
 
   async beforeRun(args: ProviderRunArgs): Promise<void> {
     const { context, session, signal } = args;
-    const history = this.#history ?? args.agent.contextProviders.find((p): p is HistoryProvider => HistoryProvider.isInstance(p) && p.loadMessages !== false);
+    const history =
+      this.#history ??
+      args.agent.contextProviders.find((p): p is HistoryProvider => HistoryProvider.isInstance(p) && p.loadMessages !== false);
     const loaded = history && context.contextMessages.get(history.sourceId);
     if (!history || !loaded?.length) return; // nothing loaded this run (or the service keeps the conversation)
     if (this.#rewrite && history.replaceMessages) {
@@ -69,4 +71,3 @@ export class CompactionProvider implements ContextProvider {
 function same(a: readonly Message[], b: readonly Message[]): boolean {
   return a.length === b.length && a.every((m, i) => m === b[i]);
 }
-

@@ -45,7 +45,15 @@ export function groupMessages(messages: readonly Message[]): MessageGroup[] {
       if (pending.size) open = { group, pending };
       continue;
     }
-    const kind: MessageGroupKind = isSummary(m) ? 'summary' : results.length ? 'orphan-results' : m.role === 'system' ? 'system' : m.role === 'user' ? 'user' : 'assistant';
+    const kind: MessageGroupKind = isSummary(m)
+      ? 'summary'
+      : results.length
+        ? 'orphan-results'
+        : m.role === 'system'
+          ? 'system'
+          : m.role === 'user'
+            ? 'user'
+            : 'assistant';
     groups.push({ kind, messages: [m] });
   }
   return groups;

@@ -27,8 +27,18 @@ function build(spec: { system: boolean; turns: TurnSpec[]; unfinished: boolean }
     out.push(Message.user(turn.user || 'q', { id: id() }));
     for (const round of turn.rounds) {
       const callIds = Array.from({ length: round.calls }, () => `c${++n}`);
-      out.push(Message.assistant(callIds.map((callId) => ({ type: 'function-call' as const, callId, name: 'search', arguments: '{"q":"x"}' })), { id: id() }));
-      const results = callIds.map((callId) => ({ type: 'function-result' as const, callId, name: 'search', result: 'r'.repeat(round.resultSize) }));
+      out.push(
+        Message.assistant(
+          callIds.map((callId) => ({ type: 'function-call' as const, callId, name: 'search', arguments: '{"q":"x"}' })),
+          { id: id() },
+        ),
+      );
+      const results = callIds.map((callId) => ({
+        type: 'function-result' as const,
+        callId,
+        name: 'search',
+        result: 'r'.repeat(round.resultSize),
+      }));
       if (round.split) for (const r of results) out.push(Message.tool(r, { id: id() }));
       else out.push(Message.tool(results, { id: id() }));
     }
@@ -44,7 +54,10 @@ const conversation = fc
     turns: fc.array(
       fc.record({
         user: fc.string({ maxLength: 60 }),
-        rounds: fc.array(fc.record({ calls: fc.integer({ min: 1, max: 3 }), resultSize: fc.integer({ min: 0, max: 800 }), split: fc.boolean() }), { maxLength: 3 }),
+        rounds: fc.array(
+          fc.record({ calls: fc.integer({ min: 1, max: 3 }), resultSize: fc.integer({ min: 0, max: 800 }), split: fc.boolean() }),
+          { maxLength: 3 },
+        ),
         answer: fc.string({ maxLength: 200 }),
       }),
       { minLength: 1, maxLength: 12 },
@@ -64,7 +77,9 @@ function checkInvariants(input: Message[], output: Message[]): void {
   const tail = ids(input.slice(lastUserIndex(input)));
   expect(ids(output).slice(-tail.length)).toEqual(tail);
   // what is kept keeps its order
-  const positions = ids(output).map((x) => ids(input).indexOf(x)).filter((i) => i >= 0);
+  const positions = ids(output)
+    .map((x) => ids(input).indexOf(x))
+    .filter((i) => i >= 0);
   expect(positions).toEqual([...positions].sort((a, b) => a - b));
 }
 
@@ -124,11 +139,19 @@ describe('compaction strategies (examples)', () => {
       system: false,
       turns: [
         { user: 'old', rounds: [{ calls: 1, resultSize: 500, split: false }], answer: 'done' },
-        { user: 'now', rounds: [{ calls: 1, resultSize: 500, split: false }, { calls: 1, resultSize: 500, split: false }], answer: '' },
+        {
+          user: 'now',
+          rounds: [
+            { calls: 1, resultSize: 500, split: false },
+            { calls: 1, resultSize: 500, split: false },
+          ],
+          answer: '',
+        },
       ],
       unfinished: true,
     });
-    const collapsedResults = (m: Message[]) => m.flatMap((x) => x.contents).filter((c) => c.type === 'function-result' && String(c.result).startsWith('[collapsed')).length;
+    const collapsedResults = (m: Message[]) =>
+      m.flatMap((x) => x.contents).filter((c) => c.type === 'function-result' && String(c.result).startsWith('[collapsed')).length;
     expect(collapsedResults(await toolResultCollapse().compact(inProgress, {}))).toBe(1);
     expect(collapsedResults(await toolResultCollapse({ includeCurrentTurn: true }).compact(inProgress, {}))).toBe(2);
   });

@@ -193,7 +193,10 @@ export interface ContextWindowOptions {
 /** Keeps a conversation inside a model's window: past `threshold` of it, compacts down to `target`. */
 export function contextWindow(options: ContextWindowOptions): CompactionStrategy {
   const usable = options.contextWindow - (options.reserveTokens ?? 4096);
-  if (usable <= 0) throw new ConfigurationError(`contextWindow: reserveTokens must be smaller than the window (${options.contextWindow}); lower reserveTokens.`);
+  if (usable <= 0)
+    throw new ConfigurationError(
+      `contextWindow: reserveTokens must be smaller than the window (${options.contextWindow}); lower reserveTokens.`,
+    );
   const tokenizer = options.tokenizer ?? defaultTokenizer();
   return tokenBudget({
     maxTokens: Math.floor(usable * (options.target ?? 0.6)),

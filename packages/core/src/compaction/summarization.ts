@@ -52,7 +52,10 @@ export function summarization(options: SummarizationOptions): CompactionStrategy
         instructions: options.instructions ?? DEFAULT_INSTRUCTIONS,
         ...(signal ? { signal } : {}),
       });
-      const text = response.messages.map((m) => Message.text(m)).join('').trim();
+      const text = response.messages
+        .map((m) => Message.text(m))
+        .join('')
+        .trim();
       const replaces = foldedMessages.flatMap((m) => summaryInfo(m)?.replaces ?? [m.id]);
       const summary = Message.system(`Summary of the earlier conversation:\n${text}`, {
         metadata: { ctx: { sourceId: 'compaction', sourceType: 'context', summary: { replaces, createdAt: new Date().toISOString() } } },

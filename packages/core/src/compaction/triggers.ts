@@ -8,7 +8,9 @@ import { groupMessages } from './message-groups.js';
  * When a strategy runs: above a token, message or turn (user message) count, or when a predicate
  * says so. Counts are "more than".
  */
-export type CompactionTrigger = { tokens?: number; messages?: number; turns?: number; tokenizer?: Tokenizer } | ((messages: readonly Message[]) => boolean);
+export type CompactionTrigger =
+  | { tokens?: number; messages?: number; turns?: number; tokenizer?: Tokenizer }
+  | ((messages: readonly Message[]) => boolean);
 
 /** Whether `trigger` fires for `messages`. */
 export function isTriggered(trigger: CompactionTrigger, messages: readonly Message[]): boolean {

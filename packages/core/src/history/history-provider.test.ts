@@ -12,7 +12,10 @@ import { HistoryProvider } from './history-provider.js';
 import { InMemoryHistoryProvider } from './in-memory-history-provider.js';
 
 const texts = (messages: readonly Message[]) => messages.map((m) => Message.text(m) || m.role);
-const rag: ContextProvider = { sourceId: 'rag', beforeRun: ({ context }) => context.extendMessages('rag', [Message.system('doc: the sky is blue')]) };
+const rag: ContextProvider = {
+  sourceId: 'rag',
+  beforeRun: ({ context }) => context.extendMessages('rag', [Message.system('doc: the sky is blue')]),
+};
 
 describe('HistoryProvider', () => {
   it('stores input then response, attributed, and loads them as history', async () => {
@@ -44,14 +47,23 @@ describe('HistoryProvider', () => {
     expect(await run({})).toEqual(['q1', 'a', 'q2', 'b']);
     expect(await run({ storeContextMessages: true })).toEqual(['doc: the sky is blue', 'q1', 'a', 'doc: the sky is blue', 'q2', 'b']);
     expect(await run({ storeContextFrom: ['nobody'] })).toEqual(['q1', 'a', 'q2', 'b']);
-    expect(await run({ storeContextFrom: ['rag'], storeInputs: false })).toEqual(['doc: the sky is blue', 'a', 'doc: the sky is blue', 'b']);
+    expect(await run({ storeContextFrom: ['rag'], storeInputs: false })).toEqual([
+      'doc: the sky is blue',
+      'a',
+      'doc: the sky is blue',
+      'b',
+    ]);
     expect(await run({ storeOutputs: false })).toEqual(['q1', 'q2']);
   });
 
   it('loads only the newest maxMessages and never starts a window with orphaned tool results', async () => {
     const ping = defineTool({ name: 'ping', parameters: { type: 'object' }, execute: () => 'pong' });
     const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'ping' }] }, 'pinged', 'next', 'more'] });
-    const agent = createAgent({ client, tools: [ping], contextProviders: [new InMemoryHistoryProvider({ sourceId: 'h', maxMessages: 2 })] });
+    const agent = createAgent({
+      client,
+      tools: [ping],
+      contextProviders: [new InMemoryHistoryProvider({ sourceId: 'h', maxMessages: 2 })],
+    });
     const session = agent.createSession();
     await agent.run('ping please', { session }); // stores user, call, result, reply
     await agent.run('again', { session });

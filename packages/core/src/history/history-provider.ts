@@ -34,7 +34,11 @@ export interface HistoryProviderOptions {
  * `serviceSessionId`, or the run asks for `store: true`, or the client stores by default and the
  * run does not pass `store: false`. The `'auto'` load rule and the default-history rule both use it.
  */
-export function serviceKeepsConversation(client: ChatClient, session: Pick<SessionView, 'serviceSessionId'>, options: Pick<ChatOptions, 'store'>): boolean {
+export function serviceKeepsConversation(
+  client: ChatClient,
+  session: Pick<SessionView, 'serviceSessionId'>,
+  options: Pick<ChatOptions, 'store'>,
+): boolean {
   if (session.serviceSessionId !== undefined || options.store === true) return true;
   return client.storesByDefault === true && options.store !== false;
 }
@@ -105,7 +109,10 @@ export abstract class HistoryProvider implements ContextProvider {
     if (context.error !== undefined || !context.response) return;
     const toStore: Message[] = [];
     if (this.storeContextFrom || this.storeContextMessages) {
-      for (const m of context.getMessages({ excludeSources: [this.sourceId], ...(this.storeContextFrom ? { sources: this.storeContextFrom } : {}) })) {
+      for (const m of context.getMessages({
+        excludeSources: [this.sourceId],
+        ...(this.storeContextFrom ? { sources: this.storeContextFrom } : {}),
+      })) {
         if (Message.source(m)?.sourceType !== 'history') toStore.push(m);
       }
     }

@@ -63,7 +63,10 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   #list(state: JsonObject): JsonValue[] {
     const messages = (state.messages ??= []);
     if (!Array.isArray(messages)) {
-      throw new SessionStateError(pathJoin(pathJoin('$.state', this.sourceId), 'messages'), `must be an array of messages, got ${isPlainObject(messages) ? 'object' : typeof messages}`);
+      throw new SessionStateError(
+        pathJoin(pathJoin('$.state', this.sourceId), 'messages'),
+        `must be an array of messages, got ${isPlainObject(messages) ? 'object' : typeof messages}`,
+      );
     }
     return messages;
   }

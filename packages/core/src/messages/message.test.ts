@@ -28,7 +28,12 @@ describe('Message', () => {
   });
 
   it('reads text and function calls', () => {
-    const m = Message.assistant([{ type: 'text', text: 'a' }, { type: 'reasoning', text: 'hidden' }, everyKind[1]!, { type: 'text', text: 'b' }]);
+    const m = Message.assistant([
+      { type: 'text', text: 'a' },
+      { type: 'reasoning', text: 'hidden' },
+      everyKind[1]!,
+      { type: 'text', text: 'b' },
+    ]);
     expect(Message.text(m)).toBe('ab');
     expect(Message.functionCalls(m).map((c) => c.name)).toEqual(['get_weather']);
   });
@@ -75,14 +80,17 @@ describe('Message', () => {
 
   it('any JSON value is either a valid message or a SessionStateError, never another error', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.jsonValue(), fc.record({ id: fc.string(), role: fc.constantFrom('user', 'x'), contents: fc.array(fc.jsonValue()) })), (value) => {
-        try {
-          Message.parse(value);
-          return Message.isMessage(value);
-        } catch (error) {
-          return SessionStateError.isInstance(error) && !Message.isMessage(value);
-        }
-      }),
+      fc.property(
+        fc.oneof(fc.jsonValue(), fc.record({ id: fc.string(), role: fc.constantFrom('user', 'x'), contents: fc.array(fc.jsonValue()) })),
+        (value) => {
+          try {
+            Message.parse(value);
+            return Message.isMessage(value);
+          } catch (error) {
+            return SessionStateError.isInstance(error) && !Message.isMessage(value);
+          }
+        },
+      ),
     );
   });
 });

@@ -1,11 +1,18 @@
 import { SessionStateError } from '../errors.js';
-import type { Content, FunctionCallContent, FunctionResultContent, Message as MessageData, MessageSource, Role, SourceType } from '../spec/message.js';
+import type {
+  Content,
+  FunctionCallContent,
+  FunctionResultContent,
+  Message as MessageData,
+  MessageSource,
+  Role,
+  SourceType,
+} from '../spec/message.js';
 import { generateId } from './id.js';
 import { formatPath, isPlainObject, nonJsonSegments, type PathSegments } from './json.js';
 
 /** A chat message (see the spec); also the namespace of helpers that build and read messages. */
 export type Message = MessageData;
-
 
 /** Optional fields for the `Message` helpers. */
 export type MessageInit = Partial<Omit<Message, 'role' | 'contents'>>;
@@ -53,7 +60,10 @@ export const Message = {
   /** A shallow copy of `message` attributed to `sourceId` (other `metadata.ctx` fields, like a summary marker, are kept). */
   withSource(message: Message, sourceId: string, sourceType: SourceType): Message {
     const ctx = message.metadata?.ctx;
-    return { ...message, metadata: { ...message.metadata, ctx: isPlainObject(ctx) ? { ...ctx, sourceId, sourceType } : { sourceId, sourceType } } };
+    return {
+      ...message,
+      metadata: { ...message.metadata, ctx: isPlainObject(ctx) ? { ...ctx, sourceId, sourceType } : { sourceId, sourceType } },
+    };
   },
   /** Whether `value` is a well-formed message. */
   isMessage(value: unknown): value is Message {
@@ -108,9 +118,15 @@ function contentProblem(value: unknown): Problem | undefined {
       return at('result', notJson(value.result));
     }
     case 'data': {
-      const p = expectString(value, 'mediaType') ?? expectString(value, 'uri', true) ?? expectString(value, 'data', true) ?? expectString(value, 'name', true);
+      const p =
+        expectString(value, 'mediaType') ??
+        expectString(value, 'uri', true) ??
+        expectString(value, 'data', true) ??
+        expectString(value, 'name', true);
       if (p) return p;
-      return (value.uri === undefined) === (value.data === undefined) ? [[], 'data content needs exactly one of "uri" and "data"'] : undefined;
+      return (value.uri === undefined) === (value.data === undefined)
+        ? [[], 'data content needs exactly one of "uri" and "data"']
+        : undefined;
     }
     case 'reasoning':
       return expectString(value, 'text') ?? expectString(value, 'id', true) ?? expectString(value, 'encrypted', true);
@@ -123,7 +139,8 @@ function messageProblem(value: unknown): Problem | undefined {
   if (!isPlainObject(value)) return [[], `must be a message object, got ${typeName(value)}`];
   const p = expectString(value, 'id') ?? expectString(value, 'authorName', true) ?? expectString(value, 'createdAt', true);
   if (p) return p;
-  if (typeof value.role !== 'string' || !ROLES.has(value.role)) return [['role'], `must be one of system, user, assistant, tool; got ${JSON.stringify(value.role) ?? 'undefined'}`];
+  if (typeof value.role !== 'string' || !ROLES.has(value.role))
+    return [['role'], `must be one of system, user, assistant, tool; got ${JSON.stringify(value.role) ?? 'undefined'}`];
   const contents = value.contents;
   if (!Array.isArray(contents)) return [['contents'], `must be an array, got ${typeName(contents)}`];
   for (let i = 0; i < contents.length; i++) {

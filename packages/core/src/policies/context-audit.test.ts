@@ -15,7 +15,12 @@ const tokenizer = createCharacterTokenizer();
 describe('auditContext and createAuditProvider', () => {
   it('reports per source what entered the model call, with tokens that add up to what was sent', async () => {
     const agentTool = defineTool({ name: 'clock', description: 'Current time.', parameters: { type: 'object' }, execute: () => 'noon' });
-    const docTool = defineTool({ name: 'open_doc', description: 'Opens a document by id.', parameters: { type: 'object', properties: { id: { type: 'string' } } }, execute: () => 'doc' });
+    const docTool = defineTool({
+      name: 'open_doc',
+      description: 'Opens a document by id.',
+      parameters: { type: 'object', properties: { id: { type: 'string' } } },
+      execute: () => 'doc',
+    });
     const rag: ContextProvider = {
       sourceId: 'rag',
       beforeRun({ context }) {
@@ -23,14 +28,21 @@ describe('auditContext and createAuditProvider', () => {
         context.extendTools('rag', [docTool]);
       },
     };
-    const persona: ContextProvider = { sourceId: 'persona', beforeRun: ({ context }) => context.extendInstructions('persona', 'Speak like a pirate.') };
+    const persona: ContextProvider = {
+      sourceId: 'persona',
+      beforeRun: ({ context }) => context.extendInstructions('persona', 'Speak like a pirate.'),
+    };
     const audits: ContextAudit[] = [];
     const client = new ScriptedChatClient({ replies: ['a', 'b'] });
     const agent = createAgent({
       client,
       instructions: 'You help.',
       tools: [agentTool],
-      contextProviders: [rag, withPolicies(persona, { budget: { maxTokens: 100, tokenizer } }), createAuditProvider({ tokenizer, onAudit: (a) => void audits.push(a) })],
+      contextProviders: [
+        rag,
+        withPolicies(persona, { budget: { maxTokens: 100, tokenizer } }),
+        createAuditProvider({ tokenizer, onAudit: (a) => void audits.push(a) }),
+      ],
     });
     const session = agent.createSession();
     await agent.run('first', { session });
@@ -57,13 +69,25 @@ describe('auditContext and createAuditProvider', () => {
   });
 
   it('a failing onAudit is skipped by default and the run goes on', async () => {
-    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), contextProviders: [createAuditProvider({ onAudit: () => { throw new Error('sink down'); } })] });
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: ['ok'] }),
+      contextProviders: [
+        createAuditProvider({
+          onAudit: () => {
+            throw new Error('sink down');
+          },
+        }),
+      ],
+    });
     expect((await agent.run('hi')).text).toBe('ok');
   });
 
   it('audits a run with no other provider: only the input', async () => {
     const audits: ContextAudit[] = [];
-    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), contextProviders: [createAuditProvider({ onAudit: (a) => void audits.push(a) })] });
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: ['ok'] }),
+      contextProviders: [createAuditProvider({ onAudit: (a) => void audits.push(a) })],
+    });
     await agent.run('hi');
     expect(audits[0]!.sources.map((s) => s.sourceId)).toEqual(['input']);
     expect(audits[0]!.totalTokens).toBe(tokenizer.countMessageTokens([Message.user('hi')]));
@@ -71,7 +95,11 @@ describe('auditContext and createAuditProvider', () => {
 
   it('reports every audit to onEvent as a context-audit diagnostic', async () => {
     const events: AgentEvent[] = [];
-    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), contextProviders: [createAuditProvider({})], onEvent: (e) => events.push(e) });
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: ['ok'] }),
+      contextProviders: [createAuditProvider({})],
+      onEvent: (e) => events.push(e),
+    });
     await agent.run('hi');
     const audit = events.find((e) => e.type === 'provider-diagnostic' && e.code === 'context-audit');
     expect(audit).toMatchObject({ sourceId: 'audit', data: { totalTokens: tokenizer.countMessageTokens([Message.user('hi')]) } });

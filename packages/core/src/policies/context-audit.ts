@@ -34,7 +34,18 @@ export interface ContextAudit {
 }
 
 function emptyAudit(sourceId: string): SourceAudit {
-  return { sourceId, messages: 0, messageIds: [], messageTokens: 0, instructions: 0, instructionTokens: 0, tools: 0, toolNames: [], toolTokens: 0, tokens: 0 };
+  return {
+    sourceId,
+    messages: 0,
+    messageIds: [],
+    messageTokens: 0,
+    instructions: 0,
+    instructionTokens: 0,
+    tools: 0,
+    toolNames: [],
+    toolTokens: 0,
+    tokens: 0,
+  };
 }
 
 /**

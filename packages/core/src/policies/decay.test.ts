@@ -45,7 +45,10 @@ describe('DecayingList', () => {
     const list = new DecayingList<{ k: string }>(state, 'xs', { now: () => 5 });
     list.add({ k: 'x' });
     list.add({ k: 'y' });
-    list.update((v) => v.k === 'x', () => ({ k: 'z' }));
+    list.update(
+      (v) => v.k === 'x',
+      () => ({ k: 'z' }),
+    );
     expect(list.remove((v) => v.k === 'y')).toHaveLength(1);
     const again = new DecayingList<{ k: string }>(JSON.parse(JSON.stringify(state)) as JsonObject, 'xs');
     expect(again.entries()).toEqual([{ value: { k: 'z' }, addedAt: 5 }]);
@@ -56,9 +59,11 @@ describe('DecayingList', () => {
       expect.objectContaining({ path: '$.state.p.xs[0].addedAt' }),
     );
     expect(() => new DecayingList({ xs: {} }, 'xs')).toThrow(SessionStateError);
-    expect(() => DecayingList.validate([{ value: 1, addedAt: 1 }], '$.x', (v, p) => {
-      if (typeof v !== 'string') throw new SessionStateError(p, 'must be a string');
-    })).toThrow(expect.objectContaining({ path: '$.x[0].value' }));
+    expect(() =>
+      DecayingList.validate([{ value: 1, addedAt: 1 }], '$.x', (v, p) => {
+        if (typeof v !== 'string') throw new SessionStateError(p, 'must be a string');
+      }),
+    ).toThrow(expect.objectContaining({ path: '$.x[0].value' }));
     expect(() => new DecayingList({}, 'xs', { ttlMs: 0 })).toThrow(ConfigurationError);
     expect(() => new DecayingList({}, 'xs', { maxEntries: 1.5 })).toThrow(ConfigurationError);
   });

@@ -56,8 +56,10 @@ export class DecayingList<T extends JsonValue = JsonValue> {
     if (value === undefined) return;
     if (!Array.isArray(value)) throw new SessionStateError(path, 'must be an array of { value, addedAt } entries');
     value.forEach((entry, i) => {
-      if (!isPlainObject(entry) || !('value' in entry)) throw new SessionStateError(formatPath(path, [i]), 'must be an object with "value" and "addedAt"');
-      if (typeof entry.addedAt !== 'number' || !Number.isFinite(entry.addedAt)) throw new SessionStateError(formatPath(path, [i, 'addedAt']), 'must be a finite number (ms since the epoch)');
+      if (!isPlainObject(entry) || !('value' in entry))
+        throw new SessionStateError(formatPath(path, [i]), 'must be an object with "value" and "addedAt"');
+      if (typeof entry.addedAt !== 'number' || !Number.isFinite(entry.addedAt))
+        throw new SessionStateError(formatPath(path, [i, 'addedAt']), 'must be a finite number (ms since the epoch)');
       checkValue?.(entry.value as JsonValue, formatPath(path, [i, 'value']));
     });
   }

@@ -75,8 +75,19 @@ describe('withPolicies: when', () => {
   it('treats a throwing gate as the provider failing, under its onError', async () => {
     const events: AgentEvent[] = [];
     const failing = (onError: 'skip' | 'throw') =>
-      withPolicies({ sourceId: 'g', onError, beforeRun: ({ context }) => context.extendInstructions('g', 'never') }, { when: () => { throw new Error('gate down'); } });
-    const skipping = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), contextProviders: [failing('skip')], onEvent: (e) => events.push(e) });
+      withPolicies(
+        { sourceId: 'g', onError, beforeRun: ({ context }) => context.extendInstructions('g', 'never') },
+        {
+          when: () => {
+            throw new Error('gate down');
+          },
+        },
+      );
+    const skipping = createAgent({
+      client: new ScriptedChatClient({ replies: ['ok'] }),
+      contextProviders: [failing('skip')],
+      onEvent: (e) => events.push(e),
+    });
     expect((await skipping.run('hi')).text).toBe('ok');
     expect(events.some((e) => e.type === 'provider-skipped' && e.sourceId === 'g')).toBe(true);
     const throwing = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), contextProviders: [failing('throw')] });
@@ -122,14 +133,22 @@ describe('withPolicies: budget', () => {
         context.extendMessages('mixed', [Message.system('first fact'), Message.system('second fact')]); // 7 tokens each
       },
     };
-    const toolTokens = tokenizer.countTokens(JSON.stringify({ name: tool.name, description: tool.description, parameters: tool.parameters }));
+    const toolTokens = tokenizer.countTokens(
+      JSON.stringify({ name: tool.name, description: tool.description, parameters: tool.parameters }),
+    );
     const client = new ScriptedChatClient({ replies: ['ok', 'ok'] });
     const budget = 6 + toolTokens + 7;
     const agent = createAgent({ client, contextProviders: [withPolicies(mixed, { budget: { maxTokens: budget, tokenizer } })] });
     const session = agent.createSession();
     const audit: Array<ReturnType<typeof budgetReportOf>> = [];
-    const observer: ContextProvider = { sourceId: 'observer', beforeRun: ({ context }) => void audit.push(budgetReportOf(context.metadata, 'mixed')) };
-    const observed = createAgent({ client, contextProviders: [withPolicies(mixed, { budget: { maxTokens: budget, tokenizer } }), observer] });
+    const observer: ContextProvider = {
+      sourceId: 'observer',
+      beforeRun: ({ context }) => void audit.push(budgetReportOf(context.metadata, 'mixed')),
+    };
+    const observed = createAgent({
+      client,
+      contextProviders: [withPolicies(mixed, { budget: { maxTokens: budget, tokenizer } }), observer],
+    });
     await agent.run('q', { session });
     const call = client.calls[0]!;
     expect(fromSource(call.messages, 'mixed').map(Message.text)).toEqual(['first fact']);
@@ -148,7 +167,13 @@ describe('withPolicies: budget', () => {
       },
     };
     const client = new ScriptedChatClient({ replies: ['ok'] });
-    const policy = withPolicies(around, { budget: { maxTokens: 8, tokenizer, priority: (item) => (item.kind === 'message' && Message.text(item.message).startsWith('keep') ? 1 : 0) } });
+    const policy = withPolicies(around, {
+      budget: {
+        maxTokens: 8,
+        tokenizer,
+        priority: (item) => (item.kind === 'message' && Message.text(item.message).startsWith('keep') ? 1 : 0),
+      },
+    });
     const agent = createAgent({ client, contextProviders: [policy] });
     await agent.run('q');
     expect(fromSource(client.calls[0]!.messages, 'around').map(Message.text)).toEqual(['keep me please']);

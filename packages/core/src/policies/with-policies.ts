@@ -3,7 +3,17 @@ import { HistoryProvider } from '../history/history-provider.js';
 import { Message } from '../messages/message.js';
 import type { JsonObject } from '../spec/json.js';
 import type { ContextProvider, ProviderRunArgs, SessionContext } from '../spec/run-view.js';
-import { type BudgetItem, type BudgetPolicy, budgetReportOf, countToolTokens, fitToBudget, priorityOf, recordBudget, resolveBudget, type ResolvedBudget } from './budget.js';
+import {
+  type BudgetItem,
+  type BudgetPolicy,
+  budgetReportOf,
+  countToolTokens,
+  fitToBudget,
+  priorityOf,
+  recordBudget,
+  resolveBudget,
+  type ResolvedBudget,
+} from './budget.js';
 import { type ProviderGate, RunGate } from './gate.js';
 
 /** The policies `withPolicies` adds to a provider. */
@@ -32,7 +42,10 @@ export interface ProviderPolicies {
  * @throws ConfigurationError for a history provider (wrapping would hide it from the default-history
  *   rule; bound history with `maxMessages` or compaction), or an invalid budget.
  */
-export function withPolicies<TState extends JsonObject = JsonObject>(provider: ContextProvider<TState>, policies: ProviderPolicies): ContextProvider<TState> {
+export function withPolicies<TState extends JsonObject = JsonObject>(
+  provider: ContextProvider<TState>,
+  policies: ProviderPolicies,
+): ContextProvider<TState> {
   const { sourceId } = provider;
   if (HistoryProvider.isInstance(provider)) {
     throw new ConfigurationError(
@@ -82,13 +95,17 @@ function enforceBudget(sourceId: string, context: SessionContext, budget: Resolv
   const { tokenizer, maxTokens } = budget;
   // Built in the order ties are broken: on equal value, later items go first.
   const items: BudgetItem[] = [];
-  for (const i of context.instructions) if (i.sourceId === sourceId) items.push({ kind: 'instructions', text: i.text, tokens: tokenizer.countTokens(i.text) });
-  for (const tool of context.tools) if (toolSource(tool.metadata) === sourceId) items.push({ kind: 'tool', tool, tokens: countToolTokens(tool, tokenizer) });
-  for (const message of context.contextMessages.get(sourceId) ?? []) items.push({ kind: 'message', message, tokens: tokenizer.countMessageTokens([message]) });
+  for (const i of context.instructions)
+    if (i.sourceId === sourceId) items.push({ kind: 'instructions', text: i.text, tokens: tokenizer.countTokens(i.text) });
+  for (const tool of context.tools)
+    if (toolSource(tool.metadata) === sourceId) items.push({ kind: 'tool', tool, tokens: countToolTokens(tool, tokenizer) });
+  for (const message of context.contextMessages.get(sourceId) ?? [])
+    items.push({ kind: 'message', message, tokens: tokenizer.countMessageTokens([message]) });
   let total = 0;
   for (const item of items) total += item.tokens;
   if (total <= maxTokens) {
-    if (items.length && !budgetReportOf(context.metadata, sourceId)) recordBudget(context.metadata, sourceId, { maxTokens, tokens: total, dropped: 0 });
+    if (items.length && !budgetReportOf(context.metadata, sourceId))
+      recordBudget(context.metadata, sourceId, { maxTokens, tokens: total, dropped: 0 });
     return;
   }
   const priority = budget.priority ?? defaultValue;
@@ -97,7 +114,10 @@ function enforceBudget(sourceId: string, context: SessionContext, budget: Resolv
   const instructions: string[] = [];
   for (const item of fit.kept) if (item.kind === 'instructions') instructions.push(item.text);
   context.extendInstructions(sourceId, instructions);
-  context.extendTools(sourceId, fit.kept.flatMap((item) => (item.kind === 'tool' ? [item.tool] : [])));
+  context.extendTools(
+    sourceId,
+    fit.kept.flatMap((item) => (item.kind === 'tool' ? [item.tool] : [])),
+  );
   for (const item of fit.kept) {
     if (item.kind === 'message') context.extendMessages(sourceId, [item.message], Message.source(item.message)?.sourceType ?? 'context');
   }

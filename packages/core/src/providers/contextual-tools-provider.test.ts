@@ -32,7 +32,13 @@ const DOMAINS: Array<[key: string, noun: string, detail: string]> = [
   ['shipment', 'parcel shipment', 'package tracking and delivery status'],
   ['payment', 'card payment', 'charges, refunds and payment methods'],
 ];
-const VERBS: Array<[string, string]> = [['get', 'Gets a'], ['create', 'Creates a'], ['update', 'Updates a'], ['delete', 'Deletes a'], ['search', 'Searches for a']];
+const VERBS: Array<[string, string]> = [
+  ['get', 'Gets a'],
+  ['create', 'Creates a'],
+  ['update', 'Updates a'],
+  ['delete', 'Deletes a'],
+  ['search', 'Searches for a'],
+];
 
 /** 100 tools: 20 domains x 5 verbs. */
 const catalog: Tool[] = DOMAINS.flatMap(([key, noun, detail]) =>
@@ -71,7 +77,13 @@ const domainOf = (name: string) => name.split('_')[0];
 describe('ContextualToolsProvider', () => {
   it('advertises the most similar tools for the conversation, plus alwaysInclude', async () => {
     const client = new ScriptedChatClient({ replies: () => 'ok' });
-    const provider = new ContextualToolsProvider({ tools: catalog, embeddings: createHashEmbedding(), maxTools: 3, alwaysInclude: ['note_create'], queryFromHistory: 1 });
+    const provider = new ContextualToolsProvider({
+      tools: catalog,
+      embeddings: createHashEmbedding(),
+      maxTools: 3,
+      alwaysInclude: ['note_create'],
+      queryFromHistory: 1,
+    });
     const agent = createAgent({ client, contextProviders: [provider] });
     const session = agent.createSession();
     await agent.run('What is the weather forecast for Lisbon tomorrow? Will it rain?', { session });
@@ -95,7 +107,10 @@ describe('ContextualToolsProvider', () => {
 
   it('follows the recent conversation by default (last 4 messages)', async () => {
     const client = new ScriptedChatClient({ replies: () => 'Sure.' });
-    const agent = createAgent({ client, contextProviders: [new ContextualToolsProvider({ tools: catalog, embeddings: createHashEmbedding(), maxTools: 2 })] });
+    const agent = createAgent({
+      client,
+      contextProviders: [new ContextualToolsProvider({ tools: catalog, embeddings: createHashEmbedding(), maxTools: 2 })],
+    });
     const session = agent.createSession();
     await agent.run('I need to pay with my card and get a refund of a charge', { session });
     await agent.run('yes, do it', { session }); // says nothing itself: the history carries the topic
@@ -104,18 +119,26 @@ describe('ContextualToolsProvider', () => {
 
   it('the selected tools run when the model calls them', async () => {
     const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'timer_create', arguments: { id: '5m' } }] }, 'Timer set.'] });
-    const agent = createAgent({ client, contextProviders: [new ContextualToolsProvider({ tools: catalog, embeddings: createHashEmbedding(), maxTools: 3 })] });
+    const agent = createAgent({
+      client,
+      contextProviders: [new ContextualToolsProvider({ tools: catalog, embeddings: createHashEmbedding(), maxTools: 3 })],
+    });
     const res = await agent.run('Create a countdown timer alarm for 5 minutes');
     expect(res.text).toBe('Timer set.');
     expect(names(client.calls[0]!.options.tools)).toContain('timer_create');
-    expect(res.messages.flatMap((m) => m.contents).find((c) => c.type === 'function-result')).toMatchObject({ result: 'timer_create done' });
+    expect(res.messages.flatMap((m) => m.contents).find((c) => c.type === 'function-result')).toMatchObject({
+      result: 'timer_create done',
+    });
   });
 
   it('embeds each tool once per provider, shared by concurrent sessions', async () => {
     const embeddings = counting();
     const provider = new ContextualToolsProvider({ tools: catalog, embeddings, maxTools: 3 });
     const agent = createAgent({ client: new ScriptedChatClient({ replies: () => 'ok' }), contextProviders: [provider] });
-    await Promise.all([agent.run('weather in Rome', { session: agent.createSession() }), agent.run('send an email', { session: agent.createSession() })]);
+    await Promise.all([
+      agent.run('weather in Rome', { session: agent.createSession() }),
+      agent.run('send an email', { session: agent.createSession() }),
+    ]);
     await agent.run('create an invoice', { session: agent.createSession() });
     expect(embeddings.texts).toBe(catalog.length + 3); // 100 tool texts once, one query per run
     expect(embeddings.calls).toBe(1 + 3);
@@ -133,7 +156,12 @@ describe('ContextualToolsProvider', () => {
 
     const skipping = counting();
     skipping.fail = 2;
-    const soft = createAgent({ client: new ScriptedChatClient({ replies: () => 'ok' }), contextProviders: [new ContextualToolsProvider({ tools: catalog, embeddings: skipping, onError: 'skip', alwaysInclude: ['note_get'] })] });
+    const soft = createAgent({
+      client: new ScriptedChatClient({ replies: () => 'ok' }),
+      contextProviders: [
+        new ContextualToolsProvider({ tools: catalog, embeddings: skipping, onError: 'skip', alwaysInclude: ['note_get'] }),
+      ],
+    });
     expect((await soft.run('weather please')).text).toBe('ok');
   });
 
@@ -150,7 +178,9 @@ describe('ContextualToolsProvider', () => {
     const maxTokens = cost(unbounded.slice(0, 3)); // room for alwaysInclude + the 2 most similar
 
     const client = new ScriptedChatClient({ replies: () => 'ok' });
-    await createAgent({ client, contextProviders: [new ContextualToolsProvider({ ...options, budget: { maxTokens, tokenizer } })] }).run(query);
+    await createAgent({ client, contextProviders: [new ContextualToolsProvider({ ...options, budget: { maxTokens, tokenizer } })] }).run(
+      query,
+    );
     const sent = client.calls[0]!.options.tools!;
     expect(sent.reduce((sum, t) => sum + countToolTokens(t, tokenizer), 0)).toBeLessThanOrEqual(maxTokens);
     expect(names(sent)).toEqual(unbounded.slice(0, 3));
@@ -160,10 +190,14 @@ describe('ContextualToolsProvider', () => {
     const client = new ScriptedChatClient({ replies: () => 'ok' });
     const own = catalog.find((t) => t.name === 'weather_get')!;
     let calls = 0;
-    const provider = new ContextualToolsProvider({ tools: () => {
+    const provider = new ContextualToolsProvider({
+      tools: () => {
         calls++;
         return catalog.slice(0, 10);
-      }, embeddings: createHashEmbedding(), maxTools: 2 });
+      },
+      embeddings: createHashEmbedding(),
+      maxTools: 2,
+    });
     const agent = createAgent({ client, tools: [own], contextProviders: [provider] });
     await agent.run('weather forecast');
     const sent = names(client.calls[0]!.options.tools);
@@ -176,7 +210,10 @@ describe('ContextualToolsProvider', () => {
   it('is gated by when, and rejects bad configuration', async () => {
     const client = new ScriptedChatClient({ replies: () => 'ok' });
     const embeddings = counting();
-    const agent = createAgent({ client, contextProviders: [new ContextualToolsProvider({ tools: catalog, embeddings, when: () => false })] });
+    const agent = createAgent({
+      client,
+      contextProviders: [new ContextualToolsProvider({ tools: catalog, embeddings, when: () => false })],
+    });
     await agent.run('weather');
     expect(client.calls[0]!.options.tools).toBeUndefined();
     expect(embeddings.calls).toBe(0);

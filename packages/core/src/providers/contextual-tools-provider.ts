@@ -77,7 +77,8 @@ export class ContextualToolsProvider implements ContextProvider {
     this.#embeddings = options.embeddings;
     this.#catalog = options.tools;
     this.#maxTools = options.maxTools ?? 5;
-    if (!Number.isInteger(this.#maxTools) || this.#maxTools < 0) throw new ConfigurationError(`${owner}: maxTools must be a non-negative integer, got ${String(options.maxTools)}.`);
+    if (!Number.isInteger(this.#maxTools) || this.#maxTools < 0)
+      throw new ConfigurationError(`${owner}: maxTools must be a non-negative integer, got ${String(options.maxTools)}.`);
     this.#always = new Set(options.alwaysInclude ?? []);
     checkHistoryCount(owner, options.queryFromHistory);
     this.#queryFromHistory = options.queryFromHistory ?? 4;
@@ -110,7 +111,10 @@ export class ContextualToolsProvider implements ContextProvider {
       recordBudget(context.metadata, this.sourceId, { maxTokens, tokens: fit.tokens, dropped: fit.dropped.length });
       advertised = fit.kept;
     }
-    context.extendTools(this.sourceId, advertised.map(({ tool, priority }) => ({ ...tool, metadata: { ...tool.metadata, priority } })));
+    context.extendTools(
+      this.sourceId,
+      advertised.map(({ tool, priority }) => ({ ...tool, metadata: { ...tool.metadata, priority } })),
+    );
   }
 
   /** The `maxTools` candidates most similar to `query`, most similar first. */
@@ -118,7 +122,10 @@ export class ContextualToolsProvider implements ContextProvider {
     const n = this.#maxTools;
     if (!query || n === 0 || candidates.length === 0) return [];
     const [vectors, [raw]] = await Promise.all([
-      this.#cache.vectors(candidates.map((t) => this.#key(t)), signal),
+      this.#cache.vectors(
+        candidates.map((t) => this.#key(t)),
+        signal,
+      ),
       abortable(this.#embeddings.embed([query], { signal }), signal),
     ]);
     const q = normalize(raw ?? []);
@@ -131,7 +138,10 @@ export class ContextualToolsProvider implements ContextProvider {
     const top: Array<{ index: number; score: number }> = [];
     for (let i = 0; i < vectors.length; i++) {
       const v = vectors[i]!;
-      if (v.length !== q.length) throw new ConfigurationError(`ContextualToolsProvider("${this.sourceId}"): the query embedding has ${q.length} dimensions and the tool embeddings ${v.length}; use one embedding model.`);
+      if (v.length !== q.length)
+        throw new ConfigurationError(
+          `ContextualToolsProvider("${this.sourceId}"): the query embedding has ${q.length} dimensions and the tool embeddings ${v.length}; use one embedding model.`,
+        );
       let score = 0;
       if (sparse) for (const d of nonZero) score += q[d]! * v[d]!;
       else score = dot(q, v);
@@ -160,10 +170,12 @@ export class ContextualToolsProvider implements ContextProvider {
     const names = new Set<string>();
     for (const tool of tools) {
       if (typeof tool?.name !== 'string') throw new ConfigurationError(`${owner}: every catalog tool needs a name.`);
-      if (names.has(tool.name)) throw new ConfigurationError(`${owner}: the catalog has two tools named "${tool.name}"; tool names must be unique.`);
+      if (names.has(tool.name))
+        throw new ConfigurationError(`${owner}: the catalog has two tools named "${tool.name}"; tool names must be unique.`);
       names.add(tool.name);
     }
-    for (const name of this.#always) if (!names.has(name)) throw new ConfigurationError(`${owner}: alwaysInclude names "${name}", which is not in the tool catalog.`);
+    for (const name of this.#always)
+      if (!names.has(name)) throw new ConfigurationError(`${owner}: alwaysInclude names "${name}", which is not in the tool catalog.`);
     return tools;
   }
 }

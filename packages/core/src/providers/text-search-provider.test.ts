@@ -10,7 +10,8 @@ import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
 import { TextSearchProvider } from './text-search-provider.js';
 
 const tokenizer = createCharacterTokenizer();
-const fromSource = (messages: readonly Message[], sourceId = 'text-search') => messages.filter((m) => Message.source(m)?.sourceId === sourceId);
+const fromSource = (messages: readonly Message[], sourceId = 'text-search') =>
+  messages.filter((m) => Message.source(m)?.sourceId === sourceId);
 
 const kb = new InMemoryRetriever({
   documents: [
@@ -23,10 +24,13 @@ const kb = new InMemoryRetriever({
 /** A retriever that returns fixed results and records its queries. */
 function fixed(results: RetrievalResult[]): Retriever & { queries: string[] } {
   const queries: string[] = [];
-  return { queries, search: async (query, { topK }) => {
+  return {
+    queries,
+    search: async (query, { topK }) => {
       queries.push(query);
       return results.slice(0, topK);
-    } };
+    },
+  };
 }
 
 describe('TextSearchProvider, before mode', () => {
@@ -41,7 +45,9 @@ describe('TextSearchProvider, before mode', () => {
     expect(Message.source(injected!)).toEqual({ sourceId: 'text-search', sourceType: 'context' });
     expect(injected!.role).toBe('user');
     expect(Message.text(injected!)).toContain('[1] Returns (https://shop.test/returns)\nItems can be returned within 30 days');
-    expect(injected!.metadata?.citations).toEqual([{ n: 1, id: 'returns', title: 'Returns', url: 'https://shop.test/returns', score: expect.any(Number) }]);
+    expect(injected!.metadata?.citations).toEqual([
+      { n: 1, id: 'returns', title: 'Returns', url: 'https://shop.test/returns', score: expect.any(Number) },
+    ]);
   });
 
   it('keeps the injected message within the budget by exact count, dropping the lowest-ranked results', async () => {
@@ -52,7 +58,10 @@ describe('TextSearchProvider, before mode', () => {
     const three = tokenizer.countMessageTokens(fromSource(probe.calls[0]!.messages));
 
     const client = new ScriptedChatClient({ replies: ['ok'] });
-    const agent = createAgent({ client, contextProviders: [new TextSearchProvider({ retriever: fixed(results), budget: { maxTokens: three, tokenizer } })] });
+    const agent = createAgent({
+      client,
+      contextProviders: [new TextSearchProvider({ retriever: fixed(results), budget: { maxTokens: three, tokenizer } })],
+    });
     await agent.run('q');
     const [injected] = fromSource(client.calls[0]!.messages);
     expect(tokenizer.countMessageTokens([injected!])).toBeLessThanOrEqual(three);
@@ -60,7 +69,10 @@ describe('TextSearchProvider, before mode', () => {
     expect(Message.text(injected!)).not.toContain('Passage number 3');
 
     const tiny = new ScriptedChatClient({ replies: ['ok'] });
-    await createAgent({ client: tiny, contextProviders: [new TextSearchProvider({ retriever: fixed(results), budget: { maxTokens: 10, tokenizer } })] }).run('q');
+    await createAgent({
+      client: tiny,
+      contextProviders: [new TextSearchProvider({ retriever: fixed(results), budget: { maxTokens: 10, tokenizer } })],
+    }).run('q');
     expect(fromSource(tiny.calls[0]!.messages)).toHaveLength(0); // not even one fits: nothing injected
   });
 
@@ -70,7 +82,10 @@ describe('TextSearchProvider, before mode', () => {
     const client = new ScriptedChatClient({ replies: () => 'Lisbon is lovely.' });
     const agent = createAgent({
       client,
-      contextProviders: [new TextSearchProvider({ retriever: plain, sourceId: 'plain' }), new TextSearchProvider({ retriever: recent, sourceId: 'recent', queryFromHistory: 3 })],
+      contextProviders: [
+        new TextSearchProvider({ retriever: plain, sourceId: 'plain' }),
+        new TextSearchProvider({ retriever: recent, sourceId: 'recent', queryFromHistory: 3 }),
+      ],
     });
     const session = agent.createSession();
     await agent.run('Tell me about the Lisbon store', { session });
@@ -80,30 +95,48 @@ describe('TextSearchProvider, before mode', () => {
   });
 
   it('leaves out results below minScore and never asks for more than topK', async () => {
-    const retriever = fixed([{ id: 'a', content: 'A', score: 0.9 }, { id: 'b', content: 'B', score: 0.2 }, { id: 'c', content: 'C', score: 0.8 }]);
+    const retriever = fixed([
+      { id: 'a', content: 'A', score: 0.9 },
+      { id: 'b', content: 'B', score: 0.2 },
+      { id: 'c', content: 'C', score: 0.8 },
+    ]);
     const client = new ScriptedChatClient({ replies: ['ok'] });
     await createAgent({ client, contextProviders: [new TextSearchProvider({ retriever, minScore: 0.5, topK: 2 })] }).run('q');
     expect((fromSource(client.calls[0]!.messages)[0]!.metadata!.citations as Array<{ id: string }>).map((c) => c.id)).toEqual(['a']);
   });
 
   it('skips a failing retriever by default with a provider-skipped event; throws when asked', async () => {
-    const broken: Retriever = { search: async () => { throw new Error('index offline'); } };
+    const broken: Retriever = {
+      search: async () => {
+        throw new Error('index offline');
+      },
+    };
     const events: AgentEvent[] = [];
     const client = new ScriptedChatClient({ replies: ['answer without context'] });
-    const agent = createAgent({ client, contextProviders: [new TextSearchProvider({ retriever: broken })], onEvent: (e) => events.push(e) });
+    const agent = createAgent({
+      client,
+      contextProviders: [new TextSearchProvider({ retriever: broken })],
+      onEvent: (e) => events.push(e),
+    });
     expect((await agent.run('q')).text).toBe('answer without context');
     const skipped = events.find((e) => e.type === 'provider-skipped');
     expect(skipped).toMatchObject({ sourceId: 'text-search', phase: 'beforeRun' });
     expect(String((skipped as { error: unknown }).error)).toContain('index offline');
 
-    const strict = createAgent({ client: new ScriptedChatClient({ replies: ['x'] }), contextProviders: [new TextSearchProvider({ retriever: broken, onError: 'throw' })] });
+    const strict = createAgent({
+      client: new ScriptedChatClient({ replies: ['x'] }),
+      contextProviders: [new TextSearchProvider({ retriever: broken, onError: 'throw' })],
+    });
     expect(ProviderError.isInstance(await strict.run('q').catch((e: unknown) => e))).toBe(true);
   });
 
   it('is gated by when: a declined run does not search', async () => {
     const retriever = fixed([{ id: 'a', content: 'A' }]);
     const client = new ScriptedChatClient({ replies: () => 'ok' });
-    const agent = createAgent({ client, contextProviders: [new TextSearchProvider({ retriever, when: (context) => Message.text(context.inputMessages[0]!).endsWith('?') })] });
+    const agent = createAgent({
+      client,
+      contextProviders: [new TextSearchProvider({ retriever, when: (context) => Message.text(context.inputMessages[0]!).endsWith('?') })],
+    });
     await agent.run('thanks');
     await agent.run('what about returns?');
     expect(retriever.queries).toEqual(['what about returns?']);
@@ -115,17 +148,30 @@ describe('TextSearchProvider, before mode', () => {
 describe('TextSearchProvider, tool mode', () => {
   it('advertises a search tool instead of injecting, and the model gets results it can cite', async () => {
     const client = new ScriptedChatClient({
-      replies: [{ toolCalls: [{ name: 'search', arguments: { query: 'Lisbon store opening hours' }, callId: 'c1' }] }, 'It opens at 9 [1].'],
+      replies: [
+        { toolCalls: [{ name: 'search', arguments: { query: 'Lisbon store opening hours' }, callId: 'c1' }] },
+        'It opens at 9 [1].',
+      ],
     });
-    const agent = createAgent({ client, contextProviders: [new TextSearchProvider({ retriever: kb, mode: 'tool', budget: { maxTokens: 60, tokenizer } })] });
+    const agent = createAgent({
+      client,
+      contextProviders: [new TextSearchProvider({ retriever: kb, mode: 'tool', budget: { maxTokens: 60, tokenizer } })],
+    });
     const res = await agent.run('When does the Lisbon store open?', { session: agent.createSession() });
     expect(res.text).toBe('It opens at 9 [1].');
     const first = client.calls[0]!;
     expect(fromSource(first.messages)).toHaveLength(0);
-    expect(first.options.tools?.map((t) => [t.name, (t.metadata?.ctx as { sourceId: string } | undefined)?.sourceId])).toEqual([['search', 'text-search']]);
+    expect(first.options.tools?.map((t) => [t.name, (t.metadata?.ctx as { sourceId: string } | undefined)?.sourceId])).toEqual([
+      ['search', 'text-search'],
+    ]);
     const result = client.calls[1]!.messages.flatMap((m) => m.contents).find((c) => c.type === 'function-result');
-    expect(result).toMatchObject({ callId: 'c1', result: { results: [{ n: 1, id: 'lisbon', title: 'Lisbon store', content: expect.stringContaining('opens at 9') }] } });
-    expect(tokenizer.countTokens(JSON.stringify({ results: (result as unknown as { result: { results: unknown[] } }).result.results }))).toBeLessThanOrEqual(60);
+    expect(result).toMatchObject({
+      callId: 'c1',
+      result: { results: [{ n: 1, id: 'lisbon', title: 'Lisbon store', content: expect.stringContaining('opens at 9') }] },
+    });
+    expect(
+      tokenizer.countTokens(JSON.stringify({ results: (result as unknown as { result: { results: unknown[] } }).result.results })),
+    ).toBeLessThanOrEqual(60);
   });
 
   it('rejects invalid options', () => {

@@ -62,7 +62,8 @@ export interface RetrievalCitation {
 }
 
 const DEFAULT_HEADER = 'Retrieved context for this turn. It may be incomplete or irrelevant; cite what you use by its [n].';
-const DEFAULT_TOOL_DESCRIPTION = 'Searches the knowledge base for information that helps answer the user. Returns passages with ids, titles and urls to cite.';
+const DEFAULT_TOOL_DESCRIPTION =
+  'Searches the knowledge base for information that helps answer the user. Returns passages with ids, titles and urls to cite.';
 
 /**
  * Retrieval-augmented generation over any `Retriever`. In `before` mode it searches with the input
@@ -91,12 +92,15 @@ export class TextSearchProvider implements ContextProvider {
   constructor(options: TextSearchProviderOptions) {
     this.sourceId = options.sourceId ?? 'text-search';
     const owner = `TextSearchProvider("${this.sourceId}")`;
-    if (typeof options.retriever?.search !== 'function') throw new ConfigurationError(`${owner} needs a \`retriever\` with a search(query, { topK, signal }) method.`);
+    if (typeof options.retriever?.search !== 'function')
+      throw new ConfigurationError(`${owner} needs a \`retriever\` with a search(query, { topK, signal }) method.`);
     this.#retriever = options.retriever;
     this.mode = options.mode ?? 'before';
-    if (this.mode !== 'before' && this.mode !== 'tool') throw new ConfigurationError(`${owner}: mode must be "before" or "tool", got ${JSON.stringify(this.mode)}.`);
+    if (this.mode !== 'before' && this.mode !== 'tool')
+      throw new ConfigurationError(`${owner}: mode must be "before" or "tool", got ${JSON.stringify(this.mode)}.`);
     this.#topK = options.topK ?? 5;
-    if (!Number.isInteger(this.#topK) || this.#topK <= 0) throw new ConfigurationError(`${owner}: topK must be a positive integer, got ${String(options.topK)}.`);
+    if (!Number.isInteger(this.#topK) || this.#topK <= 0)
+      throw new ConfigurationError(`${owner}: topK must be a positive integer, got ${String(options.topK)}.`);
     checkHistoryCount(owner, options.queryFromHistory);
     this.#queryFromHistory = options.queryFromHistory;
     this.#minScore = options.minScore;
@@ -106,7 +110,8 @@ export class TextSearchProvider implements ContextProvider {
     this.#role = options.role ?? 'user';
     this.#header = options.header ?? DEFAULT_HEADER;
     this.#format = options.formatResult ?? defaultFormat;
-    if (this.mode === 'tool') this.#tool = this.#searchTool(options.toolName ?? 'search', options.toolDescription ?? DEFAULT_TOOL_DESCRIPTION);
+    if (this.mode === 'tool')
+      this.#tool = this.#searchTool(options.toolName ?? 'search', options.toolDescription ?? DEFAULT_TOOL_DESCRIPTION);
   }
 
   /** Searches and injects the results (`before`), or advertises the search tool (`tool`), unless gated off. */
@@ -124,8 +129,15 @@ export class TextSearchProvider implements ContextProvider {
     let kept = results;
     if (this.#budget) {
       const { tokenizer, maxTokens } = this.#budget;
-      kept = results.slice(0, fitPrefix(results, maxTokens, (prefix) => tokenizer.countMessageTokens([this.#message(prefix)])));
-      recordBudget(context.metadata, this.sourceId, { maxTokens, tokens: kept.length ? tokenizer.countMessageTokens([this.#message(kept)]) : 0, dropped: results.length - kept.length });
+      kept = results.slice(
+        0,
+        fitPrefix(results, maxTokens, (prefix) => tokenizer.countMessageTokens([this.#message(prefix)])),
+      );
+      recordBudget(context.metadata, this.sourceId, {
+        maxTokens,
+        tokens: kept.length ? tokenizer.countMessageTokens([this.#message(kept)]) : 0,
+        dropped: results.length - kept.length,
+      });
     }
     if (kept.length) context.extendMessages(this.sourceId, [this.#message(kept)]);
   }
@@ -133,10 +145,13 @@ export class TextSearchProvider implements ContextProvider {
   /** Searches and checks what the retriever returned: at most `topK`, well-formed, above `minScore`. */
   async #search(query: string, signal: AbortSignal): Promise<RetrievalResult[]> {
     const results = await this.#retriever.search(query, { topK: this.#topK, signal });
-    if (!Array.isArray(results)) throw new CtxError(`The retriever of "${this.sourceId}" returned ${typeof results} instead of an array of results.`);
+    if (!Array.isArray(results))
+      throw new CtxError(`The retriever of "${this.sourceId}" returned ${typeof results} instead of an array of results.`);
     results.forEach((r, i) => {
       if (typeof r?.id !== 'string' || typeof r.content !== 'string') {
-        throw new CtxError(`The retriever of "${this.sourceId}" returned a malformed result at [${i}]: each needs a string \`id\` and \`content\`.`);
+        throw new CtxError(
+          `The retriever of "${this.sourceId}" returned a malformed result at [${i}]: each needs a string \`id\` and \`content\`.`,
+        );
       }
     });
     const min = this.#minScore;

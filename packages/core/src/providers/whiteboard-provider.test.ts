@@ -16,10 +16,17 @@ describe('WhiteboardProvider', () => {
   it('keeps a decision made in turn 2 through turn 10, across session JSON round trips', async () => {
     // The update model: turn 1 records a requirement, turn 2 a decision, later turns only small actions.
     const updates: Record<number, Partial<WhiteboardUpdate>> = {
-      0: { add: [{ kind: 'requirement', text: 'Trip to Paris for 2 people' }, { kind: 'proposal', text: 'Fly on Friday' }] },
+      0: {
+        add: [
+          { kind: 'requirement', text: 'Trip to Paris for 2 people' },
+          { kind: 'proposal', text: 'Fly on Friday' },
+        ],
+      },
       1: { add: [{ kind: 'decision', text: 'Take the train on Friday' }], remove: ['p2'] },
     };
-    const boardClient = new ScriptedChatClient({ replies: (_m, _o, i) => json(updates[i] ?? (i % 2 ? {} : { add: [{ kind: 'action', text: `Check item ${i}` }] })) });
+    const boardClient = new ScriptedChatClient({
+      replies: (_m, _o, i) => json(updates[i] ?? (i % 2 ? {} : { add: [{ kind: 'action', text: `Check item ${i}` }] })),
+    });
     const whiteboard = new WhiteboardProvider({ client: boardClient });
     const client = new ScriptedChatClient({ replies: () => 'Sure.' });
     const agent = createAgent({ client, contextProviders: [whiteboard] });
@@ -63,7 +70,13 @@ describe('WhiteboardProvider', () => {
   });
 
   it('keeps the old board when the model returns invalid JSON, and says so with provider-skipped', async () => {
-    const boardClient = new ScriptedChatClient({ replies: [json({ add: [{ kind: 'decision', text: 'Use Postgres' }] }), 'Sure! Here is the board: {oops', json({ add: [{ kind: 'wish', text: 'x' }] as never })] });
+    const boardClient = new ScriptedChatClient({
+      replies: [
+        json({ add: [{ kind: 'decision', text: 'Use Postgres' }] }),
+        'Sure! Here is the board: {oops',
+        json({ add: [{ kind: 'wish', text: 'x' }] as never }),
+      ],
+    });
     const events: AgentEvent[] = [];
     const client = new ScriptedChatClient({ replies: () => 'ok' });
     const whiteboard = new WhiteboardProvider({ client: boardClient });
@@ -104,7 +117,13 @@ describe('WhiteboardProvider', () => {
   it('expires entries by TTL on an injected clock', async () => {
     let now = 0;
     const HOUR = 3_600_000;
-    const boardClient = new ScriptedChatClient({ replies: [json({ add: [{ kind: 'requirement', text: 'Window seat' }] }), json({ add: [{ kind: 'decision', text: 'Aisle is fine after all' }] }), json({})] });
+    const boardClient = new ScriptedChatClient({
+      replies: [
+        json({ add: [{ kind: 'requirement', text: 'Window seat' }] }),
+        json({ add: [{ kind: 'decision', text: 'Aisle is fine after all' }] }),
+        json({}),
+      ],
+    });
     const whiteboard = new WhiteboardProvider({ client: boardClient, decay: { ttlMs: 2 * HOUR }, now: () => now });
     const client = new ScriptedChatClient({ replies: () => 'ok' });
     const agent = createAgent({ client, contextProviders: [whiteboard] });
@@ -134,11 +153,30 @@ describe('WhiteboardProvider', () => {
   it('fits the capsule to its budget by exact count, dropping proposals before decisions', async () => {
     const tokenizer = createCharacterTokenizer();
     const boardClient = new ScriptedChatClient({
-      replies: [json({ add: [{ kind: 'proposal', text: 'Maybe a blue logo' }, { kind: 'decision', text: 'Launch on 1 March' }, { kind: 'proposal', text: 'Maybe a podcast' }] }), json({})],
+      replies: [
+        json({
+          add: [
+            { kind: 'proposal', text: 'Maybe a blue logo' },
+            { kind: 'decision', text: 'Launch on 1 March' },
+            { kind: 'proposal', text: 'Maybe a podcast' },
+          ],
+        }),
+        json({}),
+      ],
     });
     // Budget: the size of a capsule with only the decision and one proposal.
     const probe = new ScriptedChatClient({ replies: () => 'ok' });
-    const probeBoard = new ScriptedChatClient({ replies: [json({ add: [{ kind: 'decision', text: 'Launch on 1 March' }, { kind: 'proposal', text: 'Maybe a podcast' }] }), json({})] });
+    const probeBoard = new ScriptedChatClient({
+      replies: [
+        json({
+          add: [
+            { kind: 'decision', text: 'Launch on 1 March' },
+            { kind: 'proposal', text: 'Maybe a podcast' },
+          ],
+        }),
+        json({}),
+      ],
+    });
     const probeAgent = createAgent({ client: probe, contextProviders: [new WhiteboardProvider({ client: probeBoard })] });
     const ps = probeAgent.createSession();
     await probeAgent.run('a', { session: ps });
@@ -147,7 +185,10 @@ describe('WhiteboardProvider', () => {
 
     const client = new ScriptedChatClient({ replies: () => 'ok' });
     let now = 0;
-    const agent = createAgent({ client, contextProviders: [new WhiteboardProvider({ client: boardClient, budget: { maxTokens, tokenizer }, now: () => now++ })] });
+    const agent = createAgent({
+      client,
+      contextProviders: [new WhiteboardProvider({ client: boardClient, budget: { maxTokens, tokenizer }, now: () => now++ })],
+    });
     const session = agent.createSession();
     await agent.run('a', { session });
     await agent.run('b', { session });
@@ -162,7 +203,11 @@ describe('WhiteboardProvider', () => {
   it('can inject as instructions, and is gated by when (no capsule, no update)', async () => {
     const boardClient = new ScriptedChatClient({ replies: () => json({ add: [{ kind: 'requirement', text: 'Answer in French' }] }) });
     const client = new ScriptedChatClient({ replies: () => 'ok' });
-    const whiteboard = new WhiteboardProvider({ client: boardClient, inject: 'instructions', when: (context) => !Message.text(context.inputMessages[0]!).startsWith('/') });
+    const whiteboard = new WhiteboardProvider({
+      client: boardClient,
+      inject: 'instructions',
+      when: (context) => !Message.text(context.inputMessages[0]!).startsWith('/'),
+    });
     const agent = createAgent({ client, instructions: 'You help.', contextProviders: [whiteboard] });
     const session = agent.createSession();
     await agent.run('Réponds en français', { session });
@@ -174,7 +219,9 @@ describe('WhiteboardProvider', () => {
   });
 
   it('uses the agent client by default and stores nothing for a failed run', async () => {
-    const client = new ScriptedChatClient({ replies: ['first answer', json({ add: [{ kind: 'decision', text: 'Go' }] }), { error: new Error('model down') }] });
+    const client = new ScriptedChatClient({
+      replies: ['first answer', json({ add: [{ kind: 'decision', text: 'Go' }] }), { error: new Error('model down') }],
+    });
     const whiteboard = new WhiteboardProvider();
     const agent = createAgent({ client, contextProviders: [whiteboard] });
     const session = agent.createSession();
@@ -187,7 +234,12 @@ describe('WhiteboardProvider', () => {
 
   it('rejects malformed state on restore, naming the path', () => {
     const agent = createAgent({ client: new ScriptedChatClient({ replies: [] }), contextProviders: [new WhiteboardProvider()] });
-    const bad = { type: 'ctx.session', version: 1, sessionId: 's', state: { whiteboard: { entries: [{ value: { id: 'd1', kind: 'wish', text: 'x' }, addedAt: 1 }] } } };
+    const bad = {
+      type: 'ctx.session',
+      version: 1,
+      sessionId: 's',
+      state: { whiteboard: { entries: [{ value: { id: 'd1', kind: 'wish', text: 'x' }, addedAt: 1 }] } },
+    };
     const error = (() => {
       try {
         agent.restoreSession(bad);

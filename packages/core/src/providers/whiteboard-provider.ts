@@ -60,7 +60,12 @@ export interface WhiteboardProviderOptions {
 }
 
 const KINDS: readonly WhiteboardKind[] = ['requirement', 'proposal', 'decision', 'action'];
-const KIND_TITLES: Record<WhiteboardKind, string> = { requirement: 'Requirements', proposal: 'Proposals', decision: 'Decisions', action: 'Actions' };
+const KIND_TITLES: Record<WhiteboardKind, string> = {
+  requirement: 'Requirements',
+  proposal: 'Proposals',
+  decision: 'Decisions',
+  action: 'Actions',
+};
 /** Budget value of each kind: the lowest goes first. */
 const KIND_VALUE: Record<WhiteboardKind, number> = { proposal: 0, action: 1, requirement: 2, decision: 3 };
 const ID_PREFIX: Record<WhiteboardKind, string> = { requirement: 'r', proposal: 'p', decision: 'd', action: 'a' };
@@ -82,7 +87,12 @@ export const whiteboardUpdateSchema: JsonObject = {
     },
     update: {
       type: 'array',
-      items: { type: 'object', additionalProperties: false, required: ['id', 'text'], properties: { id: { type: 'string' }, text: { type: 'string' } } },
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['id', 'text'],
+        properties: { id: { type: 'string' }, text: { type: 'string' } },
+      },
     },
     remove: { type: 'array', items: { type: 'string' } },
   },
@@ -131,7 +141,8 @@ export class WhiteboardProvider implements ContextProvider {
     const owner = `WhiteboardProvider("${this.sourceId}")`;
     this.#client = options.client;
     this.#inject = options.inject ?? 'message';
-    if (this.#inject !== 'message' && this.#inject !== 'instructions') throw new ConfigurationError(`${owner}: inject must be "message" or "instructions".`);
+    if (this.#inject !== 'message' && this.#inject !== 'instructions')
+      throw new ConfigurationError(`${owner}: inject must be "message" or "instructions".`);
     this.#budget = resolveBudget(owner, options.budget);
     this.#decay = options.decay ?? { maxEntries: 50 };
     checkDecayPolicy(owner, this.#decay);
@@ -140,14 +151,17 @@ export class WhiteboardProvider implements ContextProvider {
     this.onError = options.onError ?? 'skip';
     this.#instructions = options.updateInstructions ?? DEFAULT_UPDATE_INSTRUCTIONS;
     this.#maxLength = options.maxEntryLength ?? 300;
-    if (!Number.isInteger(this.#maxLength) || this.#maxLength <= 0) throw new ConfigurationError(`${owner}: maxEntryLength must be a positive integer.`);
+    if (!Number.isInteger(this.#maxLength) || this.#maxLength <= 0)
+      throw new ConfigurationError(`${owner}: maxEntryLength must be a positive integer.`);
   }
 
   /** The live (not expired) entries of a session's board, oldest first. */
   entriesOf(session: AgentSession): WhiteboardEntry[] {
     const state = session.state[this.sourceId];
     if (!state) return [];
-    return this.#list(state).entries().map((e) => ({ ...e.value, addedAt: e.addedAt }));
+    return this.#list(state)
+      .entries()
+      .map((e) => ({ ...e.value, addedAt: e.addedAt }));
   }
 
   /** Checks a restored board. @throws SessionStateError naming the offending entry. */
@@ -172,8 +186,15 @@ export class WhiteboardProvider implements ContextProvider {
       const { maxTokens } = this.#budget;
       // Most valuable first: by kind, then newest.
       const ranked = [...items].sort((a, b) => KIND_VALUE[b.kind] - KIND_VALUE[a.kind] || b.addedAt - a.addedAt);
-      kept = ranked.slice(0, fitPrefix(ranked, maxTokens, (prefix) => this.#tokens(prefix)));
-      recordBudget(context.metadata, this.sourceId, { maxTokens, tokens: kept.length ? this.#tokens(kept) : 0, dropped: items.length - kept.length });
+      kept = ranked.slice(
+        0,
+        fitPrefix(ranked, maxTokens, (prefix) => this.#tokens(prefix)),
+      );
+      recordBudget(context.metadata, this.sourceId, {
+        maxTokens,
+        tokens: kept.length ? this.#tokens(kept) : 0,
+        dropped: items.length - kept.length,
+      });
       if (!kept.length) return;
     }
     this.#injectCapsule(context, kept);
@@ -210,10 +231,16 @@ export class WhiteboardProvider implements ContextProvider {
     for (const { id, text } of update.update) {
       const t = clean(text);
       if (!t) continue;
-      list.update((e) => e.id === id, (e) => ({ ...e, text: t }));
+      list.update(
+        (e) => e.id === id,
+        (e) => ({ ...e, text: t }),
+      );
       list.refresh((e) => e.id === id);
     }
-    let nextId = typeof state.nextId === 'number' ? state.nextId : Math.max(0, ...list.all().map((e) => Number.parseInt(e.value.id.slice(1), 10) || 0));
+    let nextId =
+      typeof state.nextId === 'number'
+        ? state.nextId
+        : Math.max(0, ...list.all().map((e) => Number.parseInt(e.value.id.slice(1), 10) || 0));
     for (const { kind, text } of update.add) {
       const t = clean(text);
       if (!t) continue;
@@ -225,7 +252,12 @@ export class WhiteboardProvider implements ContextProvider {
   }
 
   #list(state: JsonObject): DecayingList<StoredEntry> {
-    return new DecayingList<StoredEntry>(state, 'entries', { ...this.#decay, now: this.#now, path: pathJoin(pathJoin('$.state', this.sourceId), 'entries'), validateValue: checkEntry });
+    return new DecayingList<StoredEntry>(state, 'entries', {
+      ...this.#decay,
+      now: this.#now,
+      path: pathJoin(pathJoin('$.state', this.sourceId), 'entries'),
+      validateValue: checkEntry,
+    });
   }
 
   #tokens(entries: readonly WhiteboardEntry[]): number {
@@ -265,7 +297,9 @@ function turnText(context: SessionContext): string {
       else if (c.type === 'function-call') lines.push(`${who} called ${c.name}(${c.arguments})`);
       else if (c.type === 'function-result') {
         const result = typeof c.result === 'string' ? c.result : JSON.stringify(c.result);
-        lines.push(`${c.name ?? 'Tool'} returned${c.isError ? ' an error' : ''}: ${result.length > MAX_RESULT_CHARS ? `${result.slice(0, MAX_RESULT_CHARS)}…` : result}`);
+        lines.push(
+          `${c.name ?? 'Tool'} returned${c.isError ? ' an error' : ''}: ${result.length > MAX_RESULT_CHARS ? `${result.slice(0, MAX_RESULT_CHARS)}…` : result}`,
+        );
       }
     }
   }
@@ -294,11 +328,13 @@ function parseUpdate(text: string, sourceId: string): WhiteboardUpdate {
     return Array.isArray(v) ? v : fail(`has "${key}" that is not an array`);
   };
   const add = list('add').map((a, i) => {
-    if (!isPlainObject(a) || !KINDS.includes(a.kind as WhiteboardKind) || typeof a.text !== 'string') return fail(`has an invalid "add[${i}]" (needs a kind of ${KINDS.join(', ')} and a text)`);
+    if (!isPlainObject(a) || !KINDS.includes(a.kind as WhiteboardKind) || typeof a.text !== 'string')
+      return fail(`has an invalid "add[${i}]" (needs a kind of ${KINDS.join(', ')} and a text)`);
     return { kind: a.kind as WhiteboardKind, text: a.text };
   });
   const update = list('update').map((u, i) => {
-    if (!isPlainObject(u) || typeof u.id !== 'string' || typeof u.text !== 'string') return fail(`has an invalid "update[${i}]" (needs an id and a text)`);
+    if (!isPlainObject(u) || typeof u.id !== 'string' || typeof u.text !== 'string')
+      return fail(`has an invalid "update[${i}]" (needs an id and a text)`);
     return { id: u.id, text: u.text };
   });
   const remove = list('remove').map((id, i) => (typeof id === 'string' ? id : fail(`has a "remove[${i}]" that is not a string id`)));
@@ -308,6 +344,7 @@ function parseUpdate(text: string, sourceId: string): WhiteboardUpdate {
 function checkEntry(value: JsonValue, path: string): void {
   if (!isPlainObject(value)) throw new SessionStateError(path, 'must be an object { id, kind, text }');
   if (typeof value.id !== 'string') throw new SessionStateError(pathJoin(path, 'id'), 'must be a string');
-  if (!KINDS.includes(value.kind as WhiteboardKind)) throw new SessionStateError(pathJoin(path, 'kind'), `must be one of ${KINDS.join(', ')}`);
+  if (!KINDS.includes(value.kind as WhiteboardKind))
+    throw new SessionStateError(pathJoin(path, 'kind'), `must be one of ${KINDS.join(', ')}`);
   if (typeof value.text !== 'string') throw new SessionStateError(pathJoin(path, 'text'), 'must be a string');
 }

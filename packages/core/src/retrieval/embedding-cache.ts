@@ -56,7 +56,9 @@ export class EmbeddingCache {
     const keys = [...missing.keys()];
     const batch = this.#generator.embed([...missing.values()]).then((vectors) => {
       if (!Array.isArray(vectors) || vectors.length !== keys.length) {
-        throw new ConfigurationError(`The embedding generator returned ${Array.isArray(vectors) ? vectors.length : 'no'} vectors for ${keys.length} texts.`);
+        throw new ConfigurationError(
+          `The embedding generator returned ${Array.isArray(vectors) ? vectors.length : 'no'} vectors for ${keys.length} texts.`,
+        );
       }
       return vectors;
     });

@@ -22,7 +22,11 @@ describe('createHashEmbedding', () => {
   });
 
   it('puts texts that share words closer than texts that do not', async () => {
-    const [query, near, far] = await embedding.embed(['weather forecast for Paris', 'get the weather forecast for a city', 'refund an order payment']);
+    const [query, near, far] = await embedding.embed([
+      'weather forecast for Paris',
+      'get the weather forecast for a city',
+      'refund an order payment',
+    ]);
     expect(cosineSimilarity(query!, near!)).toBeGreaterThan(0.3);
     expect(cosineSimilarity(query!, near!)).toBeGreaterThan(cosineSimilarity(query!, far!) + 0.2);
   });

@@ -38,8 +38,10 @@ function fnv1a(text: string): number {
 export function createHashEmbedding(options: HashEmbeddingOptions = {}): EmbeddingGenerator {
   const dimensions = options.dimensions ?? 512;
   const ngram = options.ngram ?? 3;
-  if (!Number.isInteger(dimensions) || dimensions <= 0) throw new ConfigurationError(`createHashEmbedding: dimensions must be a positive integer, got ${dimensions}.`);
-  if (!Number.isInteger(ngram) || ngram < 0) throw new ConfigurationError(`createHashEmbedding: ngram must be a non-negative integer, got ${ngram}.`);
+  if (!Number.isInteger(dimensions) || dimensions <= 0)
+    throw new ConfigurationError(`createHashEmbedding: dimensions must be a positive integer, got ${dimensions}.`);
+  if (!Number.isInteger(ngram) || ngram < 0)
+    throw new ConfigurationError(`createHashEmbedding: ngram must be a non-negative integer, got ${ngram}.`);
   const stop = new Set(options.stopWords ?? DEFAULT_STOP_WORDS);
   const add = (vector: number[], feature: string, weight: number) => {
     const h = fnv1a(feature);

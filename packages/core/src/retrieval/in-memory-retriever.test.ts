@@ -5,7 +5,12 @@ import { createHashEmbedding } from './hash-embedding.js';
 import { InMemoryRetriever, type RetrievalDocument } from './in-memory-retriever.js';
 
 const docs: RetrievalDocument[] = [
-  { id: 'returns', title: 'Returns', content: 'You can return any item within 30 days for a full refund.', url: 'https://shop.test/returns' },
+  {
+    id: 'returns',
+    title: 'Returns',
+    content: 'You can return any item within 30 days for a full refund.',
+    url: 'https://shop.test/returns',
+  },
   { id: 'shipping', title: 'Shipping', content: 'Orders ship within two business days. Express shipping is available.' },
   { id: 'warranty', title: 'Warranty', content: 'Electronics carry a two year warranty against defects.', metadata: { section: 7 } },
 ];

@@ -66,7 +66,8 @@ export class InMemoryRetriever implements Retriever {
 
   constructor(options: InMemoryRetrieverOptions = {}) {
     this.scoring = options.scoring ?? (options.embeddings ? 'embedding' : 'keyword');
-    if (this.scoring !== 'keyword' && !options.embeddings) throw new ConfigurationError(`InMemoryRetriever: "${this.scoring}" scoring needs an \`embeddings\` generator.`);
+    if (this.scoring !== 'keyword' && !options.embeddings)
+      throw new ConfigurationError(`InMemoryRetriever: "${this.scoring}" scoring needs an \`embeddings\` generator.`);
     this.#embeddings = options.embeddings;
     this.#cache = options.embeddings && new EmbeddingCache(options.embeddings);
     this.#minScore = options.minScore ?? 0;
@@ -82,7 +83,8 @@ export class InMemoryRetriever implements Retriever {
   /** Adds documents; a document with an id already indexed replaces it. */
   add(documents: readonly RetrievalDocument[]): void {
     for (const doc of documents) {
-      if (typeof doc?.id !== 'string' || typeof doc.content !== 'string') throw new ConfigurationError('InMemoryRetriever: every document needs a string `id` and `content`.');
+      if (typeof doc?.id !== 'string' || typeof doc.content !== 'string')
+        throw new ConfigurationError('InMemoryRetriever: every document needs a string `id` and `content`.');
       this.remove([doc.id]);
       const terms = new Map<string, number>();
       const list = this.#terms(`${doc.title ?? ''} ${doc.content}`);
@@ -159,9 +161,15 @@ export class InMemoryRetriever implements Retriever {
   async #cosine(query: string, docs: readonly Indexed[], signal: AbortSignal | undefined): Promise<number[]> {
     const [queryVector] = await abortable(this.#embeddings!.embed([query], signal ? { signal } : undefined), signal);
     const q = normalize(queryVector ?? []);
-    const vectors = await this.#cache!.vectors(docs.map((d) => ({ key: cacheKey(d.doc), text: `${d.doc.title ?? ''}\n${d.doc.content}` })), signal);
+    const vectors = await this.#cache!.vectors(
+      docs.map((d) => ({ key: cacheKey(d.doc), text: `${d.doc.title ?? ''}\n${d.doc.content}` })),
+      signal,
+    );
     return vectors.map((v) => {
-      if (v.length !== q.length) throw new ConfigurationError(`InMemoryRetriever: the query embedding has ${q.length} dimensions and the documents ${v.length}; use one embedding model.`);
+      if (v.length !== q.length)
+        throw new ConfigurationError(
+          `InMemoryRetriever: the query embedding has ${q.length} dimensions and the documents ${v.length}; use one embedding model.`,
+        );
       return dot(q, v);
     });
   }

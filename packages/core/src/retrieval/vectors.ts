@@ -14,7 +14,10 @@ export function normalize(vector: readonly number[]): number[] {
  * @throws ConfigurationError when their lengths differ (embeddings from different models).
  */
 export function cosineSimilarity(a: readonly number[], b: readonly number[]): number {
-  if (a.length !== b.length) throw new ConfigurationError(`Cannot compare embeddings of ${a.length} and ${b.length} dimensions; use one embedding model for the index and the queries.`);
+  if (a.length !== b.length)
+    throw new ConfigurationError(
+      `Cannot compare embeddings of ${a.length} and ${b.length} dimensions; use one embedding model for the index and the queries.`,
+    );
   let dot = 0;
   let na = 0;
   let nb = 0;

@@ -19,17 +19,21 @@ export interface CheckedAgentOptions extends AgentOptions {
  */
 export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
   const { client } = options;
-  if (!client || typeof client.getResponse !== 'function') throw new ConfigurationError('createAgent needs a `client` implementing ChatClient.');
+  if (!client || typeof client.getResponse !== 'function')
+    throw new ConfigurationError('createAgent needs a `client` implementing ChatClient.');
   checkSpecificationVersion('The chat client', client);
   if (options.sessionStore) checkSpecificationVersion('The session store', options.sessionStore);
   if (options.compaction) checkSpecificationVersion('The compaction strategy', options.compaction);
   const maxToolRoundtrips = options.maxToolRoundtrips ?? 10;
-  if (!Number.isInteger(maxToolRoundtrips) || maxToolRoundtrips < 0) throw new ConfigurationError(`maxToolRoundtrips must be a non-negative integer, got ${maxToolRoundtrips}.`);
+  if (!Number.isInteger(maxToolRoundtrips) || maxToolRoundtrips < 0)
+    throw new ConfigurationError(`maxToolRoundtrips must be a non-negative integer, got ${maxToolRoundtrips}.`);
   const contextProviders = [...(options.contextProviders ?? [])];
   const seen = new Set<string>();
   for (const p of contextProviders) {
-    if (typeof p?.sourceId !== 'string' || p.sourceId === '') throw new ConfigurationError('Every context provider needs a non-empty string `sourceId`.');
-    if (seen.has(p.sourceId)) throw new ConfigurationError(`Two context providers share the sourceId "${p.sourceId}"; give each a unique sourceId.`);
+    if (typeof p?.sourceId !== 'string' || p.sourceId === '')
+      throw new ConfigurationError('Every context provider needs a non-empty string `sourceId`.');
+    if (seen.has(p.sourceId))
+      throw new ConfigurationError(`Two context providers share the sourceId "${p.sourceId}"; give each a unique sourceId.`);
     if (RESERVED_SOURCE_IDS.has(p.sourceId)) throw new ConfigurationError(`The sourceId "${p.sourceId}" is reserved; choose another.`);
     checkSpecificationVersion(`Context provider "${p.sourceId}"`, p);
     seen.add(p.sourceId);
@@ -45,5 +49,7 @@ export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
 export function checkSpecificationVersion(what: string, implementation: { readonly specificationVersion?: unknown }): void {
   const version = implementation.specificationVersion;
   if (version === undefined || version === 'v1') return;
-  throw new ConfigurationError(`${what} implements specification ${JSON.stringify(version)}, but this copy of @ctx/core runs "v1": upgrade @ctx/core, or wrap it in a v1 adapter.`);
+  throw new ConfigurationError(
+    `${what} implements specification ${JSON.stringify(version)}, but this copy of @ctx/core runs "v1": upgrade @ctx/core, or wrap it in a v1 adapter.`,
+  );
 }

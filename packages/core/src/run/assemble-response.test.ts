@@ -41,7 +41,11 @@ describe('assembleResponse', () => {
       ],
       newId,
     );
-    expect(res.messages.map((m) => [m.role, Message.text(m)])).toEqual([['assistant', 'ab'], ['tool', ''], ['assistant', 'c']]);
+    expect(res.messages.map((m) => [m.role, Message.text(m)])).toEqual([
+      ['assistant', 'ab'],
+      ['tool', ''],
+      ['assistant', 'c'],
+    ]);
   });
 
   it('addUsage sums what is present', () => {

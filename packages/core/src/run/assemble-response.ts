@@ -52,7 +52,9 @@ function appendContent(contents: Content[], piece: Content): void {
     last.text += piece.text;
     if (piece.encrypted !== undefined) last.encrypted = piece.encrypted;
   } else if (piece.type === 'function-call') {
-    const same = contents.find((c): c is Extract<Content, { type: 'function-call' }> => c.type === 'function-call' && c.callId === piece.callId);
+    const same = contents.find(
+      (c): c is Extract<Content, { type: 'function-call' }> => c.type === 'function-call' && c.callId === piece.callId,
+    );
     if (same) {
       same.arguments += piece.arguments;
       if (piece.name) same.name ||= piece.name;

@@ -71,7 +71,12 @@ describe('the pipeline', () => {
 
   it('fails the run with a ProviderError when a provider throws, and stores nothing', async () => {
     const log: string[] = [];
-    const failing: ContextProvider = { sourceId: 'flaky', beforeRun: () => { throw new Error('index offline'); } };
+    const failing: ContextProvider = {
+      sourceId: 'flaky',
+      beforeRun: () => {
+        throw new Error('index offline');
+      },
+    };
     const history = new InMemoryHistoryProvider();
     const client = new ScriptedChatClient({ replies: ['never'] });
     const agent = createAgent({ client, contextProviders: [history, recorder('outer', log), failing] });
@@ -112,10 +117,18 @@ describe('the pipeline', () => {
     expect(session.state.memory!.messages).toHaveLength(2);
   });
 
-  it("a skipped wrap provider that never called next() does not stop the run", async () => {
+  it('a skipped wrap provider that never called next() does not stop the run', async () => {
     const agent = createAgent({
       client: new ScriptedChatClient({ replies: ['ok'] }),
-      contextProviders: [{ sourceId: 'w', onError: 'skip', wrap: async () => { throw new Error('no'); } }],
+      contextProviders: [
+        {
+          sourceId: 'w',
+          onError: 'skip',
+          wrap: async () => {
+            throw new Error('no');
+          },
+        },
+      ],
     });
     expect((await agent.run('hi')).text).toBe('ok');
   });
@@ -124,9 +137,14 @@ describe('the pipeline', () => {
     const events: AgentEvent[] = [];
     const tools: ContextProvider = {
       sourceId: 'toolbox',
-      beforeRun: ({ context }) => context.extendTools('toolbox', [defineTool({ name: 'noop', parameters: { type: 'object' }, execute: () => 'ok' })]),
+      beforeRun: ({ context }) =>
+        context.extendTools('toolbox', [defineTool({ name: 'noop', parameters: { type: 'object' }, execute: () => 'ok' })]),
     };
-    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['secret answer'] }), contextProviders: [tools], onEvent: (e) => events.push(e) });
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: ['secret answer'] }),
+      contextProviders: [tools],
+      onEvent: (e) => events.push(e),
+    });
     await agent.run('secret question', { session: agent.createSession() });
     const ends = events.filter((e) => e.type === 'provider-end');
     expect(ends.map((e) => [e.sourceId, e.phase, e.added])).toEqual([
@@ -134,12 +152,25 @@ describe('the pipeline', () => {
       ['toolbox', 'beforeRun', { messages: 0, instructions: 0, tools: 1 }],
       ['memory', 'afterRun', { messages: 0, instructions: 0, tools: 0 }],
     ]);
-    expect(events.map((e) => e.type)).toEqual(['run-start', 'provider-end', 'provider-end', 'model-call', 'model-response', 'provider-end', 'run-end']);
+    expect(events.map((e) => e.type)).toEqual([
+      'run-start',
+      'provider-end',
+      'provider-end',
+      'model-call',
+      'model-response',
+      'provider-end',
+      'run-end',
+    ]);
     expect(JSON.stringify(events)).not.toMatch(/secret/);
   });
 
   it('a throwing event handler does not break the run', async () => {
-    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), onEvent: () => { throw new Error('observer bug'); } });
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: ['ok'] }),
+      onEvent: () => {
+        throw new Error('observer bug');
+      },
+    });
     const warn = console.warn;
     console.warn = () => {};
     try {
@@ -156,10 +187,17 @@ describe('the pipeline', () => {
 });
 
 describe('the default history rule', () => {
-  const run = async (opts: { storesByDefault?: boolean; providers?: ContextProvider[]; store?: boolean; serviceSessionId?: string; session?: boolean }) => {
+  const run = async (opts: {
+    storesByDefault?: boolean;
+    providers?: ContextProvider[];
+    store?: boolean;
+    serviceSessionId?: string;
+    session?: boolean;
+  }) => {
     const client = new ScriptedChatClient({ replies: ['one', 'two'], storesByDefault: opts.storesByDefault ?? false });
     const agent = createAgent({ client, contextProviders: opts.providers ?? [] });
-    const session = opts.session === false ? undefined : agent.createSession(opts.serviceSessionId ? { serviceSessionId: opts.serviceSessionId } : {});
+    const session =
+      opts.session === false ? undefined : agent.createSession(opts.serviceSessionId ? { serviceSessionId: opts.serviceSessionId } : {});
     const options = opts.store === undefined ? {} : { store: opts.store };
     await agent.run('first', { session, options });
     await agent.run('second', { session, options });
@@ -209,7 +247,12 @@ describe('the default history rule', () => {
 
 describe('service-managed conversations', () => {
   it('puts the response conversation id on the session and passes it back', async () => {
-    const client = new ScriptedChatClient({ replies: [{ text: 'a', conversationId: 'resp_1' }, { text: 'b', conversationId: 'resp_2' }] });
+    const client = new ScriptedChatClient({
+      replies: [
+        { text: 'a', conversationId: 'resp_1' },
+        { text: 'b', conversationId: 'resp_2' },
+      ],
+    });
     const audit = new InMemoryHistoryProvider({ sourceId: 'audit', loadMessages: false });
     const agent = createAgent({ client, contextProviders: [audit] });
     const session = agent.createSession();
@@ -248,7 +291,12 @@ describe('abort', () => {
 describe('runStream', () => {
   it('yields updates, then the assembled response; afterRun sees it once', async () => {
     const seen: string[] = [];
-    const probe: ContextProvider = { sourceId: 'probe', afterRun: ({ context }) => { seen.push(context.response!.text); } };
+    const probe: ContextProvider = {
+      sourceId: 'probe',
+      afterRun: ({ context }) => {
+        seen.push(context.response!.text);
+      },
+    };
     const client = new ScriptedChatClient({ replies: ['Hello streaming world'], chunkSize: 5 });
     const agent = createAgent({ client, contextProviders: [probe] });
     const session = agent.createSession();
@@ -264,8 +312,14 @@ describe('runStream', () => {
   });
 
   it('streams tool calls and tool results across roundtrips', async () => {
-    const weather = defineTool({ name: 'weather', parameters: { type: 'object' }, execute: ({ city }: { city: string }) => ({ city, temp: 21 }) });
-    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'weather', arguments: { city: 'Lisbon' }, callId: 'c1' }] }, 'It is 21 in Lisbon.'] });
+    const weather = defineTool({
+      name: 'weather',
+      parameters: { type: 'object' },
+      execute: ({ city }: { city: string }) => ({ city, temp: 21 }),
+    });
+    const client = new ScriptedChatClient({
+      replies: [{ toolCalls: [{ name: 'weather', arguments: { city: 'Lisbon' }, callId: 'c1' }] }, 'It is 21 in Lisbon.'],
+    });
     const agent = createAgent({ client, tools: [weather] });
     const stream = agent.runStream('weather?');
     const roles: string[] = [];
@@ -273,7 +327,9 @@ describe('runStream', () => {
     expect(roles).toContain('tool');
     const res = await stream.response;
     expect(res.messages.map((m) => m.role)).toEqual(['assistant', 'tool', 'assistant']);
-    expect(Message.functionCalls(res.messages[0]!)).toEqual([{ type: 'function-call', callId: 'c1', name: 'weather', arguments: '{"city":"Lisbon"}' }]);
+    expect(Message.functionCalls(res.messages[0]!)).toEqual([
+      { type: 'function-call', callId: 'c1', name: 'weather', arguments: '{"city":"Lisbon"}' },
+    ]);
     expect(res.messages[1]!.contents[0]).toMatchObject({ result: { city: 'Lisbon', temp: 21 } });
   });
 
@@ -290,7 +346,11 @@ describe('runStream', () => {
   it('surfaces a model failure through iteration and response', async () => {
     const agent = createAgent({ client: new ScriptedChatClient({ replies: [{ error: new Error('model down') }] }) });
     const stream = agent.runStream('hi');
-    await expect((async () => { for await (const _ of stream); })()).rejects.toThrow('model down');
+    await expect(
+      (async () => {
+        for await (const _ of stream);
+      })(),
+    ).rejects.toThrow('model down');
     await expect(stream.response).rejects.toThrow('model down');
   });
 });
@@ -326,10 +386,19 @@ describe('provider diagnostics and state slots', () => {
       sourceId: 'talker',
       beforeRun: ({ report }) => report({ code: 'cache-miss', message: 'looked it up', data: { keys: 2 } }),
     };
-    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), contextProviders: [quiet, talker], onEvent: (e) => events.push(e) });
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: ['ok'] }),
+      contextProviders: [quiet, talker],
+      onEvent: (e) => events.push(e),
+    });
     const session = agent.createSession();
     await agent.run('hi', { session });
-    expect(events.find((e) => e.type === 'provider-diagnostic')).toMatchObject({ sourceId: 'talker', code: 'cache-miss', message: 'looked it up', data: { keys: 2 } });
+    expect(events.find((e) => e.type === 'provider-diagnostic')).toMatchObject({
+      sourceId: 'talker',
+      code: 'cache-miss',
+      message: 'looked it up',
+      data: { keys: 2 },
+    });
     expect(Object.keys(session.state)).toEqual(['memory']);
   });
 });
@@ -339,15 +408,28 @@ describe('flush and backend timeouts', () => {
     let flushed = 0;
     const background: ContextProvider = { sourceId: 'bg', flush: async () => void flushed++ };
     const { withPolicies } = await import('../policies/with-policies.js');
-    const agent = createAgent({ client: new ScriptedChatClient({ replies: [] }), contextProviders: [background, withPolicies({ sourceId: 'bg2', flush: async () => void flushed++ }, { when: () => true })] });
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: [] }),
+      contextProviders: [background, withPolicies({ sourceId: 'bg2', flush: async () => void flushed++ }, { when: () => true })],
+    });
     await agent.flush();
     expect(flushed).toBe(2);
   });
 
   it("a backend's own TimeoutError is a provider failure (skippable), not an abort", async () => {
     const events: AgentEvent[] = [];
-    const slow: ContextProvider = { sourceId: 'slow', onError: 'skip', beforeRun: () => { throw new DOMException('backend timed out', 'TimeoutError'); } };
-    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['still fine'] }), contextProviders: [slow], onEvent: (e) => events.push(e) });
+    const slow: ContextProvider = {
+      sourceId: 'slow',
+      onError: 'skip',
+      beforeRun: () => {
+        throw new DOMException('backend timed out', 'TimeoutError');
+      },
+    };
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: ['still fine'] }),
+      contextProviders: [slow],
+      onEvent: (e) => events.push(e),
+    });
     expect((await agent.run('hi')).text).toBe('still fine');
     expect(events.some((e) => e.type === 'provider-skipped' && e.sourceId === 'slow')).toBe(true);
   });

@@ -30,7 +30,8 @@ export function createAgent(agentOptions: AgentOptions): Agent {
     client,
     contextProviders,
     run: (input, runOptions = {}) => executeRun(runtime, input, runOptions),
-    runStream: (input, runOptions = {}) => createRunStream((onUpdate, controller) => executeRun(runtime, input, runOptions, onUpdate, controller)),
+    runStream: (input, runOptions = {}) =>
+      createRunStream((onUpdate, controller) => executeRun(runtime, input, runOptions, onUpdate, controller)),
     flush: async () => {
       await Promise.all(contextProviders.map((p) => p.flush?.()));
     },

@@ -28,7 +28,9 @@ export function defaultHistory(client: ChatClient, providers: readonly ContextPr
   const loaders = providers.filter((p) => HistoryProvider.isInstance(p) && p.loadMessages !== false);
   const slotTaken = providers.some((p) => p.sourceId === history.sourceId);
   if (slotTaken && loaders.length === 0) {
-    throw new ConfigurationError(`The sourceId "${history.sourceId}" belongs to the default history unless the provider using it loads history; choose another.`);
+    throw new ConfigurationError(
+      `The sourceId "${history.sourceId}" belongs to the default history unless the provider using it loads history; choose another.`,
+    );
   }
   const withDefault = [history, ...providers];
   return {

@@ -58,7 +58,12 @@ export async function executeRun(
   emit({ type: 'run-start', runId, sessionId: session.sessionId, agentName: name, providers: providers.map((p) => p.sourceId) });
   const { loaders } = history;
   if (loaders.length > 1) {
-    emit({ type: 'warning', runId, code: 'multiple-history-loaders', message: `${loaders.length} history providers load messages (${loaders.map((p) => p.sourceId).join(', ')}); the model sees each one's copy of the conversation.` });
+    emit({
+      type: 'warning',
+      runId,
+      code: 'multiple-history-loaders',
+      message: `${loaders.length} history providers load messages (${loaders.map((p) => p.sourceId).join(', ')}); the model sees each one's copy of the conversation.`,
+    });
   }
   try {
     await runPipeline(providers, {
@@ -88,7 +93,14 @@ export async function executeRun(
     }
   }
   const { response, error } = context;
-  emit({ type: 'run-end', runId, sessionId: session.sessionId, durationMs: performance.now() - started, ...(error !== undefined ? { error } : {}), ...(response?.usage ? { usage: response.usage } : {}) });
+  emit({
+    type: 'run-end',
+    runId,
+    sessionId: session.sessionId,
+    durationMs: performance.now() - started,
+    ...(error !== undefined ? { error } : {}),
+    ...(response?.usage ? { usage: response.usage } : {}),
+  });
   if (error !== undefined) throw error;
   if (!response) throw new CtxError(`Run ${runId} ended without a response: a wrap provider did not call next().`);
   if (response.conversationId !== undefined) session.serviceSessionId = response.conversationId;

@@ -48,7 +48,13 @@ export async function runPipeline(providers: readonly ContextProvider[], run: Pi
   await step(0);
 }
 
-async function guard(provider: ContextProvider, phase: ProviderPhase, args: ProviderRunArgs, run: PipelineRun, body: () => void | Promise<void>): Promise<Outcome> {
+async function guard(
+  provider: ContextProvider,
+  phase: ProviderPhase,
+  args: ProviderRunArgs,
+  run: PipelineRun,
+  body: () => void | Promise<void>,
+): Promise<Outcome> {
   const { context } = args;
   const started = performance.now();
   const before = context.contributionOf(provider.sourceId);
@@ -61,7 +67,11 @@ async function guard(provider: ContextProvider, phase: ProviderPhase, args: Prov
       sourceId: provider.sourceId,
       phase,
       durationMs: performance.now() - started,
-      added: { messages: after.messages - before.messages, instructions: after.instructions - before.instructions, tools: after.tools - before.tools },
+      added: {
+        messages: after.messages - before.messages,
+        instructions: after.instructions - before.instructions,
+        tools: after.tools - before.tools,
+      },
     });
     return 'ok';
   } catch (error) {

@@ -107,7 +107,8 @@ export class RunContext implements SessionContext {
 
   removeSource(sourceId: string): void {
     this.#messages.delete(sourceId);
-    for (let i = this.#instructions.length - 1; i >= 0; i--) if (this.#instructions[i]!.sourceId === sourceId) this.#instructions.splice(i, 1);
+    for (let i = this.#instructions.length - 1; i >= 0; i--)
+      if (this.#instructions[i]!.sourceId === sourceId) this.#instructions.splice(i, 1);
     for (let i = this.#tools.length - 1; i >= 0; i--) {
       const ctx = this.#tools[i]!.metadata?.ctx as { sourceId?: string } | undefined;
       if (ctx?.sourceId === sourceId) this.#tools.splice(i, 1);

@@ -27,7 +27,13 @@ describe('the tool loop', () => {
     });
     const client = new ScriptedChatClient({
       replies: [
-        { toolCalls: [{ name: 'slow_lookup', arguments: { key: 'a' }, callId: 'c1' }, { name: 'slow_lookup', arguments: { key: 'b' }, callId: 'c2' }, { name: 'slow_lookup', arguments: { key: 'c' }, callId: 'c3' }] },
+        {
+          toolCalls: [
+            { name: 'slow_lookup', arguments: { key: 'a' }, callId: 'c1' },
+            { name: 'slow_lookup', arguments: { key: 'b' }, callId: 'c2' },
+            { name: 'slow_lookup', arguments: { key: 'c' }, callId: 'c3' },
+          ],
+        },
         'A, B and C.',
       ],
     });
@@ -49,7 +55,13 @@ describe('the tool loop', () => {
 
   it('sends a failing tool back to the model as an error result and reports it in diagnostics', async () => {
     const events: AgentEvent[] = [];
-    const boom = defineTool({ name: 'boom', parameters: { type: 'object' }, execute: () => { throw new Error('disk full'); } });
+    const boom = defineTool({
+      name: 'boom',
+      parameters: { type: 'object' },
+      execute: () => {
+        throw new Error('disk full');
+      },
+    });
     const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'boom', callId: 'c1' }] }, 'Sorry, that failed.'] });
     const agent = createAgent({ client, tools: [boom], onEvent: (e) => events.push(e) });
     const res = await agent.run('do it');
@@ -142,13 +154,25 @@ describe('the tool loop', () => {
         version: 1,
         vendor: 'test',
         validate: (value) =>
-          typeof (value as { n?: unknown }).n === 'number' ? { value: value as { n: number } } : { issues: [{ message: 'Expected number', path: ['n'] }] },
+          typeof (value as { n?: unknown }).n === 'number'
+            ? { value: value as { n: number } }
+            : { issues: [{ message: 'Expected number', path: ['n'] }] },
         jsonSchema: { input: () => ({ type: 'object', properties: { n: { type: 'number' } } }) },
       },
     };
     const double = defineTool({ name: 'double', parameters: schema, execute: ({ n }) => n * 2 });
     expect(double.parameters).toEqual({ type: 'object', properties: { n: { type: 'number' } } });
-    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'double', arguments: { n: 'x' } }, { name: 'double', arguments: { n: 4 } }] }, 'ok'] });
+    const client = new ScriptedChatClient({
+      replies: [
+        {
+          toolCalls: [
+            { name: 'double', arguments: { n: 'x' } },
+            { name: 'double', arguments: { n: 4 } },
+          ],
+        },
+        'ok',
+      ],
+    });
     const res = await createAgent({ client, tools: [double] }).run('go');
     const [bad, good] = resultsOf(res.messages[1]!);
     expect(bad).toMatchObject({ isError: true, result: { error: 'Invalid arguments for "double": n: Expected number' } });
@@ -166,7 +190,15 @@ describe('the tool loop', () => {
     const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'search', arguments: { q: 'x' } }] }, 'found'] });
     const agent = createAgent({
       client,
-      contextProviders: [{ sourceId: 'rag', beforeRun: ({ context }) => context.extendTools('rag', [defineTool({ name: 'search', parameters: { type: 'object' }, execute: ({ q }: { q: string }) => [`doc about ${q}`] })]) }],
+      contextProviders: [
+        {
+          sourceId: 'rag',
+          beforeRun: ({ context }) =>
+            context.extendTools('rag', [
+              defineTool({ name: 'search', parameters: { type: 'object' }, execute: ({ q }: { q: string }) => [`doc about ${q}`] }),
+            ]),
+        },
+      ],
     });
     const res = await agent.run('find x');
     expect(client.calls[0]!.options.tools![0]!.metadata).toEqual({ ctx: { sourceId: 'rag' } });
@@ -177,7 +209,16 @@ describe('the tool loop', () => {
     const ping = defineTool({ name: 'ping', parameters: { type: 'object' }, execute: () => 'pong' });
     const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'ping' }] }, 'done'] });
     const seen: number[] = [];
-    const agent = createAgent({ client, tools: [ping], compaction: { compact: (messages) => { seen.push(messages.length); return messages.slice(-2); } } });
+    const agent = createAgent({
+      client,
+      tools: [ping],
+      compaction: {
+        compact: (messages) => {
+          seen.push(messages.length);
+          return messages.slice(-2);
+        },
+      },
+    });
     await agent.run([Message.user('old'), Message.assistant('older reply'), Message.user('new')]);
     expect(seen).toEqual([3, 4]); // the second call builds on what the first sent, compacted
     expect(client.calls.map((c) => c.messages.length)).toEqual([2, 2]);

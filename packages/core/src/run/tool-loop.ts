@@ -57,12 +57,26 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     const serviceKeeps = conversationId !== undefined && serviceConversation !== undefined;
     let messages = serviceKeeps ? pending : [...sent, ...pending];
     if (run.compaction) messages = await run.compaction.compact(messages, { signal });
-    emit({ type: 'model-call', runId, roundtrip, messages: messages.length, instructions: context.instructions.length, tools: tools.length });
+    emit({
+      type: 'model-call',
+      runId,
+      roundtrip,
+      messages: messages.length,
+      instructions: context.instructions.length,
+      tools: tools.length,
+    });
     const started = performance.now();
     const response = run.onUpdate ? await stream(client, messages, options, run.onUpdate) : await client.getResponse(messages, options);
     signal.throwIfAborted(); // a client that ignored the signal must not complete an aborted run
     const calls = openCalls(response);
-    emit({ type: 'model-response', runId, roundtrip, durationMs: performance.now() - started, functionCalls: calls.length, ...(response.usage ? { usage: response.usage } : {}) });
+    emit({
+      type: 'model-response',
+      runId,
+      roundtrip,
+      durationMs: performance.now() - started,
+      functionCalls: calls.length,
+      ...(response.usage ? { usage: response.usage } : {}),
+    });
 
     produced.push(...response.messages);
     // What was sent, compacted if it was, is the base of the next call: a summary is made once, not per call.
@@ -75,7 +89,12 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
 
     const limitReached = roundtrip >= run.maxToolRoundtrips;
     if (limitReached) {
-      emit({ type: 'warning', runId, code: 'tool-roundtrip-limit', message: `The model asked for tools after ${run.maxToolRoundtrips} roundtrips; the calls were answered with errors and the run ended.` });
+      emit({
+        type: 'warning',
+        runId,
+        code: 'tool-roundtrip-limit',
+        message: `The model asked for tools after ${run.maxToolRoundtrips} roundtrips; the calls were answered with errors and the run ended.`,
+      });
     } else if (calls.some((c) => !byName.get(c.name)?.execute && byName.has(c.name))) {
       // A declared tool without `execute` is the caller's to run: end here and hand the calls over.
       finishReason = 'tool-calls';
@@ -97,7 +116,12 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
   });
 }
 
-async function stream(client: ChatClient, messages: Message[], options: ChatOptions, onUpdate: (u: ChatResponseUpdate) => void | Promise<void>): Promise<ChatResponse> {
+async function stream(
+  client: ChatClient,
+  messages: Message[],
+  options: ChatOptions,
+  onUpdate: (u: ChatResponseUpdate) => void | Promise<void>,
+): Promise<ChatResponse> {
   const updates: ChatResponseUpdate[] = [];
   for await (const update of client.getStreamingResponse(messages, options)) {
     updates.push(update);
@@ -128,10 +152,18 @@ async function executeTool(call: FunctionCallContent, tool: Tool | undefined, ru
   const started = performance.now();
   const fail = (message: string, cause?: unknown): FunctionResultContent => {
     const error = new ToolExecutionError(call.name, call.callId, message, cause === undefined ? undefined : { cause });
-    run.emit({ type: 'tool-end', runId: run.runId, toolName: call.name, callId: call.callId, durationMs: performance.now() - started, error });
+    run.emit({
+      type: 'tool-end',
+      runId: run.runId,
+      toolName: call.name,
+      callId: call.callId,
+      durationMs: performance.now() - started,
+      error,
+    });
     return errorResult(call, message);
   };
-  if (!tool?.execute) return fail(`Unknown tool "${call.name}". Available tools: ${run.context.tools.map((t) => t.name).join(', ') || 'none'}.`);
+  if (!tool?.execute)
+    return fail(`Unknown tool "${call.name}". Available tools: ${run.context.tools.map((t) => t.name).join(', ') || 'none'}.`);
 
   let args: unknown;
   try {
@@ -146,13 +178,22 @@ async function executeTool(call: FunctionCallContent, tool: Tool | undefined, ru
   }
   let value: unknown;
   try {
-    value = await tool.execute(args, { callId: call.callId, signal: run.signal, agent: run.agent, session: run.session, context: run.context });
+    value = await tool.execute(args, {
+      callId: call.callId,
+      signal: run.signal,
+      agent: run.agent,
+      session: run.session,
+      context: run.context,
+    });
   } catch (error) {
     if (isAbortError(error, run.signal)) throw error;
     return fail(`Tool "${call.name}" failed: ${describe(error)}`, error);
   }
   const result = toJsonResult(value);
-  if (result === undefined) return fail(`Tool "${call.name}" returned a value that is not JSON (${findNonJson(value) ?? '$'} is a ${typeof value === 'object' ? 'non-plain object' : typeof value}).`);
+  if (result === undefined)
+    return fail(
+      `Tool "${call.name}" returned a value that is not JSON (${findNonJson(value) ?? '$'} is a ${typeof value === 'object' ? 'non-plain object' : typeof value}).`,
+    );
   run.emit({ type: 'tool-end', runId: run.runId, toolName: call.name, callId: call.callId, durationMs: performance.now() - started });
   return { type: 'function-result', callId: call.callId, name: call.name, result };
 }

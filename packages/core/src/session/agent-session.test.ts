@@ -21,7 +21,10 @@ function expectStateError(input: unknown, path: string): void {
 
 describe('AgentSession', () => {
   it('serializes to versioned plain JSON and restores identically', () => {
-    const session = agent.createSession({ serviceSessionId: 'resp_1', state: { memory: { messages: [Message.user('hi')] }, prefs: { tone: 'terse' } } });
+    const session = agent.createSession({
+      serviceSessionId: 'resp_1',
+      state: { memory: { messages: [Message.user('hi')] }, prefs: { tone: 'terse' } },
+    });
     const json = agent.serializeSession(session);
     expect(json).toMatchObject({ type: 'ctx.session', version: 1, sessionId: session.sessionId, serviceSessionId: 'resp_1' });
     expect(JSON.parse(JSON.stringify(session))).toEqual(json);
@@ -57,13 +60,26 @@ describe('AgentSession', () => {
     [{ type: 'ctx.session', version: 1, sessionId: 'a', serviceSessionId: 5, state: {} }, '$.serviceSessionId'],
     [{ type: 'ctx.session', version: 1, sessionId: 'a', state: [] }, '$.state'],
     [{ type: 'ctx.session', version: 1, sessionId: 'a', state: { rag: 'x' } }, '$.state.rag'],
-    [{ type: 'ctx.session', version: 1, sessionId: 'a', state: { 'my provider': { n: Number.POSITIVE_INFINITY } } }, '$.state["my provider"].n'],
+    [
+      { type: 'ctx.session', version: 1, sessionId: 'a', state: { 'my provider': { n: Number.POSITIVE_INFINITY } } },
+      '$.state["my provider"].n',
+    ],
     [{ type: 'ctx.session', version: 1, sessionId: 'a', state: { memory: { messages: {} } } }, '$.state.memory.messages'],
-    [{ type: 'ctx.session', version: 1, sessionId: 'a', state: { memory: { messages: [Message.user('ok'), { id: 'b', role: 'robot', contents: [] }] } } }, '$.state.memory.messages[1].role'],
+    [
+      {
+        type: 'ctx.session',
+        version: 1,
+        sessionId: 'a',
+        state: { memory: { messages: [Message.user('ok'), { id: 'b', role: 'robot', contents: [] }] } },
+      },
+      '$.state.memory.messages[1].role',
+    ],
   ])('rejects %j with a SessionStateError at %s', (input, path) => expectStateError(input, path));
 
   it('names the unsupported version in its message', () => {
-    expect(() => agent.restoreSession({ type: 'ctx.session', version: 7, sessionId: 'a', state: {} })).toThrow(/unsupported session version 7/);
+    expect(() => agent.restoreSession({ type: 'ctx.session', version: 7, sessionId: 'a', state: {} })).toThrow(
+      /unsupported session version 7/,
+    );
   });
 
   it('keeps state of providers the agent does not know', () => {
@@ -73,12 +89,21 @@ describe('AgentSession', () => {
 
   it('property: any session with JSON state survives serialize + parse + restore', () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1 }), fc.option(fc.string(), { nil: undefined }), fc.dictionary(fc.string(), fc.dictionary(fc.string(), fc.jsonValue())), (sessionId, serviceSessionId, state) => {
-        delete state.memory; // the default history validates its own slot
-        const session = new AgentSession({ sessionId, ...(serviceSessionId !== undefined ? { serviceSessionId } : {}), state: state as never });
-        const restored = agent.restoreSession(JSON.stringify(session));
-        expect(restored.toJSON()).toEqual(JSON.parse(JSON.stringify(session.toJSON())));
-      }),
+      fc.property(
+        fc.string({ minLength: 1 }),
+        fc.option(fc.string(), { nil: undefined }),
+        fc.dictionary(fc.string(), fc.dictionary(fc.string(), fc.jsonValue())),
+        (sessionId, serviceSessionId, state) => {
+          delete state.memory; // the default history validates its own slot
+          const session = new AgentSession({
+            sessionId,
+            ...(serviceSessionId !== undefined ? { serviceSessionId } : {}),
+            state: state as never,
+          });
+          const restored = agent.restoreSession(JSON.stringify(session));
+          expect(restored.toJSON()).toEqual(JSON.parse(JSON.stringify(session.toJSON())));
+        },
+      ),
     );
   });
 
@@ -86,8 +111,16 @@ describe('AgentSession', () => {
     const valid = { type: 'ctx.session', version: 1, sessionId: 'a', state: { memory: { messages: [] } } };
     const mutated = fc.oneof(
       fc.jsonValue(),
-      fc.record({ type: fc.constantFrom('ctx.session', 'x'), version: fc.oneof(fc.constant(1), fc.jsonValue()), sessionId: fc.jsonValue(), state: fc.jsonValue() }),
-      fc.record({ ...Object.fromEntries(Object.entries(valid).map(([k, v]) => [k, fc.constant(v)])), state: fc.dictionary(fc.string(), fc.jsonValue()) }),
+      fc.record({
+        type: fc.constantFrom('ctx.session', 'x'),
+        version: fc.oneof(fc.constant(1), fc.jsonValue()),
+        sessionId: fc.jsonValue(),
+        state: fc.jsonValue(),
+      }),
+      fc.record({
+        ...Object.fromEntries(Object.entries(valid).map(([k, v]) => [k, fc.constant(v)])),
+        state: fc.dictionary(fc.string(), fc.jsonValue()),
+      }),
       fc.string(),
     );
     fc.assert(

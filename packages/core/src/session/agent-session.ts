@@ -45,7 +45,10 @@ export class AgentSession implements SessionView {
     }
     this.serviceSessionId = init.serviceSessionId;
     // A null prototype keeps any key, even "__proto__", an ordinary own property.
-    this.state = Object.assign(Object.create(null) as Record<string, JsonObject>, init.state && (init[adopt] ? init.state : structuredClone(init.state)));
+    this.state = Object.assign(
+      Object.create(null) as Record<string, JsonObject>,
+      init.state && (init[adopt] ? init.state : structuredClone(init.state)),
+    );
     this.etag = undefined;
   }
 
@@ -68,7 +71,12 @@ export class AgentSession implements SessionView {
   static fromJSON(input: unknown): AgentSession {
     const json = parseSessionJson(input);
     // A string was parsed just now, so its state is already a private copy.
-    return new AgentSession({ sessionId: json.sessionId, serviceSessionId: json.serviceSessionId, state: json.state, [adopt]: typeof input === 'string' });
+    return new AgentSession({
+      sessionId: json.sessionId,
+      serviceSessionId: json.serviceSessionId,
+      state: json.state,
+      [adopt]: typeof input === 'string',
+    });
   }
 }
 
@@ -85,12 +93,21 @@ export function parseSessionJson(input: unknown): SessionJson {
       throw new SessionStateError('$', `is not valid JSON (${(error as Error).message})`, { cause: error });
     }
   }
-  if (!isPlainObject(value)) throw new SessionStateError('$', `must be a session object, got ${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value}`);
-  if (value.type !== 'ctx.session') throw new SessionStateError('$.type', `must be "ctx.session", got ${JSON.stringify(value.type) ?? 'undefined'}`);
+  if (!isPlainObject(value))
+    throw new SessionStateError(
+      '$',
+      `must be a session object, got ${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value}`,
+    );
+  if (value.type !== 'ctx.session')
+    throw new SessionStateError('$.type', `must be "ctx.session", got ${JSON.stringify(value.type) ?? 'undefined'}`);
   if (value.version !== SESSION_VERSION) {
-    throw new SessionStateError('$.version', `unsupported session version ${JSON.stringify(value.version) ?? 'undefined'}; this version of @ctx/core reads version ${SESSION_VERSION}`);
+    throw new SessionStateError(
+      '$.version',
+      `unsupported session version ${JSON.stringify(value.version) ?? 'undefined'}; this version of @ctx/core reads version ${SESSION_VERSION}`,
+    );
   }
-  if (typeof value.sessionId !== 'string' || value.sessionId.length === 0) throw new SessionStateError('$.sessionId', 'must be a non-empty string');
+  if (typeof value.sessionId !== 'string' || value.sessionId.length === 0)
+    throw new SessionStateError('$.sessionId', 'must be a non-empty string');
   if (value.serviceSessionId !== undefined && value.serviceSessionId !== null && typeof value.serviceSessionId !== 'string') {
     throw new SessionStateError('$.serviceSessionId', 'must be a string when present');
   }
@@ -101,7 +118,12 @@ export function parseSessionJson(input: unknown): SessionJson {
     const bad = findNonJson(slot, path);
     if (bad) throw new SessionStateError(bad, 'is not JSON');
   }
-  const json: SessionJson = { type: 'ctx.session', version: SESSION_VERSION, sessionId: value.sessionId, state: value.state as Record<string, JsonObject> };
+  const json: SessionJson = {
+    type: 'ctx.session',
+    version: SESSION_VERSION,
+    sessionId: value.sessionId,
+    state: value.state as Record<string, JsonObject>,
+  };
   if (typeof value.serviceSessionId === 'string') json.serviceSessionId = value.serviceSessionId;
   return json;
 }

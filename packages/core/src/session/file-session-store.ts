@@ -59,7 +59,8 @@ export class FileSessionStore implements SessionStore {
     const file = await this.#file(session.sessionId);
     const release = await this.#lock(file, options.signal);
     try {
-      if (options.ifMatch !== undefined) checkIfMatch(session.sessionId, (await this.#read(file, session.sessionId))?.etag, options.ifMatch);
+      if (options.ifMatch !== undefined)
+        checkIfMatch(session.sessionId, (await this.#read(file, session.sessionId))?.etag, options.ifMatch);
       const etag = generateId();
       const temp = `${file}.${generateId()}.tmp`;
       try {
@@ -96,7 +97,11 @@ export class FileSessionStore implements SessionStore {
   }
 
   async #file(sessionId: string): Promise<string> {
-    const [{ createHash }, { join }, { mkdir }] = await Promise.all([import('node:crypto'), import('node:path'), import('node:fs/promises')]);
+    const [{ createHash }, { join }, { mkdir }] = await Promise.all([
+      import('node:crypto'),
+      import('node:path'),
+      import('node:fs/promises'),
+    ]);
     this.#ready ??= mkdir(this.directory, { recursive: true }).then(() => undefined);
     await this.#ready;
     return join(this.directory, `${createHash('sha256').update(sessionId).digest('hex')}.json`);
@@ -120,7 +125,9 @@ export class FileSessionStore implements SessionStore {
     } catch (error) {
       const where = SessionStateError.isInstance(error) ? error.path : '$';
       const problem = SessionStateError.isInstance(error) ? error.problem : `is not valid JSON (${(error as Error).message})`;
-      throw new SessionStateError(where, `${problem} (session "${truncate(sessionId)}" in ${file}; fix or delete the file)`, { cause: error });
+      throw new SessionStateError(where, `${problem} (session "${truncate(sessionId)}" in ${file}; fix or delete the file)`, {
+        cause: error,
+      });
     }
   }
 
@@ -142,14 +149,20 @@ export class FileSessionStore implements SessionStore {
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
-      const age = await stat(lock).then((s) => Date.now() - s.mtimeMs, () => 0);
+      const age = await stat(lock).then(
+        (s) => Date.now() - s.mtimeMs,
+        () => 0,
+      );
       const holder = await readFile(lock, 'utf8').catch(() => '');
       if (age > STALE_LOCK_MS || ownerIsGone(holder, hostname())) {
         await rm(lock, { force: true });
         continue;
       }
       if (Date.now() > deadline) {
-        throw new BackendUnavailableError('file', `Could not lock ${lock} within ${this.#lockTimeoutMs} ms; another writer holds it (a lock older than ${STALE_LOCK_MS / 1000} s is broken automatically).`);
+        throw new BackendUnavailableError(
+          'file',
+          `Could not lock ${lock} within ${this.#lockTimeoutMs} ms; another writer holds it (a lock older than ${STALE_LOCK_MS / 1000} s is broken automatically).`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, Math.min(50, 2 + attempt * 2 + Math.random() * 5)));
     }

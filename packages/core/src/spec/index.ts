@@ -1,7 +1,16 @@
 // The contracts of ctx: types only, importing nothing outside this folder. Third parties implement
 // them; the rest of @ctx/core is one implementation of the engine around them.
 export type { AgentResponse } from './agent-response.js';
-export type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, ResponseFormat, ToolChoice, Usage } from './chat-client.js';
+export type {
+  ChatClient,
+  ChatOptions,
+  ChatResponse,
+  ChatResponseUpdate,
+  FinishReason,
+  ResponseFormat,
+  ToolChoice,
+  Usage,
+} from './chat-client.js';
 export type { CompactionStrategy } from './compaction-strategy.js';
 export type { EmbeddingGenerator } from './embedding-generator.js';
 export type { AgentEvent, EventHandler, ProviderPhase, WarningCode } from './events.js';

@@ -2,4 +2,10 @@
 export { createSessionContext } from './create-session-context.js';
 export type { SessionContextInit } from './create-session-context.js';
 export { ScriptedChatClient } from './scripted-chat-client.js';
-export type { ScriptedCall, ScriptedChatClientOptions, ScriptedReply, ScriptedResponder, ScriptedToolCall } from './scripted-chat-client.js';
+export type {
+  ScriptedCall,
+  ScriptedChatClientOptions,
+  ScriptedReply,
+  ScriptedResponder,
+  ScriptedToolCall,
+} from './scripted-chat-client.js';

@@ -32,7 +32,11 @@ export interface ScriptedCall {
 }
 
 /** Computes a reply from the call; return a string for plain text. */
-export type ScriptedResponder = (messages: Message[], options: ChatOptions, index: number) => string | ScriptedReply | Promise<string | ScriptedReply>;
+export type ScriptedResponder = (
+  messages: Message[],
+  options: ChatOptions,
+  index: number,
+) => string | ScriptedReply | Promise<string | ScriptedReply>;
 
 /** Options of `ScriptedChatClient`. */
 export interface ScriptedChatClientOptions {
@@ -69,7 +73,11 @@ export class ScriptedChatClient implements ChatClient {
 
   async getResponse(messages: Message[], options: ChatOptions): Promise<ChatResponse> {
     const reply = await this.#next(messages, options, false);
-    const response: ChatResponse = { messages: [toMessage(reply)], finishReason: reply.finishReason ?? (reply.toolCalls?.length ? 'tool-calls' : 'stop'), usage: reply.usage ?? usageOf(messages, reply) };
+    const response: ChatResponse = {
+      messages: [toMessage(reply)],
+      finishReason: reply.finishReason ?? (reply.toolCalls?.length ? 'tool-calls' : 'stop'),
+      usage: reply.usage ?? usageOf(messages, reply),
+    };
     if (reply.conversationId !== undefined) response.conversationId = reply.conversationId;
     return response;
   }
@@ -88,10 +96,20 @@ export class ScriptedChatClient implements ChatClient {
       } else if (content.type === 'function-call') {
         const half = Math.ceil(content.arguments.length / 2);
         yield { messageId: message.id, role: 'assistant', contents: [{ ...content, arguments: content.arguments.slice(0, half) }] };
-        yield { messageId: message.id, role: 'assistant', contents: [{ type: 'function-call', callId: content.callId, name: '', arguments: content.arguments.slice(half) }] };
+        yield {
+          messageId: message.id,
+          role: 'assistant',
+          contents: [{ type: 'function-call', callId: content.callId, name: '', arguments: content.arguments.slice(half) }],
+        };
       }
     }
-    const last: ChatResponseUpdate = { messageId: message.id, role: 'assistant', contents: [], finishReason: reply.finishReason ?? (reply.toolCalls?.length ? 'tool-calls' : 'stop'), usage: reply.usage ?? usageOf(messages, reply) };
+    const last: ChatResponseUpdate = {
+      messageId: message.id,
+      role: 'assistant',
+      contents: [],
+      finishReason: reply.finishReason ?? (reply.toolCalls?.length ? 'tool-calls' : 'stop'),
+      usage: reply.usage ?? usageOf(messages, reply),
+    };
     if (reply.conversationId !== undefined) last.conversationId = reply.conversationId;
     yield last;
   }
@@ -104,7 +122,10 @@ export class ScriptedChatClient implements ChatClient {
     if (typeof this.#replies === 'function') raw = await this.#replies(messages, options, index);
     else {
       raw = this.#replies[index];
-      if (raw === undefined) throw new ConfigurationError(`ScriptedChatClient has ${this.#replies.length} replies and was called a ${index + 1}th time; add replies to the script.`);
+      if (raw === undefined)
+        throw new ConfigurationError(
+          `ScriptedChatClient has ${this.#replies.length} replies and was called a ${index + 1}th time; add replies to the script.`,
+        );
     }
     const reply = typeof raw === 'string' ? { text: raw } : raw;
     if (reply.delayMs) await sleep(reply.delayMs, options.signal);

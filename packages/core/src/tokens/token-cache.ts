@@ -8,7 +8,10 @@ export function defaultTokenizer(): Tokenizer {
   return (characterTokenizer ??= createCharacterTokenizer());
 }
 
-const caches = new WeakMap<Tokenizer, { base: number; byContents: WeakMap<object, { role: string; name: string | undefined; n: number }> }>();
+const caches = new WeakMap<
+  Tokenizer,
+  { base: number; byContents: WeakMap<object, { role: string; name: string | undefined; n: number }> }
+>();
 
 /**
  * Tokens of one message as part of a list (its share beyond the list's constant overhead),

@@ -17,7 +17,12 @@ export interface StandardSchemaV1<Input = unknown, Output = Input> {
 
 type StandardResult<Output> =
   | { readonly value: Output; readonly issues?: undefined }
-  | { readonly issues: ReadonlyArray<{ readonly message: string; readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }> }> };
+  | {
+      readonly issues: ReadonlyArray<{
+        readonly message: string;
+        readonly path?: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }>;
+      }>;
+    };
 
 type InferOutput<S> = S extends StandardSchemaV1<unknown, infer O> ? O : never;
 
@@ -47,9 +52,13 @@ const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
  * Defines a tool. `parameters` is a JSON Schema object or a Standard Schema (zod, valibot, ...).
  * @throws ConfigurationError for an invalid name, or a Standard Schema with no JSON Schema available.
  */
-export function defineTool<S extends StandardSchemaV1, R = unknown>(definition: StandardSchemaToolDefinition<S, R>): Tool<InferOutput<S>, R>;
+export function defineTool<S extends StandardSchemaV1, R = unknown>(
+  definition: StandardSchemaToolDefinition<S, R>,
+): Tool<InferOutput<S>, R>;
 export function defineTool<A = JsonObject, R = unknown>(definition: JsonSchemaToolDefinition<A, R>): Tool<A, R>;
-export function defineTool(definition: ToolDefinitionBase & { parameters: unknown; jsonSchema?: JsonObject; execute?: Tool['execute'] }): Tool {
+export function defineTool(
+  definition: ToolDefinitionBase & { parameters: unknown; jsonSchema?: JsonObject; execute?: Tool['execute'] },
+): Tool {
   const { name, description, metadata, execute } = definition;
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
     throw new ConfigurationError(`Tool name ${JSON.stringify(name)} is invalid: use 1-64 letters, digits, "_" or "-".`);

@@ -16,7 +16,9 @@ describe('createOpenAITokenizer', () => {
 
   it('maps models to encodings', () => {
     expect(['gpt-4o', 'gpt-4.1-nano', 'o3-mini', 'gpt-5', 'o4-mini'].map(encodingForModel)).toEqual(Array(5).fill('o200k_base'));
-    expect(['gpt-4-turbo', 'gpt-3.5-turbo', 'gpt-35-turbo', 'text-embedding-3-small'].map(encodingForModel)).toEqual(Array(4).fill('cl100k_base'));
+    expect(['gpt-4-turbo', 'gpt-3.5-turbo', 'gpt-35-turbo', 'text-embedding-3-small'].map(encodingForModel)).toEqual(
+      Array(4).fill('cl100k_base'),
+    );
   });
 
   it('counts chat framing: 3 per message plus the role, 1 per name, 3 to prime the reply', () => {
@@ -38,8 +40,17 @@ describe('compaction with the exact tokenizer', () => {
     const messages: Message[] = [Message.system('You are terse.')];
     for (let i = 0; i < 30; i++) {
       messages.push(Message.user(`Question ${i}: what is the status of order ${1000 + i}?`));
-      messages.push(Message.assistant([{ type: 'function-call', callId: `c${i}`, name: 'lookup_order', arguments: JSON.stringify({ id: 1000 + i }) }]));
-      messages.push(Message.tool({ type: 'function-result', callId: `c${i}`, name: 'lookup_order', result: { id: 1000 + i, status: 'shipped', items: Array.from({ length: 20 }, (_, k) => `item ${k}`) } }));
+      messages.push(
+        Message.assistant([{ type: 'function-call', callId: `c${i}`, name: 'lookup_order', arguments: JSON.stringify({ id: 1000 + i }) }]),
+      );
+      messages.push(
+        Message.tool({
+          type: 'function-result',
+          callId: `c${i}`,
+          name: 'lookup_order',
+          result: { id: 1000 + i, status: 'shipped', items: Array.from({ length: 20 }, (_, k) => `item ${k}`) },
+        }),
+      );
       messages.push(Message.assistant(`Order ${1000 + i} has shipped.`));
     }
     for (const budget of [300, 1000, 4000]) {

@@ -60,7 +60,9 @@ export function createOpenAITokenizer(options: OpenAITokenizerOptions = {}): Ope
         total += PER_MESSAGE + countTokens(m.role === 'system' ? 'system' : m.role);
         if (m.authorName) total += PER_NAME + countTokens(m.authorName);
         // Reasoning is not sent back as prompt text; images cost 85 tokens (low detail).
-        for (const c of m.contents) if (c.type !== 'reasoning') total += countContentTokens(c, countTokens, c.type === 'data' && c.mediaType.startsWith('image/') ? 85 : 0);
+        for (const c of m.contents)
+          if (c.type !== 'reasoning')
+            total += countContentTokens(c, countTokens, c.type === 'data' && c.mediaType.startsWith('image/') ? 85 : 0);
       }
       return total;
     },
