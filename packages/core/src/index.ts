@@ -31,6 +31,8 @@ export type { HistoryProviderOptions } from './history/history-provider.js';
 export { InMemoryHistoryProvider } from './history/in-memory-history-provider.js';
 export { generateId } from './messages/id.js';
 export { Message } from './messages/message.js';
+// The contracts, as types (the `Message` type comes with the helpers above).
+export type * from './spec/index.js';
 export type { MessageInit } from './messages/message.js';
 export { auditContext, createAuditProvider } from './policies/context-audit.js';
 export type { AuditProviderOptions, ContextAudit, SourceAudit } from './policies/context-audit.js';
@@ -58,52 +60,6 @@ export type { AgentSessionInit } from './session/agent-session.js';
 export { FileSessionStore } from './session/file-session-store.js';
 export type { FileSessionStoreOptions } from './session/file-session-store.js';
 export { InMemorySessionStore } from './session/in-memory-session-store.js';
-export type { AgentResponse } from './spec/agent-response.js';
-export type {
-  ChatClient,
-  ChatOptions,
-  ChatResponse,
-  ChatResponseUpdate,
-  FinishReason,
-  ResponseFormat,
-  ToolChoice,
-  Usage,
-} from './spec/chat-client.js';
-export type { CompactionStrategy } from './spec/compaction-strategy.js';
-export type { EmbeddingGenerator } from './spec/embedding-generator.js';
-export type { AgentEvent, EventHandler, ProviderPhase, WarningCode } from './spec/events.js';
-export type { GetHistoryArgs, SaveHistoryArgs } from './spec/history.js';
-export type { JsonObject, JsonPrimitive, JsonValue } from './spec/json.js';
-export type {
-  Content,
-  DataContent,
-  FunctionCallContent,
-  FunctionResultContent,
-  MessageSource,
-  ReasoningContent,
-  Role,
-  SourceType,
-  TextContent,
-} from './spec/message.js';
-export type { RetrievalResult, Retriever, RetrieverSearchOptions } from './spec/retriever.js';
-export type {
-  AgentView,
-  ContextProvider,
-  Contribution,
-  GetMessagesOptions,
-  ProviderDiagnostic,
-  ProviderRunArgs,
-  SessionContext,
-  SessionView,
-  SourcedInstructions,
-  Tool,
-  ToolExecuteOptions,
-  ToolValidation,
-} from './spec/run-view.js';
-export type { SessionJson } from './spec/session.js';
-export type { SessionStore, SetSessionOptions, StoredSession } from './spec/session-store.js';
-export type { Tokenizer } from './spec/tokenizer.js';
-export type { ToolDefinition } from './spec/tool-definition.js';
 export { createCharacterTokenizer } from './tokens/character-tokenizer.js';
 export type { CharacterTokenizerOptions } from './tokens/character-tokenizer.js';
 export { defineTool } from './tools/define-tool.js';
