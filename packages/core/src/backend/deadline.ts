@@ -52,7 +52,8 @@ export async function withDeadline<T>(call: (signal: AbortSignal) => Promise<T>,
     pending = call(controller.signal);
     return await Promise.race([pending, deadline]);
   } catch (error) {
-    if (controller.signal.aborted && error === controller.signal.reason) throw error;
+    // Once the deadline passed or the caller aborted, that is the outcome, whatever the call threw on its way out.
+    if (controller.signal.aborted) throw controller.signal.reason;
     throw (options.mapError ?? defaultMapError(backend, operation))(error);
   } finally {
     clearTimeout(timer);

@@ -3,7 +3,7 @@ import { ConfigurationError, ProviderError } from '../errors.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { Message } from '../messages/message.js';
 import type { AgentEvent } from '../spec/events.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { AgentView, ContextProvider, SessionContext, SessionView } from '../spec/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
 import { createAgent } from './create-agent.js';
@@ -432,5 +432,34 @@ describe('flush and backend timeouts', () => {
     });
     expect((await agent.run('hi')).text).toBe('still fine');
     expect(events.some((e) => e.type === 'provider-skipped' && e.sourceId === 'slow')).toBe(true);
+  });
+
+  it("providers and tools see a narrow view of the run: the name, the client and the run's providers, never the agent itself", async () => {
+    const seen: { provider?: AgentView; tool?: { agent: AgentView; session: SessionView; context: SessionContext } } = {};
+    const probe: ContextProvider = {
+      sourceId: 'probe',
+      beforeRun({ agent }) {
+        seen.provider = agent;
+      },
+    };
+    const echo = defineTool({
+      name: 'echo',
+      parameters: { type: 'object' },
+      execute: (_args, { agent, session, context }) => {
+        seen.tool = { agent, session, context };
+        return 'ok';
+      },
+    });
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'echo', arguments: {} }] }, 'done'] });
+    const agent = createAgent({ name: 'narrow', client, tools: [echo], contextProviders: [probe] });
+    const session = agent.createSession();
+    await agent.run('hi', { session });
+    expect(Object.keys(seen.provider!).sort()).toEqual(['client', 'contextProviders', 'name']);
+    expect(seen.provider).toMatchObject({ name: 'narrow', client });
+    expect(seen.provider!.contextProviders.map((p) => p.sourceId)).toEqual(['memory', 'probe']);
+    expect('run' in seen.provider!).toBe(false);
+    expect(seen.tool!.agent).toBe(seen.provider);
+    expect(seen.tool!.session).toBe(session);
+    expect(seen.tool!.context.inputMessages.map((m) => Message.text(m))).toEqual(['hi']);
   });
 });

@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { BackendUnavailableError, ConfigurationError } from '../errors.js';
+import { abortable, withDeadline } from './deadline.js';
+
+const site = { backend: 'demo', operation: 'Demo get for session "s1"' };
+const never = () => new Promise<never>(() => {});
+
+describe('withDeadline', () => {
+  it('resolves with what the call returns, and leaves its signal alone', async () => {
+    let seen: AbortSignal | undefined;
+    await expect(
+      withDeadline(
+        async (signal) => {
+          seen = signal;
+          return 42;
+        },
+        { ...site, timeoutMs: 1000 },
+      ),
+    ).resolves.toBe(42);
+    expect(seen?.aborted).toBe(false);
+  });
+
+  it('fails at the deadline with BackendUnavailableError even when the call ignores its signal, and aborts that signal', async () => {
+    let seen: AbortSignal | undefined;
+    const started = Date.now();
+    const error = await withDeadline(
+      (signal) => {
+        seen = signal;
+        return never();
+      },
+      { ...site, timeoutMs: 50, hint: 'Raise timeoutMs.' },
+    ).catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+    expect((error as BackendUnavailableError).backend).toBe('demo');
+    expect((error as Error).message).toBe('Demo get for session "s1" did not answer within 50 ms. Raise timeoutMs.');
+    expect(seen?.aborted).toBe(true);
+    expect(seen?.reason).toBe(error);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+  });
+
+  it("ends with the caller's abort reason at once, and passes the abort to the call", async () => {
+    const caller = new AbortController();
+    let seen: AbortSignal | undefined;
+    const pending = withDeadline(
+      (signal) => {
+        seen = signal;
+        return never();
+      },
+      { ...site, timeoutMs: 60_000, signal: caller.signal },
+    );
+    const reason = new Error('user left');
+    caller.abort(reason);
+    await expect(pending).rejects.toBe(reason);
+    expect(seen?.reason).toBe(reason);
+  });
+
+  it("does not call at all when the caller's signal is already aborted", async () => {
+    const caller = new AbortController();
+    caller.abort(new Error('gone'));
+    let called = false;
+    await expect(
+      withDeadline(
+        async () => {
+          called = true;
+        },
+        { ...site, timeoutMs: 1000, signal: caller.signal },
+      ),
+    ).rejects.toThrow('gone');
+    expect(called).toBe(false);
+  });
+
+  it('the abort wins over whatever the call throws on its way out', async () => {
+    const error = await withDeadline(
+      (signal) =>
+        new Promise<never>((_, reject) => {
+          signal.addEventListener('abort', () => reject(new Error('socket closed')));
+        }),
+      { ...site, timeoutMs: 30 },
+    ).catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toContain('did not answer within 30 ms');
+  });
+
+  it('maps what the call threw: ctx errors pass, others become BackendUnavailableError with the cause; mapError overrides', async () => {
+    const own = new ConfigurationError('bad key');
+    await expect(withDeadline(() => Promise.reject(own), { ...site, timeoutMs: 1000 })).rejects.toBe(own);
+    const cause = new TypeError('fetch failed');
+    const mapped = await withDeadline(() => Promise.reject(cause), { ...site, timeoutMs: 1000 }).catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(mapped)).toBe(true);
+    expect((mapped as Error).message).toBe('Demo get for session "s1" failed: TypeError: fetch failed');
+    expect((mapped as Error).cause).toBe(cause);
+    const custom = new ConfigurationError('mapped');
+    await expect(withDeadline(() => Promise.reject(cause), { ...site, timeoutMs: 1000, mapError: () => custom })).rejects.toBe(custom);
+  });
+
+  it('maps a call that throws before returning a promise', async () => {
+    const error = await withDeadline(
+      () => {
+        throw new Error('sync');
+      },
+      { ...site, timeoutMs: 1000 },
+    ).catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+  });
+});
+
+describe('abortable', () => {
+  it('settles like the promise, or with the abort reason as soon as the signal aborts', async () => {
+    await expect(abortable(Promise.resolve(1), new AbortController().signal)).resolves.toBe(1);
+    const controller = new AbortController();
+    const pending = abortable(never(), controller.signal);
+    controller.abort(new Error('stop'));
+    await expect(pending).rejects.toThrow('stop');
+  });
+});

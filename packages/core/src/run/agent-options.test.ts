@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigurationError } from '../errors.js';
+import type { ChatClient } from '../spec/chat-client.js';
+import type { ContextProvider } from '../spec/run-view.js';
+import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
+import { checkAgentOptions } from './agent-options.js';
+
+const client = new ScriptedChatClient({ replies: [] });
+
+describe('checkAgentOptions', () => {
+  it('fills in the defaults', () => {
+    const checked = checkAgentOptions({ client });
+    expect(checked.name).toBe('agent');
+    expect(checked.maxToolRoundtrips).toBe(10);
+    expect(checked.contextProviders).toEqual([]);
+  });
+
+  it('runs contracts of version v1, or without a version, and rejects any other version by name', () => {
+    const unversioned: ContextProvider = { sourceId: 'plain' };
+    const v1: ContextProvider = { sourceId: 'v1', specificationVersion: 'v1' };
+    expect(() => checkAgentOptions({ client, contextProviders: [unversioned, v1] })).not.toThrow();
+    const v2 = { sourceId: 'future', specificationVersion: 'v2' } as unknown as ContextProvider;
+    expect(() => checkAgentOptions({ client, contextProviders: [v2] })).toThrow(
+      new ConfigurationError(
+        'Context provider "future" implements specification "v2", but this copy of @ctx/core runs "v1": upgrade @ctx/core, or wrap it in a v1 adapter.',
+      ),
+    );
+    const v2Client = { ...client, getResponse: client.getResponse, specificationVersion: 'v2' } as unknown as ChatClient;
+    expect(() => checkAgentOptions({ client: v2Client })).toThrow(/The chat client implements specification "v2"/);
+    const v2Store = { specificationVersion: 'v2', get: async () => undefined, set: async () => '', delete: async () => false };
+    expect(() => checkAgentOptions({ client, sessionStore: v2Store as never })).toThrow(/The session store implements specification "v2"/);
+    expect(() => checkAgentOptions({ client, compaction: { specificationVersion: 'v2', compact: (m) => [...m] } as never })).toThrow(
+      /The compaction strategy implements specification "v2"/,
+    );
+  });
+});
