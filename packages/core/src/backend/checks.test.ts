@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError, SessionStateError } from '../errors.js';
-import { checkInteger, checkPositiveNumber, checkSessionId, shortId } from './checks.js';
+import { ConfigurationError } from '../errors.js';
+import { checkId, checkInteger, checkPositiveNumber, checkSessionId, shortId } from './checks.js';
 
 describe('backend checks', () => {
   it('shortId quotes an id and shortens a long one, saying how long it was', () => {
@@ -8,19 +8,16 @@ describe('backend checks', () => {
     expect(shortId('x'.repeat(100), 10)).toBe(`"${'x'.repeat(10)}…(100 chars)"`);
   });
 
-  it('checkSessionId accepts a non-empty string and otherwise throws SessionStateError at $.sessionId', () => {
+  it('checkSessionId accepts any string with a non-whitespace character, as given, and otherwise throws ConfigurationError', () => {
     expect(checkSessionId('s1')).toBe('s1');
-    for (const bad of ['', undefined, 42, null]) {
-      const error = (() => {
-        try {
-          checkSessionId(bad);
-        } catch (e) {
-          return e;
-        }
-      })();
-      expect(SessionStateError.isInstance(error)).toBe(true);
-      expect((error as SessionStateError).path).toBe('$.sessionId');
+    expect(checkSessionId(' s 1 ')).toBe(' s 1 ');
+    for (const bad of ['', ' ', '\t\n', '\u00a0\u2003', undefined, 42, null]) {
+      expect(() => checkSessionId(bad)).toThrow(ConfigurationError);
     }
+    expect(() => checkSessionId('  ')).toThrow(
+      'The session id must be a string with at least one non-whitespace character; got only whitespace ("  ").',
+    );
+    expect(() => checkId('', 'sourceId')).toThrow('The sourceId must be');
   });
 
   it('checkInteger enforces its minimum and names the owner, the option and the value', () => {

@@ -1,4 +1,4 @@
-import { ConfigurationError, SessionStateError } from '../errors.js';
+import { ConfigurationError } from '../errors.js';
 
 /**
  * An id quoted and shortened for error messages: `"abc"`, or its first `max` characters and its
@@ -9,12 +9,22 @@ export function shortId(id: string, max = 80): string {
 }
 
 /**
- * Checks a session id handed to a backend: a non-empty string.
- * @throws SessionStateError at `$.sessionId` otherwise.
+ * Checks an id handed to a store or provider (a session id, a source id): a string with at least
+ * one character that is not whitespace. Any other string is kept exactly as given.
+ * @throws ConfigurationError naming `what` otherwise.
+ */
+export function checkId(value: unknown, what = 'session id'): string {
+  if (typeof value === 'string' && value.trim() !== '') return value;
+  const got = typeof value === 'string' ? (value === '' ? 'an empty string' : `only whitespace (${shortId(value)})`) : typeof value;
+  throw new ConfigurationError(`The ${what} must be a string with at least one non-whitespace character; got ${got}.`);
+}
+
+/**
+ * Checks a session id handed to a backend (see `checkId`).
+ * @throws ConfigurationError for an empty or whitespace-only id, or a non-string.
  */
 export function checkSessionId(sessionId: unknown): string {
-  if (typeof sessionId !== 'string' || sessionId === '') throw new SessionStateError('$.sessionId', 'must be a non-empty string');
-  return sessionId;
+  return checkId(sessionId, 'session id');
 }
 
 /**

@@ -15,7 +15,7 @@ export { parseSessionJson, SESSION_VERSION } from '../session/agent-session.js';
 export { countContentTokens } from '../tokens/character-tokenizer.js';
 export type * from '../spec/index.js';
 export { checkIfMatch } from './check-if-match.js';
-export { checkInteger, checkPositiveNumber, checkSessionId, shortId } from './checks.js';
+export { checkId, checkInteger, checkPositiveNumber, checkSessionId, shortId } from './checks.js';
 export { abortable, withDeadline } from './deadline.js';
 export type { DeadlineOptions } from './deadline.js';
 export { encodeIdSegment } from './id-segment.js';

@@ -29,8 +29,8 @@ describe('checkAgentOptions', () => {
     expect(() => checkAgentOptions({ client: v2Client })).toThrow(/The chat client implements specification "v2"/);
     const v2Store = { specificationVersion: 'v2', get: async () => undefined, set: async () => '', delete: async () => false };
     expect(() => checkAgentOptions({ client, sessionStore: v2Store as never })).toThrow(/The session store implements specification "v2"/);
-    expect(() => checkAgentOptions({ client, compaction: { specificationVersion: 'v2', compact: (m: readonly unknown[]) => [...m] } as never })).toThrow(
-      /The compaction strategy implements specification "v2"/,
-    );
+    expect(() =>
+      checkAgentOptions({ client, compaction: { specificationVersion: 'v2', compact: (m: readonly unknown[]) => [...m] } as never }),
+    ).toThrow(/The compaction strategy implements specification "v2"/);
   });
 });

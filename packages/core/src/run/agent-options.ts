@@ -1,3 +1,4 @@
+import { checkId } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
 import type { ContextProvider } from '../spec/run-view.js';
 import type { AgentOptions } from './agent.js';
@@ -30,8 +31,7 @@ export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
   const contextProviders = [...(options.contextProviders ?? [])];
   const seen = new Set<string>();
   for (const p of contextProviders) {
-    if (typeof p?.sourceId !== 'string' || p.sourceId === '')
-      throw new ConfigurationError('Every context provider needs a non-empty string `sourceId`.');
+    checkId(p?.sourceId, 'sourceId of every context provider');
     if (seen.has(p.sourceId))
       throw new ConfigurationError(`Two context providers share the sourceId "${p.sourceId}"; give each a unique sourceId.`);
     if (RESERVED_SOURCE_IDS.has(p.sourceId)) throw new ConfigurationError(`The sourceId "${p.sourceId}" is reserved; choose another.`);
