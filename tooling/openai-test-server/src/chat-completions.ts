@@ -4,15 +4,16 @@ import {
   sendError,
   sendMalformedJson,
   sendJson,
+  sendReplay,
   sleep,
   startEventStream,
   writeEvent,
   type Exchange,
 } from './exchange.js';
 import { newId, unixSeconds } from './ids.js';
-import { echoText, resolveReply, type PlannedTurn, type ReplySource } from './replies.js';
+import { echoText, failureError, resolveReply, type PlannedTurn, type ReplySource } from './replies.js';
 import { contentText, countTokens, isObject, PER_MESSAGE_TOKENS, splitArguments, splitIntoDeltas } from './tokens.js';
-import type { JsonObject } from './types.js';
+import type { JsonObject, ScriptedFailure } from './types.js';
 
 const SYSTEM_FINGERPRINT = 'fp_ctx_test';
 
@@ -63,6 +64,13 @@ export async function handleChatCompletions(
       sendError(ex, status, fields, resolved.reply.headers);
       return;
     }
+    case 'failure':
+      if (stream) streamFailure(ex, model, resolved.failure);
+      else sendFailureStatus(ex, resolved.failure);
+      return;
+    case 'replay':
+      sendReplay(ex, resolved.replay, 'chat');
+      return;
     case 'malformed':
       if (stream) sendMalformedStream(ex, model, resolved.mode);
       else sendMalformedJson(ex, resolved.mode);
@@ -244,4 +252,22 @@ function sendMalformedStream(ex: Exchange, model: string, mode: 'truncated' | 'g
   writeEvent(ex, '{"id": "chatcmpl-broken", "choices": [{"delta": {"content": "oops"');
   writeEvent(ex, '[DONE]');
   ex.res.end();
+}
+
+/** A stream that fails after it started: the role chunk, any partial text, then the service's `{"error": {...}}` frame. */
+function streamFailure(ex: Exchange, model: string, failure: ScriptedFailure['failure']): void {
+  const chunk = chunkFactory(model, false);
+  startEventStream(ex);
+  writeEvent(ex, chunk({ role: 'assistant', content: '', refusal: null }));
+  for (const piece of splitIntoDeltas(failure.textBefore ?? '')) writeEvent(ex, chunk({ content: piece }));
+  writeEvent(ex, JSON.stringify({ error: failureError(failure) }));
+  if (!isGone(ex)) ex.res.end();
+}
+
+/** A non-streamed call has no failed-200 form: the HTTP error the service sends for the failure's code. */
+function sendFailureStatus(ex: Exchange, failure: ScriptedFailure['failure']): void {
+  const error = failureError(failure);
+  const status =
+    failure.code === 'rate_limit_exceeded' || failure.code === 'insufficient_quota' ? 429 : error.type === 'server_error' ? 500 : 400;
+  sendJson(ex, status, { error });
 }

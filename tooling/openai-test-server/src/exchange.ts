@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sendJson as sendJsonReply, type ErrorFormat } from '@ctx/http-test-kit';
-import type { RecordedRequest } from './types.js';
+import type { RecordedRequest, ScriptedReplay } from './types.js';
 
 /** One request being answered: the node objects, its log entry and a signal for client disconnects. */
 export interface Exchange {
@@ -125,4 +125,22 @@ export function sendMalformedJson(ex: Exchange, mode: 'truncated' | 'garbage'): 
   } else {
     ex.res.end(partial);
   }
+}
+
+/**
+ * Sends recorded traffic as is: a JSON body with its status, or the recorded events framed as the
+ * service frames `api`'s stream (Chat Completions: `data:` frames and `data: [DONE]`; Responses:
+ * `event: <type>` + `data:` frames, no `[DONE]`).
+ */
+export function sendReplay(ex: Exchange, replay: ScriptedReplay['replay'], api: 'chat' | 'responses'): void {
+  if ('body' in replay) {
+    sendJson(ex, replay.status, replay.body, replay.headers);
+    return;
+  }
+  startEventStream(ex);
+  for (const event of replay.events) {
+    writeEvent(ex, JSON.stringify(event), api === 'responses' ? String(event.type) : undefined);
+  }
+  if (api === 'chat') writeEvent(ex, '[DONE]');
+  if (!isGone(ex)) ex.res.end();
 }

@@ -1,6 +1,7 @@
 export { startOpenAITestServer } from './openai-test-server.js';
 export { contextLengthExceeded } from './scripted-errors.js';
 export { deterministicEmbedding, encodeBase64Embedding } from './embeddings.js';
+export { recordedBody, recordedEvents } from './fixtures.js';
 export type {
   ConversationItem,
   JsonObject,
@@ -11,7 +12,9 @@ export type {
   ScriptedCompletion,
   ScriptedDelay,
   ScriptedError,
+  ScriptedFailure,
   ScriptedMalformedStream,
+  ScriptedReplay,
   ScriptedReply,
   ScriptedToolCall,
 } from './types.js';

@@ -1,6 +1,13 @@
 import OpenAI, { AzureOpenAI } from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { contextLengthExceeded, deterministicEmbedding, startOpenAITestServer, type OpenAITestServer } from './index.js';
+import {
+  contextLengthExceeded,
+  deterministicEmbedding,
+  recordedBody,
+  recordedEvents,
+  startOpenAITestServer,
+  type OpenAITestServer,
+} from './index.js';
 
 let server: OpenAITestServer;
 let client: OpenAI;
@@ -608,6 +615,157 @@ describe('errors', () => {
     }
     await until(() => server.requests[0]?.aborted === true);
     expect(received).toBe(2);
+  });
+});
+
+describe('failures after the request was accepted', () => {
+  const quota = { code: 'insufficient_quota', message: 'You exceeded your current quota, please check your plan and billing details.' };
+
+  it('streams response.created, in_progress, partial text, a nested error event and response.failed; the SDK throws at the error', async () => {
+    server.enqueue({ failure: { ...quota, textBefore: 'Half an answer' } });
+    const response = await fetch(`${server.url}/responses`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer test-key', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4.1', input: 'x', stream: true }),
+    });
+    expect(response.status).toBe(200);
+    const frames = (await response.text()).split('\n\n').filter(Boolean);
+    const events = frames.map((frame) => {
+      const [eventLine, dataLine] = frame.split('\n');
+      const data = JSON.parse(dataLine!.slice('data: '.length)) as Record<string, unknown>;
+      expect(eventLine).toBe(`event: ${String(data.type)}`);
+      return data;
+    });
+    expect(events.map((event) => event.sequence_number)).toEqual(events.map((_, index) => index));
+    expect(events.map((event) => event.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'error',
+      'response.failed',
+    ]);
+    expect(events[7]).toEqual({
+      type: 'error',
+      sequence_number: 7,
+      error: { type: 'insufficient_quota', code: 'insufficient_quota', message: quota.message, param: null },
+    });
+    expect(events[8]!.response).toMatchObject({ status: 'failed', error: quota, output: [], usage: null });
+
+    server.enqueue({ failure: quota });
+    const stream = await client.responses.create({ model: 'gpt-4.1', input: 'x', stream: true });
+    const seen: string[] = [];
+    const error = await (async () => {
+      for await (const event of stream) seen.push(event.type);
+    })().catch((e: unknown) => e);
+    expect(seen).toEqual(['response.created', 'response.in_progress']);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect(error).toMatchObject({ status: undefined, code: 'insufficient_quota', type: 'insufficient_quota' });
+  });
+
+  it('sends the flat error event the SDK types declare, or only response.failed, which the SDK passes on as events', async () => {
+    server.enqueue(
+      { failure: { code: 'server_error', message: 'The server had an error.', errorEvent: 'flat' } },
+      { failure: { code: 'server_error', message: 'The server had an error.', errorEvent: 'none' } },
+    );
+    for (const expected of [['error', 'response.failed'], ['response.failed']]) {
+      const stream = await client.responses.create({ model: 'gpt-4.1', input: 'x', stream: true });
+      const events = [];
+      for await (const event of stream) events.push(event);
+      expect(events.slice(2).map((event) => event.type)).toEqual(expected);
+      const last = events.at(-1)!;
+      expect(last.type === 'response.failed' && last.response.error).toEqual({ code: 'server_error', message: 'The server had an error.' });
+      if (expected.length === 2)
+        expect(events[2]).toMatchObject({ code: 'server_error', message: 'The server had an error.', param: null });
+    }
+  });
+
+  it('answers a plain Responses call with a 200 failed response, which is not stored', async () => {
+    server.enqueue({ failure: { code: 'vector_store_timeout', message: 'The file search timed out.' } });
+    const response = await client.responses.create({ model: 'gpt-4.1', input: 'x' });
+    expect(response).toMatchObject({
+      status: 'failed',
+      error: { code: 'vector_store_timeout', message: 'The file search timed out.' },
+      output: [],
+    });
+    await expect(client.responses.retrieve(response.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it('breaks a chat stream off with an error frame after the partial text; plain calls get the HTTP error', async () => {
+    server.enqueue({ failure: { code: null, message: 'The server had an error while processing your request.', textBefore: 'Half' } });
+    const response = await fetch(`${server.url}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer test-key', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }], stream: true }),
+    });
+    const text = await response.text();
+    expect(text).not.toContain('[DONE]');
+    expect(text).not.toContain('finish_reason":"');
+    expect(text.trim().split('\n\n').at(-1)).toBe(
+      'data: {"error":{"type":"server_error","code":null,"message":"The server had an error while processing your request.","param":null}}',
+    );
+
+    server.enqueue({ failure: { code: 'rate_limit_exceeded', message: 'Rate limit reached.', textBefore: 'Some text here' } });
+    const stream = await client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }], stream: true });
+    const contents: string[] = [];
+    const error = await (async () => {
+      for await (const chunk of stream) contents.push(chunk.choices[0]?.delta.content ?? '');
+    })().catch((e: unknown) => e);
+    expect(contents.join('')).toBe('Some text here');
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect(error).toMatchObject({ status: undefined, code: 'rate_limit_exceeded', type: 'requests' });
+
+    const plain = async (code: string | null) => {
+      server.enqueue({ failure: { code, message: 'm' } });
+      return client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
+    };
+    expect(await plain('insufficient_quota')).toMatchObject({ status: 429, code: 'insufficient_quota', type: 'insufficient_quota' });
+    expect(await plain('server_error')).toMatchObject({ status: 500, type: 'server_error' });
+    expect(await plain('context_length_exceeded')).toMatchObject({ status: 400, type: 'invalid_request_error' });
+  });
+});
+
+describe('recorded replays', () => {
+  it('replays a recorded Responses stream framed as the service does, which the SDK stream helper completes', async () => {
+    const events = recordedEvents('responses-text-stream.chunks.txt');
+    server.enqueue({ replay: { events } });
+    const final = await client.responses.stream({ model: 'gpt-4.1', input: 'x' }).finalResponse();
+    const completed = events.at(-1)!;
+    expect(completed.type).toBe('response.completed');
+    expect(final.id).toBe((completed.response as { id: string }).id);
+    expect(final.output_text.length).toBeGreaterThan(0);
+  });
+
+  it('replays the recorded in-stream quota error: the SDK throws at its error event', async () => {
+    const events = recordedEvents('responses-error-insufficient-quota-stream.chunks.txt');
+    expect(events.map((event) => event.type)).toEqual(['response.created', 'response.in_progress', 'error', 'response.failed']);
+    server.enqueue({ replay: { events } });
+    const stream = await client.responses.create({ model: 'gpt-4.1', input: 'x', stream: true });
+    const error = await (async () => {
+      for await (const event of stream) void event;
+    })().catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: undefined, code: 'insufficient_quota', type: 'insufficient_quota' });
+  });
+
+  it('replays recorded error bodies with the status they are sent with', async () => {
+    server.enqueue(
+      { replay: { status: 429, body: recordedBody('responses-error-insufficient-quota.json') } },
+      { replay: { status: 400, body: recordedBody('chat-error-unsupported-parameter.json') } },
+    );
+    await expect(client.responses.create({ model: 'gpt-4.1', input: 'x' })).rejects.toMatchObject({
+      status: 429,
+      code: 'insufficient_quota',
+    });
+    const error = await client.chat.completions.create({ model: 'o4-mini', messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(error).toMatchObject({ code: 'unsupported_parameter', param: 'max_tokens' });
+  });
+
+  it('refuses names outside fixtures/', () => {
+    expect(() => recordedBody('../package.json')).toThrow(/Not a recording name/);
   });
 });
 

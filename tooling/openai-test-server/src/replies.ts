@@ -1,7 +1,15 @@
 import { sleep, type Exchange } from './exchange.js';
 import { newId } from './ids.js';
 import { countTokens } from './tokens.js';
-import type { RecordedRequest, ScriptedCompletion, ScriptedError, ScriptedReply } from './types.js';
+import type {
+  JsonObject,
+  RecordedRequest,
+  ScriptedCompletion,
+  ScriptedError,
+  ScriptedFailure,
+  ScriptedReplay,
+  ScriptedReply,
+} from './types.js';
 
 /** Where scripted replies come from: the queue first, then the responder. */
 export interface ReplySource {
@@ -27,6 +35,8 @@ export interface PlannedTurn {
 export type ResolvedReply =
   | { kind: 'turn'; turn: PlannedTurn }
   | { kind: 'error'; reply: ScriptedError }
+  | { kind: 'failure'; failure: ScriptedFailure['failure'] }
+  | { kind: 'replay'; replay: ScriptedReplay['replay'] }
   | { kind: 'malformed'; mode: 'truncated' | 'garbage' }
   | { kind: 'gone' };
 
@@ -43,6 +53,8 @@ export async function resolveReply(source: ReplySource, ex: Exchange, echo: stri
   }
   if (ex.signal.aborted) return { kind: 'gone' };
   if (reply !== undefined && 'error' in reply) return { kind: 'error', reply };
+  if (reply !== undefined && 'failure' in reply) return { kind: 'failure', failure: reply.failure };
+  if (reply !== undefined && 'replay' in reply) return { kind: 'replay', replay: reply.replay };
   if (reply !== undefined && 'malformedStream' in reply) return { kind: 'malformed', mode: reply.malformedStream };
   return { kind: 'turn', turn: planTurn(reply, echo) };
 }
@@ -77,4 +89,18 @@ function planTurn(reply: ScriptedCompletion | undefined, echo: string): PlannedT
 export function echoText(lastUserText: string, jsonMode: boolean): string {
   const text = `You said: ${lastUserText}`;
   return jsonMode ? JSON.stringify({ reply: text }) : text;
+}
+
+/** The error object's `type` for a scripted failure without one (see `ScriptedFailure`). */
+export function failureType(failure: ScriptedFailure['failure']): string {
+  if (failure.type !== undefined) return failure.type;
+  if (failure.code === 'insufficient_quota') return 'insufficient_quota';
+  if (failure.code === 'rate_limit_exceeded') return 'requests';
+  if (failure.code === null || failure.code === 'server_error') return 'server_error';
+  return 'invalid_request_error';
+}
+
+/** The error object a scripted failure carries: `{ message, type, param, code }`. */
+export function failureError(failure: ScriptedFailure['failure']): JsonObject {
+  return { type: failureType(failure), code: failure.code, message: failure.message, param: failure.param ?? null };
 }

@@ -4,6 +4,7 @@ import {
   sendError,
   sendJson,
   sendMalformedJson,
+  sendReplay,
   sleep,
   startEventStream,
   writeEvent,
@@ -11,9 +12,9 @@ import {
   type Exchange,
 } from './exchange.js';
 import { newId, unixSeconds } from './ids.js';
-import { echoText, resolveReply, type PlannedTurn, type ReplySource } from './replies.js';
+import { echoText, failureError, resolveReply, type PlannedTurn, type ReplySource } from './replies.js';
 import { contentText, countTokens, isObject, PER_MESSAGE_TOKENS, splitArguments, splitIntoDeltas } from './tokens.js';
-import type { ConversationItem, JsonObject } from './types.js';
+import type { ConversationItem, JsonObject, ScriptedFailure } from './types.js';
 
 /** A response the service stored (requests without `store: false`), with its own input and output items. */
 interface StoredResponse {
@@ -134,6 +135,25 @@ export async function handleCreateResponse(
       if (stream) sendMalformedStream(ex, resolved.mode);
       else sendMalformedJson(ex, resolved.mode);
       return;
+    case 'replay':
+      sendReplay(ex, resolved.replay, 'responses');
+      return;
+    case 'failure': {
+      const failed = responseObject(body, {
+        id: newId('resp'),
+        model,
+        createdAt: unixSeconds(),
+        status: 'failed',
+        output: [],
+        incompleteDetails: null,
+        conversationId,
+        usage: null,
+        error: { code: resolved.failure.code, message: resolved.failure.message },
+      });
+      if (stream) streamFailure(ex, failed, resolved.failure);
+      else sendJson(ex, 200, failed);
+      return;
+    }
     case 'turn':
       break;
   }
@@ -406,11 +426,13 @@ interface ResponseFields {
   id: string;
   model: string;
   createdAt: number;
-  status: 'in_progress' | 'completed' | 'incomplete';
+  status: 'in_progress' | 'completed' | 'incomplete' | 'failed';
   output: ConversationItem[];
   incompleteDetails: JsonObject | null;
   conversationId: string | null;
   usage: JsonObject | null;
+  /** `{ code, message }` of a failed response. */
+  error?: JsonObject;
 }
 
 /** A `response` object with every field the SDK's `Response` type declares, echoing the request's settings. */
@@ -424,7 +446,7 @@ function responseObject(body: JsonObject, fields: ResponseFields): JsonObject {
     background: body.background === true,
     completed_at: fields.status === 'in_progress' ? null : unixSeconds(),
     conversation: fields.conversationId === null ? null : { id: fields.conversationId },
-    error: null,
+    error: fields.error ?? null,
     incomplete_details: fields.incompleteDetails,
     instructions: body.instructions ?? null,
     max_output_tokens: body.max_output_tokens ?? null,
@@ -508,6 +530,40 @@ async function streamResponse(ex: Exchange, response: JsonObject, output: Conver
   startEventStream(ex);
   for (const event of responseEvents(response, output)) {
     if (delayMs > 0 && !(await sleep(delayMs, ex.signal))) return;
+    if (isGone(ex)) return;
+    writeEvent(ex, JSON.stringify(event), String(event.type));
+  }
+  ex.res.end();
+}
+
+/**
+ * A stream that fails after it started, as the service sends one: `response.created`,
+ * `response.in_progress`, any partial text, the `error` event (nested, flat or left out), then
+ * `response.failed` with the failed response.
+ */
+function streamFailure(ex: Exchange, failed: JsonObject, failure: ScriptedFailure['failure']): void {
+  const events: JsonObject[] = [];
+  const push = (type: string, fields: JsonObject): void => {
+    events.push({ type, sequence_number: events.length, ...fields });
+  };
+  const inProgress = { ...failed, status: 'in_progress', completed_at: null, error: null };
+  push('response.created', { response: inProgress });
+  push('response.in_progress', { response: inProgress });
+  if (failure.textBefore !== undefined) {
+    const at = { item_id: newId('msg'), output_index: 0, content_index: 0 };
+    push('response.output_item.added', {
+      output_index: 0,
+      item: { id: at.item_id, type: 'message', status: 'in_progress', content: [], role: 'assistant' },
+    });
+    push('response.content_part.added', { ...at, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } });
+    for (const delta of splitIntoDeltas(failure.textBefore)) push('response.output_text.delta', { ...at, delta, logprobs: [] });
+  }
+  const error = failureError(failure);
+  if (failure.errorEvent === 'flat') push('error', { code: error.code, message: error.message, param: error.param });
+  else if (failure.errorEvent !== 'none') push('error', { error });
+  push('response.failed', { response: failed });
+  startEventStream(ex);
+  for (const event of events) {
     if (isGone(ex)) return;
     writeEvent(ex, JSON.stringify(event), String(event.type));
   }

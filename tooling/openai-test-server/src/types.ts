@@ -84,6 +84,57 @@ export interface ScriptedMalformedStream {
   malformedStream: 'truncated' | 'garbage';
 }
 
+/**
+ * A failure the service reports after it accepted the request (HTTP 200), as the real service
+ * does for a server error, a rate or quota problem or a bad input found while generating.
+ * - Responses, streaming: `response.created`, `response.in_progress`, any `textBefore` deltas, an
+ *   `error` event (see `errorEvent`), then `response.failed` whose `response.error` is `{ code, message }`.
+ * - Responses, plain: the response object with `status: 'failed'`, that `error` and no output.
+ * - Chat Completions, streaming: the role chunk, any `textBefore` deltas, then
+ *   `data: {"error":{message,type,param,code}}` and the end of the stream (no finish chunk, no `[DONE]`).
+ * - Chat Completions, plain: that API has no failed 200, so the HTTP error the service sends for
+ *   the code: 429 for `rate_limit_exceeded` and `insufficient_quota`, 500 for `server_error` (or
+ *   no code), 400 otherwise.
+ *
+ * A failed response is not stored.
+ */
+export interface ScriptedFailure {
+  failure: {
+    /** The error code, e.g. `'server_error'`, `'insufficient_quota'`, `'context_length_exceeded'`; `null` as the service sends for some. */
+    code: string | null;
+    message: string;
+    /**
+     * The error object's `type` (chat `error` object, nested Responses `error` event). Default:
+     * `insufficient_quota` for that code, `requests` for `rate_limit_exceeded`, `server_error` for
+     * `server_error` or no code, else `invalid_request_error`.
+     */
+    type?: string;
+    param?: string | null;
+    /**
+     * How the Responses `error` event carries the error: `'nested'` (default; as the service was
+     * recorded sending it: `{ type: 'error', error: { type, code, message, param } }`), `'flat'` (as
+     * the SDK's `ResponseErrorEvent` declares it: `{ type: 'error', code, message, param }`), or
+     * `'none'` (no `error` event, only `response.failed`).
+     */
+    errorEvent?: 'nested' | 'flat' | 'none';
+    /** Streaming only: text sent as deltas before the failure (a partial answer). */
+    textBefore?: string;
+  };
+}
+
+/**
+ * Recorded service traffic, sent as is after the request passed the server's checks.
+ * - `{ status, body }`: a JSON reply with that status (e.g. a recorded error body).
+ * - `{ events }`: a 200 event stream of these payloads (one recorded `data` JSON each), framed as
+ *   the service frames the endpoint: Chat Completions `data: <json>` frames and a last
+ *   `data: [DONE]`; Responses `event: <type>` and `data: <json>` frames and no `[DONE]`.
+ *   Sent whether or not the request asked to stream.
+ * `recordedEvents(name)` and `recordedBody(name)` read the recordings bundled in `fixtures/`.
+ */
+export interface ScriptedReplay {
+  replay: { status: number; body: unknown; headers?: Record<string, string> } | { events: JsonObject[] };
+}
+
 /** Hold a reply for `delayMs` before sending `reply`; a client disconnect cancels it. */
 export interface ScriptedDelay {
   delayMs: number;
@@ -91,7 +142,7 @@ export interface ScriptedDelay {
 }
 
 /** What the server answers to one chat completions or responses call. */
-export type ScriptedReply = ScriptedCompletion | ScriptedError | ScriptedMalformedStream | ScriptedDelay;
+export type ScriptedReply = ScriptedCompletion | ScriptedError | ScriptedFailure | ScriptedReplay | ScriptedMalformedStream | ScriptedDelay;
 
 /** Decides a reply for a request when the queue is empty; `undefined` means the default echo. */
 export type Responder = (request: RecordedRequest) => ScriptedReply | undefined;
