@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../errors.js';
+import { jsonSchemaValidator } from '../json-schema/json-schema-validator.js';
 import type { ChatClient } from '../spec/chat-client.js';
 import type { ContextProvider } from '../spec/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
+import { defineTool } from '../tools/define-tool.js';
 import { checkAgentOptions } from './agent-options.js';
 
 const client = new ScriptedChatClient({ replies: [] });
@@ -32,5 +34,41 @@ describe('checkAgentOptions', () => {
     expect(() =>
       checkAgentOptions({ client, compaction: { specificationVersion: 'v2', compact: (m: readonly unknown[]) => [...m] } as never }),
     ).toThrow(/The compaction strategy implements specification "v2"/);
+  });
+
+  it('refuses two agent tools with one name', () => {
+    const a = defineTool({ name: 'lookup', parameters: { type: 'object' }, execute: () => 1 });
+    const b = defineTool({ name: 'lookup', parameters: { type: 'object' }, execute: () => 2 });
+    expect(() => checkAgentOptions({ client, tools: [a, b] })).toThrow(
+      new ConfigurationError(
+        'createAgent({ tools }) has two tools named "lookup"; the model is offered each name once: rename one or leave one out.',
+      ),
+    );
+  });
+
+  it("compiles the agent's tool schemas with the toolValidator: one it cannot compile fails createAgent, naming the tool", () => {
+    const broken = defineTool({
+      name: 'get_weather',
+      parameters: { type: 'object', properties: { city: { $ref: '#/$defs/city' } } },
+      execute: () => 'sunny',
+    });
+    expect(() => checkAgentOptions({ client, tools: [broken] })).not.toThrow();
+    expect(() => checkAgentOptions({ client, tools: [broken], toolValidator: jsonSchemaValidator() })).toThrow(
+      new ConfigurationError(
+        'Tool "get_weather": its JSON Schema cannot be compiled: $ref "#/$defs/city" at #/properties/city does not resolve (only refs within the schema are supported). Fix the tool\'s `parameters`.',
+      ),
+    );
+  });
+
+  it('refuses a toolValidator that is not one, or speaks another contract version', () => {
+    expect(() => checkAgentOptions({ client, toolValidator: {} as never })).toThrow(
+      /`toolValidator` must implement ToolValidator \(a `compile` method\), e.g. jsonSchemaValidator\(\) from @ctx\/core\/json-schema/,
+    );
+    expect(() =>
+      checkAgentOptions({
+        client,
+        toolValidator: { specificationVersion: 'v2', compile: () => () => ({ success: true, value: 1 }) } as never,
+      }),
+    ).toThrow(/The tool validator implements specification "v2"/);
   });
 });

@@ -1,6 +1,7 @@
 import { checkId } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
 import type { ContextProvider } from '../spec/run-view.js';
+import { checkUniqueToolNames, compileToolChecks } from '../tools/tool-validator.js';
 import type { AgentOptions } from './agent.js';
 
 /** Source ids the engine itself uses for attribution. */
@@ -16,7 +17,8 @@ export interface CheckedAgentOptions extends AgentOptions {
 /**
  * Checks what `createAgent` was given.
  * @throws ConfigurationError for a missing client, a bad `maxToolRoundtrips`, duplicate or reserved
- *   source ids, or a contract version this copy of `@ctx/core` does not implement.
+ *   source ids, two tools with one name, a `toolValidator` that cannot compile a tool's schema, or
+ *   a contract version this copy of `@ctx/core` does not implement.
  */
 export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
   const { client } = options;
@@ -28,6 +30,7 @@ export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
   const maxToolRoundtrips = options.maxToolRoundtrips ?? 10;
   if (!Number.isInteger(maxToolRoundtrips) || maxToolRoundtrips < 0)
     throw new ConfigurationError(`maxToolRoundtrips must be a non-negative integer, got ${maxToolRoundtrips}.`);
+  checkTools(options);
   const contextProviders = [...(options.contextProviders ?? [])];
   const seen = new Set<string>();
   for (const p of contextProviders) {
@@ -39,6 +42,24 @@ export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
     seen.add(p.sourceId);
   }
   return { ...options, name: options.name ?? 'agent', contextProviders, maxToolRoundtrips };
+}
+
+/** The agent's tools: a list of unique names, each schema compiled by the `toolValidator` if there is one. */
+function checkTools(options: AgentOptions): void {
+  const { tools = [], toolValidator } = options;
+  if (!Array.isArray(tools)) throw new ConfigurationError('createAgent: `tools` must be an array of tools from defineTool.');
+  tools.forEach((tool, i) => {
+    if (typeof tool?.name !== 'string') throw new ConfigurationError(`createAgent: tools[${i}] has no name; define tools with defineTool.`);
+  });
+  checkUniqueToolNames(tools, 'createAgent({ tools })');
+  if (toolValidator === undefined) return;
+  if (typeof toolValidator?.compile !== 'function') {
+    throw new ConfigurationError(
+      'createAgent: `toolValidator` must implement ToolValidator (a `compile` method), e.g. jsonSchemaValidator() from @ctx/core/json-schema.',
+    );
+  }
+  checkSpecificationVersion('The tool validator', toolValidator);
+  compileToolChecks(tools, toolValidator);
 }
 
 /**

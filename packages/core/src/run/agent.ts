@@ -7,6 +7,7 @@ import type { EventHandler } from '../spec/events.js';
 import type { ContextProvider, Tool } from '../spec/run-view.js';
 import type { SessionStore } from '../spec/session-store.js';
 import type { SessionJson } from '../spec/session.js';
+import type { ToolValidator } from '../tools/tool-validator.js';
 
 /** What `createAgent` takes. */
 export interface AgentOptions {
@@ -15,7 +16,18 @@ export interface AgentOptions {
   name?: string;
   /** System instructions, sent before those providers add. */
   instructions?: string;
+  /**
+   * The agent's tools. Names are unique (else `ConfigurationError`), and so are they within a run:
+   * a run's `options.tools` or a provider's `extendTools` reusing one of these names is a `ConfigurationError`.
+   */
   tools?: readonly Tool[];
+  /**
+   * Validates the arguments of every tool whose `parameters` are a plain JSON Schema (the agent's,
+   * a run's, those providers add) before `execute`; the model gets an error result listing the
+   * issues. `jsonSchemaValidator()` from `@ctx/core/json-schema`. Without it such arguments are
+   * parsed JSON, not checked. Tools with their own `validate` (Standard Schema) keep it.
+   */
+  toolValidator?: ToolValidator;
   /** The pipeline, outermost first. Source ids must be unique. */
   contextProviders?: readonly ContextProvider[];
   /** Where `getSession` / `saveSession` keep sessions. */
@@ -35,7 +47,11 @@ export type AgentInput = string | Message | readonly Message[];
 export interface AgentRunOptions {
   /** The conversation. Without one the run is stateless: no default history, throwaway state. */
   session?: AgentSession;
-  /** Per-run model options (tools here are added to the agent's). */
+  /**
+   * Per-run model options. `tools` are offered besides the agent's for this run only; one name, one
+   * tool: a run tool named like one of the agent's (or like another run tool) is a `ConfigurationError`
+   * and the run does not start. `instructions` follow the agent's.
+   */
   options?: Omit<ChatOptions, 'signal' | 'conversationId' | 'tools'> & { tools?: readonly Tool[] };
   signal?: AbortSignal;
 }

@@ -33,7 +33,7 @@ export async function executeRun(
   controller = new AbortController(),
 ): Promise<AgentResponse> {
   const { options, history, emit } = runtime;
-  const { client, name, maxToolRoundtrips, compaction } = options;
+  const { client, name, maxToolRoundtrips, compaction, toolValidator } = options;
   const runId = generateId();
   const started = performance.now();
   const session = runOptions.session ?? new AgentSession();
@@ -50,7 +50,8 @@ export async function executeRun(
     inputMessages: toMessages(input),
     options: chatOptions,
     instructions: instructions || undefined,
-    tools: [...(options.tools ?? []), ...(runTools ?? [])],
+    tools: options.tools ?? [],
+    runTools: runTools ?? [],
   });
   const providers = history.providersFor(runOptions.session, chatOptions);
   const agent: AgentView = { name, client, contextProviders: providers };
@@ -79,7 +80,18 @@ export async function executeRun(
       }),
       invoke: async () => {
         try {
-          context.response = await runToolLoop({ runId, agent, session, context, signal, maxToolRoundtrips, compaction, emit, onUpdate });
+          context.response = await runToolLoop({
+            runId,
+            agent,
+            session,
+            context,
+            signal,
+            maxToolRoundtrips,
+            compaction,
+            toolValidator,
+            emit,
+            onUpdate,
+          });
         } catch (error) {
           context.error = error;
         }

@@ -12,7 +12,10 @@ export interface RunContextInit {
   inputMessages: readonly Message[];
   options?: Readonly<ChatOptions>;
   instructions?: string | undefined;
+  /** The agent's tools. */
   tools?: readonly Tool[];
+  /** The run's own tools (`agent.run(input, { options: { tools } })`), offered after the agent's. */
+  runTools?: readonly Tool[];
 }
 
 /**
@@ -31,14 +34,43 @@ export class RunContext implements SessionContext {
   readonly #messages = new Map<string, Message[]>();
   readonly #instructions: SourcedInstructions[] = [];
   readonly #tools: Tool[] = [];
+  readonly #runToolNames = new Set<string>();
 
+  /** @throws ConfigurationError when two of the agent's and the run's tools share a name. */
   constructor(init: RunContextInit) {
     this.sessionId = init.sessionId;
     this.serviceSessionId = init.serviceSessionId;
     this.inputMessages = init.inputMessages.map((m) => Message.withSource(m, 'input', 'input'));
     this.options = init.options ?? {};
     if (init.instructions) this.#instructions.push({ sourceId: 'agent', text: init.instructions });
-    if (init.tools) this.#tools.push(...init.tools);
+    for (const tool of init.tools ?? []) this.#addTool(tool, 'the agent (createAgent({ tools }))', 'rename one of them or leave one out');
+    for (const tool of init.runTools ?? []) {
+      this.#addTool(
+        tool,
+        "this run's options.tools",
+        "rename it, or leave the agent's tool out of createAgent and pass the variant you want in each run's options.tools",
+      );
+      this.#runToolNames.add(tool.name);
+    }
+  }
+
+  #addTool(tool: Tool, owner: string, fix: string): void {
+    const taken = this.#ownerOf(tool.name);
+    if (taken !== undefined) {
+      throw new ConfigurationError(
+        `Tool "${tool.name}" from ${owner} has the name of a tool of ${taken}; the model is offered each name once: ${fix}.`,
+      );
+    }
+    this.#tools.push(tool);
+  }
+
+  /** Who added the tool named `name` to this run, or undefined when no tool has that name. */
+  #ownerOf(name: string): string | undefined {
+    const tool = this.#tools.find((t) => t.name === name);
+    if (!tool) return undefined;
+    const sourceId = (tool.metadata?.ctx as { sourceId?: unknown } | undefined)?.sourceId;
+    if (typeof sourceId === 'string') return `context provider "${sourceId}"`;
+    return this.#runToolNames.has(name) ? "this run's options.tools" : 'the agent (createAgent({ tools }))';
   }
 
   get contextMessages(): ReadonlyMap<string, readonly Message[]> {
@@ -72,12 +104,18 @@ export class RunContext implements SessionContext {
   }
 
   extendTools(sourceId: string, tools: readonly Tool[]): void {
+    // All or nothing: a clash anywhere in the list adds none of them.
+    const names = new Set<string>();
     for (const tool of tools) {
-      if (this.#tools.some((t) => t.name === tool.name)) {
-        throw new ConfigurationError(`Tool "${tool.name}" from "${sourceId}" clashes with a tool of the same name already in this run.`);
+      const taken = names.has(tool.name) ? `context provider "${sourceId}" (the same call)` : this.#ownerOf(tool.name);
+      if (taken !== undefined) {
+        throw new ConfigurationError(
+          `Tool "${tool.name}" from context provider "${sourceId}" has the name of a tool of ${taken}; the model is offered each name once: give the provider's tool another name, or leave one of them out.`,
+        );
       }
-      this.#tools.push({ ...tool, metadata: { ...tool.metadata, ctx: { sourceId } } });
+      names.add(tool.name);
     }
+    for (const tool of tools) this.#tools.push({ ...tool, metadata: { ...tool.metadata, ctx: { sourceId } } });
   }
 
   getMessages(options: GetMessagesOptions = {}): Message[] {

@@ -1,10 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { ToolExecutionError } from '../errors.js';
+import { ConfigurationError, ToolExecutionError } from '../errors.js';
+import { jsonSchemaValidator } from '../json-schema/json-schema-validator.js';
 import { Message } from '../messages/message.js';
+import type { ChatResponseUpdate } from '../spec/chat-client.js';
 import type { AgentEvent } from '../spec/events.js';
+import type { JsonObject } from '../spec/json.js';
 import type { FunctionResultContent } from '../spec/message.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool, type StandardSchemaV1 } from '../tools/define-tool.js';
+import type { ToolValidator } from '../tools/tool-validator.js';
 import { createAgent } from './create-agent.js';
 
 const resultsOf = (m: Message) => m.contents.filter((c): c is FunctionResultContent => c.type === 'function-result');
@@ -222,5 +226,162 @@ describe('the tool loop', () => {
     await agent.run([Message.user('old'), Message.assistant('older reply'), Message.user('new')]);
     expect(seen).toEqual([3, 4]); // the second call builds on what the first sent, compacted
     expect(client.calls.map((c) => c.messages.length)).toEqual([2, 2]);
+  });
+});
+
+describe('the tool loop with a toolValidator (plain JSON Schema tools)', () => {
+  const weatherSchema: JsonObject = {
+    type: 'object',
+    properties: { city: { type: 'string' }, units: { type: 'string', enum: ['c', 'f'], default: 'c' } },
+    required: ['city'],
+    additionalProperties: false,
+  };
+  const weatherTool = (seen: unknown[], name = 'get_weather') =>
+    defineTool({
+      name,
+      parameters: weatherSchema,
+      execute: (args: { city: string }) => {
+        seen.push(args);
+        return { city: args.city, celsius: 21 };
+      },
+    });
+
+  it('answers {"town": 42} with an error result naming city and town, then runs the retry with its arguments unchanged', async () => {
+    const seen: unknown[] = [];
+    const events: AgentEvent[] = [];
+    const client = new ScriptedChatClient({
+      replies: [
+        {
+          toolCalls: [
+            { name: 'get_weather', arguments: '{"town": 42}', callId: 'c1' },
+            { name: 'get_weather', arguments: { city: 42 }, callId: 'c2' },
+          ],
+        },
+        { toolCalls: [{ name: 'get_weather', arguments: { city: 'Lisbon' }, callId: 'c3' }] },
+        'Sunny, 21°C in Lisbon.',
+      ],
+    });
+    const agent = createAgent({ client, tools: [weatherTool(seen)], toolValidator: jsonSchemaValidator(), onEvent: (e) => events.push(e) });
+    const res = await agent.run('Weather in Lisbon?');
+    const [town, type] = resultsOf(res.messages[1]!);
+    expect(town).toMatchObject({
+      callId: 'c1',
+      isError: true,
+      result: {
+        error:
+          'Invalid arguments for "get_weather": Instance does not have required property "city"; Property "town" does not match additional properties schema',
+      },
+    });
+    expect(type).toMatchObject({
+      callId: 'c2',
+      isError: true,
+      result: { error: 'Invalid arguments for "get_weather": city: Instance type "number" is invalid. Expected "string"' },
+    });
+    // the model saw the errors and retried; only the valid call ran, with exactly what the model sent (no default units)
+    expect(resultsOf(client.calls[1]!.messages[2]!).map((r) => r.isError)).toEqual([true, true]);
+    expect(seen).toEqual([{ city: 'Lisbon' }]);
+    expect(resultsOf(res.messages[3]!)[0]).toMatchObject({ callId: 'c3', result: { city: 'Lisbon', celsius: 21 } });
+    expect(res.text).toBe('Sunny, 21°C in Lisbon.');
+    const failed = events.filter((e) => e.type === 'tool-end' && 'error' in e && e.error);
+    expect(failed.map((e) => (e as { error: ToolExecutionError }).error.callId)).toEqual(['c1', 'c2']);
+  });
+
+  it("checks the agent's, the run's and providers' JSON Schema tools; Standard Schema tools keep their own validate", async () => {
+    const compiled: string[] = [];
+    const inner = jsonSchemaValidator();
+    const spy: ToolValidator = {
+      compile: (tool) => {
+        compiled.push(tool.name);
+        return inner.compile(tool);
+      },
+    };
+    const standard: StandardSchemaV1<unknown, { n: number }> = {
+      '~standard': {
+        version: 1,
+        vendor: 'test',
+        validate: (value) => ({ value: value as { n: number } }),
+        jsonSchema: { input: () => ({ type: 'object', properties: { n: { type: 'number' } }, required: ['n'] }) },
+      },
+    };
+    const seen: unknown[] = [];
+    const client = new ScriptedChatClient({
+      replies: [
+        {
+          toolCalls: [
+            { name: 'run_weather', arguments: { town: 'x' }, callId: 'r' },
+            { name: 'rag_weather', arguments: { town: 'x' }, callId: 'p' },
+            { name: 'double', arguments: { m: 1 }, callId: 's' },
+          ],
+        },
+        'done',
+      ],
+    });
+    const agent = createAgent({
+      client,
+      tools: [weatherTool(seen), defineTool({ name: 'double', parameters: standard, execute: (args) => args })],
+      toolValidator: spy,
+      contextProviders: [{ sourceId: 'rag', beforeRun: ({ context }) => context.extendTools('rag', [weatherTool(seen, 'rag_weather')]) }],
+    });
+    expect(compiled).toEqual(['get_weather']); // at createAgent
+    compiled.length = 0;
+    const res = await agent.run('go', { options: { tools: [weatherTool(seen, 'run_weather')] } });
+    expect(compiled).toEqual(['get_weather', 'run_weather', 'rag_weather']); // once per run, before the model call
+    const [run, provider, own] = resultsOf(res.messages[1]!);
+    expect(run).toMatchObject({
+      isError: true,
+      result: { error: expect.stringMatching(/^Invalid arguments for "run_weather": .*"city"/) },
+    });
+    expect(provider).toMatchObject({
+      isError: true,
+      result: { error: expect.stringMatching(/^Invalid arguments for "rag_weather": .*"city"/) },
+    });
+    expect(own).toMatchObject({ result: { m: 1 } }); // its own (lenient) validate decided, not the JSON Schema
+    expect(own!.isError).toBeUndefined();
+    expect(seen).toEqual([]);
+  });
+
+  it('validates in streaming runs too: the error result streams, the retry runs', async () => {
+    const seen: unknown[] = [];
+    const client = new ScriptedChatClient({
+      replies: [
+        { toolCalls: [{ name: 'get_weather', arguments: { town: 42 }, callId: 'c1' }] },
+        { toolCalls: [{ name: 'get_weather', arguments: { city: 'Porto', units: 'f' }, callId: 'c2' }] },
+        'Done.',
+      ],
+    });
+    const agent = createAgent({ client, tools: [weatherTool(seen)], toolValidator: jsonSchemaValidator() });
+    const stream = agent.runStream('Weather in Porto?');
+    const updates: ChatResponseUpdate[] = [];
+    for await (const update of stream) updates.push(update);
+    const results = updates.filter((u) => u.role === 'tool').flatMap((u) => u.contents as FunctionResultContent[]);
+    expect(results.map((r) => [r.callId, r.isError ?? false])).toEqual([
+      ['c1', true],
+      ['c2', false],
+    ]);
+    expect(JSON.stringify(results[0]!.result)).toMatch(/required property \\"city\\".*\\"town\\"/);
+    expect(seen).toEqual([{ city: 'Porto', units: 'f' }]);
+    expect((await stream.response).text).toBe('Done.');
+  });
+
+  it('fails the run with a ConfigurationError naming a run or provider tool whose schema cannot be compiled, before the model is called', async () => {
+    const broken = (name: string) =>
+      defineTool({ name, parameters: { type: 'object', properties: { q: { type: 'text' } } }, execute: () => 'never' });
+    const client = new ScriptedChatClient({ replies: ['never'] });
+    const agent = createAgent({ client, toolValidator: jsonSchemaValidator() });
+    const fromRun = await agent.run('go', { options: { tools: [broken('run_search')] } }).catch((e: unknown) => e);
+    expect(ConfigurationError.isInstance(fromRun)).toBe(true);
+    expect((fromRun as Error).message).toBe(
+      'Tool "run_search": its JSON Schema cannot be compiled: "type" "text" at #/properties/q is not a JSON Schema type. Fix the tool\'s `parameters`.',
+    );
+    const withProvider = createAgent({
+      client,
+      toolValidator: jsonSchemaValidator(),
+      contextProviders: [{ sourceId: 'rag', beforeRun: ({ context }) => context.extendTools('rag', [broken('rag_search')]) }],
+    });
+    const stream = withProvider.runStream('go');
+    const fromProvider = await stream.response.catch((e: unknown) => e);
+    expect(ConfigurationError.isInstance(fromProvider)).toBe(true);
+    expect((fromProvider as Error).message).toMatch(/^Tool "rag_search": its JSON Schema cannot be compiled/);
+    expect(client.calls).toHaveLength(0);
   });
 });

@@ -9,6 +9,7 @@ import type { AgentEvent } from '../spec/events.js';
 import type { JsonValue } from '../spec/json.js';
 import type { FunctionCallContent, FunctionResultContent } from '../spec/message.js';
 import type { AgentView, SessionContext, SessionView, Tool } from '../spec/run-view.js';
+import { compileToolChecks, type ToolArgumentsCheck, type ToolValidator } from '../tools/tool-validator.js';
 import { createAgentResponse } from './agent-response.js';
 import { addUsage, assembleResponse } from './assemble-response.js';
 
@@ -21,6 +22,8 @@ export interface ToolLoopRun {
   signal: AbortSignal;
   maxToolRoundtrips: number;
   compaction: CompactionStrategy | undefined;
+  /** Checks the arguments of tools without their own `validate`. */
+  toolValidator: ToolValidator | undefined;
   emit: (event: AgentEvent) => void;
   /** Set for streaming runs: receives every update as it arrives; the loop waits for what it returns. */
   onUpdate: ((update: ChatResponseUpdate) => void | Promise<void>) | undefined;
@@ -29,13 +32,16 @@ export interface ToolLoopRun {
 /**
  * Calls the model, runs the function calls it asks for (in parallel), sends the results back, and
  * repeats until the model answers without calls or `maxToolRoundtrips` rounds of results were sent.
- * A failing tool becomes an error result the model sees; only the model call or an abort fails the loop.
+ * A failing tool, or arguments its schema rejects, becomes an error result the model sees; only the
+ * model call, an abort, or a tool schema the `toolValidator` cannot compile (`ConfigurationError`,
+ * before the first model call) fails the loop.
  */
 export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
   const { agent, context, signal, emit, runId } = run;
   const { client } = agent;
   const tools = context.tools;
   const byName = new Map(tools.map((t) => [t.name, t]));
+  const checks = compileToolChecks(tools, run.toolValidator);
   const base: ChatOptions = { ...context.options, signal };
   const instructions = context.getInstructions();
   if (instructions !== undefined) base.instructions = instructions;
@@ -102,7 +108,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     }
     const results = limitReached
       ? calls.map((c) => errorResult(c, `Not run: the limit of ${run.maxToolRoundtrips} tool roundtrips was reached.`))
-      : await Promise.all(calls.map((call) => executeTool(call, byName.get(call.name), run)));
+      : await Promise.all(calls.map((call) => executeTool(call, byName.get(call.name), checks.get(call.name), run)));
     const resultMessage = Message.tool(results);
     await run.onUpdate?.({ messageId: resultMessage.id, role: 'tool', contents: results });
     produced.push(resultMessage);
@@ -148,7 +154,12 @@ function errorResult(call: FunctionCallContent, message: string): FunctionResult
   return { type: 'function-result', callId: call.callId, name: call.name, result: { error: message }, isError: true };
 }
 
-async function executeTool(call: FunctionCallContent, tool: Tool | undefined, run: ToolLoopRun): Promise<FunctionResultContent> {
+async function executeTool(
+  call: FunctionCallContent,
+  tool: Tool | undefined,
+  check: ToolArgumentsCheck | undefined,
+  run: ToolLoopRun,
+): Promise<FunctionResultContent> {
   const started = performance.now();
   const fail = (message: string, cause?: unknown): FunctionResultContent => {
     const error = new ToolExecutionError(call.name, call.callId, message, cause === undefined ? undefined : { cause });
@@ -171,8 +182,8 @@ async function executeTool(call: FunctionCallContent, tool: Tool | undefined, ru
   } catch (error) {
     return fail(`The arguments for "${call.name}" are not valid JSON: ${(error as Error).message}`, error);
   }
-  if (tool.validate) {
-    const checked = await tool.validate(args);
+  const checked = tool.validate ? await tool.validate(args) : check ? await check(args) : undefined;
+  if (checked) {
     if (!checked.success) return fail(`Invalid arguments for "${call.name}": ${checked.issues.join('; ')}`);
     args = checked.value;
   }

@@ -74,7 +74,10 @@ export interface SessionContext {
   readonly contextMessages: ReadonlyMap<string, readonly Message[]>;
   /** Instructions in order: the agent's own (source `agent`), then each provider's. */
   readonly instructions: readonly SourcedInstructions[];
-  /** Tools of this run: the agent's, then those providers added (stamped with their `sourceId`). */
+  /**
+   * Tools of this run: the agent's, then the run's own (`options.tools`), then those providers added
+   * (stamped with their `sourceId`). Names are unique: one name, one tool.
+   */
   readonly tools: readonly Tool[];
   /**
    * Adds messages from `sourceId`, stamped `metadata.ctx = { sourceId, sourceType }`
@@ -89,8 +92,10 @@ export interface SessionContext {
   /** Adds instructions from `sourceId`. */
   extendInstructions(sourceId: string, text: string | readonly string[]): void;
   /**
-   * Adds tools from `sourceId`, stamped `tool.metadata.ctx.sourceId`.
-   * @throws ConfigurationError when a tool's name is already taken in this run.
+   * Adds tools from `sourceId`, stamped `tool.metadata.ctx.sourceId`. One name, one tool: a tool never
+   * replaces another, as a run's `options.tools` never replace the agent's.
+   * @throws ConfigurationError when a tool's name is already taken in this run (by the agent, the
+   *   run's `options.tools` or another provider) or appears twice in `tools`; none of them is added then.
    */
   extendTools(sourceId: string, tools: readonly Tool[]): void;
   /** Context messages in source order, filtered; optionally followed by the input and the response. */
@@ -120,7 +125,10 @@ export type ToolValidation<T> = { success: true; value: T } | { success: false; 
 /** A function the model can call. Without `execute`, a call ends the run and is returned to the caller. */
 export interface Tool<TArgs = unknown, TResult = unknown> extends ToolDefinition {
   execute?(args: TArgs, options: ToolExecuteOptions): TResult | Promise<TResult>;
-  /** Validates parsed arguments before `execute` (set by `defineTool` for Standard Schema parameters). */
+  /**
+   * Validates parsed arguments before `execute` (set by `defineTool` for Standard Schema parameters).
+   * Without it, the agent's `toolValidator` checks the arguments against `parameters`, if it has one.
+   */
   validate?(args: unknown): Promise<ToolValidation<TArgs>>;
 }
 

@@ -40,7 +40,11 @@ export interface StandardSchemaToolDefinition<S extends StandardSchemaV1, R> ext
   execute?: (args: InferOutput<S>, options: ToolExecuteOptions) => R | Promise<R>;
 }
 
-/** `defineTool` with a plain JSON Schema: arguments are parsed JSON, typed as you declare. */
+/**
+ * `defineTool` with a plain JSON Schema: arguments are parsed JSON, typed as you declare, and
+ * checked against `parameters` only when the agent has a `toolValidator` (`jsonSchemaValidator()`
+ * from `@ctx/core/json-schema`); without one they reach `execute` unchecked.
+ */
 export interface JsonSchemaToolDefinition<A, R> extends ToolDefinitionBase {
   parameters: JsonObject;
   execute?: (args: A, options: ToolExecuteOptions) => R | Promise<R>;
