@@ -8,7 +8,7 @@ import {
   Message,
   type ChatResponseUpdate,
 } from '@ctx/core';
-import { startOpenAITestServer, type OpenAITestServer } from '@ctx/openai-test-server';
+import { recordedBody, startOpenAITestServer, type OpenAITestServer, type ScriptedFailure } from '@ctx/openai-test-server';
 import { OpenAIChatClient } from './openai-chat-client.js';
 
 let server: OpenAITestServer;
@@ -248,5 +248,60 @@ describe('OpenAIChatClient', () => {
 
   it('needs a model', () => {
     expect(() => new OpenAIChatClient({ apiKey: 'x' })).toThrow(ConfigurationError);
+  });
+});
+
+describe('failures the service reports after a chat stream started', () => {
+  async function drain(stream: AsyncIterable<ChatResponseUpdate>): Promise<{ text: string; error: unknown }> {
+    let text = '';
+    try {
+      for await (const update of stream) for (const c of update.contents) if (c.type === 'text') text += c.text;
+    } catch (error) {
+      return { text, error };
+    }
+    return { text, error: undefined };
+  }
+
+  const cases: [ScriptedFailure['failure'], { isInstance: (e: unknown) => boolean }, string][] = [
+    [{ code: null, message: 'The server had an error while processing your request.' }, BackendUnavailableError, 'Retry the run later.'],
+    [{ code: 'rate_limit_exceeded', message: 'Rate limit reached.' }, BackendUnavailableError, 'Retry later, or lower the rate'],
+    [{ code: 'insufficient_quota', message: 'Out of quota.' }, BackendUnavailableError, 'Check the plan and billing'],
+    [{ code: null, type: 'overloaded_error', message: 'Overloaded.' }, BackendUnavailableError, 'Retry the run later.'],
+    [{ code: 'context_length_exceeded', message: 'Too long.' }, ContextWindowExceededError, 'Compact the conversation'],
+    [
+      { code: null, type: 'invalid_request_error', message: 'Invalid content.' },
+      ConfigurationError,
+      'Check the model, the options and the input',
+    ],
+  ];
+
+  it.each(cases)('a {"error": %o} frame after partial text is a %O naming the completion', async (failure, type, todo) => {
+    server.enqueue({ failure: { ...failure, textBefore: 'Partial answer' } });
+    const { text, error } = await drain(chat().getStreamingResponse([Message.user('hi')], {}));
+    expect(text).toBe('Partial answer');
+    expect(type.isInstance(error), String(error)).toBe(true);
+    expect((error as Error).message).toMatch(/^The OpenAI chat completion chatcmpl-\w+ failed/);
+    expect((error as Error).message).toContain(todo);
+    expect((error as Error).message).not.toMatch(/rejected the request \(0/);
+  });
+
+  it.each(cases)('%o on a plain call arrives as an HTTP error and is a %O too', async (failure, type, todo) => {
+    server.enqueue({ failure });
+    const error = await chat()
+      .getResponse([Message.user('hi')], {})
+      .catch((e: unknown) => e);
+    expect(type.isInstance(error), String(error)).toBe(true);
+    expect((error as Error).message).toContain(todo);
+  });
+
+  it('the recorded unsupported_parameter body (400) is a ConfigurationError that says what to check', async () => {
+    server.enqueue({ replay: { status: 400, body: recordedBody('chat-error-unsupported-parameter.json') } });
+    const error = await chat()
+      .getResponse([Message.user('hi')], {})
+      .catch((e: unknown) => e);
+    expect(ConfigurationError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toBe(
+      "The OpenAI service rejected the request (400 unsupported_parameter): Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead. Check the model, the options and the input; the same request fails again.",
+    );
   });
 });

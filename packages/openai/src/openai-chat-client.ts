@@ -54,15 +54,17 @@ export class OpenAIChatClient implements ChatClient {
     };
     const map = createChunkMapper();
     let finished = false;
+    let completionId = '';
     try {
       const stream = await this.client.chat.completions.create(body, { signal: options.signal });
       for await (const chunk of stream) {
         const update = map(chunk);
+        completionId ||= chunk.id;
         finished ||= update.finishReason !== undefined;
         yield update;
       }
     } catch (error) {
-      throw toCtxError(error, this.#secret, options.signal, 'stream');
+      throw toCtxError(error, this.#secret, options.signal, 'stream', completionId ? `chat completion ${completionId}` : 'chat completion');
     }
     if (!finished) throw truncatedStream('chat completion');
   }

@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigurationError, createAgent, defineTool, InMemoryHistoryProvider, Message } from '@ctx/core';
-import { startOpenAITestServer, type OpenAITestServer } from '@ctx/openai-test-server';
+import {
+  BackendUnavailableError,
+  ConfigurationError,
+  ContextWindowExceededError,
+  createAgent,
+  defineTool,
+  InMemoryHistoryProvider,
+  Message,
+  type ChatResponseUpdate,
+} from '@ctx/core';
+import { recordedBody, recordedEvents, startOpenAITestServer, type OpenAITestServer, type ScriptedFailure } from '@ctx/openai-test-server';
 import { OpenAIResponsesClient } from './openai-responses-client.js';
 
 let server: OpenAITestServer;
@@ -144,5 +153,128 @@ describe('OpenAIResponsesClient', () => {
 
   it('says it stores by default', () => {
     expect(responses().storesByDefault).toBe(true);
+  });
+});
+
+/** Drains a streaming call: the updates before it failed, and what it threw. */
+async function drain(stream: AsyncIterable<ChatResponseUpdate>): Promise<{ updates: ChatResponseUpdate[]; error: unknown }> {
+  const updates: ChatResponseUpdate[] = [];
+  try {
+    for await (const update of stream) updates.push(update);
+  } catch (error) {
+    return { updates, error };
+  }
+  return { updates, error: undefined };
+}
+
+describe('failures the service reports inside a 200 stream or response (recorded)', () => {
+  const recorded = recordedEvents('responses-error-insufficient-quota-stream.chunks.txt');
+  const failedResponse = recorded.at(-1)!.response as { id: string };
+  const quota = (id: string) =>
+    `The OpenAI response ${id} failed (insufficient_quota): You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors. Check the plan and billing of the account or project the key belongs to`;
+
+  it('the recorded insufficient_quota stream (nested error event, then response.failed) is a BackendUnavailableError naming the response', async () => {
+    // A recorded completed stream first: the replay itself ends in a finished response.
+    const completed = recordedEvents('responses-text-stream.chunks.txt');
+    server.enqueue({ replay: { events: completed } }, { replay: { events: recorded } });
+    const finished = await drain(responses().getStreamingResponse([Message.user('hi')], {}));
+    expect(finished.error).toBeUndefined();
+    expect(finished.updates.at(-1)).toMatchObject({
+      finishReason: 'stop',
+      conversationId: (completed.at(-1)!.response as { id: string }).id,
+    });
+    const { error } = await drain(responses().getStreamingResponse([Message.user('hi')], {}));
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+    expect((error as Error).message.startsWith(quota(failedResponse.id))).toBe(true);
+    expect((error as Error).message).not.toMatch(/rejected the request|\(0/);
+  });
+
+  it('derived from the recording: the error event flattened, or left out (only response.failed), gives the same error', async () => {
+    const flattened = recorded.map((event) => {
+      if (event.type !== 'error') return event;
+      const { code, message, param } = event.error as Record<string, unknown>;
+      return { type: 'error', sequence_number: event.sequence_number, code, message, param };
+    });
+    const failedOnly = recorded.filter((event) => event.type !== 'error');
+    for (const events of [flattened, failedOnly]) {
+      server.enqueue({ replay: { events } });
+      const { error } = await drain(responses().getStreamingResponse([Message.user('hi')], {}));
+      expect(BackendUnavailableError.isInstance(error)).toBe(true);
+      expect((error as Error).message.startsWith(quota(failedResponse.id))).toBe(true);
+    }
+  });
+
+  it('derived from the recording: the failed response as a plain 200 body is the same error, not an empty answer', async () => {
+    server.enqueue({ replay: { status: 200, body: failedResponse } });
+    const error = await responses()
+      .getResponse([Message.user('hi')], {})
+      .catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+    expect((error as Error).message.startsWith(quota(failedResponse.id))).toBe(true);
+  });
+
+  it('the recorded error bodies: insufficient_quota (429) as its in-stream form, an unsupported parameter (400) as a rejected request', async () => {
+    server.enqueue(
+      { replay: { status: 429, body: recordedBody('responses-error-insufficient-quota.json') } },
+      { replay: { status: 400, body: recordedBody('responses-error-unsupported-temperature.json') } },
+    );
+    const quotaError = await responses()
+      .getResponse([Message.user('hi')], {})
+      .catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(quotaError)).toBe(true);
+    expect((quotaError as Error).message).toMatch(
+      /^The OpenAI account is out of quota or credit \(429 insufficient_quota\) after retries: You exceeded your current quota.* Check the plan and billing/,
+    );
+    const rejected = await responses()
+      .getResponse([Message.user('hi')], { temperature: 0.5 })
+      .catch((e: unknown) => e);
+    expect(ConfigurationError.isInstance(rejected)).toBe(true);
+    expect((rejected as Error).message).toBe(
+      "The OpenAI service rejected the request (400): Unsupported parameter: 'temperature' is not supported with this model. Check the model, the options and the input; the same request fails again.",
+    );
+  });
+});
+
+describe('failures the service reports inside a 200 stream or response (local server)', () => {
+  const cases: [ScriptedFailure['failure'], { isInstance: (e: unknown) => boolean }, string][] = [
+    [{ code: 'server_error', message: 'The server had an error.' }, BackendUnavailableError, 'Retry the run later.'],
+    [{ code: null, message: 'The server had an error.' }, BackendUnavailableError, 'Retry the run'],
+    [{ code: 'rate_limit_exceeded', message: 'Rate limit reached.' }, BackendUnavailableError, 'Retry later, or lower the rate'],
+    [{ code: 'insufficient_quota', message: 'Out of quota.' }, BackendUnavailableError, 'Check the plan and billing'],
+    [{ code: 'service_unavailable', message: 'Overloaded.' }, BackendUnavailableError, 'Retry the run later.'],
+    [{ code: 'vector_store_timeout', message: 'Timed out.' }, BackendUnavailableError, 'if it keeps timing out'],
+    [{ code: 'context_length_exceeded', message: 'Too long.' }, ContextWindowExceededError, 'Compact the conversation'],
+    [{ code: 'invalid_prompt', message: 'Invalid prompt.' }, ConfigurationError, 'Check the model, the options and the input'],
+    [{ code: 'invalid_api_key', message: 'Bad key.' }, ConfigurationError, 'Check the API key'],
+  ];
+
+  it.each(cases)('%o streamed (nested, flat or no error event, after partial text) is a %O', async (failure, type, todo) => {
+    for (const errorEvent of ['nested', 'flat', 'none'] as const) {
+      server.enqueue({ failure: { ...failure, errorEvent, textBefore: 'Partial answer' } });
+      const { updates, error } = await drain(responses().getStreamingResponse([Message.user('hi')], {}));
+      expect(updates.flatMap((u) => u.contents.map((c) => (c.type === 'text' ? c.text : ''))).join('')).toBe('Partial answer');
+      expect(type.isInstance(error), `${errorEvent}: ${String(error)}`).toBe(true);
+      expect((error as Error).message).toMatch(/^The OpenAI response resp_\w+ failed/);
+      expect((error as Error).message).toContain(todo);
+    }
+  });
+
+  it.each(cases)('%o as a plain response with status failed is a %O', async (failure, type, todo) => {
+    server.enqueue({ failure });
+    const error = await responses()
+      .getResponse([Message.user('hi')], {})
+      .catch((e: unknown) => e);
+    expect(type.isInstance(error), String(error)).toBe(true);
+    expect((error as Error).message).toContain(todo);
+  });
+
+  it("an agent run fails with the typed error, and the failed response does not become the session's conversation", async () => {
+    server.enqueue({ text: 'first' }, { failure: { code: 'server_error', message: 'The server had an error.' } });
+    const agent = createAgent({ client: responses() });
+    const session = agent.createSession();
+    const first = await agent.run('one', { session });
+    const error = await agent.run('two', { session }).catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+    expect(session.serviceSessionId).toBe(first.conversationId);
   });
 });

@@ -47,7 +47,7 @@ export class OpenAIResponsesClient implements ChatClient {
 
   async *getStreamingResponse(messages: Message[], options: ChatOptions): AsyncIterable<ChatResponseUpdate> {
     const body: ResponseCreateParamsStreaming = { ...this.#body(messages, options), stream: true };
-    const { map, done } = createEventMapper(options);
+    const { map, done, responseId } = createEventMapper(options);
     try {
       const stream = await this.client.responses.create(body, { signal: options.signal });
       for await (const event of stream) {
@@ -55,7 +55,8 @@ export class OpenAIResponsesClient implements ChatClient {
         if (update) yield update;
       }
     } catch (error) {
-      throw toCtxError(error, this.#secret, options.signal, 'stream');
+      const id = responseId();
+      throw toCtxError(error, this.#secret, options.signal, 'stream', id ? `response ${id}` : 'response');
     }
     if (!done()) throw truncatedStream('response');
   }

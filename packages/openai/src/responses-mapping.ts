@@ -6,19 +6,9 @@ import type {
   ResponseInputItem,
   ResponseStreamEvent,
 } from 'openai/resources/responses/responses';
-import {
-  BackendUnavailableError,
-  ContextWindowExceededError,
-  type ChatOptions,
-  type CtxError,
-  type ChatResponse,
-  type ChatResponseUpdate,
-  type Content,
-  type FinishReason,
-  type Message,
-  type Usage,
-} from '@ctx/core';
+import type { ChatOptions, ChatResponse, ChatResponseUpdate, Content, FinishReason, Message, Usage } from '@ctx/core';
 import { dataUrl, resultText } from './chat-completions-mapping.js';
+import { serviceError } from './errors.js';
 
 /** Whether an id names a Conversations API conversation (else it is a previous response id). */
 export const isConversationObjectId = (id: string) => id.startsWith('conv_');
@@ -140,8 +130,12 @@ function continuation(response: Response, requested: ChatOptions): string | unde
   return requested.store === false ? undefined : response.id;
 }
 
-/** A response as one assistant message: reasoning, text and function calls in output order. */
+/**
+ * A response as one assistant message: reasoning, text and function calls in output order.
+ * @throws what `serviceError` makes of `response.error` when the response has `status: 'failed'`.
+ */
 export function fromResponse(response: Response, requested: ChatOptions): ChatResponse {
+  if (response.status === 'failed') throw failure(response.error?.code, response.error?.message, response.id);
   const contents: Content[] = [];
   for (const item of response.output) {
     if (item.type === 'message') {
@@ -169,10 +163,15 @@ export function fromResponse(response: Response, requested: ChatOptions): ChatRe
   return result;
 }
 
-/** Turns stream events into updates; `done` tells whether the service finished the response. */
+/**
+ * Turns stream events into updates; `done` tells whether the service finished the response,
+ * `responseId` which response the stream is about (once `response.created` arrived).
+ * @throws what `serviceError` makes of an `error` or `response.failed` event.
+ */
 export function createEventMapper(requested: ChatOptions): {
   map: (event: ResponseStreamEvent) => ChatResponseUpdate | undefined;
   done: () => boolean;
+  responseId: () => string | undefined;
 } {
   let messageId: string | undefined;
   let finished = false;
@@ -222,16 +221,10 @@ export function createEventMapper(requested: ChatOptions): {
         return undefined;
     }
   };
-  return { map, done: () => finished };
+  return { map, done: () => finished, responseId: () => messageId };
 }
 
-/**
- * The error for a response the service reported as failed while streaming: a context-length failure
- * is a `ContextWindowExceededError`, anything else a `BackendUnavailableError`.
- */
-function failure(code: string | undefined | null, message: string | undefined, responseId: string | undefined): CtxError {
-  const text = `The OpenAI response${responseId ? ` ${responseId}` : ''} failed${code ? ` (${code})` : ''}: ${(message ?? 'no reason given').replace(/\.$/, '')}.`;
-  return code === 'context_length_exceeded'
-    ? new ContextWindowExceededError(`${text} Compact the conversation or lower the providers' budgets, then retry.`)
-    : new BackendUnavailableError('openai', `${text} Retry the run; if it keeps failing, check the request's tools, files and options.`);
+/** The error for a response the service reported as failed (in a stream or as a failed response), mapped as its HTTP form would be. */
+function failure(code: string | null | undefined, message: string | undefined, responseId: string | undefined) {
+  return serviceError({ code, message: message ?? '' }, { failed: responseId ? `response ${responseId}` : 'response' });
 }
