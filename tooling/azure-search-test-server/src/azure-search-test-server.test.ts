@@ -492,6 +492,50 @@ describe('faults, latency and auth', () => {
     expect((await all(retrying, 'refund', { select: ['id'] })).results).toHaveLength(1); // one failure, one retry
   });
 
+  it('plays a fault with its code and the usual text of 402, 409 and 413', async () => {
+    const client = await freshIndex();
+    server.injectFault({ status: 409, code: 'ConcurrencyConflict', operations: ['search'], times: 1 });
+    await expect(all(client, 'refund')).rejects.toMatchObject({
+      statusCode: 409,
+      code: 'ConcurrencyConflict',
+      message: 'The request conflicts with another write to the same resource. Retry the operation.',
+    });
+    server.injectFault({ status: 413, operations: ['index'], times: 1 });
+    await expect(client.uploadDocuments([{ id: 'z' }])).rejects.toMatchObject({
+      statusCode: 413,
+      message: expect.stringMatching(/too large/),
+    });
+    server.injectFault({ status: 402, times: 1 });
+    await expect(client.getDocumentsCount()).rejects.toMatchObject({
+      statusCode: 402,
+      message: expect.stringMatching(/semantic ranker billing/),
+    });
+  });
+
+  it('answers semantic queries with 402 once the free semantic queries are used up; other queries still work', async () => {
+    const limited = await startAzureSearchTestServer({ semanticFreeQueries: 2 });
+    try {
+      const credential = new AzureKeyCredential(limited.apiKey);
+      await new SearchIndexClient(limited.endpoint, credential, noRetry).createOrUpdateIndex(definition('sem-quota'));
+      const client = new SearchClient<Doc>(limited.endpoint, 'sem-quota', credential, noRetry);
+      await client.uploadDocuments(DOCS);
+      const semantic = () => all(client, 'refunds', { queryType: 'semantic', semanticSearchOptions: { configurationName: 'sem' } });
+      await semantic();
+      await semantic();
+      await expect(semantic()).rejects.toMatchObject({
+        statusCode: 402,
+        message:
+          'The free semantic ranker queries of this month are used up. Enable semantic ranker billing to keep using semantic search: https://aka.ms/SemanticPriceDocPage',
+      });
+      expect((await all(client, 'refunds', { select: ['id'] })).results.length).toBeGreaterThan(0);
+      limited.reset();
+      await new SearchIndexClient(limited.endpoint, credential, noRetry).createOrUpdateIndex(definition('sem-quota'));
+      await expect(semantic()).resolves.toBeDefined();
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('drops connections on a reset fault, and delays answers with setLatency', async () => {
     const client = await freshIndex();
     server.injectFault({ reset: true, times: 1 });

@@ -20,7 +20,13 @@ export const testCertificate: string = readFileSync(new URL('./tls/cert.pem', im
 const testKey = (): string => readFileSync(new URL('./tls/key.pem', import.meta.url), 'utf8');
 
 const QUERY_OPERATIONS: ReadonlySet<SearchOperation> = new Set(['lookup', 'count', 'search']);
+/** What the service says (402) once the free semantic ranker queries of the month are used up. */
+const SEMANTIC_QUOTA_TEXT =
+  'The free semantic ranker queries of this month are used up. Enable semantic ranker billing to keep using semantic search: https://aka.ms/SemanticPriceDocPage';
 const STATUS_TEXT: Record<number, string> = {
+  402: SEMANTIC_QUOTA_TEXT,
+  409: 'The request conflicts with another write to the same resource. Retry the operation.',
+  413: 'The request is too large. Send fewer or smaller documents per request.',
   429: 'You are sending too many requests. Please try again later.',
   500: 'An internal server error occurred.',
   502: 'Bad gateway.',
@@ -54,6 +60,7 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
   const indexes = new Map<string, IndexStore>();
   let faults: (ServerFault & { remaining: number })[] = [];
   let latencyMs = 0;
+  let semanticQueries = 0;
 
   const vectorize = async (vectorizer: Vectorizer, text: string, dimensions: number): Promise<number[]> => {
     if (vectorizer.kind !== 'azureOpenAI' || !vectorizer.resourceUri || !vectorizer.deploymentId) {
@@ -142,7 +149,10 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
       }
       const headers: Record<string, string> =
         fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
-      fail(new SearchServiceError(fault.status, fault.message ?? STATUS_TEXT[fault.status] ?? `Status ${fault.status}.`), headers);
+      fail(
+        new SearchServiceError(fault.status, fault.message ?? STATUS_TEXT[fault.status] ?? `Status ${fault.status}.`, fault.code),
+        headers,
+      );
       return;
     }
     if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
@@ -242,9 +252,13 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
           // The service answers with a UTF-8 BOM and the number as text/plain.
           send(200, `\uFEFF${storeOf(indexName!).documents.size}`);
           return;
-        case 'search':
-          send(200, await search(storeOf(indexName!), body, vectorize));
+        case 'search': {
+          const store = storeOf(indexName!);
+          if (body.queryType === 'semantic' && semanticQueries++ >= (options.semanticFreeQueries ?? Number.POSITIVE_INFINITY))
+            throw new SearchServiceError(402, SEMANTIC_QUOTA_TEXT);
+          send(200, await search(store, body, vectorize));
           return;
+        }
       }
     } catch (error) {
       if (error instanceof SearchServiceError) fail(error);
@@ -287,6 +301,7 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
       requests.length = 0;
       faults = [];
       latencyMs = 0;
+      semanticQueries = 0;
     },
     close() {
       closing ??= http.stop();

@@ -44,6 +44,8 @@ export type ServerFault =
       status: number;
       /** Error message in the body. Default: the status's usual text. */
       message?: string;
+      /** The body's `error.code` (the SDK's `RestError.code`). Default `''`. */
+      code?: string;
       /** `Retry-After` header, in seconds. */
       retryAfterSeconds?: number;
       /** How many requests fail; default: every request until `clearFaults()`. */
@@ -70,6 +72,12 @@ export interface AzureSearchTestServerOptions {
   serviceName?: string;
   /** Serve HTTPS with the bundled self-signed certificate for 127.0.0.1 / localhost (see `testCertificate`). Default false. */
   tls?: boolean;
+  /**
+   * How many semantic queries (`queryType: 'semantic'`) are answered before every further one gets
+   * the 402 a service on the free semantic ranker plan sends once the month's free queries are used
+   * up. Counted from the start (or the last `reset()`). Default: no limit.
+   */
+  semanticFreeQueries?: number;
 }
 
 /** A running test server. */
