@@ -34,14 +34,14 @@ describe('connection options', () => {
 
 describe('toSearchError', () => {
   it('a status without its own mapping: another 4xx is a ConfigurationError, anything else a BackendUnavailableError; ctx errors pass', () => {
-    const tooLarge = Object.assign(new Error('Request entity too large.'), { statusCode: 413 });
+    const notAllowed = Object.assign(new Error('The requested resource does not support http method PATCH.'), { statusCode: 405 });
     const odd = Object.assign(new Error('Moved.'), { statusCode: 302 });
-    const a = toSearchError(tooLarge, 'docs');
+    const a = toSearchError(notAllowed, 'docs');
     expect(ConfigurationError.isInstance(a)).toBe(true);
     expect(a.message).toBe(
-      'Azure AI Search index "docs" rejected the request (413): Request entity too large. Check the request against the index definition.',
+      'Azure AI Search index "docs" rejected the request (405): The requested resource does not support http method PATCH. Check the request against the index definition.',
     );
-    expect(a.cause).toBe(tooLarge);
+    expect(a.cause).toBe(notAllowed);
     const b = toSearchError(odd, 'docs');
     expect(BackendUnavailableError.isInstance(b)).toBe(true);
     expect(b.message).toMatch(/^Azure AI Search index "docs" answered with an unexpected status \(302\)/);

@@ -79,22 +79,63 @@ export function statusOf(error: unknown): { status?: number; code?: string } {
   };
 }
 
+/** Statuses after which a later try can succeed (the service, or something behind it, is busy, throttled or failing for now): what happened, and what to do. */
+const PASSING: Record<number, [string, string]> = {
+  408: ['timed out', 'Retry later.'],
+  409: [
+    'reported a conflicting write',
+    'Another process changed the same index definition or document at the same time; retry the operation.',
+  ],
+  422: ['is temporarily unavailable', 'The index is being updated (e.g. with allowIndexDowntime); retry shortly.'],
+  424: [
+    'failed in a resource it depends on',
+    'Retry later; if it persists, check what the index depends on, e.g. the embedding deployment of its vectorizer.',
+  ],
+  429: [
+    'is throttling requests',
+    'Retry later or lower the request rate. When creating an index, a 429 means the tier allows no more indexes: delete one or move to a higher tier.',
+  ],
+};
+
+/** Statuses that need a change by whoever runs the app or the service, since the same request fails again: what happened, and what to do. */
+const FIXED_BY_OPERATOR: Record<number, [string, string]> = {
+  402: [
+    'refused the request for billing',
+    "The free semantic ranker queries of the month are used up: enable semantic ranker billing on the search service, or use a queryMode other than 'semantic'. Retrying will not help until then.",
+  ],
+  413: [
+    'refused the request as too large',
+    'Upload fewer or smaller documents per request (`batchSize`), or shorten the query and the filter.',
+  ],
+  415: ['refused the content type', 'Check that `endpoint` is the Azure AI Search service itself, not a proxy that rewrites requests.'],
+  451: ['refuses the request for legal reasons', 'Check the region and terms of the search service; retrying will not help.'],
+};
+
 /**
- * A ctx error for a failed call to the service, naming the index and what to do:
- * `BackendUnavailableError` for network failures, 408, 429, 5xx and other unexpected statuses
- * (retry later); `ConfigurationError` for 400 (the filter, select or field mapping), 401/403
- * (credentials), 404 (the index name) and any other 4xx. ctx errors pass through. Never includes the key.
+ * A ctx error for a failed call to the service, naming the index and what to do. Never includes
+ * the key; ctx errors pass through.
+ * - `BackendUnavailableError` (retry later): network failures, 408, 409 (conflicting writes), 422
+ *   (index briefly unavailable), 424 (a dependency failed), 429 (throttling), 5xx and statuses
+ *   below 400.
+ * - `ConfigurationError` (change something first): 400 (the filter, select or field mapping),
+ *   401/403 (credentials), 402 (the free semantic ranker quota: enable billing or leave semantic
+ *   mode), 404 (the index name), 413 (too large), 415, 451 and any other 4xx.
  */
 export function toSearchError(error: unknown, indexName: string): CtxError {
   const where = `Azure AI Search index ${shortId(indexName)}`;
   if (CtxError.isInstance(error)) return error;
   const { status, code } = statusOf(error);
-  const detail = error instanceof Error ? error.message : String(error);
-  if (status === undefined || status === 408 || status === 429 || status >= 500) {
-    const what =
-      status === undefined ? `could not be reached (${code ?? (error as Error)?.name ?? 'network error'})` : `is unavailable (${status})`;
-    return new BackendUnavailableError('azure-search', `${where} ${what}: ${detail}`, { cause: error });
+  const detail = sentence(error instanceof Error ? error.message : String(error));
+  if (status === undefined) {
+    const what = code ?? (error as Error)?.name ?? 'network error';
+    return new BackendUnavailableError('azure-search', `${where} could not be reached (${what}): ${detail} Retry later.`, { cause: error });
   }
+  const label = `${status}${code ? ` ${code}` : ''}`;
+  const passing = PASSING[status] ?? (status >= 500 ? ['is unavailable', 'Retry later.'] : undefined);
+  if (passing)
+    return new BackendUnavailableError('azure-search', `${where} ${passing[0]} (${label}): ${detail} ${passing[1]}`, { cause: error });
+  const operator = FIXED_BY_OPERATOR[status];
+  if (operator) return new ConfigurationError(`${where} ${operator[0]} (${label}): ${detail} ${operator[1]}`, { cause: error });
   if (status === 400)
     return new ConfigurationError(
       `${where} rejected the query (400): ${detail} Check the filter or scope, \`select\` and the field mapping against the index.`,
@@ -118,4 +159,10 @@ export function toSearchError(error: unknown, indexName: string): CtxError {
   return new BackendUnavailableError('azure-search', `${where} answered with an unexpected status (${status}): ${detail} Retry later.`, {
     cause: error,
   });
+}
+
+/** The service's message as a sentence (it may lack the final full stop). */
+function sentence(text: string): string {
+  const trimmed = text.trim();
+  return trimmed === '' || /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
 }

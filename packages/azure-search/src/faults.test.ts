@@ -228,3 +228,58 @@ describe('credentials', () => {
     }
   });
 });
+
+describe('every status the service may answer is a deliberate typed error saying what to do', () => {
+  it.each([
+    [402, '', ConfigurationError, 'refused the request for billing (402)', 'enable semantic ranker billing on the search service'],
+    [408, '', BackendUnavailableError, 'timed out (408)', 'Retry later.'],
+    [409, 'ConcurrencyConflict', BackendUnavailableError, 'reported a conflicting write (409 ConcurrencyConflict)', 'retry the operation'],
+    [413, '', ConfigurationError, 'refused the request as too large (413)', 'fewer or smaller documents per request (`batchSize`)'],
+    [415, '', ConfigurationError, 'refused the content type (415)', 'not a proxy that rewrites requests'],
+    [422, '', BackendUnavailableError, 'is temporarily unavailable (422)', 'retry shortly'],
+    [424, '', BackendUnavailableError, 'failed in a resource it depends on (424)', 'the embedding deployment of its vectorizer'],
+    [429, '', BackendUnavailableError, 'is throttling requests (429)', 'Retry later or lower the request rate'],
+    [451, '', ConfigurationError, 'refuses the request for legal reasons (451)', 'retrying will not help'],
+    [502, '', BackendUnavailableError, 'is unavailable (502)', 'Retry later.'],
+    [503, '', BackendUnavailableError, 'is unavailable (503)', 'Retry later.'],
+    [504, '', BackendUnavailableError, 'is unavailable (504)', 'Retry later.'],
+    [529, '', BackendUnavailableError, 'is unavailable (529)', 'Retry later.'],
+  ] as const)('%i %s: %O', async (status, code, type, what, todo) => {
+    search.injectFault({ status, operations: ['search'], message: 'Scripted', ...(code ? { code } : {}) });
+    const { agent, events } = agentWith([provider()]);
+    await agent.run('refund policy', { session: agent.createSession() });
+    const error = skipped(events)[0]!.error as Error;
+    expect(type.isInstance(error), String(error)).toBe(true);
+    expect(error.message.startsWith(`Azure AI Search index "${indexName}" ${what}: Scripted. `)).toBe(true);
+    expect(error.message).toContain(todo);
+    expect(diagnostics(events)[0]!.data).toMatchObject({ status, error: type.name });
+  });
+
+  it('a search service whose free semantic ranker queries are used up (402): semantic runs are skipped with a ConfigurationError', async () => {
+    const limited = await startAzureSearchTestServer({ semanticFreeQueries: 1 });
+    try {
+      const { name } = await seedIndex({
+        endpoint: limited.endpoint,
+        apiKey: limited.apiKey,
+        openaiOrigin: openai.origin,
+        openaiUrl: openai.url,
+        openaiKey: openai.apiKey,
+      });
+      const semantic = provider({ endpoint: limited.endpoint, indexName: name, apiKey: limited.apiKey, queryMode: 'semantic' });
+      const { agent, events } = agentWith([semantic]);
+      const answered = await agent.run('refund policy', { session: agent.createSession() });
+      expect(answered.text).toMatch(/^Based on acme-refunds/);
+      await agent.run('refund policy', { session: agent.createSession() });
+      const [skip] = skipped(events);
+      expect(ConfigurationError.isInstance(skip!.error)).toBe(true);
+      expect((skip!.error as Error).message).toMatch(
+        new RegExp(
+          `^Azure AI Search index "${name}" refused the request for billing \\(402\\): The free semantic ranker queries of this month are used up\\.`,
+        ),
+      );
+      expect(limited.requests.filter((r) => r.operation === 'search').map((r) => r.status)).toEqual([200, 402]); // not retried
+    } finally {
+      await limited.close();
+    }
+  });
+});

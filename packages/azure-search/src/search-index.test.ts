@@ -162,4 +162,21 @@ describe('createSearchIndex + uploadSearchDocuments', () => {
     const later = await uploadSearchDocuments(replying(200, 400), docs, { batchSize: 1 }).catch((e: unknown) => e);
     expect((later as Error).message).toMatch(/b \(400: refused\)\. .* The 1 document\(s\) of earlier batches were uploaded\.$/);
   });
+
+  it("creating an index past the tier's limit (429) and an upload too large (413) say what to change", async () => {
+    search.injectFault({ status: 429, operations: ['createOrUpdateIndex'], message: 'Too many indexes.', times: 1 });
+    const full = await createSearchIndex(indexClient, { name: 'one-too-many', dimensions: DIMS }).catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(full)).toBe(true);
+    expect((full as Error).message).toMatch(
+      /^Azure AI Search index "one-too-many" is throttling requests \(429\): Too many indexes\. .*a 429 means the tier allows no more indexes: delete one or move to a higher tier\.$/,
+    );
+    await createSearchIndex(indexClient, { name: 'big-batches', dimensions: DIMS });
+    const client = new SearchClient<object>(search.endpoint, 'big-batches', credential(), insecure);
+    search.injectFault({ status: 413, operations: ['index'], times: 1 });
+    const tooLarge = await uploadSearchDocuments(client, [{ id: 'a', content: 'x' }]).catch((e: unknown) => e);
+    expect(ConfigurationError.isInstance(tooLarge)).toBe(true);
+    expect((tooLarge as Error).message).toBe(
+      'Azure AI Search index "big-batches" refused the request as too large (413): The request is too large. Send fewer or smaller documents per request. Upload fewer or smaller documents per request (`batchSize`), or shorten the query and the filter.',
+    );
+  });
 });
