@@ -2,7 +2,12 @@ const BASE = 'ctx.error';
 const baseSymbol = Symbol.for(BASE);
 
 function hasMarker(error: unknown, marker: string): boolean {
-  return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[Symbol.for(marker)] === true;
+  if (typeof error !== 'object' || error === null) return false;
+  try {
+    return (error as Record<symbol, unknown>)[Symbol.for(marker)] === true;
+  } catch {
+    return false; // a Proxy whose trap throws is no CtxError
+  }
 }
 
 /**
@@ -145,13 +150,17 @@ export class ToolExecutionError extends CtxError {
   }
 }
 
-/** A short, single-line description of any thrown value. */
+/** A short, single-line description of any thrown value. Never throws (not for a bigint, a cycle or a hostile Proxy either). */
 export function describe(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
   try {
+    if (error instanceof Error) return `${error.name}: ${error.message}`;
     return truncate(typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error)));
   } catch {
-    return String(error);
+    try {
+      return truncate(String(error));
+    } catch {
+      return typeof error;
+    }
   }
 }
 

@@ -93,4 +93,83 @@ describe('Message', () => {
       ),
     );
   });
+
+  it('refuses metadata and results nested deeper than 128 levels below the message with a SessionStateError, not a RangeError', () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 20_000; i++) deep = { d: deep };
+    const cases: [unknown, string][] = [
+      [{ id: 'a', role: 'user', contents: [], metadata: { deep } }, `$.metadata.deep${'.d'.repeat(126)}`],
+      [
+        { id: 'a', role: 'tool', contents: [{ type: 'function-result', callId: 'c', result: deep }] },
+        `$.contents[0].result${'.d'.repeat(125)}`,
+      ],
+    ];
+    for (const [value, path] of cases) {
+      expect(Message.isMessage(value)).toBe(false);
+      const error = (() => {
+        try {
+          Message.parse(value);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(SessionStateError.isInstance(error), String(error)).toBe(true);
+      expect((error as SessionStateError).path).toBe(path);
+      expect((error as SessionStateError).problem).toContain('nested deeper than 128 levels');
+    }
+  });
+
+  it('accepts metadata nested exactly 128 levels deep, counting the message', () => {
+    let value: unknown = 1;
+    for (let i = 0; i < 126; i++) value = [value];
+    expect(Message.isMessage({ id: 'a', role: 'user', contents: [], metadata: { value } })).toBe(true);
+    expect(Message.isMessage({ id: 'a', role: 'user', contents: [], metadata: { value: [value] } })).toBe(false);
+  });
+
+  it('gives a SessionStateError, never another error, for values that break a naive description', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const revocable = Proxy.revocable({}, {});
+    revocable.revoke();
+    const throwing = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error('trap');
+        },
+      },
+    );
+    const getter = {
+      id: 'a',
+      contents: [],
+      get role(): string {
+        throw new Error('getter');
+      },
+    };
+    const cases: [unknown, string][] = [
+      [{ id: 'a', role: 1n, contents: [] }, '$.role'],
+      [{ id: 'a', role: cyclic, contents: [] }, '$.role'],
+      [{ id: 'a', role: 'user', contents: [{ type: 1n }] }, '$.contents[0].type'],
+      [{ id: 'a', role: 'user', contents: [{ type: Symbol('t') }] }, '$.contents[0].type'],
+      [{ id: 'a', role: 'user', contents: [], metadata: { c: cyclic } }, '$.metadata.c.self'],
+      [{ id: 'a', role: 'tool', contents: [{ type: 'function-result', callId: 'c', result: () => 1 }] }, '$.contents[0].result'],
+      [{ id: 'a', role: 'user', contents: [], metadata: { m: new Map() } }, '$.metadata.m'],
+      [revocable.proxy, '$'],
+      [throwing, '$'],
+      [getter, '$'],
+      [{ id: 'a', role: 'user', contents: [throwing] }, '$.contents[0]'],
+      [Object.assign(Object.create(null), { id: 'a', role: 'robot', contents: [] }), '$.role'],
+    ];
+    for (const [value, path] of cases) {
+      let error: unknown;
+      try {
+        Message.parse(value);
+      } catch (e) {
+        error = e;
+      }
+      expect(SessionStateError.isInstance(error), `${path}: ${String(error)}`).toBe(true);
+      expect((error as SessionStateError).path).toBe(path);
+      expect(Message.isMessage(value)).toBe(false);
+    }
+  });
 });

@@ -9,7 +9,7 @@ import type {
   SourceType,
 } from '../spec/message.js';
 import { generateId } from './id.js';
-import { formatPath, isPlainObject, nonJsonSegments, type PathSegments } from './json.js';
+import { at, describeThrown, describeValue, formatPath, isPlainObject, jsonProblem, type Problem } from './json.js';
 
 /** A chat message (see the spec); also the namespace of helpers that build and read messages. */
 export type Message = MessageData;
@@ -65,13 +65,14 @@ export const Message = {
       metadata: { ...message.metadata, ctx: isPlainObject(ctx) ? { ...ctx, sourceId, sourceType } : { sourceId, sourceType } },
     };
   },
-  /** Whether `value` is a well-formed message. */
+  /** Whether `value` is a well-formed message. Never throws. */
   isMessage(value: unknown): value is Message {
     return messageProblem(value) === undefined;
   },
   /**
-   * Checks that `value` is a well-formed message and returns it typed.
-   * @throws SessionStateError naming the offending path (under `path`, default `$`).
+   * Checks that `value` is a well-formed message and returns it typed. `metadata` and function
+   * results must be plain JSON nested at most 128 levels below the message.
+   * @throws SessionStateError naming the offending path (under `path`, default `$`), for any input.
    */
   parse(value: unknown, path = '$'): Message {
     const problem = messageProblem(value);
@@ -80,31 +81,19 @@ export const Message = {
   },
 };
 
-/** What is wrong, and where below the value checked. Segments are built only on failure. */
-type Problem = [segments: PathSegments, problem: string];
-
-function at(segment: string | number, problem: Problem | undefined): Problem | undefined {
-  problem?.[0].unshift(segment);
-  return problem;
-}
-
 function expectString(obj: Record<string, unknown>, key: string, optional = false): Problem | undefined {
   const v = obj[key];
   if (typeof v === 'string' || (v === undefined && optional)) return undefined;
-  return [[key], v === undefined ? 'is missing' : `must be a string, got ${typeName(v)}`];
+  return [[key], v === undefined ? 'is missing' : `must be a string, got ${describeValue(v)}`];
 }
 
-function typeName(v: unknown): string {
-  return v === null ? 'null' : Array.isArray(v) ? 'array' : typeof v;
-}
-
-function notJson(value: unknown): Problem | undefined {
-  const segments = nonJsonSegments(value);
-  return segments && [segments, 'is not JSON'];
-}
+/** Levels above a function result: the message, its contents array, the content. */
+const RESULT_DEPTH = 3;
+/** Levels above the metadata object: the message. */
+const METADATA_DEPTH = 1;
 
 function contentProblem(value: unknown): Problem | undefined {
-  if (!isPlainObject(value)) return [[], `must be an object, got ${typeName(value)}`];
+  if (!isPlainObject(value)) return [[], `must be an object, got ${describeValue(value)}`];
   switch (value.type) {
     case 'text':
       return expectString(value, 'text');
@@ -115,7 +104,7 @@ function contentProblem(value: unknown): Problem | undefined {
       if (p) return p;
       if (!('result' in value)) return [['result'], 'is missing'];
       if (value.isError !== undefined && typeof value.isError !== 'boolean') return [['isError'], 'must be a boolean'];
-      return at('result', notJson(value.result));
+      return at('result', jsonProblem(value.result, RESULT_DEPTH));
     }
     case 'data': {
       const p =
@@ -131,25 +120,39 @@ function contentProblem(value: unknown): Problem | undefined {
     case 'reasoning':
       return expectString(value, 'text') ?? expectString(value, 'id', true) ?? expectString(value, 'encrypted', true);
     default:
-      return [['type'], `unknown content type ${JSON.stringify(value.type) ?? 'undefined'}`];
+      return [['type'], `unknown content type ${describeValue(value.type)}`];
   }
 }
 
+/** What is wrong with `value` as a message, or undefined. Never throws: a read that throws is a problem at its path. */
 function messageProblem(value: unknown): Problem | undefined {
-  if (!isPlainObject(value)) return [[], `must be a message object, got ${typeName(value)}`];
+  try {
+    return checkMessage(value);
+  } catch (error) {
+    return [[], `could not be read (${describeThrown(error)})`];
+  }
+}
+
+function checkMessage(value: unknown): Problem | undefined {
+  if (!isPlainObject(value)) return [[], `must be a message object, got ${describeValue(value)}`];
   const p = expectString(value, 'id') ?? expectString(value, 'authorName', true) ?? expectString(value, 'createdAt', true);
   if (p) return p;
   if (typeof value.role !== 'string' || !ROLES.has(value.role))
-    return [['role'], `must be one of system, user, assistant, tool; got ${JSON.stringify(value.role) ?? 'undefined'}`];
+    return [['role'], `must be one of system, user, assistant, tool; got ${describeValue(value.role)}`];
   const contents = value.contents;
-  if (!Array.isArray(contents)) return [['contents'], `must be an array, got ${typeName(contents)}`];
+  if (!Array.isArray(contents)) return [['contents'], `must be an array, got ${describeValue(contents)}`];
   for (let i = 0; i < contents.length; i++) {
-    const c = contentProblem(contents[i]);
+    let c: Problem | undefined;
+    try {
+      c = contentProblem(contents[i]);
+    } catch (error) {
+      c = [[], `could not be read (${describeThrown(error)})`];
+    }
     if (c) return at('contents', at(i, c));
   }
   if (value.metadata !== undefined) {
-    if (!isPlainObject(value.metadata)) return [['metadata'], `must be an object, got ${typeName(value.metadata)}`];
-    return at('metadata', notJson(value.metadata));
+    if (!isPlainObject(value.metadata)) return [['metadata'], `must be an object, got ${describeValue(value.metadata)}`];
+    return at('metadata', jsonProblem(value.metadata, METADATA_DEPTH));
   }
   return undefined;
 }
