@@ -11,7 +11,7 @@ export { findNonJson, isPlainObject } from '../messages/json.js';
 export { countToolTokens, fitPrefix, fitToBudget, priorityOf, recordBudget } from '../policies/budget.js';
 export type { BudgetFit, FitToBudgetOptions } from '../policies/budget.js';
 export { cosineSimilarity } from '../retrieval/vectors.js';
-export { parseSessionJson, SESSION_VERSION } from '../session/agent-session.js';
+export { checkSessionForWrite, parseSessionJson, SESSION_VERSION } from '../session/agent-session.js';
 export { countContentTokens } from '../tokens/character-tokenizer.js';
 export type * from '../spec/index.js';
 export { checkIfMatch } from './check-if-match.js';

@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { SessionStateError } from '../errors.js';
+import { ConfigurationError, SessionStateError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
-import { AgentSession } from './agent-session.js';
+import { AgentSession, checkSessionForWrite, parseSessionJson } from './agent-session.js';
 
 const agent = createAgent({ client: new ScriptedChatClient({ replies: [] }) });
 
@@ -144,5 +144,113 @@ describe('AgentSession with hostile keys', () => {
     expect(JSON.parse(JSON.stringify(session))).toEqual(JSON.parse(text));
     expect(session.stateOf('__proto__')).toEqual({ polluted: true });
     expect(session.stateOf('toString')).toEqual({});
+  });
+});
+
+/** A session whose state slot `app` holds `{ d: { d: ... } }` nested `levels` objects deep. */
+function deepSession(levels: number): Record<string, unknown> {
+  let value: unknown = 'leaf';
+  for (let i = 0; i < levels; i++) value = { d: value };
+  return { type: 'ctx.session', version: 1, sessionId: 'deep', state: { app: value } };
+}
+
+/** What `fn` throws. */
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
+describe('AgentSession depth limit', () => {
+  it('restores a session nested thousands of levels deep (30 KB) as a SessionStateError naming the path, not a RangeError', () => {
+    const levels = 5_000;
+    const json = `{"type":"ctx.session","version":1,"sessionId":"deep","state":{"app":${'{"d":'.repeat(levels)}"leaf"${'}'.repeat(levels)}}}`;
+    expect(json.length).toBeGreaterThan(30_000);
+    for (const input of [json, JSON.parse(json)]) {
+      const error = thrown(() => agent.restoreSession(input));
+      expect(SessionStateError.isInstance(error), String(error)).toBe(true);
+      // $ (1), state (2), app (3), then 126 more: the 129th level is too deep.
+      expect((error as SessionStateError).path).toBe(`$.state.app${'.d'.repeat(126)}`);
+      expect((error as Error).message).toContain('nested deeper than 128 levels');
+      expect(SessionStateError.isInstance(thrown(() => parseSessionJson(input)))).toBe(true);
+      expect(SessionStateError.isInstance(thrown(() => AgentSession.fromJSON(input)))).toBe(true);
+    }
+  });
+
+  it('accepts a session nested exactly 128 levels deep', () => {
+    const restored = agent.restoreSession(deepSession(126));
+    expect(JSON.stringify(restored.state.app).split('{').length - 1).toBe(126);
+    expect(SessionStateError.isInstance(thrown(() => agent.restoreSession(deepSession(127))))).toBe(true);
+  });
+});
+
+describe('AgentSession from values that break a naive description', () => {
+  const base = { type: 'ctx.session', version: 1, sessionId: 'a', state: {} };
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  const revocable = Proxy.revocable({}, {});
+  revocable.revoke();
+  const trapAll = () => {
+    throw new Error('trap');
+  };
+  const hostile = new Proxy({}, { get: trapAll, ownKeys: trapAll, getPrototypeOf: trapAll, has: trapAll });
+  const readsThenThrows = new Proxy({ ...base }, { get: trapAll });
+  const getter = {
+    ...base,
+    get state(): unknown {
+      throw new Error('getter');
+    },
+  };
+
+  it.each([
+    ['a bigint type', '$.type', () => ({ ...base, type: 1n })],
+    ['a cyclic type', '$.type', () => ({ ...base, type: cyclic })],
+    ['a revoked Proxy', '$', () => revocable.proxy],
+    ['a Proxy whose traps throw', '$', () => hostile],
+    ['a Proxy whose get throws', '$', () => readsThenThrows],
+    ['a getter that throws', '$', () => getter],
+    ['a revoked Proxy as a slot', '$.state.app', () => ({ ...base, state: { app: revocable.proxy } })],
+  ] as [string, string, () => unknown][])('%s gives a SessionStateError at %s', (_, path, make) => {
+    const input = make();
+    for (const fn of [() => agent.restoreSession(input), () => parseSessionJson(input), () => AgentSession.fromJSON(input)]) {
+      const error = thrown(fn);
+      expect(SessionStateError.isInstance(error), String(error)).toBe(true);
+      expect((error as SessionStateError).path).toBe(path);
+    }
+  });
+
+  it('a provider whose validateState throws a hostile Proxy still gives a SessionStateError', () => {
+    const picky = createAgent({
+      client: new ScriptedChatClient({ replies: [] }),
+      contextProviders: [
+        {
+          sourceId: 'picky',
+          validateState: () => {
+            throw hostile;
+          },
+        },
+      ],
+    });
+    const error = thrown(() => picky.restoreSession({ ...base, state: { picky: {} } }));
+    expect(SessionStateError.isInstance(error), String(error)).toBe(true);
+    expect((error as SessionStateError).path).toBe('$.state.picky');
+  });
+});
+
+describe('checkSessionForWrite', () => {
+  it('refuses an empty or whitespace-only session id with a ConfigurationError, and everything parseSessionJson refuses', () => {
+    for (const sessionId of ['', ' ', '\t\n'])
+      expect(
+        ConfigurationError.isInstance(thrown(() => checkSessionForWrite({ type: 'ctx.session', version: 1, sessionId, state: {} }))),
+      ).toBe(true);
+    const error = thrown(() =>
+      checkSessionForWrite({ type: 'ctx.session', version: 1, sessionId: 'a', state: { app: { n: Number.NaN } } }),
+    );
+    expect((error as SessionStateError).path).toBe('$.state.app.n');
+    expect(SessionStateError.isInstance(thrown(() => checkSessionForWrite('{"type":"ctx.session"}')))).toBe(true);
+    expect(checkSessionForWrite({ type: 'ctx.session', version: 1, sessionId: ' a ', state: {} }).sessionId).toBe(' a ');
   });
 });

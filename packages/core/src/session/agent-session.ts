@@ -1,6 +1,7 @@
+import { checkSessionId } from '../backend/checks.js';
 import { SessionStateError } from '../errors.js';
 import { generateId } from '../messages/id.js';
-import { findNonJson, isPlainObject, pathJoin } from '../messages/json.js';
+import { describeThrown, describeValue, formatPath, isPlainObject, jsonProblem, pathJoin } from '../messages/json.js';
 import type { JsonObject } from '../spec/json.js';
 import type { SessionView } from '../spec/run-view.js';
 import type { SessionJson } from '../spec/session.js';
@@ -71,17 +72,24 @@ export class AgentSession implements SessionView {
   static fromJSON(input: unknown): AgentSession {
     const json = parseSessionJson(input);
     // A string was parsed just now, so its state is already a private copy.
-    return new AgentSession({
-      sessionId: json.sessionId,
-      serviceSessionId: json.serviceSessionId,
-      state: json.state,
-      [adopt]: typeof input === 'string',
-    });
+    let state = json.state;
+    if (typeof input !== 'string') {
+      try {
+        state = structuredClone(state);
+      } catch (error) {
+        // Checked as JSON a moment ago: only a getter or a Proxy that changed its mind gets here.
+        throw new SessionStateError('$.state', `could not be copied (${describeThrown(error)})`, { cause: error });
+      }
+    }
+    return new AgentSession({ sessionId: json.sessionId, serviceSessionId: json.serviceSessionId, state, [adopt]: true });
   }
 }
 
 /**
- * Checks that `input` is version-1 session JSON (or a string holding it) and returns it typed.
+ * Checks that `input` is version-1 session JSON (or a string holding it) and returns it typed:
+ * every state slot a JSON object, every value in it plain JSON (no `NaN`, `Infinity`, `undefined`,
+ * function, class instance such as a `Map` or a `Date`, cycle, or nesting deeper than 128 levels).
+ * Never throws anything else, whatever the input (a bigint, a Proxy, a getter that throws).
  * @throws SessionStateError naming the offending path.
  */
 export function parseSessionJson(input: unknown): SessionJson {
@@ -90,40 +98,80 @@ export function parseSessionJson(input: unknown): SessionJson {
     try {
       value = JSON.parse(input);
     } catch (error) {
-      throw new SessionStateError('$', `is not valid JSON (${(error as Error).message})`, { cause: error });
+      throw new SessionStateError('$', `is not valid JSON (${describeThrown(error)})`, { cause: error });
     }
   }
-  if (!isPlainObject(value))
-    throw new SessionStateError(
-      '$',
-      `must be a session object, got ${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value}`,
-    );
-  if (value.type !== 'ctx.session')
-    throw new SessionStateError('$.type', `must be "ctx.session", got ${JSON.stringify(value.type) ?? 'undefined'}`);
+  try {
+    return checkSession(value);
+  } catch (error) {
+    if (SessionStateError.isInstance(error)) throw error;
+    throw new SessionStateError('$', `could not be read (${describeThrown(error)})`, { cause: error });
+  }
+}
+
+/**
+ * Checks a session a store is about to write: its id as `checkSessionId` does, then everything as
+ * `parseSessionJson` does, so a store never writes what it could not read back. Returns it typed.
+ * For store authors: call it first in `set`, before touching storage.
+ * @throws ConfigurationError when `sessionId` is empty or only whitespace.
+ * @throws SessionStateError naming the offending path, for anything else that is not session JSON.
+ */
+export function checkSessionForWrite(session: unknown): SessionJson {
+  if (typeof session === 'string') throw new SessionStateError('$', 'must be a session object, got a string');
+  if (isPlainObject(session)) {
+    let sessionId: unknown;
+    try {
+      sessionId = session.sessionId;
+    } catch {
+      // parseSessionJson names the failure.
+    }
+    if (typeof sessionId === 'string') checkSessionId(sessionId);
+  }
+  return parseSessionJson(session);
+}
+
+/**
+ * The JSON text of a session `checkSessionForWrite` accepted.
+ * @throws SessionStateError when a getter or a Proxy in it changed its mind since the check.
+ */
+export function serializeSessionJson(session: SessionJson): string {
+  try {
+    return JSON.stringify(session);
+  } catch (error) {
+    throw new SessionStateError('$', `could not be serialized (${describeThrown(error)})`, { cause: error });
+  }
+}
+
+/** Levels above a state slot: the session object and its `state`. */
+const SLOT_DEPTH = 2;
+
+function checkSession(value: unknown): SessionJson {
+  if (!isPlainObject(value)) throw new SessionStateError('$', `must be a session object, got ${describeValue(value)}`);
+  if (value.type !== 'ctx.session') throw new SessionStateError('$.type', `must be "ctx.session", got ${describeValue(value.type)}`);
   if (value.version !== SESSION_VERSION) {
     throw new SessionStateError(
       '$.version',
-      `unsupported session version ${JSON.stringify(value.version) ?? 'undefined'}; this version of @ctx/core reads version ${SESSION_VERSION}`,
+      `unsupported session version ${describeValue(value.version)}; this version of @ctx/core reads version ${SESSION_VERSION}`,
     );
   }
-  if (typeof value.sessionId !== 'string' || value.sessionId.length === 0)
-    throw new SessionStateError('$.sessionId', 'must be a non-empty string');
-  if (value.serviceSessionId !== undefined && value.serviceSessionId !== null && typeof value.serviceSessionId !== 'string') {
-    throw new SessionStateError('$.serviceSessionId', 'must be a string when present');
+  const { sessionId, serviceSessionId, state } = value;
+  if (typeof sessionId !== 'string' || sessionId.length === 0) throw new SessionStateError('$.sessionId', 'must be a non-empty string');
+  if (serviceSessionId !== undefined && serviceSessionId !== null && typeof serviceSessionId !== 'string') {
+    throw new SessionStateError('$.serviceSessionId', `must be a string when present, got ${describeValue(serviceSessionId)}`);
   }
-  if (!isPlainObject(value.state)) throw new SessionStateError('$.state', 'must be an object');
-  for (const [sourceId, slot] of Object.entries(value.state)) {
-    const path = pathJoin('$.state', sourceId);
-    if (!isPlainObject(slot)) throw new SessionStateError(path, 'must be an object (each provider state slot is a JSON object)');
-    const bad = findNonJson(slot, path);
-    if (bad) throw new SessionStateError(bad, 'is not JSON');
+  if (!isPlainObject(state)) throw new SessionStateError('$.state', `must be an object, got ${describeValue(state)}`);
+  for (const sourceId of Object.keys(state)) {
+    const slot = state[sourceId];
+    if (!isPlainObject(slot)) {
+      throw new SessionStateError(
+        pathJoin('$.state', sourceId),
+        `must be an object (each provider state slot is a JSON object), got ${describeValue(slot)}`,
+      );
+    }
+    const problem = jsonProblem(slot, SLOT_DEPTH);
+    if (problem) throw new SessionStateError(formatPath('$.state', [sourceId, ...problem[0]]), problem[1]);
   }
-  const json: SessionJson = {
-    type: 'ctx.session',
-    version: SESSION_VERSION,
-    sessionId: value.sessionId,
-    state: value.state as Record<string, JsonObject>,
-  };
-  if (typeof value.serviceSessionId === 'string') json.serviceSessionId = value.serviceSessionId;
+  const json: SessionJson = { type: 'ctx.session', version: SESSION_VERSION, sessionId, state: state as Record<string, JsonObject> };
+  if (typeof serviceSessionId === 'string') json.serviceSessionId = serviceSessionId;
   return json;
 }

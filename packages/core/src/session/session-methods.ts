@@ -1,4 +1,4 @@
-import { ConfigurationError, SessionStateError } from '../errors.js';
+import { ConfigurationError, describe, SessionStateError } from '../errors.js';
 import { pathJoin } from '../messages/json.js';
 import type { ContextProvider } from '../spec/run-view.js';
 import type { SessionStore } from '../spec/session-store.js';
@@ -34,7 +34,7 @@ export function sessionMethods(name: string, validators: readonly ContextProvide
         provider.validateState(slot, path);
       } catch (error) {
         if (SessionStateError.isInstance(error)) throw error;
-        throw new SessionStateError(path, `rejected by provider "${provider.sourceId}": ${(error as Error).message}`, { cause: error });
+        throw new SessionStateError(path, `rejected by provider "${provider.sourceId}": ${describe(error)}`, { cause: error });
       }
     }
     return session;
