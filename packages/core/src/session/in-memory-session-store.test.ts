@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyError, ConfigurationError } from '../errors.js';
+import { ConcurrencyError, ConfigurationError, SessionStateError } from '../errors.js';
 import { createAgent } from '../run/create-agent.js';
+import type { SessionJson } from '../spec/session.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { InMemorySessionStore } from './in-memory-session-store.js';
 
@@ -18,5 +19,51 @@ describe('InMemorySessionStore', () => {
   it('getSession without a store is a configuration error', async () => {
     const agent = createAgent({ client: new ScriptedChatClient({ replies: [] }) });
     await expect(agent.getSession('x')).rejects.toSatisfy((e) => ConfigurationError.isInstance(e));
+  });
+
+  it('refuses empty and whitespace-only session ids with a ConfigurationError in get, set and delete', async () => {
+    const store = new InMemorySessionStore();
+    for (const id of ['', ' ', '\t\n', '\u00a0']) {
+      await expect(store.get(id)).rejects.toSatisfy((e) => ConfigurationError.isInstance(e));
+      await expect(store.delete(id)).rejects.toSatisfy((e) => ConfigurationError.isInstance(e));
+      await expect(store.set({ type: 'ctx.session', version: 1, sessionId: id, state: {} })).rejects.toSatisfy((e) =>
+        ConfigurationError.isInstance(e),
+      );
+    }
+    expect(await store.get(' a ')).toBeUndefined();
+  });
+});
+
+const cyclic: Record<string, unknown> = {};
+cyclic.self = cyclic;
+let deep: unknown = 1;
+for (let i = 0; i < 1000; i++) deep = [deep];
+
+/** State that JSON would silently change or that no reader accepts, with the path `set` must name. */
+const UNSTORABLE: [string, string, () => Record<string, unknown>][] = [
+  ['NaN', '$.state.app.n', () => ({ app: { n: Number.NaN } })],
+  ['Infinity', '$.state.app.list[1]', () => ({ app: { list: [1, Number.POSITIVE_INFINITY] } })],
+  ['a Map', '$.state.app.m', () => ({ app: { m: new Map([['k', 1]]) } })],
+  ['a Date', '$.state.app.at', () => ({ app: { at: new Date(0) } })],
+  ['undefined', '$.state.app.u', () => ({ app: { u: undefined } })],
+  ['a function', '$.state.app.f', () => ({ app: { f: () => 1 } })],
+  ['a class instance', '$.state.app.c', () => ({ app: { c: new (class Point {})() } })],
+  ['an array state slot', '$.state.app', () => ({ app: [1, 2] })],
+  ['a cycle', '$.state.app.c.self', () => ({ app: { c: cyclic } })],
+  ['nesting deeper than 128 levels', `$.state.app.deep${'[0]'.repeat(125)}`, () => ({ app: { deep } })],
+];
+
+describe('InMemorySessionStore refuses what it could not give back', () => {
+  it.each(UNSTORABLE)('set of a session holding %s is a SessionStateError at %s, and nothing is written', async (_, path, state) => {
+    const store = new InMemorySessionStore();
+    const good: SessionJson = { type: 'ctx.session', version: 1, sessionId: 's', state: { app: { ok: true } } };
+    const etag = await store.set(good);
+    const bad = { ...good, state: state() } as SessionJson;
+    const error = await store.set(bad).catch((e: unknown) => e);
+    expect(SessionStateError.isInstance(error), String(error)).toBe(true);
+    expect((error as SessionStateError).path).toBe(path);
+    expect(await store.get('s')).toEqual({ session: good, etag });
+    await expect(store.set({ ...bad, sessionId: 'fresh' })).rejects.toSatisfy((e) => SessionStateError.isInstance(e));
+    expect(await store.get('fresh')).toBeUndefined();
   });
 });
