@@ -1,12 +1,14 @@
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { BackendUnavailableError, ConcurrencyError, SessionStateError } from '../errors.js';
+import { BackendUnavailableError, ConcurrencyError, ConfigurationError, SessionStateError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
-import { FileSessionStore } from './file-session-store.js';
+import type { SessionJson } from '../spec/session.js';
+import { FileSessionStore, type FileSessionStoreEvent, sessionFileName } from './file-session-store.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -33,13 +35,13 @@ describe('FileSessionStore', () => {
     await expect(first.saveSession(session)).rejects.toSatisfy((e) => ConcurrencyError.isInstance(e));
   });
 
-  it('writes atomically: no temporary or lock files are left behind, files are named by hash', async () => {
+  it('writes atomically: no temporary or lock files are left behind, files are named by the encoded id', async () => {
     const store = new FileSessionStore({ directory: dir });
     const agent = createAgent({ client: new ScriptedChatClient({ replies: [] }), sessionStore: store });
     await agent.saveSession(agent.createSession({ sessionId: '../../etc/passwd' }));
     const files = await readdir(dir);
     expect(files).toHaveLength(1);
-    expect(files[0]).toMatch(/^[0-9a-f]{64}\.json$/);
+    expect(files[0]).toBe('session-%2E%2E%2F%2E%2E%2Fetc%2Fpasswd.json');
   });
 
   it('serializes concurrent writers: exactly one of many conditional writes wins', async () => {
@@ -105,5 +107,243 @@ describe('FileSessionStore recovery', () => {
     await expect(store.set(json)).resolves.toBeTypeOf('string');
     await writeFile(join(dir, `${file}.lock`), `${hostname()} ${process.ppid}`); // alive: must wait
     await expect(store.set(json)).rejects.toSatisfy((e) => BackendUnavailableError.isInstance(e));
+  });
+});
+
+const sha256Hex = (text: string, encoding: 'utf8' | 'latin1' = 'latin1') => createHash('sha256').update(text, encoding).digest('hex');
+const fileOf = (sessionId: string) => join(dir, sessionFileName(sessionId, sha256Hex));
+const legacyFileOf = (sessionId: string) => join(dir, `${sha256Hex(sessionId, 'utf8')}.json`);
+const sessionOf = (sessionId: string, marker = 'v1'): SessionJson => ({
+  type: 'ctx.session',
+  version: 1,
+  sessionId,
+  state: { app: { marker } },
+});
+
+/** Rejects unless `promise` fails with an error `is` accepts whose message contains every one of `parts`. */
+async function expectFailure(promise: Promise<unknown>, is: (e: unknown) => boolean, ...parts: string[]): Promise<Error> {
+  const error = await promise.then(
+    (value) => new Error(`resolved to ${JSON.stringify(value)}`),
+    (e: unknown) => e as Error,
+  );
+  expect(is(error), String(error)).toBe(true);
+  for (const part of parts) expect(error.message).toContain(part);
+  return error;
+}
+
+describe('FileSessionStore ids', () => {
+  it('refuses empty and whitespace-only session ids with a ConfigurationError before touching the disk', async () => {
+    const directory = join(dir, 'not-created');
+    const store = new FileSessionStore({ directory });
+    for (const id of ['', ' ', '\t\n']) {
+      await expectFailure(store.get(id), ConfigurationError.isInstance, 'session id');
+      await expectFailure(store.delete(id), ConfigurationError.isInstance, 'session id');
+      await expectFailure(store.set(sessionOf(id)), ConfigurationError.isInstance, 'session id');
+    }
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('gives ids that differ only in a lone surrogate (or U+FFFD) files of their own: deleting one leaves the others', async () => {
+    const store = new FileSessionStore({ directory: dir });
+    const ids = ['chat\uD800', 'chat\uD801', 'chat\uFFFD', 'chat\uDC00x', 'Chat\uD800'];
+    for (const id of ids) await store.set(sessionOf(id, `for ${id}`));
+    expect(await readdir(dir)).toHaveLength(ids.length);
+    expect(await store.delete('chat\uD800')).toBe(true);
+    expect(await store.get('chat\uD800')).toBeUndefined();
+    for (const id of ids.slice(1)) expect((await store.get(id))?.session).toEqual(sessionOf(id, `for ${id}`));
+  });
+
+  it('names files with lower-case letters, digits, _, -, % escapes and hex only, and hashes long ids', async () => {
+    const store = new FileSessionStore({ directory: dir });
+    const long = 'Ü'.repeat(300);
+    for (const id of ['CON', 'con', 'a.b', '.hidden', 'trailing. ', 'x'.repeat(150), 'x'.repeat(151), long]) await store.set(sessionOf(id));
+    const names = (await readdir(dir)).sort();
+    expect(names).toHaveLength(8);
+    for (const name of names) {
+      expect(name).toMatch(/^session-(~[0-9a-f]{64}|([a-z0-9_-]|%[0-9A-F]{2}|%u[0-9A-F]{4})+)\.json$/);
+      expect(Buffer.byteLength(name)).toBeLessThan(200);
+    }
+    expect(names).toContain('session-%43%4F%4E.json');
+    expect(names).toContain('session-con.json');
+    expect(names).toContain(`session-${'x'.repeat(150)}.json`);
+    expect((await store.get(long))?.session.sessionId).toBe(long);
+  });
+});
+
+describe('FileSessionStore files of earlier versions (named by the SHA-256 of the id)', () => {
+  const envelope = (session: SessionJson, etag = 'legacy-etag') => JSON.stringify({ etag, session });
+
+  it('reads a legacy file and moves it to its new name', async () => {
+    await writeFile(legacyFileOf('user:7'), envelope(sessionOf('user:7', 'old')));
+    const store = new FileSessionStore({ directory: dir });
+    expect(await store.get('user:7')).toEqual({ session: sessionOf('user:7', 'old'), etag: 'legacy-etag' });
+    expect(await readdir(dir)).toEqual(['session-user%3A7.json']);
+    const etag = await store.set(sessionOf('user:7', 'new'), { ifMatch: 'legacy-etag' });
+    expect(await store.get('user:7')).toEqual({ session: sessionOf('user:7', 'new'), etag });
+  });
+
+  it('set with ifMatch checks against a legacy file and replaces it; delete removes one', async () => {
+    await writeFile(legacyFileOf('a'), envelope(sessionOf('a', 'old')));
+    await writeFile(legacyFileOf('b'), envelope(sessionOf('b', 'old')));
+    const store = new FileSessionStore({ directory: dir });
+    await expectFailure(store.set(sessionOf('a', 'new'), { ifMatch: null }), ConcurrencyError.isInstance);
+    await store.set(sessionOf('a', 'new'), { ifMatch: 'legacy-etag' });
+    expect((await readdir(dir)).sort()).toEqual([`${sha256Hex('b', 'utf8')}.json`, 'session-a.json']);
+    expect(await store.delete('b')).toBe(true);
+    expect(await store.get('b')).toBeUndefined();
+    expect(await readdir(dir)).toEqual(['session-a.json']);
+  });
+
+  it("leaves alone a legacy file that holds another id (ids that shared a file before), and never deletes another user's session", async () => {
+    // "x\uD800" and "x\uFFFD" have the same UTF-8 bytes, so the old naming gave them one file.
+    expect(legacyFileOf('x\uD800')).toBe(legacyFileOf('x\uFFFD'));
+    await writeFile(legacyFileOf('x\uFFFD'), envelope(sessionOf('x\uFFFD', 'owner')));
+    const store = new FileSessionStore({ directory: dir });
+    expect(await store.get('x\uD800')).toBeUndefined();
+    expect(await store.delete('x\uD800')).toBe(false);
+    await store.set(sessionOf('x\uD800', 'other'), { ifMatch: null });
+    expect((await store.get('x\uFFFD'))?.session).toEqual(sessionOf('x\uFFFD', 'owner'));
+    expect((await store.get('x\uD800'))?.session).toEqual(sessionOf('x\uD800', 'other'));
+  });
+});
+
+const cyclic: Record<string, unknown> = {};
+cyclic.self = cyclic;
+let deep: unknown = 1;
+for (let i = 0; i < 1000; i++) deep = [deep];
+
+/** State that JSON would silently change or that no reader accepts, with the path `set` must name. */
+const UNSTORABLE: [string, string, () => Record<string, unknown>][] = [
+  ['NaN', '$.state.app.n', () => ({ app: { n: Number.NaN } })],
+  ['Infinity', '$.state.app.list[1]', () => ({ app: { list: [1, Number.POSITIVE_INFINITY] } })],
+  ['a Map', '$.state.app.m', () => ({ app: { m: new Map([['k', 1]]) } })],
+  ['a Date', '$.state.app.at', () => ({ app: { at: new Date(0) } })],
+  ['undefined', '$.state.app.u', () => ({ app: { u: undefined } })],
+  ['a function', '$.state.app.f', () => ({ app: { f: () => 1 } })],
+  ['a class instance', '$.state.app.c', () => ({ app: { c: new (class Point {})() } })],
+  ['an array state slot', '$.state.app', () => ({ app: [1, 2] })],
+  ['a cycle', '$.state.app.c.self', () => ({ app: { c: cyclic } })],
+  ['nesting deeper than 128 levels', `$.state.app.deep${'[0]'.repeat(125)}`, () => ({ app: { deep } })],
+];
+
+describe('FileSessionStore refuses what it could not give back', () => {
+  it.each(UNSTORABLE)('set of a session holding %s is a SessionStateError at %s, and nothing is written', async (_, path, state) => {
+    const store = new FileSessionStore({ directory: dir });
+    const etag = await store.set(sessionOf('s'));
+    const before = await readdir(dir);
+    for (const sessionId of ['s', 'fresh']) {
+      const error = await expectFailure(
+        store.set({ ...sessionOf(sessionId), state: state() } as SessionJson),
+        SessionStateError.isInstance,
+      );
+      expect((error as SessionStateError).path).toBe(path);
+    }
+    expect(await readdir(dir)).toEqual(before);
+    expect(await store.get('s')).toEqual({ session: sessionOf('s'), etag });
+    expect(await store.get('fresh')).toBeUndefined();
+  });
+
+  it('reads a file nested thousands of levels deep as a SessionStateError naming the path, not a RangeError', async () => {
+    const store = new FileSessionStore({ directory: dir });
+    const levels = 5_000;
+    const session = `{"type":"ctx.session","version":1,"sessionId":"deep","state":{"app":${'{"d":'.repeat(levels)}1${'}'.repeat(levels)}}}`;
+    await writeFile(fileOf('deep'), `{"etag":"e","session":${session}}`);
+    const error = await expectFailure(store.get('deep'), SessionStateError.isInstance, 'nested deeper than 128 levels');
+    expect((error as SessionStateError).path).toBe(`$.state.app${'.d'.repeat(126)}`);
+  });
+});
+
+describe('FileSessionStore operator problems', () => {
+  it('maps a directory where the session file should be to a BackendUnavailableError naming the session and the path', async () => {
+    const store = new FileSessionStore({ directory: dir });
+    await mkdir(fileOf('blocked'));
+    for (const attempt of [() => store.get('blocked'), () => store.set(sessionOf('blocked')), () => store.delete('blocked')]) {
+      const error = await expectFailure(attempt(), BackendUnavailableError.isInstance, '"blocked"', fileOf('blocked'));
+      expect((error as BackendUnavailableError).backend).toBe('file');
+    }
+  });
+
+  it.skipIf(process.getuid?.() === 0 || process.platform === 'win32')(
+    'maps a file it may not read to a BackendUnavailableError that says to check permissions',
+    async () => {
+      const store = new FileSessionStore({ directory: dir });
+      await store.set(sessionOf('locked-out'));
+      await chmod(fileOf('locked-out'), 0o000);
+      await expectFailure(store.get('locked-out'), BackendUnavailableError.isInstance, '"locked-out"', 'permissions');
+    },
+  );
+
+  it('maps a store directory it cannot create to a BackendUnavailableError', async () => {
+    await writeFile(join(dir, 'a-file'), '');
+    const store = new FileSessionStore({ directory: join(dir, 'a-file', 'sessions') });
+    await expectFailure(store.get('x'), BackendUnavailableError.isInstance, join(dir, 'a-file', 'sessions'));
+  });
+
+  it('refuses to follow a symbolic link at a session path, in get, set and delete, and leaves its target alone', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'ctx-outside-'));
+    try {
+      const target = join(outside, 'secret.json');
+      const content = JSON.stringify({ etag: 'e', session: sessionOf('linked') });
+      await writeFile(target, content);
+      await symlink(target, fileOf('linked'));
+      const store = new FileSessionStore({ directory: dir });
+      for (const attempt of [() => store.get('linked'), () => store.set(sessionOf('linked', 'overwrite')), () => store.delete('linked')])
+        await expectFailure(attempt(), ConfigurationError.isInstance, 'symbolic link', fileOf('linked'));
+      expect(await readFile(target, 'utf8')).toBe(content);
+      expect(await readdir(dir)).toEqual([sessionFileName('linked', sha256Hex)]);
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
+  it("onCorrupt 'quarantine' moves a corrupt file aside, reports it without its content, and lets the session start afresh", async () => {
+    const events: FileSessionStoreEvent[] = [];
+    const store = new FileSessionStore({ directory: dir, onCorrupt: 'quarantine', onEvent: (e) => events.push(e) });
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['fresh answer'] }), sessionStore: store });
+    await store.set(sessionOf('broken'));
+    const file = fileOf('broken');
+    await writeFile(
+      file,
+      '{"etag":"1","session":{"type":"ctx.session","version":1,"sessionId":"broken","state":{"memory":"secret text"}}}',
+    );
+    const session = await agent.getSession('broken');
+    expect(session.state).toEqual({});
+    expect(session.etag).toBeUndefined();
+    expect(events).toHaveLength(1);
+    const [event] = events;
+    expect(event).toEqual({
+      type: 'session-quarantined',
+      sessionId: 'broken',
+      file,
+      quarantinedAs: expect.stringMatching(/\.json\.corrupt-\d{8}T\d{9}Z-[0-9a-f]{8}$/),
+      reason: 'invalid-session',
+      path: '$.state.memory',
+    });
+    expect(JSON.stringify(event)).not.toContain('secret text');
+    expect(await readFile(event!.quarantinedAs, 'utf8')).toContain('secret text');
+    await agent.run('hello', { session });
+    await agent.saveSession(session);
+    expect((await store.get('broken'))?.session.state.memory).toBeDefined();
+
+    await writeFile(file, '{trunc');
+    expect(await store.get('broken')).toBeUndefined();
+    await writeFile(file, JSON.stringify({ etag: 'e', session: sessionOf('someone else') }));
+    expect(await store.get('broken')).toBeUndefined();
+    expect(events.map((e) => e.reason)).toEqual(['invalid-session', 'invalid-json', 'wrong-session-id']);
+    expect((await readdir(dir)).filter((name) => name.includes('.corrupt-'))).toHaveLength(3);
+  });
+
+  it("onCorrupt 'throw' (the default) keeps the file and throws until it is fixed or deleted", async () => {
+    const store = new FileSessionStore({ directory: dir });
+    await store.set(sessionOf('kept'));
+    await writeFile(fileOf('kept'), 'garbage');
+    await expectFailure(store.get('kept'), SessionStateError.isInstance, fileOf('kept'), 'onCorrupt');
+    await expectFailure(store.set(sessionOf('kept'), { ifMatch: null }), SessionStateError.isInstance);
+    expect(await readFile(fileOf('kept'), 'utf8')).toBe('garbage');
+  });
+
+  it('refuses bad options with a ConfigurationError', () => {
+    for (const options of [{ directory: '' }, { directory: dir, lockTimeoutMs: -1 }, { directory: dir, onCorrupt: 'ignore' }])
+      expect(() => new FileSessionStore(options as never)).toThrow(ConfigurationError);
   });
 });
