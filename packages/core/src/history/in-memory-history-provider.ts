@@ -1,5 +1,5 @@
 import { SessionStateError } from '../errors.js';
-import { formatPath, isPlainObject, pathJoin } from '../messages/json.js';
+import { describeValue, formatPath, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
 import type { GetHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { JsonObject, JsonValue } from '../spec/json.js';
@@ -11,6 +11,12 @@ function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
+}
+
+/** Checks every message of a batch before any is stored. */
+function checkMessages(messages: readonly Message[]): void {
+  if (!Array.isArray(messages)) throw new SessionStateError('$.messages', `must be an array of messages, got ${describeValue(messages)}`);
+  for (let i = 0; i < messages.length; i++) Message.parse(messages[i], formatPath('$.messages', [i]));
 }
 
 /** How many of the newest stored ids a save checks, so a retried turn is not stored twice. */
@@ -40,7 +46,12 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     return window as Message[];
   }
 
+  /**
+   * Appends `messages`, skipping those whose id is among the newest 256 stored.
+   * @throws SessionStateError naming `$.messages[i]...` when a message is not plain JSON (nothing is stored).
+   */
   async saveMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {
+    checkMessages(messages);
     const all = this.#list(state);
     const recent = new Set<string>();
     for (let i = Math.max(0, all.length - DEDUPE_WINDOW); i < all.length; i++) {
@@ -50,7 +61,12 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     for (const m of messages) if (!recent.has(m.id)) all.push(deepFreeze(structuredClone(m)));
   }
 
+  /**
+   * Replaces the stored history with `messages` (compaction).
+   * @throws SessionStateError naming `$.messages[i]...` when a message is not plain JSON (nothing is changed).
+   */
   override async replaceMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {
+    checkMessages(messages);
     state.messages = messages.map((m) => deepFreeze(structuredClone(m)));
   }
 
@@ -65,7 +81,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     if (!Array.isArray(messages)) {
       throw new SessionStateError(
         pathJoin(pathJoin('$.state', this.sourceId), 'messages'),
-        `must be an array of messages, got ${isPlainObject(messages) ? 'object' : typeof messages}`,
+        `must be an array of messages, got ${describeValue(messages)}`,
       );
     }
     return messages;

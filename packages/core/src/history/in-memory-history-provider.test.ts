@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { SessionStateError } from '../errors.js';
+import { Message } from '../messages/message.js';
+import type { JsonObject } from '../spec/json.js';
+import { InMemoryHistoryProvider } from './in-memory-history-provider.js';
+
+/** Messages that are not plain JSON, with the path `saveMessages` must name (the batch is `$.messages`). */
+const NOT_JSON: [string, string, () => Message][] = [
+  ['a Map in metadata', '$.messages[1].metadata.m', () => Message.user('x', { metadata: { m: new Map() as never } })],
+  ['NaN in metadata', '$.messages[1].metadata.n', () => Message.user('x', { metadata: { n: Number.NaN } })],
+  ['a Date in metadata', '$.messages[1].metadata.at', () => Message.user('x', { metadata: { at: new Date(0) as never } })],
+  [
+    'a function result',
+    '$.messages[1].contents[0].result',
+    () => Message.tool({ type: 'function-result', callId: 'c', result: (() => 1) as never }),
+  ],
+  [
+    'a bigint result',
+    '$.messages[1].contents[0].result.n',
+    () => Message.tool({ type: 'function-result', callId: 'c', result: { n: 1n as never } }),
+  ],
+  ['an unknown role', '$.messages[1].role', () => ({ ...Message.user('x'), role: 'robot' as never })],
+];
+
+describe('InMemoryHistoryProvider refuses messages that are not plain JSON', () => {
+  it.each(NOT_JSON)('saveMessages of a batch holding %s is a SessionStateError at %s, and stores nothing', async (_, path, bad) => {
+    const history = new InMemoryHistoryProvider();
+    const state: JsonObject = {};
+    const first = Message.user('kept');
+    await history.saveMessages('s', [first], { state });
+    const error = await history.saveMessages('s', [Message.user('ok'), bad()], { state }).catch((e: unknown) => e);
+    expect(SessionStateError.isInstance(error), String(error)).toBe(true);
+    expect((error as SessionStateError).path).toBe(path);
+    expect(await history.getMessages('s', { state })).toEqual([first]);
+  });
+
+  it.each(NOT_JSON)('replaceMessages of a batch holding %s is a SessionStateError at %s, and changes nothing', async (_, path, bad) => {
+    const history = new InMemoryHistoryProvider();
+    const state: JsonObject = {};
+    const first = Message.user('kept');
+    await history.saveMessages('s', [first], { state });
+    const error = await history.replaceMessages('s', [Message.user('ok'), bad()], { state }).catch((e: unknown) => e);
+    expect((error as SessionStateError).path).toBe(path);
+    expect(await history.getMessages('s', { state })).toEqual([first]);
+  });
+});
