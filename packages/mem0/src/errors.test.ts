@@ -1,4 +1,4 @@
-import { BackendUnavailableError } from '@ctx/core';
+import { BackendUnavailableError, ConfigurationError } from '@ctx/core';
 import { describe, expect, it } from 'vitest';
 import { toCtxError } from './errors.js';
 
@@ -21,5 +21,38 @@ describe('toCtxError', () => {
   it('passes ctx errors through', () => {
     const e = new BackendUnavailableError('mem0', 'x');
     expect(toCtxError(e, site)).toBe(e);
+  });
+});
+
+describe('statuses without a mapping before', () => {
+  const site = { operation: 'add', kind: 'platform', sessionId: 's' } as const;
+  // As mem0ai's MemoryClient throws them: a MemoryError subclass with errorCode HTTP_<status>.
+  const thrown = (status: number, name = 'MemoryError') =>
+    Object.assign(new Error(`HTTP ${status} error`), { name, errorCode: `HTTP_${status}` });
+
+  it.each([
+    [402, BackendUnavailableError, 'failed (HTTP 402): MemoryError: HTTP 402 error. Check the plan and billing of the mem0 project'],
+    [405, ConfigurationError, 'was rejected (HTTP 405): check `host`, the mem0ai version and the options.'],
+    [408, BackendUnavailableError, 'failed (HTTP 408): MemoryError: HTTP 408 error. Retry later, or raise the timeout'],
+    [410, ConfigurationError, 'was rejected (HTTP 410): check `host`, the mem0ai version and the options.'],
+    [413, ConfigurationError, "was refused as too large (HTTP 413): store shorter turns, or raise the mem0 project's memory limit"],
+    [415, ConfigurationError, 'was refused (unsupported content type) (HTTP 415): check that `host` is the mem0 API'],
+    [424, BackendUnavailableError, 'failed (HTTP 424): MemoryError: HTTP 424 error. A service mem0 depends on failed'],
+    [
+      429,
+      BackendUnavailableError,
+      "failed (HTTP 429): MemoryError: HTTP 429 error. Retry later; if it persists, check the mem0 plan's rate limits.",
+    ],
+    [451, ConfigurationError, 'was refused for legal reasons (HTTP 451): check the region and terms of the mem0 project'],
+    [502, BackendUnavailableError, 'failed (HTTP 502): MemoryError: HTTP 502 error. Retry later.'],
+    [503, BackendUnavailableError, 'failed (HTTP 503): MemoryError: HTTP 503 error. Retry later.'],
+    [504, BackendUnavailableError, 'failed (HTTP 504): MemoryError: HTTP 504 error. Retry later.'],
+    [529, BackendUnavailableError, 'failed (HTTP 529): MemoryError: HTTP 529 error. Retry later.'],
+  ] as const)('HTTP %i is a %O saying what to do', (status, type, message) => {
+    const error = thrown(status);
+    const out = toCtxError(error, site);
+    expect(type.isInstance(out)).toBe(true);
+    expect(out.message).toContain(`mem0 (platform) add for session "s" ${message}`);
+    expect(out.cause).toBe(error);
   });
 });

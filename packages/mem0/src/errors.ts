@@ -24,9 +24,10 @@ function statusOf(error: unknown): number | undefined {
   return e.cause !== undefined && e.cause !== error ? statusOf(e.cause) : undefined;
 }
 
+/** What the client said, as one sentence of at most 300 characters. */
 function messageOf(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`.slice(0, 300);
-  return String(error).slice(0, 300);
+  const text = (error instanceof Error ? `${error.name}: ${error.message}` : String(error)).slice(0, 300).trim();
+  return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
 /** What the call was, for messages: `mem0 (platform) search for session "s1"`. */
@@ -34,30 +35,58 @@ function describeSite(site: Mem0CallSite): string {
   return `mem0 (${site.kind}) ${site.operation} for session ${shortId(site.sessionId)}`;
 }
 
+const REJECTED: [string, string] = ['was rejected', 'check the scope ids and options.'];
+
+/** Statuses that need a change before the same request can succeed: what happened, and what to do. */
+const FIX_FIRST: Record<number, [string, string]> = {
+  401: ['was refused', 'check the mem0 API key and its project.'],
+  403: ['was refused', 'check the mem0 API key and its project.'],
+  400: REJECTED,
+  404: REJECTED,
+  409: REJECTED,
+  422: REJECTED,
+  413: [
+    'was refused as too large',
+    "store shorter turns, or raise the mem0 project's memory limit if the message names a quota (mem0ai calls this MemoryQuotaExceededError).",
+  ],
+  415: ['was refused (unsupported content type)', 'check that `host` is the mem0 API, not a proxy that rewrites requests.'],
+  451: ['was refused for legal reasons', 'check the region and terms of the mem0 project; retrying will not help.'],
+};
+
+/** What to do after a failure a later try can get past, by status. */
+const PASSING: Record<number, string> = {
+  402: 'Check the plan and billing of the mem0 project (for mem0 OSS: of its LLM or embedder account); retrying will not help until the quota is raised.',
+  408: 'Retry later, or raise the timeout if mem0 is just slow.',
+  424: 'A service mem0 depends on failed (for mem0 OSS: its LLM, embedder or vector store); retry later.',
+  429: "Retry later; if it persists, check the mem0 plan's rate limits.",
+};
+
 /**
- * Turns what a mem0 client threw into a typed ctx error (kept as `cause`):
- * credentials refused (401, 403) and requests mem0 rejects (400, 404, 409, 422) are a
- * `ConfigurationError`; everything else (unreachable, timeouts, 408, 429, 5xx, failures of mem0
- * OSS's LLM or embedder) is a `BackendUnavailableError` with `backend: 'mem0'`. ctx errors pass
- * through unchanged.
+ * Turns what a mem0 client threw into a typed ctx error (kept as `cause`), saying what to do:
+ * - `ConfigurationError` (change something first): credentials refused (401, 403), requests mem0
+ *   rejects (400, 404, 409, 422 and any other 4xx not named here), too large (413), 415, 451.
+ * - `BackendUnavailableError` with `backend: 'mem0'` (a later try can succeed): unreachable,
+ *   402 (the plan's quota or billing: nothing in the app is wrong, and the provider is skipped
+ *   meanwhile), 408, 424, 429, 5xx, and failures of mem0 OSS's LLM or embedder without a status.
+ *
+ * ctx errors pass through unchanged.
  */
 export function toCtxError(error: unknown, site: Mem0CallSite): CtxError {
   if (CtxError.isInstance(error)) return error;
   const where = describeSite(site);
   const status = statusOf(error);
-  if (status === 401 || status === 403) {
-    return new ConfigurationError(`${where} was refused (HTTP ${status}): check the mem0 API key and its project. ${messageOf(error)}`, {
-      cause: error,
-    });
-  }
-  if (status === 400 || status === 404 || status === 409 || status === 422) {
-    return new ConfigurationError(`${where} was rejected (HTTP ${status}): check the scope ids and options. ${messageOf(error)}`, {
-      cause: error,
-    });
-  }
+  const fix =
+    status === undefined
+      ? undefined
+      : (FIX_FIRST[status] ?? (status >= 400 && status < 500 && PASSING[status] === undefined ? OTHER_4XX : undefined));
+  if (fix) return new ConfigurationError(`${where} ${fix[0]} (HTTP ${status}): ${fix[1]} ${messageOf(error)}`, { cause: error });
   const kind = status !== undefined ? `HTTP ${status}` : NETWORK.test(messageOf(error)) ? 'unreachable' : 'failed';
-  return new BackendUnavailableError('mem0', `${where} failed (${kind}): ${messageOf(error)}`, { cause: error });
+  const todo = (status === undefined ? undefined : PASSING[status]) ?? 'Retry later.';
+  return new BackendUnavailableError('mem0', `${where} failed (${kind}): ${messageOf(error)} ${todo}`, { cause: error });
 }
+
+/** Any other 4xx: the request as sent is refused. */
+const OTHER_4XX: [string, string] = ['was rejected', 'check `host`, the mem0ai version and the options.'];
 
 /**
  * Runs one mem0 call with core's `withDeadline`: it rejects with a `BackendUnavailableError` after

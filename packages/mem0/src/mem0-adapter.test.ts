@@ -131,6 +131,29 @@ describe('platform MemoryClient against the local mem0 REST server', () => {
     expect((errors[1] as Error).message).toMatch(/HTTP 429/);
   });
 
+  it('402, 413, 415, 451, another 4xx and 529 from the platform are deliberate: quota and 5xx pass, the others need a change', async () => {
+    const { agent, events, session } = build();
+    const statuses = [402, 413, 415, 451, 405, 529];
+    for (const status of statuses) {
+      platform.server.failNext({ status, path: '/v3/memories/search/' });
+      await agent.run('hi', { session: session({ userId: uniqueId('u') }) });
+    }
+    const errors = events.filter((e) => e.type === 'provider-skipped').map((e) => (e as { error: Error }).error);
+    expect(errors.map((e) => e.name)).toEqual([
+      'BackendUnavailableError',
+      'ConfigurationError',
+      'ConfigurationError',
+      'ConfigurationError',
+      'ConfigurationError',
+      'BackendUnavailableError',
+    ]);
+    expect(errors[0]!.message).toMatch(/failed \(HTTP 402\): .* Check the plan and billing of the mem0 project/);
+    expect(errors[1]!.message).toMatch(/was refused as too large \(HTTP 413\): store shorter turns/);
+    expect(errors[1]!.message).toContain('MemoryQuotaExceededError'); // what mem0ai calls a 413
+    expect(errors[4]!.message).toMatch(/was rejected \(HTTP 405\): check `host`, the mem0ai version/);
+    expect(errors[5]!.message).toMatch(/failed \(HTTP 529\): .* Retry later\.$/);
+  });
+
   it('mem0 goes away mid-conversation and comes back: background writes during the outage are reported, nothing is duplicated', async () => {
     const { agent, provider, chat, session, events } = build({ writeMode: 'background', searchTimeoutMs: 2000, writeTimeoutMs: 2000 });
     const userId = uniqueId('u');
@@ -256,6 +279,26 @@ describe('mem0 OSS Memory, fully offline (in-memory vector store, no history, lo
     const skipped = events.find((e) => e.type === 'provider-skipped') as { error: Error };
     expect(ConfigurationError.isInstance(skipped.error)).toBe(true);
     expect(skipped.error.message).toMatch(/appId alone is only supported by the platform/);
+  });
+
+  it("the extraction LLM's account out of credit (402) skips the write with a BackendUnavailableError that says to check billing", async () => {
+    const userId = uniqueId('u');
+    const { agent, events } = build({ writeTimeoutMs: 10_000 });
+    const quiet = console.error;
+    console.error = () => {}; // mem0 OSS logs the failed extraction
+    try {
+      oss.openai.respondWith(() => ({ error: { status: 402, message: 'Insufficient credits.' } }));
+      await agent.run('I moved to Oslo.', { session: agent.createSession({ state: { mem0: { userId } } }) });
+    } finally {
+      console.error = quiet;
+      oss.openai.respondWith(extractionReply);
+    }
+    const [skipped] = events.filter((e) => e.type === 'provider-skipped') as { phase: string; error: Error }[];
+    expect(skipped!.phase).toBe('afterRun');
+    expect(BackendUnavailableError.isInstance(skipped!.error)).toBe(true);
+    expect(skipped!.error.message).toMatch(
+      /^mem0 \(oss\) add for session .+ failed \(HTTP 402\): .* Check the plan and billing .*of its LLM or embedder account/,
+    );
   });
 
   it('a failing extraction LLM fails the awaited write (afterRun skipped): 400 as ConfigurationError, 503 as BackendUnavailableError', async () => {
