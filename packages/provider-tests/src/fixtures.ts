@@ -1,19 +1,20 @@
 import { generateId, type JsonObject, type Message } from '@ctx/core';
+import { expect } from 'vitest';
 
 /**
  * Session ids that break naive backends: glob and key-separator characters (`*`, `:`), Redis Cluster
- * hash tags (`{}`, `a{b}c`), line breaks, a 4 KB id and its 4095-character prefix (catches
+ * hash tags (`{}`, `a{b}c`), line breaks (a leading one, a CRLF), a 4 KB id and its 4095-character prefix (catches
  * truncation), emoji, right-to-left text and a bidi override, path traversal, `/` next to its
  * URL-encoded form, `%` and quotes, letter case, padding spaces and the two Unicode spellings of `é`
  * (catches normalization). Every id is distinct from every other, so a store must keep all of them
- * apart.
+ * apart. None is blank: those are `BLANK_SESSION_IDS`, which every backend refuses.
  */
 export const HOSTILE_SESSION_IDS: readonly string[] = Object.freeze([
   '*',
   ':',
   '{}',
   'a{b}c',
-  '\n',
+  '\nx',
   'line one\r\nline two',
   'x'.repeat(4096),
   'x'.repeat(4095),
@@ -33,6 +34,34 @@ export const HOSTILE_SESSION_IDS: readonly string[] = Object.freeze([
   '\u00e9',
   'e\u0301',
 ]);
+
+/**
+ * Session ids every backend must refuse with a `ConfigurationError`: empty, and whitespace only
+ * (spaces, a tab and a line break, a no-break space).
+ */
+export const BLANK_SESSION_IDS: readonly string[] = Object.freeze(['', ' ', '\t\n', '\u00a0']);
+
+/**
+ * Awaits `promise` and checks that it rejected with an error `is` accepts (e.g.
+ * `SessionStateError.isInstance`); returns that error. `what` names the call in the failure message.
+ */
+export async function expectRejection(promise: Promise<unknown>, is: (error: unknown) => boolean, what: string): Promise<unknown> {
+  const outcome = await promise.then(
+    (value) => ({ resolved: true as const, value }),
+    (error: unknown) => ({ resolved: false as const, error }),
+  );
+  if (outcome.resolved) throw new Error(`Expected ${what} to throw, but it resolved to ${safeJson(outcome.value)}.`);
+  expect(is(outcome.error), `${what} threw ${String(outcome.error)}`).toBe(true);
+  return outcome.error;
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return typeof value;
+  }
+}
 
 /** A short, printable form of a session id for assertion messages. */
 export function describeId(id: string): string {

@@ -1,5 +1,6 @@
 import {
   AgentSession,
+  ConfigurationError,
   createAgent,
   defineTool,
   HistoryProvider,
@@ -9,10 +10,12 @@ import {
   type ContextProvider,
   type FunctionResultContent,
   type HistoryProviderOptions,
+  type JsonValue,
+  SessionStateError,
 } from '@ctx/core';
 import { ScriptedChatClient, type ScriptedCall, type ScriptedReply } from '@ctx/core/testing';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
-import { describeId, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
+import { BLANK_SESSION_IDS, describeId, expectRejection, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
 import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
 
 /** What a history backend can or cannot do; the suite skips or adapts the tests that depend on it. */
@@ -589,6 +592,82 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         await expect(agent.run('slow', { session, signal: controller.signal })).rejects.toThrow('user gave up');
         expect(client.calls).toHaveLength(1);
         expect(await load(provider, session)).toEqual([]);
+      });
+    });
+
+    describe('refusals', () => {
+      test(
+        'getMessages and saveMessages refuse empty and whitespace-only session ids with ConfigurationError and store nothing',
+        async () => {
+          const provider = await make();
+          const session = new AgentSession();
+          const kept = [Message.user('kept')];
+          await save(provider, session, kept);
+          for (const blank of BLANK_SESSION_IDS) {
+            const state = structuredClone(session.stateOf(provider.sourceId));
+            const before = JSON.stringify(state);
+            await expectRejection(
+              provider.getMessages(blank, { state }),
+              ConfigurationError.isInstance,
+              `getMessages(${describeId(blank)})`,
+            );
+            await expectRejection(
+              provider.saveMessages(blank, [Message.user('refused')], { state }),
+              ConfigurationError.isInstance,
+              `saveMessages(${describeId(blank)})`,
+            );
+            expect(JSON.stringify(state), 'the state is untouched').toBe(before);
+          }
+          expect(await load(provider, session)).toEqual(kept);
+        },
+        capabilities.keepsHistoryInSession,
+      );
+
+      test('saveMessages of a message with a non-JSON value in metadata or a function result throws SessionStateError and stores nothing', async () => {
+        const provider = await make();
+        const session = new AgentSession();
+        const kept = [Message.user('kept')];
+        await save(provider, session, kept);
+        const refused: [string, string, Message][] = [
+          ['a Map in metadata', '.metadata.m', Message.user('x', { metadata: { m: new Map([['k', 1]]) as unknown as JsonValue } })],
+          ['NaN in metadata', '.metadata.n', Message.user('x', { metadata: { n: Number.NaN } })],
+          ['a Date in metadata', '.metadata.at', Message.user('x', { metadata: { at: new Date(0) as unknown as JsonValue } })],
+          [
+            'a function result',
+            '.contents[0].result',
+            Message.tool({ type: 'function-result', callId: 'c', result: (() => 'result') as unknown as JsonValue }),
+          ],
+        ];
+        for (const [what, path, message] of refused) {
+          const error = await expectRejection(
+            save(provider, session, [Message.user('valid, first in the batch'), message]),
+            SessionStateError.isInstance,
+            `saveMessages of a batch holding ${what}`,
+          );
+          const at = (error as SessionStateError).path;
+          expect(at.endsWith(path), `the error of ${what} names ${path}, got ${at}`).toBe(true);
+        }
+        expect(await load(provider, session), 'nothing of a refused batch is stored').toEqual(kept);
+      });
+
+      test('saveMessages of a message nested deeper than 128 levels throws SessionStateError and stores nothing', async () => {
+        const provider = await make();
+        const session = new AgentSession();
+        const kept = [Message.user('kept')];
+        await save(provider, session, kept);
+        let deep: JsonValue = 'leaf';
+        for (let i = 0; i < 200; i++) deep = [deep];
+        for (const message of [
+          Message.user('x', { metadata: { deep } }),
+          Message.tool({ type: 'function-result', callId: 'c', result: deep }),
+        ]) {
+          await expectRejection(
+            save(provider, session, [Message.user('valid'), message]),
+            SessionStateError.isInstance,
+            'saveMessages of a deeply nested message',
+          );
+        }
+        expect(await load(provider, session), 'nothing of a refused batch is stored').toEqual(kept);
       });
     });
 

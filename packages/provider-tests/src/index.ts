@@ -3,4 +3,4 @@ export type { HistoryProviderCapabilities, HistoryProviderCreateOptions, History
 export { describeSessionStore } from './session-store-suite.js';
 export type { SessionStoreCapabilities, SessionStoreSuiteOptions } from './session-store-suite.js';
 export type { ConformanceSuiteOptions, MaybePromise } from './suite-options.js';
-export { describeId, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
+export { BLANK_SESSION_IDS, describeId, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';

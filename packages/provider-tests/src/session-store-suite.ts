@@ -1,7 +1,17 @@
-import { ConcurrencyError, createAgent, Message, type JsonValue, type SessionJson, type SessionStore, type StoredSession } from '@ctx/core';
+import {
+  ConcurrencyError,
+  ConfigurationError,
+  createAgent,
+  Message,
+  SessionStateError,
+  type JsonValue,
+  type SessionJson,
+  type SessionStore,
+  type StoredSession,
+} from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
-import { describeId, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
+import { BLANK_SESSION_IDS, describeId, expectRejection, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
 import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
 
 /** What a session store can or cannot do; the suite adapts the tests that depend on it. */
@@ -219,6 +229,67 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
           if (next !== undefined)
             expect((await store.get(next))?.session.sessionId, `${describeId(next)} survives deleting ${describeId(id)}`).toBe(next);
         }
+      });
+    });
+
+    describe('refusals', () => {
+      test('get, set and delete refuse empty and whitespace-only session ids with ConfigurationError and touch nothing', async () => {
+        const store = await make();
+        const id = newId();
+        const etag = await store.set(sessionJson(id));
+        for (const blank of BLANK_SESSION_IDS) {
+          await expectRejection(store.get(blank), ConfigurationError.isInstance, `get(${describeId(blank)})`);
+          await expectRejection(store.set(sessionJson(blank)), ConfigurationError.isInstance, `set of session ${describeId(blank)}`);
+          await expectRejection(store.delete(blank), ConfigurationError.isInstance, `delete(${describeId(blank)})`);
+        }
+        expect(await store.get(id)).toEqual({ session: jsonCopy(sessionJson(id)), etag });
+      });
+
+      test('set of a session holding NaN, a Map, a Date or an array state slot throws SessionStateError and writes nothing', async () => {
+        const store = await make();
+        const id = newId();
+        const fresh = newId();
+        const etag = await store.set(sessionJson(id));
+        const unstorable: [string, string, Record<string, unknown>][] = [
+          ['NaN', '.state.app.n', { app: { n: Number.NaN } }],
+          ['a Map', '.state.app.m', { app: { m: new Map([['k', 1]]) } }],
+          ['a Date', '.state.app.at', { app: { at: new Date(0) } }],
+          ['an array state slot', '.state.app', { app: [1, 2] }],
+        ];
+        for (const [what, path, state] of unstorable) {
+          for (const sessionId of [id, fresh]) {
+            const error = await expectRejection(
+              store.set({ ...sessionJson(sessionId), state } as unknown as SessionJson),
+              SessionStateError.isInstance,
+              `set of a session holding ${what}`,
+            );
+            const at = (error as SessionStateError).path;
+            expect(at.endsWith(path), `the error of ${what} names ${path}, got ${at}`).toBe(true);
+          }
+        }
+        expect(await store.get(id), 'the stored session is unchanged').toEqual({ session: jsonCopy(sessionJson(id)), etag });
+        expect(await store.get(fresh), 'nothing is stored under a new id').toBeUndefined();
+      });
+
+      test('set of a session nested deeper than 128 levels or holding a cycle throws SessionStateError and writes nothing', async () => {
+        const store = await make();
+        const id = newId();
+        const etag = await store.set(sessionJson(id));
+        let deep: JsonValue = 'leaf';
+        for (let i = 0; i < 200; i++) deep = [deep];
+        const cyclic: Record<string, unknown> = {};
+        cyclic.self = cyclic;
+        for (const [what, state] of [
+          ['nesting deeper than 128 levels', { app: { deep } }],
+          ['a cycle', { app: { cyclic } }],
+        ] as const) {
+          await expectRejection(
+            store.set({ ...sessionJson(id), state } as unknown as SessionJson),
+            SessionStateError.isInstance,
+            `set of a session holding ${what}`,
+          );
+        }
+        expect(await store.get(id), 'the stored session is unchanged').toEqual({ session: jsonCopy(sessionJson(id)), etag });
       });
     });
 

@@ -6,7 +6,7 @@
  */
 import {
   HistoryProvider,
-  type Message,
+  Message,
   type GetHistoryArgs,
   type HistoryProviderOptions,
   type ProviderRunArgs,
@@ -15,7 +15,7 @@ import {
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
-import { checkIfMatch } from '@ctx/core/backend';
+import { checkIfMatch, checkSessionForWrite, checkSessionId, parseSessionJson } from '@ctx/core/backend';
 import { expect, test } from 'vitest';
 import { describeHistoryProvider, describeSessionStore } from './index.js';
 
@@ -38,7 +38,10 @@ type HistoryFault =
   | 'never-loads'
   | 'ignores-session-id'
   | 'newest-first'
-  | 'undefined-when-empty';
+  | 'undefined-when-empty'
+  | 'accepts-blank-ids'
+  | 'stores-non-json'
+  | 'stores-valid-prefix';
 
 /** A backend-style history: JSON text per message in a shared map keyed by source id and session id, with async I/O. */
 class MapHistoryProvider extends HistoryProvider {
@@ -60,6 +63,7 @@ class MapHistoryProvider extends HistoryProvider {
   }
 
   async getMessages(sessionId: string, { limit }: GetHistoryArgs): Promise<Message[]> {
+    if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
     await tick();
     if (this.#fault === 'undefined-when-empty' && !this.#backend.has(this.#key(sessionId))) return undefined as unknown as Message[];
     let list = this.#backend.get(this.#key(sessionId)) ?? [];
@@ -71,12 +75,16 @@ class MapHistoryProvider extends HistoryProvider {
   }
 
   async saveMessages(sessionId: string, messages: readonly Message[]): Promise<void> {
+    if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
+    if (this.#fault !== 'stores-non-json' && this.#fault !== 'stores-valid-prefix')
+      messages.forEach((m, i) => Message.parse(m, `$.messages[${i}]`));
     await tick();
     const key = this.#key(sessionId);
     const list = this.#backend.get(key) ?? [];
     this.#backend.set(key, list);
     const ids = new Set(list.map((item) => (typeof item === 'string' ? (JSON.parse(item) as Message).id : (item as Message).id)));
-    for (const m of messages) {
+    for (const [i, m] of messages.entries()) {
+      if (this.#fault === 'stores-valid-prefix') Message.parse(m, `$.messages[${i}]`);
       if (ids.has(m.id) && this.#fault !== 'no-dedupe') continue;
       ids.add(m.id);
       if (this.#fault === 'appends-one-by-one') await tick();
@@ -135,7 +143,10 @@ type StoreFault =
   | 'writes-before-check'
   | 'drops-empty-objects'
   | 'null-when-missing'
-  | 'caches-reads';
+  | 'caches-reads'
+  | 'accepts-blank-ids'
+  | 'stores-non-json'
+  | 'validates-after-write';
 
 /** A session store over a map of JSON text, with async I/O and optional faults. */
 class MapSessionStore implements SessionStore {
@@ -153,6 +164,7 @@ class MapSessionStore implements SessionStore {
   }
 
   async get(sessionId: string): Promise<StoredSession | undefined> {
+    if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
     await tick();
     const cached = this.#fault === 'caches-reads' ? this.#cache.get(sessionId) : undefined;
     if (cached) return structuredClone(cached);
@@ -164,6 +176,9 @@ class MapSessionStore implements SessionStore {
   }
 
   async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
+    if (this.#fault === 'accepts-blank-ids') parseSessionJson(session);
+    else if (this.#fault === 'stores-non-json' || this.#fault === 'validates-after-write') checkSessionId(session.sessionId);
+    else checkSessionForWrite(session);
     await tick();
     const key = this.#key(session.sessionId);
     const current = this.#items.get(key);
@@ -183,10 +198,12 @@ class MapSessionStore implements SessionStore {
       }
     }
     this.#items.set(key, { json, live: session, etag });
+    if (this.#fault === 'validates-after-write') checkSessionForWrite(session);
     return etag;
   }
 
   async delete(sessionId: string): Promise<boolean> {
+    if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
     await tick();
     const existed = this.#items.delete(this.#key(sessionId));
     return this.#fault === 'delete-always-true' ? true : existed;
@@ -240,6 +257,9 @@ const history = {
   concurrentSaves: '50 concurrent saveMessages calls on one session store every message once, each batch contiguous',
   retry: 'saving the same messages twice stores them once',
   overlap: 'a retried batch that overlaps the stored tail stores only the new messages',
+  blankIds: 'getMessages and saveMessages refuse empty and whitespace-only session ids with ConfigurationError and store nothing',
+  nonJson: 'saveMessages of a message with a non-JSON value in metadata or a function result throws SessionStateError and stores nothing',
+  tooDeep: 'saveMessages of a message nested deeper than 128 levels throws SessionStateError and stores nothing',
 } as const;
 
 const sharedHistory = new Map<string, unknown[]>();
@@ -257,7 +277,15 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
   'oldest-window': [history.limit, history.maxMessages, history.orphan, history.fidelityDirect, history.hostile],
   'ignores-source-id': [history.sourcesApart],
   'ignores-session-id': [history.contextStored, history.sessionsApart, history.hostile],
-  'newest-first': allBut(history, [history.noEmpty, history.noneStored, history.notReStored, history.aborted]),
+  'newest-first': allBut(history, [
+    history.noEmpty,
+    history.noneStored,
+    history.notReStored,
+    history.aborted,
+    history.blankIds,
+    history.nonJson,
+    history.tooDeep,
+  ]),
   'undefined-when-empty': allBut(history, [
     history.autoDefault,
     history.storeOnly,
@@ -267,6 +295,9 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.concurrentSaves,
     history.retry,
     history.overlap,
+    history.blankIds,
+    history.nonJson,
+    history.tooDeep,
   ]),
   'no-dedupe': [history.retry, history.overlap],
   'appends-one-by-one': [history.concurrentRuns, history.concurrentSaves],
@@ -316,6 +347,9 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.orphan,
   ],
   'per-instance-backend': [history.fromJson, history.fromId],
+  'accepts-blank-ids': [history.blankIds],
+  'stores-non-json': [history.nonJson, history.tooDeep],
+  'stores-valid-prefix': [history.nonJson, history.tooDeep],
 };
 
 for (const [fault, expectedFailures] of Object.entries(historyFaults)) {
@@ -348,6 +382,9 @@ const store = {
   agents: 'continues a conversation across two agent instances',
   agentConflict: 'saveSession throws ConcurrencyError when someone saved the session after it was loaded',
   agentNew: 'two agents starting the same new session: the second saveSession throws ConcurrencyError',
+  blankIds: 'get, set and delete refuse empty and whitespace-only session ids with ConfigurationError and touch nothing',
+  nonJson: 'set of a session holding NaN, a Map, a Date or an array state slot throws SessionStateError and writes nothing',
+  tooDeep: 'set of a session nested deeper than 128 levels or holding a cycle throws SessionStateError and writes nothing',
 } as const;
 
 describeSessionStore('MapSessionStore (reference store)', { create: () => new MapSessionStore() });
@@ -398,9 +435,15 @@ const storeFaults: Record<StoreFault, readonly string[]> = {
     store.raceCreate,
     store.raceBlind,
     store.hostile,
+    store.blankIds,
+    store.nonJson,
+    store.tooDeep,
   ],
-  'null-when-missing': [store.unknown, store.delete, store.missing, store.hostile],
+  'null-when-missing': [store.unknown, store.delete, store.missing, store.hostile, store.nonJson],
   'caches-reads': [store.hostile, store.agents, store.agentConflict],
+  'accepts-blank-ids': [store.blankIds],
+  'stores-non-json': [store.nonJson, store.tooDeep],
+  'validates-after-write': [store.nonJson, store.tooDeep],
 };
 
 for (const [fault, expectedFailures] of Object.entries(storeFaults)) {
