@@ -108,7 +108,11 @@ const TEXT: Record<FailureNature, { what: string; todo: string }> = {
   unknown: { what: 'The OpenAI service failed', todo: "Retry the run; if it keeps failing, check the request's tools, files and options." },
 };
 
-const sentence = (text: string) => text.trim().replace(/[.\s]*$/, '.');
+/** The service's message as one sentence: one full stop at the end, unless it ends with `!` or `?`. */
+const sentence = (text: string) => {
+  const trimmed = text.trim().replace(/\.+$/, '');
+  return /[!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
+};
 
 /**
  * The ctx error for a failure the service reported, the same for its HTTP and in-stream forms:
