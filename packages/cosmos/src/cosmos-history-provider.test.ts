@@ -2,9 +2,9 @@ import type { Container } from '@azure/cosmos';
 import { ConfigurationError, createAgent, Message, ProviderError, SessionStateError } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { startFaultProxy, type FaultProxy } from '@ctx/cosmos-stand-in';
-import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
+import { BLANK_SESSION_IDS, HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allItems, cosmosClient, env, uniqueId } from '../test/helpers.js';
+import { allItems, cosmosClient, env, nested, nonJsonMessages, uniqueId } from '../test/helpers.js';
 import { CosmosHistoryProvider, type CosmosHistoryProviderOptions } from './cosmos-history-provider.js';
 import { HISTORY_INDEXING_POLICY } from './history-layout.js';
 import { sessionPartitionValue } from './ids.js';
@@ -13,6 +13,8 @@ const state = {};
 const turn = (i: number) => [Message.user(`q${i}`), Message.assistant(`a${i}`)];
 const texts = (messages: readonly Message[]) => messages.map((m) => Message.text(m));
 const sid = () => `s-${Math.random().toString(36).slice(2)}`;
+/** Ids that hold nothing but whitespace (JavaScript's `trim` removes all of them). */
+const BLANK_IDS = [...BLANK_SESSION_IDS, '\r\n', '\u3000'];
 
 const client = cosmosClient();
 const databaseId = uniqueId('history');
@@ -69,11 +71,69 @@ describe('options and arguments', () => {
     ]).toEqual(['cosmos', 7, false, false, undefined, false]);
   });
 
-  it('an empty session id is a SessionStateError before any request', async () => {
+  it('empty and whitespace-only session ids are ConfigurationErrors from every method, before any request', async () => {
     const provider = new CosmosHistoryProvider({ client: counted, databaseId, containerId: uniqueId('args') });
+    const scoped = new CosmosHistoryProvider({
+      client: counted,
+      databaseId,
+      containerId: uniqueId('args'),
+      scope: () => ({ tenantId: 't', userId: 'u' }),
+    });
+    const bad = { id: 'b', role: 'user', contents: [{ type: 'text' }] } as unknown as Message;
     proxy.resetLog();
-    await expect(provider.getMessages('', { state: {} })).rejects.toSatisfy(SessionStateError.isInstance);
-    await expect(provider.saveMessages('', [], { state: {} })).rejects.toSatisfy(SessionStateError.isInstance);
+    for (const p of [provider, scoped]) {
+      for (const sessionId of BLANK_IDS) {
+        const calls: [string, () => Promise<unknown>][] = [
+          ['getMessages', () => p.getMessages(sessionId, { state })],
+          ['getMessages with a limit', () => p.getMessages(sessionId, { state, limit: 5 })],
+          ['saveMessages', () => p.saveMessages(sessionId, turn(1), { state })],
+          ['saveMessages of nothing', () => p.saveMessages(sessionId, [], { state })],
+          ['saveMessages of a malformed message', () => p.saveMessages(sessionId, [bad], { state })],
+          ['append', () => p.append(sessionId, turn(1))],
+          ['replaceMessages', () => p.replaceMessages(sessionId, turn(1), { state })],
+          ['listMessages', () => p.listMessages(sessionId)],
+          ['exportMessages', () => p.exportMessages(sessionId).next()],
+          ['countMessages', () => p.countMessages(sessionId)],
+          ['clear', () => p.clear(sessionId)],
+          ['itemIds', () => p.itemIds(sessionId, 'm1')],
+          ['partitionValue', async () => p.partitionValue(sessionId)],
+        ];
+        for (const [name, call] of calls) {
+          const error = await call().catch((e: unknown) => e);
+          expect(ConfigurationError.isInstance(error), `${name}(${JSON.stringify(sessionId)})`).toBe(true);
+          expect((error as Error).message).toContain('session id must be a string with at least one non-whitespace character');
+        }
+      }
+    }
+    expect(proxy.requests).toEqual([]);
+  });
+
+  it('an empty or whitespace-only sourceId, tenant or user is a ConfigurationError before any request', async () => {
+    for (const blank of BLANK_IDS) {
+      expect(() => new CosmosHistoryProvider({ client: counted, sourceId: blank })).toThrow(ConfigurationError);
+      expect(() => new CosmosHistoryProvider({ client: counted, scope: { tenantId: blank, userId: 'u' } })).toThrow(ConfigurationError);
+      expect(() => new CosmosHistoryProvider({ client: counted, scope: { tenantId: 't', userId: blank } })).toThrow(ConfigurationError);
+    }
+    proxy.resetLog();
+    const resolver = new CosmosHistoryProvider({
+      client: counted,
+      databaseId,
+      containerId: uniqueId('args'),
+      scope: ({ sessionId }) => ({ tenantId: sessionId === 'blank-tenant' ? ' \t' : 't', userId: sessionId === 'blank-user' ? '\n' : 'u' }),
+    });
+    for (const sessionId of ['blank-tenant', 'blank-user']) {
+      for (const call of [
+        () => resolver.getMessages(sessionId, { state }),
+        () => resolver.saveMessages(sessionId, turn(1), { state }),
+        () => resolver.countMessages(sessionId),
+      ]) {
+        const error = await call().catch((e: unknown) => e);
+        expect(ConfigurationError.isInstance(error)).toBe(true);
+        expect((error as Error).message).toMatch(/^(tenantId|userId) must be a string with at least one non-whitespace character/);
+      }
+    }
+    await expect(resolver.listSessions({ tenantId: ' ' })).rejects.toSatisfy(ConfigurationError.isInstance);
+    await expect(resolver.listSessions({ tenantId: 't', userId: '\u3000' })).rejects.toSatisfy(ConfigurationError.isInstance);
     expect(proxy.requests).toEqual([]);
   });
 
@@ -524,6 +584,33 @@ describe('malformed stored items', () => {
     expect(await provider.countMessages(sessionId)).toBe(2);
   });
 
+  it('an item nested past 128 levels fails the read with SessionStateError naming the item and the field', async () => {
+    // Cosmos DB itself refuses documents nested deeper than 128 levels; the stand-in does not.
+    for (const [field, mutate] of [
+      ['.message.metadata', (item: Record<string, unknown>) => ((item.message as Record<string, unknown>).metadata = nested(1000))],
+      [
+        '.message.contents[0].result',
+        (item: Record<string, unknown>) =>
+          ((item.message as Record<string, unknown>).contents = [{ type: 'function-result', callId: 'c', result: nested(1000) }]),
+      ],
+      ['.message.role', (item: Record<string, unknown>) => ((item.message as Record<string, unknown>).role = nested(1000))],
+      ['.seq', (item: Record<string, unknown>) => (item.seq = nested(1000))],
+      ['.message.extra', (item: Record<string, unknown>) => ((item.message as Record<string, unknown>).extra = nested(1000))],
+    ] as const) {
+      const { provider, sessionId, id } = await corrupt(mutate);
+      const where = `cosmos:${databaseId}/${provider.container.id}[${JSON.stringify(id)}]${field}`;
+      for (const read of [
+        () => provider.getMessages(sessionId, { state }),
+        () => provider.getMessages(sessionId, { state, limit: 3 }),
+        () => provider.listMessages(sessionId),
+      ]) {
+        const error = await read().catch((e: unknown) => e);
+        expect(SessionStateError.isInstance(error), field).toBe(true);
+        expect((error as SessionStateError).path.startsWith(where), (error as SessionStateError).path).toBe(true);
+      }
+    }
+  });
+
   it('a run over corrupt history fails with a ProviderError whose cause is the SessionStateError', async () => {
     const { provider, sessionId } = await corrupt((item) => (item.message = 'garbage'));
     const agent = createAgent({ client: new ScriptedChatClient({ replies: ['never'] }), contextProviders: [provider] });
@@ -552,6 +639,24 @@ describe('input checks', () => {
     expect(await provider.countMessages(sessionId)).toBe(0);
   });
 
+  it('refuses a message that is not plain JSON anywhere in it, naming the path, before any request (saveMessages and replaceMessages)', async () => {
+    const provider = new CosmosHistoryProvider({ client: counted, databaseId, containerId: uniqueId('input'), createIfNotExists: true });
+    const sessionId = sid();
+    await provider.saveMessages(sessionId, turn(1), { state });
+    proxy.resetLog();
+    for (const [name, message, path] of nonJsonMessages()) {
+      for (const write of [provider.saveMessages, provider.replaceMessages]) {
+        const error = await write.call(provider, sessionId, [Message.user('fine'), message], { state }).catch((e: unknown) => e);
+        expect(SessionStateError.isInstance(error), name).toBe(true);
+        expect((error as SessionStateError).path.startsWith(`$.messages[1]${path}`), `${name}: ${(error as SessionStateError).path}`).toBe(
+          true,
+        );
+      }
+    }
+    expect(proxy.requests).toEqual([]);
+    expect(texts(await provider.getMessages(sessionId, { state }))).toEqual(['q1', 'a1']);
+  });
+
   it('an aborted signal rejects with its reason and writes nothing', async () => {
     const provider = make();
     const sessionId = sid();
@@ -568,6 +673,11 @@ describe('hostile ids', () => {
     const containerId = uniqueId('hostile');
     const sessions = [
       ...HOSTILE_SESSION_IDS,
+      '.',
+      '..',
+      '...',
+      'a/..',
+      '%2e%2e',
       '~',
       '~abc',
       '\uD800',
@@ -581,8 +691,8 @@ describe('hostile ids', () => {
       'a/b'.replace('/', '_2F'),
     ];
     const unique = [...new Set(sessions)];
-    const sources = ['cosmos', 'a:b', 'a/b#?', '_'];
-    const messageIds = ['m/1', 'm#1', 'm?1', 'm\\1', 'm%1', 'm:1', 'm 1', 'M/1'];
+    const sources = ['cosmos', 'a:b', 'a/b#?', '_', '..'];
+    const messageIds = ['m/1', 'm#1', 'm?1', 'm\\1', 'm%1', 'm:1', 'm 1', 'M/1', '.', '..'];
     const providers = sources.map((sourceId) => make({ sourceId }, containerId));
     for (const [p, provider] of providers.entries()) {
       for (const [i, sessionId] of unique.entries()) {
@@ -607,5 +717,10 @@ describe('hostile ids', () => {
       expect(String(item.id)).toMatch(/^[A-Za-z0-9._~:-]+$/);
       expect(String(item.id).length).toBeLessThanOrEqual(255);
     }
+    // Clearing a dot-only session (deletes by item id, in the URL) removes exactly its own items.
+    expect(await providers[4]!.clear('..')).toBe(true);
+    expect(await allItems(providers[0]!.container)).toHaveLength(items.length - (messageIds.length + 1));
+    expect(await providers[4]!.getMessages('..', { state })).toEqual([]);
+    expect(texts(await providers[4]!.getMessages('.', { state }))).toHaveLength(messageIds.length);
   });
 });

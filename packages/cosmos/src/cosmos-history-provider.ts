@@ -9,7 +9,7 @@ import {
   type JsonObject,
   type SaveHistoryArgs,
 } from '@ctx/core';
-import { checkInteger, checkSessionId, shortId } from '@ctx/core/backend';
+import { checkId, checkInteger, checkSessionId, describeError, findNonJson, shortId } from '@ctx/core/backend';
 import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import {
   HIERARCHICAL_PARTITION_KEY,
@@ -20,7 +20,7 @@ import {
   type HeadItem,
   type MessageItem,
 } from './history-layout.js';
-import { checkScopePart, encodeIdPart, sessionPartitionValue } from './ids.js';
+import { checkScopePart, encodeItemId, sessionPartitionValue } from './ids.js';
 
 /** Options of `CosmosHistoryProvider`: the history options of `@ctx/core`, the connection, partitioning and retention. */
 export interface CosmosHistoryProviderOptions extends HistoryProviderOptions, CosmosConnectionOptions {
@@ -117,7 +117,9 @@ interface Location {
   partitionKey: PartitionKey;
   /** The partition key fields every item carries. */
   fields: { sessionKey: string; tenantId?: string; userId?: string };
-  /** `<encoded session>:<encoded sourceId>`: the head's id and the prefix of every message id. */
+  /** The ids the head's item id is made of: [tenant, user,] session, sourceId; a message adds its own id. */
+  parts: string[];
+  /** `[<tenant>:<user>:]<session>:<sourceId>`, encoded (`encodeItemId`): the head's id and the prefix of every message id. */
   prefix: string;
 }
 
@@ -147,12 +149,10 @@ export class CosmosHistoryProvider extends HistoryProvider {
   readonly #connection: CosmosConnection;
   readonly #scope: CosmosScope | CosmosScopeResolver | undefined;
   readonly #hierarchical: boolean;
-  readonly #source: string;
 
   constructor(options: CosmosHistoryProviderOptions) {
     super({ ...options, sourceId: options.sourceId ?? 'cosmos' });
-    if (typeof this.sourceId !== 'string' || this.sourceId === '')
-      throw new ConfigurationError('CosmosHistoryProvider: sourceId must be a non-empty string.');
+    checkId(this.sourceId, 'sourceId of CosmosHistoryProvider');
     if (options.ttlSeconds !== undefined) checkInteger('CosmosHistoryProvider', 'ttlSeconds', options.ttlSeconds);
     this.ttlSeconds = options.ttlSeconds;
     const scope = options.scope;
@@ -164,7 +164,6 @@ export class CosmosHistoryProvider extends HistoryProvider {
     }
     this.#scope = scope;
     this.#hierarchical = scope !== undefined;
-    this.#source = encodeIdPart(this.sourceId);
     this.#connection = new CosmosConnection(options, 'CosmosHistoryProvider', 'history', {
       partitionKey: this.#hierarchical ? HIERARCHICAL_PARTITION_KEY : SESSION_PARTITION_KEY,
       indexingPolicy: HISTORY_INDEXING_POLICY,
@@ -195,7 +194,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
     options: Pick<CosmosCallOptions, 'scope' | 'state'> = {},
   ): Promise<{ head: string; message: string }> {
     const loc = await this.#locate(sessionId, options.state, options.scope);
-    return { head: loc.prefix, message: `${loc.prefix}:${encodeIdPart(messageId)}` };
+    return { head: loc.prefix, message: encodeItemId(...loc.parts, messageId) };
   }
 
   /** The partition key value of a session: its id, or `~` and a hash for ids over 100 UTF-8 bytes. */
@@ -252,6 +251,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * @throws like `saveMessages`.
    */
   async append(sessionId: string, messages: readonly Message[], options: CosmosCallOptions = {}): Promise<number> {
+    checkSessionId(sessionId);
     const unique = checkMessages(messages);
     const loc = await this.#locate(sessionId, options.state, options.scope);
     if (unique.length === 0) return 0;
@@ -271,6 +271,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * @throws like `saveMessages`.
    */
   override async replaceMessages(sessionId: string, messages: readonly Message[], { state, signal }: SaveHistoryArgs): Promise<void> {
+    checkSessionId(sessionId);
     const unique = checkMessages(messages);
     const loc = await this.#locate(sessionId, state);
     await this.#connection.run({ operation: 'replaceMessages', sessionId }, signal, async (op) => {
@@ -450,13 +451,13 @@ export class CosmosHistoryProvider extends HistoryProvider {
   async #locate(sessionId: string, state: JsonObject | undefined, explicit?: CosmosScope): Promise<Location> {
     checkSessionId(sessionId);
     const sessionKey = sessionPartitionValue(sessionId);
-    const prefix = `${encodeIdPart(sessionId)}:${this.#source}`;
     if (!this.#hierarchical) {
       if (explicit !== undefined)
         throw new ConfigurationError(
           'CosmosHistoryProvider: a scope was given, but this provider partitions by session only (no `scope` option).',
         );
-      return { sessionId, sessionKey, partitionKey: sessionKey, fields: { sessionKey }, prefix };
+      const parts = [sessionId, this.sourceId];
+      return { sessionId, sessionKey, partitionKey: sessionKey, fields: { sessionKey }, parts, prefix: encodeItemId(...parts) };
     }
     const resolved = explicit ?? (typeof this.#scope === 'function' ? await this.#scope({ sessionId, state: state ?? {} }) : this.#scope);
     if (typeof resolved !== 'object' || resolved === null)
@@ -465,13 +466,14 @@ export class CosmosHistoryProvider extends HistoryProvider {
     const userId = checkScopePart('userId', resolved.userId);
     // Ids carry the tenant and user too: unique across the whole container, so data can be copied
     // into a container with another partition key without collisions.
-    const scoped = `${encodeIdPart(tenantId)}:${encodeIdPart(userId)}:${prefix}`;
+    const parts = [tenantId, userId, sessionId, this.sourceId];
     return {
       sessionId,
       sessionKey,
       partitionKey: [tenantId, userId, sessionKey],
       fields: { tenantId, userId, sessionKey },
-      prefix: scoped,
+      parts,
+      prefix: encodeItemId(...parts),
     };
   }
 
@@ -496,7 +498,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
 
   #item(loc: Location, message: Message, seq: number): MessageItem {
     const item: MessageItem = {
-      id: `${loc.prefix}:${encodeIdPart(message.id)}`,
+      id: encodeItemId(...loc.parts, message.id),
       kind: 'message',
       ...loc.fields,
       sourceId: this.sourceId,
@@ -691,12 +693,12 @@ export class CosmosHistoryProvider extends HistoryProvider {
     const path = `cosmos:${this.#connection.where}[${JSON.stringify(id)}]`;
     if (typeof raw !== 'object' || raw === null) throw new SessionStateError(path, 'is not an item object');
     if (typeof raw.seq !== 'number' || !Number.isSafeInteger(raw.seq))
-      throw new SessionStateError(
-        `${path}.seq`,
-        `must be an integer, got ${JSON.stringify(raw.seq) ?? 'undefined'}; fix or delete the item`,
-      );
+      throw new SessionStateError(`${path}.seq`, `must be an integer, got ${describeError(raw.seq)}; fix or delete the item`);
     const message = Message.parse(raw.message, `${path}.message`);
-    if (id !== `${loc.prefix}:${encodeIdPart(message.id)}`) {
+    // Parsed JSON can only fail this by its depth: a message must be storable again as it was read.
+    const tooDeep = findNonJson(message, `${path}.message`);
+    if (tooDeep) throw new SessionStateError(tooDeep, 'is nested deeper than the 128 levels ctx stores; fix or delete the item');
+    if (id !== encodeItemId(...loc.parts, message.id)) {
       throw new SessionStateError(
         `${path}.message.id`,
         `${shortId(message.id)} does not match the item id (an item of another message, session or source); fix or delete the item`,
@@ -737,13 +739,23 @@ function describeCursor(cursor: unknown): string {
   return typeof cursor === 'string' ? shortId(cursor) : typeof cursor;
 }
 
-/** Validates messages and drops repeated ids (the first occurrence wins). */
+/**
+ * Validates messages as a later read would, and drops repeated ids (the first occurrence wins). A
+ * message must be plain JSON all through (a NaN, a Map, a Date, `undefined` in an array, anything
+ * `JSON.stringify` would change): what is stored must read back as what was saved.
+ */
 function checkMessages(messages: readonly Message[]): Message[] {
   if (!Array.isArray(messages)) throw new SessionStateError('$.messages', 'must be an array');
   const seen = new Set<string>();
   const unique: Message[] = [];
   messages.forEach((m, i) => {
     Message.parse(m, `$.messages[${i}]`);
+    const notJson = findNonJson(m, `$.messages[${i}]`);
+    if (notJson)
+      throw new SessionStateError(
+        notJson,
+        'is not plain JSON within 128 levels of nesting (a NaN, Infinity, Map, Date, undefined, bigint, function, cycle or deeper nesting): JSON.stringify would store something else. Nothing was stored.',
+      );
     if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
     const bytes = Buffer.byteLength(JSON.stringify(m), 'utf8');
     if (bytes > MAX_ITEM_BYTES)

@@ -1,7 +1,16 @@
 import type { Container } from '@azure/cosmos';
-import { AgentSession, BackendUnavailableError, ConcurrencyError, ConfigurationError, SessionStateError } from '@ctx/core';
+import {
+  AgentSession,
+  BackendUnavailableError,
+  ConcurrencyError,
+  ConfigurationError,
+  SessionStateError,
+  type SessionJson,
+} from '@ctx/core';
+import { BLANK_SESSION_IDS } from '@ctx/provider-tests';
 import { describe, expect, it } from 'vitest';
-import { allItems, cosmosClient, uniqueId } from '../test/helpers.js';
+import { startFaultProxy } from '@ctx/cosmos-stand-in';
+import { allItems, cosmosClient, env, nested, uniqueId } from '../test/helpers.js';
 import { CosmosSessionStore, type CosmosSessionStoreOptions } from './cosmos-session-store.js';
 import { SESSION_STORE_INDEXING_POLICY } from './history-layout.js';
 
@@ -16,8 +25,29 @@ describe('CosmosSessionStore options and arguments', () => {
     expect(() => new CosmosSessionStore({ client, ttlSeconds: 0 })).toThrow(ConfigurationError);
   });
 
-  it('an empty session id is a SessionStateError', () => {
-    expect(() => new CosmosSessionStore({ client }).itemId('')).toThrow(SessionStateError);
+  it('empty and whitespace-only session ids are ConfigurationErrors from every method, before any request', async () => {
+    const proxy = await startFaultProxy(env.endpoint);
+    try {
+      const store = new CosmosSessionStore({ client: cosmosClient(proxy.endpoint), databaseId, containerId: uniqueId('args') });
+      proxy.resetLog();
+      for (const sessionId of [...BLANK_SESSION_IDS, '\r\n', '\u3000']) {
+        const calls: [string, () => Promise<unknown>][] = [
+          ['itemId', async () => store.itemId(sessionId)],
+          ['get', () => store.get(sessionId)],
+          ['set', () => store.set({ type: 'ctx.session', version: 1, sessionId, state: {} })],
+          ['set with ifMatch', () => store.set({ type: 'ctx.session', version: 1, sessionId, state: {} }, { ifMatch: 'e' })],
+          ['delete', () => store.delete(sessionId)],
+        ];
+        for (const [name, call] of calls) {
+          const error = await call().catch((e: unknown) => e);
+          expect(ConfigurationError.isInstance(error), `${name}(${JSON.stringify(sessionId)})`).toBe(true);
+          expect((error as Error).message).toContain('session id must be a string with at least one non-whitespace character');
+        }
+      }
+      expect(proxy.requests).toEqual([]);
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('an ifMatch that is not an etag, null or undefined is a ConfigurationError naming the session, and nothing is written', async () => {
@@ -57,6 +87,32 @@ describe('CosmosSessionStore options and arguments', () => {
 });
 
 describe('CosmosSessionStore', () => {
+  it('session ids ".", "..", "...", "a/.." and "%2e%2e" round-trip and never reach another session or the container', async () => {
+    // Item ids go into the request URL as one path segment: ".." read the container and deleted it.
+    const store = make();
+    const others = [session('keep-1', { v: { n: 1 } }), session('keep-2', { v: { n: 2 } })];
+    for (const json of others) await store.set(json);
+    const ids = { '.': '_2E', '..': '_2E_2E', '...': '_2E_2E_2E', 'a/..': 'a_2F..', '%2e%2e': '_252e_252e' };
+    for (const [sessionId, itemId] of Object.entries(ids)) {
+      expect(store.itemId(sessionId)).toBe(itemId);
+      const etag = await store.set(session(sessionId, { v: { id: sessionId } }));
+      expect(await store.get(sessionId)).toEqual({ session: session(sessionId, { v: { id: sessionId } }), etag });
+      // The conditional paths address the item by its id in the URL too.
+      const replaced = await store.set(session(sessionId, { v: { again: true } }), { ifMatch: etag });
+      expect((await store.get(sessionId))?.etag).toBe(replaced);
+    }
+    expect(new Set((await allItems(store.container)).map((i) => i.id))).toEqual(new Set(['keep-1', 'keep-2', ...Object.values(ids)]));
+    for (const sessionId of Object.keys(ids)) {
+      expect(await store.delete(sessionId)).toBe(true);
+      expect(await store.get(sessionId)).toBeUndefined();
+      expect(await store.delete(sessionId)).toBe(false);
+      for (const json of others) expect((await store.get(json.sessionId))?.session).toEqual(json);
+    }
+    expect((await allItems(store.container)).map((i) => i.id).sort()).toEqual(['keep-1', 'keep-2']);
+    await store.set(session('..'), { ifMatch: null });
+    await expect(store.set(session('..'), { ifMatch: null })).rejects.toSatisfy(ConcurrencyError.isInstance);
+  });
+
   it('stores one item per session: encoded id (= partition key), the session id, the session JSON and a write id; the etag is the item ETag', async () => {
     const store = make();
     const json = session('user/42?#', { memory: { messages: [] }, profile: { name: 'Ada' } });
@@ -119,7 +175,80 @@ describe('CosmosSessionStore', () => {
     expect(wrong.path).toBe(`cosmos:${databaseId}/${store.container.id}["victim"].sessionId`);
     await store.container.item('victim', 'victim').replace({ ...resource, session: { ...json, sessionId: 'intruder' } });
     expect(((await store.get('victim').catch((e: unknown) => e)) as SessionStateError).path).toMatch(/\.session\.sessionId$/);
-    await expect(store.set({ type: 'ctx.session', version: 1, sessionId: '', state: {} })).rejects.toSatisfy(SessionStateError.isInstance);
+  });
+
+  it('refuses a session get could not read back (NaN, Map, Date, undefined, array slot, cycle, too deep), naming the path; nothing is written', async () => {
+    const proxy = await startFaultProxy(env.endpoint);
+    try {
+      const store = new CosmosSessionStore({
+        client: cosmosClient(proxy.endpoint),
+        databaseId,
+        containerId: uniqueId('bad'),
+        createIfNotExists: true,
+      });
+      await store.get('warm-up');
+      proxy.resetLog();
+      const sessionId = 'never-written';
+      const cycle: Record<string, unknown> = {};
+      cycle.self = cycle;
+      const holey: number[] = [];
+      holey[0] = 1;
+      holey[2] = 3;
+      const withState = (slot: unknown) => ({ ...session(sessionId), state: { s: slot } }) as unknown as SessionJson;
+      for (const [name, bad, path] of [
+        ['NaN', withState({ n: Number.NaN }), '$.state.s.n'],
+        ['a Map', withState({ m: new Map([[1, 2]]) }), '$.state.s.m'],
+        ['a Date', withState({ d: new Date(0) }), '$.state.s.d'],
+        ['undefined', withState({ u: undefined }), '$.state.s.u'],
+        ['an array slot', withState([1, 2]), '$.state.s'],
+        ['an array with a hole', withState({ list: holey }), '$.state.s.list[1]'],
+        ['a bigint', withState({ n: 1n }), '$.state.s.n'],
+        ['a cycle', withState(cycle), '$.state.s.self'],
+        ['200 levels of nesting', withState(nested(200)), '$.state.s.a'],
+      ] as const) {
+        for (const ifMatch of [undefined, null, 'some-etag']) {
+          const error = await store.set(bad, { ifMatch }).catch((e: unknown) => e);
+          expect(SessionStateError.isInstance(error), name).toBe(true);
+          expect((error as SessionStateError).path.startsWith(path), `${name}: ${(error as SessionStateError).path}`).toBe(true);
+        }
+      }
+      expect(proxy.requests).toEqual([]);
+      expect(await store.get(sessionId)).toBeUndefined();
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it('stores a session exactly as get reads it: a JSON string as the session it holds, without extra top-level fields', async () => {
+    const store = make();
+    const json = { ...session('as-read'), serviceSessionId: 'resp_1' };
+    const etag = await store.set(JSON.stringify(json) as unknown as SessionJson);
+    expect(await store.get('as-read')).toEqual({ session: json, etag });
+    await store.set({ ...json, extra: () => 1, big: 1n, serviceSessionId: undefined } as unknown as SessionJson);
+    const [item] = await allItems(store.container);
+    expect(item!.session).toEqual(session('as-read'));
+  });
+
+  it('a stored session nested past 128 levels fails get with SessionStateError naming the item and the path', async () => {
+    // Cosmos DB itself refuses documents nested deeper than 128 levels; the stand-in does not.
+    const store = make();
+    const json = session('deep');
+    await store.set(json);
+    const { resource } = await store.container.item('deep', 'deep').read();
+    const where = `cosmos:${databaseId}/${store.container.id}["deep"]`;
+    for (const [mutated, path] of [
+      [{ ...json, state: { s: nested(1000) } }, '.session.state.s'],
+      [{ ...json, type: nested(1000) }, '.session.type'],
+      [nested(1000), '.session'],
+    ] as const) {
+      await store.container.item('deep', 'deep').replace({ ...resource, session: mutated });
+      const error = await store.get('deep').catch((e: unknown) => e);
+      expect(SessionStateError.isInstance(error), path).toBe(true);
+      expect((error as SessionStateError).path.startsWith(`${where}${path}`), (error as SessionStateError).path).toBe(true);
+    }
+    await store.container.item('deep', 'deep').replace({ ...resource, sessionId: nested(1000) });
+    const wrongId = await store.get('deep').catch((e: unknown) => e);
+    expect((wrongId as SessionStateError).path).toBe(`${where}.sessionId`);
   });
 
   it('a container partitioned by another path, or TTL off with ttlSeconds, is a ConfigurationError', async () => {

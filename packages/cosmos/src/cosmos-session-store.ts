@@ -10,10 +10,10 @@ import {
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
-import { checkInteger, checkSessionId, parseSessionJson, shortId } from '@ctx/core/backend';
+import { checkInteger, checkSessionId, isPlainObject, parseSessionJson, shortId } from '@ctx/core/backend';
 import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import { SESSION_STORE_INDEXING_POLICY, SESSION_STORE_PARTITION_KEY } from './history-layout.js';
-import { encodeIdPart } from './ids.js';
+import { encodeItemId } from './ids.js';
 
 /** Options of `CosmosSessionStore`: the connection, and how long sessions live. */
 export interface CosmosSessionStoreOptions extends CosmosConnectionOptions {
@@ -27,7 +27,7 @@ export interface CosmosSessionStoreOptions extends CosmosConnectionOptions {
 
 /** A stored session: one item per session, partitioned by its own id (`/id`). */
 export interface SessionItem {
-  /** The session id encoded by `encodeIdPart` (also the partition key value). */
+  /** The session id encoded by `encodeItemId` (also the partition key value). */
   id: string;
   /** The session id as given. */
   sessionId: string;
@@ -68,9 +68,12 @@ export class CosmosSessionStore implements SessionStore {
     return this.#connection.container;
   }
 
-  /** The item id (and partition key value) of a session. */
+  /**
+   * The item id (and partition key value) of a session: `encodeItemId(sessionId)`.
+   * @throws ConfigurationError for an empty or whitespace-only session id.
+   */
   itemId(sessionId: string): string {
-    return encodeIdPart(checkSessionId(sessionId));
+    return encodeItemId(checkSessionId(sessionId));
   }
 
   /**
@@ -90,10 +93,14 @@ export class CosmosSessionStore implements SessionStore {
    * Stores a session and resolves to its new ETag. `ifMatch`: a string writes only over that ETag
    * (`IfMatch` replace), `null` only when nothing is stored (create), absent always (upsert).
    * @throws ConcurrencyError when `ifMatch` does not hold (nothing is written).
-   * @throws SessionStateError when `session` is not valid session JSON.
+   * @throws SessionStateError when `session` is not session JSON that `get` could read back (a NaN,
+   *   Map, Date, `undefined`, an array as a state slot, a cycle, nesting past core's limit), naming
+   *   the path; nothing is written.
+   * @throws ConfigurationError for an empty or whitespace-only session id, before any request.
    * @throws BackendUnavailableError when Cosmos DB fails or does not answer in time.
    */
   async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
+    if (isPlainObject(session) && typeof session.sessionId === 'string') checkSessionId(session.sessionId);
     const json = parseSessionJson(session);
     const sessionId = json.sessionId;
     const id = this.itemId(sessionId);
@@ -106,7 +113,8 @@ export class CosmosSessionStore implements SessionStore {
     const item: SessionItem = {
       id,
       sessionId,
-      session: structuredClone(session),
+      // What get will read: the checked session, as JSON (a private copy; extra top-level fields are not kept).
+      session: JSON.parse(JSON.stringify(json)) as SessionJson,
       writeId: randomUUID(),
       updatedAt: new Date().toISOString(),
     };

@@ -1,6 +1,6 @@
 import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
 import { describe, expect, it } from 'vitest';
-import { encodeIdPart, MAX_ID_PART_LENGTH, sessionPartitionValue } from './ids.js';
+import { encodeIdPart, encodeItemId, MAX_ID_PART_LENGTH, sessionPartitionValue } from './ids.js';
 
 describe('encodeIdPart', () => {
   const ids = [
@@ -43,5 +43,33 @@ describe('encodeIdPart', () => {
     const values = HOSTILE_SESSION_IDS.map(sessionPartitionValue);
     expect(new Set(values).size).toBe(HOSTILE_SESSION_IDS.length);
     for (const v of values) expect(Buffer.byteLength(v)).toBeLessThanOrEqual(100);
+  });
+});
+
+describe('encodeItemId', () => {
+  const dots = ['.', '..', '...', '.'.repeat(26), '.'.repeat(27), '.'.repeat(MAX_ID_PART_LENGTH), '.'.repeat(MAX_ID_PART_LENGTH + 1)];
+
+  it('never makes an id that is only dots (a URL path segment the SDK resolves away): their dots become _2E', () => {
+    expect(['.', '..', '...'].map((id) => encodeItemId(id))).toEqual(['_2E', '_2E_2E', '_2E_2E_2E']);
+    expect(encodeItemId('.'.repeat(26))).toBe('_2E'.repeat(26));
+    expect(encodeItemId('.'.repeat(27))).toMatch(/^~[A-Za-z0-9_-]{43}$/);
+    for (const id of [...dots, '..', 'a/..', '%2e%2e', '.%2e', '%2E.', ' .. ']) {
+      expect(encodeItemId(id)).not.toMatch(/^\.*$/);
+      expect(encodeItemId(id)).toMatch(/^[A-Za-z0-9._~-]{1,80}$/);
+    }
+  });
+
+  it('keeps every other id exactly as encodeIdPart made it, so stored items stay readable', () => {
+    for (const id of [...HOSTILE_SESSION_IDS, 'a.', '.a', 'a..b', '.'.repeat(MAX_ID_PART_LENGTH + 1), '_2E', '_2E_2E']) {
+      if (!/^\.+$/.test(id) || id.length > MAX_ID_PART_LENGTH) expect(encodeItemId(id)).toBe(encodeIdPart(id));
+    }
+    expect(encodeItemId('..', 'cosmos')).toBe('..:cosmos');
+    expect(encodeItemId('.', '.', '..')).toBe('.:.:..');
+    expect(encodeItemId('t', 'u', 'a/b', 'src', 'm:1')).toBe('t:u:a_2Fb:src:m_3A1');
+  });
+
+  it('maps distinct ids to distinct item ids, dot-only ones included', () => {
+    const ids = [...new Set([...HOSTILE_SESSION_IDS, ...dots, '_2E', '_2E_2E', '_', '_5F', '~', 'a.', '.a'])];
+    expect(new Set(ids.map((id) => encodeItemId(id))).size).toBe(ids.length);
   });
 });

@@ -18,9 +18,29 @@ export const MAX_PARTITION_VALUE_BYTES = 100;
  * (44 characters); `~` never starts a readable encoding, so the two forms cannot meet.
  */
 export function encodeIdPart(id: string): string {
-  const out = encodeIdSegment(id, { escape: '_', keep: /[A-Za-z0-9.-]/ });
-  if (out.length <= MAX_ID_PART_LENGTH) return out;
-  return `~${createHash('sha256').update(out, 'latin1').digest('base64url')}`;
+  return bounded(encodeIdSegment(id, { escape: '_', keep: /[A-Za-z0-9.-]/ }));
+}
+
+/** An encoding as it is when it has at most `MAX_ID_PART_LENGTH` characters, else `~` and its SHA-256 in base64url. */
+function bounded(encoded: string): string {
+  if (encoded.length <= MAX_ID_PART_LENGTH) return encoded;
+  return `~${createHash('sha256').update(encoded, 'latin1').digest('base64url')}`;
+}
+
+const DOTS_ONLY = /^\.+$/;
+
+/**
+ * The id of an item: its parts (ids as given) each encoded by `encodeIdPart` and joined by `:`.
+ * The SDK puts an item id into the request URL as one path segment, and a segment made only of
+ * dots is resolved away (`..` is the parent: a read of item `..` reads the container, a delete
+ * deletes it), so an id that would consist only of dots (only a one-part id can: the session
+ * store's) has every dot written as `_2E` instead (`..` becomes `_2E_2E`), hashed like any part
+ * past `MAX_ID_PART_LENGTH` characters. `_2E` never appears in another encoding (a `.` is kept
+ * everywhere else), so ids stay distinct, and every other id is exactly what it was before.
+ */
+export function encodeItemId(...parts: readonly string[]): string {
+  const id = parts.map(encodeIdPart).join(':');
+  return DOTS_ONLY.test(id) ? bounded(id.replaceAll('.', '_2E')) : id;
 }
 
 /**
@@ -44,15 +64,20 @@ function isWellFormed(text: string): boolean {
 }
 
 /**
- * Checks a tenant or user id of a hierarchical partition key: a non-empty, well-formed string of
- * at most `MAX_PARTITION_VALUE_BYTES` UTF-8 bytes (it is stored and used as a partition key value
- * as it is).
+ * Checks a tenant or user id of a hierarchical partition key: a well-formed string with at least
+ * one character that is not whitespace, of at most `MAX_PARTITION_VALUE_BYTES` UTF-8 bytes (it is
+ * stored and used as a partition key value as it is).
  * @throws ConfigurationError otherwise.
  */
 export function checkScopePart(name: 'tenantId' | 'userId', value: unknown): string {
-  if (typeof value !== 'string' || value === '' || !isWellFormed(value) || Buffer.byteLength(value, 'utf8') > MAX_PARTITION_VALUE_BYTES) {
+  if (
+    typeof value !== 'string' ||
+    value.trim() === '' ||
+    !isWellFormed(value) ||
+    Buffer.byteLength(value, 'utf8') > MAX_PARTITION_VALUE_BYTES
+  ) {
     throw new ConfigurationError(
-      `${name} must be a non-empty string of at most ${MAX_PARTITION_VALUE_BYTES} UTF-8 bytes (it is a partition key value); got ${typeof value === 'string' ? shortId(value) : typeof value}.`,
+      `${name} must be a string with at least one non-whitespace character and at most ${MAX_PARTITION_VALUE_BYTES} UTF-8 bytes (it is a partition key value); got ${typeof value === 'string' ? shortId(value) : typeof value}.`,
     );
   }
   return value;
