@@ -6,18 +6,21 @@ import {
   Message,
   ProviderError,
   SessionStateError,
+  type AgentEvent,
   truncation,
 } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
-import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
+import { BLANK_SESSION_IDS, HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
 import { Redis, type Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { allKeys, clusterClient, countCommands, singleClient, uniquePrefix } from '../test/helpers.js';
+import { allKeys, clusterClient, countCommands, nestedJson, nonJsonMessages, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisHistoryProvider, type RedisHistoryProviderOptions } from './redis-history-provider.js';
 
 const state = {};
 const turn = (i: number) => [Message.user(`q${i}`), Message.assistant(`a${i}`)];
 const texts = (messages: readonly Message[]) => messages.map((m) => Message.text(m));
+/** Ids that hold nothing but whitespace (JavaScript's `trim` removes all of them). */
+const BLANK_IDS = [...BLANK_SESSION_IDS, '\r\n', '\u3000'];
 
 /** Seeds `count` messages in batches of 1000 (one script call each). */
 async function seed(provider: RedisHistoryProvider, sessionId: string, count: number): Promise<void> {
@@ -68,6 +71,37 @@ describe('RedisHistoryProvider options and arguments', () => {
       expect((error as Error).message).toBe(
         `RedisHistoryProvider.listMessages for session "s1": cursor must be the nextCursor of a previous page, got "${cursor}". Omit it to start from the oldest stored message.`,
       );
+    }
+    expect(counted.names).toEqual([]);
+    expect(client.status).toBe('wait');
+  });
+
+  it('empty and whitespace-only session ids and source ids are ConfigurationErrors from every method, before any round trip', async () => {
+    const client = lazy();
+    const provider = new RedisHistoryProvider({ client });
+    const counted = countCommands(client);
+    const bad = { id: 'b', role: 'user', contents: [{ type: 'text' }] } as unknown as Message;
+    for (const sessionId of BLANK_IDS) {
+      const calls: [string, () => Promise<unknown>][] = [
+        ['getMessages', () => provider.getMessages(sessionId, { state })],
+        ['getMessages with a limit', () => provider.getMessages(sessionId, { state, limit: 5 })],
+        ['saveMessages', () => provider.saveMessages(sessionId, turn(1), { state })],
+        ['saveMessages of nothing', () => provider.saveMessages(sessionId, [], { state })],
+        ['saveMessages of a malformed message', () => provider.saveMessages(sessionId, [bad], { state })],
+        ['append of nothing', () => provider.append(sessionId, [])],
+        ['replaceMessages', () => provider.replaceMessages(sessionId, turn(1), { state })],
+        ['listMessages', () => provider.listMessages(sessionId)],
+        ['exportMessages', () => provider.exportMessages(sessionId).next()],
+        ['countMessages', () => provider.countMessages(sessionId)],
+        ['clear', () => provider.clear(sessionId)],
+        ['keys', async () => provider.keys(sessionId)],
+      ];
+      for (const [name, call] of calls) {
+        const error = await call().catch((e: unknown) => e);
+        expect(ConfigurationError.isInstance(error), `${name}(${JSON.stringify(sessionId)})`).toBe(true);
+        expect((error as Error).message).toContain('session id must be a string with at least one non-whitespace character');
+      }
+      expect(() => new RedisHistoryProvider({ client, sourceId: sessionId })).toThrow(ConfigurationError);
     }
     expect(counted.names).toEqual([]);
     expect(client.status).toBe('wait');
@@ -300,6 +334,60 @@ for (const [topology, connect] of [
         expect((second as SessionStateError).problem).toContain('must be a message object');
       });
 
+      it('data nested 100,000 levels deep fails the read with SessionStateError naming the key, the index and the field', async () => {
+        const provider = make();
+        const sessionId = id();
+        const key = provider.keys(sessionId).messages;
+        const deep = nestedJson(100_000);
+        await client.rpush(
+          key,
+          `{"id":"m0","role":"user","contents":[],"metadata":${deep}}`,
+          `{"id":"m1","role":"user","contents":[{"type":"function-result","callId":"c","result":${deep}}]}`,
+          `{"id":"m2","role":${deep},"contents":[]}`,
+          `{"id":"m3","role":"user","contents":[{"type":${deep}}]}`,
+          `{"id":"m4","role":"user","contents":[],"extra":${deep}}`,
+        );
+        // Each round the bad entry is the first one; then it is removed.
+        for (const [i, field] of ['.metadata', '.contents[0].result', '.role', '.contents[0].type', '.extra'].entries()) {
+          const error = await provider.getMessages(sessionId, { state }).catch((e: unknown) => e);
+          expect(SessionStateError.isInstance(error), field).toBe(true);
+          expect((error as SessionStateError).path.startsWith(`redis:${key}[0]${field}`), (error as SessionStateError).path).toBe(true);
+          const window = await provider.getMessages(sessionId, { state, limit: 5 - i }).catch((e: unknown) => e);
+          expect((window as SessionStateError).path.startsWith(`redis:${key}[-${5 - i}]${field}`)).toBe(true);
+          const page = await provider.listMessages(sessionId).catch((e: unknown) => e);
+          expect((page as SessionStateError).path.startsWith(`redis:${key}[0]${field}`)).toBe(true);
+          await client.lpop(key);
+        }
+        expect(await client.llen(key)).toBe(0);
+      });
+
+      it('an id set whose newest score is not an integer fails listMessages and saves with SessionStateError naming it; nothing is written', async () => {
+        const provider = make();
+        const sessionId = id();
+        const keys = provider.keys(sessionId);
+        await provider.saveMessages(sessionId, turn(1), { state });
+        for (const score of ['inf', '1.5', '1e300']) {
+          await client.del(keys.ids);
+          await client.zadd(keys.ids, score, 'bogus');
+          for (const attempt of [
+            provider.listMessages(sessionId),
+            provider.saveMessages(sessionId, turn(2), { state }),
+            provider.replaceMessages(sessionId, turn(3), { state }),
+          ]) {
+            const error = await attempt.catch((e: unknown) => e);
+            expect(SessionStateError.isInstance(error), score).toBe(true);
+            expect((error as SessionStateError).path).toBe(`redis:${keys.ids}`);
+            expect((error as SessionStateError).problem).toContain('not an integer; nothing was changed');
+          }
+          expect(texts(await provider.getMessages(sessionId, { state }))).toEqual(['q1', 'a1']);
+          expect(await client.zcard(keys.ids)).toBe(1);
+        }
+        // Deleting the id set, as the error says, repairs it: numbering restarts after the stored messages.
+        await client.del(keys.ids);
+        await provider.saveMessages(sessionId, turn(2), { state });
+        expect(texts((await provider.listMessages(sessionId)).messages)).toEqual(['q1', 'a1', 'q2', 'a2']);
+      });
+
       it('a key of the wrong Redis type gives SessionStateError for reads and writes', async () => {
         const provider = make();
         const sessionId = id();
@@ -330,6 +418,57 @@ for (const [topology, connect] of [
       const error = await provider.saveMessages(sessionId, [Message.user('ok'), bad], { state }).catch((e: unknown) => e);
       expect((error as SessionStateError).path).toBe('$.messages[1].contents[0].text');
       expect(await provider.countMessages(sessionId)).toBe(0);
+    });
+
+    it('refuses a message that is not plain JSON anywhere in it, naming the path, and stores nothing (saveMessages and replaceMessages)', async () => {
+      const provider = make();
+      const sessionId = id();
+      await provider.saveMessages(sessionId, turn(1), { state });
+      const before = await client.lrange(provider.keys(sessionId).messages, 0, -1);
+      for (const [name, message, path] of nonJsonMessages()) {
+        for (const write of [provider.saveMessages, provider.replaceMessages]) {
+          const error = await write.call(provider, sessionId, [Message.user('fine'), message], { state }).catch((e: unknown) => e);
+          expect(SessionStateError.isInstance(error), name).toBe(true);
+          expect(
+            (error as SessionStateError).path.startsWith(`$.messages[1]${path}`),
+            `${name}: ${(error as SessionStateError).path}`,
+          ).toBe(true);
+        }
+      }
+      expect(await client.lrange(provider.keys(sessionId).messages, 0, -1)).toEqual(before);
+      expect(await client.zcard(provider.keys(sessionId).ids)).toBe(2);
+    });
+
+    it('a message id stored more than once in the list is loaded once, from its first entry; a run reports the repeats', async () => {
+      const provider = make();
+      const sessionId = id();
+      const key = provider.keys(sessionId).messages;
+      await provider.saveMessages(sessionId, turn(1), { state });
+      const [q1] = await client.lrange(key, 0, 0);
+      const first = JSON.parse(q1!) as Message;
+      // What an older version's retried write, or a hand edit, could leave: the same id again, once verbatim, once changed.
+      await client.rpush(key, q1!, JSON.stringify({ ...first, contents: [{ type: 'text', text: 'changed' }] }));
+      await provider.saveMessages(sessionId, turn(2), { state });
+      expect(await client.llen(key)).toBe(6);
+      expect(texts(await provider.getMessages(sessionId, { state }))).toEqual(['q1', 'a1', 'q2', 'a2']);
+      // A window holds each id once too: its first entry within the window.
+      expect(texts(await provider.getMessages(sessionId, { state, limit: 4 }))).toEqual(['q1', 'q2', 'a2']);
+      expect(texts((await provider.listMessages(sessionId)).messages)).toEqual(['q1', 'a1', 'q2', 'a2']);
+      const exported: Message[] = [];
+      for await (const m of provider.exportMessages(sessionId, { pageSize: 2 })) exported.push(m);
+      expect(texts(exported)).toEqual(['q1', 'a1', 'q2', 'a2']);
+      const events: AgentEvent[] = [];
+      const chat = new ScriptedChatClient({ replies: ['a3'] });
+      const agent = createAgent({ client: chat, contextProviders: [provider], onEvent: (e) => void events.push(e) });
+      await agent.run('q3', { session: agent.getSessionById(sessionId) });
+      expect(texts(chat.calls[0]!.messages)).toEqual(['q1', 'a1', 'q2', 'a2', 'q3']);
+      const reported = events.filter((e) => e.type === 'provider-diagnostic');
+      expect(reported).toEqual([
+        expect.objectContaining({ sourceId: 'redis', code: 'duplicate-messages', data: { key, duplicates: 2, messageIds: [first.id] } }),
+      ]);
+      expect((reported[0] as { message: string }).message).toContain(
+        `holds 2 more entries under message ids already loaded ("${first.id}")`,
+      );
     });
 
     it('an aborted signal rejects with its reason and writes nothing', async () => {

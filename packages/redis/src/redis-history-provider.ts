@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   ConfigurationError,
   HistoryProvider,
@@ -5,12 +6,14 @@ import {
   SessionStateError,
   type GetHistoryArgs,
   type HistoryProviderOptions,
+  type ProviderDiagnostic,
+  type ProviderRunArgs,
   type SaveHistoryArgs,
 } from '@ctx/core';
-import { checkInteger, checkSessionId, shortId } from '@ctx/core/backend';
+import { checkId, checkInteger, checkSessionId, findNonJson, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { historyKeys, type HistoryKeys } from './keys.js';
-import { PAGE_SCRIPT, SAVE_SCRIPT } from './scripts.js';
+import { BAD_IDS, PAGE_SCRIPT, SAVE_SCRIPT } from './scripts.js';
 
 /** Options of `RedisHistoryProvider`: the history options of `@ctx/core`, the connection, and retention. */
 export interface RedisHistoryProviderOptions extends HistoryProviderOptions, RedisConnectionOptions {
@@ -66,7 +69,10 @@ export interface RedisCallOptions {
  *
  * Failures: an unreachable or timed-out Redis gives `BackendUnavailableError` within `timeoutMs`;
  * a stored entry that is not a valid message gives `SessionStateError` naming the key and index.
- * @throws ConfigurationError for bad options (not exactly one of client/url/nodes, bad prefix, bad limits).
+ * Entries repeating a message id already loaded (written twice by an older version's retry, or by
+ * hand) are loaded once, the first kept; a run reports them as a `duplicate-messages` diagnostic.
+ * @throws ConfigurationError for bad options (not exactly one of client/url/nodes, bad prefix, bad
+ *   limits, an empty or whitespace-only sourceId).
  */
 export class RedisHistoryProvider extends HistoryProvider {
   /** Retention cap per conversation, or undefined for none. */
@@ -74,9 +80,12 @@ export class RedisHistoryProvider extends HistoryProvider {
   /** Seconds of inactivity after which a conversation is deleted, or undefined for none. */
   readonly ttlSeconds: number | undefined;
   readonly #connection: RedisConnection;
+  /** The current run's `report`, for loads made by `beforeRun` (getMessages has no other way to reach it). */
+  readonly #report = new AsyncLocalStorage<(diagnostic: ProviderDiagnostic) => void>();
 
   constructor(options: RedisHistoryProviderOptions) {
     super({ ...options, sourceId: options.sourceId ?? 'redis' });
+    checkId(this.sourceId, 'sourceId of RedisHistoryProvider');
     if (options.maxStored !== undefined) checkInteger('RedisHistoryProvider', 'maxStored', options.maxStored);
     if (options.ttlSeconds !== undefined) checkInteger('RedisHistoryProvider', 'ttlSeconds', options.ttlSeconds);
     this.maxStored = options.maxStored;
@@ -89,14 +98,24 @@ export class RedisHistoryProvider extends HistoryProvider {
     return this.#connection.client;
   }
 
-  /** The Redis keys that hold a session's history for this provider's `sourceId`. */
+  /**
+   * The Redis keys that hold a session's history for this provider's `sourceId`.
+   * @throws ConfigurationError for an empty or whitespace-only session id.
+   */
   keys(sessionId: string): HistoryKeys {
     return historyKeys(this.#connection.prefix, this.sourceId, checkSessionId(sessionId));
   }
 
+  /** Loads the history like `HistoryProvider.beforeRun`; entries of a repeated message id are reported through the run's `report`. */
+  override async beforeRun(args: ProviderRunArgs): Promise<void> {
+    await this.#report.run(args.report, () => super.beforeRun(args));
+  }
+
   /**
-   * The newest `limit` messages (all without a limit), oldest first, in one `LRANGE`.
+   * The newest `limit` messages (all without a limit), oldest first, in one `LRANGE`. A message id
+   * stored more than once in the window is returned once (its first entry).
    * @throws SessionStateError when a stored entry is not a valid message (path: `redis:<key>[index]`).
+   * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
    */
   async getMessages(sessionId: string, { limit, signal }: GetHistoryArgs): Promise<Message[]> {
@@ -106,13 +125,49 @@ export class RedisHistoryProvider extends HistoryProvider {
       c.lrange(key, limit === undefined ? 0 : -limit, -1),
     );
     // A window is read from the end, so its entries are named by their index from the end (as LINDEX takes it).
-    return raw.map((text, i) => decode(text, key, limit === undefined ? i : i - raw.length));
+    return this.#unique(
+      raw.map((text, i) => decode(text, key, limit === undefined ? i : i - raw.length)),
+      key,
+    );
+  }
+
+  /**
+   * `messages` with every message id once (its first entry). The save script never stores an id
+   * twice, but a list may hold repeats written by an older version's retried write or by hand;
+   * the model must not see them twice. Reports what it dropped when called within a run.
+   */
+  #unique(messages: Message[], key: string, seen = new Set<string>()): Message[] {
+    const repeated: string[] = [];
+    const unique = messages.filter((m) => {
+      if (seen.has(m.id)) {
+        repeated.push(m.id);
+        return false;
+      }
+      seen.add(m.id);
+      return true;
+    });
+    if (repeated.length > 0) {
+      const ids = [...new Set(repeated)];
+      this.#report.getStore()?.({
+        code: 'duplicate-messages',
+        message: `Redis list ${shortId(key, 120)} holds ${repeated.length} more entr${repeated.length === 1 ? 'y' : 'ies'} under message ids already loaded (${ids
+          .slice(0, 5)
+          .map((id) => shortId(id))
+          .join(
+            ', ',
+          )}${ids.length > 5 ? ', ...' : ''}); each id was loaded once, from its first entry. Remove the repeats (LREM) or rewrite the history with replaceMessages.`,
+        data: { key, duplicates: repeated.length, messageIds: ids.slice(0, 20) },
+      });
+    }
+    return unique;
   }
 
   /**
    * Appends messages in one atomic script call (one round trip): ids already stored are skipped,
    * the list is trimmed to `maxStored`, the TTL refreshed.
-   * @throws SessionStateError when a message is malformed (nothing is stored).
+   * @throws SessionStateError when a message is malformed or not plain JSON (a NaN, a Map, a Date,
+   *   `undefined`, anything `JSON.stringify` would change), naming the path; nothing is stored.
+   * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`; retrying the
    *   same messages is safe.
    */
@@ -125,7 +180,8 @@ export class RedisHistoryProvider extends HistoryProvider {
    * @throws like `saveMessages`.
    */
   async append(sessionId: string, messages: readonly Message[], options: RedisCallOptions = {}): Promise<number> {
-    if (messages.length === 0) return 0;
+    checkSessionId(sessionId);
+    if (Array.isArray(messages) && messages.length === 0) return 0;
     return this.#write('append', sessionId, messages, options.signal);
   }
 
@@ -146,26 +202,38 @@ export class RedisHistoryProvider extends HistoryProvider {
     signal: AbortSignal | undefined,
   ): Promise<number> {
     const keys = this.keys(sessionId);
+    if (!Array.isArray(messages)) throw new SessionStateError('$.messages', 'must be an array');
     const args: string[] = [mode, String(this.maxStored ?? 0), String(this.ttlSeconds ?? 0)];
-    messages.forEach((m, i) => {
+    for (let i = 0; i < messages.length; i++) {
+      const m = messages[i];
       Message.parse(m, `$.messages[${i}]`);
+      // What is stored must read back as what was saved: JSON.stringify turns NaN into null and a Map into {}.
+      const notJson = findNonJson(m, `$.messages[${i}]`);
+      if (notJson) throw new SessionStateError(notJson, NOT_JSON);
       if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
       args.push(m.id, JSON.stringify(m));
-    });
+    }
     const operation = mode === 'append' ? 'saveMessages' : 'replaceMessages';
     const count = await this.#connection.call({ operation, sessionId, key: keys.messages }, signal, (c) =>
       this.#connection.script(c, SAVE_SCRIPT, [keys.messages, keys.ids], args),
     );
+    checkIds(count, keys);
     return Number(count);
   }
 
   /**
    * One page of a session's stored messages, oldest first, for export or inspection (one round
    * trip). The cursor is a sequence number, so pages stay consistent while new turns are appended;
-   * messages trimmed or expired between two calls are skipped.
+   * messages trimmed or expired between two calls are skipped. A message id stored more than once
+   * is returned once per page (its first entry).
    * @throws SessionStateError for a corrupt entry, BackendUnavailableError when Redis is unreachable.
    */
   async listMessages(sessionId: string, options: ListMessagesOptions = {}): Promise<MessagePage> {
+    return this.#page(sessionId, options, new Set());
+  }
+
+  /** One page of `listMessages`, leaving out message ids in `seen` (and adding the page's). */
+  async #page(sessionId: string, options: ListMessagesOptions, seen: Set<string>): Promise<MessagePage> {
     const keys = this.keys(sessionId);
     const owner = `RedisHistoryProvider.listMessages for session ${shortId(sessionId)}`;
     const limit = checkInteger(owner, 'limit', options.limit ?? 100);
@@ -175,28 +243,39 @@ export class RedisHistoryProvider extends HistoryProvider {
         `${owner}: cursor must be the nextCursor of a previous page, got ${shortId(String(options.cursor))}. Omit it to start from the oldest stored message.`,
       );
     }
-    const reply = (await this.#connection.call({ operation: 'listMessages', sessionId, key: keys.messages }, options.signal, (c) =>
+    const reply = await this.#connection.call({ operation: 'listMessages', sessionId, key: keys.messages }, options.signal, (c) =>
       this.#connection.script(c, PAGE_SCRIPT, [keys.messages, keys.ids], [after, limit]),
-    )) as [number, number, number, string[]];
-    const [from, last, start, items] = reply;
+    );
+    checkIds(reply, keys);
+    const [from, last, start, items] = reply as [number, number, number, string[]];
     const len = Number(last) - Number(from) + 1;
-    const messages = items.map((text, i) => decode(text, keys.messages, Number(start) + i));
+    const messages = this.#unique(
+      items.map((text, i) => decode(text, keys.messages, Number(start) + i)),
+      keys.messages,
+      seen,
+    );
     const end = Number(from) + items.length - 1;
     return { messages, nextCursor: items.length > 0 && items.length < len ? String(end) : undefined };
   }
 
   /**
-   * Every stored message of a session, oldest first, fetched `pageSize` at a time.
+   * Every stored message of a session, oldest first, fetched `pageSize` at a time; each message id
+   * once (its first entry), across pages too.
    * @throws like `listMessages`.
    */
   async *exportMessages(sessionId: string, options: ExportMessagesOptions = {}): AsyncGenerator<Message, void, undefined> {
+    const seen = new Set<string>();
     let cursor: string | undefined;
     do {
-      const page = await this.listMessages(sessionId, {
-        limit: options.pageSize ?? 500,
-        ...(cursor === undefined ? {} : { cursor }),
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
+      const page = await this.#page(
+        sessionId,
+        {
+          limit: options.pageSize ?? 500,
+          ...(cursor === undefined ? {} : { cursor }),
+          ...(options.signal ? { signal: options.signal } : {}),
+        },
+        seen,
+      );
       yield* page.messages;
       cursor = page.nextCursor;
     } while (cursor !== undefined);
@@ -223,6 +302,22 @@ export class RedisHistoryProvider extends HistoryProvider {
   }
 }
 
+/** The problem of a message to save that a later read could not give back as it was. */
+const NOT_JSON =
+  'is not plain JSON within 128 levels of nesting (a NaN, Infinity, Map, Date, undefined, bigint, function, cycle or deeper nesting): JSON.stringify would store something else. Nothing was stored.';
+
+/**
+ * Throws when a script found the id set corrupt (its highest score is not a sequence number).
+ * @throws SessionStateError naming the ids key.
+ */
+function checkIds(reply: unknown, keys: HistoryKeys): void {
+  if (!Array.isArray(reply) || reply[0] !== BAD_IDS) return;
+  throw new SessionStateError(
+    `redis:${keys.ids}`,
+    `holds sequence number ${shortId(String(reply[1]))}, not an integer; nothing was changed. Delete that key (only de-duplication and listMessages cursors use it; numbering restarts after the stored messages) or clear the session.`,
+  );
+}
+
 function decode(text: string, key: string, index: number): Message {
   const path = `redis:${key}[${index}]`;
   let value: unknown;
@@ -233,5 +328,10 @@ function decode(text: string, key: string, index: number): Message {
       cause: error,
     });
   }
-  return Message.parse(value, path);
+  const message = Message.parse(value, path);
+  // Parsed JSON can only fail this by its depth: a message must be storable again as it was read.
+  const tooDeep = findNonJson(message, path);
+  if (tooDeep)
+    throw new SessionStateError(tooDeep, 'is nested deeper than the 128 levels ctx stores. Delete the entry or clear the session.');
+  return message;
 }

@@ -1,8 +1,8 @@
 import { ConcurrencyError, ConfigurationError, SessionStateError, type SessionJson } from '@ctx/core';
-import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
+import { BLANK_SESSION_IDS, HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
 import { Redis, type Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { allKeys, clusterClient, countCommands, singleClient, uniquePrefix } from '../test/helpers.js';
+import { allKeys, clusterClient, countCommands, nested, nestedJson, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisSessionStore } from './redis-session-store.js';
 
 const session = (sessionId: string, note = 'x'): SessionJson => ({
@@ -16,7 +16,50 @@ describe('RedisSessionStore options', () => {
   it('rejects a ttlSeconds that is not a positive integer with ConfigurationError', () => {
     expect(() => new RedisSessionStore({ client: new Redis({ lazyConnect: true }), ttlSeconds: -1 })).toThrow(ConfigurationError);
   });
+
+  it('empty and whitespace-only session ids are ConfigurationErrors from every method, before any round trip', async () => {
+    const client = new Redis({ lazyConnect: true });
+    const store = new RedisSessionStore({ client });
+    const counted = countCommands(client);
+    for (const sessionId of [...BLANK_SESSION_IDS, '\r\n', '\u3000']) {
+      const calls: [string, () => Promise<unknown>][] = [
+        ['key', async () => store.key(sessionId)],
+        ['get', () => store.get(sessionId)],
+        ['set', () => store.set(session(sessionId))],
+        ['set with ifMatch', () => store.set(session(sessionId), { ifMatch: null })],
+        ['delete', () => store.delete(sessionId)],
+      ];
+      for (const [name, call] of calls) {
+        const error = await call().catch((e: unknown) => e);
+        expect(ConfigurationError.isInstance(error), `${name}(${JSON.stringify(sessionId)})`).toBe(true);
+        expect((error as Error).message).toContain('session id must be a string with at least one non-whitespace character');
+      }
+    }
+    expect(counted.names).toEqual([]);
+    expect(client.status).toBe('wait');
+  });
 });
+
+/** Sessions `get` could not read back, each with the path `set` must name. */
+function unreadableSessions(sessionId: string): [name: string, session: SessionJson, path: string][] {
+  const cycle: Record<string, unknown> = {};
+  cycle.self = cycle;
+  const withState = (slot: unknown) => ({ ...session(sessionId), state: { s: slot } }) as unknown as SessionJson;
+  const holey: number[] = [];
+  holey[0] = 1;
+  holey[2] = 3;
+  return [
+    ['NaN', withState({ n: Number.NaN }), '$.state.s.n'],
+    ['a Map', withState({ m: new Map([[1, 2]]) }), '$.state.s.m'],
+    ['a Date', withState({ d: new Date(0) }), '$.state.s.d'],
+    ['undefined', withState({ u: undefined }), '$.state.s.u'],
+    ['an array slot', withState([1, 2]), '$.state.s'],
+    ['an array with a hole', withState({ list: holey }), '$.state.s.list[1]'],
+    ['a bigint', withState({ n: 1n }), '$.state.s.n'],
+    ['a cycle', withState(cycle), '$.state.s.self'],
+    ['200 levels of nesting', withState(nested(200)), '$.state.s.a'],
+  ];
+}
 
 for (const [topology, connect] of [
   ['single node', () => singleClient()],
@@ -94,6 +137,23 @@ for (const [topology, connect] of [
         expect(((await store.get(sessionId).catch((e: unknown) => e)) as SessionStateError).path).toBe(`redis:${key}`);
       });
 
+      it('session JSON nested 100,000 levels deep fails get with SessionStateError naming the key and the path', async () => {
+        const sessionId = id();
+        const key = store.key(sessionId);
+        const deep = nestedJson(100_000);
+        for (const [json, path] of [
+          [`{"type":"ctx.session","version":1,"sessionId":${JSON.stringify(sessionId)},"state":{"s":${deep}}}`, '.state.s'],
+          [`{"type":${deep},"version":1,"sessionId":${JSON.stringify(sessionId)},"state":{}}`, '.type'],
+          [`{"type":"ctx.session","version":${deep},"sessionId":${JSON.stringify(sessionId)},"state":{}}`, '.version'],
+          [deep, ''],
+        ] as const) {
+          await client.hset(key, 'json', json, 'etag', 'e1');
+          const error = await store.get(sessionId).catch((e: unknown) => e);
+          expect(SessionStateError.isInstance(error), path).toBe(true);
+          expect((error as SessionStateError).path.startsWith(`redis:${key}${path}`), (error as SessionStateError).path).toBe(true);
+        }
+      });
+
       it('a session stored under another id, a hash without its etag, or a key of the wrong type are SessionStateErrors', async () => {
         const sessionId = id();
         const key = store.key(sessionId);
@@ -109,6 +169,29 @@ for (const [topology, connect] of [
           expect((error as SessionStateError).path).toBe(`redis:${key}`);
         }
       });
+    });
+
+    it('refuses a session get could not read back (NaN, Map, Date, undefined, array slot, cycle, too deep), naming the path; nothing is written', async () => {
+      const sessionId = id();
+      const counted = countCommands(client);
+      for (const [name, bad, path] of unreadableSessions(sessionId)) {
+        for (const ifMatch of [undefined, null, 'some-etag']) {
+          const error = await store.set(bad, { ifMatch }).catch((e: unknown) => e);
+          expect(SessionStateError.isInstance(error), name).toBe(true);
+          expect((error as SessionStateError).path.startsWith(path), `${name}: ${(error as SessionStateError).path}`).toBe(true);
+        }
+      }
+      expect(counted.names).toEqual([]);
+      expect(await client.exists(store.key(sessionId))).toBe(0);
+    });
+
+    it('stores a session exactly as get reads it: a JSON string as the session it holds, without extra top-level fields', async () => {
+      const sessionId = id();
+      const json = { ...session(sessionId), serviceSessionId: 'resp_1' };
+      const etag = await store.set(JSON.stringify(json) as unknown as SessionJson);
+      expect(await store.get(sessionId)).toEqual({ session: json, etag });
+      await store.set({ ...json, extra: () => 1, big: 1n, serviceSessionId: undefined } as unknown as SessionJson);
+      expect(JSON.parse((await client.hget(store.key(sessionId), 'json'))!)).toEqual(session(sessionId));
     });
 
     it('refuses session JSON that is not valid before writing', async () => {

@@ -7,7 +7,7 @@ import {
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
-import { checkInteger, checkSessionId, parseSessionJson, shortId } from '@ctx/core/backend';
+import { checkInteger, checkSessionId, isPlainObject, parseSessionJson, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { sessionKey } from './keys.js';
 
@@ -65,7 +65,10 @@ export class RedisSessionStore implements SessionStore {
     return this.#connection.client;
   }
 
-  /** The Redis key of a session. */
+  /**
+   * The Redis key of a session.
+   * @throws ConfigurationError for an empty or whitespace-only session id.
+   */
   key(sessionId: string): string {
     return sessionKey(this.#connection.prefix, checkSessionId(sessionId));
   }
@@ -100,17 +103,22 @@ export class RedisSessionStore implements SessionStore {
    * Stores a session and resolves to its new etag. `ifMatch`: a string writes only over that etag,
    * `null` only when nothing is stored, absent always.
    * @throws ConcurrencyError when `ifMatch` does not hold (nothing is written).
-   * @throws SessionStateError when `session` is not valid session JSON.
+   * @throws SessionStateError when `session` is not session JSON that `get` could read back (a NaN,
+   *   Map, Date, `undefined`, an array as a state slot, a cycle, nesting past core's limit), naming
+   *   the path; nothing is written.
+   * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
    */
   async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
+    if (isPlainObject(session) && typeof session.sessionId === 'string') checkSessionId(session.sessionId);
+    // Checked as get will check it, and stored as checked: what is written is what get reads back.
     const json = parseSessionJson(session);
     const key = this.key(json.sessionId);
     const { ifMatch } = options;
     const mode = ifMatch === undefined ? 'any' : ifMatch === null ? 'absent' : 'match';
     const etag = randomUUID();
     const reply = (await this.#connection.call({ operation: 'set', sessionId: json.sessionId, key }, options.signal, (c) =>
-      this.#connection.script(c, SET_SCRIPT, [key], [mode, ifMatch ?? '', JSON.stringify(session), etag, this.ttlSeconds ?? 0]),
+      this.#connection.script(c, SET_SCRIPT, [key], [mode, ifMatch ?? '', JSON.stringify(json), etag, this.ttlSeconds ?? 0]),
     )) as [number, string?];
     if (Number(reply[0]) !== 1) {
       throw new ConcurrencyError(

@@ -6,7 +6,27 @@
  * exactly those messages, each scored by its sequence number (1, 2, 3, ... per conversation, never
  * reused). The newest message's sequence number is the set's highest score, so the list element at
  * index `i` has sequence number `last - LLEN + 1 + i`.
+ *
+ * A set whose highest score is not a safe integer (written by hand: `inf`, `1.5`, `1e300`) is
+ * corrupt: both scripts then change nothing and return `{ 'bad-ids', <score> }` instead, which the
+ * provider reports as a `SessionStateError` naming the key.
  */
+
+/** The first element of a script's reply when the id set is corrupt. */
+export const BAD_IDS = 'bad-ids';
+
+/** Lua: the highest score of the id set as a number, or the reply for a corrupt set; 0 when the set is empty. */
+const TOP_SEQ = `
+local function topSeq(ids)
+  local top = redis.call('ZRANGE', ids, -1, -1, 'WITHSCORES')
+  if not top[2] then return 0 end
+  local n = tonumber(top[2])
+  if n == nil or n ~= n or n ~= math.floor(n) or n > 9007199254740991 or n < -9007199254740991 then
+    return nil, { '${BAD_IDS}', top[2] }
+  end
+  return n
+end
+`;
 
 /**
  * Appends messages whose id is not stored yet, trims to the newest `maxStored` (the list and the
@@ -16,13 +36,12 @@
  * ARGV: mode (`append` | `replace`), maxStored (0 = keep all), ttlSeconds (0 = leave expiry alone),
  * then id, json pairs. Returns the number of messages appended.
  */
-export const SAVE_SCRIPT = `
+export const SAVE_SCRIPT = `${TOP_SEQ}
 local list, ids = KEYS[1], KEYS[2]
 local maxStored = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[3])
-local top = redis.call('ZRANGE', ids, -1, -1, 'WITHSCORES')
-local seq = 0
-if top[2] then seq = tonumber(top[2]) end
+local seq, corrupt = topSeq(ids)
+if corrupt then return corrupt end
 local len = redis.call('LLEN', list)
 if seq < len then seq = len end
 if ARGV[1] == 'replace' then
@@ -60,15 +79,16 @@ return added
  * next one to come), sequence number of the newest stored message, list index of the first message
  * returned, { message json ... } }.
  */
-export const PAGE_SCRIPT = `
+export const PAGE_SCRIPT = `${TOP_SEQ}
 local list, ids = KEYS[1], KEYS[2]
 local after = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
 local len = redis.call('LLEN', list)
 if len == 0 then return { after + 1, after, 0, {} } end
-local top = redis.call('ZRANGE', ids, -1, -1, 'WITHSCORES')
+local top, corrupt = topSeq(ids)
+if corrupt then return corrupt end
 local last = len
-if top[2] and tonumber(top[2]) > len then last = tonumber(top[2]) end
+if top > len then last = top end
 local first = last - len + 1
 local from = after + 1
 if from < first then from = first end
