@@ -21,4 +21,4 @@ export {
   SESSION_STORE_PARTITION_KEY,
 } from './history-layout.js';
 export type { CosmosScope, CosmosScopeResolver, HeadItem, MessageItem } from './history-layout.js';
-export { encodeIdPart, MAX_ID_PART_LENGTH, MAX_PARTITION_VALUE_BYTES, sessionPartitionValue } from './ids.js';
+export { encodeIdPart, encodeItemId, MAX_ID_PART_LENGTH, MAX_PARTITION_VALUE_BYTES, sessionPartitionValue } from './ids.js';
