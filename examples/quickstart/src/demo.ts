@@ -1,13 +1,4 @@
-import {
-  AgentSession,
-  FileSessionStore,
-  Message,
-  SessionStateError,
-  type AgentEvent,
-  type AgentResponse,
-  type ChatClient,
-  type JsonValue,
-} from '@ctx/core';
+import { type AgentSession, FileSessionStore, Message, type AgentEvent, type AgentResponse, type ChatClient, type JsonValue } from '@ctx/core';
 import { AGENT_INSTRUCTIONS, AGENT_TOOLS, createQuickstartAgent, readTodos, readTurns } from './agent.js';
 
 /** The session the demo keeps in its store. */
@@ -77,7 +68,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const where = options.directoryLabel ?? options.directory;
 
   if (options.reset) {
-    const existed = await deleteSession(store, SESSION_ID);
+    const existed = await store.delete(SESSION_ID);
     print(existed ? `Reset: deleted session "${SESSION_ID}" from ${where}` : `Reset: no session "${SESSION_ID}" in ${where} yet`);
   }
   const session = await agent.getSession(SESSION_ID);
@@ -165,20 +156,6 @@ export function renderTurn(report: TurnReport, storedBefore: number, storedAfter
   lines.push(`  agent: ${report.response.text}`);
   lines.push(`    kept  history ${storedBefore} → ${storedAfter} messages · ${plural(todos, 'todo')} · session saved`);
   return lines;
-}
-
-/**
- * `store.delete`, also for a stored session that no longer parses: `FileSessionStore.delete` reads
- * the file first and throws `SessionStateError` on one, so overwrite it with an empty session first.
- */
-async function deleteSession(store: FileSessionStore, sessionId: string): Promise<boolean> {
-  try {
-    return await store.delete(sessionId);
-  } catch (error) {
-    if (!SessionStateError.isInstance(error)) throw error;
-    await store.set(new AgentSession({ sessionId }).toJSON());
-    return store.delete(sessionId);
-  }
 }
 
 function historyLength(session: AgentSession): number {

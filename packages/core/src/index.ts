@@ -58,7 +58,7 @@ export { createAgent } from './run/create-agent.js';
 export { AgentSession } from './session/agent-session.js';
 export type { AgentSessionInit } from './session/agent-session.js';
 export { FileSessionStore } from './session/file-session-store.js';
-export type { FileSessionStoreOptions } from './session/file-session-store.js';
+export type { FileSessionStoreEvent, FileSessionStoreOptions } from './session/file-session-store.js';
 export { InMemorySessionStore } from './session/in-memory-session-store.js';
 export { createCharacterTokenizer } from './tokens/character-tokenizer.js';
 export type { CharacterTokenizerOptions } from './tokens/character-tokenizer.js';

@@ -88,7 +88,7 @@ function expectString(obj: Record<string, unknown>, key: string, optional = fals
 }
 
 /** Levels above a function result: the message, its contents array, the content. */
-const RESULT_DEPTH = 3;
+export const RESULT_DEPTH = 3;
 /** Levels above the metadata object: the message. */
 const METADATA_DEPTH = 1;
 

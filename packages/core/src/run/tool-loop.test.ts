@@ -104,6 +104,25 @@ describe('the tool loop', () => {
     expect(r3!.isError).toBeUndefined();
   });
 
+  it('a result nested too deep to be stored gets an error result, so storing the turn never fails the run', async () => {
+    const nest = (levels: number): JsonObject => {
+      let value: JsonObject = {};
+      for (let i = 1; i < levels; i++) value = { d: value };
+      return value;
+    };
+    const deep = defineTool({ name: 'deep', parameters: { type: 'object' }, execute: () => nest(127) });
+    const shallow = defineTool({ name: 'shallow', parameters: { type: 'object' }, execute: () => nest(100) });
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'deep' }, { name: 'shallow' }] }, 'ok'] });
+    const agent = createAgent({ client, tools: [deep, shallow] });
+    const session = agent.createSession();
+    const res = await agent.run('go', { session });
+    const [r1, r2] = resultsOf(res.messages[1]!);
+    expect(r1!.isError).toBe(true);
+    expect(JSON.stringify(r1!.result)).toMatch(/cannot be stored.*nested deeper than 128 levels/);
+    expect(r2!.isError).toBeUndefined();
+    expect(agent.restoreSession(JSON.stringify(session)).state.memory!.messages).toHaveLength(4);
+  });
+
   it('stops at maxToolRoundtrips: the last call is made with toolChoice none, stray calls get error results', async () => {
     const events: AgentEvent[] = [];
     const ping = defineTool({ name: 'ping', parameters: { type: 'object' }, execute: () => 'pong' });

@@ -1,7 +1,7 @@
 import { describe, isAbortError, ToolExecutionError } from '../errors.js';
 import { generateId } from '../messages/id.js';
-import { findNonJson } from '../messages/json.js';
-import { Message } from '../messages/message.js';
+import { findNonJson, formatPath, jsonProblem } from '../messages/json.js';
+import { Message, RESULT_DEPTH } from '../messages/message.js';
 import type { AgentResponse } from '../spec/agent-response.js';
 import type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, Usage } from '../spec/chat-client.js';
 import type { CompactionStrategy } from '../spec/compaction-strategy.js';
@@ -205,6 +205,9 @@ async function executeTool(
     return fail(
       `Tool "${call.name}" returned a value that is not JSON (${findNonJson(value) ?? '$'} is a ${typeof value === 'object' ? 'non-plain object' : typeof value}).`,
     );
+  // Checked where it will sit in a message, so a result history can store never fails the run later.
+  const tooDeep = jsonProblem(result, RESULT_DEPTH);
+  if (tooDeep) return fail(`Tool "${call.name}" returned a value that cannot be stored: ${formatPath('$', tooDeep[0])} ${tooDeep[1]}.`);
   run.emit({ type: 'tool-end', runId: run.runId, toolName: call.name, callId: call.callId, durationMs: performance.now() - started });
   return { type: 'function-result', callId: call.callId, name: call.name, result };
 }
