@@ -219,14 +219,18 @@ describe('CosmosSessionStore', () => {
     }
   });
 
-  it('stores a session exactly as get reads it: a JSON string as the session it holds, without extra top-level fields', async () => {
+  it('stores a session exactly as get reads it: extra top-level fields are not kept, and JSON text is refused instead of stored as a string', async () => {
     const store = make();
     const json = { ...session('as-read'), serviceSessionId: 'resp_1' };
-    const etag = await store.set(JSON.stringify(json) as unknown as SessionJson);
-    expect(await store.get('as-read')).toEqual({ session: json, etag });
-    await store.set({ ...json, extra: () => 1, big: 1n, serviceSessionId: undefined } as unknown as SessionJson);
+    // A function among the extra fields made structuredClone throw a DataCloneError.
+    const etag = await store.set({ ...json, extra: () => 1, big: 1n } as unknown as SessionJson);
     const [item] = await allItems(store.container);
-    expect(item!.session).toEqual(session('as-read'));
+    expect(item!.session).toEqual(json);
+    expect(await store.get('as-read')).toEqual({ session: json, etag });
+    const text = await store.set(JSON.stringify(session('as-read')) as unknown as SessionJson).catch((e: unknown) => e);
+    expect(SessionStateError.isInstance(text)).toBe(true);
+    expect((text as SessionStateError).path).toBe('$');
+    expect(await store.get('as-read')).toEqual({ session: json, etag });
   });
 
   it('a stored session nested past 128 levels fails get with SessionStateError naming the item and the path', async () => {

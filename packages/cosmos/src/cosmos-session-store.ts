@@ -10,7 +10,7 @@ import {
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
-import { checkInteger, checkSessionId, isPlainObject, parseSessionJson, shortId } from '@ctx/core/backend';
+import { checkInteger, checkSessionForWrite, checkSessionId, describeError, parseSessionJson, shortId } from '@ctx/core/backend';
 import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import { SESSION_STORE_INDEXING_POLICY, SESSION_STORE_PARTITION_KEY } from './history-layout.js';
 import { encodeItemId } from './ids.js';
@@ -94,14 +94,13 @@ export class CosmosSessionStore implements SessionStore {
    * (`IfMatch` replace), `null` only when nothing is stored (create), absent always (upsert).
    * @throws ConcurrencyError when `ifMatch` does not hold (nothing is written).
    * @throws SessionStateError when `session` is not session JSON that `get` could read back (a NaN,
-   *   Map, Date, `undefined`, an array as a state slot, a cycle, nesting past core's limit), naming
-   *   the path; nothing is written.
+   *   Map, Date, `undefined`, an array as a state slot, a cycle, nesting past core's limit, JSON
+   *   text instead of the object), naming the path; nothing is written.
    * @throws ConfigurationError for an empty or whitespace-only session id, before any request.
    * @throws BackendUnavailableError when Cosmos DB fails or does not answer in time.
    */
   async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
-    if (isPlainObject(session) && typeof session.sessionId === 'string') checkSessionId(session.sessionId);
-    const json = parseSessionJson(session);
+    const json = checkSessionForWrite(session);
     const sessionId = json.sessionId;
     const id = this.itemId(sessionId);
     const { ifMatch } = options;
@@ -114,7 +113,7 @@ export class CosmosSessionStore implements SessionStore {
       id,
       sessionId,
       // What get will read: the checked session, as JSON (a private copy; extra top-level fields are not kept).
-      session: JSON.parse(JSON.stringify(json)) as SessionJson,
+      session: JSON.parse(sessionText(json)) as SessionJson,
       writeId: randomUUID(),
       updatedAt: new Date().toISOString(),
     };
@@ -223,4 +222,16 @@ function etagOf(resource: { _etag?: string } | undefined, header: unknown, what:
     );
   }
   return etag;
+}
+
+/**
+ * The JSON text of a session `checkSessionForWrite` accepted.
+ * @throws SessionStateError when a getter in it threw or changed its mind since the check.
+ */
+function sessionText(json: SessionJson): string {
+  try {
+    return JSON.stringify(json);
+  } catch (error) {
+    throw new SessionStateError('$', `could not be serialized (${describeError(error)})`, { cause: error });
+  }
 }

@@ -185,13 +185,16 @@ for (const [topology, connect] of [
       expect(await client.exists(store.key(sessionId))).toBe(0);
     });
 
-    it('stores a session exactly as get reads it: a JSON string as the session it holds, without extra top-level fields', async () => {
+    it('stores a session exactly as get reads it: extra top-level fields are not kept, and JSON text is refused instead of stored as a string', async () => {
       const sessionId = id();
       const json = { ...session(sessionId), serviceSessionId: 'resp_1' };
-      const etag = await store.set(JSON.stringify(json) as unknown as SessionJson);
+      const etag = await store.set({ ...json, extra: () => 1, big: 1n } as unknown as SessionJson);
+      expect(JSON.parse((await client.hget(store.key(sessionId), 'json'))!)).toEqual(json);
       expect(await store.get(sessionId)).toEqual({ session: json, etag });
-      await store.set({ ...json, extra: () => 1, big: 1n, serviceSessionId: undefined } as unknown as SessionJson);
-      expect(JSON.parse((await client.hget(store.key(sessionId), 'json'))!)).toEqual(session(sessionId));
+      const text = await store.set(JSON.stringify(session(sessionId, 'as text')) as unknown as SessionJson).catch((e: unknown) => e);
+      expect(SessionStateError.isInstance(text)).toBe(true);
+      expect((text as SessionStateError).path).toBe('$');
+      expect(await store.get(sessionId)).toEqual({ session: json, etag });
     });
 
     it('refuses session JSON that is not valid before writing', async () => {

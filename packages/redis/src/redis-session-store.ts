@@ -7,7 +7,7 @@ import {
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
-import { checkInteger, checkSessionId, isPlainObject, parseSessionJson, shortId } from '@ctx/core/backend';
+import { checkInteger, checkSessionForWrite, checkSessionId, describeError, parseSessionJson, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { sessionKey } from './keys.js';
 
@@ -104,21 +104,21 @@ export class RedisSessionStore implements SessionStore {
    * `null` only when nothing is stored, absent always.
    * @throws ConcurrencyError when `ifMatch` does not hold (nothing is written).
    * @throws SessionStateError when `session` is not session JSON that `get` could read back (a NaN,
-   *   Map, Date, `undefined`, an array as a state slot, a cycle, nesting past core's limit), naming
-   *   the path; nothing is written.
+   *   Map, Date, `undefined`, an array as a state slot, a cycle, nesting past core's limit, JSON
+   *   text instead of the object), naming the path; nothing is written.
    * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
    */
   async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
-    if (isPlainObject(session) && typeof session.sessionId === 'string') checkSessionId(session.sessionId);
     // Checked as get will check it, and stored as checked: what is written is what get reads back.
-    const json = parseSessionJson(session);
+    const json = checkSessionForWrite(session);
+    const text = sessionText(json);
     const key = this.key(json.sessionId);
     const { ifMatch } = options;
     const mode = ifMatch === undefined ? 'any' : ifMatch === null ? 'absent' : 'match';
     const etag = randomUUID();
     const reply = (await this.#connection.call({ operation: 'set', sessionId: json.sessionId, key }, options.signal, (c) =>
-      this.#connection.script(c, SET_SCRIPT, [key], [mode, ifMatch ?? '', JSON.stringify(json), etag, this.ttlSeconds ?? 0]),
+      this.#connection.script(c, SET_SCRIPT, [key], [mode, ifMatch ?? '', text, etag, this.ttlSeconds ?? 0]),
     )) as [number, string?];
     if (Number(reply[0]) !== 1) {
       throw new ConcurrencyError(
@@ -142,5 +142,17 @@ export class RedisSessionStore implements SessionStore {
   /** Closes the connection if this store opened it (`url` / `nodes`); an injected client stays open. */
   async close(): Promise<void> {
     await this.#connection.close();
+  }
+}
+
+/**
+ * The JSON text of a session `checkSessionForWrite` accepted.
+ * @throws SessionStateError when a getter in it threw or changed its mind since the check.
+ */
+function sessionText(json: SessionJson): string {
+  try {
+    return JSON.stringify(json);
+  } catch (error) {
+    throw new SessionStateError('$', `could not be serialized (${describeError(error)})`, { cause: error });
   }
 }
