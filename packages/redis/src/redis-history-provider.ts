@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import {
   ConfigurationError,
   HistoryProvider,
@@ -6,8 +5,6 @@ import {
   SessionStateError,
   type GetHistoryArgs,
   type HistoryProviderOptions,
-  type ProviderDiagnostic,
-  type ProviderRunArgs,
   type SaveHistoryArgs,
 } from '@ctx/core';
 import { checkId, checkInteger, checkSessionId, findNonJson, shortId } from '@ctx/core/backend';
@@ -80,8 +77,6 @@ export class RedisHistoryProvider extends HistoryProvider {
   /** Seconds of inactivity after which a conversation is deleted, or undefined for none. */
   readonly ttlSeconds: number | undefined;
   readonly #connection: RedisConnection;
-  /** The current run's `report`, for loads made by `beforeRun` (getMessages has no other way to reach it). */
-  readonly #report = new AsyncLocalStorage<(diagnostic: ProviderDiagnostic) => void>();
 
   constructor(options: RedisHistoryProviderOptions) {
     super({ ...options, sourceId: options.sourceId ?? 'redis' });
@@ -106,11 +101,6 @@ export class RedisHistoryProvider extends HistoryProvider {
     return historyKeys(this.#connection.prefix, this.sourceId, checkSessionId(sessionId));
   }
 
-  /** Loads the history like `HistoryProvider.beforeRun`; entries of a repeated message id are reported through the run's `report`. */
-  override async beforeRun(args: ProviderRunArgs): Promise<void> {
-    await this.#report.run(args.report, () => super.beforeRun(args));
-  }
-
   /**
    * The newest `limit` messages (all without a limit), oldest first, in one `LRANGE`. A message id
    * stored more than once in the window is returned once (its first entry).
@@ -118,7 +108,7 @@ export class RedisHistoryProvider extends HistoryProvider {
    * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
    */
-  async getMessages(sessionId: string, { limit, signal }: GetHistoryArgs): Promise<Message[]> {
+  async getMessages(sessionId: string, { limit, signal, report }: GetHistoryArgs): Promise<Message[]> {
     const key = this.keys(sessionId).messages;
     if (limit !== undefined) checkInteger(`RedisHistoryProvider.getMessages for session ${shortId(sessionId)}`, 'limit', limit);
     const raw = await this.#connection.call({ operation: 'getMessages', sessionId, key }, signal, (c) =>
@@ -128,6 +118,7 @@ export class RedisHistoryProvider extends HistoryProvider {
     return this.#unique(
       raw.map((text, i) => decode(text, key, limit === undefined ? i : i - raw.length)),
       key,
+      report,
     );
   }
 
@@ -136,7 +127,7 @@ export class RedisHistoryProvider extends HistoryProvider {
    * twice, but a list may hold repeats written by an older version's retried write or by hand;
    * the model must not see them twice. Reports what it dropped when called within a run.
    */
-  #unique(messages: Message[], key: string, seen = new Set<string>()): Message[] {
+  #unique(messages: Message[], key: string, report?: GetHistoryArgs['report'], seen = new Set<string>()): Message[] {
     const repeated: string[] = [];
     const unique = messages.filter((m) => {
       if (seen.has(m.id)) {
@@ -148,7 +139,7 @@ export class RedisHistoryProvider extends HistoryProvider {
     });
     if (repeated.length > 0) {
       const ids = [...new Set(repeated)];
-      this.#report.getStore()?.({
+      report?.({
         code: 'duplicate-messages',
         message: `Redis list ${shortId(key, 120)} holds ${repeated.length} more entr${repeated.length === 1 ? 'y' : 'ies'} under message ids already loaded (${ids
           .slice(0, 5)
@@ -252,6 +243,7 @@ export class RedisHistoryProvider extends HistoryProvider {
     const messages = this.#unique(
       items.map((text, i) => decode(text, keys.messages, Number(start) + i)),
       keys.messages,
+      undefined,
       seen,
     );
     const end = Number(from) + items.length - 1;

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError } from '../errors.js';
-import { SessionStateError } from '../errors.js';
+import { ConfigurationError, SessionStateError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
 import { AgentSession } from '../session/agent-session.js';
-import type { GetHistoryArgs } from '../spec/history.js';
+import type { AgentEvent } from '../spec/events.js';
+import type { GetHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { ContextProvider } from '../spec/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
@@ -71,6 +71,35 @@ describe('HistoryProvider', () => {
     expect(texts(client.calls[2]!.messages)).toEqual(['pinged', 'again']);
     await agent.run('last', { session });
     expect(texts(client.calls[3]!.messages)).toEqual(['again', 'next', 'last']);
+  });
+
+  it("hands a backend the run's report channel when loading and storing, attributed to the history provider", async () => {
+    const stored: Message[] = [];
+    class ReportingHistory extends HistoryProvider {
+      constructor() {
+        super({ sourceId: 'reporting' });
+      }
+      async getMessages(_sessionId: string, { report }: GetHistoryArgs): Promise<Message[]> {
+        report?.({ code: 'repaired', message: 'dropped 1 repeated entry', data: { duplicates: 1 } });
+        return [...stored];
+      }
+      async saveMessages(_sessionId: string, messages: readonly Message[], { report }: SaveHistoryArgs): Promise<void> {
+        stored.push(...messages);
+        report?.({ code: 'saved', message: `stored ${messages.length}` });
+      }
+    }
+    const events: AgentEvent[] = [];
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: ['hi'] }),
+      contextProviders: [new ReportingHistory()],
+      onEvent: (e) => events.push(e),
+    });
+    await agent.run('hello', { session: agent.createSession() });
+    const diagnostics = events.filter((e) => e.type === 'provider-diagnostic');
+    expect(diagnostics.map((e) => [e.sourceId, e.code])).toEqual([
+      ['reporting', 'repaired'],
+      ['reporting', 'saved'],
+    ]);
   });
 
   it('a backend needs only getMessages and saveMessages', async () => {

@@ -100,12 +100,17 @@ export abstract class HistoryProvider implements ContextProvider {
 
   async beforeRun(args: ProviderRunArgs): Promise<void> {
     if (!this.shouldLoad(args)) return;
-    const { context, state, signal } = args;
-    const loaded = await this.getMessages(context.sessionId, { state, signal, ...(this.maxMessages ? { limit: this.maxMessages } : {}) });
+    const { context, state, signal, report } = args;
+    const loaded = await this.getMessages(context.sessionId, {
+      state,
+      signal,
+      report,
+      ...(this.maxMessages ? { limit: this.maxMessages } : {}),
+    });
     context.extendMessages(this.sourceId, dropLeadingResults(loaded), 'history');
   }
 
-  async afterRun({ context, state, signal }: ProviderRunArgs): Promise<void> {
+  async afterRun({ context, state, signal, report }: ProviderRunArgs): Promise<void> {
     if (context.error !== undefined || !context.response) return;
     const toStore: Message[] = [];
     if (this.storeContextFrom || this.storeContextMessages) {
@@ -118,6 +123,6 @@ export abstract class HistoryProvider implements ContextProvider {
     }
     if (this.storeInputs) toStore.push(...context.inputMessages);
     if (this.storeOutputs) for (const m of context.response.messages) toStore.push(Message.withSource(m, 'response', 'response'));
-    if (toStore.length) await this.saveMessages(context.sessionId, toStore, { state, signal });
+    if (toStore.length) await this.saveMessages(context.sessionId, toStore, { state, signal, report });
   }
 }

@@ -1,4 +1,5 @@
 import type { JsonObject } from './json.js';
+import type { ProviderDiagnostic } from './run-view.js';
 
 /** What `HistoryProvider.getMessages` receives. */
 export interface GetHistoryArgs {
@@ -7,6 +8,8 @@ export interface GetHistoryArgs {
   /** Return at most this many of the newest messages. */
   limit?: number;
   signal?: AbortSignal;
+  /** The run's diagnostic channel, when a run loads (e.g. to report repaired stored data). Ids and counts only. */
+  report?: (diagnostic: ProviderDiagnostic) => void;
 }
 
 /** What `HistoryProvider.saveMessages` and `replaceMessages` receive. */
@@ -14,4 +17,6 @@ export interface SaveHistoryArgs {
   /** The provider's state slot of this session. */
   state: JsonObject;
   signal?: AbortSignal;
+  /** The run's diagnostic channel, when a run stores. Ids and counts only. */
+  report?: (diagnostic: ProviderDiagnostic) => void;
 }
