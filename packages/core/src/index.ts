@@ -64,4 +64,3 @@ export { createCharacterTokenizer } from './tokens/character-tokenizer.js';
 export type { CharacterTokenizerOptions } from './tokens/character-tokenizer.js';
 export { defineTool } from './tools/define-tool.js';
 export type { JsonSchemaToolDefinition, StandardSchemaToolDefinition, StandardSchemaV1 } from './tools/define-tool.js';
-export type { ToolArgumentsCheck, ToolValidator } from './tools/tool-validator.js';

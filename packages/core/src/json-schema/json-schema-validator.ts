@@ -2,7 +2,7 @@ import { dereference, type OutputUnit, type Schema, validate } from '@cfworker/j
 import { ConfigurationError, describe } from '../errors.js';
 import { isPlainObject } from '../messages/json.js';
 import type { ToolDefinition } from '../spec/tool-definition.js';
-import type { ToolArgumentsCheck, ToolValidator } from '../tools/tool-validator.js';
+import type { ToolArgumentsCheck, ToolValidator } from '../spec/tool-validator.js';
 
 /** The JSON Schema drafts `jsonSchemaValidator` understands. */
 export type JsonSchemaDraft = '4' | '7' | '2019-09' | '2020-12';

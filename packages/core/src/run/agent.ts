@@ -7,7 +7,7 @@ import type { EventHandler } from '../spec/events.js';
 import type { ContextProvider, Tool } from '../spec/run-view.js';
 import type { SessionStore } from '../spec/session-store.js';
 import type { SessionJson } from '../spec/session.js';
-import type { ToolValidator } from '../tools/tool-validator.js';
+import type { ToolValidator } from '../spec/tool-validator.js';
 
 /** What `createAgent` takes. */
 export interface AgentOptions {

@@ -8,7 +8,7 @@ import type { JsonObject } from '../spec/json.js';
 import type { FunctionResultContent } from '../spec/message.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool, type StandardSchemaV1 } from '../tools/define-tool.js';
-import type { ToolValidator } from '../tools/tool-validator.js';
+import type { ToolValidator } from '../spec/tool-validator.js';
 import { createAgent } from './create-agent.js';
 
 const resultsOf = (m: Message) => m.contents.filter((c): c is FunctionResultContent => c.type === 'function-result');

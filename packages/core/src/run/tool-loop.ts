@@ -9,7 +9,8 @@ import type { AgentEvent } from '../spec/events.js';
 import type { JsonValue } from '../spec/json.js';
 import type { FunctionCallContent, FunctionResultContent } from '../spec/message.js';
 import type { AgentView, SessionContext, SessionView, Tool } from '../spec/run-view.js';
-import { compileToolChecks, type ToolArgumentsCheck, type ToolValidator } from '../tools/tool-validator.js';
+import type { ToolArgumentsCheck, ToolValidator } from '../spec/tool-validator.js';
+import { compileToolChecks } from '../tools/tool-validator.js';
 import { createAgentResponse } from './agent-response.js';
 import { addUsage, assembleResponse } from './assemble-response.js';
 

@@ -47,3 +47,4 @@ export type { SessionJson } from './session.js';
 export type { SessionStore, SetSessionOptions, StoredSession } from './session-store.js';
 export type { Tokenizer } from './tokenizer.js';
 export type { ToolDefinition } from './tool-definition.js';
+export type { ToolArgumentsCheck, ToolValidator } from './tool-validator.js';

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../errors.js';
 import type { Tool } from '../spec/run-view.js';
-import { checkUniqueToolNames, compileToolChecks, type ToolValidator } from './tool-validator.js';
+import type { ToolValidator } from '../spec/tool-validator.js';
+import { checkUniqueToolNames, compileToolChecks } from './tool-validator.js';
 
 const tool = (name: string, extra: Partial<Tool> = {}): Tool => ({ name, parameters: { type: 'object' }, ...extra });
 
