@@ -1,4 +1,12 @@
-import { type AgentSession, FileSessionStore, Message, type AgentEvent, type AgentResponse, type ChatClient, type JsonValue } from '@ctx/core';
+import {
+  type AgentSession,
+  FileSessionStore,
+  Message,
+  type AgentEvent,
+  type AgentResponse,
+  type ChatClient,
+  type JsonValue,
+} from '@ctx/core';
 import { AGENT_INSTRUCTIONS, AGENT_TOOLS, createQuickstartAgent, readTodos, readTurns } from './agent.js';
 
 /** The session the demo keeps in its store. */
