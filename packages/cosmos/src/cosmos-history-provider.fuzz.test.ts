@@ -8,7 +8,8 @@ import { Message, SessionStateError } from '@ctx/core';
 import { findNonJson } from '@ctx/core/backend';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import { FUZZ_RUNS, FUZZ_TEST_TIMEOUT, json, jsonOrDeep, materialize, messageLike, outcome, validMessage } from '../test/garbage.js';
+import { FUZZ_RUNS, json, jsonOrDeep, materialize, messageLike, validMessage } from '@ctx/fuzz-kit';
+import { FUZZ_TEST_TIMEOUT, outcome } from '../test/garbage.js';
 import { cosmosClient, uniqueId } from '../test/helpers.js';
 import { CosmosHistoryProvider } from './cosmos-history-provider.js';
 

@@ -8,7 +8,8 @@ import { SessionStateError } from '@ctx/core';
 import { parseSessionJson } from '@ctx/core/backend';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import { FUZZ_RUNS, FUZZ_TEST_TIMEOUT, json, jsonOrDeep, materialize, outcome, sessionLike, validSession } from '../test/garbage.js';
+import { FUZZ_RUNS, json, jsonOrDeep, materialize, sessionLike, validSession } from '@ctx/fuzz-kit';
+import { FUZZ_TEST_TIMEOUT, outcome } from '../test/garbage.js';
 import { cosmosClient, uniqueId } from '../test/helpers.js';
 import { CosmosSessionStore } from './cosmos-session-store.js';
 

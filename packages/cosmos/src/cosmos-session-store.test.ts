@@ -10,7 +10,8 @@ import {
 import { BLANK_SESSION_IDS } from '@ctx/provider-tests';
 import { describe, expect, it } from 'vitest';
 import { startFaultProxy } from '@ctx/cosmos-stand-in';
-import { allItems, cosmosClient, env, nested, uniqueId } from '../test/helpers.js';
+import { nested } from '@ctx/fuzz-kit';
+import { allItems, cosmosClient, env, uniqueId } from '../test/helpers.js';
 import { CosmosSessionStore, type CosmosSessionStoreOptions } from './cosmos-session-store.js';
 import { SESSION_STORE_INDEXING_POLICY } from './history-layout.js';
 

@@ -8,7 +8,8 @@ import { Message, SessionStateError } from '@ctx/core';
 import { findNonJson } from '@ctx/core/backend';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import { FUZZ_RUNS, FUZZ_TEST_TIMEOUT, materialize, messageGarbage, outcome } from '../test/garbage.js';
+import { FUZZ_RUNS } from '@ctx/fuzz-kit';
+import { FUZZ_TEST_TIMEOUT, materialize, messageGarbage, outcome } from '../test/garbage.js';
 import { singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisHistoryProvider } from './redis-history-provider.js';
 

@@ -13,7 +13,8 @@ import { ScriptedChatClient } from '@ctx/core/testing';
 import { BLANK_SESSION_IDS, HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
 import { Redis, type Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { allKeys, clusterClient, countCommands, nestedJson, nonJsonMessages, singleClient, uniquePrefix } from '../test/helpers.js';
+import { nonJsonMessages } from '@ctx/fuzz-kit';
+import { allKeys, clusterClient, countCommands, nestedJson, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisHistoryProvider, type RedisHistoryProviderOptions } from './redis-history-provider.js';
 
 const state = {};

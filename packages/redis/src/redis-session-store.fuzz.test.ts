@@ -8,7 +8,8 @@ import { SessionStateError } from '@ctx/core';
 import { parseSessionJson } from '@ctx/core/backend';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import { FUZZ_RUNS, FUZZ_TEST_TIMEOUT, materialize, outcome, sessionGarbage } from '../test/garbage.js';
+import { FUZZ_RUNS } from '@ctx/fuzz-kit';
+import { FUZZ_TEST_TIMEOUT, materialize, outcome, sessionGarbage } from '../test/garbage.js';
 import { singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisSessionStore } from './redis-session-store.js';
 

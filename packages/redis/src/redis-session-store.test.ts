@@ -2,7 +2,8 @@ import { ConcurrencyError, ConfigurationError, SessionStateError, type SessionJs
 import { BLANK_SESSION_IDS, HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
 import { Redis, type Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { allKeys, clusterClient, countCommands, nested, nestedJson, singleClient, uniquePrefix } from '../test/helpers.js';
+import { nested } from '@ctx/fuzz-kit';
+import { allKeys, clusterClient, countCommands, nestedJson, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisSessionStore } from './redis-session-store.js';
 
 const session = (sessionId: string, note = 'x'): SessionJson => ({
