@@ -9,7 +9,7 @@ import {
   type JsonObject,
   type SaveHistoryArgs,
 } from '@ctx/core';
-import { checkId, checkInteger, checkSessionId, describeError, findNonJson, shortId } from '@ctx/core/backend';
+import { checkId, checkInteger, checkSessionId, describeError, shortId } from '@ctx/core/backend';
 import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import {
   HIERARCHICAL_PARTITION_KEY,
@@ -694,10 +694,8 @@ export class CosmosHistoryProvider extends HistoryProvider {
     if (typeof raw !== 'object' || raw === null) throw new SessionStateError(path, 'is not an item object');
     if (typeof raw.seq !== 'number' || !Number.isSafeInteger(raw.seq))
       throw new SessionStateError(`${path}.seq`, `must be an integer, got ${describeError(raw.seq)}; fix or delete the item`);
+    // Message.parse also refuses nesting deeper than ctx stores: a message read can be saved again.
     const message = Message.parse(raw.message, `${path}.message`);
-    // Parsed JSON can only fail this by its depth: a message must be storable again as it was read.
-    const tooDeep = findNonJson(message, `${path}.message`);
-    if (tooDeep) throw new SessionStateError(tooDeep, 'is nested deeper than the 128 levels ctx stores; fix or delete the item');
     if (id !== encodeItemId(...loc.parts, message.id)) {
       throw new SessionStateError(
         `${path}.message.id`,
@@ -750,12 +748,6 @@ function checkMessages(messages: readonly Message[]): Message[] {
   const unique: Message[] = [];
   messages.forEach((m, i) => {
     Message.parse(m, `$.messages[${i}]`);
-    const notJson = findNonJson(m, `$.messages[${i}]`);
-    if (notJson)
-      throw new SessionStateError(
-        notJson,
-        'is not plain JSON within 128 levels of nesting (a NaN, Infinity, Map, Date, undefined, bigint, function, cycle or deeper nesting): JSON.stringify would store something else. Nothing was stored.',
-      );
     if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
     const bytes = Buffer.byteLength(JSON.stringify(m), 'utf8');
     if (bytes > MAX_ITEM_BYTES)

@@ -7,7 +7,7 @@ import {
   type HistoryProviderOptions,
   type SaveHistoryArgs,
 } from '@ctx/core';
-import { checkId, checkInteger, checkSessionId, findNonJson, shortId } from '@ctx/core/backend';
+import { checkId, checkInteger, checkSessionId, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { historyKeys, type HistoryKeys } from './keys.js';
 import { BAD_IDS, PAGE_SCRIPT, SAVE_SCRIPT } from './scripts.js';
@@ -197,10 +197,8 @@ export class RedisHistoryProvider extends HistoryProvider {
     const args: string[] = [mode, String(this.maxStored ?? 0), String(this.ttlSeconds ?? 0)];
     for (let i = 0; i < messages.length; i++) {
       const m = messages[i];
+      // What is stored must read back as what was saved: Message.parse refuses what JSON.stringify would change.
       Message.parse(m, `$.messages[${i}]`);
-      // What is stored must read back as what was saved: JSON.stringify turns NaN into null and a Map into {}.
-      const notJson = findNonJson(m, `$.messages[${i}]`);
-      if (notJson) throw new SessionStateError(notJson, NOT_JSON);
       if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
       args.push(m.id, JSON.stringify(m));
     }
@@ -294,10 +292,6 @@ export class RedisHistoryProvider extends HistoryProvider {
   }
 }
 
-/** The problem of a message to save that a later read could not give back as it was. */
-const NOT_JSON =
-  'is not plain JSON within 128 levels of nesting (a NaN, Infinity, Map, Date, undefined, bigint, function, cycle or deeper nesting): JSON.stringify would store something else. Nothing was stored.';
-
 /**
  * Throws when a script found the id set corrupt (its highest score is not a sequence number).
  * @throws SessionStateError naming the ids key.
@@ -320,10 +314,6 @@ function decode(text: string, key: string, index: number): Message {
       cause: error,
     });
   }
-  const message = Message.parse(value, path);
-  // Parsed JSON can only fail this by its depth: a message must be storable again as it was read.
-  const tooDeep = findNonJson(message, path);
-  if (tooDeep)
-    throw new SessionStateError(tooDeep, 'is nested deeper than the 128 levels ctx stores. Delete the entry or clear the session.');
-  return message;
+  // Message.parse also refuses nesting deeper than ctx stores: a message read can be saved again.
+  return Message.parse(value, path);
 }

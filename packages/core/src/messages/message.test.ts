@@ -119,6 +119,24 @@ describe('Message', () => {
     }
   });
 
+  it('fields ctx does not know must be plain JSON too, so a stored message reads back as it was saved', () => {
+    const base = { id: 'a', role: 'user', contents: [{ type: 'text', text: 'hi' }] };
+    expect(Message.isMessage({ ...base, extra: { fine: [1, 'x', null] } })).toBe(true);
+    const pathOf = (value: unknown) => {
+      try {
+        Message.parse(value);
+      } catch (error) {
+        return SessionStateError.isInstance(error) ? error.path : 'other';
+      }
+      return undefined;
+    };
+    expect(pathOf({ ...base, extra: Number.NaN })).toBe('$.extra');
+    expect(pathOf({ ...base, contents: [{ type: 'text', text: 'hi', style: new Map() }] })).toBe('$.contents[0].style');
+    expect(pathOf({ ...base, contents: [{ type: 'function-call', callId: 'c', name: 'f', arguments: '{}', at: new Date(0) }] })).toBe(
+      '$.contents[0].at',
+    );
+  });
+
   it('accepts metadata nested exactly 128 levels deep, counting the message', () => {
     let value: unknown = 1;
     for (let i = 0; i < 126; i++) value = [value];

@@ -91,9 +91,30 @@ function expectString(obj: Record<string, unknown>, key: string, optional = fals
 export const RESULT_DEPTH = 3;
 /** Levels above the metadata object: the message. */
 const METADATA_DEPTH = 1;
+/** Fields checked on their own, which `fieldsProblem` skips. */
+const MESSAGE_CHECKED: ReadonlySet<string> = new Set(['contents', 'metadata']);
+const CONTENT_CHECKED: ReadonlySet<string> = new Set(['result']);
+
+/**
+ * The first field of `value` other than `checked` that is not plain JSON: fields ctx does not know
+ * (a backend's own, a newer version's) must survive storage unchanged too. `depth` is the levels
+ * above the fields' values.
+ */
+function fieldsProblem(value: Record<string, unknown>, checked: ReadonlySet<string>, depth: number): Problem | undefined {
+  for (const key in value) {
+    if (checked.has(key)) continue;
+    const problem = jsonProblem(value[key], depth);
+    if (problem) return at(key, problem);
+  }
+  return undefined;
+}
 
 function contentProblem(value: unknown): Problem | undefined {
   if (!isPlainObject(value)) return [[], `must be an object, got ${describeValue(value)}`];
+  return knownContentProblem(value) ?? fieldsProblem(value, CONTENT_CHECKED, RESULT_DEPTH);
+}
+
+function knownContentProblem(value: Record<string, unknown>): Problem | undefined {
   switch (value.type) {
     case 'text':
       return expectString(value, 'text');
@@ -152,7 +173,8 @@ function checkMessage(value: unknown): Problem | undefined {
   }
   if (value.metadata !== undefined) {
     if (!isPlainObject(value.metadata)) return [['metadata'], `must be an object, got ${describeValue(value.metadata)}`];
-    return at('metadata', jsonProblem(value.metadata, METADATA_DEPTH));
+    const m = at('metadata', jsonProblem(value.metadata, METADATA_DEPTH));
+    if (m) return m;
   }
-  return undefined;
+  return fieldsProblem(value, MESSAGE_CHECKED, METADATA_DEPTH);
 }
