@@ -12,6 +12,19 @@ const everyKind: Content[] = [
   { type: 'data', mediaType: 'image/png', data: 'iVBORw0KGgo=' },
   { type: 'data', mediaType: 'application/pdf', uri: 'https://example.com/a.pdf', name: 'a.pdf' },
   { type: 'reasoning', text: 'thinking', id: 'rs_1', encrypted: 'opaque' },
+  { type: 'text', text: 'Checking.', phase: 'commentary' },
+  {
+    type: 'text',
+    text: 'See Oslo.',
+    phase: 'final-answer',
+    annotations: [
+      { type: 'url-citation', url: 'https://example.com/oslo', title: 'Oslo', startIndex: 4, endIndex: 8 },
+      { type: 'file-citation', fileId: 'file-1', filename: 'a.pdf', index: 9 },
+      { type: 'file-citation', fileId: 'cfile-1', containerId: 'cntr-1', startIndex: 0, endIndex: 3 },
+    ],
+  },
+  { type: 'refusal', refusal: 'I cannot help with that.' },
+  { type: 'hosted-tool', item: { id: 'ws_1', type: 'web_search_call', status: 'completed', action: { type: 'search', query: 'oslo' } } },
 ];
 
 describe('Message', () => {
@@ -35,6 +48,7 @@ describe('Message', () => {
       { type: 'text', text: 'b' },
     ]);
     expect(Message.text(m)).toBe('ab');
+    expect(Message.text(Message.assistant([{ type: 'refusal', refusal: 'no' }]))).toBe('');
     expect(Message.functionCalls(m).map((c) => c.name)).toEqual(['get_weather']);
   });
 
@@ -67,6 +81,28 @@ describe('Message', () => {
     [{ id: 'a', role: 'tool', contents: [{ type: 'function-result', callId: 'c', result: { n: Number.NaN } }] }, '$.contents[0].result.n'],
     [{ id: 'a', role: 'user', contents: [], metadata: { f: () => 1 } }, '$.metadata.f'],
     [{ id: 'a', role: 'user', contents: [], createdAt: 5 }, '$.createdAt'],
+    [{ id: 'a', role: 'assistant', contents: [{ type: 'text', text: 't', phase: 'final_answer' }] }, '$.contents[0].phase'],
+    [{ id: 'a', role: 'assistant', contents: [{ type: 'text', text: 't', annotations: {} }] }, '$.contents[0].annotations'],
+    [
+      { id: 'a', role: 'assistant', contents: [{ type: 'text', text: 't', annotations: [{ type: 'url' }] }] },
+      '$.contents[0].annotations[0].type',
+    ],
+    [
+      {
+        id: 'a',
+        role: 'assistant',
+        contents: [{ type: 'text', text: 't', annotations: [{ type: 'url-citation', url: 'u', startIndex: 1.5 }] }],
+      },
+      '$.contents[0].annotations[0].startIndex',
+    ],
+    [
+      { id: 'a', role: 'assistant', contents: [{ type: 'text', text: 't', annotations: [{ type: 'file-citation' }] }] },
+      '$.contents[0].annotations[0].fileId',
+    ],
+    [{ id: 'a', role: 'assistant', contents: [{ type: 'refusal', text: 'no' }] }, '$.contents[0].refusal'],
+    [{ id: 'a', role: 'assistant', contents: [{ type: 'hosted-tool', item: 'ws_1' }] }, '$.contents[0].item'],
+    [{ id: 'a', role: 'assistant', contents: [{ type: 'hosted-tool', item: { id: 'ws_1' } }] }, '$.contents[0].item.type'],
+    [{ id: 'a', role: 'assistant', contents: [{ type: 'hosted-tool', item: { type: 'x', n: Number.NaN } }] }, '$.contents[0].item.n'],
   ])('rejects malformed message %j at %s', (value, path) => {
     expect(Message.isMessage(value)).toBe(false);
     try {

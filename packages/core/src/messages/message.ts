@@ -117,7 +117,12 @@ function contentProblem(value: unknown): Problem | undefined {
 function knownContentProblem(value: Record<string, unknown>): Problem | undefined {
   switch (value.type) {
     case 'text':
-      return expectString(value, 'text');
+      return expectString(value, 'text') ?? phaseProblem(value.phase) ?? at('annotations', annotationsProblem(value.annotations));
+    case 'refusal':
+      return expectString(value, 'refusal');
+    case 'hosted-tool':
+      if (!isPlainObject(value.item)) return [['item'], `must be an object, got ${describeValue(value.item)}`];
+      return at('item', expectString(value.item, 'type'));
     case 'function-call':
       return expectString(value, 'callId') ?? expectString(value, 'name') ?? expectString(value, 'arguments');
     case 'function-result': {
@@ -143,6 +148,31 @@ function knownContentProblem(value: Record<string, unknown>): Problem | undefine
     default:
       return [['type'], `unknown content type ${describeValue(value.type)}`];
   }
+}
+
+function phaseProblem(phase: unknown): Problem | undefined {
+  if (phase === undefined || phase === 'commentary' || phase === 'final-answer') return undefined;
+  return [['phase'], `must be 'commentary' or 'final-answer', got ${describeValue(phase)}`];
+}
+
+function annotationsProblem(value: unknown): Problem | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) return [[], `must be an array, got ${describeValue(value)}`];
+  for (let i = 0; i < value.length; i++) {
+    const a: unknown = value[i];
+    if (!isPlainObject(a)) return [[i], `must be an object, got ${describeValue(a)}`];
+    const p: Problem | undefined =
+      a.type === 'url-citation'
+        ? (expectString(a, 'url') ?? expectString(a, 'title', true))
+        : a.type === 'file-citation'
+          ? (expectString(a, 'fileId') ?? expectString(a, 'filename', true) ?? expectString(a, 'containerId', true))
+          : [['type'], `unknown annotation type ${describeValue(a.type)}`];
+    if (p) return at(i, p);
+    for (const key of ['startIndex', 'endIndex', 'index']) {
+      if (a[key] !== undefined && !Number.isInteger(a[key])) return [[i, key], `must be an integer, got ${describeValue(a[key])}`];
+    }
+  }
+  return undefined;
 }
 
 /** What is wrong with `value` as a message, or undefined. Never throws: a read that throws is a problem at its path. */

@@ -48,8 +48,53 @@ describe('assembleResponse', () => {
     ]);
   });
 
+  it('keeps phases apart, joins annotations and refusals, keeps hosted tool items in order', () => {
+    const cite = (url: string) => ({ type: 'url-citation' as const, url, startIndex: 0, endIndex: 1 });
+    const item = { id: 'ws_1', type: 'web_search_call', status: 'completed' };
+    const res = assembleResponse(
+      [
+        { messageId: 'r', role: 'assistant', contents: [{ type: 'text', text: 'Let me ', phase: 'commentary' }] },
+        { messageId: 'r', contents: [{ type: 'text', text: 'look.', phase: 'commentary' }] },
+        { messageId: 'r', contents: [{ type: 'hosted-tool', item }] },
+        { messageId: 'r', contents: [{ type: 'text', text: 'Oslo', phase: 'final-answer' }] },
+        { messageId: 'r', contents: [{ type: 'text', text: ' is cold.', phase: 'final-answer', annotations: [cite('a')] }] },
+        { messageId: 'r', contents: [{ type: 'text', text: '', phase: 'final-answer', annotations: [cite('b')] }] },
+        { messageId: 'r', contents: [{ type: 'refusal', refusal: 'I will ' }] },
+        { messageId: 'r', contents: [{ type: 'refusal', refusal: 'not.' }] },
+      ],
+      newId,
+    );
+    expect(res.messages[0]!.contents).toEqual([
+      { type: 'text', text: 'Let me look.', phase: 'commentary' },
+      { type: 'hosted-tool', item },
+      { type: 'text', text: 'Oslo is cold.', phase: 'final-answer', annotations: [cite('a'), cite('b')] },
+      { type: 'refusal', refusal: 'I will not.' },
+    ]);
+  });
+
+  it('puts interleaved message ids (several choices) each in its own message', () => {
+    const res = assembleResponse(
+      [
+        { messageId: 'c0', role: 'assistant', contents: [{ type: 'text', text: 'A' }] },
+        { messageId: 'c1', role: 'assistant', contents: [{ type: 'text', text: 'B' }] },
+        { messageId: 'c0', role: 'assistant', contents: [{ type: 'text', text: 'a' }] },
+        { messageId: 'c1', role: 'assistant', contents: [{ type: 'text', text: 'b' }] },
+      ],
+      newId,
+    );
+    expect(res.messages.map((m) => [m.id, Message.text(m)])).toEqual([
+      ['c0', 'Aa'],
+      ['c1', 'Bb'],
+    ]);
+  });
+
   it('addUsage sums what is present', () => {
     expect(addUsage(undefined, undefined)).toBeUndefined();
     expect(addUsage({ inputTokens: 1 }, { outputTokens: 2 })).toEqual({ inputTokens: 1, outputTokens: 2 });
+    expect(addUsage({ inputTokens: 10, cachedInputTokens: 4 }, { inputTokens: 5, cachedInputTokens: 1, reasoningTokens: 3 })).toEqual({
+      inputTokens: 15,
+      cachedInputTokens: 5,
+      reasoningTokens: 3,
+    });
   });
 });

@@ -2,31 +2,31 @@ import type { Message } from '../messages/message.js';
 import type { ChatResponse, ChatResponseUpdate, Usage } from '../spec/chat-client.js';
 import type { Content } from '../spec/message.js';
 
+const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'totalTokens', 'cachedInputTokens', 'reasoningTokens'] as const;
+
 /** Adds two usages field by field. */
 export function addUsage(a: Usage | undefined, b: Usage | undefined): Usage | undefined {
   if (!a) return b && { ...b };
   if (!b) return a;
-  const sum = (x?: number, y?: number) => (x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0));
   const out: Usage = {};
-  const input = sum(a.inputTokens, b.inputTokens);
-  const output = sum(a.outputTokens, b.outputTokens);
-  const total = sum(a.totalTokens, b.totalTokens);
-  if (input !== undefined) out.inputTokens = input;
-  if (output !== undefined) out.outputTokens = output;
-  if (total !== undefined) out.totalTokens = total;
+  for (const field of USAGE_FIELDS) {
+    if (a[field] !== undefined || b[field] !== undefined) out[field] = (a[field] ?? 0) + (b[field] ?? 0);
+  }
   return out;
 }
 
 /**
  * Assembles streamed updates into a `ChatResponse`: updates are grouped into messages by
- * `messageId` (or by role change when ids are absent), adjacent text and reasoning deltas are
- * joined, and function-call pieces with one `callId` are merged.
+ * `messageId` (interleaved ids each go to their own message), or by role change when ids are
+ * absent; adjacent text deltas of one phase (with their annotations), refusal and reasoning deltas
+ * are joined, and function-call pieces with one `callId` are merged.
  */
 export function assembleResponse(updates: Iterable<ChatResponseUpdate>, newId: () => string): ChatResponse {
   const messages: Message[] = [];
   const response: ChatResponse = { messages };
   let current: Message | undefined;
   let currentKey: string | undefined;
+  const byId = new Map<string, Message>();
   for (const update of updates) {
     if (update.conversationId !== undefined) response.conversationId = update.conversationId;
     if (update.finishReason !== undefined) response.finishReason = update.finishReason;
@@ -35,9 +35,14 @@ export function assembleResponse(updates: Iterable<ChatResponseUpdate>, newId: (
     const role = update.role ?? current?.role ?? 'assistant';
     const key = update.messageId ?? (current && current.role === role ? currentKey : undefined);
     if (!current || key !== currentKey || role !== current.role) {
-      current = { id: update.messageId ?? newId(), role, contents: [], createdAt: new Date().toISOString() };
+      const known = update.messageId === undefined ? undefined : byId.get(update.messageId);
+      if (known?.role === role) current = known;
+      else {
+        current = { id: update.messageId ?? newId(), role, contents: [], createdAt: new Date().toISOString() };
+        if (update.messageId !== undefined) byId.set(update.messageId, current);
+        messages.push(current);
+      }
       currentKey = update.messageId ?? current.id;
-      messages.push(current);
     }
     for (const piece of update.contents) appendContent(current.contents, piece);
   }
@@ -46,8 +51,11 @@ export function assembleResponse(updates: Iterable<ChatResponseUpdate>, newId: (
 
 function appendContent(contents: Content[], piece: Content): void {
   const last = contents[contents.length - 1];
-  if (piece.type === 'text' && last?.type === 'text') {
+  if (piece.type === 'text' && last?.type === 'text' && last.phase === piece.phase) {
     last.text += piece.text;
+    if (piece.annotations?.length) last.annotations = [...(last.annotations ?? []), ...piece.annotations];
+  } else if (piece.type === 'refusal' && last?.type === 'refusal') {
+    last.refusal += piece.refusal;
   } else if (piece.type === 'reasoning' && last?.type === 'reasoning' && (piece.id === undefined || piece.id === last.id)) {
     last.text += piece.text;
     if (piece.encrypted !== undefined) last.encrypted = piece.encrypted;

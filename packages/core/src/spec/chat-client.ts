@@ -32,6 +32,10 @@ export interface Usage {
   inputTokens?: number;
   outputTokens?: number;
   totalTokens?: number;
+  /** The part of `inputTokens` the service read from its prompt cache (billed lower). */
+  cachedInputTokens?: number;
+  /** The part of `outputTokens` the model spent reasoning (not in the visible answer). */
+  reasoningTokens?: number;
 }
 
 /** Why the model stopped. */

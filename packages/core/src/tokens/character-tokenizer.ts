@@ -2,8 +2,8 @@ import type { Content } from '../spec/message.js';
 import type { Tokenizer } from '../spec/tokenizer.js';
 
 /**
- * Tokens of one content part by its text: text and reasoning as is, a function call by its name
- * and arguments, a result by its JSON, data by its URI plus `dataTokens`. For tokenizer authors.
+ * Tokens of one content part by its text: text, reasoning and refusals as is, a function call by
+ * its name and arguments, a result or a hosted tool item by its JSON, data by its URI plus `dataTokens`. For tokenizer authors.
  */
 export function countContentTokens(content: Content, countTokens: (text: string) => number, dataTokens = 85): number {
   switch (content.type) {
@@ -16,6 +16,10 @@ export function countContentTokens(content: Content, countTokens: (text: string)
       return countTokens(typeof content.result === 'string' ? content.result : JSON.stringify(content.result));
     case 'data':
       return countTokens(content.uri ?? '') + dataTokens;
+    case 'refusal':
+      return countTokens(content.refusal);
+    case 'hosted-tool':
+      return countTokens(JSON.stringify(content.item));
   }
 }
 
