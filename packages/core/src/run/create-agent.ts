@@ -16,10 +16,11 @@ export function createAgent(agentOptions: AgentOptions): Agent {
   const options = checkAgentOptions(agentOptions);
   const { name, client, contextProviders, onEvent } = options;
   const history = defaultHistory(client, contextProviders);
+  const includeContent = onEvent?.includeContent === true;
   const emit = (event: AgentEvent) => {
     if (!onEvent) return;
     try {
-      onEvent(event);
+      onEvent(includeContent || !('content' in event) ? event : withoutContent(event));
     } catch (error) {
       console.warn(`[ctx] The onEvent handler of agent "${name}" threw on a "${event.type}" event:`, error);
     }
@@ -37,4 +38,10 @@ export function createAgent(agentOptions: AgentOptions): Agent {
     },
     ...sessionMethods(name, history.validators, options.sessionStore),
   };
+}
+
+/** The event without its message content, for handlers that did not ask for it. */
+function withoutContent(event: AgentEvent): AgentEvent {
+  const { content: _, ...rest } = event as AgentEvent & { content?: unknown };
+  return rest as AgentEvent;
 }

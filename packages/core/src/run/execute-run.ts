@@ -56,7 +56,15 @@ export async function executeRun(
   const providers = history.providersFor(runOptions.session, chatOptions);
   const agent: AgentView = { name, client, contextProviders: providers };
   const slotsBefore = new Set(Object.keys(session.state));
-  emit({ type: 'run-start', runId, sessionId: session.sessionId, agentName: name, providers: providers.map((p) => p.sourceId) });
+  emit({
+    type: 'run-start',
+    runId,
+    sessionId: session.sessionId,
+    agentName: name,
+    providers: providers.map((p) => p.sourceId),
+    provider: client.provider,
+    modelId: client.modelId,
+  });
   const { loaders } = history;
   if (loaders.length > 1) {
     emit({

@@ -57,6 +57,50 @@ describe('the tool loop', () => {
     expect(res.usage?.totalTokens).toBeGreaterThan(0);
   });
 
+  it('reports each tool call with tool-start and tool-end, and message content only to a handler that asks for it', async () => {
+    const echo = defineTool({ name: 'echo', parameters: { type: 'object' }, execute: (args: unknown) => args });
+    const script = () =>
+      new ScriptedChatClient({
+        modelId: 'm-1',
+        replies: [
+          {
+            toolCalls: [
+              { name: 'echo', arguments: { say: 'secret-args' }, callId: 'c1' },
+              { name: 'nope', callId: 'c2' },
+            ],
+          },
+          'secret-answer',
+        ],
+      });
+    const plain: AgentEvent[] = [];
+    await createAgent({ client: script(), tools: [echo], instructions: 'secret-rules', onEvent: (e) => plain.push(e) }).run('secret-input');
+    expect(plain.filter((e) => e.type.startsWith('tool-')).map((e) => [e.type, 'callId' in e && e.callId])).toEqual([
+      ['tool-start', 'c1'],
+      ['tool-start', 'c2'],
+      ['tool-end', 'c2'],
+      ['tool-end', 'c1'],
+    ]);
+    expect(plain[0]).toMatchObject({ type: 'run-start', provider: 'scripted', modelId: 'm-1' });
+    expect(plain.filter((e) => e.type === 'model-response').map((e) => 'finishReason' in e && e.finishReason)).toEqual([
+      'tool-calls',
+      'stop',
+    ]);
+    expect(JSON.stringify(plain)).not.toMatch(/secret/);
+
+    const withContent: AgentEvent[] = [];
+    const handler = Object.assign((e: AgentEvent) => withContent.push(e), { includeContent: true });
+    await createAgent({ client: script(), tools: [echo], instructions: 'secret-rules', onEvent: handler }).run('secret-input');
+    const [firstCall] = withContent.filter((e) => e.type === 'model-call');
+    expect(firstCall?.type === 'model-call' && firstCall.content).toMatchObject({ instructions: 'secret-rules' });
+    expect(firstCall?.type === 'model-call' && firstCall.content?.messages.map(Message.text)).toEqual(['secret-input']);
+    const start = withContent.find((e) => e.type === 'tool-start' && e.callId === 'c1');
+    expect(start?.type === 'tool-start' && start.content).toEqual({ arguments: '{"say":"secret-args"}' });
+    const end = withContent.find((e) => e.type === 'tool-end' && e.callId === 'c1');
+    expect(end?.type === 'tool-end' && end.content).toEqual({ result: { say: 'secret-args' } });
+    const last = withContent.filter((e) => e.type === 'model-response').at(-1);
+    expect(last?.type === 'model-response' && last.content?.messages.map(Message.text)).toEqual(['secret-answer']);
+  });
+
   it('sends a failing tool back to the model as an error result and reports it in diagnostics', async () => {
     const events: AgentEvent[] = [];
     const boom = defineTool({

@@ -71,6 +71,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       messages: messages.length,
       instructions: context.instructions.length,
       tools: tools.length,
+      content: instructions === undefined ? { messages } : { messages, instructions },
     });
     const started = performance.now();
     const response = run.onUpdate ? await stream(client, messages, options, run.onUpdate) : await client.getResponse(messages, options);
@@ -83,6 +84,8 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       durationMs: performance.now() - started,
       functionCalls: calls.length,
       ...(response.usage ? { usage: response.usage } : {}),
+      ...(response.finishReason ? { finishReason: response.finishReason } : {}),
+      content: { messages: response.messages },
     });
 
     produced.push(...response.messages);
@@ -161,6 +164,7 @@ async function executeTool(
   check: ToolArgumentsCheck | undefined,
   run: ToolLoopRun,
 ): Promise<FunctionResultContent> {
+  run.emit({ type: 'tool-start', runId: run.runId, toolName: call.name, callId: call.callId, content: { arguments: call.arguments } });
   const started = performance.now();
   const fail = (message: string, cause?: unknown): FunctionResultContent => {
     const error = new ToolExecutionError(call.name, call.callId, message, cause === undefined ? undefined : { cause });
@@ -209,7 +213,14 @@ async function executeTool(
   // Checked where it will sit in a message, so a result history can store never fails the run later.
   const tooDeep = jsonProblem(result, RESULT_DEPTH);
   if (tooDeep) return fail(`Tool "${call.name}" returned a value that cannot be stored: ${formatPath('$', tooDeep[0])} ${tooDeep[1]}.`);
-  run.emit({ type: 'tool-end', runId: run.runId, toolName: call.name, callId: call.callId, durationMs: performance.now() - started });
+  run.emit({
+    type: 'tool-end',
+    runId: run.runId,
+    toolName: call.name,
+    callId: call.callId,
+    durationMs: performance.now() - started,
+    content: { result },
+  });
   return { type: 'function-result', callId: call.callId, name: call.name, result };
 }
 

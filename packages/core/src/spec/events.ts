@@ -1,16 +1,47 @@
-import type { Usage } from './chat-client.js';
-import type { JsonObject } from './json.js';
+import type { FinishReason, Usage } from './chat-client.js';
+import type { JsonObject, JsonValue } from './json.js';
+import type { Message } from './message.js';
 import type { Contribution } from './run-view.js';
 
-/** A diagnostic event. Events carry ids, counts and timings, never message text or secrets. */
+/**
+ * A diagnostic event. Events carry ids, counts and timings, never message text or secrets, unless
+ * the handler asks for content (`EventHandler.includeContent`): then the model and tool events carry
+ * it in `content`.
+ */
 export type AgentEvent =
-  | { type: 'run-start'; runId: string; sessionId: string; agentName: string; providers: string[] }
+  | { type: 'run-start'; runId: string; sessionId: string; agentName: string; providers: string[]; provider: string; modelId: string }
   | { type: 'run-end'; runId: string; sessionId: string; durationMs: number; error?: unknown; usage?: Usage }
   | { type: 'provider-end'; runId: string; sourceId: string; phase: ProviderPhase; durationMs: number; added: Contribution }
   | { type: 'provider-skipped'; runId: string; sourceId: string; phase: ProviderPhase; error: unknown }
-  | { type: 'model-call'; runId: string; roundtrip: number; messages: number; instructions: number; tools: number }
-  | { type: 'model-response'; runId: string; roundtrip: number; durationMs: number; usage?: Usage; functionCalls: number }
-  | { type: 'tool-end'; runId: string; toolName: string; callId: string; durationMs: number; error?: unknown }
+  | {
+      type: 'model-call';
+      runId: string;
+      roundtrip: number;
+      messages: number;
+      instructions: number;
+      tools: number;
+      content?: { messages: readonly Message[]; instructions?: string };
+    }
+  | {
+      type: 'model-response';
+      runId: string;
+      roundtrip: number;
+      durationMs: number;
+      usage?: Usage;
+      finishReason?: FinishReason;
+      functionCalls: number;
+      content?: { messages: readonly Message[] };
+    }
+  | { type: 'tool-start'; runId: string; toolName: string; callId: string; content?: { arguments: string } }
+  | {
+      type: 'tool-end';
+      runId: string;
+      toolName: string;
+      callId: string;
+      durationMs: number;
+      error?: unknown;
+      content?: { result: JsonValue };
+    }
   | { type: 'warning'; runId?: string; sourceId?: string; code: WarningCode; message: string }
   | { type: 'provider-diagnostic'; runId: string; sourceId: string; code: string; message: string; data?: JsonObject; error?: unknown };
 
@@ -21,4 +52,13 @@ export type ProviderPhase = 'beforeRun' | 'afterRun' | 'wrap';
 export type WarningCode = 'multiple-history-loaders' | 'tool-roundtrip-limit' | 'event-handler-failed' | 'corrupt-state';
 
 /** Receives diagnostic events; an OpenTelemetry bridge can sit here. Must not throw. */
-export type EventHandler = (event: AgentEvent) => void;
+export interface EventHandler {
+  (event: AgentEvent): void;
+  /**
+   * Set to `true` to receive message content: the messages and instructions sent (`model-call`),
+   * the messages received (`model-response`), a tool's arguments (`tool-start`) and result
+   * (`tool-end`), in each event's `content`. Default: no content, so a handler that logs events logs
+   * no message text.
+   */
+  readonly includeContent?: boolean;
+}
