@@ -2,7 +2,7 @@ import { dropLeadingResults } from '../compaction/message-groups.js';
 import { ConfigurationError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import type { ChatClient, ChatOptions } from '../spec/chat-client.js';
-import type { GetHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
+import type { GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { ContextProvider, ProviderRunArgs, SessionView } from '../spec/run-view.js';
 
 /** Options every history provider takes. */
@@ -91,6 +91,14 @@ export abstract class HistoryProvider implements ContextProvider {
    * rewrites history through it). Backends that can do it atomically implement it.
    */
   replaceMessages?(sessionId: string, messages: readonly Message[], args: SaveHistoryArgs): Promise<void>;
+
+  /**
+   * Optional capability: removes the newest `count` (default 1) stored messages of a session and
+   * resolves to them, oldest first; fewer when fewer are stored, `[]` when none are (undo the last
+   * turn, the Agents SDK's `popItem`). A popped message id may be saved again.
+   * @throws ConfigurationError when `count` is not a positive integer, before anything changes.
+   */
+  popMessages?(sessionId: string, args: PopHistoryArgs): Promise<Message[]>;
 
   /** Whether this run loads history, applying the `'auto'` rule. */
   shouldLoad({ agent, session, context }: Pick<ProviderRunArgs, 'agent' | 'session' | 'context'>): boolean {

@@ -44,3 +44,17 @@ describe('InMemoryHistoryProvider refuses messages that are not plain JSON', () 
     expect(await history.getMessages('s', { state })).toEqual([first]);
   });
 });
+
+describe('InMemoryHistoryProvider.popMessages', () => {
+  it('refuses to pop a malformed stored message with a SessionStateError naming it, and changes nothing', async () => {
+    const history = new InMemoryHistoryProvider();
+    const kept = Message.user('kept');
+    const state: JsonObject = { messages: [kept, { id: 'm2', role: 'robot', contents: [] }] };
+    const error = await history.popMessages('s', { state }).catch((e: unknown) => e);
+    expect(SessionStateError.isInstance(error), String(error)).toBe(true);
+    expect((error as SessionStateError).path).toBe('$.state.memory.messages[1].role');
+    expect(state.messages).toHaveLength(2);
+    expect(await history.popMessages('s', { state, count: 5 }).catch(() => 'refused')).toBe('refused');
+    expect(await history.getMessages('s', { state, limit: 1 }).catch(() => 'still malformed')).toBe('still malformed');
+  });
+});

@@ -1,7 +1,8 @@
+import { checkInteger } from '../backend/checks.js';
 import { SessionStateError } from '../errors.js';
 import { describeValue, formatPath, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
-import type { GetHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
+import type { GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { JsonObject, JsonValue } from '../spec/json.js';
 import { HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
 
@@ -68,6 +69,19 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   override async replaceMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {
     checkMessages(messages);
     state.messages = messages.map((m) => deepFreeze(structuredClone(m)));
+  }
+
+  /**
+   * Removes the newest `count` (default 1) messages and resolves to them, oldest first.
+   * @throws ConfigurationError for a `count` that is not a positive integer; SessionStateError when
+   *   a message to pop is malformed (nothing is changed either way).
+   */
+  override async popMessages(_sessionId: string, { state, count = 1 }: PopHistoryArgs): Promise<Message[]> {
+    checkInteger('InMemoryHistoryProvider.popMessages', 'count', count);
+    const all = this.#list(state);
+    const start = Math.max(0, all.length - count);
+    for (let i = start; i < all.length; i++) Message.parse(all[i], formatPath('$.state', [this.sourceId, 'messages', i]));
+    return all.splice(start) as Message[];
   }
 
   validateState(state: JsonObject, path: string): void {

@@ -20,3 +20,9 @@ export interface SaveHistoryArgs {
   /** The run's diagnostic channel, when a run stores. Ids and counts only. */
   report?: (diagnostic: ProviderDiagnostic) => void;
 }
+
+/** What `HistoryProvider.popMessages` receives. */
+export interface PopHistoryArgs extends SaveHistoryArgs {
+  /** How many of the newest messages to remove. Default 1. */
+  count?: number;
+}
