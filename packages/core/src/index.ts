@@ -3,7 +3,7 @@
 // `@ctx/core/backend`; test doubles in `@ctx/core/testing`.
 export { CompactionProvider } from './compaction/compaction-provider.js';
 export type { CompactionProviderOptions } from './compaction/compaction-provider.js';
-export { contextWindow, slidingWindow, tokenBudget, toolResultCollapse, truncation } from './compaction/strategies.js';
+export { contextWindow, pruneReasoning, slidingWindow, tokenBudget, toolResultCollapse, truncation } from './compaction/strategies.js';
 export type {
   ContextWindowOptions,
   SlidingWindowOptions,

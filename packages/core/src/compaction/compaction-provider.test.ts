@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { ConfigurationError } from '../errors.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { Message } from '../messages/message.js';
+import type { AgentEvent } from '../spec/events.js';
 import { createAgent } from '../run/create-agent.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
@@ -66,7 +68,7 @@ describe('CompactionProvider', () => {
     const audit = new InMemoryHistoryProvider({ sourceId: 'audit', loadMessages: false });
     const agent = createAgent({
       client,
-      contextProviders: [history, new CompactionProvider({ strategy: truncation({ maxMessages: 4 }) }), audit],
+      contextProviders: [history, new CompactionProvider({ strategy: truncation({ maxMessages: 4, target: 1 }) }), audit],
     });
     const session = agent.createSession();
     for (let i = 0; i < 6; i++) await agent.run(`question ${i}`, { session });
@@ -114,5 +116,104 @@ describe('CompactionProvider', () => {
     for (const q of ['one', 'two', 'three']) await agent.run(q, { session });
     expect(texts(stored(session.state.memory))).toEqual(['one', 'a', 'two', 'b', 'three', 'c']);
     expect(texts(client.calls[2]!.messages)).toEqual(['two', 'b', 'three']);
+  });
+
+  it('compacts after storing when placed before its history, so stored history meets the policy between runs', async () => {
+    const client = new ScriptedChatClient({ replies: (_m, _o, i) => `answer ${i}` });
+    const history = new InMemoryHistoryProvider({ sourceId: 'history' });
+    const agent = createAgent({
+      client,
+      contextProviders: [new CompactionProvider({ strategy: truncation({ maxMessages: 4, target: 1 }), when: 'after-store' }), history],
+    });
+    const session = agent.createSession();
+    for (let i = 0; i < 4; i++) {
+      await agent.run(`question ${i}`, { session });
+      expect(stored(session.state.history).length).toBeLessThanOrEqual(4);
+    }
+    expect(texts(stored(session.state.history))).toEqual(['question 2', 'answer 2', 'question 3', 'answer 3']);
+    // the model saw the full stored history of the previous runs: compaction happened after storing
+    expect(texts(client.calls[3]!.messages)).toEqual(['question 1', 'answer 1', 'question 2', 'answer 2', 'question 3']);
+  });
+
+  it('says how to place an after-store compaction that would run before the history stored', async () => {
+    const client = new ScriptedChatClient({ replies: ['a'] });
+    const strategy = truncation({ maxMessages: 4 });
+    const misplaced = createAgent({
+      client,
+      contextProviders: [new InMemoryHistoryProvider({ sourceId: 'history' }), new CompactionProvider({ strategy, when: 'after-store' })],
+    });
+    await expect(misplaced.run('hi', { session: misplaced.createSession() })).rejects.toThrow(
+      /must come before history provider "history"/,
+    );
+    const onDefault = createAgent({ client, contextProviders: [new CompactionProvider({ strategy, when: 'after-store' })] });
+    await expect(onDefault.run('hi', { session: onDefault.createSession() })).rejects.toThrow(/default history always comes first/);
+    expect(() => new CompactionProvider({ strategy, when: 'later' as never })).toThrow(ConfigurationError);
+    expect(client.calls).toHaveLength(0);
+  });
+
+  it('keeps the history when the summarizer fails or answers blank, reports it, and the run goes on', async () => {
+    for (const reply of [{ error: new Error('summarizer down') }, '   ']) {
+      const events: AgentEvent[] = [];
+      const summarizer = new ScriptedChatClient({ replies: [reply] });
+      const client = new ScriptedChatClient({ replies: (_m, _o, i) => `answer ${i}` });
+      const agent = createAgent({
+        client,
+        onEvent: (e) => events.push(e),
+        contextProviders: [
+          new InMemoryHistoryProvider({ sourceId: 'history' }),
+          new CompactionProvider({ strategy: summarization({ client: summarizer, keepRecentGroups: 1, trigger: { messages: 3 } }) }),
+        ],
+      });
+      const session = agent.createSession();
+      for (let i = 0; i < 3; i++) await agent.run(`question ${i}`, { session });
+      expect(summarizer.calls).toHaveLength(1);
+      expect(stored(session.state.history)).toHaveLength(6); // nothing replaced by an empty summary
+      expect(stored(session.state.history).some(isSummary)).toBe(false);
+      expect(texts(client.calls[2]!.messages)).toEqual(['question 0', 'answer 0', 'question 1', 'answer 1', 'question 2']);
+      const diagnostic = events.find((e) => e.type === 'provider-diagnostic');
+      expect(diagnostic).toMatchObject({ sourceId: 'compaction', code: 'summary-failed' });
+    }
+  });
+
+  it('hands a failed summary to the fallback strategy when one is configured', async () => {
+    const reports: string[] = [];
+    const strategy = summarization({
+      client: new ScriptedChatClient({ replies: [''] }),
+      keepRecentGroups: 1,
+      fallback: truncation({ maxMessages: 2, target: 1 }),
+    });
+    const conversation = ['a', 'b', 'c'].flatMap((q) => [Message.user(q), Message.assistant(`re ${q}`)]);
+    const out = await strategy.compact(conversation, { report: (d) => reports.push(d.code) });
+    expect(texts(out)).toEqual(['c', 're c']);
+    expect(reports).toEqual(['summary-failed']);
+  });
+
+  it("sends the uncompacted list when the agent's compaction throws, with a warning; an abort still ends the run", async () => {
+    const events: AgentEvent[] = [];
+    const client = new ScriptedChatClient({ replies: ['fine'] });
+    const broken = { compact: () => Promise.reject(new Error('strategy bug')) };
+    const agent = createAgent({ client, compaction: broken, onEvent: (e) => events.push(e) });
+    const response = await agent.run([Message.user('one'), Message.assistant('two'), Message.user('three')]);
+    expect(response.text).toBe('fine');
+    expect(texts(client.calls[0]!.messages)).toEqual(['one', 'two', 'three']);
+    expect(events.find((e) => e.type === 'warning')).toMatchObject({
+      code: 'compaction-failed',
+      message: expect.stringContaining('strategy bug'),
+    });
+
+    const orphaning = { compact: (m: readonly Message[]) => m.filter((x) => x.role !== 'tool') };
+    const ping = defineTool({ name: 'ping', parameters: { type: 'object' }, execute: () => 'pong' });
+    const looping = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'ping' }] }, 'done'] });
+    await createAgent({ client: looping, tools: [ping], compaction: orphaning }).run('go');
+    expect(hasOrphans(looping.calls[1]!.messages)).toBe(false); // a list that orphans a call is not sent
+
+    const controller = new AbortController();
+    const aborting = {
+      compact: () => {
+        controller.abort();
+        return Promise.reject(controller.signal.reason);
+      },
+    };
+    await expect(createAgent({ client, compaction: aborting }).run('x', { signal: controller.signal })).rejects.toThrow();
   });
 });

@@ -6,11 +6,16 @@ export type MessageGroupKind = 'system' | 'summary' | 'user' | 'assistant' | 'to
 /**
  * Messages that must be kept or dropped together: a system message, a summary, a user turn, an
  * assistant reply, or an assistant message with function calls plus every message holding their
- * results. Compaction works on groups, so it never orphans a call or a result.
+ * results, wherever those sit (another message may come between a call and its result, e.g. a
+ * stored context message, or a result the caller sent in a later turn). Compaction works on
+ * groups, so it never orphans a call or a result.
  */
 export interface MessageGroup {
   kind: MessageGroupKind;
+  /** The group's messages, in conversation order. */
   messages: Message[];
+  /** Where each of `messages` sits in the conversation, ascending; `flattenGroups` restores the order from it. */
+  indices: number[];
 }
 
 /** Whether a message is a summary written by compaction (`metadata.ctx.summary`). */
@@ -22,66 +27,91 @@ export function isSummary(message: Message): boolean {
 const callIdsOf = (m: Message) => m.contents.flatMap((c) => (c.type === 'function-call' ? [c.callId] : []));
 const resultIdsOf = (m: Message) => m.contents.flatMap((c) => (c.type === 'function-result' ? [c.callId] : []));
 
-/** Splits messages into atomic groups, in order. `flattenGroups(groupMessages(m))` equals `m`. */
-export function groupMessages(messages: readonly Message[]): MessageGroup[] {
-  const groups: MessageGroup[] = [];
-  let open: { group: MessageGroup; pending: Set<string> } | undefined;
-  for (const m of messages) {
-    const results = resultIdsOf(m);
-    // A message of results joins the exchange whose calls it answers.
-    if (results.length && open && results.every((id) => open!.pending.has(id)) && m.role !== 'assistant') {
-      open.group.messages.push(m);
-      for (const id of results) open.pending.delete(id);
-      if (open.pending.size === 0) open = undefined;
-      continue;
-    }
-    open = undefined;
-    const calls = callIdsOf(m);
-    if (calls.length) {
-      const group: MessageGroup = { kind: 'tool-exchange', messages: [m] };
-      groups.push(group);
-      const pending = new Set(calls);
-      for (const id of results) pending.delete(id); // results in the same message (server-side tools)
-      if (pending.size) open = { group, pending };
-      continue;
-    }
-    const kind: MessageGroupKind = isSummary(m)
-      ? 'summary'
-      : results.length
-        ? 'orphan-results'
-        : m.role === 'system'
-          ? 'system'
-          : m.role === 'user'
-            ? 'user'
-            : 'assistant';
-    groups.push({ kind, messages: [m] });
-  }
-  return groups;
+function kindOf(m: Message): MessageGroupKind {
+  if (isSummary(m)) return 'summary';
+  if (resultIdsOf(m).length) return 'orphan-results';
+  return m.role === 'system' ? 'system' : m.role === 'user' ? 'user' : 'assistant';
 }
 
-/** The messages of groups, in order. */
+/**
+ * Splits messages into atomic groups, ordered by their first message. A message of results joins
+ * the exchange whose calls it answers, by call id, however far after the call it sits; a message
+ * that answers calls of several exchanges joins them into one. `flattenGroups(groupMessages(m))`
+ * equals `m`.
+ */
+export function groupMessages(messages: readonly Message[]): MessageGroup[] {
+  const groups: MessageGroup[] = [];
+  /** The exchange a call id belongs to; merged exchanges point at the survivor through `merged`. */
+  const exchangeOf = new Map<string, MessageGroup>();
+  const merged = new Map<MessageGroup, MessageGroup>();
+  const resolve = (g: MessageGroup): MessageGroup => {
+    let r = g;
+    while (merged.has(r)) r = merged.get(r)!;
+    return r;
+  };
+  messages.forEach((m, index) => {
+    const calls = callIdsOf(m);
+    const answered = new Set<MessageGroup>();
+    for (const id of resultIdsOf(m)) {
+      const g = exchangeOf.get(id);
+      if (g) answered.add(resolve(g));
+    }
+    if (!calls.length && !answered.size) {
+      groups.push({ kind: kindOf(m), messages: [m], indices: [index] });
+      return;
+    }
+    // Join the earliest exchange it answers (or start one for its own calls); fold the others in.
+    const [target = { kind: 'tool-exchange' as const, messages: [], indices: [] }, ...others] = [...answered].sort(
+      (a, b) => a.indices[0]! - b.indices[0]!,
+    );
+    if (!answered.size) groups.push(target);
+    for (const other of others) {
+      target.messages.push(...other.messages);
+      target.indices.push(...other.indices);
+      merged.set(other, target);
+    }
+    target.messages.push(m);
+    target.indices.push(index);
+    if (others.length) sortGroup(target);
+    for (const id of calls) exchangeOf.set(id, target);
+  });
+  return merged.size ? groups.filter((g) => !merged.has(g)) : groups;
+}
+
+function sortGroup(group: MessageGroup): void {
+  const order = group.indices.map((index, i) => [index, group.messages[i]!] as const).sort((a, b) => a[0] - b[0]);
+  group.indices = order.map(([index]) => index);
+  group.messages = order.map(([, m]) => m);
+}
+
+/** The messages of groups, in conversation order (groups may interleave). */
 export function flattenGroups(groups: readonly MessageGroup[]): Message[] {
-  return groups.flatMap((g) => g.messages);
+  if (groups.length < 2) return groups.flatMap((g) => g.messages);
+  const entries = groups.flatMap((g) => g.messages.map((m, i) => [g.indices[i] ?? 0, m] as const));
+  for (let i = 1; i < entries.length; i++) {
+    if (entries[i]![0] < entries[i - 1]![0]) return entries.sort((a, b) => a[0] - b[0]).map(([, m]) => m);
+  }
+  return entries.map(([, m]) => m);
 }
 
 /**
  * Splits groups into what compaction may drop and what it must keep: system messages are always
- * kept, and so is everything from the newest user turn on (the question being answered and the
- * tool exchanges of the current run), or the last group when there is no user turn.
+ * kept, and so is every group with a message at or after the newest user message (the question
+ * being answered, the tool exchanges of the current run, and an exchange whose results arrived in
+ * this turn), or the last group when there is no user turn.
  */
 export function splitProtected(groups: readonly MessageGroup[]): { system: MessageGroup[]; older: MessageGroup[]; recent: MessageGroup[] } {
-  let lastUser = -1;
-  for (let i = groups.length - 1; i >= 0; i--) {
-    if (groups[i]!.kind === 'user') {
-      lastUser = i;
-      break;
-    }
-  }
-  const cut = lastUser === -1 ? Math.max(0, groups.length - 1) : lastUser;
+  let cut = -1;
+  for (const g of groups) if (g.kind === 'user' && g.indices[0]! > cut) cut = g.indices[0]!;
+  if (cut === -1) cut = groups.length ? Math.max(...groups.map((g) => g.indices[0]!)) : 0;
   const system: MessageGroup[] = [];
   const older: MessageGroup[] = [];
-  groups.slice(0, cut).forEach((g) => (g.kind === 'system' ? system : older).push(g));
-  return { system, older, recent: groups.slice(cut) };
+  const recent: MessageGroup[] = [];
+  for (const g of groups) {
+    if (g.indices[g.indices.length - 1]! >= cut) recent.push(g);
+    else (g.kind === 'system' ? system : older).push(g);
+  }
+  return { system, older, recent };
 }
 
 /** Whether some function call lacks its result, or some result its call. */

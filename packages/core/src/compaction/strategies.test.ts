@@ -3,9 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import type { CompactionStrategy } from '../spec/compaction-strategy.js';
+import type { Role } from '../spec/message.js';
 import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
-import { groupMessages, hasOrphans, splitProtected } from './message-groups.js';
-import { contextWindow, slidingWindow, tokenBudget, toolResultCollapse, truncation } from './strategies.js';
+import { flattenGroups, groupMessages, hasOrphans, splitProtected } from './message-groups.js';
+import { contextWindow, pruneReasoning, slidingWindow, tokenBudget, toolResultCollapse, truncation } from './strategies.js';
 import { compactWhen } from './triggers.js';
 
 const tokenizer = createCharacterTokenizer();
@@ -13,18 +14,25 @@ const count = (m: readonly Message[]) => tokenizer.countMessageTokens(m);
 
 interface TurnSpec {
   user: string;
-  rounds: { calls: number; resultSize: number; split: boolean }[];
+  rounds: { calls: number; resultSize: number; split: boolean; between?: 'none' | Role; deferred?: boolean }[];
   answer: string;
 }
 
-/** Builds a conversation: optional system message, turns of user / tool rounds / answer; the last turn may be unfinished. */
+/**
+ * Builds a conversation: optional system message, turns of user / tool rounds / answer; the last
+ * turn may be unfinished. A round may have another message between its calls and their results
+ * (`between`: a stored context message, a note), and its results may arrive in the next turn, after
+ * the next user message (`deferred`: a tool handed back to the caller).
+ */
 function build(spec: { system: boolean; turns: TurnSpec[]; unfinished: boolean }): Message[] {
   let n = 0;
   const id = () => `m${++n}`;
   const out: Message[] = [];
+  let carried: Message[] = [];
   if (spec.system) out.push(Message.system('You are a helpful agent.', { id: id() }));
   spec.turns.forEach((turn, t) => {
-    out.push(Message.user(turn.user || 'q', { id: id() }));
+    out.push(Message.user(turn.user || 'q', { id: id() }), ...carried);
+    carried = [];
     for (const round of turn.rounds) {
       const callIds = Array.from({ length: round.calls }, () => `c${++n}`);
       out.push(
@@ -33,14 +41,17 @@ function build(spec: { system: boolean; turns: TurnSpec[]; unfinished: boolean }
           { id: id() },
         ),
       );
+      if (round.between && round.between !== 'none')
+        out.push(Message[round.between === 'tool' ? 'system' : round.between]('note', { id: id() }));
       const results = callIds.map((callId) => ({
         type: 'function-result' as const,
         callId,
         name: 'search',
         result: 'r'.repeat(round.resultSize),
       }));
-      if (round.split) for (const r of results) out.push(Message.tool(r, { id: id() }));
-      else out.push(Message.tool(results, { id: id() }));
+      const messages = round.split ? results.map((r) => Message.tool(r, { id: id() })) : [Message.tool(results, { id: id() })];
+      if (round.deferred && t < spec.turns.length - 1) carried.push(...messages);
+      else out.push(...messages);
     }
     const last = t === spec.turns.length - 1;
     if (!(last && spec.unfinished)) out.push(Message.assistant(turn.answer || 'a', { id: id() }));
@@ -55,7 +66,13 @@ const conversation = fc
       fc.record({
         user: fc.string({ maxLength: 60 }),
         rounds: fc.array(
-          fc.record({ calls: fc.integer({ min: 1, max: 3 }), resultSize: fc.integer({ min: 0, max: 800 }), split: fc.boolean() }),
+          fc.record({
+            calls: fc.integer({ min: 1, max: 3 }),
+            resultSize: fc.integer({ min: 0, max: 800 }),
+            split: fc.boolean(),
+            between: fc.constantFrom<'none' | Role>('none', 'none', 'none', 'system', 'user', 'assistant'),
+            deferred: fc.boolean(),
+          }),
           { maxLength: 3 },
         ),
         answer: fc.string({ maxLength: 200 }),
@@ -159,11 +176,12 @@ describe('compaction strategies (examples)', () => {
   it('toolResultCollapse says what it removed and keeps the newest exchange', async () => {
     const output = await toolResultCollapse().compact(input, {});
     const results = output.flatMap((m) => m.contents.filter((c) => c.type === 'function-result'));
-    expect(results.map((r) => (r as { result: unknown }).result)).toEqual([
-      '[collapsed: 1,000 characters of search result]',
-      '[collapsed: 1,000 characters of search result]',
-      'r'.repeat(1000),
-    ]);
+    const gist = `[collapsed: 1,000 characters of search result; the first 160 follow]\n${'r'.repeat(160)}…`;
+    expect(results.map((r) => (r as { result: unknown }).result)).toEqual([gist, gist, 'r'.repeat(1000)]);
+    const bare = await toolResultCollapse({ gistChars: 0 }).compact(input, {});
+    expect(bare.flatMap((m) => m.contents).find((c) => c.type === 'function-result')).toMatchObject({
+      result: '[collapsed: 1,000 characters of search result]',
+    });
     expect(ids(output)).toEqual(ids(input));
     expect(count(output)).toBeLessThan(count(input));
     expect(Object.isFrozen(input)).toBe(false);
@@ -194,5 +212,96 @@ describe('compaction strategies (examples)', () => {
     const output = await busy.compact(input, {});
     expect(count(output)).toBeLessThanOrEqual(Math.floor(total * 0.5));
     expect(() => contextWindow({ contextWindow: 100, reserveTokens: 100 })).toThrow(ConfigurationError);
+  });
+
+  it('pairs results with their calls by call id, however far apart they sit', async () => {
+    const call = (callId: string) => ({ type: 'function-call' as const, callId, name: 'lookup', arguments: '{}' });
+    const result = (callId: string) => ({ type: 'function-result' as const, callId, name: 'lookup', result: 'x'.repeat(400) });
+    const conversation = [
+      Message.user('first', { id: 'u1' }),
+      Message.assistant([call('a'), call('b')], { id: 'calls' }),
+      Message.system('a stored context message', { id: 'ctx' }),
+      Message.tool(result('a'), { id: 'ra' }),
+      Message.assistant('handed one back', { id: 'note' }),
+      Message.user('second', { id: 'u2' }),
+      Message.tool(result('b'), { id: 'rb' }), // answered in the next turn, by the caller
+      Message.assistant('done', { id: 'done' }),
+    ];
+    const groups = groupMessages(conversation);
+    expect(groups.find((g) => g.kind === 'tool-exchange')!.messages.map((m) => m.id)).toEqual(['calls', 'ra', 'rb']);
+    expect(groups.some((g) => g.kind === 'orphan-results')).toBe(false);
+    // the exchange reaches into the newest turn, so it is protected with it
+    expect(ids(flattenGroups(splitProtected(groups).recent))).toEqual(['calls', 'ra', 'u2', 'rb', 'done']);
+    for (const strategy of [truncation({ maxMessages: 1 }), slidingWindow({ maxGroups: 0 }), tokenBudget({ maxTokens: 50, tokenizer })]) {
+      const out = await strategy.compact(conversation, {});
+      expect(hasOrphans(out)).toBe(false);
+      expect(ids(out)).toEqual(['calls', 'ctx', 'ra', 'note', 'u2', 'rb', 'done'].filter((x) => ids(out).includes(x)));
+      expect(ids(out)).toEqual(expect.arrayContaining(['calls', 'ra', 'rb']));
+    }
+  });
+
+  it('rejects settings that cannot work', () => {
+    expect(() => toolResultCollapse({ keepRecent: -1 })).toThrow(/keepRecent must be a non-negative integer, got -1/);
+    expect(() => toolResultCollapse({ gistChars: 1.5 })).toThrow(ConfigurationError);
+    expect(() => truncation({})).toThrow(/give maxMessages, maxTokens or both/);
+    expect(() => truncation({ maxTokens: 0 })).toThrow(ConfigurationError);
+    expect(() => truncation({ maxMessages: 10, target: 1.5 })).toThrow(/target must be a share/);
+    expect(() => slidingWindow({ maxGroups: -2 })).toThrow(ConfigurationError);
+    expect(() => tokenBudget({ maxTokens: Number.NaN })).toThrow(ConfigurationError);
+    expect(() => contextWindow({ contextWindow: 10_000, threshold: 0 })).toThrow(/threshold must be a positive number/);
+    expect(() => contextWindow({ contextWindow: 10_000, threshold: 0.5, target: 0.7 })).toThrow(
+      /target \(0.7\) must not be above threshold \(0.5\)/,
+    );
+    expect(() => compactWhen({ tokens: -1 }, truncation({ maxMessages: 1 }))).toThrow(/tokens must be a non-negative integer/);
+  });
+
+  it('cuts down to its target once a limit is crossed, so the start of the prompt stays put for several turns', async () => {
+    const prefixChanges = async (strategy: CompactionStrategy) => {
+      let history: Message[] = [];
+      let changes = 0;
+      let first: string | undefined;
+      for (let turn = 0; turn < 60; turn++) {
+        history = await strategy.compact(
+          [...history, Message.user(`q${turn}`, { id: `q${turn}` }), Message.assistant('a', { id: `a${turn}` })],
+          {},
+        );
+        if (history[0]!.id !== first) changes++;
+        first = history[0]!.id;
+      }
+      return changes;
+    };
+    const exact = await prefixChanges(truncation({ maxMessages: 20, target: 1 }));
+    const stepped = await prefixChanges(truncation({ maxMessages: 20 }));
+    expect(exact).toBeGreaterThan(45); // a window that slides every turn breaks the cached prefix every turn
+    expect(stepped).toBeLessThan(exact / 2);
+  });
+
+  it('tokenBudget never drops system messages or the newest turn, even when they alone exceed the budget', async () => {
+    const system = Message.system('s'.repeat(2000), { id: 'sys' });
+    const conversation = [
+      system,
+      Message.user('old', { id: 'old' }),
+      Message.assistant('reply', { id: 'reply' }),
+      Message.user('new', { id: 'new' }),
+    ];
+    const out = await tokenBudget({ maxTokens: 100, tokenizer }).compact(conversation, {});
+    expect(ids(out)).toEqual(['sys', 'new']);
+    expect(count(out)).toBeGreaterThan(100);
+  });
+
+  it('pruneReasoning removes reasoning from earlier turns only', async () => {
+    const reasoning = { type: 'reasoning' as const, text: 'thinking' };
+    const conversation = [
+      Message.user('one', { id: 'u1' }),
+      Message.assistant([reasoning], { id: 'r1' }),
+      Message.assistant([reasoning, { type: 'text', text: 'answer' }], { id: 'a1' }),
+      Message.user('two', { id: 'u2' }),
+      Message.assistant([reasoning, { type: 'text', text: 'answer' }], { id: 'a2' }),
+    ];
+    const out = await pruneReasoning().compact(conversation, {});
+    expect(ids(out)).toEqual(['u1', 'a1', 'u2', 'a2']);
+    expect(out[1]!.contents).toEqual([{ type: 'text', text: 'answer' }]);
+    expect(out[3]).toBe(conversation[4]);
+    expect(await pruneReasoning().compact(out, {})).toEqual(out);
   });
 });

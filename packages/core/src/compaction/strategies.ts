@@ -1,7 +1,8 @@
+import { checkInteger, checkPositiveNumber } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
 import type { Message } from '../messages/message.js';
 import type { CompactionStrategy } from '../spec/compaction-strategy.js';
-import type { FunctionResultContent } from '../spec/message.js';
+import type { Content, FunctionResultContent } from '../spec/message.js';
 import type { Tokenizer } from '../spec/tokenizer.js';
 import { countTokens, defaultTokenizer, messageTokens } from '../tokens/token-cache.js';
 import { flattenGroups, groupMessages, type MessageGroup, splitProtected } from './message-groups.js';
@@ -41,17 +42,28 @@ export interface TruncationOptions extends StrategyOptions {
   maxMessages?: number;
   /** Keep at most this many tokens. */
   maxTokens?: number;
+  /**
+   * Once a limit is crossed, cut down to this share of it, so the start of the conversation (and the
+   * provider's prompt cache) then stays the same for several turns instead of shifting every turn.
+   * Default 0.75; 1 cuts just enough.
+   */
+  target?: number;
   /** Counts `maxTokens`. Default: the character estimator. */
   tokenizer?: Tokenizer;
 }
 
 /**
- * Drops the oldest groups until the conversation fits `maxMessages` and `maxTokens`. System
- * messages and everything from the newest user turn on are always kept, even if they alone exceed
- * the limits.
+ * Drops the oldest groups once the conversation passes `maxMessages` or `maxTokens`, down to
+ * `target` of each limit. System messages and everything from the newest user turn on are always
+ * kept, even if they alone exceed the limits.
  */
 export function truncation(options: TruncationOptions): CompactionStrategy {
   const { maxMessages, maxTokens } = options;
+  if (maxMessages === undefined && maxTokens === undefined)
+    throw new ConfigurationError('truncation: give maxMessages, maxTokens or both.');
+  if (maxMessages !== undefined) checkInteger('truncation', 'maxMessages', maxMessages, 0);
+  if (maxTokens !== undefined) checkInteger('truncation', 'maxTokens', maxTokens);
+  const target = checkShare('truncation', 'target', options.target ?? 0.75);
   const tokenizer = options.tokenizer ?? defaultTokenizer();
   return withTrigger(options, {
     compact(messages) {
@@ -60,10 +72,13 @@ export function truncation(options: TruncationOptions): CompactionStrategy {
       const tokens = maxTokens === undefined ? undefined : groupTokens(tokenizer, groups);
       let messageCount = messages.length;
       let tokenCount = tokens?.total ?? 0;
-      const fits = () => (maxMessages === undefined || messageCount <= maxMessages) && (maxTokens === undefined || tokenCount <= maxTokens);
+      const within = (share: number) =>
+        (maxMessages === undefined || messageCount <= Math.floor(maxMessages * share)) &&
+        (maxTokens === undefined || tokenCount <= Math.floor(maxTokens * share));
+      if (within(1)) return [...messages];
       const dropped = new Set<MessageGroup>();
       for (const group of older) {
-        if (fits()) break;
+        if (within(target)) break;
         dropped.add(group);
         messageCount -= group.messages.length;
         if (tokens) tokenCount -= tokens.of.get(group)!;
@@ -82,6 +97,7 @@ export interface SlidingWindowOptions extends StrategyOptions {
 
 /** Keeps the newest `maxGroups` groups, and never less than the newest user turn and what follows it. */
 export function slidingWindow(options: SlidingWindowOptions): CompactionStrategy {
+  checkInteger('slidingWindow', 'maxGroups', options.maxGroups, 0);
   return withTrigger(options, {
     compact(messages) {
       const groups = groupMessages(messages);
@@ -104,69 +120,128 @@ export interface ToolResultCollapseOptions extends StrategyOptions {
   includeCurrentTurn?: boolean;
   /** Results shorter than this (as JSON text) are left alone. Default 200 characters. */
   minChars?: number;
+  /** Characters of the start of each collapsed result that are kept, so the model keeps the gist. Default 160; 0 keeps none. */
+  gistChars?: number;
 }
 
 /**
- * Replaces the results of older tool exchanges with a short marker that says what was removed
- * (`[collapsed: 5,210 characters of search_docs result]`). Calls and results stay paired.
+ * Replaces the results of older tool exchanges with their first `gistChars` characters and a
+ * marker that says what was removed (`[collapsed: 5,210 characters of search_docs result; the first
+ * 160 follow]`). Calls and results stay paired.
  */
 export function toolResultCollapse(options: ToolResultCollapseOptions = {}): CompactionStrategy {
-  const keepRecent = options.keepRecent ?? 1;
-  const minChars = options.minChars ?? 200;
+  const keepRecent = checkInteger('toolResultCollapse', 'keepRecent', options.keepRecent ?? 1, 0);
+  const minChars = checkInteger('toolResultCollapse', 'minChars', options.minChars ?? 200, 0);
+  const gistChars = checkInteger('toolResultCollapse', 'gistChars', options.gistChars ?? 160, 0);
   return withTrigger(options, {
     compact(messages) {
       const groups = groupMessages(messages);
       const exchanges = groups.filter((g) => g.kind === 'tool-exchange');
       const current = options.includeCurrentTurn ? new Set<MessageGroup>() : new Set(splitProtected(groups).recent);
-      const collapsible = new Set(exchanges.slice(0, Math.max(0, exchanges.length - keepRecent)).filter((g) => !current.has(g)));
+      const collapsible = new Set(
+        exchanges
+          .slice(0, Math.max(0, exchanges.length - keepRecent))
+          .filter((g) => !current.has(g))
+          .flatMap((g) => g.messages),
+      );
+      const large = (c: Content): c is FunctionResultContent => c.type === 'function-result' && size(c) >= minChars && !isCollapsed(c);
       let changed = false;
-      const out = groups.flatMap((g) => {
-        if (!collapsible.has(g)) return g.messages;
-        return g.messages.map((m) => {
-          if (!m.contents.some((c) => c.type === 'function-result' && size(c) >= minChars)) return m;
-          changed = true;
-          return { ...m, contents: m.contents.map((c) => (c.type === 'function-result' && size(c) >= minChars ? collapse(c) : c)) };
-        });
+      const out = messages.map((m) => {
+        if (!collapsible.has(m) || !m.contents.some(large)) return m;
+        changed = true;
+        return { ...m, contents: m.contents.map((c) => (large(c) ? collapse(c, gistChars) : c)) };
       });
       return changed ? out : [...messages];
     },
   });
 }
 
-function size(c: FunctionResultContent): number {
-  return typeof c.result === 'string' ? c.result.length : JSON.stringify(c.result).length;
+function resultText(c: FunctionResultContent): string {
+  return typeof c.result === 'string' ? c.result : JSON.stringify(c.result);
 }
 
-function collapse(c: FunctionResultContent): FunctionResultContent {
-  if (typeof c.result === 'string' && c.result.startsWith('[collapsed:')) return c;
-  return { ...c, result: `[collapsed: ${size(c).toLocaleString('en-US')} characters of ${c.name ?? 'tool'} result]` };
+function size(c: FunctionResultContent): number {
+  return resultText(c).length;
+}
+
+function isCollapsed(c: FunctionResultContent): boolean {
+  return typeof c.result === 'string' && c.result.startsWith('[collapsed:');
+}
+
+function collapse(c: FunctionResultContent, gistChars: number): FunctionResultContent {
+  const text = resultText(c);
+  const what = `${text.length.toLocaleString('en-US')} characters of ${c.name ?? 'tool'} result`;
+  const gist = text.slice(0, gistChars);
+  return { ...c, result: gist ? `[collapsed: ${what}; the first ${gist.length} follow]\n${gist}…` : `[collapsed: ${what}]` };
+}
+
+/**
+ * Removes reasoning from the turns before the newest user message, as reasoning models need it only
+ * within the turn that produced it; a message left with no contents is dropped. The turn in progress
+ * keeps its reasoning (a model continuing a tool loop may need it).
+ */
+export function pruneReasoning(options: StrategyOptions = {}): CompactionStrategy {
+  return withTrigger(options, {
+    compact(messages) {
+      let cut = -1;
+      for (let i = messages.length - 1; i >= 0; i--) {
+        const m = messages[i]!;
+        if (m.role === 'user' && !m.contents.some((c) => c.type === 'function-result')) {
+          cut = i;
+          break;
+        }
+      }
+      const out: Message[] = [];
+      let changed = false;
+      messages.forEach((m, i) => {
+        if (i >= cut || !m.contents.some((c) => c.type === 'reasoning')) return out.push(m);
+        changed = true;
+        const contents = m.contents.filter((c) => c.type !== 'reasoning');
+        if (contents.length) out.push({ ...m, contents });
+      });
+      return changed ? out : [...messages];
+    },
+  });
 }
 
 /** Options of `tokenBudget`. */
 export interface TokenBudgetOptions extends StrategyOptions {
+  /** Compact once the messages pass this many tokens. */
   maxTokens: number;
+  /**
+   * Then compact down to this share of `maxTokens`, so the start of the conversation (and the
+   * provider's prompt cache) stays the same for the turns it takes to grow back. Default 0.75; 1
+   * compacts just enough.
+   */
+  target?: number;
   /** Default: the character estimator. */
   tokenizer?: Tokenizer;
   /**
-   * Tried in order until the budget holds. Default: collapse tool results of earlier turns, then
+   * Tried in order until the target holds. Default: collapse tool results of earlier turns, then
    * those of the turn in progress but the newest exchange; truncation always comes last.
    */
   strategies?: readonly CompactionStrategy[];
 }
 
 /**
- * Applies strategies in order until the conversation fits `maxTokens`, then truncates as a last
- * resort. Leaves a conversation already within budget untouched.
+ * Past `maxTokens`, applies strategies in order until the conversation fits `target` of it, then
+ * truncates as a last resort. Leaves a conversation within `maxTokens` untouched. System messages
+ * and the newest user turn (with the tool exchanges after it) are never dropped: when they alone
+ * exceed the budget, the result is over budget too, and a list over the model's window then fails
+ * at the model call with `ContextWindowExceededError`.
  */
 export function tokenBudget(options: TokenBudgetOptions): CompactionStrategy {
+  const maxTokens = checkInteger('tokenBudget', 'maxTokens', options.maxTokens);
+  const goal = Math.floor(maxTokens * checkShare('tokenBudget', 'target', options.target ?? 0.75));
   const tokenizer = options.tokenizer ?? defaultTokenizer();
-  const last = truncation({ maxTokens: options.maxTokens, tokenizer });
+  const last = truncation({ maxTokens: Math.max(1, goal), target: 1, tokenizer });
   const strategies = options.strategies ?? [toolResultCollapse(), toolResultCollapse({ includeCurrentTurn: true })];
   return withTrigger(options, {
     async compact(messages, context) {
+      if (countTokens(tokenizer, messages) <= maxTokens) return [...messages];
       let current = [...messages];
       for (const strategy of [...strategies, last]) {
-        if (countTokens(tokenizer, current) <= options.maxTokens) break;
+        if (countTokens(tokenizer, current) <= goal) break;
         current = await strategy.compact(current, context);
       }
       return current;
@@ -182,7 +257,7 @@ export interface ContextWindowOptions {
   reserveTokens?: number;
   /** Compact when the messages pass this share of the usable window. Default 0.8. */
   threshold?: number;
-  /** Compact down to this share of the usable window. Default 0.6. */
+  /** Compact down to this share of the usable window (at most `threshold`). Default 0.6. */
   target?: number;
   /** Default: the character estimator; use `@ctx/openai/tokenizer` for exact counts. */
   tokenizer?: Tokenizer;
@@ -192,16 +267,27 @@ export interface ContextWindowOptions {
 
 /** Keeps a conversation inside a model's window: past `threshold` of it, compacts down to `target`. */
 export function contextWindow(options: ContextWindowOptions): CompactionStrategy {
-  const usable = options.contextWindow - (options.reserveTokens ?? 4096);
+  const window = checkInteger('contextWindow', 'contextWindow', options.contextWindow);
+  const usable = window - checkInteger('contextWindow', 'reserveTokens', options.reserveTokens ?? 4096, 0);
   if (usable <= 0)
+    throw new ConfigurationError(`contextWindow: reserveTokens must be smaller than the window (${window}); lower reserveTokens.`);
+  const threshold = checkShare('contextWindow', 'threshold', options.threshold ?? 0.8);
+  const target = checkShare('contextWindow', 'target', options.target ?? 0.6);
+  if (target > threshold)
     throw new ConfigurationError(
-      `contextWindow: reserveTokens must be smaller than the window (${options.contextWindow}); lower reserveTokens.`,
+      `contextWindow: target (${target}) must not be above threshold (${threshold}); it is the level compaction cuts down to.`,
     );
-  const tokenizer = options.tokenizer ?? defaultTokenizer();
   return tokenBudget({
-    maxTokens: Math.floor(usable * (options.target ?? 0.6)),
-    tokenizer,
-    trigger: { tokens: Math.floor(usable * (options.threshold ?? 0.8)), tokenizer },
+    maxTokens: Math.max(1, Math.floor(usable * threshold)),
+    target: target / threshold,
+    tokenizer: options.tokenizer ?? defaultTokenizer(),
     ...(options.strategies ? { strategies: options.strategies } : {}),
   });
+}
+
+/** Checks a share of a limit: a number above 0 and at most 1. */
+function checkShare(owner: string, name: string, value: unknown): number {
+  const share = checkPositiveNumber(owner, name, value);
+  if (share > 1) throw new ConfigurationError(`${owner}: ${name} must be a share of the limit, above 0 and at most 1; got ${share}.`);
+  return share;
 }

@@ -1,3 +1,5 @@
+import { checkInteger } from '../backend/checks.js';
+import { ConfigurationError, ContextWindowExceededError, describe } from '../errors.js';
 import { Message } from '../messages/message.js';
 import type { ChatClient } from '../spec/chat-client.js';
 import type { CompactionStrategy } from '../spec/compaction-strategy.js';
@@ -23,6 +25,11 @@ export interface SummarizationOptions {
   instructions?: string;
   /** Characters of a single tool result shown to the summarizer. Default 500. */
   maxResultChars?: number;
+  /**
+   * Used when the summarizer fails or answers with blank text, e.g. `truncation({ maxTokens })`.
+   * Default: none, the messages stay as they were. Either way a `summary-failed` diagnostic is reported.
+   */
+  fallback?: CompactionStrategy;
 }
 
 const DEFAULT_INSTRUCTIONS =
@@ -35,32 +42,49 @@ export function summaryInfo(message: Message): SummaryInfo | undefined {
 
 /**
  * Summarizes the oldest groups into one system message marked `metadata.ctx.summary` (with the ids
- * it replaces). A later summarization folds the previous summary in, so there is at most one.
+ * it replaces). A later summarization folds the previous summary in, so there is at most one. A
+ * summarizer that fails or answers blank changes nothing (or hands over to `fallback`) and reports
+ * `summary-failed`; only an abort propagates.
  */
 export function summarization(options: SummarizationOptions): CompactionStrategy {
-  const keep = options.keepRecentGroups ?? 4;
-  const maxResultChars = options.maxResultChars ?? 500;
+  const keep = checkInteger('summarization', 'keepRecentGroups', options.keepRecentGroups ?? 4, 0);
+  const maxResultChars = checkInteger('summarization', 'maxResultChars', options.maxResultChars ?? 500, 0);
+  if (typeof options.client?.getResponse !== 'function')
+    throw new ConfigurationError('summarization: client must be a ChatClient (an object with getResponse).');
   const strategy: CompactionStrategy = {
-    async compact(messages, { signal }) {
+    async compact(messages, compactOptions) {
+      const { signal } = compactOptions;
       const groups = groupMessages(messages);
       const { system, older, recent } = splitProtected(groups);
       const cut = Math.max(0, older.length - keep);
       const folded = older.slice(0, cut);
       if (folded.length === 0 || (folded.length === 1 && folded[0]!.kind === 'summary')) return [...messages];
       const foldedMessages = flattenGroups(folded);
-      const response = await options.client.getResponse([Message.user(transcript(foldedMessages, maxResultChars))], {
-        instructions: options.instructions ?? DEFAULT_INSTRUCTIONS,
-        ...(signal ? { signal } : {}),
-      });
-      const text = response.messages
-        .map((m) => Message.text(m))
-        .join('')
-        .trim();
+      // A failed or blank summary must not replace history: keep it (or use the fallback) and say so.
+      const failed = (message: string, error?: unknown) => {
+        compactOptions.report?.({ code: 'summary-failed', message, ...(error === undefined ? {} : { error }) });
+        return options.fallback ? options.fallback.compact(messages, compactOptions) : [...messages];
+      };
+      let text: string;
+      try {
+        const response = await options.client.getResponse([Message.user(transcript(foldedMessages, maxResultChars))], {
+          instructions: options.instructions ?? DEFAULT_INSTRUCTIONS,
+          ...(signal ? { signal } : {}),
+        });
+        text = response.messages
+          .map((m) => Message.text(m))
+          .join('')
+          .trim();
+      } catch (error) {
+        if (signal?.aborted || ContextWindowExceededError.isInstance(error)) throw error;
+        return failed(`The summarizer failed, so ${foldedMessages.length} messages were not summarized: ${describe(error)}`, error);
+      }
+      if (!text) return failed(`The summarizer answered with blank text, so ${foldedMessages.length} messages were not summarized.`);
       const replaces = foldedMessages.flatMap((m) => summaryInfo(m)?.replaces ?? [m.id]);
       const summary = Message.system(`Summary of the earlier conversation:\n${text}`, {
         metadata: { ctx: { sourceId: 'compaction', sourceType: 'context', summary: { replaces, createdAt: new Date().toISOString() } } },
       });
-      return [...flattenGroups(system), summary, ...flattenGroups(older.slice(cut)), ...flattenGroups(recent)];
+      return [...flattenGroups(system), summary, ...flattenGroups([...older.slice(cut), ...recent])];
     },
   };
   return options.trigger ? compactWhen(options.trigger, strategy) : strategy;

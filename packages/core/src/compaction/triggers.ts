@@ -1,3 +1,4 @@
+import { checkInteger } from '../backend/checks.js';
 import type { Message } from '../messages/message.js';
 import type { CompactionStrategy } from '../spec/compaction-strategy.js';
 import type { Tokenizer } from '../spec/tokenizer.js';
@@ -21,8 +22,16 @@ export function isTriggered(trigger: CompactionTrigger, messages: readonly Messa
   return false;
 }
 
-/** Runs `strategy` only when `trigger` fires; otherwise returns the messages unchanged. */
+/**
+ * Runs `strategy` only when `trigger` fires; otherwise returns the messages unchanged.
+ * @throws ConfigurationError for a count that is not a non-negative integer.
+ */
 export function compactWhen(trigger: CompactionTrigger, strategy: CompactionStrategy): CompactionStrategy {
+  if (typeof trigger !== 'function') {
+    for (const name of ['tokens', 'messages', 'turns'] as const) {
+      if (trigger[name] !== undefined) checkInteger('compaction trigger', name, trigger[name], 0);
+    }
+  }
   return {
     specificationVersion: 'v1',
     compact: (messages, options) => (isTriggered(trigger, messages) ? strategy.compact(messages, options) : [...messages]),

@@ -10,6 +10,7 @@ import type { JsonValue } from '../spec/json.js';
 import type { FunctionCallContent, FunctionResultContent } from '../spec/message.js';
 import type { AgentView, SessionContext, SessionView, Tool } from '../spec/run-view.js';
 import type { ToolArgumentsCheck, ToolValidator } from '../spec/tool-validator.js';
+import { runCompaction } from '../compaction/run-compaction.js';
 import { compileToolChecks } from '../tools/tool-validator.js';
 import { createAgentResponse } from './agent-response.js';
 import { addUsage, assembleResponse } from './assemble-response.js';
@@ -62,8 +63,12 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     if (roundtrip >= run.maxToolRoundtrips) options.toolChoice = 'none';
     // A service that keeps the conversation has seen everything up to its last response.
     const serviceKeeps = conversationId !== undefined && serviceConversation !== undefined;
-    let messages = serviceKeeps ? pending : [...sent, ...pending];
-    if (run.compaction) messages = await run.compaction.compact(messages, { signal });
+    let messages = serviceKeeps || sent.length === 0 ? pending : [...sent, ...pending];
+    if (run.compaction) {
+      const report = (d: { code: string; message: string }) =>
+        emit({ type: 'warning', runId, code: 'compaction-failed', message: `${d.code}: ${d.message}` });
+      messages = await runCompaction(run.compaction, messages, { signal, report });
+    }
     emit({
       type: 'model-call',
       runId,
@@ -135,7 +140,9 @@ async function stream(
   const updates: ChatResponseUpdate[] = [];
   for await (const update of client.getStreamingResponse(messages, options)) {
     updates.push(update);
-    await onUpdate(update);
+    // Wait only when the consumer asks to (backpressure): an await per update costs a microtask hop.
+    const taken = onUpdate(update);
+    if (taken) await taken;
     options.signal?.throwIfAborted();
   }
   return assembleResponse(updates, generateId);

@@ -49,7 +49,13 @@ export type AgentEvent =
 export type ProviderPhase = 'beforeRun' | 'afterRun' | 'wrap';
 
 /** Machine-readable warning kinds. */
-export type WarningCode = 'multiple-history-loaders' | 'tool-roundtrip-limit' | 'event-handler-failed' | 'corrupt-state';
+export type WarningCode =
+  | 'multiple-history-loaders'
+  | 'tool-roundtrip-limit'
+  | 'event-handler-failed'
+  | 'corrupt-state'
+  /** The agent's compaction strategy failed or declined (e.g. a blank summary); the uncompacted list was sent. */
+  | 'compaction-failed';
 
 /** Receives diagnostic events; an OpenTelemetry bridge can sit here. Must not throw. */
 export interface EventHandler {

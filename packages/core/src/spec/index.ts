@@ -11,22 +11,27 @@ export type {
   ToolChoice,
   Usage,
 } from './chat-client.js';
-export type { CompactionStrategy } from './compaction-strategy.js';
+export type { CompactOptions, CompactionStrategy } from './compaction-strategy.js';
 export type { EmbeddingGenerator } from './embedding-generator.js';
 export type { AgentEvent, EventHandler, ProviderPhase, WarningCode } from './events.js';
 export type { GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from './history.js';
 export type { JsonObject, JsonPrimitive, JsonValue } from './json.js';
 export type {
+  Annotation,
   Content,
   DataContent,
+  FileCitation,
   FunctionCallContent,
   FunctionResultContent,
+  HostedToolContent,
   Message,
   MessageSource,
   ReasoningContent,
+  RefusalContent,
   Role,
   SourceType,
   TextContent,
+  UrlCitation,
 } from './message.js';
 export type { RetrievalResult, Retriever, RetrieverSearchOptions } from './retriever.js';
 export type {
