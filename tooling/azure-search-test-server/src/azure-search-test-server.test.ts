@@ -34,9 +34,9 @@ function definition(name: string): SearchIndex {
       { name: 'id', type: 'Edm.String', key: true, filterable: true },
       { name: 'title', type: 'Edm.String', searchable: true },
       { name: 'content', type: 'Edm.String', searchable: true },
-      { name: 'tenantId', type: 'Edm.String', filterable: true },
+      { name: 'tenantId', type: 'Edm.String', filterable: true, facetable: true },
       { name: 'tags', type: 'Collection(Edm.String)', filterable: true },
-      { name: 'rating', type: 'Edm.Int32', filterable: true, sortable: true },
+      { name: 'rating', type: 'Edm.Int32', filterable: true, sortable: true, facetable: true },
       { name: 'updated', type: 'Edm.DateTimeOffset', filterable: true },
       { name: 'secret', type: 'Edm.String', hidden: true },
       {
@@ -143,6 +143,7 @@ afterAll(async () => {
 beforeEach(() => {
   server.clearFaults();
   server.setLatency(0);
+  server.setCoverage(100);
 });
 
 describe('indexes', () => {
@@ -549,9 +550,12 @@ describe('faults, latency and auth', () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(100);
   });
 
-  it('answers a wrong key with 403, lets query keys only read, and accepts Entra ID bearer tokens over TLS', async () => {
+  it('answers a missing or wrong key with 401, lets query keys only read (403 otherwise), and accepts Entra ID bearer tokens over TLS', async () => {
     const wrong = new SearchClient(server.endpoint, 'whatever', new AzureKeyCredential('nope'), noRetry);
-    await expect(wrong.getDocumentsCount()).rejects.toMatchObject({ statusCode: 403 });
+    await expect(wrong.getDocumentsCount()).rejects.toMatchObject({ statusCode: 401 });
+    const missing = await fetch(`${server.endpoint}/indexes('whatever')/docs/$count?api-version=2026-04-01`);
+    expect(missing.status).toBe(401);
+    expect(((await missing.json()) as { error: { message: string } }).error.message).toMatch(/no api-key header/);
 
     const secure = await startAzureSearchTestServer({ tls: true, queryKeys: ['query-key'], bearerTokens: ['entra-token'] });
     try {
@@ -593,7 +597,186 @@ describe('faults, latency and auth', () => {
     expect(last.body).toEqual({ count: true, filter: `tenantId eq 'acme'`, search: 'refund', select: 'id,title', top: 3 });
     await expect(all(client, 'x', { facets: ['tags'] })).rejects.toMatchObject({
       statusCode: 400,
+      message: expect.stringMatching(/The field 'tags' is not facetable/),
+    });
+    await expect(all(client, 'x', { facets: ['rating,interval:1'] })).rejects.toMatchObject({
+      statusCode: 400,
       message: expect.stringMatching(/not supported by the Azure AI Search test server/),
     });
+  });
+});
+
+describe('what the real service sends besides results', () => {
+  /** POSTs a raw search body (what the SDK cannot send) and returns the status and JSON reply. */
+  async function post(indexName: string, body: object, apiVersion = '2026-04-01') {
+    const res = await fetch(`${server.endpoint}/indexes('${indexName}')/docs/search.post.search?api-version=${apiVersion}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'api-key': server.apiKey },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, json: (await res.json()) as Record<string, unknown> & { error?: { message: string } } };
+  }
+
+  it('pages like the service: 50 results and a continuation without top, 1000 per page above it; the SDK follows it', async () => {
+    const docs = Array.from({ length: 63 }, (_, i) => ({ id: `d${i}`, content: `paging document ${i}`, rating: i }));
+    const client = await freshIndex(docs);
+    const first = await post(client.indexName, { search: 'paging', count: true });
+    expect(first.status).toBe(200);
+    expect((first.json.value as unknown[]).length).toBe(50);
+    expect(first.json['@odata.count']).toBe(63);
+    expect(first.json['@search.nextPageParameters']).toEqual({ search: 'paging', count: true, skip: 50 });
+    expect(first.json['@odata.nextLink']).toBe(
+      `${server.endpoint}/indexes('${client.indexName}')/docs/search.post.search?api-version=2026-04-01`,
+    );
+    const second = await post(client.indexName, first.json['@search.nextPageParameters'] as object);
+    expect((second.json.value as unknown[]).length).toBe(13);
+    expect(second.json['@odata.nextLink']).toBeUndefined();
+    const capped = await post(client.indexName, { search: 'paging', top: 10 });
+    expect((capped.json.value as unknown[]).length).toBe(10);
+    expect(capped.json['@search.nextPageParameters']).toBeUndefined();
+
+    const { results } = await all(client, 'paging');
+    expect(results).toHaveLength(63);
+    expect(new Set(results.map((r) => r.document.id)).size).toBe(63);
+    expect(server.requests.filter((r) => r.operation === 'search').at(-1)!.body).toMatchObject({ skip: 50 });
+  });
+
+  it('highlights matches with the given tags and counts facets over every match', async () => {
+    const client = await freshIndex();
+    const { response, results } = await all(client, 'refund', {
+      highlightFields: 'content,title',
+      highlightPreTag: '<b>',
+      highlightPostTag: '</b>',
+      facets: ['tenantId', 'rating,metric:sum'],
+      top: 1,
+    });
+    expect(results[0]!.highlights).toEqual({
+      content: ['A <b>refund</b> needs the original receipt.'],
+      title: ['<b>Refund</b> policy'],
+    });
+    const matches = await all(client, 'refund');
+    const tenants = new Map<string, number>();
+    for (const r of matches.results) tenants.set(r.document.tenantId!, (tenants.get(r.document.tenantId!) ?? 0) + 1);
+    const plain = (facets: object[] | undefined) =>
+      facets?.map(({ additionalProperties, ...rest }: { additionalProperties?: unknown }) => rest);
+    expect(plain(response.facets!.tenantId)).toEqual(
+      [...tenants].map(([value, count]) => ({ value, count })).sort((a, b) => b.count - a.count || (a.value < b.value ? -1 : 1)),
+    );
+    expect(plain(response.facets!.rating)).toEqual([{ sum: matches.results.reduce((n, r) => n + (r.document.rating ?? 0), 0) }]);
+  });
+
+  it('reports @search.coverage when minimumCoverage is set, and fails below it with a 503', async () => {
+    const client = await freshIndex();
+    expect((await post(client.indexName, { search: 'refund' })).json['@search.coverage']).toBeUndefined();
+    expect((await post(client.indexName, { search: 'refund', minimumCoverage: 100 })).json['@search.coverage']).toBe(100);
+    server.setCoverage(80);
+    expect((await post(client.indexName, { search: 'refund', minimumCoverage: 50 })).json['@search.coverage']).toBe(80);
+    const below = await post(client.indexName, { search: 'refund', minimumCoverage: 90 });
+    expect(below.status).toBe(503);
+    expect(below.json.error!.message).toMatch(/reached 80% of the index, less than the requested minimumCoverage of 90%/);
+    server.setCoverage(100);
+  });
+
+  it('answers 206 with base results when the semantic ranker fails and the request allows partial results, else 503', async () => {
+    const client = await freshIndex();
+    const semantic = {
+      queryType: 'semantic',
+      semanticSearchOptions: { captions: { captionType: 'extractive' }, answers: { answerType: 'extractive' } },
+    } as const;
+    const reranked = await all(client, 'refund receipt', semantic);
+    expect(reranked.response.semanticSearchResultsType).toBeUndefined();
+    server.failSemanticRanker({ reason: 'capacityOverloaded', times: 1 });
+    const partial = await all(client, 'refund receipt', {
+      ...semantic,
+      semanticSearchOptions: { ...semantic.semanticSearchOptions, errorMode: 'partial' },
+    });
+    expect(server.requests.at(-1)!.status).toBe(206);
+    expect(partial.response.semanticSearchResultsType).toBe('baseResults');
+    expect(partial.response.semanticErrorReason).toBe('capacityOverloaded');
+    expect(partial.response.answers).toEqual([]);
+    expect(partial.results.every((r) => r.rerankerScore === undefined && r.captions === undefined)).toBe(true);
+    const keyword = await all(client, 'refund receipt');
+    expect(partial.results.map((r) => [r.document.id, r.score])).toEqual(keyword.results.map((r) => [r.document.id, r.score]));
+
+    server.failSemanticRanker({ reason: 'transient', times: 1 });
+    await expect(all(client, 'refund receipt', semantic)).rejects.toMatchObject({ statusCode: 503 });
+    expect((await all(client, 'refund receipt', semantic)).results[0]!.rerankerScore).toEqual(expect.any(Number));
+  });
+
+  it('returns an empty @search.answers when answers are asked for and none qualifies', async () => {
+    const client = await freshIndex();
+    const reply = await post(client.indexName, {
+      search: 'refund',
+      queryType: 'semantic',
+      answers: 'extractive|count-3,threshold-1',
+      semanticQuery: 'refund zebra giraffe',
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.json['@search.answers']).toEqual([]);
+  });
+
+  it('rejects what api-version 2026-04-01 does not have, checked against the service schema; accepts what it has', async () => {
+    const client = await freshIndex();
+    const rejected: [object, RegExp][] = [
+      [{ search: 'x', queryLanguage: 'en-us' }, /The parameter 'queryLanguage' in the request payload is not a valid parameter/],
+      [{ search: 'x', hybridSearch: { maxTextRecallSize: 10 } }, /'hybridSearch' .* not a valid parameter/],
+      [
+        { vectorQueries: [{ kind: 'vector', vector: embed('x'), fields: 'vec', threshold: { kind: 'vectorSimilarity', value: 0.5 } }] },
+        /'vectorQueries\[0\]\.threshold' in the request payload is not a valid parameter/,
+      ],
+      [{ vectorQueries: [{ kind: 'vector', vector: embed('x'), fields: 'vec', filterOverride: "tenantId eq 'a'" }] }, /filterOverride/],
+      [{ search: 'x', vectorFilterMode: 'strictPostFilter' }, /'vectorFilterMode' has an invalid value 'strictPostFilter'/],
+      [{ search: 'x', queryType: 'semantic', semanticMaxWaitInMilliseconds: 500 }, /must be at least 700/],
+      [{ search: 'x', queryType: 'semantic', answers: 'extractive|count-many' }, /Invalid value 'extractive\|count-many' for 'answers'/],
+      [{ search: 'x', top: 'ten' }, /'top' must be an integer/],
+      [{ search: 'x', vectorQueries: [{ kind: 'image', fields: 'vec' }] }, /kind 'image'/],
+    ];
+    for (const [body, message] of rejected) {
+      const reply = await post(client.indexName, body);
+      expect(reply.status, JSON.stringify(body)).toBe(400);
+      expect(reply.json.error!.message).toMatch(message);
+    }
+    const accepted = await post(client.indexName, {
+      search: 'refund',
+      count: true,
+      highlight: 'content',
+      highlightPreTag: '<em>',
+      highlightPostTag: '</em>',
+      minimumCoverage: 100,
+      scoringStatistics: 'global',
+      sessionId: 'user-1',
+      searchMode: 'any',
+      queryType: 'semantic',
+      semanticErrorHandling: 'partial',
+      semanticMaxWaitInMilliseconds: 780,
+      answers: 'extractive|count-3',
+      captions: 'extractive|highlight-true',
+      facets: ['tenantId'],
+      vectorQueries: [{ kind: 'vector', vector: embed('refund'), fields: 'vec', k: 5, exhaustive: true, weight: 0.5 }],
+      vectorFilterMode: 'preFilter',
+      top: 3,
+    });
+    expect(accepted.status, JSON.stringify(accepted.json)).toBe(200);
+    // Older api-versions are not checked against the 2026-04-01 schema: a preview parameter is refused as unsupported here instead.
+    const older = await post(client.indexName, { search: 'x', queryLanguage: 'en-us' }, '2025-09-01');
+    expect(older.json.error!.message).toMatch(/'queryLanguage' is not supported by the Azure AI Search test server/);
+  });
+
+  it('replays a recorded reply after checking the request, and sends retry-after-ms with faults', async () => {
+    server.replay({
+      status: 206,
+      body: { value: [{ '@search.score': 1, id: 'x' }], '@search.semanticPartialResponseType': 'baseResults' },
+    });
+    const client = new SearchClient<Doc>(server.endpoint, 'no-such-index', new AzureKeyCredential(server.apiKey), noRetry);
+    const replayed = await all(client, 'anything');
+    expect(replayed.response.semanticSearchResultsType).toBe('baseResults');
+    expect(replayed.results.map((r) => r.document.id)).toEqual(['x']);
+    await expect(all(client, 'anything')).rejects.toMatchObject({ statusCode: 404 });
+    server.injectFault({ status: 429, retryAfterMs: 1, times: 1 });
+    const throttled = await fetch(`${server.endpoint}/indexes('x')/docs/$count?api-version=2026-04-01`, {
+      headers: { 'api-key': server.apiKey },
+    });
+    expect(throttled.status).toBe(429);
+    expect(throttled.headers.get('retry-after-ms')).toBe('1');
   });
 });

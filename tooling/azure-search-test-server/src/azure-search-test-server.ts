@@ -5,7 +5,8 @@ import { readJsonBody, recordRequest, sendJson, startLocalHttpServer, type Error
 import { applyBatch, IndexStore, project } from './documents.js';
 import { SearchServiceError } from './errors.js';
 import { parseIndexDefinition, type Vectorizer } from './index-definition.js';
-import { search } from './search.js';
+import { checkSearchRequest } from './api-version.js';
+import { search, type SemanticErrorReason } from './search.js';
 import type {
   AzureSearchTestServer,
   AzureSearchTestServerOptions,
@@ -61,6 +62,9 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
   let faults: (ServerFault & { remaining: number })[] = [];
   let latencyMs = 0;
   let semanticQueries = 0;
+  let coverage = 100;
+  let semanticFailure: { reason: SemanticErrorReason; remaining: number } | undefined;
+  let replays: { status: number; body: JsonObject; remaining: number }[] = [];
 
   const vectorize = async (vectorizer: Vectorizer, text: string, dimensions: number): Promise<number[]> => {
     if (vectorizer.kind !== 'azureOpenAI' || !vectorizer.resourceUri || !vectorizer.deploymentId) {
@@ -147,8 +151,10 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
         req.socket.destroy();
         return;
       }
-      const headers: Record<string, string> =
-        fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) };
+      const headers: Record<string, string> = {
+        ...(fault.retryAfterSeconds === undefined ? {} : { 'retry-after': String(fault.retryAfterSeconds) }),
+        ...(fault.retryAfterMs === undefined ? {} : { 'retry-after-ms': String(fault.retryAfterMs) }),
+      };
       fail(
         new SearchServiceError(fault.status, fault.message ?? STATUS_TEXT[fault.status] ?? `Status ${fault.status}.`, fault.code),
         headers,
@@ -162,11 +168,22 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
     const bearer = /^Bearer\s+(.+)$/i.exec(recorded.headers.authorization ?? '')?.[1]?.trim();
     const admin = key === apiKey || (bearer !== undefined && bearerTokens.has(bearer));
     const query = key !== undefined && queryKeys.has(key);
-    if (!admin && !(query && route.operation !== undefined && QUERY_OPERATIONS.has(route.operation))) {
+    if (!admin && !query) {
+      fail(
+        new SearchServiceError(
+          401,
+          key === undefined && bearer === undefined
+            ? 'Authentication failed: the request has no api-key header and no bearer token.'
+            : 'Authentication failed: the api-key or bearer token is not valid for this service.',
+        ),
+      );
+      return;
+    }
+    if (!admin && !(route.operation !== undefined && QUERY_OPERATIONS.has(route.operation))) {
       fail(
         new SearchServiceError(
           403,
-          'Authorization failed: the api-key or bearer token is missing, wrong, or lacks the rights for this operation.',
+          'Authorization failed: a query key can only read documents; this operation needs an admin key or role.',
         ),
       );
       return;
@@ -253,10 +270,27 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
           send(200, `\uFEFF${storeOf(indexName!).documents.size}`);
           return;
         case 'search': {
+          const apiVersion = url.searchParams.get('api-version')!;
+          const replay = replays.find((r) => r.remaining > 0);
+          if (replay) {
+            checkSearchRequest(body, apiVersion);
+            replay.remaining--;
+            send(replay.status, structuredClone(replay.body));
+            return;
+          }
           const store = storeOf(indexName!);
-          if (body.queryType === 'semantic' && semanticQueries++ >= (options.semanticFreeQueries ?? Number.POSITIVE_INFINITY))
+          const semantic = body.queryType === 'semantic';
+          if (semantic && semanticQueries++ >= (options.semanticFreeQueries ?? Number.POSITIVE_INFINITY))
             throw new SearchServiceError(402, SEMANTIC_QUOTA_TEXT);
-          send(200, await search(store, body, vectorize));
+          let failure: SemanticErrorReason | undefined;
+          if (semantic && semanticFailure && semanticFailure.remaining > 0) {
+            semanticFailure.remaining--;
+            failure = semanticFailure.reason;
+          }
+          const host = recorded.headers.host ?? '127.0.0.1';
+          const nextLink = `${options.tls ? 'https' : 'http'}://${host}${base.path}?api-version=${encodeURIComponent(apiVersion)}`;
+          const result = await search(store, body, vectorize, { apiVersion, nextLink, coverage, semanticFailure: failure });
+          send(result.status, result.body);
           return;
         }
       }
@@ -288,9 +322,20 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
     },
     clearFaults() {
       faults = [];
+      semanticFailure = undefined;
     },
     setLatency(ms) {
       latencyMs = ms;
+    },
+    failSemanticRanker({ reason = 'capacityOverloaded', times } = {}) {
+      semanticFailure = { reason, remaining: times ?? Number.POSITIVE_INFINITY };
+    },
+    setCoverage(percent) {
+      if (!(percent >= 0 && percent <= 100)) throw new RangeError(`Coverage is a percentage from 0 to 100, got ${percent}.`);
+      coverage = percent;
+    },
+    replay({ status, body, times = 1 }) {
+      replays.push({ status, body: structuredClone(body), remaining: times });
     },
     documents(indexName) {
       const store = indexes.get(indexName);
@@ -302,6 +347,9 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
       faults = [];
       latencyMs = 0;
       semanticQueries = 0;
+      coverage = 100;
+      semanticFailure = undefined;
+      replays = [];
     },
     close() {
       closing ??= http.stop();

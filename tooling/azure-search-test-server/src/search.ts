@@ -1,9 +1,10 @@
 import { project, type IndexStore, type StoredDocument } from './documents.js';
-import { invalidParameter, invalidRequest, SearchServiceError } from './errors.js';
+import { invalidParameter, SearchServiceError } from './errors.js';
 import { isObject, lookupField, type Vectorizer } from './index-definition.js';
 import { parseFilter, type Predicate } from './odata-filter.js';
 import { highlight, judge, parseSemanticOption, type SemanticJudgement } from './semantic.js';
-import { analyze, bm25Term, idf } from './text-analysis.js';
+import { analyze, bm25Term, idf, sentences } from './text-analysis.js';
+import { checkSearchRequest } from './api-version.js';
 import type { JsonObject, JsonValue } from './types.js';
 
 /** Embeds the text of a `kind: 'text'` vector query with the field's vectorizer. */
@@ -15,84 +16,74 @@ export const RRF_K = 60;
 export const MAX_TEXT_RECALL = 1000;
 /** How many results the semantic ranker reranks. */
 export const SEMANTIC_WINDOW = 50;
-const DEFAULT_TOP = 50;
-const MAX_TOP = 1000;
+const DEFAULT_K = 50;
+const MAX_K = 1000;
 
-const KNOWN = new Set([
-  'count',
-  'facets',
-  'filter',
-  'highlight',
-  'highlightPostTag',
-  'highlightPreTag',
-  'minimumCoverage',
-  'orderby',
-  'queryType',
-  'scoringStatistics',
-  'sessionId',
-  'scoringParameters',
-  'scoringProfile',
-  'debug',
-  'search',
-  'searchFields',
-  'searchMode',
-  'select',
-  'skip',
-  'top',
-  'semanticConfiguration',
-  'semanticErrorHandling',
-  'semanticMaxWaitInMilliseconds',
-  'semanticQuery',
-  'answers',
-  'captions',
-  'vectorQueries',
-  'vectorFilterMode',
-  'queryLanguage',
-  'speller',
-  'semanticFields',
-  'hybridSearch',
-  'queryRewrites',
-]);
-/** Accepted by the service but not implemented here: a request using them gets a 400 saying so, never a silently different answer. */
-const UNSUPPORTED = [
-  'facets',
-  'highlight',
-  'scoringProfile',
-  'scoringParameters',
-  'speller',
-  'queryRewrites',
-  'semanticFields',
-  'hybridSearch',
-];
+/** Parameters the service accepts that are not implemented here: a request using them gets a 400 saying so, never a silently different answer. */
+const UNSUPPORTED = ['speller', 'queryRewrites', 'semanticFields', 'hybridSearch', 'queryLanguage'];
+/** Results per page when `top` is not set, and the most one page holds when it is. */
+export const PAGE_SIZE = { default: 50, max: 1000 } as const;
+
+/** Why a semantic ranking gave only base results (`@search.semanticPartialResponseReason`). */
+export type SemanticErrorReason = 'maxWaitExceeded' | 'capacityOverloaded' | 'transient';
+
+/** What a search needs besides the index and the body. */
+export interface SearchContext {
+  /** The request's `api-version`: 2026-04-01 requests are checked against the service's schema. */
+  apiVersion: string;
+  /** `@odata.nextLink` of a paged reply (the URL the request was sent to). */
+  nextLink: string;
+  /** Share of the index the query reaches, 0-100 (`@search.coverage`). */
+  coverage: number;
+  /** When set, the semantic ranker fails for this request for this reason. */
+  semanticFailure?: SemanticErrorReason | undefined;
+}
 
 interface Ranked {
   stored: StoredDocument;
   score: number;
   semantic?: SemanticJudgement;
+  captions?: JsonObject[];
 }
 
 /**
  * Runs one `docs/search.post.search` request: filter, keyword (BM25), vector (exact k-nearest
  * neighbours), hybrid (reciprocal rank fusion), `orderby`, semantic reranking with captions and
- * answers, `count`, `skip`/`top`, `select`. Returns the reply body.
- * @throws SearchServiceError (400) for what the service rejects.
+ * answers (or base results with a 206 when the ranker fails and the request allows partial
+ * results), highlights, facets, `count`, `minimumCoverage`, `skip`/`top` with paging, `select`.
+ * Returns the status (200 or 206) and the reply body.
+ * @throws SearchServiceError (400) for what the service rejects, 503 when the coverage is below
+ *   `minimumCoverage` or the semantic ranker fails with `semanticErrorHandling: 'fail'`.
  */
-export async function search(store: IndexStore, body: JsonObject, vectorize: Vectorize): Promise<JsonObject> {
-  for (const name of Object.keys(body)) {
-    if (!KNOWN.has(name))
-      throw invalidRequest(
-        `parameters : The parameter '${name}' in the request payload is not a valid parameter for the operation 'search'.`,
-      );
+export async function search(
+  store: IndexStore,
+  body: JsonObject,
+  vectorize: Vectorize,
+  context: SearchContext,
+): Promise<{ status: number; body: JsonObject }> {
+  checkSearchRequest(body, context.apiVersion);
+  for (const name of UNSUPPORTED) {
     const value = body[name];
-    if (
-      UNSUPPORTED.includes(name) &&
-      value !== null &&
-      value !== undefined &&
-      !(name === 'hybridSearch' && isObject(value) && Object.keys(value).length === 0)
-    ) {
-      throw new SearchServiceError(400, `The parameter '${name}' is not supported by the Azure AI Search test server.`);
+    if (value === null || value === undefined || (name === 'hybridSearch' && isObject(value) && Object.keys(value).length === 0)) continue;
+    throw new SearchServiceError(400, `The parameter '${name}' is not supported by the Azure AI Search test server.`);
+  }
+  if (body.debug !== undefined && body.debug !== null && body.debug !== 'disabled')
+    throw new SearchServiceError(
+      400,
+      `The parameter 'debug' ('${String(body.debug)}') is not supported by the Azure AI Search test server.`,
+    );
+  const minimumCoverage = body.minimumCoverage;
+  if (minimumCoverage !== undefined && minimumCoverage !== null) {
+    if (typeof minimumCoverage !== 'number' || minimumCoverage < 0 || minimumCoverage > 100)
+      throw invalidParameter('minimumCoverage', `The parameter 'minimumCoverage' must be a number between 0 and 100.`);
+    if (context.coverage < minimumCoverage) {
+      throw new SearchServiceError(
+        503,
+        `The search reached ${context.coverage}% of the index, less than the requested minimumCoverage of ${minimumCoverage}%. Retry later, or lower minimumCoverage.`,
+      );
     }
   }
+  checkScoringProfile(store, body);
   const { definition } = store;
   const all = [...store.documents.values()];
   const filter = optionalString(body.filter, 'filter');
@@ -115,9 +106,9 @@ export async function search(store: IndexStore, body: JsonObject, vectorize: Vec
   let maxK = 0;
   for (const [i, raw] of vectorQueries.entries()) {
     if (!isObject(raw)) throw invalidParameter('vectorQueries', `Invalid vector query at index ${i}.`);
-    const k = raw.k === undefined || raw.k === null ? DEFAULT_TOP : raw.k;
-    if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > MAX_TOP)
-      throw invalidParameter('vectorQueries', `The 'k' of the vector query at index ${i} must be an integer between 1 and ${MAX_TOP}.`);
+    const k = raw.k === undefined || raw.k === null ? DEFAULT_K : raw.k;
+    if (typeof k !== 'number' || !Number.isInteger(k) || k < 1 || k > MAX_K)
+      throw invalidParameter('vectorQueries', `The 'k' of the vector query at index ${i} must be an integer between 1 and ${MAX_K}.`);
     maxK = Math.max(maxK, k);
     const weight = typeof raw.weight === 'number' ? raw.weight : 1;
     const fieldNames =
@@ -186,8 +177,11 @@ export async function search(store: IndexStore, body: JsonObject, vectorize: Vec
   const queryType = optionalString(body.queryType, 'queryType') ?? 'simple';
   if (!['simple', 'full', 'semantic'].includes(queryType)) throw invalidParameter('queryType', `Invalid value '${queryType}'.`);
   let answers: JsonObject[] | undefined;
+  let partial: SemanticErrorReason | undefined;
   const captionsOption = parseSemanticOption(body.captions);
   const answersOption = parseSemanticOption(body.answers);
+  const wantsAnswers = answersOption !== undefined && answersOption.kind !== 'none';
+  const wantsCaptions = captionsOption !== undefined && captionsOption.kind !== 'none';
   if (queryType === 'semantic') {
     const configName = optionalString(body.semanticConfiguration, 'semanticConfiguration') ?? definition.semantic.defaultConfiguration;
     if (configName === undefined) {
@@ -202,63 +196,234 @@ export async function search(store: IndexStore, body: JsonObject, vectorize: Vec
     if (semanticQuery === undefined || semanticQuery.trim() === '') {
       throw invalidParameter('search', `Semantic ranking needs a query: set 'search' (not '*') or 'semanticQuery'.`);
     }
-    const window = results.slice(0, SEMANTIC_WINDOW).map((r) => ({ ...r, semantic: judge(config, r.stored.document, semanticQuery) }));
-    window.sort((a, b) => b.semantic.rerankerScore - a.semantic.rerankerScore);
-    results = window;
-    if (answersOption && answersOption.kind !== 'none') {
-      const count = Number(answersOption.settings.get('count') ?? 1);
-      const threshold = Number(answersOption.settings.get('threshold') ?? 0.7);
-      const maxLength = answersOption.settings.has('maxcharlength') ? Number(answersOption.settings.get('maxcharlength')) : undefined;
-      answers = results
-        .filter((r) => r.semantic!.bestPassage !== undefined && r.semantic!.passageCoverage >= threshold)
-        .sort((a, b) => b.semantic!.passageCoverage - a.semantic!.passageCoverage)
-        .slice(0, count)
-        .map((r) => {
-          const text = clip(r.semantic!.bestPassage!, maxLength);
-          return {
-            key: r.stored.key,
-            text,
-            highlights: highlight(text, semanticQuery),
-            score: Math.round(r.semantic!.passageCoverage * 1e6) / 1e6,
-          };
-        });
-    }
-    if (captionsOption && captionsOption.kind !== 'none') {
-      const withHighlights = captionsOption.settings.get('highlight') !== 'false';
-      const maxLength = captionsOption.settings.has('maxcharlength') ? Number(captionsOption.settings.get('maxcharlength')) : undefined;
-      for (const r of results) {
-        const passage = r.semantic!.bestPassage;
-        if (passage === undefined) continue;
-        const text = clip(passage, maxLength);
-        (r as Ranked & { captions?: JsonObject[] }).captions = [{ text, highlights: withHighlights ? highlight(text, semanticQuery) : '' }];
+    const errorMode = optionalString(body.semanticErrorHandling, 'semanticErrorHandling') ?? 'fail';
+    results = results.slice(0, SEMANTIC_WINDOW);
+    if (context.semanticFailure !== undefined) {
+      // The ranker failed: with 'partial' the base results come back as they are (206), with 'fail' the query fails.
+      if (errorMode !== 'partial') {
+        throw new SearchServiceError(
+          503,
+          `Semantic ranking could not be completed (${context.semanticFailure}). Retry later, or set semanticErrorHandling to 'partial' to receive the base results.`,
+        );
+      }
+      partial = context.semanticFailure;
+      if (wantsAnswers) answers = [];
+    } else {
+      const window = results.map((r) => ({ ...r, semantic: judge(config, r.stored.document, semanticQuery) }));
+      window.sort((a, b) => b.semantic.rerankerScore - a.semantic.rerankerScore);
+      results = window;
+      if (wantsAnswers) answers = extractAnswers(results, answersOption.settings, semanticQuery);
+      if (wantsCaptions) {
+        const withHighlights = captionsOption.settings.get('highlight') !== 'false';
+        const maxLength = captionsOption.settings.has('maxcharlength') ? Number(captionsOption.settings.get('maxcharlength')) : undefined;
+        for (const r of results) {
+          const passage = r.semantic!.bestPassage;
+          if (passage === undefined) continue;
+          const text = clip(passage, maxLength);
+          r.captions = [{ text, highlights: withHighlights ? highlight(text, semanticQuery) : '' }];
+        }
       }
     }
   } else {
-    const asked =
-      answersOption && answersOption.kind !== 'none'
-        ? 'answers'
-        : captionsOption && captionsOption.kind !== 'none'
-          ? 'captions'
-          : undefined;
+    const asked = wantsAnswers ? 'answers' : wantsCaptions ? 'captions' : undefined;
     if (asked) throw invalidParameter(asked, `'${asked}' can only be requested when 'queryType' is 'semantic'.`);
   }
 
   const select = parseSelect(store, body.select);
+  const highlighter = textQuery ? parseHighlight(store, body, searchText) : undefined;
+  const facets = parseFacets(store, body.facets);
   const skip = integer(body.skip, 'skip', 0, 100_000) ?? 0;
-  const top = integer(body.top, 'top', 0, MAX_TOP) ?? (lists.length > 0 && !textQuery ? maxK : DEFAULT_TOP);
-  const page = results.slice(skip, skip + top);
+  const top = integer(body.top, 'top', 0, 100_000) ?? (lists.length > 0 && !textQuery ? maxK : undefined);
+  // Without `top` a page holds 50 results, with a larger `top` at most 1000; the rest is announced by the continuation.
+  const wanted = top ?? Number.POSITIVE_INFINITY;
+  const pageSize = Math.min(wanted, top === undefined ? PAGE_SIZE.default : PAGE_SIZE.max);
+  const page = results.slice(skip, skip + pageSize);
+  const more = results.length > skip + pageSize && wanted > pageSize;
   const value = page.map((r) => {
     const out: JsonObject = { '@search.score': r.score };
-    if (r.semantic) out['@search.rerankerScore'] = r.semantic.rerankerScore;
-    const captions = (r as Ranked & { captions?: JsonObject[] }).captions;
-    if (captions) out['@search.captions'] = captions;
+    const highlights = highlighter?.(r.stored.document);
+    if (highlights) out['@search.highlights'] = highlights;
+    if (r.semantic) {
+      out['@search.rerankerScore'] = r.semantic.rerankerScore;
+      out['@search.rerankerBoostedScore'] = r.semantic.rerankerScore;
+    }
+    if (r.captions) out['@search.captions'] = r.captions;
     return Object.assign(out, project(definition, r.stored.document, select));
   });
   const reply: JsonObject = {};
   if (body.count === true) reply['@odata.count'] = results.length;
+  if (minimumCoverage !== undefined && minimumCoverage !== null) reply['@search.coverage'] = context.coverage;
+  if (facets) reply['@search.facets'] = facets(results.map((r) => r.stored.document));
   if (answers) reply['@search.answers'] = answers;
+  if (more) {
+    const next: JsonObject = { ...body, skip: skip + pageSize };
+    if (top !== undefined) next.top = top - pageSize;
+    else delete next.top;
+    reply['@search.nextPageParameters'] = next;
+  }
   reply.value = value;
-  return reply;
+  if (more) reply['@odata.nextLink'] = context.nextLink;
+  if (partial) {
+    reply['@search.semanticPartialResponseReason'] = partial;
+    reply['@search.semanticPartialResponseType'] = 'baseResults';
+  }
+  return { status: partial ? 206 : 200, body: reply };
+}
+
+/** The extractive answers: the best passages whose coverage of the question reaches the threshold (none may qualify: `[]`). */
+function extractAnswers(results: Ranked[], settings: Map<string, string>, semanticQuery: string): JsonObject[] {
+  const count = Number(settings.get('count') ?? 1);
+  const threshold = Number(settings.get('threshold') ?? 0.7);
+  const maxLength = settings.has('maxcharlength') ? Number(settings.get('maxcharlength')) : undefined;
+  return results
+    .filter((r) => r.semantic!.bestPassage !== undefined && r.semantic!.passageCoverage >= threshold)
+    .sort((a, b) => b.semantic!.passageCoverage - a.semantic!.passageCoverage)
+    .slice(0, count)
+    .map((r) => {
+      const text = clip(r.semantic!.bestPassage!, maxLength);
+      return {
+        key: r.stored.key,
+        text,
+        highlights: highlight(text, semanticQuery),
+        score: Math.round(r.semantic!.passageCoverage * 1e6) / 1e6,
+      };
+    });
+}
+
+/** `scoringProfile` must name a profile of the index (profiles themselves are not implemented); `scoringParameters` need one. */
+function checkScoringProfile(store: IndexStore, body: JsonObject): void {
+  const name = optionalString(body.scoringProfile, 'scoringProfile');
+  if (name === undefined) {
+    if (Array.isArray(body.scoringParameters) && body.scoringParameters.length > 0)
+      throw invalidParameter('scoringParameters', `'scoringParameters' can only be used with a 'scoringProfile'.`);
+    return;
+  }
+  const profiles = Array.isArray(store.definition.raw.scoringProfiles) ? store.definition.raw.scoringProfiles : [];
+  if (!profiles.some((p) => isObject(p) && p.name === name))
+    throw invalidParameter('scoringProfile', `The scoring profile '${name}' does not exist in the index '${store.definition.name}'.`);
+  throw new SearchServiceError(400, `The parameter 'scoringProfile' is not supported by the Azure AI Search test server.`);
+}
+
+/**
+ * `highlight` (comma-separated searchable fields) with `highlightPreTag`/`highlightPostTag`
+ * (default `<em>`/`</em>`): for each field, the sentences that contain a query term, each term
+ * wrapped in the tags; fields without a match are left out, and so is a result without any.
+ */
+function parseHighlight(
+  store: IndexStore,
+  body: JsonObject,
+  searchText: string,
+): ((document: JsonObject) => JsonObject | undefined) | undefined {
+  const fields = optionalString(body.highlight, 'highlight');
+  if (fields === undefined || fields.trim() === '') return undefined;
+  const names = fields.split(',').map((f) => f.trim().split('-')[0]!);
+  for (const name of names) {
+    const field = store.definition.fields.find((f) => f.name === name);
+    if (!field)
+      throw invalidParameter('highlight', `Invalid expression: Could not find a property named '${name}' on type 'search.document'.`);
+    if (!field.searchable) throw invalidParameter('highlight', `The field '${name}' is not searchable, so it cannot be highlighted.`);
+  }
+  const pre = optionalString(body.highlightPreTag, 'highlightPreTag') ?? '<em>';
+  const post = optionalString(body.highlightPostTag, 'highlightPostTag') ?? '</em>';
+  const terms = new Set(analyze(searchText));
+  const wrap = (text: string) => text.replace(/[\p{L}\p{N}]+/gu, (word) => (terms.has(word.toLowerCase()) ? `${pre}${word}${post}` : word));
+  const matches = (text: string) => analyze(text).some((t) => terms.has(t));
+  return (document) => {
+    const out: JsonObject = {};
+    for (const name of names) {
+      const value = document[name];
+      const texts =
+        typeof value === 'string' ? [value] : Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+      const fragments = texts
+        .flatMap((t) => sentences(t))
+        .filter(matches)
+        .map(wrap);
+      if (fragments.length) out[name] = fragments;
+    }
+    return Object.keys(out).length ? out : undefined;
+  };
+}
+
+/**
+ * `facets`: `field`, `field,count:N` (default 10), `field,sort:count|-count|value|-value`
+ * (default count) give value buckets `{ value, count }`; `field,metric:sum|min|max|avg` gives one
+ * `{ <metric>: x }` over a numeric field. Fields must be facetable. Counted over every matching
+ * document, not only the page.
+ */
+function parseFacets(store: IndexStore, value: JsonValue | undefined): ((documents: JsonObject[]) => JsonObject) | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string'))
+    throw invalidParameter('facets', `'facets' must be a list of strings.`);
+  const specs = (value as string[]).map((expression) => {
+    const [name = '', ...params] = expression.split(',').map((p) => p.trim());
+    const field = store.definition.fields.find((f) => f.name === name);
+    if (!field)
+      throw invalidParameter('facets', `Invalid expression: Could not find a property named '${name}' on type 'search.document'.`);
+    if (!field.facetable)
+      throw invalidParameter('facets', `The field '${name}' is not facetable. Only facetable fields can be used in facets.`);
+    const settings = new Map<string, string>();
+    for (const param of params) {
+      const colon = param.indexOf(':');
+      if (colon <= 0) throw invalidParameter('facets', `Invalid facet expression '${expression}'.`);
+      settings.set(param.slice(0, colon), param.slice(colon + 1));
+    }
+    for (const key of settings.keys()) {
+      if (key === 'interval' || key === 'values' || key === 'timeoffset')
+        throw new SearchServiceError(400, `The facet parameter '${key}' is not supported by the Azure AI Search test server.`);
+      if (!['count', 'sort', 'metric', 'default'].includes(key))
+        throw invalidParameter('facets', `Invalid facet parameter '${key}' in '${expression}'.`);
+    }
+    const metric = settings.get('metric');
+    if (metric !== undefined && !['sum', 'min', 'max', 'avg'].includes(metric))
+      throw invalidParameter('facets', `Invalid facet metric '${metric}' in '${expression}'.`);
+    const count = Number(settings.get('count') ?? 10);
+    if (!Number.isInteger(count) || count < 0) throw invalidParameter('facets', `Invalid facet count in '${expression}'.`);
+    const sort = settings.get('sort') ?? 'count';
+    if (!['count', '-count', 'value', '-value'].includes(sort))
+      throw invalidParameter('facets', `Invalid facet sort '${sort}' in '${expression}'.`);
+    return { name, metric, count, sort, fallback: settings.has('default') ? Number(settings.get('default')) : undefined };
+  });
+  return (documents) => {
+    const out: JsonObject = {};
+    for (const spec of specs) {
+      const values = documents.flatMap((d) => {
+        const v = d[spec.name];
+        return Array.isArray(v) ? v : v === undefined || v === null ? [] : [v];
+      });
+      if (spec.metric) {
+        const numbers = documents
+          .map((d) => d[spec.name])
+          .map((v) => (typeof v === 'number' ? v : spec.fallback))
+          .filter((v): v is number => typeof v === 'number');
+        const total = numbers.reduce((a, b) => a + b, 0);
+        const result =
+          spec.metric === 'sum'
+            ? total
+            : spec.metric === 'avg'
+              ? numbers.length
+                ? total / numbers.length
+                : null
+              : numbers.length
+                ? Math[spec.metric as 'min' | 'max'](...numbers)
+                : null;
+        out[spec.name] = [{ [spec.metric]: result }];
+        continue;
+      }
+      const counts = new Map<string | number | boolean, number>();
+      for (const v of values) if (typeof v !== 'object') counts.set(v, (counts.get(v) ?? 0) + 1);
+      const buckets = [...counts].map(([v, count]) => ({ count, value: v }));
+      const byValue = (a: { value: string | number | boolean }, b: { value: string | number | boolean }) =>
+        a.value < b.value ? -1 : a.value > b.value ? 1 : 0;
+      buckets.sort((a, b) => {
+        if (spec.sort === 'value') return byValue(a, b);
+        if (spec.sort === '-value') return byValue(b, a);
+        const diff = spec.sort === '-count' ? a.count - b.count : b.count - a.count;
+        return diff || byValue(a, b);
+      });
+      out[spec.name] = buckets.slice(0, spec.count);
+    }
+    return out;
+  };
 }
 
 function keywordSearch(store: IndexStore, candidates: StoredDocument[], documentCount: number, text: string, body: JsonObject): Ranked[] {

@@ -1,4 +1,5 @@
 import type { RecordedHttpRequest } from '@ctx/http-test-kit';
+import type { SemanticErrorReason } from './search.js';
 
 /** A JSON value as it travels over the wire. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObject;
@@ -48,6 +49,8 @@ export type ServerFault =
       code?: string;
       /** `Retry-After` header, in seconds. */
       retryAfterSeconds?: number;
+      /** `retry-after-ms` header, in milliseconds (the service sends it with 429 and 503). */
+      retryAfterMs?: number;
       /** How many requests fail; default: every request until `clearFaults()`. */
       times?: number;
       /** Only these operations fail; default all of them. */
@@ -64,7 +67,7 @@ export type ServerFault =
 export interface AzureSearchTestServerOptions {
   /** The admin key accepted in the `api-key` header. Default `test-key`. */
   apiKey?: string;
-  /** Query keys: accepted for lookups, counts and searches only (403 for anything else). */
+  /** Query keys: accepted for lookups, counts and searches only (403 for anything else; a missing or unknown key is a 401). */
   queryKeys?: string[];
   /** Accepted `Authorization: Bearer <token>` values (Entra ID tokens), with admin rights. */
   bearerTokens?: string[];
@@ -93,6 +96,21 @@ export interface AzureSearchTestServer {
   clearFaults(): void;
   /** Waits this long before answering each request. Default 0. */
   setLatency(ms: number): void;
+  /**
+   * Makes the semantic ranker fail for the next `times` semantic queries (default: until
+   * `clearFaults()`): a request with `semanticErrorHandling: 'partial'` gets a 206 with the base
+   * results (no reranker scores, captions or answers) and `@search.semanticPartialResponseType:
+   * 'baseResults'`, `@search.semanticPartialResponseReason: reason`; any other gets a 503.
+   */
+  failSemanticRanker(options?: { reason?: SemanticErrorReason; times?: number }): void;
+  /** The share of the index searches reach (`@search.coverage`, 0-100; default 100). Requests with a higher `minimumCoverage` get a 503. */
+  setCoverage(percent: number): void;
+  /**
+   * Answers the next `times` searches (default 1) with this recorded reply instead of searching,
+   * after checking the request as usual (credentials, api-version, the 2026-04-01 schema).
+   * `recordedExample(...)` gives Microsoft's examples.
+   */
+  replay(reply: { status: number; body: JsonObject; times?: number }): void;
   /** The stored documents of an index (copies), in insertion order, or undefined when there is no such index. */
   documents(indexName: string): JsonObject[] | undefined;
   /** Deletes every index, clears the request log, faults and latency. */
