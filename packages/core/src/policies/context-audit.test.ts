@@ -104,4 +104,45 @@ describe('auditContext and createAuditProvider', () => {
     const audit = events.find((e) => e.type === 'provider-diagnostic' && e.code === 'context-audit');
     expect(audit).toMatchObject({ sourceId: 'audit', data: { totalTokens: tokenizer.countMessageTokens([Message.user('hi')]) } });
   });
+
+  it("says how many tokens of each run repeat the previous run's last request from the start, and what broke the prefix", async () => {
+    const audits: ContextAudit[] = [];
+    let now = 0;
+    const clock: ContextProvider = {
+      sourceId: 'clock',
+      beforeRun: ({ context }) => context.extendInstructions('clock', `It is ${now++}:00.`),
+    };
+    const ping = defineTool({ name: 'ping', parameters: { type: 'object' }, execute: () => 'pong' });
+    const run = async (providers: ContextProvider[]) => {
+      audits.length = 0;
+      const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'ping' }] }, 'one', 'two', 'three'] });
+      const agent = createAgent({
+        client,
+        instructions: 'You help.',
+        tools: [ping],
+        contextProviders: [...providers, createAuditProvider({ tokenizer, onAudit: (a) => void audits.push(a) })],
+      });
+      const session = agent.createSession();
+      for (const q of ['first', 'second', 'third']) await agent.run(q, { session });
+      return audits.map((a) => a.prefix!);
+    };
+
+    const stable = await run([]);
+    expect(stable[0]).toMatchObject({ repeatedTokens: 0 });
+    expect(stable[0]!.firstChange).toBeUndefined(); // nothing to compare with
+    // the second run repeats everything the first run's last call sent: tools, instructions, the
+    // question, the call and its result; only the final answer and the new question are new
+    const [first, second] = [stable[1]!, stable[2]!];
+    for (const p of [first, second]) {
+      expect(p.firstChange).toBeUndefined();
+      expect(p.repeatedTokens).toBeGreaterThan(0);
+      expect(p.totalTokens - p.repeatedTokens).toBe(
+        tokenizer.countMessageTokens([Message.assistant(p === first ? 'one' : 'two')]) +
+          tokenizer.countMessageTokens([Message.user(p === first ? 'second' : 'third')]),
+      );
+    }
+
+    const clocked = await run([clock]);
+    expect(clocked[1]).toMatchObject({ firstChange: 'instructions', repeatedTokens: countToolTokens(ping, tokenizer) });
+  });
 });

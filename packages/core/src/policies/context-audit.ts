@@ -1,3 +1,4 @@
+import type { Message } from '../messages/message.js';
 import type { JsonObject } from '../spec/json.js';
 import type { ContextProvider, ProviderRunArgs, SessionContext } from '../spec/run-view.js';
 import type { Tokenizer } from '../spec/tokenizer.js';
@@ -31,6 +32,23 @@ export interface ContextAudit {
   sources: SourceAudit[];
   /** The sum of every source's tokens. */
   totalTokens: number;
+  /** How much of the request repeats the previous run's last request from the start (set by `createAuditProvider`). */
+  prefix?: PrefixAudit;
+}
+
+/**
+ * How much of a run's first model call repeats, from its very first token, the last call of the
+ * session's previous run: what a provider's prompt cache can bill at its cached price (OpenAI,
+ * for one, caches prefixes of at least 1,024 tokens, in 128-token steps). The request is read as
+ * the model sees it: tools, then instructions, then messages.
+ */
+export interface PrefixAudit {
+  /** Tokens at the start of this request that the previous request began with too. */
+  repeatedTokens: number;
+  /** The tokens of this request, counted the same way. */
+  totalTokens: number;
+  /** What differs first: `tools`, `instructions` or `messages`; absent when everything the previous request sent is repeated. */
+  firstChange?: 'tools' | 'instructions' | 'messages';
 }
 
 function emptyAudit(sourceId: string): SourceAudit {
@@ -105,6 +123,60 @@ function sourceOf(metadata: unknown): string | undefined {
   return typeof ctx?.sourceId === 'string' ? ctx.sourceId : undefined;
 }
 
+/** A request as a chain of hashes, one per item (each covers every item before it), with each item's tokens. */
+interface Fingerprint {
+  hashes: string[];
+  tokens: number[];
+  kinds: Array<'tools' | 'instructions' | 'messages'>;
+}
+
+/** FNV-1a, 32 bits, as base-36 text: enough to tell items apart within one session. */
+function fnv(text: string, seed = 0x811c9dc5): number {
+  let h = seed;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+/** The request as the model reads it: tools, instructions, then `messages` (what the model sees of each: role and contents). */
+function fingerprint(context: SessionContext, messages: readonly Message[], tokenizer: Tokenizer): Fingerprint {
+  const out: Fingerprint = { hashes: [], tokens: [], kinds: [] };
+  let chain = 0x811c9dc5;
+  const add = (kind: Fingerprint['kinds'][number], text: string, tokens: number) => {
+    chain = fnv(text, fnv(kind, chain));
+    out.hashes.push(chain.toString(36));
+    out.tokens.push(tokens);
+    out.kinds.push(kind);
+  };
+  for (const tool of context.tools) {
+    add('tools', JSON.stringify([tool.name, tool.description ?? '', tool.parameters]), countToolTokens(tool, tokenizer));
+  }
+  const instructions = context.getInstructions();
+  if (instructions !== undefined) add('instructions', instructions, tokenizer.countTokens(instructions));
+  for (const m of messages) add('messages', JSON.stringify([m.role, m.contents]), tokenizer.countMessageTokens([m]));
+  return out;
+}
+
+function comparePrefix(current: Fingerprint, previous: readonly string[]): PrefixAudit {
+  let repeatedTokens = 0;
+  let i = 0;
+  for (; i < current.hashes.length && i < previous.length && current.hashes[i] === previous[i]; i++) repeatedTokens += current.tokens[i]!;
+  const totalTokens = current.tokens.reduce((a, b) => a + b, 0);
+  const firstChange = i < previous.length ? (current.kinds[i] ?? 'messages') : undefined;
+  return { repeatedTokens, totalTokens, ...(firstChange ? { firstChange } : {}) };
+}
+
+/** What the run's last model call sent: everything but the messages its final answer produced. */
+function lastRequest(context: SessionContext): Message[] {
+  const all = context.getMessages({ includeInput: true, includeResponse: true });
+  const produced = context.response?.messages ?? [];
+  let finalAnswer = 0;
+  while (finalAnswer < produced.length && produced[produced.length - 1 - finalAnswer]!.role !== 'tool') finalAnswer++;
+  return all.slice(0, all.length - finalAnswer);
+}
+
 /** Options of `createAuditProvider`. */
 export interface AuditProviderOptions {
   /**
@@ -123,23 +195,31 @@ export interface AuditProviderOptions {
 
 /**
  * A provider that adds nothing and reports `auditContext` of each run to the agent's `onEvent` (a
- * `provider-diagnostic` event with code `context-audit`) and to `onAudit`. Put it **last**
- * in `contextProviders`: its `beforeRun` then runs after every other provider's, right before the
- * model call, so the audit is what the model receives (before in-run compaction).
+ * `provider-diagnostic` event with code `context-audit`) and to `onAudit`, with `prefix`: how many
+ * tokens of the request repeat the previous run's last request from the start (what the provider's
+ * prompt cache can reuse). For that it keeps one short hash per item of the last request in its
+ * state slot (`state.audit.prefix`). Put it **last** in `contextProviders`: its `beforeRun` then runs
+ * after every other provider's, right before the model call, so the audit is what the model
+ * receives (before in-run compaction).
  */
-export function createAuditProvider(options: AuditProviderOptions): ContextProvider {
+export function createAuditProvider(options: AuditProviderOptions = {}): ContextProvider<{ prefix?: string[] }> {
   const tokenizer = options.tokenizer ?? createCharacterTokenizer();
   return {
     sourceId: options.sourceId ?? 'audit',
     onError: options.onError ?? 'skip',
     async beforeRun(args) {
       const audit = auditContext(args.context, tokenizer);
+      const previous = Array.isArray(args.state.prefix) ? args.state.prefix : [];
+      audit.prefix = comparePrefix(fingerprint(args.context, args.context.getMessages({ includeInput: true }), tokenizer), previous);
       args.report({
         code: 'context-audit',
-        message: `${audit.totalTokens} tokens from ${audit.sources.length} sources`,
+        message: `${audit.totalTokens} tokens from ${audit.sources.length} sources; ${audit.prefix.repeatedTokens} repeat the previous request from the start`,
         data: JSON.parse(JSON.stringify(audit)) as JsonObject,
       });
       await options.onAudit?.(audit, args);
+    },
+    async afterRun({ context, state }) {
+      if (context.response) state.prefix = fingerprint(context, lastRequest(context), tokenizer).hashes;
     },
   };
 }
