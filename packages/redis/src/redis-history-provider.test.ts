@@ -193,7 +193,7 @@ for (const [topology, connect] of [
           .map((m) => Message.text(m)),
       );
       // The ids left in the set are exactly those of the kept messages.
-      expect((await client.zrange(keys.ids, 0, -1)).sort()).toEqual(stored.map((m) => m.id).sort());
+      expect((await client.zrange(keys.ids, '0', '-1')).sort()).toEqual(stored.map((m) => m.id).sort());
       // A retry of a kept turn stores nothing.
       expect(await provider.append(sessionId, batches[12]!)).toBe(0);
     });
@@ -297,6 +297,59 @@ for (const [topology, connect] of [
         expect(slots[0]).toBe(slots[1]);
         expect(keys.messages.match(/\{/g)).toHaveLength(1);
       }
+    });
+
+    describe('popMessages', () => {
+      it('pops in one round trip (one script call), frees the popped ids and leaves the TTL alone', async () => {
+        const provider = make({ ttlSeconds: 300 });
+        const sessionId = id();
+        expect(await provider.popMessages(sessionId, { state })).toEqual([]); // loads the script on the session's node
+        await provider.saveMessages(sessionId, [...turn(1), ...turn(2)], { state });
+        const keys = provider.keys(sessionId);
+        await client.expire(keys.messages, 100);
+        const counter = clusterOrSingle(client);
+        counter.reset();
+        expect(texts(await provider.popMessages(sessionId, { state, count: 2 }))).toEqual(['q2', 'a2']);
+        expect(counter.names).toEqual(['evalsha']);
+        expect(await client.zcard(keys.ids)).toBe(2);
+        expect(await client.ttl(keys.messages)).toBeLessThanOrEqual(100);
+        expect(await provider.append(sessionId, turn(2))).toBe(2);
+        const page = await provider.listMessages(sessionId);
+        expect(texts(page.messages)).toEqual(['q1', 'a1', 'q2', 'a2']);
+        expect(await provider.popMessages(sessionId, { state, count: 9 })).toHaveLength(4);
+        expect(await allKeys(client).then((all) => all.filter((k) => k === keys.messages || k === keys.ids))).toEqual([]);
+      });
+
+      it('an entry to pop that is not a message is a SessionStateError naming it (index from the end), and nothing is popped', async () => {
+        const provider = make();
+        const sessionId = id();
+        await provider.saveMessages(sessionId, turn(1), { state });
+        const keys = provider.keys(sessionId);
+        for (const bad of ['{not json', nestedJson(5000), '[1,2]', JSON.stringify({ id: 'x', role: 'robot', contents: [] })]) {
+          await client.rpush(keys.messages, bad);
+          await client.rpush(keys.messages, JSON.stringify(Message.user('after')));
+          const error = await provider.popMessages(sessionId, { state, count: 2 }).catch((e: unknown) => e);
+          expect(SessionStateError.isInstance(error), String(error)).toBe(true);
+          expect((error as SessionStateError).path).toBe(`redis:${keys.messages}[-2]`);
+          expect(await client.llen(keys.messages)).toBe(4);
+          expect(await client.zcard(keys.ids)).toBe(2);
+          expect(texts(await provider.popMessages(sessionId, { state }))).toEqual(['after']);
+          await client.rpop(keys.messages);
+        }
+        expect(texts(await provider.getMessages(sessionId, { state }))).toEqual(['q1', 'a1']);
+      });
+
+      it('an id set of the wrong Redis type is a SessionStateError and the list is untouched', async () => {
+        const provider = make();
+        const sessionId = id();
+        await provider.saveMessages(sessionId, turn(1), { state });
+        const keys = provider.keys(sessionId);
+        await client.del(keys.ids);
+        await client.set(keys.ids, 'oops');
+        const error = await provider.popMessages(sessionId, { state }).catch((e: unknown) => e);
+        expect(SessionStateError.isInstance(error), String(error)).toBe(true);
+        expect(await client.llen(keys.messages)).toBe(2);
+      });
     });
 
     describe('corrupt stored data', () => {

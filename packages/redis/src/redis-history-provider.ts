@@ -5,12 +5,13 @@ import {
   SessionStateError,
   type GetHistoryArgs,
   type HistoryProviderOptions,
+  type PopHistoryArgs,
   type SaveHistoryArgs,
 } from '@ctx/core';
 import { checkId, checkInteger, checkSessionId, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { historyKeys, type HistoryKeys } from './keys.js';
-import { BAD_IDS, PAGE_SCRIPT, SAVE_SCRIPT } from './scripts.js';
+import { BAD_ENTRY, BAD_IDS, PAGE_SCRIPT, POP_SCRIPT, SAVE_SCRIPT } from './scripts.js';
 
 /** Options of `RedisHistoryProvider`: the history options of `@ctx/core`, the connection, and retention. */
 export interface RedisHistoryProviderOptions extends HistoryProviderOptions, RedisConnectionOptions {
@@ -183,6 +184,33 @@ export class RedisHistoryProvider extends HistoryProvider {
    */
   override async replaceMessages(sessionId: string, messages: readonly Message[], { signal }: SaveHistoryArgs): Promise<void> {
     await this.#write('replace', sessionId, messages, signal);
+  }
+
+  /**
+   * Removes the newest `count` (default 1) messages of a session and resolves to them, oldest
+   * first, in one atomic script call (one round trip): their entries leave the list and their ids
+   * the id set, so a popped message can be saved again. Expiry is left as it was. The sequence
+   * numbers of popped messages are handed out again, so a `listMessages` cursor taken past a
+   * popped message skips the message saved in its place: export again from the start after a pop.
+   * @throws SessionStateError when an entry to pop is not a message (path `redis:<key>[index from
+   *   the end]`); nothing is removed.
+   * @throws ConfigurationError for a `count` that is not a positive integer or a blank session id,
+   *   before any round trip.
+   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
+   */
+  override async popMessages(sessionId: string, { count = 1, signal }: PopHistoryArgs): Promise<Message[]> {
+    const keys = this.keys(sessionId);
+    checkInteger(`RedisHistoryProvider.popMessages for session ${shortId(sessionId)}`, 'count', count);
+    const reply = (await this.#connection.call({ operation: 'popMessages', sessionId, key: keys.messages }, signal, (c) =>
+      this.#connection.script(c, POP_SCRIPT, [keys.messages, keys.ids], [count]),
+    )) as unknown[];
+    if (reply[0] === BAD_ENTRY) {
+      throw new SessionStateError(
+        `redis:${keys.messages}[${Number(reply[1])}]`,
+        'is not a message (not JSON, or no string id, known role and contents array); nothing was popped. Delete the entry (LSET, LREM) or clear the session.',
+      );
+    }
+    return (reply as string[]).map((text, i) => decode(text, keys.messages, i - reply.length));
   }
 
   /** Validates `messages` and runs the save script over them; resolves to how many were new. */

@@ -96,3 +96,37 @@ if from > last then return { from, last, len, {} } end
 local start = from - first
 return { from, last, start, redis.call('LRANGE', list, start, start + limit - 1) }
 `;
+
+/** The first element of the pop script's reply when an entry it would pop is not a readable message. */
+export const BAD_ENTRY = 'bad-entry';
+
+/**
+ * Removes the newest ARGV[1] messages: their entries from the list and their ids from the id set
+ * (so a popped id can be saved again). Every entry is checked first (JSON object, string `id`,
+ * known `role`, `contents` an array of typed objects); if one is not a message, nothing changes and
+ * the reply is `{ 'bad-entry', <index from the end> }`. The id set is changed before the list, so a
+ * key of the wrong type fails the script before anything changed. Expiry is left alone. Returns the
+ * popped entries, oldest first.
+ */
+export const POP_SCRIPT = `
+local list, ids = KEYS[1], KEYS[2]
+local items = redis.call('LRANGE', list, -tonumber(ARGV[1]), -1)
+local roles = { system = true, user = true, assistant = true, tool = true }
+local popped = {}
+for i = 1, #items do
+  local ok, m = pcall(cjson.decode, items[i])
+  local valid = ok and type(m) == 'table' and type(m.id) == 'string' and roles[m.role] == true and type(m.contents) == 'table'
+  if valid then
+    for _, c in ipairs(m.contents) do
+      if type(c) ~= 'table' or type(c.type) ~= 'string' then valid = false end
+    end
+  end
+  if not valid then return { '${BAD_ENTRY}', i - 1 - #items } end
+  popped[#popped + 1] = m.id
+end
+for i = 1, #popped, 500 do
+  redis.call('ZREM', ids, unpack(popped, i, math.min(i + 499, #popped)))
+end
+if #items > 0 then redis.call('LTRIM', list, 0, -#items - 1) end
+return items
+`;
