@@ -14,7 +14,7 @@ import {
   SessionStateError,
 } from '@ctx/core';
 import { ScriptedChatClient, type ScriptedCall, type ScriptedReply } from '@ctx/core/testing';
-import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, type TestContext } from 'vitest';
 import { BLANK_SESSION_IDS, describeId, expectRejection, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
 import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
 
@@ -724,6 +724,113 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
           const at = stored.findIndex((m) => m.id === batch[0]!.id);
           expect(stored.slice(at, at + 3), `batch ${Message.text(batch[0]!)} is stored whole and in order`).toEqual(batch);
         }
+      });
+    });
+
+    describe('popping (the optional popMessages capability; skipped without it)', () => {
+      /** The provider's popMessages, or skips the test when the provider lacks the capability. */
+      const popper = (provider: P, context: TestContext) => {
+        const pop = provider.popMessages;
+        if (typeof pop !== 'function') return context.skip(`${name} has no popMessages`);
+        return (session: AgentSession, count?: number) =>
+          pop.call(provider, session.sessionId, { state: session.stateOf(provider.sourceId), ...(count === undefined ? {} : { count }) });
+      };
+
+      test('popMessages removes the newest message and resolves to it; the rest stays in order', async (context) => {
+        const provider = await make();
+        const pop = popper(provider, context);
+        const session = new AgentSession();
+        const [a, b, c] = [Message.user('a'), Message.assistant('b'), Message.user('c')];
+        await save(provider, session, [a!, b!, c!]);
+        expect(await pop(session)).toEqual([c]);
+        expect(await load(provider, session)).toEqual([a, b]);
+        expect(await load(provider, session, 1)).toEqual([b]);
+      });
+
+      test('popMessages with a count removes that many, oldest first; past the start it removes what there is, then []', async (context) => {
+        const provider = await make();
+        const pop = popper(provider, context);
+        const session = new AgentSession();
+        const batch = [0, 1, 2, 3, 4].map((i) => Message.user(`m${i}`));
+        await save(provider, session, batch);
+        expect(await pop(session, 2)).toEqual(batch.slice(3));
+        expect(await pop(session, 10)).toEqual(batch.slice(0, 3));
+        expect(await load(provider, session)).toEqual([]);
+        expect(await pop(session)).toEqual([]);
+        const next = Message.user('after');
+        await save(provider, session, [next]);
+        expect(await load(provider, session)).toEqual([next]);
+      });
+
+      test('popping the last turn undoes it: the next run does not see it, and its messages can be saved again', async (context) => {
+        const provider = await make();
+        const pop = popper(provider, context);
+        const client = echoClient();
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        await agent.run('keep', { session });
+        await agent.run('undo me', { session });
+        const undone = await pop(session, 2);
+        expect(texts(undone)).toEqual(['user:undo me', 'assistant:re: undo me']);
+        await agent.run('again', { session });
+        expect(texts(call(client, 2).messages)).toEqual(['user:keep', 'assistant:re: keep', 'user:again']);
+        if (capabilities.dedupesByMessageId) {
+          await save(provider, session, undone);
+          expect(texts(await load(provider, session, 2)), 'a popped id is stored again').toEqual(['user:undo me', 'assistant:re: undo me']);
+        }
+      });
+
+      test('popMessages touches only its own session and source id', async (context) => {
+        const provider = await make();
+        const pop = popper(provider, context);
+        const other = await make();
+        const [mine, theirs, sameIdOtherSource] = [new AgentSession(), new AgentSession(), new AgentSession()];
+        const kept = Message.user('theirs');
+        await save(provider, mine, [Message.user('mine')]);
+        await save(provider, theirs, [kept]);
+        const otherMessage = Message.user('other source');
+        await other.saveMessages(mine.sessionId, [otherMessage], { state: mine.stateOf(other.sourceId) });
+        expect(texts(await pop(mine))).toEqual(['user:mine']);
+        expect(await pop(sameIdOtherSource)).toEqual([]);
+        expect(await load(provider, theirs)).toEqual([kept]);
+        expect(await other.getMessages(mine.sessionId, { state: mine.stateOf(other.sourceId) })).toEqual([otherMessage]);
+      });
+
+      test('concurrent pops of one message each return distinct messages, and every one is gone', async (context) => {
+        const provider = await make();
+        const pop = popper(provider, context);
+        const session = new AgentSession();
+        const batch = Array.from({ length: 12 }, (_, i) => Message.user(`m${i}`));
+        await save(provider, session, batch);
+        const popped = (await Promise.all(batch.slice(4).map(() => pop(session)))).flat();
+        expect(popped.map((m) => m.id).sort()).toEqual(
+          batch
+            .slice(4)
+            .map((m) => m.id)
+            .sort(),
+        );
+        expect(await load(provider, session)).toEqual(batch.slice(0, 4));
+      });
+
+      test('popMessages refuses a count that is not a positive integer, and blank session ids, with ConfigurationError; nothing changes', async (context) => {
+        const provider = await make();
+        const pop = popper(provider, context);
+        const session = new AgentSession();
+        const kept = [Message.user('a'), Message.user('b')];
+        await save(provider, session, kept);
+        for (const count of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '2' as unknown as number]) {
+          await expectRejection(pop(session, count), ConfigurationError.isInstance, `popMessages with count ${String(count)}`);
+        }
+        if (!capabilities.keepsHistoryInSession) {
+          for (const blank of BLANK_SESSION_IDS) {
+            await expectRejection(
+              provider.popMessages!(blank, { state: session.stateOf(provider.sourceId) }),
+              ConfigurationError.isInstance,
+              `popMessages(${describeId(blank)})`,
+            );
+          }
+        }
+        expect(await load(provider, session)).toEqual(kept);
       });
     });
 

@@ -1,4 +1,4 @@
-import { it } from 'vitest';
+import { it, type TestContext } from 'vitest';
 
 /** A value, or a promise of it. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -31,7 +31,7 @@ export interface ConformanceSuiteOptions<T> {
 }
 
 /** Registers a test, honouring `expectedFailures`; `skip` shows the test as skipped in the report. */
-export type RegisterTest = (title: string, body: () => Promise<void>, skip?: boolean) => void;
+export type RegisterTest = (title: string, body: (context: TestContext) => Promise<void>, skip?: boolean) => void;
 
 /**
  * Creates the test registrar of one suite and a `finish` to run once every test is registered

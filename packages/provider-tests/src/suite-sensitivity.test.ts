@@ -9,13 +9,14 @@ import {
   Message,
   type GetHistoryArgs,
   type HistoryProviderOptions,
+  type PopHistoryArgs,
   type ProviderRunArgs,
   type SessionJson,
   type SessionStore,
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
-import { checkIfMatch, checkSessionForWrite, checkSessionId, parseSessionJson } from '@ctx/core/backend';
+import { checkIfMatch, checkInteger, checkSessionForWrite, checkSessionId, parseSessionJson } from '@ctx/core/backend';
 import { expect, test } from 'vitest';
 import { describeHistoryProvider, describeSessionStore } from './index.js';
 
@@ -41,12 +42,19 @@ type HistoryFault =
   | 'undefined-when-empty'
   | 'accepts-blank-ids'
   | 'stores-non-json'
-  | 'stores-valid-prefix';
+  | 'stores-valid-prefix'
+  | 'pops-oldest'
+  | 'pops-newest-first'
+  | 'pop-read-then-remove'
+  | 'pop-keeps-ids'
+  | 'pop-accepts-bad-count';
 
 /** A backend-style history: JSON text per message in a shared map keyed by source id and session id, with async I/O. */
 class MapHistoryProvider extends HistoryProvider {
   readonly #backend: Map<string, unknown[]>;
   readonly #fault: HistoryFault | undefined;
+  /** Ids of popped messages, which the `pop-keeps-ids` fault keeps treating as stored. */
+  readonly #popped = new Set<string>();
 
   constructor(backend: Map<string, unknown[]>, options: HistoryProviderOptions & { sourceId: string }, fault?: HistoryFault) {
     super(options);
@@ -85,7 +93,7 @@ class MapHistoryProvider extends HistoryProvider {
     const ids = new Set(list.map((item) => (typeof item === 'string' ? (JSON.parse(item) as Message).id : (item as Message).id)));
     for (const [i, m] of messages.entries()) {
       if (this.#fault === 'stores-valid-prefix') Message.parse(m, `$.messages[${i}]`);
-      if (ids.has(m.id) && this.#fault !== 'no-dedupe') continue;
+      if ((ids.has(m.id) || this.#popped.has(m.id)) && this.#fault !== 'no-dedupe') continue;
       ids.add(m.id);
       if (this.#fault === 'appends-one-by-one') await tick();
       list.push(
@@ -94,6 +102,26 @@ class MapHistoryProvider extends HistoryProvider {
           : JSON.stringify(this.#fault === 'forgets-optional-fields' ? forgetOptional(m) : m),
       );
     }
+  }
+
+  override async popMessages(sessionId: string, { count = 1 }: PopHistoryArgs): Promise<Message[]> {
+    if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
+    if (this.#fault !== 'pop-accepts-bad-count') checkInteger('MapHistoryProvider.popMessages', 'count', count);
+    if (this.#fault === 'pop-read-then-remove') {
+      const list = this.#backend.get(this.#key(sessionId)) ?? [];
+      const read = list.slice(Math.max(0, list.length - count));
+      await tick();
+      list.splice(Math.max(0, list.length - read.length));
+      return read.map((item) => JSON.parse(item as string) as Message);
+    }
+    await tick();
+    const list = this.#backend.get(this.#key(sessionId)) ?? [];
+    const start = Math.max(0, list.length - count);
+    const popped = (this.#fault === 'pops-oldest' ? list.splice(0, Math.min(count, list.length)) : list.splice(start)).map((item) =>
+      this.#fault === 'live-references' ? (item as Message) : (JSON.parse(item as string) as Message),
+    );
+    if (this.#fault === 'pop-keeps-ids') for (const m of popped) this.#popped.add(m.id);
+    return this.#fault === 'pops-newest-first' ? popped.reverse() : popped;
   }
 
   override shouldLoad(args: Pick<ProviderRunArgs, 'agent' | 'session' | 'context'>): boolean {
@@ -260,6 +288,13 @@ const history = {
   blankIds: 'getMessages and saveMessages refuse empty and whitespace-only session ids with ConfigurationError and store nothing',
   nonJson: 'saveMessages of a message with a non-JSON value in metadata or a function result throws SessionStateError and stores nothing',
   tooDeep: 'saveMessages of a message nested deeper than 128 levels throws SessionStateError and stores nothing',
+  pop: 'popMessages removes the newest message and resolves to it; the rest stays in order',
+  popCount: 'popMessages with a count removes that many, oldest first; past the start it removes what there is, then []',
+  popTurn: 'popping the last turn undoes it: the next run does not see it, and its messages can be saved again',
+  popApart: 'popMessages touches only its own session and source id',
+  popRace: 'concurrent pops of one message each return distinct messages, and every one is gone',
+  popRefusals:
+    'popMessages refuses a count that is not a positive integer, and blank session ids, with ConfigurationError; nothing changes',
 } as const;
 
 const sharedHistory = new Map<string, unknown[]>();
@@ -273,10 +308,26 @@ function allBut(titles: Record<string, string>, passing: readonly string[]): str
 }
 
 const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backend', readonly string[]> = {
-  'ignores-limit': [history.limit, history.maxMessages, history.orphan, history.fidelityDirect, history.hostile],
-  'oldest-window': [history.limit, history.maxMessages, history.orphan, history.fidelityDirect, history.hostile],
-  'ignores-source-id': [history.sourcesApart],
-  'ignores-session-id': [history.contextStored, history.sessionsApart, history.hostile],
+  'ignores-limit': [
+    history.limit,
+    history.maxMessages,
+    history.orphan,
+    history.fidelityDirect,
+    history.hostile,
+    history.pop,
+    history.popTurn,
+  ],
+  'oldest-window': [
+    history.limit,
+    history.maxMessages,
+    history.orphan,
+    history.fidelityDirect,
+    history.hostile,
+    history.pop,
+    history.popTurn,
+  ],
+  'ignores-source-id': [history.sourcesApart, history.popApart],
+  'ignores-session-id': [history.contextStored, history.sessionsApart, history.hostile, history.popApart],
   'newest-first': allBut(history, [
     history.noEmpty,
     history.noneStored,
@@ -285,6 +336,8 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.blankIds,
     history.nonJson,
     history.tooDeep,
+    history.popCount,
+    history.popApart,
   ]),
   'undefined-when-empty': allBut(history, [
     history.autoDefault,
@@ -298,6 +351,11 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.blankIds,
     history.nonJson,
     history.tooDeep,
+    history.pop,
+    history.popCount,
+    history.popApart,
+    history.popRace,
+    history.popRefusals,
   ]),
   'no-dedupe': [history.retry, history.overlap],
   'appends-one-by-one': [history.concurrentRuns, history.concurrentSaves],
@@ -318,6 +376,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.fromJson,
     history.fromId,
     history.fidelityRun,
+    history.popTurn,
   ],
   'always-loads': [history.autoService, history.autoStore, history.autoDefault, history.storeOnly],
   'stores-whole-context': [
@@ -347,9 +406,14 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.orphan,
   ],
   'per-instance-backend': [history.fromJson, history.fromId],
-  'accepts-blank-ids': [history.blankIds],
+  'accepts-blank-ids': [history.blankIds, history.popRefusals],
   'stores-non-json': [history.nonJson, history.tooDeep],
   'stores-valid-prefix': [history.nonJson, history.tooDeep],
+  'pops-oldest': [history.pop, history.popCount, history.popTurn, history.popRace],
+  'pops-newest-first': [history.popCount, history.popTurn],
+  'pop-read-then-remove': [history.popRace],
+  'pop-keeps-ids': [history.popTurn],
+  'pop-accepts-bad-count': [history.popRefusals],
 };
 
 for (const [fault, expectedFailures] of Object.entries(historyFaults)) {
