@@ -1,5 +1,6 @@
 import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { createGatewayEmulation } from './gateway.js';
 
 /** What a Cosmos DB REST request is, told from its method, path and headers. */
 export type CosmosRequestKind =
@@ -32,6 +33,22 @@ export interface ProxiedRequest {
   body?: string;
   /** Milliseconds from the end of the request to the end of the answer (0 when none was sent). */
   ms: number;
+  /** How the gateway emulation (`partitionKeyRanges`) dealt with it: answered it, or forwarded a rewritten query. */
+  gateway?: 'answered' | 'rewritten';
+  /** The partition key range a query was sent to (`x-ms-documentdb-partitionkeyrangeid`). */
+  partitionKeyRangeId?: string;
+}
+
+/** Options of `startFaultProxy`. */
+export interface FaultProxyOptions {
+  /** Keep each request's body as text in the log (`body`). Default false. */
+  recordBodies?: boolean;
+  /**
+   * Emulate the gateway's query planning and routing over this many partition key ranges (see
+   * `createGatewayEmulation`), so the SDK runs its cross-partition pipeline. Default: off, and every
+   * request goes to the stand-in as it is (which answers a query-plan request by running the query).
+   */
+  partitionKeyRanges?: number;
 }
 
 /** What to do to a matching request. */
@@ -101,8 +118,9 @@ export function classifyRequest(method: string, path: string, headers: IncomingH
  * (429 with `x-ms-retry-after-ms`), transient 5xx, connections cut before or after the server
  * applied a request, requests that never get an answer, and whole outages (`down()` / `up()`).
  */
-export async function startFaultProxy(target: string, options: { recordBodies?: boolean } = {}): Promise<FaultProxy> {
+export async function startFaultProxy(target: string, options: FaultProxyOptions = {}): Promise<FaultProxy> {
   const upstream = new URL(target);
+  const gateway = options.partitionKeyRanges === undefined ? undefined : createGatewayEmulation(target, options.partitionKeyRanges);
   const agent = new Agent({ keepAlive: true });
   const rules: { rule: FaultRule; left: number }[] = [];
   const log: ProxiedRequest[] = [];
@@ -160,23 +178,45 @@ export async function startFaultProxy(target: string, options: { recordBodies?: 
         res.end(payload);
         return;
       }
-      forward(
-        req,
-        body,
-        (status, headers, reply) => {
-          if (fault === 'reset-after') {
-            entry.fault = 'reset-after';
+      const send = (payload: Buffer) =>
+        forward(
+          req,
+          payload,
+          (status, headers, reply) => {
+            if (fault === 'reset-after') {
+              entry.fault = 'reset-after';
+              req.socket.destroy();
+              return;
+            }
+            entry.status = status;
+            entry.responseBytes = reply.length;
+            entry.ms = performance.now() - t0;
+            res.writeHead(status, headers);
+            res.end(reply);
+          },
+          () => {
+            entry.fault = 'upstream-error';
             req.socket.destroy();
-            return;
+          },
+        );
+      const rangeId = req.headers['x-ms-documentdb-partitionkeyrangeid'];
+      if (typeof rangeId === 'string') entry.partitionKeyRangeId = rangeId;
+      if (!gateway) return send(body);
+      gateway.handle({ method, path, headers: req.headers, body }).then(
+        (decision) => {
+          if (decision === undefined) return send(body);
+          if ('forward' in decision) {
+            entry.gateway = 'rewritten';
+            return send(decision.forward);
           }
-          entry.status = status;
-          entry.responseBytes = reply.length;
-          entry.ms = performance.now() - t0;
-          res.writeHead(status, headers);
-          res.end(reply);
+          entry.gateway = 'answered';
+          entry.status = decision.answer.status;
+          entry.responseBytes = decision.answer.body.length;
+          res.writeHead(decision.answer.status, { ...decision.answer.headers, 'content-length': String(decision.answer.body.length) });
+          res.end(decision.answer.body);
         },
         () => {
-          entry.fault = 'upstream-error';
+          entry.fault = 'gateway-error';
           req.socket.destroy();
         },
       );
