@@ -1,0 +1,365 @@
+import type {
+  JSONObject,
+  LanguageModelV2Middleware,
+  LanguageModelV3Middleware,
+  SharedV2ProviderMetadata,
+  SharedV3ProviderMetadata,
+} from '@ai-sdk/provider';
+import {
+  type Agent,
+  type AgentEvent,
+  type AgentOptions,
+  type AgentResponse,
+  type AgentRunOptions,
+  type AgentSession,
+  type ChatClient,
+  type ChatOptions,
+  type ChatResponse,
+  type ChatResponseUpdate,
+  ConfigurationError,
+  type Contribution,
+  createAgent,
+  InMemorySessionStore,
+  type JsonObject,
+  type Message,
+  type SessionStore,
+  type Tool,
+} from '@ctx/core';
+import { checkSessionId, isPlainObject } from '@ctx/core/backend';
+import { truncatedStream } from './errors.js';
+import {
+  type AiSdkLanguageModel,
+  type CallOptions,
+  type ContentPart,
+  doGenerate,
+  type GenerateResult,
+  type ModelFinishReason,
+  type ModelUsage,
+  type StreamPart,
+  type StreamResult,
+} from './language-model.js';
+import { streamModel, toCallOptions } from './model-call.js';
+import { fromPromptMessage, type PromptMessage } from './prompt.js';
+import { toChatResponse } from './results.js';
+import { newMessages, TURN_SLOT } from './turn.js';
+import { sumUsage } from './usage.js';
+
+/** Options of `ctxMiddleware`: those of `createAgent` except the client (the wrapped model is it), and where sessions come from. */
+export interface CtxMiddlewareOptions extends Omit<AgentOptions, 'client' | 'sessionStore'> {
+  /**
+   * One conversation for every call of the wrapped model (a script, a test, a model wrapped per
+   * request). Without it, a call names its session in `providerOptions: { ctx: { sessionId } }`,
+   * or runs without one (no history; providers still add context).
+   */
+  session?: AgentSession;
+  /**
+   * Where the sessions named by `providerOptions.ctx.sessionId` live; each call loads its session
+   * and saves it once the model has answered (`ConcurrencyError` if it changed meanwhile).
+   * Default: an `InMemorySessionStore` of this middleware (lost when the process ends).
+   */
+  sessionStore?: SessionStore;
+}
+
+/**
+ * A language model middleware for `wrapLanguageModel` that works with `ai` 5 (specification v2)
+ * and `ai` 6 (v3).
+ */
+export type CtxMiddleware = LanguageModelV2Middleware & LanguageModelV3Middleware;
+
+/** What ctx did in one call of the wrapped model, in the result's `providerMetadata.ctx`. */
+export interface CtxCallMetadata {
+  /** The session of the call, if it had one. */
+  sessionId: string | null;
+  /** What each provider added (history included), by `sourceId`. */
+  added: Record<string, Contribution>;
+  /** Model calls ctx made: more than one when the model called tools the providers contributed. */
+  modelCalls: number;
+}
+
+/**
+ * ctx's context pipeline inside `generateText` and `streamText`: every call of the wrapped model
+ * is one ctx run of `contextProviders` with a session. History is loaded before the call and
+ * the turn stored after it (a stream once it has finished), each message once even across the
+ * steps of a tool loop; retrieved documents and memories go into the prompt attributed to their
+ * provider; tools providers contribute are offered to the model and run by ctx inside the call
+ * (the app's tools stay the app's: their calls go back to the AI SDK); `compaction` runs before
+ * every model call. With a session, pass the new messages only: ctx keeps the conversation.
+ * The AI SDK's own errors (`APICallError`...) pass through unchanged, so its retries still apply.
+ * @throws ConfigurationError for what `createAgent` refuses, or a provider using the reserved
+ *   sourceId `ai-sdk`. Per call: a `ConfigurationError` for a `providerOptions.ctx` that is not
+ *   `{ sessionId: string }`, or that names a session while `session` is set.
+ */
+export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware {
+  const { session: fixedSession, sessionStore = new InMemorySessionStore(), ...agentOptions } = options;
+  if (agentOptions.contextProviders?.some((p) => p?.sourceId === TURN_SLOT)) {
+    throw new ConfigurationError(
+      `The sourceId "${TURN_SLOT}" is where ctxMiddleware keeps its place in a session; give the provider another.`,
+    );
+  }
+  // Checks the options once, so a mistake shows when the middleware is made; loads and saves sessions.
+  const sessions = createAgent({ ...agentOptions, sessionStore, client: PLACEHOLDER });
+
+  async function prepare(model: AiSdkLanguageModel, params: CallOptions) {
+    const { sessionId, params: modelParams } = takeSessionId(params);
+    if (sessionId !== undefined && fixedSession) {
+      throw new ConfigurationError(
+        'This ctxMiddleware has a fixed `session`; remove providerOptions.ctx.sessionId, or make the middleware without `session`.',
+      );
+    }
+    const calls = record();
+    const agentFor = (client: ChatClient): Agent =>
+      createAgent({ ...agentOptions, sessionStore, client, onEvent: observe(agentOptions.onEvent, calls.added) });
+    const signal = params.abortSignal;
+    const session = fixedSession ?? (sessionId === undefined ? undefined : await sessions.getSession(sessionId, { signal }));
+    const system = params.prompt.filter((m) => m.role === 'system').map((m) => m.content as string);
+    const turn = newMessages(
+      session,
+      params.prompt.filter((m) => m.role !== 'system'),
+    );
+    const appTools = new Set((params.tools ?? []).map((t) => t.name));
+    const runTools: Tool[] = (params.tools ?? []).flatMap((t) =>
+      t.type === 'function'
+        ? [{ name: t.name, parameters: t.inputSchema as JsonObject, ...(t.description ? { description: t.description } : {}) }]
+        : [],
+    );
+    const runOptions: AgentRunOptions = {
+      options: { instructions: system.join('\n\n') || undefined, tools: runTools },
+      ...(session ? { session } : {}),
+      ...(signal ? { signal } : {}),
+    };
+    return {
+      calls,
+      runOptions,
+      input: turn.input.flatMap((m) => fromPromptMessage(m as PromptMessage) ?? []),
+      agent: (observer?: Parameters<typeof bind>[4]) => agentFor(bind(model, modelParams, appTools, calls, observer)),
+      /** Keeps the turn and saves a stored session; the answer goes to the AI SDK only after this. */
+      async finish() {
+        turn.commit();
+        if (session && !fixedSession) await sessions.saveSession(session, { signal });
+      },
+      metadata: (): JSONObject => {
+        const metadata: CtxCallMetadata = { sessionId: session?.sessionId ?? null, added: calls.added, modelCalls: calls.modelCalls };
+        return metadata as unknown as JSONObject;
+      },
+      /** Whether a tool call goes to the AI SDK: the app's tools and the provider's own do, those ctx runs do not. */
+      visible: (part: { toolName: string; providerExecuted?: boolean }) => part.providerExecuted === true || appTools.has(part.toolName),
+    };
+  }
+
+  const middleware = {
+    specificationVersion: 'v3',
+    middlewareVersion: 'v2',
+    async wrapGenerate({ model, params }: { model: AiSdkLanguageModel; params: CallOptions }): Promise<GenerateResult> {
+      const call = await prepare(model, params);
+      const response = await call.agent().run(call.input, call.runOptions);
+      await call.finish();
+      const { results } = call.calls;
+      const last = results[results.length - 1];
+      if (!last) return answerWithoutModel(model, response, call.metadata());
+      return {
+        ...last,
+        content: results.flatMap((r) => r.content.filter((part: ContentPart) => part.type !== 'tool-call' || call.visible(part))),
+        usage: sumUsage(results.map((r) => r.usage)) ?? last.usage,
+        warnings: results.flatMap((r): unknown[] => r.warnings),
+        providerMetadata: { ...last.providerMetadata, ctx: call.metadata() },
+      } as GenerateResult;
+    },
+    async wrapStream({ model, params }: { model: AiSdkLanguageModel; params: CallOptions }): Promise<StreamResult> {
+      const call = await prepare(model, params);
+      const hidden = new Set<string>();
+      let output: ReadableStreamDefaultController<StreamPart> | undefined;
+      let started: (result: StreamResult) => void = () => {};
+      const firstCall = new Promise<StreamResult>((resolve) => (started = resolve));
+      const emit = (part: StreamPart) => {
+        try {
+          output?.enqueue(part);
+        } catch {
+          // the AI SDK stopped reading; the run is being aborted
+        }
+      };
+      const run = call
+        .agent({
+          onStart: (result) => started(result),
+          onPart(part) {
+            if (part.type === 'finish' || part.type === 'error') return; // one finish at the end; errors fail the run
+            if (part.type === 'stream-start' && call.calls.modelCalls > 1) return;
+            if (part.type === 'tool-input-start' && !call.visible(part)) return void hidden.add(part.id);
+            if ((part.type === 'tool-input-delta' || part.type === 'tool-input-end') && hidden.has(part.id)) return;
+            if (part.type === 'tool-call' && !call.visible(part)) return;
+            emit(part);
+          },
+        })
+        .runStream(call.input, call.runOptions);
+      const updates = run[Symbol.asyncIterator]();
+      const stream = new ReadableStream<StreamPart>({
+        start(controller) {
+          output = controller;
+        },
+        async pull(controller) {
+          try {
+            if (!(await updates.next()).done) return;
+            const response = await run.response;
+            await call.finish();
+            const { finish } = call.calls;
+            if (call.calls.modelCalls === 0) for (const part of textParts(response.text)) controller.enqueue(part);
+            controller.enqueue({
+              type: 'finish',
+              usage: (sumUsage(call.calls.usages) ?? emptyUsage(model)) as never,
+              finishReason: (finish?.finishReason ?? finishReason(model, response)) as never,
+              providerMetadata: { ...finish?.providerMetadata, ctx: call.metadata() },
+            });
+            controller.close();
+          } catch (error) {
+            if (params.abortSignal?.aborted) return controller.error(params.abortSignal.reason);
+            controller.enqueue({ type: 'error', error });
+            controller.close();
+          }
+        },
+        async cancel() {
+          await updates.return?.();
+        },
+      });
+      const first = await Promise.race([firstCall, run.response.then(() => undefined)]);
+      return { ...first, stream } as StreamResult;
+    },
+  };
+  return middleware as unknown as CtxMiddleware;
+}
+
+/** A client that stands in where only the agent's session methods are used. */
+const PLACEHOLDER: ChatClient = {
+  specificationVersion: 'v1',
+  provider: 'ai-sdk',
+  modelId: 'none',
+  getResponse: () => Promise.reject(new Error('not a model')),
+  getStreamingResponse: () => ({
+    [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new Error('not a model')) }),
+  }),
+};
+
+/** What the model calls of one middleware call returned. */
+interface CallRecord {
+  results: GenerateResult[];
+  usages: ModelUsage[];
+  finish: { finishReason: ModelFinishReason; providerMetadata?: SharedV2ProviderMetadata | SharedV3ProviderMetadata } | undefined;
+  modelCalls: number;
+  added: Record<string, Contribution>;
+}
+
+function record(): CallRecord {
+  return { results: [], usages: [], finish: undefined, modelCalls: 0, added: {} };
+}
+
+/** The app's `providerOptions.ctx.sessionId`, and the call options without `providerOptions.ctx`. */
+function takeSessionId(params: CallOptions): { sessionId: string | undefined; params: CallOptions } {
+  const { ctx, ...providerOptions } = params.providerOptions ?? {};
+  if (ctx === undefined) return { sessionId: undefined, params };
+  const keys = isPlainObject(ctx) ? Object.keys(ctx) : [];
+  if (keys.some((k) => k !== 'sessionId')) {
+    throw new ConfigurationError(`providerOptions.ctx takes only { sessionId: string }, got the fields ${keys.join(', ')}.`);
+  }
+  const sessionId = ctx.sessionId === undefined ? undefined : checkSessionId(ctx.sessionId);
+  return { sessionId, params: { ...params, providerOptions } as CallOptions };
+}
+
+/** Counts what each provider added (from the agent's events), then hands the event to the app's handler. */
+function observe(onEvent: AgentOptions['onEvent'], added: Record<string, Contribution>): NonNullable<AgentOptions['onEvent']> {
+  const handler = (event: AgentEvent) => {
+    if (event.type === 'provider-end') {
+      const sum = (added[event.sourceId] ??= { messages: 0, instructions: 0, tools: 0 });
+      sum.messages += event.added.messages;
+      sum.instructions += event.added.instructions;
+      sum.tools += event.added.tools;
+    }
+    onEvent?.(event);
+  };
+  return onEvent?.includeContent ? Object.assign(handler, { includeContent: true as const }) : handler;
+}
+
+/**
+ * The chat client of one middleware call: ctx's prompt and tools over the app's call options,
+ * sent to the next model in the middleware chain. The app's tools keep their own declarations
+ * (provider tools included); tools providers added follow them. Records every result.
+ */
+function bind(
+  model: AiSdkLanguageModel,
+  params: CallOptions,
+  appTools: ReadonlySet<string>,
+  calls: CallRecord,
+  observer: { onStart?(result: StreamResult): void; onPart?(part: StreamPart): void } = {},
+): ChatClient {
+  const callFor = (messages: Message[], options: ChatOptions): CallOptions => {
+    calls.modelCalls++;
+    const { prompt, tools = [] } = toCallOptions(messages, { ...options, additional: undefined, toolChoice: undefined });
+    const all = [...(params.tools ?? []), ...tools.filter((t) => !appTools.has(t.name))];
+    const call = { ...params, prompt, tools: all.length ? all : undefined } as CallOptions;
+    if (options.toolChoice !== undefined) call.toolChoice = toCallOptions([], { toolChoice: options.toolChoice }).toolChoice;
+    if (options.signal) call.abortSignal = options.signal;
+    return call;
+  };
+  return {
+    specificationVersion: 'v1',
+    provider: model.provider,
+    modelId: model.modelId,
+    storesByDefault: false,
+    async getResponse(messages, options): Promise<ChatResponse> {
+      const result = await doGenerate(model, callFor(messages, options));
+      calls.results.push(result);
+      return toChatResponse(result);
+    },
+    async *getStreamingResponse(messages, options): AsyncIterable<ChatResponseUpdate> {
+      const finished = yield* streamModel(model, callFor(messages, options), 0, options.signal, {
+        onStart: (result) => {
+          if (calls.modelCalls === 1) observer.onStart?.(result);
+        },
+        onPart: (part) => {
+          if (part.type === 'finish') {
+            calls.usages.push(part.usage);
+            calls.finish = {
+              finishReason: part.finishReason,
+              ...(part.providerMetadata ? { providerMetadata: part.providerMetadata } : {}),
+            };
+          }
+          observer.onPart?.(part);
+        },
+      });
+      if (!finished) throw truncatedStream(`${model.provider} ${model.modelId}`);
+    },
+  };
+}
+
+const isV3 = (model: AiSdkLanguageModel) => model.specificationVersion === 'v3';
+
+function emptyUsage(model: AiSdkLanguageModel): ModelUsage {
+  return isV3(model)
+    ? {
+        inputTokens: { total: 0, noCache: 0, cacheRead: undefined, cacheWrite: undefined },
+        outputTokens: { total: 0, text: 0, reasoning: undefined },
+      }
+    : { inputTokens: 0, outputTokens: 0, totalTokens: 0 };
+}
+
+function finishReason(model: AiSdkLanguageModel, response: AgentResponse): ModelFinishReason {
+  const reason = response.finishReason === undefined ? 'stop' : response.finishReason;
+  return isV3(model) ? { unified: reason, raw: undefined } : reason;
+}
+
+/** The result of a call a provider answered without the model (a cache, say): its text. */
+function answerWithoutModel(model: AiSdkLanguageModel, response: AgentResponse, ctx: JSONObject): GenerateResult {
+  return {
+    content: response.text ? [{ type: 'text', text: response.text }] : [],
+    finishReason: finishReason(model, response),
+    usage: emptyUsage(model),
+    warnings: [],
+    providerMetadata: { ctx },
+  } as GenerateResult;
+}
+
+function textParts(text: string): StreamPart[] {
+  if (!text) return [];
+  return [
+    { type: 'text-start', id: 'ctx' },
+    { type: 'text-delta', id: 'ctx', delta: text },
+    { type: 'text-end', id: 'ctx' },
+  ];
+}

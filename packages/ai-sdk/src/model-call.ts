@@ -1,0 +1,121 @@
+import { APICallError, type JSONSchema7, type LanguageModelV2CallOptions } from '@ai-sdk/provider';
+import type { ChatOptions, ChatResponseUpdate, Message } from '@ctx/core';
+import { abortable } from '@ctx/core/backend';
+import { type AiSdkLanguageModel, type CallOptions, doStream, type StreamPart, type StreamResult } from './language-model.js';
+import { toPrompt } from './prompt.js';
+import { createStreamMapper } from './results.js';
+
+type FunctionTool = Extract<NonNullable<LanguageModelV2CallOptions['tools']>[number], { type: 'function' }>;
+
+/**
+ * The AI SDK call options for ctx messages and chat options: the prompt (instructions first), tools,
+ * tool choice, temperature, output limit, response format and signal, over `options.additional`
+ * (any other call option, e.g. `providerOptions`, `topP`, `seed`, `headers`).
+ */
+export function toCallOptions(messages: readonly Message[], options: ChatOptions): CallOptions {
+  const call: LanguageModelV2CallOptions = {
+    ...(options.additional as Partial<LanguageModelV2CallOptions> | undefined),
+    prompt: toPrompt(messages, options.instructions) as LanguageModelV2CallOptions['prompt'],
+  };
+  if (options.tools?.length) call.tools = options.tools.map(toFunctionTool);
+  const choice = options.toolChoice;
+  if (choice !== undefined) call.toolChoice = typeof choice === 'string' ? { type: choice } : { type: 'tool', toolName: choice.name };
+  if (options.temperature !== undefined) call.temperature = options.temperature;
+  if (options.maxOutputTokens !== undefined) call.maxOutputTokens = options.maxOutputTokens;
+  if (options.responseFormat) call.responseFormat = options.responseFormat as LanguageModelV2CallOptions['responseFormat'];
+  if (options.signal) call.abortSignal = options.signal;
+  return call;
+}
+
+/** A ctx tool declaration as an AI SDK function tool. */
+export function toFunctionTool(tool: { name: string; description?: string; parameters: object }): FunctionTool {
+  return {
+    type: 'function',
+    name: tool.name,
+    inputSchema: tool.parameters as JSONSchema7,
+    ...(tool.description ? { description: tool.description } : {}),
+  };
+}
+
+/**
+ * Runs `call` (a model call), retrying what the AI SDK marks retryable (429, 5xx, a lost
+ * connection) up to `maxRetries` times: after the service's `retry-after-ms` / `retry-after` when
+ * it gives one under a minute, else after 2 s, 4 s, 8 s... Settles with the abort reason as soon as
+ * `signal` aborts.
+ */
+export async function withRetries<T>(call: () => PromiseLike<T>, maxRetries: number, signal: AbortSignal | undefined): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await abortable(Promise.resolve(call()), signal);
+    } catch (error) {
+      if (signal?.aborted || attempt >= maxRetries || !APICallError.isInstance(error) || !error.isRetryable) throw error;
+      await sleep(retryDelay(error, attempt), signal);
+    }
+  }
+}
+
+function retryDelay(error: APICallError, attempt: number): number {
+  const headers = error.responseHeaders ?? {};
+  const ms = Number.parseFloat(headers['retry-after-ms'] ?? '');
+  const after = headers['retry-after'];
+  const given = Number.isFinite(ms)
+    ? ms
+    : after === undefined
+      ? Number.NaN
+      : Number.isFinite(Number(after))
+        ? Number(after) * 1000
+        : Date.parse(after) - Date.now();
+  return given >= 0 && given < 60_000 ? given : 2000 * 2 ** attempt;
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** What `streamModel` reports besides the updates. */
+export interface StreamObserver {
+  /** The result of `doStream`, once it resolved (its headers and request). */
+  onStart?(result: StreamResult): void;
+  /** Every part the model sent, in order, before it is mapped. */
+  onPart?(part: StreamPart): void;
+}
+
+/**
+ * Streams one model call as ctx updates. Reading honours `signal`, and a consumer that stops early
+ * cancels the model's stream. Returns whether the model sent its `finish` part.
+ */
+export async function* streamModel(
+  model: AiSdkLanguageModel,
+  call: CallOptions,
+  maxRetries: number,
+  signal: AbortSignal | undefined,
+  observer: StreamObserver = {},
+): AsyncGenerator<ChatResponseUpdate, boolean> {
+  const result = await withRetries(() => doStream(model, call), maxRetries, signal);
+  observer.onStart?.(result);
+  const reader = (result.stream as ReadableStream<StreamPart>).getReader();
+  const map = createStreamMapper();
+  let finished = false;
+  try {
+    while (true) {
+      const { done, value } = await abortable(reader.read(), signal);
+      if (done) return finished;
+      observer.onPart?.(value);
+      finished ||= value.type === 'finish';
+      const update = map(value);
+      if (update) yield update;
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
