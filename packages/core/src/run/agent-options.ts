@@ -31,9 +31,19 @@ export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
   if (!Number.isInteger(maxToolRoundtrips) || maxToolRoundtrips < 0)
     throw new ConfigurationError(`maxToolRoundtrips must be a non-negative integer, got ${maxToolRoundtrips}.`);
   checkTools(options);
-  const contextProviders = [...(options.contextProviders ?? [])];
+  const contextProviders = checkContextProviders(options.contextProviders ?? []);
+  return { ...options, name: options.name ?? 'agent', contextProviders, maxToolRoundtrips };
+}
+
+/**
+ * Checks a pipeline: the agent's, or one run's (`agent.run(input, { contextProviders })`).
+ * @throws ConfigurationError for a list that is not an array, duplicate, blank or reserved source
+ *   ids, or a contract version this copy of `@ctx/core` does not implement.
+ */
+export function checkContextProviders(providers: readonly ContextProvider[]): readonly ContextProvider[] {
+  if (!Array.isArray(providers)) throw new ConfigurationError('contextProviders must be an array of context providers.');
   const seen = new Set<string>();
-  for (const p of contextProviders) {
+  for (const p of providers) {
     checkId(p?.sourceId, 'sourceId of every context provider');
     if (seen.has(p.sourceId))
       throw new ConfigurationError(`Two context providers share the sourceId "${p.sourceId}"; give each a unique sourceId.`);
@@ -41,7 +51,7 @@ export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
     checkSpecificationVersion(`Context provider "${p.sourceId}"`, p);
     seen.add(p.sourceId);
   }
-  return { ...options, name: options.name ?? 'agent', contextProviders, maxToolRoundtrips };
+  return [...providers];
 }
 
 /** The agent's tools: a list of unique names, each schema compiled by the `toolValidator` if there is one. */

@@ -53,6 +53,12 @@ export interface AgentRunOptions {
    * and the run does not start. `instructions` follow the agent's.
    */
   options?: Omit<ChatOptions, 'signal' | 'conversationId' | 'tools'> & { tools?: readonly Tool[] };
+  /**
+   * This run's pipeline instead of the agent's (a history provider chosen per request, a retriever
+   * for one tenant), checked as `createAgent` checks its own, with the same default-history rule.
+   * Sessions restored by the agent are validated against the agent's providers.
+   */
+  contextProviders?: readonly ContextProvider[];
   signal?: AbortSignal;
 }
 

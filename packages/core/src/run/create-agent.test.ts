@@ -266,6 +266,60 @@ describe('service-managed conversations', () => {
     // the store-only audit log still has the whole conversation
     expect((session.state.audit!.messages as unknown as Message[]).map((m) => Message.text(m))).toEqual(['one', 'a', 'two', 'b']);
   });
+
+  it('refuses a service-kept conversation on a client that cannot continue one, before calling the model', async () => {
+    const client = Object.assign(new ScriptedChatClient({ replies: ['never'] }), { continuesConversations: false });
+    const agent = createAgent({ client });
+    const session = agent.createSession({ serviceSessionId: 'resp_1' });
+    await expect(agent.run('hi', { session })).rejects.toThrow(ConfigurationError);
+    await expect(agent.run('hi', { session })).rejects.toThrow(/cannot continue one, so the model would see no history/);
+    expect(client.calls).toHaveLength(0);
+    // a new session on the same client runs, with the default history
+    await agent.run('hi', { session: agent.createSession() });
+    expect(client.calls).toHaveLength(1);
+  });
+
+  it("drops the default history's local copy once the service hands over a conversation id", async () => {
+    const client = new ScriptedChatClient({ replies: ['a', { text: 'b', conversationId: 'conv_1' }, 'c'] });
+    const agent = createAgent({ client });
+    const session = agent.createSession();
+    await agent.run('one', { session });
+    expect(session.state.memory).toBeDefined(); // no service conversation yet: kept locally
+    await agent.run('two', { session });
+    expect(client.calls[1]!.messages.map((m) => Message.text(m))).toEqual(['one', 'a', 'two']);
+    expect(session.serviceSessionId).toBe('conv_1');
+    expect(session.state.memory).toBeUndefined(); // the service has the conversation; no stale copy
+    await agent.run('three', { session });
+    expect(client.calls[2]!.options.conversationId).toBe('conv_1');
+    expect(client.calls[2]!.messages.map((m) => Message.text(m))).toEqual(['three']);
+  });
+});
+
+describe('a pipeline for one run', () => {
+  it("replaces the agent's providers for that run, checked like createAgent, with the default-history rule", async () => {
+    const client = new ScriptedChatClient({ replies: (_m, _o, i) => `answer ${i}` });
+    const tagged = (sourceId: string): ContextProvider => ({
+      sourceId,
+      beforeRun: ({ context }) => context.extendInstructions(sourceId, `from ${sourceId}`),
+    });
+    const agent = createAgent({ client, contextProviders: [tagged('agent-rag')] });
+    const tenantHistory = new InMemoryHistoryProvider({ sourceId: 'tenant-history' });
+    const session = agent.createSession();
+    await agent.run('one', { session, contextProviders: [tenantHistory, tagged('tenant-rag')] });
+    expect(client.calls[0]!.options.instructions).toBe('from tenant-rag');
+    expect(session.state['tenant-history']).toBeDefined();
+    expect(session.state.memory).toBeUndefined();
+    // without a history of its own, the run gets the default history, like the agent's pipeline
+    await agent.run('two', { session, contextProviders: [tagged('tenant-rag')] });
+    expect(session.state.memory).toBeDefined();
+    // the agent's own pipeline is untouched
+    await agent.run('three', { session });
+    expect(client.calls[2]!.options.instructions).toBe('from agent-rag');
+    await expect(agent.run('x', { session, contextProviders: [tagged('a'), tagged('a')] })).rejects.toThrow(/share the sourceId "a"/);
+    await expect(agent.run('x', { session, contextProviders: [tagged('input')] })).rejects.toThrow(/reserved/);
+    await expect(agent.run('x', { session, contextProviders: 'nope' as never })).rejects.toThrow(ConfigurationError);
+    expect(client.calls).toHaveLength(3);
+  });
 });
 
 describe('abort', () => {

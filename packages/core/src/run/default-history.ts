@@ -17,6 +17,12 @@ export interface DefaultHistory {
   readonly validators: readonly ContextProvider[];
   /** The providers of one run, outermost first. */
   providersFor(session: SessionView | undefined, options: Pick<ChatOptions, 'store'>): readonly ContextProvider[];
+  /**
+   * Once a response hands over a service conversation id, the service keeps the conversation and
+   * later runs no longer add the default history: drops the local copy the default history kept, so
+   * no stale duplicate stays in the session.
+   */
+  dropLocalCopy(session: SessionView, providers: readonly ContextProvider[]): void;
 }
 
 /**
@@ -39,6 +45,9 @@ export function defaultHistory(client: ChatClient, providers: readonly ContextPr
     providersFor(session, options) {
       const add = session !== undefined && loaders.length === 0 && !serviceKeepsConversation(client, session, options);
       return add ? withDefault : providers;
+    },
+    dropLocalCopy(session, runProviders) {
+      if (runProviders[0] === history) delete session.state[history.sourceId];
     },
   };
 }

@@ -1,3 +1,4 @@
+import { shortId } from '../backend/checks.js';
 import { ConfigurationError, CtxError, type SessionStateError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import { Message } from '../messages/message.js';
@@ -6,9 +7,9 @@ import type { AgentResponse } from '../spec/agent-response.js';
 import type { ChatResponseUpdate } from '../spec/chat-client.js';
 import type { AgentEvent } from '../spec/events.js';
 import type { AgentView } from '../spec/run-view.js';
-import type { CheckedAgentOptions } from './agent-options.js';
+import { type CheckedAgentOptions, checkContextProviders } from './agent-options.js';
 import type { AgentInput, AgentRunOptions } from './agent.js';
-import type { DefaultHistory } from './default-history.js';
+import { type DefaultHistory, defaultHistory } from './default-history.js';
 import { runPipeline } from './pipeline.js';
 import { RunContext } from './run-context.js';
 import { runToolLoop } from './tool-loop.js';
@@ -32,11 +33,19 @@ export async function executeRun(
   onUpdate?: (update: ChatResponseUpdate) => void | Promise<void>,
   controller = new AbortController(),
 ): Promise<AgentResponse> {
-  const { options, history, emit } = runtime;
+  const { options, emit } = runtime;
   const { client, name, maxToolRoundtrips, compaction, toolValidator } = options;
+  const history = runOptions.contextProviders
+    ? defaultHistory(client, checkContextProviders(runOptions.contextProviders))
+    : runtime.history;
+  const session = runOptions.session ?? new AgentSession();
+  if (session.serviceSessionId !== undefined && client.continuesConversations === false) {
+    throw new ConfigurationError(
+      `Session "${shortId(session.sessionId)}" continues a conversation the service keeps (serviceSessionId "${shortId(session.serviceSessionId)}"), but the ${client.provider} client for ${client.modelId} cannot continue one, so the model would see no history. Run it on a client that can (e.g. OpenAIResponsesClient), or start a new session.`,
+    );
+  }
   const runId = generateId();
   const started = performance.now();
-  const session = runOptions.session ?? new AgentSession();
   const onAbort = () => controller.abort(runOptions.signal?.reason);
   if (runOptions.signal?.aborted) onAbort();
   runOptions.signal?.addEventListener('abort', onAbort, { once: true });
@@ -123,7 +132,10 @@ export async function executeRun(
   });
   if (error !== undefined) throw error;
   if (!response) throw new CtxError(`Run ${runId} ended without a response: a wrap provider did not call next().`);
-  if (response.conversationId !== undefined) session.serviceSessionId = response.conversationId;
+  if (response.conversationId !== undefined) {
+    session.serviceSessionId = response.conversationId;
+    history.dropLocalCopy(session, providers); // the service keeps the conversation from now on
+  }
   return response;
 }
 

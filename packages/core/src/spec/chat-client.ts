@@ -78,6 +78,12 @@ export interface ChatClient {
   readonly modelId: string;
   /** The service keeps conversations unless `store: false` is passed. */
   readonly storesByDefault?: boolean;
+  /**
+   * Whether the client continues a conversation the service keeps (`ChatOptions.conversationId`).
+   * `false` declares it cannot (Chat Completions), so the agent refuses a session that has a
+   * `serviceSessionId` instead of running it without its history. Absent means it can.
+   */
+  readonly continuesConversations?: boolean;
   getResponse(messages: Message[], options: ChatOptions): Promise<ChatResponse>;
   getStreamingResponse(messages: Message[], options: ChatOptions): AsyncIterable<ChatResponseUpdate>;
 }
