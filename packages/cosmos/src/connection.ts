@@ -8,6 +8,7 @@ import {
 } from '@azure/cosmos';
 import { BackendUnavailableError, ConfigurationError, CtxError, SessionStateError } from '@ctx/core';
 import { abortable, checkInteger, checkPositiveNumber, shortId, withDeadline } from '@ctx/core/backend';
+import { missingRangeIndexes, type RangeIndexNeed } from './indexing.js';
 
 /** An Azure AD (Entra ID) token credential, e.g. `DefaultAzureCredential` from `@azure/identity`. */
 export type CosmosTokenCredential = NonNullable<CosmosClientOptions['aadCredentials']>;
@@ -77,6 +78,8 @@ export interface ContainerSpec {
   needsTtl: boolean;
   /** How to describe a wrong partition key: what the package needs and how to fix it. */
   advice: string;
+  /** The range indexes its queries sort by (checked in an existing container's policy). */
+  rangeIndexes?: readonly RangeIndexNeed[];
 }
 
 /** What a failed call was doing, for error messages. */
@@ -353,9 +356,11 @@ export class CosmosConnection {
         `${this.#owner}: ttlSeconds is set, but time to live is off on container ${this.where}, so Cosmos DB would ignore the items' ttl. Turn it on without a default expiry (defaultTtl: -1, e.g. container.replace({ ...definition, defaultTtl: -1 })), or drop ttlSeconds.`,
       );
     }
-    if (definition.indexingPolicy?.indexingMode === 'none' && this.#spec.indexingPolicy.includedPaths?.length) {
+    const missing = missingRangeIndexes(definition.indexingPolicy, this.#spec.rangeIndexes ?? []);
+    if (missing.length > 0) {
+      const off = definition.indexingPolicy?.indexingMode === 'none';
       throw new ConfigurationError(
-        `${this.#owner}: indexing is off on container ${this.where} (indexingMode "none"), but the history queries need the indexes listed in the README.`,
+        `${this.#owner}: container ${this.where} ${off ? 'has indexing off (indexingMode "none")' : `has no range index on ${missing.map((m) => m.path).join(' and ')}`}, so Cosmos DB would refuse ${missing.map((m) => m.usedBy).join(' and ')}. ${off ? 'Turn consistent indexing on with' : 'Add'} ${missing.map((m) => `{ "path": "${m.path}" }`).join(', ')} to the indexing policy's includedPaths (a range index, the default kind; no composite index is needed: every query sorts by one property), e.g. container.replace({ ...definition, indexingPolicy }); the README lists the whole policy ctx creates.`,
       );
     }
   }

@@ -21,6 +21,8 @@ import {
   type MessageItem,
 } from './history-layout.js';
 import { checkScopePart, encodeItemId, sessionPartitionValue } from './ids.js';
+import { HISTORY_RANGE_INDEXES } from './indexing.js';
+import { MAX_ITEM_DEPTH, nestingDepth } from './limits.js';
 
 /** Options of `CosmosHistoryProvider`: the history options of `@ctx/core`, the connection, partitioning and retention. */
 export interface CosmosHistoryProviderOptions extends HistoryProviderOptions, CosmosConnectionOptions {
@@ -167,6 +169,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
     this.#connection = new CosmosConnection(options, 'CosmosHistoryProvider', 'history', {
       partitionKey: this.#hierarchical ? HIERARCHICAL_PARTITION_KEY : SESSION_PARTITION_KEY,
       indexingPolicy: HISTORY_INDEXING_POLICY,
+      rangeIndexes: HISTORY_RANGE_INDEXES,
       needsTtl: options.ttlSeconds !== undefined,
       advice: this.#hierarchical
         ? 'With `scope`, history is partitioned by tenant, user and session.'
@@ -785,6 +788,13 @@ function checkMessages(messages: readonly Message[]): Message[] {
       throw new SessionStateError(
         `$.messages[${i}]`,
         `is ${bytes} bytes of JSON; a Cosmos DB item holds at most 2 MB (store large data by uri instead)`,
+      );
+    // The item adds a level above the message: a message core accepts at its limit would be refused by Cosmos DB.
+    const depth = nestingDepth(m, MAX_ITEM_DEPTH);
+    if (depth >= MAX_ITEM_DEPTH)
+      throw new SessionStateError(
+        `$.messages[${i}]`,
+        `(message ${shortId(m.id)}) nests ${depth} levels deep, ${depth + 1} in its Cosmos DB item, past Cosmos DB's limit of ${MAX_ITEM_DEPTH} levels; flatten it`,
       );
     if (seen.has(m.id)) return;
     seen.add(m.id);

@@ -1,0 +1,65 @@
+import { Message, SessionStateError, type JsonValue } from '@ctx/core';
+import { shortId } from '@ctx/core/backend';
+import { startFaultProxy } from '@ctx/cosmos-stand-in';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cosmosClient, env, uniqueId } from '../test/helpers.js';
+import { CosmosHistoryProvider } from './cosmos-history-provider.js';
+import { MAX_ITEM_DEPTH, nestingDepth } from './limits.js';
+
+/** A message whose whole JSON nests exactly `depth` levels (the message object is level 1). */
+function messageOfDepth(depth: number): Message {
+  let value: JsonValue = 'leaf';
+  // message (1) > metadata (2) > `deep` chain: depth - 2 more objects.
+  for (let i = 0; i < depth - 2; i++) value = { d: value };
+  const message = Message.user('deep');
+  return { ...message, metadata: { deep: value } };
+}
+
+describe('nestingDepth', () => {
+  it.each([
+    ['a scalar', 'x', 0],
+    ['an empty object', {}, 1],
+    ['an object holding an array', { a: [] }, 2],
+    ['arrays in arrays', [[[1]]], 3],
+  ])('%s', (_, value, depth) => {
+    expect(nestingDepth(value)).toBe(depth);
+  });
+
+  it('counts a message as stored', () => {
+    expect(nestingDepth(messageOfDepth(127))).toBe(127);
+    expect(nestingDepth(messageOfDepth(128))).toBe(128);
+  });
+});
+
+describe('messages nested as deep as Cosmos DB allows', async () => {
+  const proxy = await startFaultProxy(env.endpoint);
+  afterAll(() => proxy.stop());
+  const provider = new CosmosHistoryProvider({
+    client: cosmosClient(proxy.endpoint),
+    databaseId: uniqueId('limits'),
+    containerId: 'c',
+    createIfNotExists: true,
+  });
+
+  it(`a message of ${MAX_ITEM_DEPTH} levels (${MAX_ITEM_DEPTH + 1} in its item) is refused before any request, naming the message`, async () => {
+    await provider.saveMessages('warm-up', [Message.user('hi')], { state: {} });
+    const deep = messageOfDepth(MAX_ITEM_DEPTH);
+    proxy.resetLog();
+    const error = await provider.saveMessages('s1', [Message.user('first'), deep], { state: {} }).catch((e: unknown) => e);
+    expect(SessionStateError.isInstance(error)).toBe(true);
+    expect((error as SessionStateError).path).toBe('$.messages[1]');
+    expect((error as Error).message).toContain(`(message ${shortId(deep.id)})`);
+    expect((error as Error).message).toContain(
+      `${MAX_ITEM_DEPTH + 1} in its Cosmos DB item, past Cosmos DB's limit of ${MAX_ITEM_DEPTH} levels`,
+    );
+    await expect(provider.replaceMessages('s1', [deep], { state: {} })).rejects.toSatisfy(SessionStateError.isInstance);
+    expect(proxy.requests).toEqual([]);
+    expect(await provider.getMessages('s1', { state: {} })).toEqual([]);
+  });
+
+  it(`a message of ${MAX_ITEM_DEPTH - 1} levels is stored and read back as it was`, async () => {
+    const deep = messageOfDepth(MAX_ITEM_DEPTH - 1);
+    await provider.saveMessages('s2', [deep], { state: {} });
+    expect(await provider.getMessages('s2', { state: {} })).toEqual([deep]);
+  });
+});
