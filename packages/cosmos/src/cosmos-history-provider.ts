@@ -1,5 +1,6 @@
 import type { Container, OperationInput, PartitionKey, SqlParameter } from '@azure/cosmos';
 import {
+  ConcurrencyError,
   ConfigurationError,
   HistoryProvider,
   Message,
@@ -7,10 +8,11 @@ import {
   type GetHistoryArgs,
   type HistoryProviderOptions,
   type JsonObject,
+  type PopHistoryArgs,
   type SaveHistoryArgs,
 } from '@ctx/core';
 import { checkId, checkInteger, checkSessionId, describeError, shortId } from '@ctx/core/backend';
-import { CosmosConnection, isTransient, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
+import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import {
   HIERARCHICAL_PARTITION_KEY,
   HISTORY_INDEXING_POLICY,
@@ -21,8 +23,6 @@ import {
   type MessageItem,
 } from './history-layout.js';
 import { checkScopePart, encodeItemId, sessionPartitionValue } from './ids.js';
-import { HISTORY_RANGE_INDEXES } from './indexing.js';
-import { MAX_ITEM_DEPTH, nestingDepth } from './limits.js';
 
 /** Options of `CosmosHistoryProvider`: the history options of `@ctx/core`, the connection, partitioning and retention. */
 export interface CosmosHistoryProviderOptions extends HistoryProviderOptions, CosmosConnectionOptions {
@@ -169,7 +169,6 @@ export class CosmosHistoryProvider extends HistoryProvider {
     this.#connection = new CosmosConnection(options, 'CosmosHistoryProvider', 'history', {
       partitionKey: this.#hierarchical ? HIERARCHICAL_PARTITION_KEY : SESSION_PARTITION_KEY,
       indexingPolicy: HISTORY_INDEXING_POLICY,
-      rangeIndexes: HISTORY_RANGE_INDEXES,
       needsTtl: options.ttlSeconds !== undefined,
       advice: this.#hierarchical
         ? 'With `scope`, history is partitioned by tenant, user and session.'
@@ -302,6 +301,80 @@ export class CosmosHistoryProvider extends HistoryProvider {
   }
 
   /**
+   * Removes the newest `count` (default 1) messages of a session and resolves to them, oldest
+   * first: one query for them (`TOP n ... ORDER BY seq DESC` in the session's partition), then
+   * transactional batches of up to 100 deletes. Each of several concurrent pops returns only the
+   * messages it deleted itself; a message saved while a pop runs is never removed by it. Sequence
+   * numbers are never handed out again.
+   * @throws SessionStateError when an item to pop is not a valid message (nothing is deleted).
+   * @throws ConfigurationError for a `count` that is not a positive integer, before any request.
+   * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`.
+   */
+  override async popMessages(sessionId: string, { state, count = 1, signal }: PopHistoryArgs): Promise<Message[]> {
+    checkInteger(`CosmosHistoryProvider.popMessages for session ${shortId(checkSessionId(sessionId))}`, 'count', count);
+    const loc = await this.#locate(sessionId, state);
+    return this.#connection.run({ operation: 'popMessages', sessionId }, signal, async (op) => {
+      const filter = this.#messageFilter(loc);
+      const popped: { seq: number; message: Message }[] = [];
+      // A pop that loses a race (another pop deleted what it read first) reads the next newest
+      // messages and tries again; each round at least one of the racing pops makes progress.
+      for (let round = 0; popped.length < count; round++) {
+        if (round === 100)
+          throw new ConcurrencyError(
+            `CosmosHistoryProvider.popMessages for session ${shortId(sessionId)}: other pops took the messages it read 100 times in a row; try again.`,
+          );
+        const want = count - popped.length;
+        const query = {
+          query: `SELECT TOP @limit c.id, c.seq, c.message FROM c WHERE ${filter.where} ORDER BY c.seq DESC`,
+          parameters: [...filter.parameters, { name: '@limit', value: want }],
+        };
+        const items = await op.step((c, abortSignal) =>
+          fetchAll(c, query, { partitionKey: loc.partitionKey, maxItemCount: want, abortSignal }),
+        );
+        const read = items.map((item) => ({ id: item.id as string, seq: item.seq as number, message: this.#decode(item, loc) }));
+        const taken = await this.#deleteOwn(
+          op,
+          loc,
+          read.map((m) => m.id),
+        );
+        popped.push(...read.filter((m) => taken.has(m.id)));
+        if (read.length < want && taken.size === read.length) break;
+      }
+      return popped.sort((a, b) => a.seq - b.seq).map((m) => m.message);
+    });
+  }
+
+  /** Deletes items by id in transactional batches; resolves to the ids this call deleted (not those already gone). */
+  async #deleteOwn(op: Operation, loc: Location, ids: readonly string[]): Promise<Set<string>> {
+    const taken = new Set<string>();
+    for (let i = 0; i < ids.length; i += MAX_BATCH_OPERATIONS) {
+      const chunk = ids.slice(i, i + MAX_BATCH_OPERATIONS);
+      const response = await op.step((c, abortSignal) =>
+        c.items.batch(
+          chunk.map((id) => ({ operationType: 'Delete', id, partitionKey: loc.partitionKey })),
+          loc.partitionKey,
+          { abortSignal },
+        ),
+      );
+      const statuses = (response.result ?? []).map((r) => r.statusCode);
+      if (statuses.length === chunk.length && statuses.every(ok)) {
+        for (const id of chunk) taken.add(id);
+        continue;
+      }
+      // Some were deleted meanwhile (a 404 fails the whole batch): delete the rest one by one.
+      for (const id of chunk) {
+        try {
+          await op.step((c, abortSignal) => c.item(id, loc.partitionKey).delete({ abortSignal }), [404]);
+          taken.add(id);
+        } catch (error) {
+          if (statusOf(error) !== 404) throw error;
+        }
+      }
+    }
+    return taken;
+  }
+
+  /**
    * One page of a session's messages, oldest first, for export or inspection. The cursor is a
    * Cosmos DB continuation token of the ordered query.
    * @throws SessionStateError for a corrupt item, BackendUnavailableError when Cosmos DB fails.
@@ -424,54 +497,23 @@ export class CosmosHistoryProvider extends HistoryProvider {
         partitionKey = [options.tenantId, options.userId];
       }
     }
-    if (options.cursor !== undefined && (typeof options.cursor !== 'string' || options.cursor === '')) {
-      throw new ConfigurationError(
-        `CosmosHistoryProvider.listSessions: cursor must be the nextCursor of a previous page, got ${describeCursor(options.cursor)}. Omit it to start from the most recently updated session.`,
-      );
-    }
     return this.#connection.run({ operation: 'listSessions' }, options.signal, async (op) => {
       const query = {
         query: `SELECT c.id, c.sessionId, c.tenantId, c.userId, c.createdAt, c.updatedAt, c.lastSeq FROM c WHERE ${where} ORDER BY c.updatedAt DESC`,
         parameters,
       };
-      // A cross-partition ORDER BY runs in the SDK's query pipeline, which resumes from a continuation
-      // token only with `enableQueryControl` (without it, @azure/cosmos 4.9 gives no token after page 1
-      // and throws on one). With it, a page may come back short or empty while partitions remain, so
-      // pages are fetched until `limit` sessions or the end.
-      const sessions: CosmosSessionSummary[] = [];
-      let cursor = options.cursor;
-      for (;;) {
-        const page = await op.step(async (c, abortSignal) => {
-          try {
-            return await c.items
-              .query<RawItem>(query, {
-                maxItemCount: limit - sessions.length,
-                enableQueryControl: true,
-                abortSignal,
-                ...(partitionKey ? { partitionKey } : {}),
-                ...(cursor ? { continuationToken: cursor } : {}),
-              })
-              .fetchNext();
-          } catch (error) {
-            // The SDK refuses a token it cannot parse with a plain Error, before any request.
-            if (
-              cursor !== undefined &&
-              statusOf(error) === undefined &&
-              !abortSignal.aborted &&
-              error instanceof Error &&
-              !isTransient(error)
-            )
-              throw new ConfigurationError(
-                `CosmosHistoryProvider.listSessions: cursor ${shortId(cursor)} is not a nextCursor of listSessions with these options (${error.message}).`,
-                { cause: error },
-              );
-            throw error;
-          }
-        });
-        sessions.push(...page.resources.map((raw) => this.#decodeSummary(raw)));
-        cursor = page.hasMoreResults && page.continuationToken ? page.continuationToken : undefined;
-        if (cursor === undefined || sessions.length >= limit) return { sessions, nextCursor: cursor };
-      }
+      const page = await op.step((c, abortSignal) =>
+        c.items
+          .query<RawItem>(query, {
+            maxItemCount: limit,
+            abortSignal,
+            ...(partitionKey ? { partitionKey } : {}),
+            ...(options.cursor ? { continuationToken: options.cursor } : {}),
+          })
+          .fetchNext(),
+      );
+      const sessions = page.resources.map((raw) => this.#decodeSummary(raw));
+      return { sessions, nextCursor: page.hasMoreResults && page.continuationToken ? page.continuationToken : undefined };
     });
   }
 
@@ -683,32 +725,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
 
   /** Deletes items by id in batches; resolves to how many existed. */
   async #deleteAll(op: Operation, loc: Location, ids: readonly string[]): Promise<number> {
-    let deleted = 0;
-    for (let i = 0; i < ids.length; i += MAX_BATCH_OPERATIONS) {
-      const chunk = ids.slice(i, i + MAX_BATCH_OPERATIONS);
-      const response = await op.step((c, abortSignal) =>
-        c.items.batch(
-          chunk.map((id) => ({ operationType: 'Delete', id, partitionKey: loc.partitionKey })),
-          loc.partitionKey,
-          { abortSignal },
-        ),
-      );
-      const statuses = (response.result ?? []).map((r) => r.statusCode);
-      if (statuses.length === chunk.length && statuses.every(ok)) {
-        deleted += chunk.length;
-        continue;
-      }
-      // Something was deleted meanwhile (404 fails the whole batch): delete one by one.
-      for (const id of chunk) {
-        try {
-          await op.step((c, abortSignal) => c.item(id, loc.partitionKey).delete({ abortSignal }), [404]);
-          deleted++;
-        } catch (error) {
-          if (statusOf(error) !== 404) throw error;
-        }
-      }
-    }
-    return deleted;
+    return (await this.#deleteOwn(op, loc, ids)).size;
   }
 
   async #existingIds(op: Operation, loc: Location, ids: readonly string[]): Promise<Set<string>> {
@@ -788,13 +805,6 @@ function checkMessages(messages: readonly Message[]): Message[] {
       throw new SessionStateError(
         `$.messages[${i}]`,
         `is ${bytes} bytes of JSON; a Cosmos DB item holds at most 2 MB (store large data by uri instead)`,
-      );
-    // The item adds a level above the message: a message core accepts at its limit would be refused by Cosmos DB.
-    const depth = nestingDepth(m, MAX_ITEM_DEPTH);
-    if (depth >= MAX_ITEM_DEPTH)
-      throw new SessionStateError(
-        `$.messages[${i}]`,
-        `(message ${shortId(m.id)}) nests ${depth} levels deep, ${depth + 1} in its Cosmos DB item, past Cosmos DB's limit of ${MAX_ITEM_DEPTH} levels; flatten it`,
       );
     if (seen.has(m.id)) return;
     seen.add(m.id);

@@ -1,0 +1,175 @@
+// Type-checks and tests every backend package against the lowest and the highest version of its
+// service SDK that its peer range claims, on the running Node.
+//
+// For each package and version it installs the SDK from the npm registry into
+// `<package>/node_modules/.sdk-matrix/<version>/` (no lockfile, no scripts; peers the SDK wants
+// resolve from the package's own node_modules), then runs `tsc --noEmit` with `paths` pointing the
+// SDK at that copy and `vitest run` with a resolver plugin doing the same for the package's own
+// files. Test servers in tooling/ keep their own copies. Versions whose `engines.node` excludes the
+// running Node are reported and left out (openai 7 needs Node 22).
+//
+//   node tooling/sdk-matrix.mjs                 every package
+//   node tooling/sdk-matrix.mjs redis mem0      some of them
+//
+// FUZZ_RUNS defaults to 30 here: the fuzz tests already run in full on the workspace versions.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The backend packages and their SDKs. */
+const MATRIX = [
+  { name: 'redis', sdk: 'ioredis' },
+  { name: 'cosmos', sdk: '@azure/cosmos' },
+  { name: 'azure-search', sdk: '@azure/search-documents' },
+  { name: 'mem0', sdk: 'mem0ai' },
+  { name: 'openai', sdk: 'openai' },
+];
+
+const only = process.argv.slice(2);
+const nodeMajor = Number(process.versions.node.split('.')[0]);
+const results = [];
+
+for (const { name, sdk } of MATRIX.filter((m) => only.length === 0 || only.includes(m.name))) {
+  const dir = join(root, 'packages', name);
+  const range = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).peerDependencies?.[sdk];
+  if (!range) throw new Error(`packages/${name}: no peer dependency on ${sdk}`);
+  const { lowest, highest, tooNew } = pickVersions(sdk, range);
+  for (const version of tooNew) results.push({ name, sdk, version, status: `skipped: needs Node ${version.node}` });
+  for (const version of [...new Set([lowest, highest])]) {
+    const status = check(dir, sdk, version);
+    results.push({ name, sdk, version, status });
+  }
+}
+
+console.log('\nSDK matrix (Node %s):', process.versions.node);
+for (const r of results) {
+  const version = typeof r.version === 'string' ? r.version : r.version.version;
+  console.log(`  @ctx/${r.name.padEnd(13)} ${`${r.sdk}@${version}`.padEnd(34)} ${r.status}`);
+}
+if (results.some((r) => r.status.startsWith('FAILED'))) process.exit(1);
+
+/** The lowest version the range names, the highest published one that fits it and this Node, and newer ones that need a newer Node. */
+function pickVersions(sdk, range) {
+  const view = run('npm', ['view', `${sdk}@${range}`, 'version', 'engines', '--json'], { capture: true });
+  const parsed = JSON.parse(view.stdout);
+  const all = (Array.isArray(parsed) ? parsed : [parsed]).map((v) => ({ version: v.version, node: minNode(v.engines?.node) }));
+  const runnable = all.filter((v) => v.node === undefined || v.node <= nodeMajor);
+  const floors = range.split('||').map((part) => part.trim().replace(/^[\^~>=\s]+/, ''));
+  const lowest = all.find((v) => floors.includes(v.version)) ?? all[0];
+  const highest = runnable.at(-1);
+  if (!lowest || !highest) throw new Error(`${sdk}@${range}: no published version runs on Node ${nodeMajor}`);
+  const newestMajor = (v) => v.version.split('.')[0];
+  const tooNew = all.filter((v) => v.node !== undefined && v.node > nodeMajor);
+  // One line per major that needs a newer Node: its newest release.
+  const byMajor = new Map(tooNew.map((v) => [newestMajor(v), v]));
+  return { lowest: lowest.version, highest: highest.version, tooNew: [...byMajor.values()] };
+}
+
+/** The lowest Node major an `engines.node` range accepts (`>=22.0.0` -> 22), if it names one. */
+function minNode(engines) {
+  const match = typeof engines === 'string' ? /^\s*>=?\s*v?(\d+)/.exec(engines) : null;
+  return match ? Number(match[1]) : undefined;
+}
+
+/** Installs `sdk@version` beside the package, then type-checks and tests the package against it. */
+function check(dir, sdk, version) {
+  const pkg = relative(root, dir);
+  const base = join(dir, 'node_modules', '.sdk-matrix');
+  const home = join(base, version);
+  console.log(`\n=== ${pkg}: ${sdk}@${version}`);
+  if (!existsSync(join(home, 'node_modules', sdk, 'package.json'))) {
+    rmSync(home, { recursive: true, force: true });
+    mkdirSync(home, { recursive: true });
+    writeFileSync(join(home, 'package.json'), '{ "private": true }\n');
+    const install = run(
+      'npm',
+      [
+        'install',
+        '--no-save',
+        '--no-package-lock',
+        '--legacy-peer-deps',
+        '--ignore-scripts',
+        '--no-audit',
+        '--no-fund',
+        '--loglevel=error',
+        `${sdk}@${version}`,
+      ],
+      { cwd: home },
+    );
+    if (install.status !== 0) return 'FAILED: npm install';
+  }
+  const sdkDir = join(home, 'node_modules', sdk);
+
+  const tsconfig = join(base, `tsconfig.${version}.json`);
+  writeFileSync(
+    tsconfig,
+    JSON.stringify({ extends: join(dir, 'tsconfig.json'), compilerOptions: { noEmit: true, paths: typePaths(sdk, sdkDir) } }, null, 2),
+  );
+  if (run(join(root, 'node_modules', '.bin', 'tsc'), ['-p', tsconfig], { cwd: dir }).status !== 0) return 'FAILED: typecheck';
+
+  const config = join(base, `vitest.${version}.config.mjs`);
+  writeFileSync(config, vitestConfig(dir, sdk, home));
+  const env = { ...process.env, FUZZ_RUNS: process.env.FUZZ_RUNS ?? '30' };
+  const test = run(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--config', config, '--root', dir, '--reporter=default'], {
+    cwd: dir,
+    env,
+  });
+  return test.status === 0 ? 'ok (typecheck, tests)' : 'FAILED: tests';
+}
+
+/** `paths` for tsc: the SDK and each subpath it exports, to the type files of the copy in `sdkDir`. */
+function typePaths(sdk, sdkDir) {
+  const manifest = JSON.parse(readFileSync(join(sdkDir, 'package.json'), 'utf8'));
+  const paths = { [sdk]: [sdkDir], [`${sdk}/*`]: [`${sdkDir}/*`] };
+  for (const [key, target] of Object.entries(manifest.exports ?? {})) {
+    if (key === '.' || key.includes('*')) continue;
+    const types = typesOf(target);
+    if (types) paths[`${sdk}/${key.slice(2)}`] = [join(sdkDir, types)];
+  }
+  return paths;
+}
+
+/** The `types` file of an `exports` entry, preferring the `import` condition. */
+function typesOf(target) {
+  if (typeof target === 'string') return /\.d\.[cm]?ts$/.test(target) ? target : undefined;
+  if (!target || typeof target !== 'object') return undefined;
+  for (const condition of ['types', 'import', 'node', 'default', 'require']) {
+    const found = typesOf(target[condition]);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** A vitest config: the package's own, plus a resolver that sends the SDK's imports from the package's files to `home`. */
+function vitestConfig(dir, sdk, home) {
+  return `import { mergeConfig } from 'vitest/config';
+import base from ${JSON.stringify(join(dir, 'vitest.config.ts'))};
+
+const sdk = ${JSON.stringify(sdk)};
+const own = ${JSON.stringify(`${dir}/`)};
+const importer = ${JSON.stringify(join(home, 'index.js'))};
+
+export default mergeConfig(base, {
+  plugins: [
+    {
+      name: 'ctx-sdk-matrix',
+      enforce: 'pre',
+      async resolveId(source, from, options) {
+        if (source !== sdk && !source.startsWith(\`\${sdk}/\`)) return null;
+        if (!from || !from.startsWith(own) || from.includes('/node_modules/')) return null;
+        return this.resolve(source, importer, { ...options, skipSelf: true });
+      },
+    },
+  ],
+});
+`;
+}
+
+function run(command, args, { cwd = root, env = process.env, capture = false } = {}) {
+  const result = spawnSync(command, args, { cwd, env, stdio: capture ? ['ignore', 'pipe', 'inherit'] : 'inherit', encoding: 'utf8' });
+  if (result.error) throw result.error;
+  return result;
+}
