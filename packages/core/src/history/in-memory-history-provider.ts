@@ -1,10 +1,14 @@
 import { checkInteger } from '../backend/checks.js';
+import { dropLeadingResults } from '../compaction/message-groups.js';
 import { SessionStateError } from '../errors.js';
+import { frozenMessage, markAttributed } from '../messages/frozen.js';
 import { describeValue, formatPath, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
 import type { GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { JsonObject, JsonValue } from '../spec/json.js';
+import type { ProviderRunArgs } from '../spec/run-view.js';
 import { HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
+import { HistoryViews } from './history-views.js';
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
@@ -33,18 +37,38 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     super({ ...options, sourceId: options.sourceId ?? 'memory' });
   }
 
+  readonly #views = new HistoryViews(this.sourceId);
+
   async getMessages(_sessionId: string, { state, limit }: GetHistoryArgs): Promise<Message[]> {
     const all = this.#list(state);
     const start = limit === undefined ? 0 : Math.max(0, all.length - limit);
     const window = all.slice(start);
-    // Stored messages are validated once and then frozen, so loading costs no copy and nothing a
-    // run does to a loaded message can change the stored history (a write throws instead).
-    window.forEach((m, i) => {
-      if (Object.isFrozen(m)) return;
-      Message.parse(m, formatPath('$.state', [this.sourceId, 'messages', start + i]));
-      deepFreeze(m);
-    });
+    window.forEach((m, i) => this.#prepare(m, start + i));
     return window as Message[];
+  }
+
+  /**
+   * Loads the window like `HistoryProvider.beforeRun`, without copying stored messages on every
+   * run: each is attributed once and the frozen copy is reused while the message stays stored.
+   */
+  override async beforeRun(args: ProviderRunArgs): Promise<void> {
+    // A subclass that reads its own way loads through its `getMessages`.
+    if (this.getMessages !== InMemoryHistoryProvider.prototype.getMessages) return super.beforeRun(args);
+    if (!this.shouldLoad(args)) return;
+    const all = this.#list(args.state);
+    const start = this.maxMessages === undefined ? 0 : Math.max(0, all.length - this.maxMessages);
+    const loaded = this.#views.of(all, start, (m, i) => this.#prepare(m, i));
+    args.context.extendMessages(this.sourceId, markAttributed(dropLeadingResults(loaded), this.sourceId, 'history'), 'history');
+  }
+
+  /**
+   * Stored messages are validated once and then frozen, so loading costs no copy and nothing a
+   * run does to a loaded message can change the stored history (a write throws instead).
+   */
+  #prepare(m: unknown, index: number): Message {
+    if (Object.isFrozen(m)) return m as Message;
+    Message.parse(m, formatPath('$.state', [this.sourceId, 'messages', index]));
+    return deepFreeze(m as Message);
   }
 
   /**
@@ -54,12 +78,13 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   async saveMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {
     checkMessages(messages);
     const all = this.#list(state);
-    const recent = new Set<string>();
-    for (let i = Math.max(0, all.length - DEDUPE_WINDOW); i < all.length; i++) {
-      const id = (all[i] as { id?: unknown } | null)?.id;
-      if (typeof id === 'string') recent.add(id);
-    }
-    for (const m of messages) if (!recent.has(m.id)) all.push(deepFreeze(structuredClone(m)));
+    const recentFrom = Math.max(0, all.length - DEDUPE_WINDOW);
+    const stored = (id: string) => {
+      for (let i = all.length - 1; i >= recentFrom; i--) if ((all[i] as { id?: unknown } | null)?.id === id) return true;
+      return false;
+    };
+    // Copies share strings and frozen parts: a stored message costs its structure, not a second copy of its text.
+    for (const m of messages.filter((m) => !stored(m.id))) all.push(frozenMessage(m));
   }
 
   /**
@@ -68,7 +93,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
    */
   override async replaceMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {
     checkMessages(messages);
-    state.messages = messages.map((m) => deepFreeze(structuredClone(m)));
+    state.messages = messages.map(frozenMessage);
   }
 
   /**

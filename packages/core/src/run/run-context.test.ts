@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, ProviderError } from '../errors.js';
+import { Message } from '../messages/message.js';
 import type { Tool } from '../spec/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
@@ -106,5 +107,37 @@ describe('the agent: one name, one tool', () => {
     const res = await skipping.run('go', { options: { tools: [tool('search')] } });
     expect(res.text).toBe('answered without rag');
     expect(client.calls[0]!.options.tools?.map((t) => [t.name, t.metadata])).toEqual([['search', undefined]]);
+  });
+});
+
+describe('RunContext: what each source added', () => {
+  it('counts the instructions, tools and messages of a source, and forgets them with removeSource, among many tools', () => {
+    const agentTools = Array.from({ length: 300 }, (_, i) => tool(`agent_${i}`));
+    const context = new RunContext({ ...base, instructions: 'be brief', tools: agentTools });
+    context.extendInstructions('rag', ['one', '', 'two']);
+    context.extendTools('rag', [tool('search'), tool('fetch')]);
+    context.extendTools('other', [tool('lookup')]);
+    context.extendMessages('rag', [Message.system('found')]);
+    expect(context.contributionOf('rag')).toEqual({ messages: 1, instructions: 2, tools: 2 });
+    expect(context.contributionOf('agent')).toEqual({ messages: 0, instructions: 1, tools: 0 });
+    expect(context.contributionOf('nobody')).toEqual({ messages: 0, instructions: 0, tools: 0 });
+
+    context.removeSource('rag');
+    expect(context.contributionOf('rag')).toEqual({ messages: 0, instructions: 0, tools: 0 });
+    expect(context.tools.map((t) => t.name)).toEqual([...agentTools.map((t) => t.name), 'lookup']);
+    expect(context.instructions.map((i) => i.text)).toEqual(['be brief']);
+    context.extendTools('rag', [tool('search')]);
+    expect(context.contributionOf('rag').tools).toBe(1);
+    expect(() => context.extendTools('late', [tool('lookup')])).toThrow(/of context provider "other"/);
+  });
+
+  it("counts a tool taken from another run's context as its provider's, as before", () => {
+    const first = new RunContext(base);
+    first.extendTools('rag', [tool('search')]);
+    const second = new RunContext({ ...base, tools: first.tools });
+    expect(second.contributionOf('rag').tools).toBe(1);
+    expect(() => second.extendTools('other', [tool('search')])).toThrow(/of context provider "rag"/);
+    second.removeSource('rag');
+    expect(second.tools).toEqual([]);
   });
 });

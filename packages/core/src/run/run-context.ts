@@ -1,4 +1,5 @@
 import { ConfigurationError } from '../errors.js';
+import { hasFrozenSource, isAttributed } from '../messages/frozen.js';
 import { Message } from '../messages/message.js';
 import type { AgentResponse } from '../spec/agent-response.js';
 import type { ChatOptions } from '../spec/chat-client.js';
@@ -34,7 +35,10 @@ export class RunContext implements SessionContext {
   readonly #messages = new Map<string, Message[]>();
   readonly #instructions: SourcedInstructions[] = [];
   readonly #tools: Tool[] = [];
-  readonly #runToolNames = new Set<string>();
+  /** Who added each tool, by name, as error messages name them. */
+  readonly #toolOwners = new Map<string, string>();
+  /** Instructions and tools added per source, so `contributionOf` does not scan them. */
+  readonly #added = new Map<string, { instructions: number; tools: number }>();
 
   /** @throws ConfigurationError when two of the agent's and the run's tools share a name. */
   constructor(init: RunContextInit) {
@@ -42,7 +46,7 @@ export class RunContext implements SessionContext {
     this.serviceSessionId = init.serviceSessionId;
     this.inputMessages = init.inputMessages.map((m) => Message.withSource(m, 'input', 'input'));
     this.options = init.options ?? {};
-    if (init.instructions) this.#instructions.push({ sourceId: 'agent', text: init.instructions });
+    if (init.instructions) this.extendInstructions('agent', init.instructions);
     for (const tool of init.tools ?? []) this.#addTool(tool, 'the agent (createAgent({ tools }))', 'rename one of them or leave one out');
     for (const tool of init.runTools ?? []) {
       this.#addTool(
@@ -50,27 +54,28 @@ export class RunContext implements SessionContext {
         "this run's options.tools",
         "rename it, or leave the agent's tool out of createAgent and pass the variant you want in each run's options.tools",
       );
-      this.#runToolNames.add(tool.name);
     }
   }
 
   #addTool(tool: Tool, owner: string, fix: string): void {
-    const taken = this.#ownerOf(tool.name);
+    const taken = this.#toolOwners.get(tool.name);
     if (taken !== undefined) {
       throw new ConfigurationError(
         `Tool "${tool.name}" from ${owner} has the name of a tool of ${taken}; the model is offered each name once: ${fix}.`,
       );
     }
     this.#tools.push(tool);
+    // A tool carrying a provider's stamp (taken from another run's context) counts as that provider's.
+    const stamp = (tool.metadata?.ctx as { sourceId?: unknown } | undefined)?.sourceId;
+    if (typeof stamp === 'string') this.#addedBy(stamp).tools++;
+    this.#toolOwners.set(tool.name, typeof stamp === 'string' ? `context provider "${stamp}"` : owner);
   }
 
-  /** Who added the tool named `name` to this run, or undefined when no tool has that name. */
-  #ownerOf(name: string): string | undefined {
-    const tool = this.#tools.find((t) => t.name === name);
-    if (!tool) return undefined;
-    const sourceId = (tool.metadata?.ctx as { sourceId?: unknown } | undefined)?.sourceId;
-    if (typeof sourceId === 'string') return `context provider "${sourceId}"`;
-    return this.#runToolNames.has(name) ? "this run's options.tools" : 'the agent (createAgent({ tools }))';
+  /** The counts of what `sourceId` added, created on first use. */
+  #addedBy(sourceId: string): { instructions: number; tools: number } {
+    let added = this.#added.get(sourceId);
+    if (!added) this.#added.set(sourceId, (added = { instructions: 0, tools: 0 }));
+    return added;
   }
 
   get contextMessages(): ReadonlyMap<string, readonly Message[]> {
@@ -89,7 +94,9 @@ export class RunContext implements SessionContext {
     if (messages.length === 0) return;
     let list = this.#messages.get(sourceId);
     if (!list) this.#messages.set(sourceId, (list = []));
-    for (const m of messages) list.push(Message.withSource(m, sourceId, sourceType));
+    // A message already frozen with this attribution (loaded history) is used as is.
+    if (isAttributed(messages, sourceId, sourceType)) for (const m of messages) list.push(m);
+    else for (const m of messages) list.push(hasFrozenSource(m, sourceId, sourceType) ? m : Message.withSource(m, sourceId, sourceType));
   }
 
   replaceMessages(sourceId: string, messages: readonly Message[]): void {
@@ -100,14 +107,18 @@ export class RunContext implements SessionContext {
   }
 
   extendInstructions(sourceId: string, text: string | readonly string[]): void {
-    for (const t of typeof text === 'string' ? [text] : text) if (t) this.#instructions.push({ sourceId, text: t });
+    for (const t of typeof text === 'string' ? [text] : text) {
+      if (!t) continue;
+      this.#instructions.push({ sourceId, text: t });
+      this.#addedBy(sourceId).instructions++;
+    }
   }
 
   extendTools(sourceId: string, tools: readonly Tool[]): void {
     // All or nothing: a clash anywhere in the list adds none of them.
     const names = new Set<string>();
     for (const tool of tools) {
-      const taken = names.has(tool.name) ? `context provider "${sourceId}" (the same call)` : this.#ownerOf(tool.name);
+      const taken = names.has(tool.name) ? `context provider "${sourceId}" (the same call)` : this.#toolOwners.get(tool.name);
       if (taken !== undefined) {
         throw new ConfigurationError(
           `Tool "${tool.name}" from context provider "${sourceId}" has the name of a tool of ${taken}; the model is offered each name once: give the provider's tool another name, or leave one of them out.`,
@@ -115,7 +126,11 @@ export class RunContext implements SessionContext {
       }
       names.add(tool.name);
     }
-    for (const tool of tools) this.#tools.push({ ...tool, metadata: { ...tool.metadata, ctx: { sourceId } } });
+    for (const tool of tools) {
+      this.#tools.push({ ...tool, metadata: { ...tool.metadata, ctx: { sourceId } } });
+      this.#toolOwners.set(tool.name, `context provider "${sourceId}"`);
+    }
+    if (tools.length) this.#addedBy(sourceId).tools += tools.length;
   }
 
   getMessages(options: GetMessagesOptions = {}): Message[] {
@@ -136,20 +151,26 @@ export class RunContext implements SessionContext {
   }
 
   contributionOf(sourceId: string): Contribution {
-    return {
-      messages: this.#messages.get(sourceId)?.length ?? 0,
-      instructions: this.#instructions.filter((i) => i.sourceId === sourceId).length,
-      tools: this.#tools.filter((t) => t.metadata?.ctx && (t.metadata.ctx as { sourceId?: string }).sourceId === sourceId).length,
-    };
+    const added = this.#added.get(sourceId);
+    return { messages: this.#messages.get(sourceId)?.length ?? 0, instructions: added?.instructions ?? 0, tools: added?.tools ?? 0 };
   }
 
   removeSource(sourceId: string): void {
     this.#messages.delete(sourceId);
-    for (let i = this.#instructions.length - 1; i >= 0; i--)
-      if (this.#instructions[i]!.sourceId === sourceId) this.#instructions.splice(i, 1);
-    for (let i = this.#tools.length - 1; i >= 0; i--) {
-      const ctx = this.#tools[i]!.metadata?.ctx as { sourceId?: string } | undefined;
-      if (ctx?.sourceId === sourceId) this.#tools.splice(i, 1);
+    const added = this.#added.get(sourceId);
+    if (!added) return;
+    this.#added.delete(sourceId);
+    if (added.instructions) {
+      for (let i = this.#instructions.length - 1; i >= 0; i--)
+        if (this.#instructions[i]!.sourceId === sourceId) this.#instructions.splice(i, 1);
+    }
+    if (added.tools) {
+      for (let i = this.#tools.length - 1; i >= 0; i--) {
+        const tool = this.#tools[i]!;
+        if ((tool.metadata?.ctx as { sourceId?: string } | undefined)?.sourceId !== sourceId) continue;
+        this.#tools.splice(i, 1);
+        this.#toolOwners.delete(tool.name);
+      }
     }
   }
 }

@@ -1,0 +1,48 @@
+import { frozenWithSource } from '../messages/frozen.js';
+import type { Message } from '../messages/message.js';
+
+interface Views {
+  /** Index in the stored list of `sources[0]`. */
+  from: number;
+  /** The stored messages the views were made from, to tell when one was replaced. */
+  sources: unknown[];
+  /** `sources[i]` attributed to the history source, deep-frozen. */
+  views: Message[];
+}
+
+/**
+ * Stored messages as runs see them: each a deep-frozen copy attributed to the history source
+ * (`metadata.ctx`), made once per stored message and reused while that message stays at its
+ * index, so loading costs one identity check per message instead of a copy.
+ */
+export class HistoryViews {
+  readonly #bySession = new WeakMap<readonly unknown[], Views>();
+
+  constructor(private readonly sourceId: string) {}
+
+  /**
+   * The views of `stored[start..]`, oldest first, in a new array. `prepare` checks a stored
+   * message not seen before (it may throw) and returns it typed.
+   */
+  of(stored: readonly unknown[], start: number, prepare: (message: unknown, index: number) => Message): Message[] {
+    let entry = this.#bySession.get(stored);
+    if (!entry || start < entry.from) this.#bySession.set(stored, (entry = { from: start, sources: [], views: [] }));
+    const skip = start - entry.from;
+    // Views before the window are dropped once they outnumber those in it (a sliding window moves by a turn per run).
+    if (skip > entry.sources.length - skip) {
+      entry.sources.splice(0, skip);
+      entry.views.splice(0, skip);
+      entry.from = start;
+    }
+    const { from, sources, views } = entry;
+    sources.length = views.length = Math.min(sources.length, stored.length - from);
+    for (let i = start; i < stored.length; i++) {
+      const k = i - from;
+      if (k < sources.length && sources[k] === stored[i]) continue;
+      const view = frozenWithSource(prepare(stored[i], i), this.sourceId, 'history');
+      sources[k] = stored[i];
+      views[k] = view;
+    }
+    return views.slice(start - from);
+  }
+}

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { frozenCopy, frozenMessage, frozenWithSource, hasFrozenSource, isDeepFrozen } from './frozen.js';
+import { Message } from './message.js';
+
+describe('frozenCopy', () => {
+  it('copies what is mutable and freezes the copy; the original stays mutable and changing it does not reach the copy', () => {
+    const value = { a: [1, { b: 'x' }], c: { d: null } };
+    const copy = frozenCopy(value);
+    expect(copy).toEqual(value);
+    expect(copy).not.toBe(value);
+    expect(isDeepFrozen(copy)).toBe(true);
+    expect(Object.isFrozen(value)).toBe(false);
+    (value.a[1] as { b: string }).b = 'changed';
+    value.c.d = 1 as never;
+    expect(copy).toEqual({ a: [1, { b: 'x' }], c: { d: null } });
+  });
+
+  it('shares deep-frozen parts and copies a frozen object that holds a mutable one', () => {
+    const shared = Object.freeze({ deep: Object.freeze(['x']) });
+    const shallow = Object.freeze({ inner: { n: 1 } });
+    const copy = frozenCopy({ shared, shallow });
+    expect(copy.shared).toBe(shared);
+    expect(copy.shallow).not.toBe(shallow);
+    expect(isDeepFrozen(copy.shallow)).toBe(true);
+    expect(frozenCopy(shared)).toBe(shared);
+  });
+
+  it('keeps a "__proto__" key an own data key, without touching the prototype', () => {
+    const value = JSON.parse('{"__proto__": {"polluted": true}, "k": 1}') as Record<string, unknown>;
+    const copy = frozenCopy(value);
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+    expect(Object.hasOwn(copy, '__proto__')).toBe(true);
+    expect(JSON.stringify(copy)).toBe(JSON.stringify(value));
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe('frozenMessage', () => {
+  it('stores an attribution-only metadata as one object shared by every message so attributed', () => {
+    const a = frozenMessage(Message.user('a', { metadata: { ctx: { sourceId: 'input', sourceType: 'input' } } }));
+    const b = frozenMessage(Message.user('b', { metadata: { ctx: { sourceId: 'input', sourceType: 'input' } } }));
+    expect(a.metadata).toBe(b.metadata);
+    expect(a.metadata).toEqual({ ctx: { sourceId: 'input', sourceType: 'input' } });
+    const other = frozenMessage(Message.user('c', { metadata: { ctx: { sourceId: 'input', sourceType: 'input' }, extra: 1 } }));
+    expect(other.metadata).not.toBe(a.metadata);
+    expect(other.metadata).toEqual({ ctx: { sourceId: 'input', sourceType: 'input' }, extra: 1 });
+    expect(isDeepFrozen(other)).toBe(true);
+  });
+
+  it('gives back a deep-frozen message itself', () => {
+    const stored = frozenMessage(Message.assistant('hi'));
+    expect(frozenMessage(stored)).toBe(stored);
+  });
+});
+
+describe('frozenWithSource', () => {
+  it('attributes a frozen copy, keeping other ctx fields, and gives back a message that already is', () => {
+    const message = Message.assistant('summary', { metadata: { ctx: { sourceId: 'input', sourceType: 'input', summary: true }, k: 'v' } });
+    const view = frozenWithSource(message, 'memory', 'history');
+    expect(view.metadata).toEqual({ ctx: { sourceId: 'memory', sourceType: 'history', summary: true }, k: 'v' });
+    expect(isDeepFrozen(view)).toBe(true);
+    expect(message.metadata?.ctx).toEqual({ sourceId: 'input', sourceType: 'input', summary: true });
+    expect(hasFrozenSource(view, 'memory', 'history')).toBe(true);
+    expect(hasFrozenSource(view, 'memory', 'context')).toBe(false);
+    expect(frozenWithSource(view, 'memory', 'history')).toBe(view);
+    expect(hasFrozenSource(Message.withSource(message, 'memory', 'history'), 'memory', 'history')).toBe(false);
+  });
+});

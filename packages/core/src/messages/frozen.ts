@@ -1,0 +1,132 @@
+import type { Message, SourceType } from '../spec/message.js';
+
+/** Whether `value` and everything below it is frozen (a primitive is). */
+export function isDeepFrozen(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return true;
+  if (!Object.isFrozen(value)) return false;
+  for (const key in value) if (!isDeepFrozen((value as Record<string, unknown>)[key])) return false;
+  return true;
+}
+
+/**
+ * A deep-frozen copy of a plain JSON value that shares what cannot change: strings, and every
+ * subtree that is already deep-frozen, are reused rather than copied. Nothing a caller later does
+ * to `value` reaches the copy.
+ */
+export function frozenCopy<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || isDeepFrozen(value)) return value;
+  return copy(value) as T;
+}
+
+function copy(value: object): object {
+  if (Array.isArray(value)) {
+    const out = value.slice();
+    for (let i = 0; i < out.length; i++) out[i] = frozenCopy(out[i]);
+    return Object.freeze(out);
+  }
+  // Spreading defines own data properties, so a `__proto__` key stays a plain key.
+  const out: Record<string, unknown> = { ...value };
+  for (const key in out) {
+    const child = out[key];
+    if (typeof child === 'object' && child !== null) set(out, key, frozenCopy(child));
+  }
+  return Object.freeze(out);
+}
+
+function set(target: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
+}
+
+/** Metadata objects holding nothing but an attribution, shared by every message with that attribution. */
+const attributions = new Map<string, Readonly<Record<string, unknown>>>();
+/** Bounds the table of shared attributions: source ids are few, but nothing stops a caller minting many. */
+const MAX_SHARED_ATTRIBUTIONS = 1024;
+
+/** The shared frozen `{ ctx: { sourceId, sourceType } }` metadata, or a fresh one past the bound. */
+export function attributionMetadata(sourceId: string, sourceType: string): Readonly<Record<string, unknown>> {
+  const key = `${sourceType}\u0000${sourceId}`;
+  let metadata = attributions.get(key);
+  if (!metadata) {
+    metadata = Object.freeze({ ctx: Object.freeze({ sourceId, sourceType }) });
+    if (attributions.size < MAX_SHARED_ATTRIBUTIONS) attributions.set(key, metadata);
+  }
+  return metadata;
+}
+
+/** The attribution `metadata` holds when it holds nothing else, as `[sourceId, sourceType]`. */
+function onlyAttribution(metadata: unknown): [string, string] | undefined {
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) return undefined;
+  let ctx: unknown;
+  for (const key in metadata) {
+    if (key !== 'ctx') return undefined;
+    ctx = (metadata as Record<string, unknown>).ctx;
+  }
+  if (typeof ctx !== 'object' || ctx === null || Array.isArray(ctx)) return undefined;
+  let keys = 0;
+  for (const key in ctx) {
+    if (key !== 'sourceId' && key !== 'sourceType') return undefined;
+    keys++;
+  }
+  const { sourceId, sourceType } = ctx as Record<string, unknown>;
+  return keys === 2 && typeof sourceId === 'string' && typeof sourceType === 'string' ? [sourceId, sourceType] : undefined;
+}
+
+/**
+ * A deep-frozen copy of a well-formed message for storage: strings and frozen parts are shared
+ * (see `frozenCopy`), and metadata that holds only an attribution is the shared object for it.
+ */
+export function frozenMessage(message: Message): Message {
+  if (isDeepFrozen(message)) return message;
+  const out = { ...message };
+  for (const key in out) {
+    const child = (out as Record<string, unknown>)[key];
+    if (typeof child !== 'object' || child === null) continue;
+    const attribution = key === 'metadata' ? onlyAttribution(child) : undefined;
+    set(out, key, attribution ? attributionMetadata(attribution[0], attribution[1]) : frozenCopy(child));
+  }
+  return Object.freeze(out);
+}
+
+/**
+ * `message` attributed to `sourceId`, deep-frozen: `message` itself when it already is both, else
+ * a frozen copy (the parts of a deep-frozen message are shared). Other `metadata.ctx` fields are kept.
+ */
+export function frozenWithSource(message: Message, sourceId: string, sourceType: SourceType): Message {
+  if (hasFrozenSource(message, sourceId, sourceType)) return message;
+  const metadata = message.metadata;
+  const ctx = metadata?.ctx;
+  const onlyCtx = metadata === undefined || onlyAttribution(metadata) !== undefined;
+  return frozenMessage({
+    ...message,
+    metadata: onlyCtx
+      ? (attributionMetadata(sourceId, sourceType) as Message['metadata'])
+      : {
+          ...metadata,
+          ctx: typeof ctx === 'object' && ctx !== null && !Array.isArray(ctx) ? { ...ctx, sourceId, sourceType } : { sourceId, sourceType },
+        },
+  });
+}
+
+/** Whether `message` is frozen down to its attribution and attributed to `sourceId` as `sourceType`. */
+export function hasFrozenSource(message: Message, sourceId: string, sourceType: SourceType): boolean {
+  const metadata = message.metadata;
+  const ctx = metadata?.ctx as Record<string, unknown> | undefined;
+  // The attribution first: it rules out most messages with two property reads.
+  if (typeof ctx !== 'object' || ctx === null || ctx.sourceId !== sourceId || ctx.sourceType !== sourceType) return false;
+  return Object.isFrozen(message) && Object.isFrozen(metadata) && Object.isFrozen(ctx);
+}
+
+/** Lists whose every message `hasFrozenSource` for the attribution they are marked with. */
+const attributedLists = new WeakMap<readonly Message[], string>();
+
+/** Marks a list the caller made, and will not change, as holding only messages frozen with this attribution. */
+export function markAttributed<T extends readonly Message[]>(list: T, sourceId: string, sourceType: SourceType): T {
+  attributedLists.set(list, `${sourceType}\u0000${sourceId}`);
+  return list;
+}
+
+/** Whether `list` was marked with this attribution (`markAttributed`), so its messages need no check. */
+export function isAttributed(list: readonly Message[], sourceId: string, sourceType: SourceType): boolean {
+  return attributedLists.get(list) === `${sourceType}\u0000${sourceId}`;
+}
