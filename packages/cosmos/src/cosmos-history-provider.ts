@@ -12,7 +12,7 @@ import {
   type SaveHistoryArgs,
 } from '@ctx/core';
 import { checkId, checkInteger, checkSessionId, describeError, shortId } from '@ctx/core/backend';
-import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
+import { CosmosConnection, isTransient, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import {
   HIERARCHICAL_PARTITION_KEY,
   HISTORY_INDEXING_POLICY,
@@ -23,6 +23,8 @@ import {
   type MessageItem,
 } from './history-layout.js';
 import { checkScopePart, encodeItemId, sessionPartitionValue } from './ids.js';
+import { HISTORY_RANGE_INDEXES } from './indexing.js';
+import { MAX_ITEM_DEPTH, nestingDepth } from './limits.js';
 
 /** Options of `CosmosHistoryProvider`: the history options of `@ctx/core`, the connection, partitioning and retention. */
 export interface CosmosHistoryProviderOptions extends HistoryProviderOptions, CosmosConnectionOptions {
@@ -169,6 +171,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
     this.#connection = new CosmosConnection(options, 'CosmosHistoryProvider', 'history', {
       partitionKey: this.#hierarchical ? HIERARCHICAL_PARTITION_KEY : SESSION_PARTITION_KEY,
       indexingPolicy: HISTORY_INDEXING_POLICY,
+      rangeIndexes: HISTORY_RANGE_INDEXES,
       needsTtl: options.ttlSeconds !== undefined,
       advice: this.#hierarchical
         ? 'With `scope`, history is partitioned by tenant, user and session.'
@@ -497,23 +500,54 @@ export class CosmosHistoryProvider extends HistoryProvider {
         partitionKey = [options.tenantId, options.userId];
       }
     }
+    if (options.cursor !== undefined && (typeof options.cursor !== 'string' || options.cursor === '')) {
+      throw new ConfigurationError(
+        `CosmosHistoryProvider.listSessions: cursor must be the nextCursor of a previous page, got ${describeCursor(options.cursor)}. Omit it to start from the most recently updated session.`,
+      );
+    }
     return this.#connection.run({ operation: 'listSessions' }, options.signal, async (op) => {
       const query = {
         query: `SELECT c.id, c.sessionId, c.tenantId, c.userId, c.createdAt, c.updatedAt, c.lastSeq FROM c WHERE ${where} ORDER BY c.updatedAt DESC`,
         parameters,
       };
-      const page = await op.step((c, abortSignal) =>
-        c.items
-          .query<RawItem>(query, {
-            maxItemCount: limit,
-            abortSignal,
-            ...(partitionKey ? { partitionKey } : {}),
-            ...(options.cursor ? { continuationToken: options.cursor } : {}),
-          })
-          .fetchNext(),
-      );
-      const sessions = page.resources.map((raw) => this.#decodeSummary(raw));
-      return { sessions, nextCursor: page.hasMoreResults && page.continuationToken ? page.continuationToken : undefined };
+      // A cross-partition ORDER BY runs in the SDK's query pipeline, which resumes from a continuation
+      // token only with `enableQueryControl` (without it, @azure/cosmos 4.9 gives no token after page 1
+      // and throws on one). With it, a page may come back short or empty while partitions remain, so
+      // pages are fetched until `limit` sessions or the end.
+      const sessions: CosmosSessionSummary[] = [];
+      let cursor = options.cursor;
+      for (;;) {
+        const page = await op.step(async (c, abortSignal) => {
+          try {
+            return await c.items
+              .query<RawItem>(query, {
+                maxItemCount: limit - sessions.length,
+                enableQueryControl: true,
+                abortSignal,
+                ...(partitionKey ? { partitionKey } : {}),
+                ...(cursor ? { continuationToken: cursor } : {}),
+              })
+              .fetchNext();
+          } catch (error) {
+            // The SDK refuses a token it cannot parse with a plain Error, before any request.
+            if (
+              cursor !== undefined &&
+              statusOf(error) === undefined &&
+              !abortSignal.aborted &&
+              error instanceof Error &&
+              !isTransient(error)
+            )
+              throw new ConfigurationError(
+                `CosmosHistoryProvider.listSessions: cursor ${shortId(cursor)} is not a nextCursor of listSessions with these options (${error.message}).`,
+                { cause: error },
+              );
+            throw error;
+          }
+        });
+        sessions.push(...page.resources.map((raw) => this.#decodeSummary(raw)));
+        cursor = page.hasMoreResults && page.continuationToken ? page.continuationToken : undefined;
+        if (cursor === undefined || sessions.length >= limit) return { sessions, nextCursor: cursor };
+      }
     });
   }
 
@@ -805,6 +839,13 @@ function checkMessages(messages: readonly Message[]): Message[] {
       throw new SessionStateError(
         `$.messages[${i}]`,
         `is ${bytes} bytes of JSON; a Cosmos DB item holds at most 2 MB (store large data by uri instead)`,
+      );
+    // The item adds a level above the message: a message core accepts at its limit would be refused by Cosmos DB.
+    const depth = nestingDepth(m, MAX_ITEM_DEPTH);
+    if (depth >= MAX_ITEM_DEPTH)
+      throw new SessionStateError(
+        `$.messages[${i}]`,
+        `(message ${shortId(m.id)}) nests ${depth} levels deep, ${depth + 1} in its Cosmos DB item, past Cosmos DB's limit of ${MAX_ITEM_DEPTH} levels; flatten it`,
       );
     if (seen.has(m.id)) return;
     seen.add(m.id);
