@@ -9,7 +9,7 @@ import {
   type Retriever,
   type TextSearchProviderOptions,
 } from '@ctx/core';
-import { AzureAISearchRetriever, type AzureAISearchRetrieverOptions } from './azure-search-retriever.js';
+import { AzureAISearchRetriever, type AzureAISearchRetrieverOptions, type AzureSearchResponse } from './azure-search-retriever.js';
 import { statusOf } from './connection.js';
 import { scopeToFilter, type SearchScope } from './odata.js';
 
@@ -21,8 +21,13 @@ import { scopeToFilter, type SearchScope } from './odata.js';
  */
 export type SearchScopeResolver = (args: ProviderRunArgs) => SearchScope | undefined | null | Promise<SearchScope | undefined | null>;
 
-/** Options of `AzureAISearchContextProvider`: the retriever's, `TextSearchProvider`'s, and `scope`. */
-export interface AzureAISearchContextProviderOptions extends AzureAISearchRetrieverOptions, Omit<TextSearchProviderOptions, 'retriever'> {
+/**
+ * Options of `AzureAISearchContextProvider`: the retriever's (its `minScore` keeps the score
+ * scales apart), `TextSearchProvider`'s, and `scope`.
+ */
+export interface AzureAISearchContextProviderOptions
+  extends AzureAISearchRetrieverOptions,
+    Omit<TextSearchProviderOptions, 'retriever' | 'minScore'> {
   /**
    * Per-run scoping, joined to the static `filter` with `and`. Resolved once per run, only when a
    * search actually happens (before the call, or when the model calls the tool).
@@ -40,6 +45,24 @@ export interface AzureSearchFailure extends JsonObject {
   status: number | null;
   /** The error's class, e.g. `BackendUnavailableError`. */
   error: string;
+}
+
+/**
+ * The `data` of the `azure-search-partial` diagnostic: the service answered, but not fully: the
+ * semantic ranker gave only base results (206), or the search reached less than the whole index.
+ */
+export interface AzureSearchPartial extends JsonObject {
+  indexName: string;
+  /** `@search.semanticPartialResponseType` (`baseResults`), or null when the ranking was complete. */
+  semanticResultsType: string | null;
+  /** `@search.semanticPartialResponseReason`: `capacityOverloaded`, `maxWaitExceeded`, `transient`, or null. */
+  semanticReason: string | null;
+  /** `@search.coverage` (0-100) when `minimumCoverage` is set, else null. */
+  coverage: number | null;
+  /** Results kept after `minScore`. */
+  results: number;
+  /** Results `minScore` left out. */
+  belowMinScore: number;
 }
 
 const DEFAULT_TOOL_DESCRIPTION =
@@ -87,7 +110,7 @@ export class AzureAISearchContextProvider implements ContextProvider {
       mode: this.mode,
       onError: this.onError,
       toolDescription: DEFAULT_TOOL_DESCRIPTION,
-      ...pick(options, ['topK', 'queryFromHistory', 'minScore', 'budget', 'when', 'role', 'header', 'toolName', 'toolDescription']),
+      ...pick(options, ['topK', 'queryFromHistory', 'budget', 'when', 'role', 'header', 'toolName', 'toolDescription']),
       ...(options.formatResult ? { formatResult: options.formatResult } : answers ? { formatResult: formatWithAnswers } : {}),
     };
     // Checks the shared options now, so a mistake fails at construction rather than on the first run.
@@ -107,7 +130,9 @@ export class AzureAISearchContextProvider implements ContextProvider {
       search: async (query, options): Promise<RetrievalResult[]> => {
         try {
           filter ??= this.#resolveScope(args);
-          return await this.retriever.search(query, { ...options, filter: await filter });
+          const response = await this.retriever.searchResponse(query, { ...options, filter: await filter });
+          this.#reportPartial(args, response);
+          return response.results;
         } catch (error) {
           if (!args.signal.aborted) this.#report(args, error);
           throw error;
@@ -133,6 +158,30 @@ export class AzureAISearchContextProvider implements ContextProvider {
       );
     }
     return scopeToFilter(scope);
+  }
+
+  /** Reports a 206 partial semantic answer or a coverage below 100%, so nobody mistakes base results for reranked ones. */
+  #reportPartial(args: ProviderRunArgs, response: AzureSearchResponse): void {
+    const { semanticPartial, coverage } = response;
+    if (!semanticPartial && (coverage === undefined || coverage >= 100)) return;
+    const data: AzureSearchPartial = {
+      indexName: this.retriever.indexName,
+      semanticResultsType: semanticPartial?.resultsType ?? null,
+      semanticReason: semanticPartial?.reason ?? null,
+      coverage: coverage ?? null,
+      results: response.results.length,
+      belowMinScore: response.belowMinScore,
+    };
+    const parts = [
+      semanticPartial &&
+        `the semantic ranker returned ${semanticPartial.resultsType} (${semanticPartial.reason ?? 'no reason given'}): the results are in the base ranking, without reranker scores`,
+      coverage !== undefined && coverage < 100 && `the search reached ${coverage}% of the index`,
+    ].filter(Boolean);
+    args.report({
+      code: 'azure-search-partial',
+      message: `Azure AI Search index "${data.indexName}" answered partially: ${parts.join('; ')}.`,
+      data,
+    });
   }
 
   #report(args: ProviderRunArgs, error: unknown): void {

@@ -227,6 +227,13 @@ describe('retriever options', () => {
       [{ kNearestNeighbors: 0 }, /kNearestNeighbors must be a positive integer/],
       [{ timeoutMs: -1 }, /timeoutMs must be a positive number/],
       [{ maxQueryLength: 1.5 }, /maxQueryLength must be a positive integer/],
+      [{ minScore: { reranker: 2 } }, /minScore.reranker needs queryMode "semantic"/],
+      [{ minScore: Number.NaN }, /minScore must be a finite number/],
+      [{ queryMode: 'semantic', minScore: { search: 'high' } }, /minScore.search must be a finite number/],
+      [{ queryMode: 'semantic', semantic: { maxWaitMs: 500 } }, /semantic.maxWaitMs must be .*700/],
+      [{ queryMode: 'semantic', semantic: { errorMode: 'ignore' } }, /semantic.errorMode must be 'partial' or 'fail'/],
+      [{ highlight: { fields: [] } }, /highlight.fields needs at least one searchable field/],
+      [{ minimumCoverage: 101 }, /minimumCoverage must be a percentage from 0 to 100/],
     ];
     for (const [options, message] of cases) {
       expect(() => new AzureAISearchRetriever({ client, ...options } as never), JSON.stringify(options)).toThrow(message);

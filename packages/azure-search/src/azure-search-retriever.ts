@@ -48,6 +48,38 @@ export interface AzureSemanticOptions {
   answerThreshold?: number;
   /** Give the model each result's caption instead of its whole content (fewer tokens); needs `captions`. Default false. */
   captionsAsContent?: boolean;
+  /**
+   * What the service does when the semantic ranker fails or is overloaded: `'partial'` answers
+   * with the base results (HTTP 206, no reranker scores, see `minScore`), `'fail'` fails the search
+   * (a `BackendUnavailableError`). Default `'partial'`.
+   */
+  errorMode?: 'partial' | 'fail';
+  /** Milliseconds the service may spend on semantic ranking before it answers with base results (at least 700). Default: the service's. */
+  maxWaitMs?: number;
+}
+
+/**
+ * Score thresholds per scale. A result is compared only with the threshold of the scale its
+ * score is on, so a reranker threshold (0-4) is never compared with a base `@search.score`.
+ */
+export interface AzureSearchMinScore {
+  /** `@search.rerankerScore` (0-4), for results the semantic ranker scored (`queryMode: 'semantic'`). */
+  reranker?: number;
+  /**
+   * `@search.score` of the base query (BM25, cosine or RRF, as the mode gives), for results of the
+   * other modes and for semantic results the ranker did not score (a 206 partial response).
+   */
+  search?: number;
+}
+
+/** Highlighted matches (`@search.highlights`, kept in each result's `metadata`). */
+export interface AzureSearchHighlight {
+  /** Searchable fields to highlight. */
+  fields: readonly string[];
+  /** Default: the service's `<em>`. */
+  preTag?: string;
+  /** Default: the service's `</em>`. */
+  postTag?: string;
 }
 
 /** Options of `AzureAISearchRetriever`. */
@@ -76,6 +108,32 @@ export interface AzureAISearchRetrieverOptions extends AzureSearchConnectionOpti
   timeoutMs?: number;
   /** Longer query texts keep only their last this many characters (the most recent turns). Default 1000. */
   maxQueryLength?: number;
+  /**
+   * Leaves out results below a score. A number is on the mode's scale: `@search.rerankerScore` in
+   * `semantic` mode, `@search.score` otherwise; an object sets each scale apart. Semantic results
+   * the ranker did not score (206 partial response) are compared with `search` when it is set,
+   * and kept otherwise. Default: none left out.
+   */
+  minScore?: number | AzureSearchMinScore;
+  /** Ask the service to highlight matches in these fields (`metadata['@search.highlights']`). Default none. */
+  highlight?: AzureSearchHighlight;
+  /** The share of the index (0-100) a search must reach, else the service answers 503; the reached share is reported. Default: not asked. */
+  minimumCoverage?: number;
+}
+
+/** One search: the results, and what the service said about them. */
+export interface AzureSearchResponse {
+  /** Best first, at most `topK`, after `minScore`. */
+  results: RetrievalResult[];
+  /**
+   * Set when the semantic ranker did not rerank (HTTP 206, `@search.semanticPartialResponseType:
+   * 'baseResults'`): the results are the base ranking and carry no reranker score.
+   */
+  semanticPartial?: { resultsType: string; reason: string | undefined };
+  /** `@search.coverage`: the share of the index the search reached (only when `minimumCoverage` is set). */
+  coverage?: number;
+  /** How many results the service returned that `minScore` left out. */
+  belowMinScore: number;
 }
 
 /** What `AzureAISearchRetriever.search` takes besides the query. */
@@ -86,7 +144,14 @@ export interface AzureSearchOptions extends RetrieverSearchOptions {
 
 /** Characters with a meaning in the simple query syntax; escaped so the user's text is searched as words. */
 const SIMPLE_SYNTAX = /[+\-&|!(){}[\]^"~*?:\\/]/g;
-const RESERVED_METADATA = new Set(['@search.score', '@search.rerankerScore', '@search.captions', '@search.answers']);
+const RESERVED_METADATA = new Set([
+  '@search.score',
+  '@search.rerankerScore',
+  '@search.rerankerBoostedScore',
+  '@search.highlights',
+  '@search.captions',
+  '@search.answers',
+]);
 
 /**
  * A core `Retriever` over an Azure AI Search index: keyword, vector, hybrid or semantic search,
@@ -109,10 +174,14 @@ export class AzureAISearchRetriever implements Retriever {
   readonly #filter: string | undefined;
   readonly #timeoutMs: number;
   readonly #maxQueryLength: number;
+  readonly #minScore: AzureSearchMinScore;
+  readonly #highlight: AzureSearchHighlight | undefined;
+  readonly #minimumCoverage: number | undefined;
 
   constructor(options: AzureAISearchRetrieverOptions) {
     const owner = 'AzureAISearchRetriever';
-    this.client = connect(owner, options);
+    this.#timeoutMs = options.timeoutMs === undefined ? 5000 : checkPositiveNumber(owner, 'timeoutMs', options.timeoutMs);
+    this.client = connect(owner, options, this.#timeoutMs);
     this.#vectorizer = options.vectorizer;
     if (this.#vectorizer !== undefined && this.#vectorizer !== 'index' && typeof this.#vectorizer.embed !== 'function') {
       throw new ConfigurationError(`${owner}: \`vectorizer\` must be an EmbeddingGenerator or 'index'.`);
@@ -161,10 +230,26 @@ export class AzureAISearchRetriever implements Retriever {
     ) {
       throw new ConfigurationError(`${owner}: semantic.answers must be true or an integer from 1 to 10, got ${semantic.answers}.`);
     }
+    if (semantic?.errorMode !== undefined && semantic.errorMode !== 'partial' && semantic.errorMode !== 'fail')
+      throw new ConfigurationError(`${owner}: semantic.errorMode must be 'partial' or 'fail', got ${JSON.stringify(semantic.errorMode)}.`);
+    if (semantic?.maxWaitMs !== undefined) checkInteger(owner, 'semantic.maxWaitMs', semantic.maxWaitMs, 700);
     this.#semantic = this.queryMode === 'semantic' ? (semantic ?? {}) : undefined;
+    this.#minScore = minScoreOf(owner, options.minScore, this.queryMode);
+    if (options.highlight !== undefined) {
+      const fields = options.highlight?.fields;
+      if (!Array.isArray(fields) || fields.length === 0)
+        throw new ConfigurationError(`${owner}: highlight.fields needs at least one searchable field.`);
+      fields.forEach((f) => checkFieldPath(f, `${owner} highlight.fields`));
+      this.#highlight = options.highlight;
+    }
+    if (
+      options.minimumCoverage !== undefined &&
+      !(typeof options.minimumCoverage === 'number' && options.minimumCoverage >= 0 && options.minimumCoverage <= 100)
+    )
+      throw new ConfigurationError(`${owner}: minimumCoverage must be a percentage from 0 to 100, got ${String(options.minimumCoverage)}.`);
+    this.#minimumCoverage = options.minimumCoverage;
     this.#searchFields = options.searchFields?.map((f) => checkFieldPath(f, `${owner} searchFields`));
     this.#filter = options.filter;
-    this.#timeoutMs = options.timeoutMs === undefined ? 5000 : checkPositiveNumber(owner, 'timeoutMs', options.timeoutMs);
     this.#maxQueryLength = options.maxQueryLength === undefined ? 1000 : checkInteger(owner, 'maxQueryLength', options.maxQueryLength);
   }
 
@@ -174,29 +259,45 @@ export class AzureAISearchRetriever implements Retriever {
   }
 
   /**
-   * The best `topK` results for `query`, best first.
+   * The best `topK` results for `query`, best first, above `minScore`.
    * @throws BackendUnavailableError when the service cannot be reached, does not answer within `timeoutMs`
-   *   (core's `withDeadline`) or answers 408, 429 or 5xx; ConfigurationError when it rejects the query (400 or
-   *   another 4xx), the credentials (401/403) or does not know the index (404), or when a result lacks the id
-   *   field or the vectorizer returns no vector; the abort reason when `signal` aborts.
+   *   (core's `withDeadline`) or answers 408, 429 or 5xx; SemanticQuotaError (a ConfigurationError) on 402;
+   *   ConfigurationError when it rejects the query (400 or another 4xx), the credentials (401/403) or does not
+   *   know the index (404), or when a result lacks the id field or the vectorizer returns no vector; the abort
+   *   reason when `signal` aborts.
    */
   async search(query: string, options: AzureSearchOptions): Promise<RetrievalResult[]> {
+    return (await this.searchResponse(query, options)).results;
+  }
+
+  /**
+   * `search`, with what the service said about the results: whether the semantic ranker gave only
+   * base results (206), the coverage, how many results `minScore` left out.
+   * @throws the errors of `search`.
+   */
+  async searchResponse(query: string, options: AzureSearchOptions): Promise<AzureSearchResponse> {
     const { topK, signal } = options;
     signal?.throwIfAborted();
     const text = query.length > this.#maxQueryLength ? query.slice(-this.#maxQueryLength) : query;
-    if (text.trim() === '') return [];
+    if (text.trim() === '') return { results: [], belowMinScore: 0 };
     const indexName = this.indexName;
     return withDeadline(
       async (abortSignal) => {
         const request = await this.#request(text, topK, options.filter, abortSignal);
         const response = await this.client.search(request.searchText, request.options);
-        const results: RetrievalResult[] = [];
+        const all: RetrievalResult[] = [];
         for await (const hit of response.results) {
-          results.push(this.#toResult(hit as Hit));
-          if (results.length >= topK) break;
+          all.push(this.#toResult(hit as Hit));
+          if (all.length >= topK) break;
         }
-        this.#attachAnswers(results, response.answers as Answer[] | undefined);
-        return results;
+        this.#attachAnswers(all, response.answers as Answer[] | undefined);
+        const results = all.filter((r) => this.#passes(r));
+        const out: AzureSearchResponse = { results, belowMinScore: all.length - results.length };
+        const resultsType = response.semanticSearchResultsType;
+        if (resultsType !== undefined && resultsType !== 'rerankedResults')
+          out.semanticPartial = { resultsType, reason: response.semanticErrorReason ?? undefined };
+        if (typeof response.coverage === 'number') out.coverage = response.coverage;
+        return out;
       },
       {
         timeoutMs: this.#timeoutMs,
@@ -208,6 +309,14 @@ export class AzureAISearchRetriever implements Retriever {
         mapError: (error) => (signal?.aborted ? signal.reason : toSearchError(error, indexName)),
       },
     );
+  }
+
+  /** Whether `result` reaches the threshold of its own scale (a result without a score on a thresholded scale does not). */
+  #passes(result: RetrievalResult): boolean {
+    const reranked = typeof result.metadata?.['@search.rerankerScore'] === 'number';
+    if (this.queryMode === 'semantic' && reranked) return this.#minScore.reranker === undefined || result.score! >= this.#minScore.reranker;
+    const base = result.metadata?.['@search.score'];
+    return this.#minScore.search === undefined || (typeof base === 'number' && base >= this.#minScore.search);
   }
 
   async #request(
@@ -238,6 +347,12 @@ export class AzureAISearchRetriever implements Retriever {
       select: this.#select,
       abortSignal,
     };
+    if (this.#minimumCoverage !== undefined) options.minimumCoverage = this.#minimumCoverage;
+    if (this.#highlight && mode !== 'vector') {
+      options.highlightFields = this.#highlight.fields.join(',');
+      if (this.#highlight.preTag !== undefined) options.highlightPreTag = this.#highlight.preTag;
+      if (this.#highlight.postTag !== undefined) options.highlightPostTag = this.#highlight.postTag;
+    }
     const combined = andFilters(this.#filter, filter);
     if (combined !== undefined) options.filter = combined;
     if (vectorQueries.length) options.vectorSearchOptions = { queries: vectorQueries };
@@ -253,9 +368,12 @@ export class AzureAISearchRetriever implements Retriever {
               ...(semantic.answerThreshold !== undefined ? { threshold: semantic.answerThreshold } : {}),
             };
       options.queryType = 'semantic';
+      // SDK 13.0.0 drops `semanticSearchOptions.maxWaitInMilliseconds`; the wire name at the top level is sent.
+      if (semantic.maxWaitMs !== undefined) options.semanticMaxWaitInMilliseconds = semantic.maxWaitMs;
       options.semanticSearchOptions = {
         // The ranker reads the question as the user wrote it; the keyword stage gets the escaped text.
         semanticQuery: text,
+        errorMode: semantic.errorMode ?? 'partial',
         ...(semantic.configuration !== undefined ? { configurationName: semantic.configuration } : {}),
         ...(semantic.captions ? { captions: { captionType: 'extractive', highlight: true } } : {}),
         ...(answers ? { answers } : {}),
@@ -282,13 +400,17 @@ export class AzureAISearchRetriever implements Retriever {
             .map((f) => textOf(doc[f]))
             .filter((t) => t !== '')
             .join('\n');
-    const score = this.queryMode === 'semantic' && typeof hit.rerankerScore === 'number' ? hit.rerankerScore : hit.score;
+    // In semantic mode the score is the reranker's (0-4) and absent when the ranker did not score the result (206).
+    const score = this.queryMode === 'semantic' ? (typeof hit.rerankerScore === 'number' ? hit.rerankerScore : undefined) : hit.score;
     const metadata: JsonObject = {};
     for (const field of this.#extra) if (!RESERVED_METADATA.has(field)) metadata[field] = toJson(doc[field]);
     metadata['@search.score'] = hit.score;
     if (typeof hit.rerankerScore === 'number') metadata['@search.rerankerScore'] = hit.rerankerScore;
+    if (typeof hit.rerankerBoostedScore === 'number') metadata['@search.rerankerBoostedScore'] = hit.rerankerBoostedScore;
+    if (hit.highlights && Object.keys(hit.highlights).length) metadata['@search.highlights'] = toJson(hit.highlights);
     if (captions?.length) metadata['@search.captions'] = captions;
-    const result: RetrievalResult = { id: String(idValue), content, score, metadata };
+    const result: RetrievalResult = { id: String(idValue), content, metadata };
+    if (score !== undefined) result.score = score;
     const title = this.#fields.title === undefined ? undefined : doc[this.#fields.title];
     const url = this.#fields.url === undefined ? undefined : doc[this.#fields.url];
     if (typeof title === 'string' && title !== '') result.title = title;
@@ -315,6 +437,8 @@ export class AzureAISearchRetriever implements Retriever {
 interface Hit {
   score: number;
   rerankerScore?: number;
+  rerankerBoostedScore?: number;
+  highlights?: Record<string, string[]>;
   captions?: { text?: string; highlights?: string }[];
   document: Record<string, unknown>;
 }
@@ -349,4 +473,26 @@ function toJson(value: unknown): JsonValue {
   } catch {
     return null;
   }
+}
+
+/** `minScore` as per-scale thresholds: a number is the mode's own scale. */
+function minScoreOf(owner: string, value: number | AzureSearchMinScore | undefined, mode: AzureSearchQueryMode): AzureSearchMinScore {
+  if (value === undefined) return {};
+  const finite = (name: string, x: unknown): number => {
+    if (typeof x !== 'number' || !Number.isFinite(x))
+      throw new ConfigurationError(`${owner}: ${name} must be a finite number, got ${String(x)}.`);
+    return x;
+  };
+  if (typeof value === 'number')
+    return mode === 'semantic' ? { reranker: finite('minScore', value) } : { search: finite('minScore', value) };
+  if (typeof value !== 'object' || value === null)
+    throw new ConfigurationError(`${owner}: minScore must be a number or { reranker?, search? }, got ${String(value)}.`);
+  if (value.reranker !== undefined && mode !== 'semantic')
+    throw new ConfigurationError(
+      `${owner}: minScore.reranker needs queryMode "semantic" (only the semantic ranker gives reranker scores).`,
+    );
+  return {
+    ...(value.reranker !== undefined ? { reranker: finite('minScore.reranker', value.reranker) } : {}),
+    ...(value.search !== undefined ? { search: finite('minScore.search', value.search) } : {}),
+  };
 }

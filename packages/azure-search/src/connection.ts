@@ -25,12 +25,59 @@ export interface AzureSearchConnectionOptions {
 /** Retry settings of a client the package creates: a retrieval step should fail fast, not hold the turn. */
 export const DEFAULT_RETRY_OPTIONS = { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 2000 } as const;
 
+type PipelinePolicy = NonNullable<SearchClientOptions['additionalPolicies']>[number]['policy'];
+type PipelineResponse = Awaited<ReturnType<PipelinePolicy['sendRequest']>>;
+
+/**
+ * How long a 429 or 503 asks the client to wait, in milliseconds: `retry-after-ms`,
+ * `x-ms-retry-after-ms`, or `Retry-After` in seconds or as a date (what the SDK's retry honours).
+ */
+export function retryAfterMs(headers: { get(name: string): string | undefined } | undefined): number | undefined {
+  if (!headers) return undefined;
+  for (const [name, factor] of [
+    ['retry-after-ms', 1],
+    ['x-ms-retry-after-ms', 1],
+    ['retry-after', 1000],
+  ] as const) {
+    const value = headers.get(name);
+    if (value === undefined || value.trim() === '') continue;
+    const number = Number(value);
+    if (Number.isFinite(number) && number >= 0) return number * factor;
+    const date = Date.parse(value);
+    if (factor === 1000 && Number.isFinite(date)) return Math.max(0, date - Date.now());
+  }
+  return undefined;
+}
+
+/**
+ * A policy of the clients the package creates, run on every attempt: a 429 or 503 that asks for a
+ * longer wait than the whole search may take (`timeoutMs`) ends the search at once with a
+ * `BackendUnavailableError`, instead of waiting until the deadline. Shorter waits are left to the
+ * SDK's retry, which honours `Retry-After` and `retry-after-ms` as the service asks.
+ */
+function retryAfterLimit(indexName: string, timeoutMs: number): PipelinePolicy {
+  return {
+    name: 'ctxRetryAfterLimit',
+    async sendRequest(request, next): Promise<PipelineResponse> {
+      const response = await next(request);
+      if (response.status !== 429 && response.status !== 503) return response;
+      const wait = retryAfterMs(response.headers);
+      if (wait === undefined || wait <= timeoutMs) return response;
+      const what = response.status === 429 ? 'is throttling requests' : 'is unavailable';
+      throw new BackendUnavailableError(
+        'azure-search',
+        `Azure AI Search index ${shortId(indexName)} ${what} (${response.status}) and asks to retry after ${wait} ms, longer than timeoutMs (${timeoutMs} ms), so the search was not retried. Retry later or lower the request rate.`,
+      );
+    },
+  };
+}
+
 /**
  * The `SearchClient` for `options`: the injected one, or a new one.
  * @throws ConfigurationError unless exactly one of `client` and `endpoint` is given, with an index
  *   name and one credential for an endpoint.
  */
-export function connect(owner: string, options: AzureSearchConnectionOptions): SearchClient<object> {
+export function connect(owner: string, options: AzureSearchConnectionOptions, timeoutMs: number): SearchClient<object> {
   const { client, endpoint, indexName, apiKey, credential } = options;
   if (client) {
     if (endpoint !== undefined || apiKey !== undefined || credential !== undefined) {
@@ -66,6 +113,10 @@ export function connect(owner: string, options: AzureSearchConnectionOptions): S
   return new SearchClient<object>(endpoint, indexName, apiKey !== undefined ? new AzureKeyCredential(apiKey) : credential!, {
     ...clientOptions,
     retryOptions: { ...DEFAULT_RETRY_OPTIONS, ...clientOptions.retryOptions },
+    additionalPolicies: [
+      ...(clientOptions.additionalPolicies ?? []),
+      { policy: retryAfterLimit(indexName, timeoutMs), position: 'perRetry' },
+    ],
   });
 }
 
@@ -97,6 +148,34 @@ const PASSING: Record<number, [string, string]> = {
   ],
 };
 
+const SEMANTIC_QUOTA = 'ctx.error.azure-search.semantic-quota';
+const semanticQuotaSymbol = Symbol.for(SEMANTIC_QUOTA);
+
+/**
+ * The service answered 402: the free semantic ranker queries of the month are used up. A
+ * `ConfigurationError` (retrying will not help until billing is enabled or the month ends); catch
+ * it to fall back to a `queryMode` other than `'semantic'`. `SemanticQuotaError.isInstance(e)`
+ * works across duplicate installs.
+ */
+export class SemanticQuotaError extends ConfigurationError {
+  private readonly [semanticQuotaSymbol] = true;
+  /** The index that was searched. */
+  readonly indexName: string;
+  constructor(indexName: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'SemanticQuotaError';
+    this.indexName = indexName;
+  }
+  /** Whether `error` is a `SemanticQuotaError` from any copy of this package. */
+  static override isInstance(error: unknown): error is SemanticQuotaError {
+    try {
+      return typeof error === 'object' && error !== null && (error as Record<symbol, unknown>)[semanticQuotaSymbol] === true;
+    } catch {
+      return false;
+    }
+  }
+}
+
 /** Statuses that need a change by whoever runs the app or the service, since the same request fails again: what happened, and what to do. */
 const FIXED_BY_OPERATOR: Record<number, [string, string]> = {
   402: [
@@ -118,8 +197,9 @@ const FIXED_BY_OPERATOR: Record<number, [string, string]> = {
  *   (index briefly unavailable), 424 (a dependency failed), 429 (throttling), 5xx and statuses
  *   below 400.
  * - `ConfigurationError` (change something first): 400 (the filter, select or field mapping),
- *   401/403 (credentials), 402 (the free semantic ranker quota: enable billing or leave semantic
- *   mode), 404 (the index name), 413 (too large), 415, 451 and any other 4xx.
+ *   401/403 (credentials), 402 (`SemanticQuotaError`: the free semantic ranker quota; enable
+ *   billing or leave semantic mode), 404 (the index name), 413 (too large), 415, 451 and any
+ *   other 4xx.
  */
 export function toSearchError(error: unknown, indexName: string): CtxError {
   const where = `Azure AI Search index ${shortId(indexName)}`;
@@ -132,9 +212,19 @@ export function toSearchError(error: unknown, indexName: string): CtxError {
   }
   const label = `${status}${code ? ` ${code}` : ''}`;
   const passing = PASSING[status] ?? (status >= 500 ? ['is unavailable', 'Retry later.'] : undefined);
-  if (passing)
-    return new BackendUnavailableError('azure-search', `${where} ${passing[0]} (${label}): ${detail} ${passing[1]}`, { cause: error });
+  if (passing) {
+    const wait =
+      status === 429 || status === 503
+        ? retryAfterMs((error as { response?: { headers?: { get(name: string): string | undefined } } }).response?.headers)
+        : undefined;
+    const asked = wait === undefined ? '' : ` The service asked to wait ${wait} ms before retrying.`;
+    return new BackendUnavailableError('azure-search', `${where} ${passing[0]} (${label}): ${detail}${asked} ${passing[1]}`, {
+      cause: error,
+    });
+  }
   const operator = FIXED_BY_OPERATOR[status];
+  if (status === 402)
+    return new SemanticQuotaError(indexName, `${where} ${operator![0]} (${label}): ${detail} ${operator![1]}`, { cause: error });
   if (operator) return new ConfigurationError(`${where} ${operator[0]} (${label}): ${detail} ${operator[1]}`, { cause: error });
   if (status === 400)
     return new ConfigurationError(

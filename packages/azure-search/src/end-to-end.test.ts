@@ -204,8 +204,8 @@ describe('tool mode: the model searches when it needs to', () => {
   it('a model that does not call the tool causes no search at all', async () => {
     let searches = 0;
     const p = provider({ mode: 'tool' });
-    const original = p.retriever.search.bind(p.retriever);
-    p.retriever.search = async (...args) => {
+    const original = p.retriever.searchResponse.bind(p.retriever);
+    p.retriever.searchResponse = async (...args) => {
       searches++;
       return original(...args);
     };
@@ -219,8 +219,8 @@ describe('gating', () => {
   it('when() declining means no search request and no message', async () => {
     let searches = 0;
     const p = provider({ when: (context) => !/^(hi|thanks)/i.test(Message.text(context.inputMessages[0]!)) });
-    const original = p.retriever.search.bind(p.retriever);
-    p.retriever.search = async (...args) => {
+    const original = p.retriever.searchResponse.bind(p.retriever);
+    p.retriever.searchResponse = async (...args) => {
       searches++;
       return original(...args);
     };

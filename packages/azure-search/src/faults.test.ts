@@ -1,9 +1,11 @@
+import { AzureKeyCredential, SearchClient } from '@azure/search-documents';
 import { startAzureSearchTestServer, testCertificate, type AzureSearchTestServer } from '@ctx/azure-search-test-server';
 import { BackendUnavailableError, ConfigurationError, InMemoryHistoryProvider, Message, ProviderError, type AgentEvent } from '@ctx/core';
 import type { OpenAITestServer } from '@ctx/openai-test-server';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { agentWith, citations, contextMessages, seedIndex, startLocalBackends } from '../test/helpers.js';
 import { AzureAISearchContextProvider, type AzureAISearchContextProviderOptions } from './azure-search-context-provider.js';
+import { SemanticQuotaError } from './connection.js';
 
 let search: AzureSearchTestServer;
 let openai: OpenAITestServer;
@@ -167,7 +169,7 @@ describe('misconfiguration is a ConfigurationError with what to fix, reported th
     return { error: skipped(events)[0]?.error as Error | undefined, diagnostic: diagnostics(events)[0] };
   };
 
-  it('a filter the service rejects (400), a missing index (404), a wrong key (403)', async () => {
+  it('a filter the service rejects (400), a missing index (404), a wrong key (401)', async () => {
     const bad = await firstSkip(provider({ filter: `content eq 'x'` }));
     expect(ConfigurationError.isInstance(bad.error)).toBe(true);
     expect(bad.error!.message).toMatch(/rejected the query \(400\): Invalid expression: 'content' is not a filterable field/);
@@ -175,7 +177,7 @@ describe('misconfiguration is a ConfigurationError with what to fix, reported th
     const missing = await firstSkip(provider({ indexName: 'no-such-index' }));
     expect(missing.error!.message).toMatch(/"no-such-index" was not found \(404\)/);
     const key = await firstSkip(provider({ apiKey: 'wrong' }));
-    expect(key.error!.message).toMatch(/refused the credentials \(403\)/);
+    expect(key.error!.message).toMatch(/refused the credentials \(401\)/);
     expect(key.error!.message).not.toContain('wrong');
   });
 
@@ -231,7 +233,7 @@ describe('credentials', () => {
 
 describe('every status the service may answer is a deliberate typed error saying what to do', () => {
   it.each([
-    [402, '', ConfigurationError, 'refused the request for billing (402)', 'enable semantic ranker billing on the search service'],
+    [402, '', SemanticQuotaError, 'refused the request for billing (402)', 'enable semantic ranker billing on the search service'],
     [408, '', BackendUnavailableError, 'timed out (408)', 'Retry later.'],
     [409, 'ConcurrencyConflict', BackendUnavailableError, 'reported a conflicting write (409 ConcurrencyConflict)', 'retry the operation'],
     [413, '', ConfigurationError, 'refused the request as too large (413)', 'fewer or smaller documents per request (`batchSize`)'],
@@ -272,6 +274,8 @@ describe('every status the service may answer is a deliberate typed error saying
       await agent.run('refund policy', { session: agent.createSession() });
       const [skip] = skipped(events);
       expect(ConfigurationError.isInstance(skip!.error)).toBe(true);
+      expect(SemanticQuotaError.isInstance(skip!.error)).toBe(true);
+      expect((skip!.error as SemanticQuotaError).indexName).toBe(name);
       expect((skip!.error as Error).message).toMatch(
         new RegExp(
           `^Azure AI Search index "${name}" refused the request for billing \\(402\\): The free semantic ranker queries of this month are used up\\.`,
@@ -281,5 +285,113 @@ describe('every status the service may answer is a deliberate typed error saying
     } finally {
       await limited.close();
     }
+  });
+});
+
+describe('a service under load: partial answers, throttling, coverage', () => {
+  const partial = (events: AgentEvent[]) => diagnostics(events).filter((d) => d.code === 'azure-search-partial');
+
+  it('the semantic ranker overloaded (206 baseResults): the base results are kept in their order, unscored, and reported', async () => {
+    const plain = agentWith([provider()]);
+    await plain.agent.run('refund policy', { session: plain.agent.createSession() });
+    const baseOrder = citations(contextMessages(plain.chat.calls[0]!.messages)[0]!).map((c) => c.id);
+    search.failSemanticRanker({ reason: 'capacityOverloaded', times: 1 });
+    const { agent, chat, events } = agentWith([provider({ queryMode: 'semantic', minScore: 1 })]);
+    await agent.run('refund policy', { session: agent.createSession() });
+    expect(searches().at(-1)).toMatchObject({ status: 206, body: { semanticErrorHandling: 'partial' } });
+    const cited = citations(contextMessages(chat.calls[0]!.messages)[0]!);
+    expect(cited.map((c) => c.id)).toEqual(baseOrder);
+    expect(cited.every((c) => c.score === undefined)).toBe(true);
+    expect(partial(events)[0]!.data).toMatchObject({
+      semanticResultsType: 'baseResults',
+      semanticReason: 'capacityOverloaded',
+      coverage: null,
+    });
+    // Once the ranker is back, the same provider filters on the reranker scale again.
+    const again = agentWith([provider({ queryMode: 'semantic', minScore: 1 })]);
+    await again.agent.run('refund policy', { session: again.agent.createSession() });
+    const reranked = citations(contextMessages(again.chat.calls[0]!.messages)[0]!);
+    expect(reranked.length).toBeGreaterThan(0);
+    expect(reranked.every((c) => typeof c.score === 'number' && c.score >= 1)).toBe(true);
+    expect(partial(again.events)).toEqual([]);
+  });
+
+  it("semantic.errorMode 'fail': the overloaded ranker is the service's 503, a BackendUnavailableError", async () => {
+    search.failSemanticRanker({ reason: 'transient' });
+    const { agent, events } = agentWith([provider({ queryMode: 'semantic', semantic: { errorMode: 'fail', maxWaitMs: 800 } })]);
+    await agent.run('refund policy', { session: agent.createSession() });
+    expect(searches().at(-1)!.body).toMatchObject({ semanticErrorHandling: 'fail', semanticMaxWaitInMilliseconds: 800 });
+    expect(BackendUnavailableError.isInstance(skipped(events)[0]!.error)).toBe(true);
+    expect((skipped(events)[0]!.error as Error).message).toMatch(
+      /is unavailable \(503\): Semantic ranking could not be completed \(transient\)/,
+    );
+  });
+
+  it.each([
+    [429, { retryAfterMs: 5 }],
+    [503, { retryAfterSeconds: 0 }],
+  ] as const)('a %i that says when to come back is retried as the service asks, and the search succeeds', async (status, after) => {
+    search.injectFault({ status, operations: ['search'], times: 1, ...after });
+    const before = searches().length;
+    const { agent, chat } = agentWith([
+      provider({ clientOptions: { allowInsecureConnection: true, retryOptions: { maxRetries: 1, retryDelayInMs: 60_000 } } }),
+    ]);
+    await agent.run('refund policy', { session: agent.createSession() });
+    expect(
+      searches()
+        .slice(before)
+        .map((r) => r.status),
+    ).toEqual([status, 200]);
+    expect(citations(contextMessages(chat.calls[0]!.messages)[0]!).length).toBeGreaterThan(0);
+  });
+
+  it('a 429 asking for longer than timeoutMs ends the search at once, without a retry, saying how long the service asked for', async () => {
+    search.injectFault({ status: 429, operations: ['search'], retryAfterSeconds: 3600 });
+    const before = searches().length;
+    const { agent, events } = agentWith([provider({ timeoutMs: 60_000 })]);
+    await agent.run('refund policy', { session: agent.createSession() });
+    expect(searches().length - before).toBe(1);
+    const error = skipped(events)[0]!.error as Error;
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+    expect(error.message).toMatch(
+      /is throttling requests \(429\) and asks to retry after 3600000 ms, longer than timeoutMs \(60000 ms\), so the search was not retried/,
+    );
+  });
+
+  it("an injected client waits as the service asks, bounded by timeoutMs and by the caller's signal", async () => {
+    const client = new SearchClient<object>(search.endpoint, indexName, new AzureKeyCredential(search.apiKey), {
+      allowInsecureConnection: true,
+    });
+    search.injectFault({ status: 429, operations: ['search'], retryAfterSeconds: 3600 });
+    const timed = agentWith([provider({ client, endpoint: undefined, apiKey: undefined, indexName: undefined, timeoutMs: 200 })]);
+    await timed.agent.run('refund policy', { session: timed.agent.createSession() });
+    expect((skipped(timed.events)[0]!.error as Error).message).toMatch(/did not answer within 200 ms/);
+    const controller = new AbortController();
+    const aborted = agentWith([provider({ client, endpoint: undefined, apiKey: undefined, indexName: undefined, timeoutMs: 60_000 })]);
+    const run = aborted.agent.run('refund policy', { session: aborted.agent.createSession(), signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('caller gave up')), 50);
+    await expect(run).rejects.toThrow('caller gave up');
+  });
+
+  it('minimumCoverage: the reached share is reported below 100%, and a search below the minimum is the service 503', async () => {
+    search.setCoverage(90);
+    try {
+      const { agent, chat, events } = agentWith([provider({ minimumCoverage: 80 })]);
+      await agent.run('refund policy', { session: agent.createSession() });
+      expect(contextMessages(chat.calls[0]!.messages)).toHaveLength(1);
+      expect(partial(events)[0]!.data).toMatchObject({ coverage: 90, semanticResultsType: null });
+      const strict = agentWith([provider({ minimumCoverage: 95 })]);
+      await strict.agent.run('refund policy', { session: strict.agent.createSession() });
+      expect((skipped(strict.events)[0]!.error as Error).message).toMatch(/\(503\): The search reached 90% of the index/);
+    } finally {
+      search.setCoverage(100);
+    }
+  });
+
+  it('highlights asked for are kept in each citation', async () => {
+    const { agent, chat } = agentWith([provider({ highlight: { fields: ['content'] } })]);
+    await agent.run('refund policy', { session: agent.createSession() });
+    const [first] = citations(contextMessages(chat.calls[0]!.messages)[0]!);
+    expect(first!.metadata!['@search.highlights']).toEqual({ content: expect.arrayContaining([expect.stringMatching(/<em>[Rr]efund/)]) });
   });
 });

@@ -1,14 +1,22 @@
 export { AzureAISearchContextProvider } from './azure-search-context-provider.js';
-export type { AzureAISearchContextProviderOptions, AzureSearchFailure, SearchScopeResolver } from './azure-search-context-provider.js';
+export type {
+  AzureAISearchContextProviderOptions,
+  AzureSearchFailure,
+  AzureSearchPartial,
+  SearchScopeResolver,
+} from './azure-search-context-provider.js';
 export { AzureAISearchRetriever, escapeSimpleQuery } from './azure-search-retriever.js';
 export type {
   AzureAISearchRetrieverOptions,
   AzureSearchFieldMapping,
+  AzureSearchHighlight,
+  AzureSearchMinScore,
   AzureSearchOptions,
+  AzureSearchResponse,
   AzureSearchQueryMode,
   AzureSemanticOptions,
 } from './azure-search-retriever.js';
-export { DEFAULT_RETRY_OPTIONS } from './connection.js';
+export { DEFAULT_RETRY_OPTIONS, SemanticQuotaError } from './connection.js';
 export type { AzureSearchConnectionOptions } from './connection.js';
 export { andFilters, odata, odataLiteral, scopeToFilter } from './odata.js';
 export type { ODataValue, ScopeFields, SearchScope } from './odata.js';
