@@ -73,7 +73,10 @@ function defaultMapError(backend: string, operation: string): (error: unknown) =
  */
 export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
-  signal.throwIfAborted();
+  if (signal.aborted) {
+    promise.catch(() => {}); // nobody waits for it any more: a later failure is not unhandled
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener('abort', onAbort, { once: true });

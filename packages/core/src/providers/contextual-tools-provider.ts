@@ -38,6 +38,8 @@ export interface ContextualToolsProviderOptions {
   when?: ProviderGate;
   /** Default `'throw'`. With `'skip'` a failing embedding call leaves the run without catalog tools. */
   onError?: 'throw' | 'skip';
+  /** Bounds each of its hooks, in milliseconds (see `ContextProvider.timeoutMs`). Default: the agent's `providerTimeoutMs`. */
+  timeoutMs?: number;
 }
 
 /** `metadata.priority` of `alwaysInclude` tools: above any cosine similarity. */
@@ -58,6 +60,7 @@ export class ContextualToolsProvider implements ContextProvider {
   readonly sourceId: string;
   /** Default `'throw'`. */
   readonly onError: 'throw' | 'skip';
+  readonly timeoutMs: number | undefined;
   readonly #catalog: ToolCatalog;
   readonly #embeddings: EmbeddingGenerator;
   readonly #maxTools: number;
@@ -87,6 +90,7 @@ export class ContextualToolsProvider implements ContextProvider {
     this.#budget = resolveBudget(owner, options.budget);
     this.#gate = new RunGate(options.when);
     this.onError = options.onError ?? 'throw';
+    this.timeoutMs = options.timeoutMs;
     this.#cache = new EmbeddingCache(options.embeddings);
     if (typeof options.tools !== 'function') this.#check(options.tools);
   }

@@ -179,4 +179,20 @@ describe('TextSearchProvider, tool mode', () => {
     expect(() => new TextSearchProvider({ retriever: kb, queryFromHistory: -1 })).toThrow(ConfigurationError);
     expect(() => new TextSearchProvider({ retriever: {} as Retriever })).toThrow(ConfigurationError);
   });
+
+  it('takes a timeout: a retriever that never answers is skipped, and the run goes on', async () => {
+    const hung: Retriever = { search: () => new Promise<never>(() => {}) };
+    const events: AgentEvent[] = [];
+    const client = new ScriptedChatClient({ replies: ['answered without documents'] });
+    const agent = createAgent({
+      client,
+      onEvent: (e) => events.push(e),
+      contextProviders: [new TextSearchProvider({ retriever: hung, timeoutMs: 30 })],
+    });
+    expect(await agent.run('q')).toMatchObject({ text: 'answered without documents' });
+    expect(events.find((e) => e.type === 'provider-skipped')).toMatchObject({
+      phase: 'beforeRun',
+      error: expect.objectContaining({ message: expect.stringContaining('within 30 ms') }),
+    });
+  });
 });

@@ -38,6 +38,8 @@ export interface TextSearchProviderOptions {
   when?: ProviderGate;
   /** Default `'skip'`: a failing search leaves the run without results and emits `provider-skipped`. */
   onError?: 'throw' | 'skip';
+  /** Bounds each of its hooks, in milliseconds (see `ContextProvider.timeoutMs`). Default: the agent's `providerTimeoutMs`. */
+  timeoutMs?: number;
   /** Role of the injected message. Default `user`, so retrieved text never speaks with system authority. */
   role?: 'user' | 'system';
   /** First line of the injected message. */
@@ -76,6 +78,7 @@ export class TextSearchProvider implements ContextProvider {
   readonly sourceId: string;
   /** Default `'skip'`. */
   readonly onError: 'throw' | 'skip';
+  readonly timeoutMs: number | undefined;
   /** `before`: inject results before each run; `tool`: advertise a search tool. */
   readonly mode: 'before' | 'tool';
   readonly #retriever: Retriever;
@@ -107,6 +110,7 @@ export class TextSearchProvider implements ContextProvider {
     this.#budget = resolveBudget(owner, options.budget);
     this.#gate = new RunGate(options.when);
     this.onError = options.onError ?? 'skip';
+    this.timeoutMs = options.timeoutMs;
     this.#role = options.role ?? 'user';
     this.#header = options.header ?? DEFAULT_HEADER;
     this.#format = options.formatResult ?? defaultFormat;

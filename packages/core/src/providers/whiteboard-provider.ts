@@ -53,6 +53,8 @@ export interface WhiteboardProviderOptions {
   when?: ProviderGate;
   /** Default `'skip'`: a failed or invalid update keeps the old board and emits `provider-skipped`. */
   onError?: 'throw' | 'skip';
+  /** Bounds each of its hooks, in milliseconds (see `ContextProvider.timeoutMs`). Default: the agent's `providerTimeoutMs`. */
+  timeoutMs?: number;
   /** Instructions for the update model; replaces the built-in prompt. */
   updateInstructions?: string;
   /** Longest entry text kept, in characters (longer text is cut). Default 300. */
@@ -127,6 +129,7 @@ export class WhiteboardProvider implements ContextProvider {
   readonly sourceId: string;
   /** Default `'skip'`: a failed update keeps the old board and the run goes on. */
   readonly onError: 'throw' | 'skip';
+  readonly timeoutMs: number | undefined;
   readonly #client: ChatClient | undefined;
   readonly #inject: 'message' | 'instructions';
   readonly #budget: ResolvedBudget | undefined;
@@ -149,6 +152,7 @@ export class WhiteboardProvider implements ContextProvider {
     this.#now = options.now ?? Date.now;
     this.#gate = new RunGate(options.when);
     this.onError = options.onError ?? 'skip';
+    this.timeoutMs = options.timeoutMs;
     this.#instructions = options.updateInstructions ?? DEFAULT_UPDATE_INSTRUCTIONS;
     this.#maxLength = options.maxEntryLength ?? 300;
     if (!Number.isInteger(this.#maxLength) || this.#maxLength <= 0)

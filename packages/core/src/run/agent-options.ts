@@ -1,4 +1,4 @@
-import { checkId } from '../backend/checks.js';
+import { checkId, checkPositiveNumber } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
 import type { ContextProvider } from '../spec/run-view.js';
 import { checkUniqueToolNames, compileToolChecks } from '../tools/tool-validator.js';
@@ -30,6 +30,7 @@ export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
   const maxToolRoundtrips = options.maxToolRoundtrips ?? 10;
   if (!Number.isInteger(maxToolRoundtrips) || maxToolRoundtrips < 0)
     throw new ConfigurationError(`maxToolRoundtrips must be a non-negative integer, got ${maxToolRoundtrips}.`);
+  if (options.providerTimeoutMs !== undefined) checkPositiveNumber('createAgent', 'providerTimeoutMs', options.providerTimeoutMs);
   checkTools(options);
   const contextProviders = checkContextProviders(options.contextProviders ?? []);
   return { ...options, name: options.name ?? 'agent', contextProviders, maxToolRoundtrips };
@@ -49,6 +50,7 @@ export function checkContextProviders(providers: readonly ContextProvider[]): re
       throw new ConfigurationError(`Two context providers share the sourceId "${p.sourceId}"; give each a unique sourceId.`);
     if (RESERVED_SOURCE_IDS.has(p.sourceId)) throw new ConfigurationError(`The sourceId "${p.sourceId}" is reserved; choose another.`);
     checkSpecificationVersion(`Context provider "${p.sourceId}"`, p);
+    if (p.timeoutMs !== undefined) checkPositiveNumber(`Context provider "${p.sourceId}"`, 'timeoutMs', p.timeoutMs);
     seen.add(p.sourceId);
   }
   return [...providers];

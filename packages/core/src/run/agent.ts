@@ -36,6 +36,12 @@ export interface AgentOptions {
   compaction?: CompactionStrategy;
   /** How many times tool results may be sent back to the model in one run. Default 10. */
   maxToolRoundtrips?: number;
+  /**
+   * Bounds each hook of every provider without its own `timeoutMs` (milliseconds). A hook that
+   * overruns is abandoned and counts as failed: skipped with a diagnostic under `onError: 'skip'`,
+   * otherwise the run fails with a `ProviderError`. Default: no limit.
+   */
+  providerTimeoutMs?: number;
   /** Diagnostics: provider timings and contributions, tool calls, warnings, skips. */
   onEvent?: EventHandler;
 }

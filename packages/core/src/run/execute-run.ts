@@ -87,6 +87,7 @@ export async function executeRun(
     await runPipeline(providers, {
       runId,
       emit,
+      timeoutMs: options.providerTimeoutMs,
       args: (provider) => ({
         agent,
         session,

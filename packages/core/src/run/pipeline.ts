@@ -11,11 +11,14 @@ export interface PipelineRun {
   /** The innermost step: the model call and the tool loop. Must not throw; failures go to `context.error`. */
   invoke: () => Promise<void>;
   emit: (event: AgentEvent) => void;
+  /** Bounds the hooks of providers without their own `timeoutMs`. Default: no limit. */
+  timeoutMs?: number | undefined;
 }
 
 /**
  * Runs providers as one onion around `invoke`: `beforeRun` in list order, `afterRun` in reverse,
  * `wrap` around everything inside it. Never throws: the first failure lands in `context.error`.
+ * A hook that outlives its timeout or the run's signal is abandoned, so the run never waits for it.
  */
 export async function runPipeline(providers: readonly ContextProvider[], run: PipelineRun): Promise<void> {
   const step = async (index: number): Promise<void> => {
@@ -28,12 +31,23 @@ export async function runPipeline(providers: readonly ContextProvider[], run: Pi
     }
     if (provider.wrap) {
       let entered = false;
+      let done = false;
+      const clock = new HookClock(provider.timeoutMs ?? run.timeoutMs);
       const next = async () => {
-        if (entered) throw new CtxError(`Context provider "${provider.sourceId}" called next() twice; call it once per run.`);
+        if (entered || done)
+          throw new CtxError(
+            `Context provider "${provider.sourceId}" called next() ${entered ? 'twice' : 'after its wrap had ended'}; call it once per run.`,
+          );
         entered = true;
-        await step(index + 1);
+        clock.pause(); // the rest of the pipeline and the model are not this provider's time
+        try {
+          await step(index + 1);
+        } finally {
+          clock.resume();
+        }
       };
-      const outcome = await guard(provider, 'wrap', args, run, () => provider.wrap!(args, next));
+      const outcome = await guard(provider, 'wrap', args, run, () => provider.wrap!(args, next), clock);
+      done = true;
       if (outcome === 'skipped' && !entered) await step(index + 1);
       return;
     }
@@ -54,12 +68,13 @@ async function guard(
   args: ProviderRunArgs,
   run: PipelineRun,
   body: () => void | Promise<void>,
+  clock = new HookClock(provider.timeoutMs ?? run.timeoutMs),
 ): Promise<Outcome> {
   const { context } = args;
   const started = performance.now();
   const before = context.contributionOf(provider.sourceId);
   try {
-    await body();
+    await clock.bound(body, args.signal, provider.sourceId, phase);
     const after = context.contributionOf(provider.sourceId);
     run.emit({
       type: 'provider-end',
@@ -86,5 +101,54 @@ async function guard(
     }
     context.error ??= new ProviderError(provider.sourceId, phase, error);
     return 'failed';
+  }
+}
+
+/**
+ * One hook's time limit: settles with the hook, the run's abort reason, or a timeout, whichever
+ * comes first. `pause` and `resume` stop the clock while a `wrap` waits in `next()`.
+ */
+class HookClock {
+  #left: number | undefined;
+  #startedAt = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #onTimeout: (() => void) | undefined;
+
+  constructor(timeoutMs: number | undefined) {
+    this.#left = timeoutMs;
+  }
+
+  bound(body: () => void | Promise<void>, signal: AbortSignal, sourceId: string, phase: ProviderPhase): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const finish = (settle: () => void) => {
+        this.pause();
+        this.#onTimeout = undefined;
+        signal.removeEventListener('abort', onAbort);
+        settle();
+      };
+      const onAbort = () => finish(() => reject(signal.reason));
+      signal.addEventListener('abort', onAbort, { once: true });
+      const limit = this.#left;
+      this.#onTimeout = () =>
+        finish(() => reject(new CtxError(`Context provider "${sourceId}" did not finish ${phase} within ${limit} ms (timeoutMs).`)));
+      this.resume();
+      new Promise<void>((run) => run(body())).then(
+        () => finish(resolve),
+        (error: unknown) => finish(() => reject(error)),
+      );
+    });
+  }
+
+  pause(): void {
+    if (this.#timer === undefined) return;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#left = Math.max(0, this.#left! - (performance.now() - this.#startedAt));
+  }
+
+  resume(): void {
+    if (this.#left === undefined || this.#onTimeout === undefined || this.#timer !== undefined) return;
+    this.#startedAt = performance.now();
+    this.#timer = setTimeout(this.#onTimeout, this.#left);
   }
 }

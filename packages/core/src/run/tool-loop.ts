@@ -10,6 +10,7 @@ import type { JsonValue } from '../spec/json.js';
 import type { FunctionCallContent, FunctionResultContent } from '../spec/message.js';
 import type { AgentView, SessionContext, SessionView, Tool } from '../spec/run-view.js';
 import type { ToolArgumentsCheck, ToolValidator } from '../spec/tool-validator.js';
+import { abortable } from '../backend/deadline.js';
 import { runCompaction } from '../compaction/run-compaction.js';
 import { compileToolChecks } from '../tools/tool-validator.js';
 import { createAgentResponse } from './agent-response.js';
@@ -79,7 +80,9 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       content: instructions === undefined ? { messages } : { messages, instructions },
     });
     const started = performance.now();
-    const response = run.onUpdate ? await stream(client, messages, options, run.onUpdate) : await client.getResponse(messages, options);
+    const response = run.onUpdate
+      ? await stream(client, messages, options, run.onUpdate)
+      : await abortable(client.getResponse(messages, options), signal);
     signal.throwIfAborted(); // a client that ignored the signal must not complete an aborted run
     const calls = openCalls(response);
     emit({
@@ -201,13 +204,10 @@ async function executeTool(
   }
   let value: unknown;
   try {
-    value = await tool.execute(args, {
-      callId: call.callId,
-      signal: run.signal,
-      agent: run.agent,
-      session: run.session,
-      context: run.context,
-    });
+    // A tool that ignores the signal must not hold up an aborted run.
+    const execute = tool.execute;
+    const options = { callId: call.callId, signal: run.signal, agent: run.agent, session: run.session, context: run.context };
+    value = await abortable(new Promise((resolve) => resolve(execute(args, options))), run.signal);
   } catch (error) {
     if (isAbortError(error, run.signal)) throw error;
     return fail(`Tool "${call.name}" failed: ${describe(error)}`, error);

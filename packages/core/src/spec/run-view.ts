@@ -179,6 +179,12 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
   wrap?(args: ProviderRunArgs<TState>, next: () => Promise<void>): Promise<void>;
   /** `'throw'` (default) fails the run; `'skip'` leaves this provider out of the run and emits a diagnostic. */
   readonly onError?: 'throw' | 'skip';
+  /**
+   * Bounds each hook: `beforeRun`, `afterRun`, and the time `wrap` spends outside `next()`. A hook
+   * still running then is abandoned and counts as failed (`onError` decides). Default: the agent's
+   * `providerTimeoutMs`, else no limit. Aborting the run ends it at once either way.
+   */
+  readonly timeoutMs?: number;
   /** Waits for work the provider does in the background (e.g. memory writes); `agent.flush()` calls it. */
   flush?(): Promise<unknown>;
   /**
