@@ -19,6 +19,7 @@ import type {
   Usage,
 } from '@ctx/core';
 import { Message as Messages } from '@ctx/core';
+import { textContent } from './annotations.js';
 
 /** Core messages (plus instructions) as Chat Completions messages. Reasoning is not sent: the API has no place for it. */
 export function toChatMessages(
@@ -44,9 +45,11 @@ export function toChatMessages(
       case 'assistant': {
         const calls = Messages.functionCalls(m);
         const text = Messages.text(m);
+        const refusal = m.contents.flatMap((c) => (c.type === 'refusal' ? [c.refusal] : [])).join('');
         out.push({
           role: 'assistant',
-          content: text || (calls.length ? null : ''),
+          content: text || (calls.length || refusal ? null : ''),
+          ...(refusal ? { refusal } : {}),
           ...(calls.length
             ? {
                 tool_calls: calls.map((c) => ({
@@ -160,48 +163,75 @@ export function toFinishReason(reason: string | null | undefined): FinishReason 
   }
 }
 
-/** Chat Completions usage as core usage. */
-export function toUsage(
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number } | null | undefined,
-): Usage | undefined {
-  return usage ? { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens, totalTokens: usage.total_tokens } : undefined;
+/** Chat Completions usage as core usage, with the cached and reasoning token details when the service gives them. */
+export function toUsage(usage: ChatCompletion['usage'] | null | undefined): Usage | undefined {
+  if (!usage) return undefined;
+  const out: Usage = { inputTokens: usage.prompt_tokens, outputTokens: usage.completion_tokens, totalTokens: usage.total_tokens };
+  const cached = usage.prompt_tokens_details?.cached_tokens;
+  const reasoning = usage.completion_tokens_details?.reasoning_tokens;
+  if (typeof cached === 'number') out.cachedInputTokens = cached;
+  if (typeof reasoning === 'number') out.reasoningTokens = reasoning;
+  return out;
 }
 
-/** A completion as a core response: one assistant message with its text and function calls. */
+/** The id of the message of choice `index`: the completion's id for the first choice, `<id>:<index>` for the others. */
+export const choiceMessageId = (completionId: string, index: number) => (index === 0 ? completionId : `${completionId}:${index}`);
+
+/**
+ * A completion as a core response: one assistant message per choice (one unless the request set
+ * `n`), each with its text (and citations), refusal and function calls. `finishReason` is the first
+ * choice's.
+ */
 export function fromChatCompletion(completion: ChatCompletion): ChatResponse {
-  const choice = completion.choices[0];
-  const contents: Content[] = [];
-  const message = choice?.message;
-  if (message?.content) contents.push({ type: 'text', text: message.content });
-  else if (message?.refusal) contents.push({ type: 'text', text: message.refusal });
-  for (const call of message?.tool_calls ?? []) {
-    if (call.type === 'function')
-      contents.push({ type: 'function-call', callId: call.id, name: call.function.name, arguments: call.function.arguments });
-  }
+  const createdAt = new Date(completion.created * 1000).toISOString();
+  const choices = completion.choices.length ? completion.choices : [undefined];
   const response: ChatResponse = {
-    messages: [{ id: completion.id, role: 'assistant', contents, createdAt: new Date(completion.created * 1000).toISOString() }],
+    messages: choices.map((choice) => ({
+      id: choiceMessageId(completion.id, choice?.index ?? 0),
+      role: 'assistant',
+      contents: choice ? messageContents(choice.message) : [],
+      createdAt,
+    })),
     raw: completion,
   };
-  const finishReason = toFinishReason(choice?.finish_reason);
+  const finishReason = toFinishReason(completion.choices[0]?.finish_reason);
   if (finishReason) response.finishReason = finishReason;
   const usage = toUsage(completion.usage);
   if (usage) response.usage = usage;
   return response;
 }
 
-/** Turns chunks into updates; remembers which call id and name each tool-call index has. */
-export function createChunkMapper(): (chunk: ChatCompletionChunk) => ChatResponseUpdate {
-  const calls = new Map<number, { callId: string; name: string }>();
+function messageContents(message: ChatCompletion.Choice['message']): Content[] {
+  const contents: Content[] = [];
+  if (message.content) contents.push(textContent(message.content, message.annotations));
+  if (message.refusal) contents.push({ type: 'refusal', refusal: message.refusal });
+  for (const call of message.tool_calls ?? []) {
+    if (call.type === 'function')
+      contents.push({ type: 'function-call', callId: call.id, name: call.function.name, arguments: call.function.arguments });
+  }
+  return contents;
+}
+
+/**
+ * Turns a chunk into updates: one per choice it carries (each choice is its own message, see
+ * `choiceMessageId`), or one without contents for a chunk with no choices (the usage chunk, Azure's
+ * first chunk). Remembers which call id and name each tool-call index of each choice has. Only the
+ * first choice's finish reason is reported.
+ */
+export function createChunkMapper(): (chunk: ChatCompletionChunk) => ChatResponseUpdate[] {
+  const calls = new Map<string, { callId: string; name: string }>();
   return (chunk) => {
-    const contents: Content[] = [];
-    const choice = chunk.choices[0];
-    const delta = choice?.delta;
-    if (delta?.content) contents.push({ type: 'text', text: delta.content });
-    if (delta?.refusal) contents.push({ type: 'text', text: delta.refusal });
-    if (delta?.tool_calls) {
-      for (const piece of delta.tool_calls) {
-        let call = calls.get(piece.index);
-        if (!call) calls.set(piece.index, (call = { callId: piece.id ?? `call_${piece.index}`, name: piece.function?.name ?? '' }));
+    const usage = toUsage(chunk.usage);
+    if (chunk.choices.length === 0) return [{ messageId: chunk.id, role: 'assistant', contents: [], usage, finishReason: undefined }];
+    return chunk.choices.map((choice, i) => {
+      const contents: Content[] = [];
+      const delta = choice.delta as ChatCompletionChunk.Choice['delta'] & { annotations?: unknown[] };
+      if (delta?.content || delta?.annotations?.length) contents.push(textContent(delta.content ?? '', delta.annotations));
+      if (delta?.refusal) contents.push({ type: 'refusal', refusal: delta.refusal });
+      for (const piece of delta?.tool_calls ?? []) {
+        const key = `${choice.index}:${piece.index}`;
+        let call = calls.get(key);
+        if (!call) calls.set(key, (call = { callId: piece.id ?? `call_${piece.index}`, name: piece.function?.name ?? '' }));
         contents.push({
           type: 'function-call',
           callId: call.callId,
@@ -209,14 +239,14 @@ export function createChunkMapper(): (chunk: ChatCompletionChunk) => ChatRespons
           arguments: piece.function?.arguments ?? '',
         });
       }
-    }
-    // One object shape for every update keeps this hot path monomorphic.
-    return {
-      messageId: chunk.id,
-      role: 'assistant',
-      contents,
-      usage: toUsage(chunk.usage),
-      finishReason: toFinishReason(choice?.finish_reason),
-    };
+      // One object shape for every update keeps this hot path monomorphic.
+      return {
+        messageId: choiceMessageId(chunk.id, choice.index),
+        role: 'assistant',
+        contents,
+        usage: i === 0 ? usage : undefined,
+        finishReason: choice.index === 0 ? toFinishReason(choice.finish_reason) : undefined,
+      };
+    });
   };
 }

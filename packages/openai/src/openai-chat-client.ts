@@ -23,6 +23,8 @@ export class OpenAIChatClient implements ChatClient {
   readonly provider: string;
   readonly modelId: string;
   readonly storesByDefault = false;
+  /** Chat Completions has no service-kept conversation to continue. */
+  readonly continuesConversations = false;
   /** The underlying SDK client. */
   readonly client: OpenAI;
   readonly #secret: string | undefined;
@@ -58,10 +60,11 @@ export class OpenAIChatClient implements ChatClient {
     try {
       const stream = await this.client.chat.completions.create(body, { signal: options.signal });
       for await (const chunk of stream) {
-        const update = map(chunk);
         completionId ||= chunk.id;
-        finished ||= update.finishReason !== undefined;
-        yield update;
+        for (const update of map(chunk)) {
+          finished ||= update.finishReason !== undefined;
+          yield update;
+        }
       }
     } catch (error) {
       throw toCtxError(error, this.#secret, options.signal, 'stream', completionId ? `chat completion ${completionId}` : 'chat completion');

@@ -79,9 +79,16 @@ describe('OpenAIResponsesClient', () => {
     const weather = defineTool({ name: 'weather', parameters: { type: 'object' }, execute: () => 'sunny' });
     const res = await createAgent({ client: responses(), tools: [weather] }).run('Weather?', { options: { store: false } });
     expect(res.text).toBe('Sunny.');
-    const reasoningId = (res.messages[0]!.contents[0] as { id: string }).id;
+    const reasoning = res.messages[0]!.contents[0] as { id: string; encrypted: string };
+    expect(reasoning.encrypted).toMatch(/^gAAAAA/);
+    // The server verifies the encrypted content it issued: a reasoning item without it, or with another, is refused.
     expect(bodies()[1]!.input.slice(1)).toEqual([
-      { type: 'reasoning', id: reasoningId, summary: [{ type: 'summary_text', text: 'check the weather first' }] },
+      {
+        type: 'reasoning',
+        id: reasoning.id,
+        summary: [{ type: 'summary_text', text: 'check the weather first' }],
+        encrypted_content: reasoning.encrypted,
+      },
       { type: 'function_call', call_id: 'call_r', name: 'weather', arguments: '{}' },
       { type: 'function_call_output', call_id: 'call_r', output: 'sunny' },
     ]);

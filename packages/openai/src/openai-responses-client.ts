@@ -24,6 +24,7 @@ export class OpenAIResponsesClient implements ChatClient {
   readonly provider: string;
   readonly modelId: string;
   readonly storesByDefault = true;
+  readonly continuesConversations = true;
   /** The underlying SDK client. */
   readonly client: OpenAI;
   readonly #secret: string | undefined;

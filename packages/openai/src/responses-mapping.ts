@@ -6,14 +6,28 @@ import type {
   ResponseInputItem,
   ResponseStreamEvent,
 } from 'openai/resources/responses/responses';
-import type { ChatOptions, ChatResponse, ChatResponseUpdate, Content, FinishReason, Message, Usage } from '@ctx/core';
+import type {
+  ChatOptions,
+  ChatResponse,
+  ChatResponseUpdate,
+  Content,
+  FinishReason,
+  JsonObject,
+  Message,
+  TextContent,
+  Usage,
+} from '@ctx/core';
+import { fromPhase, textContent, toAnnotation } from './annotations.js';
 import { dataUrl, resultText } from './chat-completions-mapping.js';
 import { serviceError } from './errors.js';
 
 /** Whether an id names a Conversations API conversation (else it is a previous response id). */
 export const isConversationObjectId = (id: string) => id.startsWith('conv_');
 
-/** Core messages as Responses input items, in order. */
+/**
+ * Core messages as Responses input items, in order. Assistant texts go as assistant messages, one
+ * per phase (with its `phase`), refusals as assistant text; hosted tool items go back unchanged.
+ */
 export function toResponseInput(messages: readonly Message[]): ResponseInputItem[] {
   const items: ResponseInputItem[] = [];
   for (const m of messages) {
@@ -22,16 +36,24 @@ export function toResponseInput(messages: readonly Message[]): ResponseInputItem
       if (content.length) items.push({ type: 'message', role: m.role, content });
     }
     let text = '';
+    let phase: TextContent['phase'];
     const flushText = () => {
-      if (text) items.push({ role: 'assistant', content: text });
+      const wire = fromPhase(phase);
+      if (text) items.push({ role: 'assistant', content: text, ...(wire ? { phase: wire } : {}) });
       text = '';
     };
     for (const c of m.contents) {
-      if (m.role === 'assistant' && c.type === 'text') {
-        text += c.text;
+      if (m.role === 'assistant' && (c.type === 'text' || c.type === 'refusal')) {
+        const next = c.type === 'text' ? c.phase : undefined;
+        if (next !== phase) flushText();
+        phase = next;
+        text += c.type === 'text' ? c.text : c.refusal;
         continue;
       }
-      if (c.type === 'function-call') {
+      if (c.type === 'hosted-tool' && m.role === 'assistant') {
+        flushText();
+        items.push(c.item as unknown as ResponseInputItem);
+      } else if (c.type === 'function-call') {
         flushText();
         items.push({ type: 'function_call', call_id: c.callId, name: c.name, arguments: c.arguments });
       } else if (c.type === 'function-result') {
@@ -109,7 +131,13 @@ export function toResponseParams(options: ChatOptions): Partial<ResponseCreatePa
 }
 
 function toUsage(usage: Response['usage']): Usage | undefined {
-  return usage ? { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens, totalTokens: usage.total_tokens } : undefined;
+  if (!usage) return undefined;
+  const out: Usage = { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens, totalTokens: usage.total_tokens };
+  const cached = usage.input_tokens_details?.cached_tokens;
+  const reasoning = usage.output_tokens_details?.reasoning_tokens;
+  if (typeof cached === 'number') out.cachedInputTokens = cached;
+  if (typeof reasoning === 'number') out.reasoningTokens = reasoning;
+  return out;
 }
 
 function toFinishReason(response: Response): FinishReason {
@@ -131,7 +159,9 @@ function continuation(response: Response, requested: ChatOptions): string | unde
 }
 
 /**
- * A response as one assistant message: reasoning, text and function calls in output order.
+ * A response as one assistant message, its output items in order: texts (with their citations and
+ * phase), refusals, reasoning, function calls, and every other item (the tools the service ran
+ * itself) as a `hosted-tool` content holding the item.
  * @throws what `serviceError` makes of `response.error` when the response has `status: 'failed'`.
  */
 export function fromResponse(response: Response, requested: ChatOptions): ChatResponse {
@@ -139,7 +169,11 @@ export function fromResponse(response: Response, requested: ChatOptions): ChatRe
   const contents: Content[] = [];
   for (const item of response.output) {
     if (item.type === 'message') {
-      for (const part of item.content) contents.push({ type: 'text', text: part.type === 'output_text' ? part.text : part.refusal });
+      for (const part of item.content) {
+        contents.push(
+          part.type === 'output_text' ? textContent(part.text, part.annotations, item.phase) : { type: 'refusal', refusal: part.refusal },
+        );
+      }
     } else if (item.type === 'function_call') {
       contents.push({ type: 'function-call', callId: item.call_id, name: item.name, arguments: item.arguments });
     } else if (item.type === 'reasoning') {
@@ -149,6 +183,8 @@ export function fromResponse(response: Response, requested: ChatOptions): ChatRe
         text: item.summary.map((s) => s.text).join('\n'),
         ...(item.encrypted_content ? { encrypted: item.encrypted_content } : {}),
       });
+    } else {
+      contents.push({ type: 'hosted-tool', item: item as unknown as JsonObject });
     }
   }
   const result: ChatResponse = {
@@ -176,18 +212,47 @@ export function createEventMapper(requested: ChatOptions): {
   let messageId: string | undefined;
   let finished = false;
   const callIds = new Map<string, string>();
-  const update = (contents: Content[]): ChatResponseUpdate => ({ messageId, role: 'assistant', contents });
+  const phases = new Map<string, string | null | undefined>();
+  // Streamed texts of one phase join into one content (see core's assembleResponse): where each
+  // part starts in that joined text, so its citations' indices still point at their span.
+  let run: { phase: TextContent['phase']; length: number } | undefined;
+  const partStart = new Map<string, number>();
+  const update = (contents: Content[]): ChatResponseUpdate => {
+    if (contents.some((c) => c.type !== 'text')) run = undefined;
+    return { messageId, role: 'assistant', contents };
+  };
+  const text = (event: { item_id: string; content_index: number }, delta: string, annotations?: unknown[]) => {
+    const content = textContent(delta, annotations, phases.get(event.item_id));
+    const current = run && run.phase === content.phase ? run : { phase: content.phase, length: 0 };
+    run = current;
+    const part = `${event.item_id}:${event.content_index}`;
+    const offset = partStart.get(part) ?? current.length;
+    partStart.set(part, offset);
+    current.length += delta.length;
+    if (offset) {
+      for (const a of content.annotations ?? []) {
+        if (a.startIndex !== undefined) a.startIndex += offset;
+        if (a.endIndex !== undefined) a.endIndex += offset;
+        if (a.type === 'file-citation' && a.index !== undefined) a.index += offset;
+      }
+    }
+    return update([content]);
+  };
   const map = (event: ResponseStreamEvent): ChatResponseUpdate | undefined => {
     switch (event.type) {
       case 'response.created':
         messageId = event.response.id;
         return undefined;
       case 'response.output_text.delta':
+        return text(event, event.delta);
+      case 'response.output_text.annotation.added':
+        return toAnnotation(event.annotation) ? text(event, '', [event.annotation]) : undefined;
       case 'response.refusal.delta':
-        return update([{ type: 'text', text: event.delta }]);
+        return update([{ type: 'refusal', refusal: event.delta }]);
       case 'response.reasoning_summary_text.delta':
         return update([{ type: 'reasoning', id: event.item_id, text: event.delta }]);
       case 'response.output_item.added':
+        if (event.item.type === 'message') phases.set(event.item.id, event.item.phase);
         if (event.item.type !== 'function_call') return undefined;
         if (event.item.id) callIds.set(event.item.id, event.item.call_id);
         return update([
@@ -198,10 +263,13 @@ export function createEventMapper(requested: ChatOptions): {
         return callId ? update([{ type: 'function-call', callId, name: '', arguments: event.delta }]) : undefined;
       }
       case 'response.output_item.done':
-        if (event.item.type === 'reasoning' && event.item.encrypted_content) {
-          return update([{ type: 'reasoning', id: event.item.id, text: '', encrypted: event.item.encrypted_content }]);
+        if (event.item.type === 'reasoning') {
+          return event.item.encrypted_content
+            ? update([{ type: 'reasoning', id: event.item.id, text: '', encrypted: event.item.encrypted_content }])
+            : undefined;
         }
-        return undefined;
+        if (event.item.type === 'message' || event.item.type === 'function_call') return undefined;
+        return update([{ type: 'hosted-tool', item: event.item as unknown as JsonObject }]);
       case 'response.completed':
       case 'response.incomplete': {
         finished = true;

@@ -10,7 +10,7 @@ import {
   writeEvent,
   type Exchange,
 } from './exchange.js';
-import { newId, unixSeconds } from './ids.js';
+import { newId, obfuscation, unixSeconds } from './ids.js';
 import { echoText, failureError, resolveReply, type PlannedTurn, type ReplySource } from './replies.js';
 import { contentText, countTokens, isObject, PER_MESSAGE_TOKENS, splitArguments, splitIntoDeltas } from './tokens.js';
 import type { JsonObject, ScriptedFailure } from './types.js';
@@ -79,7 +79,11 @@ export async function handleChatCompletions(
       const promptTokens = resolved.turn.inputTokensOverride ?? countPromptTokens(messages, body.tools);
       if (stream) {
         const streamOptions = isObject(body.stream_options) ? body.stream_options : {};
-        await streamCompletion(ex, model, resolved.turn, promptTokens, streamOptions.include_usage === true);
+        await streamCompletion(ex, model, resolved.turn, promptTokens, {
+          includeUsage: streamOptions.include_usage === true,
+          obfuscate: streamOptions.include_obfuscation !== false,
+          azure: ex.recorded.path.startsWith('/openai/'),
+        });
       } else {
         sendJson(ex, 200, completionObject(model, resolved.turn, promptTokens));
       }
@@ -154,7 +158,7 @@ function usageObject(turn: PlannedTurn, promptTokens: number): JsonObject {
     prompt_tokens: promptTokens,
     completion_tokens: turn.outputTokens,
     total_tokens: promptTokens + turn.outputTokens,
-    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    prompt_tokens_details: { cached_tokens: turn.cachedTokens, audio_tokens: 0 },
     completion_tokens_details: {
       reasoning_tokens: turn.reasoningTokens,
       audio_tokens: 0,
@@ -169,7 +173,7 @@ function completionObject(model: string, turn: PlannedTurn, promptTokens: number
     role: 'assistant',
     content: turn.text,
     refusal: turn.refusal,
-    annotations: [],
+    annotations: chatAnnotations(turn),
   };
   if (turn.toolCalls.length > 0) {
     message.tool_calls = turn.toolCalls.map((call) => ({
@@ -190,7 +194,47 @@ function completionObject(model: string, turn: PlannedTurn, promptTokens: number
   };
 }
 
-function chunkFactory(model: string, includeUsage: boolean): (delta: JsonObject, finishReason?: string) => string {
+/** The turn's `url_citation`s in the Chat Completions form (the only kind that API has). */
+function chatAnnotations(turn: PlannedTurn): JsonObject[] {
+  return turn.annotations.flatMap((a) => {
+    if (a.type !== 'url_citation') return [];
+    const { type, ...citation } = a;
+    return [{ type, url_citation: citation }];
+  });
+}
+
+/** What a Chat Completions stream looks like besides its content. */
+interface StreamShape {
+  /** `stream_options.include_usage`: `usage: null` on every chunk, then a usage chunk. */
+  includeUsage: boolean;
+  /** `obfuscation` padding on every chunk (the service's default; `stream_options.include_obfuscation: false` turns it off). */
+  obfuscate: boolean;
+  /** Azure OpenAI: a first chunk with `id: ""`, `choices: []` and `prompt_filter_results`. */
+  azure: boolean;
+}
+
+/** Azure's first chunk: the prompt's content filter results, before any choice. */
+const AZURE_PROMPT_FILTER_CHUNK = JSON.stringify({
+  choices: [],
+  created: 0,
+  id: '',
+  model: '',
+  object: '',
+  prompt_filter_results: [
+    {
+      prompt_index: 0,
+      content_filter_results: {
+        hate: { filtered: false, severity: 'safe' },
+        jailbreak: { filtered: false, detected: false },
+        self_harm: { filtered: false, severity: 'safe' },
+        sexual: { filtered: false, severity: 'safe' },
+        violence: { filtered: false, severity: 'safe' },
+      },
+    },
+  ],
+});
+
+function chunkFactory(model: string, shape: Partial<StreamShape>): (delta: JsonObject, finishReason?: string) => string {
   const base = {
     id: newId('chatcmpl', '-'),
     object: 'chat.completion.chunk',
@@ -203,20 +247,19 @@ function chunkFactory(model: string, includeUsage: boolean): (delta: JsonObject,
     JSON.stringify({
       ...base,
       choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason ?? null }],
-      ...(includeUsage ? { usage: null } : {}),
+      ...(shape.includeUsage ? { usage: null } : {}),
+      ...(shape.obfuscate ? { obfuscation: obfuscation() } : {}),
     });
 }
 
-async function streamCompletion(
-  ex: Exchange,
-  model: string,
-  turn: PlannedTurn,
-  promptTokens: number,
-  includeUsage: boolean,
-): Promise<void> {
-  const chunk = chunkFactory(model, includeUsage);
-  const events: string[] = [chunk({ role: 'assistant', content: turn.text === null ? null : '', refusal: null })];
+async function streamCompletion(ex: Exchange, model: string, turn: PlannedTurn, promptTokens: number, shape: StreamShape): Promise<void> {
+  const chunk = chunkFactory(model, shape);
+  const events: string[] = shape.azure ? [AZURE_PROMPT_FILTER_CHUNK] : [];
+  // As the service starts them: a refusal stream with `content: null, refusal: ''`.
+  events.push(chunk({ role: 'assistant', content: turn.text === null ? null : '', refusal: turn.refusal === null ? null : '' }));
   for (const piece of splitIntoDeltas(turn.text ?? '')) events.push(chunk({ content: piece }));
+  const annotations = chatAnnotations(turn);
+  if (annotations.length) events.push(chunk({ annotations }));
   for (const piece of splitIntoDeltas(turn.refusal ?? '')) events.push(chunk({ refusal: piece }));
   turn.toolCalls.forEach((call, index) => {
     events.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
@@ -225,7 +268,7 @@ async function streamCompletion(
     }
   });
   events.push(chunk({}, turn.finishReason));
-  if (includeUsage) {
+  if (shape.includeUsage) {
     const base = JSON.parse(chunk({})) as JsonObject;
     events.push(JSON.stringify({ ...base, choices: [], usage: usageObject(turn, promptTokens) }));
   }
@@ -241,7 +284,7 @@ async function streamCompletion(
 }
 
 function sendMalformedStream(ex: Exchange, model: string, mode: 'truncated' | 'garbage'): void {
-  const chunk = chunkFactory(model, false);
+  const chunk = chunkFactory(model, {});
   startEventStream(ex);
   writeEvent(ex, chunk({ role: 'assistant', content: '', refusal: null }));
   writeEvent(ex, chunk({ content: 'This reply is' }));
@@ -256,7 +299,7 @@ function sendMalformedStream(ex: Exchange, model: string, mode: 'truncated' | 'g
 
 /** A stream that fails after it started: the role chunk, any partial text, then the service's `{"error": {...}}` frame. */
 function streamFailure(ex: Exchange, model: string, failure: ScriptedFailure['failure']): void {
-  const chunk = chunkFactory(model, false);
+  const chunk = chunkFactory(model, {});
   startEventStream(ex);
   writeEvent(ex, chunk({ role: 'assistant', content: '', refusal: null }));
   for (const piece of splitIntoDeltas(failure.textBefore ?? '')) writeEvent(ex, chunk({ content: piece }));

@@ -44,7 +44,7 @@ export function openAIErrorBody(status: number, fields: ErrorFields): { error: R
   return {
     error: {
       message: fields.message,
-      type: fields.type ?? defaultErrorType(status),
+      type: fields.type ?? (fields.code === 'insufficient_quota' ? 'insufficient_quota' : defaultErrorType(status)),
       param: fields.param ?? null,
       code: fields.code === undefined ? defaultErrorCode(status) : fields.code,
     },
@@ -138,6 +138,10 @@ export function sendReplay(ex: Exchange, replay: ScriptedReplay['replay'], api: 
     return;
   }
   startEventStream(ex);
+  if ('sse' in replay) {
+    if (!isGone(ex)) ex.res.end(replay.sse);
+    return;
+  }
   for (const event of replay.events) {
     writeEvent(ex, JSON.stringify(event), api === 'responses' ? String(event.type) : undefined);
   }

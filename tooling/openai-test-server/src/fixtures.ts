@@ -5,7 +5,7 @@ import type { JsonObject } from './types.js';
 const FIXTURES = new URL('../fixtures/', import.meta.url);
 
 function read(name: string): string {
-  if (!/^[a-z0-9-]+(\.chunks\.txt|\.json)$/.test(name)) throw new Error(`Not a recording name: ${JSON.stringify(name)}.`);
+  if (!/^[a-z0-9-]+(\.chunks\.txt|\.json|\.sse)$/.test(name)) throw new Error(`Not a recording name: ${JSON.stringify(name)}.`);
   return readFileSync(new URL(name, FIXTURES), 'utf8');
 }
 
@@ -29,4 +29,23 @@ export function recordedBody(name: string): JsonObject {
   const body: unknown = JSON.parse(read(name));
   if (!isObject(body)) throw new Error(`${name}: not a JSON object.`);
   return body;
+}
+
+/** A raw recorded event-stream body in `fixtures/` (a `.sse` file, `data:` frames as sent), for `{ replay: { sse } }`. */
+export function recordedSse(name: string): string {
+  if (!name.endsWith('.sse')) throw new Error(`Not a raw stream recording: ${JSON.stringify(name)}.`);
+  return read(name);
+}
+
+/**
+ * The responses of a recorded `.chunks.txt` holding several streamed responses one after another
+ * (each starts with `response.created`), one event list each.
+ */
+export function recordedEventStreams(name: string): JsonObject[][] {
+  const streams: JsonObject[][] = [];
+  for (const event of recordedEvents(name)) {
+    if (event.type === 'response.created' || streams.length === 0) streams.push([]);
+    streams.at(-1)!.push(event);
+  }
+  return streams;
 }

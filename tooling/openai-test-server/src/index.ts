@@ -1,7 +1,7 @@
 export { startOpenAITestServer } from './openai-test-server.js';
 export { contextLengthExceeded } from './scripted-errors.js';
 export { deterministicEmbedding, encodeBase64Embedding } from './embeddings.js';
-export { recordedBody, recordedEvents } from './fixtures.js';
+export { recordedBody, recordedEvents, recordedEventStreams, recordedSse } from './fixtures.js';
 export type {
   ConversationItem,
   JsonObject,
@@ -14,6 +14,7 @@ export type {
   ScriptedError,
   ScriptedFailure,
   ScriptedMalformedStream,
+  ScriptedOutputItem,
   ScriptedReplay,
   ScriptedReply,
   ScriptedToolCall,

@@ -7,8 +7,10 @@ import type {
   ScriptedCompletion,
   ScriptedError,
   ScriptedFailure,
+  ScriptedOutputItem,
   ScriptedReplay,
   ScriptedReply,
+  ScriptedToolCall,
 } from './types.js';
 
 /** Where scripted replies come from: the queue first, then the responder. */
@@ -22,12 +24,21 @@ export interface PlannedTurn {
   refusal: string | null;
   toolCalls: { id: string; name: string; arguments: string }[];
   reasoning: string | null;
+  /** Citations on `text`, in the Responses form. */
+  annotations: JsonObject[];
+  /** The Responses output items, in order (from `output`, else from the fields above). */
+  output: (
+    | Exclude<ScriptedOutputItem, { type: 'function_call' }>
+    | { type: 'function_call'; id: string; name: string; arguments: string }
+  )[];
   finishReason: 'stop' | 'length' | 'tool_calls' | 'content_filter';
   /** Output tokens (including reasoning tokens) and the reasoning share of them. */
   outputTokens: number;
   reasoningTokens: number;
   /** Input tokens when the script overrides the count. */
   inputTokensOverride: number | undefined;
+  /** Input tokens read from the prompt cache. */
+  cachedTokens: number;
   streamDelayMs: number;
 }
 
@@ -59,16 +70,48 @@ export async function resolveReply(source: ReplySource, ex: Exchange, echo: stri
   return { kind: 'turn', turn: planTurn(reply, echo) };
 }
 
+const plannedCall = (call: ScriptedToolCall) => ({
+  id: call.id ?? newId('call'),
+  name: call.name,
+  arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
+});
+
+/** Joins the non-null strings, or `null` when there are none. */
+const joined = (parts: (string | undefined)[]) => (parts.some((p) => p !== undefined) ? parts.join('') : null);
+
 function planTurn(reply: ScriptedCompletion | undefined, echo: string): PlannedTurn {
   const script = reply ?? {};
-  const toolCalls = (script.toolCalls ?? []).map((call) => ({
-    id: call.id ?? newId('call'),
-    name: call.name,
-    arguments: typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments),
-  }));
-  const refusal = script.refusal ?? null;
-  const text = script.text ?? (toolCalls.length === 0 && refusal === null ? echo : null);
-  const reasoning = script.reasoning ?? null;
+  let output: PlannedTurn['output'];
+  let text: string | null;
+  let refusal: string | null;
+  let reasoning: string | null;
+  let toolCalls: PlannedTurn['toolCalls'];
+  if (script.output) {
+    output = script.output.map((item) => (item.type === 'function_call' ? { type: 'function_call', ...plannedCall(item) } : item));
+    const messages = output.filter((item) => item.type === 'message');
+    text = joined(messages.map((m) => m.text));
+    refusal = joined(messages.map((m) => m.refusal));
+    reasoning = joined(output.map((item) => (item.type === 'reasoning' ? item.summary : undefined)));
+    toolCalls = output.flatMap((item) => (item.type === 'function_call' ? [item] : []));
+  } else {
+    toolCalls = (script.toolCalls ?? []).map(plannedCall);
+    refusal = script.refusal ?? null;
+    text = script.text ?? (toolCalls.length === 0 && refusal === null ? echo : null);
+    reasoning = script.reasoning ?? null;
+    output = [
+      ...(reasoning === null ? [] : [{ type: 'reasoning' as const, summary: reasoning }]),
+      ...(text === null && refusal === null
+        ? []
+        : [
+            {
+              type: 'message' as const,
+              ...(text === null ? {} : { text, annotations: script.annotations ?? [] }),
+              ...(refusal === null ? {} : { refusal }),
+            },
+          ]),
+      ...toolCalls.map((call) => ({ type: 'function_call' as const, ...call })),
+    ];
+  }
   const reasoningTokens = reasoning === null ? 0 : countTokens(reasoning);
   const visible = (text ?? '') + (refusal ?? '') + toolCalls.map((call) => call.name + call.arguments).join('');
   const counted = Math.max(1, countTokens(visible) + reasoningTokens);
@@ -77,10 +120,13 @@ function planTurn(reply: ScriptedCompletion | undefined, echo: string): PlannedT
     refusal,
     toolCalls,
     reasoning,
+    annotations: script.annotations ?? [],
+    output,
     finishReason: script.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop'),
     outputTokens: script.usage?.output ?? counted,
     reasoningTokens: script.usage === undefined ? reasoningTokens : Math.min(reasoningTokens, script.usage.output),
     inputTokensOverride: script.usage?.input,
+    cachedTokens: script.usage?.cached ?? 0,
     streamDelayMs: script.streamDelayMs ?? 0,
   };
 }

@@ -11,10 +11,11 @@ import {
   type ErrorFields,
   type Exchange,
 } from './exchange.js';
-import { newId, unixSeconds } from './ids.js';
+import { randomBytes } from 'node:crypto';
+import { newId, obfuscation, unixSeconds } from './ids.js';
 import { echoText, failureError, resolveReply, type PlannedTurn, type ReplySource } from './replies.js';
 import { contentText, countTokens, isObject, PER_MESSAGE_TOKENS, splitArguments, splitIntoDeltas } from './tokens.js';
-import type { ConversationItem, JsonObject, ScriptedFailure } from './types.js';
+import type { ConversationItem, JsonObject, ScriptedFailure, ScriptedReplay } from './types.js';
 
 /** A response the service stored (requests without `store: false`), with its own input and output items. */
 interface StoredResponse {
@@ -34,6 +35,16 @@ interface StoredConversation {
 export class ResponsesStore {
   readonly responses = new Map<string, StoredResponse>();
   readonly conversations = new Map<string, StoredConversation>();
+  /** The `encrypted_content` this server issued, to the reasoning item id it was issued for. */
+  readonly encrypted = new Map<string, string>();
+
+  /** Whether an item with this id is held: in a stored response (input or output) or a conversation. */
+  hasItem(id: string): boolean {
+    const held = (items: ConversationItem[]) => items.some((item) => item.id === id);
+    for (const stored of this.responses.values()) if (held(stored.input) || held(stored.output)) return true;
+    for (const stored of this.conversations.values()) if (held(stored.items)) return true;
+    return false;
+  }
 
   /** The input and output items of every response from the first of the chain to `responseId`. */
   chain(responseId: string): ConversationItem[] {
@@ -62,6 +73,7 @@ export class ResponsesStore {
   clear(): void {
     this.responses.clear();
     this.conversations.clear();
+    this.encrypted.clear();
   }
 }
 
@@ -81,6 +93,11 @@ export async function handleCreateResponse(
   const input = normalizeItems(body.input, 'input');
   if ('error' in input) {
     sendError(ex, 400, input.error);
+    return;
+  }
+  const itemError = checkInputItems(input.items, store);
+  if (itemError !== undefined) {
+    sendError(ex, 400, itemError);
     return;
   }
   const previousResponseId = typeof body.previous_response_id === 'string' ? body.previous_response_id : null;
@@ -136,6 +153,7 @@ export async function handleCreateResponse(
       else sendMalformedJson(ex, resolved.mode);
       return;
     case 'replay':
+      registerEncrypted(resolved.replay, store);
       sendReplay(ex, resolved.replay, 'responses');
       return;
     case 'failure': {
@@ -160,7 +178,8 @@ export async function handleCreateResponse(
 
   const turn = resolved.turn;
   const inputTokens = turn.inputTokensOverride ?? countInputTokens(context, body.instructions, body.tools);
-  const output = outputItems(turn);
+  const include = Array.isArray(body.include) ? body.include : [];
+  const output = outputItems(turn, include.includes('reasoning.encrypted_content') ? store : undefined);
   const incomplete = turn.finishReason === 'length' || turn.finishReason === 'content_filter';
   const response = responseObject(body, {
     id: newId('resp'),
@@ -172,7 +191,7 @@ export async function handleCreateResponse(
     conversationId,
     usage: {
       input_tokens: inputTokens,
-      input_tokens_details: { cached_tokens: 0 },
+      input_tokens_details: { cached_tokens: turn.cachedTokens },
       output_tokens: turn.outputTokens,
       output_tokens_details: { reasoning_tokens: turn.reasoningTokens },
       total_tokens: inputTokens + turn.outputTokens,
@@ -190,7 +209,7 @@ export async function handleCreateResponse(
   }
   conversation?.items.push(...structuredClone(input.items), ...structuredClone(output));
 
-  if (stream) await streamResponse(ex, response, output, turn.streamDelayMs);
+  if (stream) await streamResponse(ex, response, output, turn.streamDelayMs, streamObfuscated(body));
   else sendJson(ex, 200, response);
 }
 
@@ -367,6 +386,67 @@ function checkFunctionCallPairing(context: ConversationItem[]): ErrorFields | un
   return undefined;
 }
 
+/**
+ * Replayed traffic is what the service issued: the `encrypted_content` of its finished reasoning
+ * items (in `output_item.done`, the final response, or a plain body) verifies when sent back.
+ */
+function registerEncrypted(replay: ScriptedReplay['replay'], store: ResponsesStore): void {
+  const items: unknown[] = [];
+  const outputOf = (response: unknown) => (isObject(response) && Array.isArray(response.output) ? response.output : []);
+  if ('body' in replay) items.push(...outputOf(replay.body));
+  if ('events' in replay) {
+    for (const event of replay.events) {
+      if (event.type === 'response.output_item.done') items.push(event.item);
+      if (event.type === 'response.completed' || event.type === 'response.incomplete') items.push(...outputOf(event.response));
+    }
+  }
+  for (const item of items) {
+    if (isObject(item) && item.type === 'reasoning' && typeof item.encrypted_content === 'string') {
+      store.encrypted.set(item.encrypted_content, String(item.id));
+    }
+  }
+}
+
+/** Whether stream deltas carry `obfuscation` (the service's default; `stream_options.include_obfuscation: false` turns it off). */
+function streamObfuscated(body: JsonObject): boolean {
+  return !(isObject(body.stream_options) && body.stream_options.include_obfuscation === false);
+}
+
+const notPersisted = (id: string): ErrorFields => ({
+  message: `Item with id '${id}' not found. Items are not persisted when \`store\` is set to false. Try again with \`store\` set to true, or remove this item from your input.`,
+  param: 'input',
+});
+
+/**
+ * The service's checks of input items that refer to what it may hold: an `item_reference`, or a
+ * reasoning item without `encrypted_content`, must name an item the service stored (a `store: false`
+ * response stores nothing); `encrypted_content` must be what the service issued for that item; and a
+ * reasoning item must be followed by the item it led to.
+ */
+function checkInputItems(items: ConversationItem[], store: ResponsesStore): ErrorFields | undefined {
+  for (const [index, item] of items.entries()) {
+    const id = String(item.id);
+    if (item.type === 'item_reference' && !store.hasItem(id)) return notPersisted(id);
+    if (item.type !== 'reasoning') continue;
+    if (typeof item.encrypted_content === 'string') {
+      if (store.encrypted.get(item.encrypted_content) !== id) {
+        return {
+          message: `The encrypted content for item ${id} could not be verified.`,
+          param: 'input',
+          code: 'invalid_encrypted_content',
+        };
+      }
+    } else if (!store.hasItem(id)) {
+      return notPersisted(id);
+    }
+    const next = items[index + 1];
+    if (next === undefined || next.type === 'reasoning' || (next.type === 'message' && next.role !== 'assistant')) {
+      return { message: `Item '${id}' of type 'reasoning' was provided without its required following item.`, param: 'input' };
+    }
+  }
+  return undefined;
+}
+
 function itemText(item: ConversationItem): string {
   switch (item.type) {
     case 'message':
@@ -391,36 +471,63 @@ function countInputTokens(context: ConversationItem[], instructions: unknown, to
   return total;
 }
 
-function outputItems(turn: PlannedTurn): ConversationItem[] {
-  const items: ConversationItem[] = [];
-  if (turn.reasoning !== null) {
-    items.push({ id: newId('rs'), type: 'reasoning', summary: [{ type: 'summary_text', text: turn.reasoning }] });
-  }
-  if (turn.text !== null || turn.refusal !== null) {
-    const content: JsonObject[] = [];
-    if (turn.text !== null) content.push({ type: 'output_text', text: turn.text, annotations: [], logprobs: [] });
-    if (turn.refusal !== null) content.push({ type: 'refusal', refusal: turn.refusal });
-    const incomplete = turn.finishReason === 'length' || turn.finishReason === 'content_filter';
-    items.push({
-      id: newId('msg'),
-      type: 'message',
-      status: incomplete ? 'incomplete' : 'completed',
-      content,
-      role: 'assistant',
-    });
-  }
-  for (const call of turn.toolCalls) {
-    items.push({
-      id: newId('fc'),
-      type: 'function_call',
-      status: 'completed',
-      arguments: call.arguments,
-      call_id: call.id,
-      name: call.name,
-    });
-  }
-  return items;
+/** The turn's output items; reasoning carries `encrypted_content` (recorded in `encrypting`) when the request included it. */
+function outputItems(turn: PlannedTurn, encrypting: ResponsesStore | undefined): ConversationItem[] {
+  const incomplete = turn.finishReason === 'length' || turn.finishReason === 'content_filter';
+  return turn.output.map((planned): ConversationItem => {
+    switch (planned.type) {
+      case 'reasoning': {
+        const id = newId('rs');
+        const item: ConversationItem = {
+          id,
+          type: 'reasoning',
+          summary: planned.summary ? [{ type: 'summary_text', text: planned.summary }] : [],
+        };
+        if (encrypting) {
+          const encrypted = `gAAAAA${randomBytes(48).toString('base64url')}`;
+          item.encrypted_content = encrypted;
+          encrypting.encrypted.set(encrypted, id);
+        }
+        return item;
+      }
+      case 'message': {
+        const content: JsonObject[] = [];
+        if (planned.text !== undefined)
+          content.push({ type: 'output_text', text: planned.text, annotations: planned.annotations ?? [], logprobs: [] });
+        if (planned.refusal !== undefined) content.push({ type: 'refusal', refusal: planned.refusal });
+        return {
+          id: newId('msg'),
+          type: 'message',
+          status: incomplete ? 'incomplete' : 'completed',
+          content,
+          ...(planned.phase ? { phase: planned.phase } : {}),
+          role: 'assistant',
+        };
+      }
+      case 'function_call':
+        return {
+          id: newId('fc'),
+          type: 'function_call',
+          status: 'completed',
+          arguments: planned.arguments,
+          call_id: planned.id,
+          name: planned.name,
+        };
+      case 'hosted':
+        return structuredClone(planned.item);
+    }
+  });
 }
+
+/** The progress events the service sends between a hosted tool item's `added` and `done`, by item type. */
+const HOSTED_TOOL_STAGES: Record<string, string[]> = {
+  web_search_call: ['in_progress', 'searching', 'completed'],
+  file_search_call: ['in_progress', 'searching', 'completed'],
+  code_interpreter_call: ['in_progress', 'interpreting', 'completed'],
+  image_generation_call: ['in_progress', 'generating', 'completed'],
+  mcp_call: ['in_progress', 'completed'],
+  mcp_list_tools: ['in_progress', 'completed'],
+};
 
 interface ResponseFields {
   id: string;
@@ -474,10 +581,15 @@ function responseObject(body: JsonObject, fields: ResponseFields): JsonObject {
 }
 
 /** The SSE events of a streamed response, in the order the service sends them. */
-function responseEvents(response: JsonObject, output: ConversationItem[]): JsonObject[] {
+function responseEvents(response: JsonObject, output: ConversationItem[], obfuscate: boolean): JsonObject[] {
   const events: JsonObject[] = [];
   const push = (type: string, fields: JsonObject): void => {
-    events.push({ type, sequence_number: events.length, ...fields });
+    events.push({
+      type,
+      sequence_number: events.length,
+      ...fields,
+      ...(obfuscate && 'delta' in fields ? { obfuscation: obfuscation() } : {}),
+    });
   };
   const inProgress = { ...response, status: 'in_progress', completed_at: null, output: [], usage: null, incomplete_details: null };
   push('response.created', { response: inProgress });
@@ -488,13 +600,18 @@ function responseEvents(response: JsonObject, output: ConversationItem[]): JsonO
     const at = { item_id: itemId, output_index: outputIndex };
     if (item.type === 'reasoning') {
       const text = contentText(item.summary);
-      push('response.output_item.added', { output_index: outputIndex, item: { ...item, summary: [] } });
-      push('response.reasoning_summary_part.added', { ...at, summary_index: 0, part: { type: 'summary_text', text: '' } });
-      for (const delta of splitIntoDeltas(text)) {
-        push('response.reasoning_summary_text.delta', { ...at, summary_index: 0, delta });
+      // As recorded: the encrypted content sent in `added` differs from the final one.
+      const added =
+        typeof item.encrypted_content === 'string' ? { encrypted_content: `gAAAAA${randomBytes(24).toString('base64url')}` } : {};
+      push('response.output_item.added', { output_index: outputIndex, item: { ...item, summary: [], ...added } });
+      if (text !== '') {
+        push('response.reasoning_summary_part.added', { ...at, summary_index: 0, part: { type: 'summary_text', text: '' } });
+        for (const delta of splitIntoDeltas(text)) {
+          push('response.reasoning_summary_text.delta', { ...at, summary_index: 0, delta });
+        }
+        push('response.reasoning_summary_text.done', { ...at, summary_index: 0, text });
+        push('response.reasoning_summary_part.done', { ...at, summary_index: 0, part: { type: 'summary_text', text } });
       }
-      push('response.reasoning_summary_text.done', { ...at, summary_index: 0, text });
-      push('response.reasoning_summary_part.done', { ...at, summary_index: 0, part: { type: 'summary_text', text } });
     } else if (item.type === 'message') {
       push('response.output_item.added', { output_index: outputIndex, item: { ...item, status: 'in_progress', content: [] } });
       const parts = Array.isArray(item.content) ? (item.content as JsonObject[]) : [];
@@ -502,8 +619,22 @@ function responseEvents(response: JsonObject, output: ConversationItem[]): JsonO
         const partAt = { ...at, content_index: contentIndex };
         if (part.type === 'output_text') {
           const text = String(part.text);
-          push('response.content_part.added', { ...partAt, part: { ...part, text: '' } });
-          for (const delta of splitIntoDeltas(text)) push('response.output_text.delta', { ...partAt, delta, logprobs: [] });
+          const annotations = Array.isArray(part.annotations) ? (part.annotations as JsonObject[]) : [];
+          push('response.content_part.added', { ...partAt, part: { ...part, text: '', annotations: [] } });
+          // Each annotation right after the delta that completes the span it cites, as recorded.
+          let sent = 0;
+          let next = 0;
+          const annotate = (upTo: number) => {
+            for (; next < annotations.length && Number(annotations[next]!.end_index ?? 0) <= upTo; next++) {
+              push('response.output_text.annotation.added', { ...partAt, annotation_index: next, annotation: annotations[next]! });
+            }
+          };
+          for (const delta of splitIntoDeltas(text)) {
+            push('response.output_text.delta', { ...partAt, delta, logprobs: [] });
+            sent += delta.length;
+            annotate(sent);
+          }
+          annotate(Number.POSITIVE_INFINITY);
           push('response.output_text.done', { ...partAt, text, logprobs: [] });
         } else {
           const refusal = String(part.refusal);
@@ -518,6 +649,9 @@ function responseEvents(response: JsonObject, output: ConversationItem[]): JsonO
       push('response.output_item.added', { output_index: outputIndex, item: { ...item, status: 'in_progress', arguments: '' } });
       for (const delta of splitArguments(args)) push('response.function_call_arguments.delta', { ...at, delta });
       push('response.function_call_arguments.done', { ...at, name: item.name, arguments: args });
+    } else {
+      push('response.output_item.added', { output_index: outputIndex, item: { id: item.id, type: item.type, status: 'in_progress' } });
+      for (const stage of HOSTED_TOOL_STAGES[item.type] ?? []) push(`response.${item.type}.${stage}`, at);
     }
     push('response.output_item.done', { output_index: outputIndex, item });
   });
@@ -526,9 +660,15 @@ function responseEvents(response: JsonObject, output: ConversationItem[]): JsonO
   return events;
 }
 
-async function streamResponse(ex: Exchange, response: JsonObject, output: ConversationItem[], delayMs: number): Promise<void> {
+async function streamResponse(
+  ex: Exchange,
+  response: JsonObject,
+  output: ConversationItem[],
+  delayMs: number,
+  obfuscate: boolean,
+): Promise<void> {
   startEventStream(ex);
-  for (const event of responseEvents(response, output)) {
+  for (const event of responseEvents(response, output, obfuscate)) {
     if (delayMs > 0 && !(await sleep(delayMs, ex.signal))) return;
     if (isGone(ex)) return;
     writeEvent(ex, JSON.stringify(event), String(event.type));

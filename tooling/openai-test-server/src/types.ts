@@ -33,6 +33,25 @@ export interface ScriptedToolCall {
   id?: string;
 }
 
+/**
+ * One Responses output item, for `ScriptedCompletion.output`:
+ * - `reasoning`: a reasoning item; `summary: ''` gives `summary: []` (as when no summary was
+ *   asked for). It carries `encrypted_content` when the request's `include` asks for
+ *   `reasoning.encrypted_content`.
+ * - `message`: an assistant message with an `output_text` part (`text`, its `annotations` in the
+ *   service's form, e.g. `{ type: 'url_citation', url, title, start_index, end_index }`) and/or a
+ *   `refusal` part, and the message's `phase`.
+ * - `function_call`: a call of one of the request's function tools.
+ * - `hosted`: a tool the service ran itself, as the service sends the finished item (e.g.
+ *   `{ id: 'ws_1', type: 'web_search_call', status: 'completed', action: {...} }`), streamed with
+ *   that tool's events (`response.web_search_call.in_progress`, `.searching`, `.completed`, ...).
+ */
+export type ScriptedOutputItem =
+  | { type: 'reasoning'; summary: string }
+  | { type: 'message'; text?: string; refusal?: string; phase?: 'commentary' | 'final_answer'; annotations?: JsonObject[] }
+  | ({ type: 'function_call' } & ScriptedToolCall)
+  | { type: 'hosted'; item: JsonObject & { type: string } };
+
 /** A successful model turn: text, tool calls, reasoning and/or a refusal. */
 export interface ScriptedCompletion {
   /**
@@ -50,13 +69,26 @@ export interface ScriptedCompletion {
   /** A refusal instead of text (`message.refusal` / a `refusal` content part). */
   refusal?: string;
   /**
+   * Citations on `text`, in the Responses form (`{ type: 'url_citation', url, title, start_index,
+   * end_index }`, `file_citation`, ...). Chat Completions sends `url_citation`s in its nested form
+   * (`{ type: 'url_citation', url_citation: {...} }`) on the message, and on the last content chunk
+   * when streaming.
+   */
+  annotations?: JsonObject[];
+  /**
+   * Responses API only: the output items in order, instead of `reasoning`, `text`, `refusal`,
+   * `annotations` and `toolCalls` (Chat Completions answers with their texts and calls joined).
+   * For interleaved reasoning, messages with a `phase`, hosted tools and function calls.
+   */
+  output?: ScriptedOutputItem[];
+  /**
    * Defaults to `'tool_calls'` when there are tool calls, else `'stop'`. On the Responses API
    * `'length'` and `'content_filter'` give `status: 'incomplete'` with the matching
    * `incomplete_details.reason`.
    */
   finishReason?: 'stop' | 'length' | 'tool_calls' | 'content_filter';
-  /** Token usage to report instead of the deterministic count. */
-  usage?: { input: number; output: number };
+  /** Token usage to report instead of the deterministic count; `cached` input tokens (default 0). */
+  usage?: { input: number; output: number; cached?: number };
   /** Streaming only: milliseconds to wait between SSE events (to abort mid-stream). Default 0. */
   streamDelayMs?: number;
 }
@@ -129,10 +161,11 @@ export interface ScriptedFailure {
  *   the service frames the endpoint: Chat Completions `data: <json>` frames and a last
  *   `data: [DONE]`; Responses `event: <type>` and `data: <json>` frames and no `[DONE]`.
  *   Sent whether or not the request asked to stream.
- * `recordedEvents(name)` and `recordedBody(name)` read the recordings bundled in `fixtures/`.
+ * - `{ sse }`: a 200 event stream whose body is exactly this text (a raw recorded `.sse` body).
+ * `recordedEvents(name)`, `recordedBody(name)` and `recordedSse(name)` read the recordings bundled in `fixtures/`.
  */
 export interface ScriptedReplay {
-  replay: { status: number; body: unknown; headers?: Record<string, string> } | { events: JsonObject[] };
+  replay: { status: number; body: unknown; headers?: Record<string, string> } | { events: JsonObject[] } | { sse: string };
 }
 
 /** Hold a reply for `delayMs` before sending `reply`; a client disconnect cancels it. */
