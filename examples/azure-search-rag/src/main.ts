@@ -1,0 +1,23 @@
+import { CtxError } from '@ctx/core';
+import { createScriptedModel, runRag, searchTarget } from './rag.js';
+
+const target = await searchTarget();
+let client = createScriptedModel();
+if (process.env.OPENAI_API_KEY) {
+  const { OpenAIChatClient } = await import('@ctx/openai');
+  const model = process.env.OPENAI_MODEL ?? 'gpt-4o-mini';
+  client = new OpenAIChatClient({ model });
+  console.log(`Using ${model} through @ctx/openai.`);
+}
+console.log(
+  target.local ? 'Using the local Azure AI Search server on 127.0.0.1.' : `Using the Azure AI Search service at ${target.endpoint}.`,
+);
+try {
+  await runRag({ client, target, print: (line) => console.log(line) });
+} catch (error) {
+  if (!CtxError.isInstance(error)) throw error;
+  console.error(`\n${error.name}: ${error.message}`);
+  process.exitCode = 1;
+} finally {
+  await target.close();
+}
