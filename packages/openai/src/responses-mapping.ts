@@ -264,9 +264,9 @@ export function createEventMapper(requested: ChatOptions): {
       }
       case 'response.output_item.done':
         if (event.item.type === 'reasoning') {
-          return event.item.encrypted_content
-            ? update([{ type: 'reasoning', id: event.item.id, text: '', encrypted: event.item.encrypted_content }])
-            : undefined;
+          // Every reasoning item, summarized or not, so it can go back in its place.
+          const encrypted = event.item.encrypted_content ? { encrypted: event.item.encrypted_content } : {};
+          return update([{ type: 'reasoning', id: event.item.id, text: '', ...encrypted }]);
         }
         if (event.item.type === 'message' || event.item.type === 'function_call') return undefined;
         return update([{ type: 'hosted-tool', item: event.item as unknown as JsonObject }]);
