@@ -47,6 +47,21 @@ describe('frozenMessage', () => {
     expect(isDeepFrozen(other)).toBe(true);
   });
 
+  it('keeps every field and its order, whatever the shape', () => {
+    const shapes = [
+      Message.user('hi', { metadata: { ctx: { sourceId: 'input', sourceType: 'input' } } }),
+      JSON.parse(
+        '{"role":"assistant","id":"a","contents":[{"text":"t","type":"text"},{"type":"text","text":"u","extra":1}],"custom":{"k":[1]}}',
+      ),
+      Message.tool({ type: 'function-result', callId: 'c', name: 'f', result: { rows: [{ a: 1 }] } }, { authorName: 'bot' }),
+    ];
+    for (const m of shapes) {
+      const copy = frozenMessage(m);
+      expect(JSON.stringify(copy)).toBe(JSON.stringify(m));
+      expect(isDeepFrozen(copy)).toBe(true);
+    }
+  });
+
   it('gives back a deep-frozen message itself', () => {
     const stored = frozenMessage(Message.assistant('hi'));
     expect(frozenMessage(stored)).toBe(stored);

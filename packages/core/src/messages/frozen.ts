@@ -24,16 +24,26 @@ function copy(value: object): object {
     for (let i = 0; i < out.length; i++) out[i] = frozenCopy(out[i]);
     return Object.freeze(out);
   }
-  // Spreading defines own data properties, so a `__proto__` key stays a plain key.
-  const out: Record<string, unknown> = { ...value };
-  for (const key in out) {
-    const child = out[key];
-    if (typeof child === 'object' && child !== null) set(out, key, frozenCopy(child));
-  }
+  const source = value as Record<string, unknown>;
+  // The common text content as a literal of its two fields: the smallest object that holds it.
+  if (isTextContent(source)) return Object.freeze({ type: 'text', text: source.text });
+  // Built key by key (in order), not by spreading: V8 turns a frozen spread copy into a dictionary
+  // several times its size.
+  const out: Record<string, unknown> = {};
+  for (const key in source) set(out, key, frozenCopy(source[key]));
   return Object.freeze(out);
 }
 
+/** Whether `value` is exactly `{ type: 'text', text }`, in that order. */
+function isTextContent(value: Record<string, unknown>): boolean {
+  if (value.type !== 'text' || typeof value.text !== 'string') return false;
+  let i = 0;
+  for (const key in value) if (key !== (i++ === 0 ? 'type' : 'text') || i > 2) return false;
+  return i === 2;
+}
+
 function set(target: Record<string, unknown>, key: string, value: unknown): void {
+  // Assigning `__proto__` would set the prototype: define it as the own data key it is in JSON.
   if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
   else target[key] = value;
 }
@@ -78,14 +88,34 @@ function onlyAttribution(metadata: unknown): [string, string] | undefined {
  */
 export function frozenMessage(message: Message): Message {
   if (isDeepFrozen(message)) return message;
-  const out = { ...message };
-  for (const key in out) {
-    const child = (out as Record<string, unknown>)[key];
-    if (typeof child !== 'object' || child === null) continue;
+  const copyField = (key: string, child: unknown): unknown => {
+    if (typeof child !== 'object' || child === null) return child;
     const attribution = key === 'metadata' ? onlyAttribution(child) : undefined;
-    set(out, key, attribution ? attributionMetadata(attribution[0], attribution[1]) : frozenCopy(child));
+    return attribution ? attributionMetadata(attribution[0], attribution[1]) : frozenCopy(child);
+  };
+  const source = message as unknown as Record<string, unknown>;
+  // The shape runs store, as a literal of exactly its fields (see `copy`).
+  if (hasKeys(source, STORED_SHAPE)) {
+    return Object.freeze({
+      id: message.id,
+      role: message.role,
+      contents: copyField('contents', message.contents),
+      createdAt: message.createdAt,
+      metadata: copyField('metadata', message.metadata),
+    }) as Message;
   }
-  return Object.freeze(out);
+  const out: Record<string, unknown> = {};
+  for (const key in source) set(out, key, copyField(key, source[key]));
+  return Object.freeze(out) as unknown as Message;
+}
+
+const STORED_SHAPE = ['id', 'role', 'contents', 'createdAt', 'metadata'];
+
+/** Whether `value`'s own keys are exactly `keys`, in that order. */
+function hasKeys(value: Record<string, unknown>, keys: readonly string[]): boolean {
+  let i = 0;
+  for (const key in value) if (key !== keys[i++]) return false;
+  return i === keys.length;
 }
 
 /**
