@@ -68,7 +68,7 @@ describe('two agents on two CosmosClients', () => {
     const audit = new CosmosHistoryProvider({ client, databaseId, containerId: 'compacted', sourceId: 'audit', loadMessages: false });
     const agent = createAgent({
       client: chat,
-      contextProviders: [history, new CompactionProvider({ strategy: truncation({ maxMessages: 4 }) }), audit],
+      contextProviders: [history, new CompactionProvider({ strategy: truncation({ maxMessages: 4, target: 1 }) }), audit],
     });
     const sessionId = `compact-${Math.random().toString(36).slice(2)}`;
     for (let i = 0; i < 6; i++) await agent.run(`question ${i}`, { session: agent.getSessionById(sessionId) });

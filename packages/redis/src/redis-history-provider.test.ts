@@ -124,7 +124,7 @@ for (const [topology, connect] of [
       const client = new ScriptedChatClient({ replies: (_m, _o, i) => `a${i}` });
       const agent = createAgent({
         client,
-        contextProviders: [provider, new CompactionProvider({ strategy: truncation({ maxMessages: 4 }) })],
+        contextProviders: [provider, new CompactionProvider({ strategy: truncation({ maxMessages: 4, target: 1 }) })],
       });
       const sessionId = id();
       for (let i = 0; i < 6; i++) await agent.run(`q${i}`, { session: agent.getSessionById(sessionId) });
