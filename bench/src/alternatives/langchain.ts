@@ -1,10 +1,12 @@
 /**
- * LangChain.js side of the pipeline benchmark: `RunnableWithMessageHistory` over an
- * `InMemoryChatMessageHistory`, a `ChatPromptTemplate` with `MessagesPlaceholder('history')`, and
- * `FakeListChatModel` (no network). Optionally windowed with `trimMessages` (last 20 messages),
- * LangChain's documented way to bound the history sent to the model.
+ * LangChain.js side of the pipeline benchmark: `RunnableWithMessageHistory` (LangChain's legacy
+ * memory API, still documented for LangChain.js) over an `InMemoryChatMessageHistory`, a
+ * `ChatPromptTemplate` with `MessagesPlaceholder('history')`, and `FakeListChatModel` (no network).
+ * Windowed two ways: with `trimMessages` (last 20 messages), the documented way to bound the
+ * history sent to the model, or with a user-written `BaseListChatMessageHistory` that returns only
+ * the last 20 stored messages, so the full history is never read.
  */
-import { InMemoryChatMessageHistory } from '@langchain/core/chat_history';
+import { BaseListChatMessageHistory, InMemoryChatMessageHistory } from '@langchain/core/chat_history';
 import { AIMessage, HumanMessage, ToolMessage, trimMessages, type BaseMessage } from '@langchain/core/messages';
 import { ChatPromptTemplate, MessagesPlaceholder } from '@langchain/core/prompts';
 import { RunnableLambda, RunnablePassthrough, RunnableWithMessageHistory } from '@langchain/core/runnables';
@@ -32,11 +34,36 @@ export function toLangChain(turns: Turn[]): BaseMessage[] {
 }
 
 /**
+ * A chat history that keeps every message but returns only the newest `window`, never opening on
+ * a tool result (it would have lost its call). What a user writes to read a window, not it all.
+ */
+export class LastMessagesChatHistory extends BaseListChatMessageHistory {
+  lc_namespace = ['ctx-bench'];
+  constructor(
+    readonly stored: BaseMessage[],
+    readonly window: number,
+  ) {
+    super();
+  }
+  async getMessages(): Promise<BaseMessage[]> {
+    let start = Math.max(0, this.stored.length - this.window);
+    while (start < this.stored.length && this.stored[start]!.getType() === 'tool') start++;
+    return this.stored.slice(start);
+  }
+  async addMessage(message: BaseMessage): Promise<void> {
+    this.stored.push(message);
+  }
+  override async clear(): Promise<void> {
+    this.stored.length = 0;
+  }
+}
+
+/**
  * One prepared LangChain pipeline on one session. `setup` (untimed) brings the session back to
  * exactly the stored messages before every timed run.
  */
-export function langchainCase(stored: BaseMessage[], opts: { window?: number } = {}) {
-  const histories = new Map<string, InMemoryChatMessageHistory>();
+export function langchainCase(stored: BaseMessage[], opts: { window?: number; history?: 'in-memory' | 'last-messages' } = {}) {
+  const histories = new Map<string, BaseListChatMessageHistory>();
   const prompt = ChatPromptTemplate.fromMessages([
     ['system', [...EXTRA_INSTRUCTIONS, ...EXTRA_CONTEXT].join('\n')],
     new MessagesPlaceholder('history'),
@@ -44,7 +71,7 @@ export function langchainCase(stored: BaseMessage[], opts: { window?: number } =
   ]);
   const model = new FakeListChatModel({ responses: [ANSWER] });
   const inner =
-    opts.window === undefined
+    opts.window === undefined || opts.history === 'last-messages'
       ? prompt.pipe(model)
       : RunnablePassthrough.assign({
           history: RunnableLambda.from((input: { history: BaseMessage[] }) => input.history).pipe(
@@ -72,7 +99,12 @@ export function langchainCase(stored: BaseMessage[], opts: { window?: number } =
   return {
     /** Brings the session back to exactly the stored messages (untimed): a new history over the same message objects. */
     setup(): string {
-      histories.set(sessionId, new InMemoryChatMessageHistory(stored.slice()));
+      histories.set(
+        sessionId,
+        opts.history === 'last-messages'
+          ? new LastMessagesChatHistory(stored.slice(), opts.window ?? Number.POSITIVE_INFINITY)
+          : new InMemoryChatMessageHistory(stored.slice()),
+      );
       return sessionId;
     },
     async run(sessionId: string): Promise<string> {
@@ -81,7 +113,9 @@ export function langchainCase(stored: BaseMessage[], opts: { window?: number } =
     },
     /** Messages stored in the session now. */
     async storedCount(sessionId: string): Promise<number> {
-      return (await histories.get(sessionId)?.getMessages())?.length ?? -1;
+      const history = histories.get(sessionId);
+      if (history instanceof LastMessagesChatHistory) return history.stored.length;
+      return (await history?.getMessages())?.length ?? -1;
     },
   };
 }

@@ -1,6 +1,7 @@
 /**
  * OpenAI Agents SDK side of the pipeline benchmark: `Agent` + `run(agent, input, { session })`
- * with a `MemorySession` and a fake `Model` that answers a fixed text without network (the same
+ * with a `MemorySession` (which its docs call a store for demos and tests) or a user-written
+ * `Session` that returns only the newest N items without cloning them, and a fake `Model` that answers a fixed text without network (the same
  * shape the SDK's own tests use: a `Model` whose `getResponse` returns `{ usage, output }`).
  * The SDK has no history limit on `MemorySession` reads; the windowed variant uses the documented
  * `sessionInputCallback` to keep the last N items, which still reads the whole session.
@@ -14,6 +15,7 @@ import {
   setTracingDisabled,
   type AgentInputItem,
   type Model,
+  type Session,
   type ModelRequest,
   type ModelResponse,
   type StreamEvent,
@@ -95,10 +97,36 @@ function lastItems(history: AgentInputItem[], n: number): AgentInputItem[] {
 }
 
 /**
+ * A `Session` a user would write to send a window: it keeps every item but `getItems()` returns
+ * only the newest `window` (starting on a user message), without cloning anything.
+ */
+export class LastItemsSession implements Session {
+  constructor(
+    readonly items: AgentInputItem[],
+    readonly window: number,
+  ) {}
+  async getSessionId(): Promise<string> {
+    return 'oa-window';
+  }
+  async getItems(limit?: number): Promise<AgentInputItem[]> {
+    return lastItems(this.items, Math.min(limit ?? this.window, this.window));
+  }
+  async addItems(items: AgentInputItem[]): Promise<void> {
+    this.items.push(...items);
+  }
+  async popItem(): Promise<AgentInputItem | undefined> {
+    return this.items.pop();
+  }
+  async clearSession(): Promise<void> {
+    this.items.length = 0;
+  }
+}
+
+/**
  * One prepared Agents SDK pipeline on one session. `setup` (untimed) brings the session back to
  * exactly the stored items before every timed run.
  */
-export function openaiAgentsCase(stored: AgentInputItem[], opts: { window?: number } = {}) {
+export function openaiAgentsCase(stored: AgentInputItem[], opts: { window?: number; session?: 'memory' | 'last-items' } = {}) {
   const model = new FakeModel();
   const agent = new Agent({
     name: 'support',
@@ -108,9 +136,24 @@ export function openaiAgentsCase(stored: AgentInputItem[], opts: { window?: numb
   const runner = new Runner({ tracingDisabled: true });
   const window = opts.window;
   const sessionInputCallback =
-    window === undefined
+    window === undefined || opts.session === 'last-items'
       ? undefined
       : (history: AgentInputItem[], newItems: AgentInputItem[]) => [...lastItems(history, window), ...newItems];
+  if (opts.session === 'last-items') {
+    const session = new LastItemsSession(stored.slice(), window ?? Number.POSITIVE_INFINITY);
+    return {
+      async setup(): Promise<Session> {
+        session.items.length = stored.length;
+        return session;
+      },
+      async run(session: Session): Promise<string> {
+        return String((await runner.run(agent, QUESTION, { session })).finalOutput);
+      },
+      async storedCount(): Promise<number> {
+        return session.items.length;
+      },
+    };
+  }
   // MemorySession deep-copies `initialItems` (structuredClone).
   const session = new MemorySession({ sessionId: 'oa-bench', initialItems: stored });
   const lastId = (stored[stored.length - 1] as { id?: string } | undefined)?.id;
