@@ -1,0 +1,153 @@
+import { ConfigurationError, createAgent, HistoryProvider, InMemoryHistoryProvider, type GetHistoryArgs, type Message } from '@ctx/core';
+import { ScriptedChatClient } from '@ctx/core/testing';
+import { RedisHistoryProvider } from '@ctx/redis';
+import { Agent, MemorySession, run, setTracingDisabled, tool, type AgentInputItem, type Session } from '@openai/agents';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { itemsArbitrary } from '../test/items-arbitrary.js';
+import { redisClient, uniquePrefix } from '../test/redis.js';
+import { ScriptedModel } from '../test/scripted-model.js';
+import { CtxSession } from './ctx-session.js';
+
+setTracingDisabled(true);
+
+const redis = redisClient();
+const prefix = uniquePrefix('agents');
+
+const backends: [string, () => HistoryProvider][] = [
+  ['InMemoryHistoryProvider', () => new InMemoryHistoryProvider()],
+  ['RedisHistoryProvider (real redis-server)', () => new RedisHistoryProvider({ client: redis, prefix })],
+];
+
+/** Two runs of the real Agents runner sharing `session`, the first with a tool call; returns the model's recorded inputs. */
+async function twoRuns(session: Session): Promise<{ model: ScriptedModel; finals: unknown[] }> {
+  const model = new ScriptedModel();
+  const weather = tool({
+    name: 'weather',
+    description: 'The weather in a city.',
+    parameters: z.object({ city: z.string() }),
+    execute: async ({ city }) => `sunny in ${city}`,
+  });
+  const agent = new Agent({ name: 'assistant', instructions: 'Be brief.', model, tools: [weather] });
+  const first = await run(agent, 'weather in Paris?', { session });
+  const second = await run(agent, 'thanks', { session });
+  return { model, finals: [first.finalOutput, second.finalOutput] };
+}
+
+describe.each(backends)('CtxSession on %s', (_, makeHistory) => {
+  it('the real runner keeps a conversation with a tool call across two runs, exactly as with its MemorySession', async () => {
+    const session = new CtxSession({ history: makeHistory() });
+    const ours = await twoRuns(session);
+    const memory = new MemorySession();
+    const reference = await twoRuns(memory);
+    expect(ours.finals).toEqual(['It is sunny in Paris.', 're: thanks']);
+    expect(ours.finals).toEqual(reference.finals);
+    // The second run's model input holds the whole first run: input, reasoning, call, result, answer.
+    expect(ours.model.inputs[2]!.map((i) => ('role' in i ? i.role : i.type))).toEqual([
+      'user',
+      'reasoning',
+      'function_call',
+      'function_call_result',
+      'reasoning',
+      'assistant',
+      'user',
+    ]);
+    expect(ours.model.inputs).toEqual(reference.model.inputs);
+    expect(await session.getItems()).toStrictEqual(await memory.getItems());
+    expect(await session.getItems()).toHaveLength(9); // 6 items of the first run, 3 of the second
+  });
+
+  it('getItems(limit) loads the newest items through the windowed load; popItem and clearSession', async () => {
+    const history = makeHistory();
+    const windows: (number | undefined)[] = [];
+    const getMessages = history.getMessages.bind(history);
+    history.getMessages = (sessionId: string, args: GetHistoryArgs) => {
+      windows.push(args.limit);
+      return getMessages(sessionId, args);
+    };
+    const session = new CtxSession({ history });
+    const items: AgentInputItem[] = ['a', 'b', 'c'].map((content) => ({ role: 'user', content }));
+    await session.addItems(items);
+    expect(await session.getItems(2)).toEqual(items.slice(1));
+    expect(await session.getItems(0)).toEqual([]);
+    expect(windows).toEqual([2]);
+    expect(await session.popItem()).toEqual(items[2]);
+    expect(await session.getItems()).toEqual(items.slice(0, 2));
+    await session.clearSession();
+    expect(await session.getItems()).toEqual([]);
+    expect(await session.popItem()).toBeUndefined();
+  });
+
+  it('random item lists round-trip exactly through the backend, and popItem returns them newest first', async () => {
+    await fc.assert(
+      fc.asyncProperty(itemsArbitrary, async (items) => {
+        const session = new CtxSession({ history: makeHistory() });
+        await session.addItems(items);
+        expect(await session.getItems()).toStrictEqual(items);
+        const popped: AgentInputItem[] = [];
+        for (let item = await session.popItem(); item !== undefined; item = await session.popItem()) popped.unshift(item);
+        expect(popped).toStrictEqual(items);
+      }),
+      { numRuns: Number(process.env.FUZZ_RUNS ?? 200) / 2 },
+    );
+  });
+
+  it('reads a conversation a ctx agent stored in the same history, and the Agents runner continues it', async () => {
+    const history = makeHistory();
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: ['nice to meet you'] }), contextProviders: [history] });
+    const ctxSession = agent.createSession();
+    await agent.run('I am Ann', { session: ctxSession });
+    const session = new CtxSession({ history, sessionId: ctxSession.sessionId, state: ctxSession.stateOf(history.sourceId) });
+    expect(await session.getItems()).toEqual([
+      { role: 'user', content: 'I am Ann' },
+      { type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'nice to meet you' }] },
+    ]);
+    const model = new ScriptedModel();
+    await run(new Agent({ name: 'a', model }), 'hello', { session });
+    expect(model.inputs[0]!.map((i) => ('role' in i ? i.role : i.type))).toEqual(['user', 'assistant', 'user']);
+  });
+});
+
+describe('CtxSession refusals', () => {
+  /** A history without the optional capabilities. */
+  class AppendOnly extends HistoryProvider {
+    readonly #messages: Message[] = [];
+    constructor() {
+      super({ sourceId: 'append-only' });
+    }
+    async getMessages(): Promise<Message[]> {
+      return [...this.#messages];
+    }
+    async saveMessages(_: string, messages: readonly Message[]): Promise<void> {
+      this.#messages.push(...messages);
+    }
+  }
+
+  it('popItem and clearSession without the capability are ConfigurationErrors naming it; nothing changes', async () => {
+    const session = new CtxSession({ history: new AppendOnly() });
+    await session.addItems([{ role: 'user', content: 'kept' }]);
+    await expect(session.popItem()).rejects.toThrow(/cannot pop messages \(no popMessages\)/);
+    await expect(session.clearSession()).rejects.toThrow(ConfigurationError);
+    expect(await session.getItems()).toEqual([{ role: 'user', content: 'kept' }]);
+  });
+
+  it('refuses a history that is not a ctx history provider, a blank session id and a bad limit', async () => {
+    expect(() => new CtxSession({ history: {} as HistoryProvider })).toThrow(ConfigurationError);
+    expect(() => new CtxSession({ history: new InMemoryHistoryProvider(), sessionId: ' ' })).toThrow(ConfigurationError);
+    await expect(new CtxSession({ history: new InMemoryHistoryProvider() }).getItems(-1)).rejects.toThrow(ConfigurationError);
+  });
+
+  it('an item that is not plain JSON is refused by the provider with the path, and nothing of the batch is stored', async () => {
+    const session = new CtxSession({ history: new InMemoryHistoryProvider() });
+    const bad = { role: 'user', content: 'x', providerData: { at: new Date(0) } } as AgentInputItem;
+    await expect(session.addItems([{ role: 'user', content: 'ok' }, bad])).rejects.toThrow(/agentsItem\.rest\.providerData\.at/);
+    expect(await session.getItems()).toEqual([]);
+  });
+
+  it('getItems without a limit loads the provider maxMessages window', async () => {
+    const session = new CtxSession({ history: new InMemoryHistoryProvider({ maxMessages: 2 }) });
+    await session.addItems(['a', 'b', 'c'].map((content) => ({ role: 'user', content })));
+    expect(await session.getItems()).toEqual(['b', 'c'].map((content) => ({ role: 'user', content })));
+  });
+});

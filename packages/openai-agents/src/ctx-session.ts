@@ -1,0 +1,128 @@
+import { ConfigurationError, HistoryProvider, type JsonObject, type Message } from '@ctx/core';
+import { checkInteger, checkSessionId } from '@ctx/core/backend';
+import type { AgentInputItem, Session } from '@openai/agents-core';
+import { itemToMessage, messageToItems } from './agent-items.js';
+
+/** Options of `CtxSession`. */
+export interface CtxSessionOptions {
+  /** Where the conversation is kept: any ctx history provider (`RedisHistoryProvider`, `CosmosHistoryProvider`, `InMemoryHistoryProvider`, your own). */
+  history: HistoryProvider;
+  /** The conversation's id in the history provider. Default: a new random UUID. */
+  sessionId?: string;
+  /**
+   * The provider's state slot for this session (`InMemoryHistoryProvider` keeps the messages in it;
+   * a Cosmos DB `scope` resolver reads it). Default: a new empty object, kept by the session.
+   */
+  state?: JsonObject;
+  /** Aborts every call the session makes to the provider (a long-lived signal, e.g. the app's shutdown). */
+  signal?: AbortSignal;
+}
+
+/**
+ * An OpenAI Agents SDK `Session` backed by a ctx history provider, so `run(agent, input, { session })`
+ * keeps its conversation in Redis, Cosmos DB or any ctx backend, with that backend's guarantees
+ * (windowed loads, atomic appends, retention and TTL). Each Agents item is stored as one ctx message
+ * (`itemToMessage`) and read back exactly; messages a ctx agent stored in the same history are
+ * read as the matching items too.
+ *
+ * `getItems()` without a limit loads the provider's `maxMessages` window when it has one.
+ * `popItem` needs the provider's `popMessages` capability; `clearSession` its `replaceMessages`.
+ * @throws ConfigurationError from the constructor when `history` is not a ctx history provider or
+ *   `sessionId` is blank.
+ */
+export class CtxSession implements Session {
+  /** The history provider in use. */
+  readonly history: HistoryProvider;
+  /** The provider's state slot for this session. */
+  readonly state: JsonObject;
+  readonly #sessionId: string;
+  readonly #signal: AbortSignal | undefined;
+
+  constructor(options: CtxSessionOptions) {
+    if (!HistoryProvider.isInstance(options?.history)) {
+      throw new ConfigurationError('CtxSession: history must be a ctx HistoryProvider (e.g. new RedisHistoryProvider({ url })).');
+    }
+    this.history = options.history;
+    this.#sessionId = checkSessionId(options.sessionId ?? crypto.randomUUID());
+    this.state = options.state ?? {};
+    this.#signal = options.signal;
+  }
+
+  /** The conversation's id in the history provider. */
+  async getSessionId(): Promise<string> {
+    return this.#sessionId;
+  }
+
+  /**
+   * The newest `limit` items, oldest first (all without a limit, or the provider's `maxMessages`
+   * window when it has one), in one windowed load when each message holds one item.
+   * @throws ConfigurationError for a `limit` that is not a non-negative integer.
+   */
+  async getItems(limit?: number): Promise<AgentInputItem[]> {
+    const wanted = limit ?? this.history.maxMessages;
+    if (wanted === undefined) return this.#load(undefined).then(({ messages }) => messages.flatMap(messageToItems));
+    checkInteger('CtxSession.getItems', 'limit', wanted, 0);
+    if (wanted === 0) return [];
+    // A message a ctx agent stored may map to several items or none: widen the window until it holds enough.
+    for (let window = wanted; ; window *= 2) {
+      const { messages, complete } = await this.#load(window);
+      const items = messages.flatMap(messageToItems);
+      if (items.length >= wanted || complete) return items.slice(Math.max(0, items.length - wanted));
+    }
+  }
+
+  /** Appends items in order, in one `saveMessages` call (one round trip on Redis). */
+  async addItems(items: AgentInputItem[]): Promise<void> {
+    if (items.length === 0) return;
+    const createdAt = new Date().toISOString();
+    const messages = items.map((item) => itemToMessage(item, { createdAt }));
+    await this.history.saveMessages(this.#sessionId, messages, this.#args());
+  }
+
+  /**
+   * Removes the newest item and resolves to it (undefined when the session is empty), through the
+   * provider's `popMessages`. A message a ctx agent stored that maps to several items is popped
+   * whole and the items before the last are stored again.
+   * @throws ConfigurationError when the provider has no `popMessages` capability.
+   */
+  async popItem(): Promise<AgentInputItem | undefined> {
+    const pop = this.history.popMessages;
+    if (typeof pop !== 'function') {
+      throw new ConfigurationError(
+        `CtxSession.popItem: the history provider ${this.history.constructor.name} ("${this.history.sourceId}") cannot pop messages (no popMessages). Use a provider that can (InMemoryHistoryProvider, RedisHistoryProvider, CosmosHistoryProvider).`,
+      );
+    }
+    for (;;) {
+      const [message] = await pop.call(this.history, this.#sessionId, { ...this.#args(), count: 1 });
+      if (message === undefined) return undefined;
+      const items = messageToItems(message);
+      const last = items.pop();
+      if (last === undefined) continue; // a message with nothing the Agents SDK can read: pop the next one
+      if (items.length > 0) await this.addItems(items);
+      return last;
+    }
+  }
+
+  /**
+   * Removes every item of the session, through the provider's `replaceMessages` (atomic on Redis).
+   * @throws ConfigurationError when the provider has no `replaceMessages` capability.
+   */
+  async clearSession(): Promise<void> {
+    const replace = this.history.replaceMessages;
+    if (typeof replace !== 'function') {
+      throw new ConfigurationError(
+        `CtxSession.clearSession: the history provider ${this.history.constructor.name} ("${this.history.sourceId}") cannot rewrite history (no replaceMessages).`,
+      );
+    }
+    await replace.call(this.history, this.#sessionId, [], this.#args());
+  }
+
+  async #load(limit: number | undefined): Promise<{ messages: Message[]; complete: boolean }> {
+    const messages = await this.history.getMessages(this.#sessionId, { ...this.#args(), ...(limit === undefined ? {} : { limit }) });
+    return { messages, complete: limit === undefined || messages.length < limit };
+  }
+
+  #args(): { state: JsonObject; signal?: AbortSignal } {
+    return this.#signal ? { state: this.state, signal: this.#signal } : { state: this.state };
+  }
+}

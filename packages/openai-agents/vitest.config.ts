@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+import { sharedTestConfig } from '../../tooling/vitest.shared.js';
+
+export default defineConfig({
+  test: {
+    ...sharedTestConfig,
+    include: ['src/**/*.test.ts'],
+    // Starts a redis-server on loopback for the whole run.
+    globalSetup: ['./test/global-setup.ts'],
+  },
+});
