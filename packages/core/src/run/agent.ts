@@ -107,6 +107,9 @@ export interface Agent {
    * @throws ConcurrencyError when it changed in the store meanwhile.
    */
   saveSession(session: AgentSession, options?: { signal?: AbortSignal }): Promise<void>;
-  /** Waits for every provider's background work (`provider.flush()`), e.g. before a process exits. */
-  flush(): Promise<void>;
+  /**
+   * Waits for every provider's background work (`provider.flush()`), e.g. before a process exits.
+   * An aborted `signal` rejects with its reason at once; the background work itself goes on.
+   */
+  flush(options?: { signal?: AbortSignal }): Promise<void>;
 }

@@ -470,6 +470,20 @@ describe('flush and backend timeouts', () => {
     expect(flushed).toBe(2);
   });
 
+  it('agent.flush({ signal }) rejects with the reason when the signal aborts, while providers still flush', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const stuck: ContextProvider = { sourceId: 'stuck', flush: () => gate };
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: [] }), contextProviders: [stuck] });
+    const controller = new AbortController();
+    const flushing = agent.flush({ signal: controller.signal });
+    controller.abort(new Error('shutting down'));
+    await expect(flushing).rejects.toThrow('shutting down');
+    await expect(agent.flush({ signal: AbortSignal.abort(new Error('already')) })).rejects.toThrow('already');
+    release();
+    await expect(agent.flush({ signal: new AbortController().signal })).resolves.toBeUndefined();
+  });
+
   it("a backend's own TimeoutError is a provider failure (skippable), not an abort", async () => {
     const events: AgentEvent[] = [];
     const slow: ContextProvider = {

@@ -1,3 +1,4 @@
+import { abortable } from '../backend/deadline.js';
 import { sessionMethods } from '../session/session-methods.js';
 import type { AgentEvent } from '../spec/events.js';
 import { checkAgentOptions } from './agent-options.js';
@@ -33,8 +34,8 @@ export function createAgent(agentOptions: AgentOptions): Agent {
     run: (input, runOptions = {}) => executeRun(runtime, input, runOptions),
     runStream: (input, runOptions = {}) =>
       createRunStream((onUpdate, controller) => executeRun(runtime, input, runOptions, onUpdate, controller)),
-    flush: async () => {
-      await Promise.all(contextProviders.map((p) => p.flush?.()));
+    flush: async ({ signal } = {}) => {
+      await abortable(Promise.all(contextProviders.map((p) => p.flush?.())), signal);
     },
     ...sessionMethods(name, history.validators, options.sessionStore),
   };
