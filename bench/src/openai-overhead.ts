@@ -1,118 +1,185 @@
 /**
- * The overhead of @ctx/openai's clients over calling the `openai` SDK directly, on the same local
- * OpenAI-protocol server, plain and streamed, with a reply of about 1,000 tokens.
- * Prints tables; never asserts timings.
+ * Client CPU time of @ctx/openai's clients, and of a whole `agent.run` / `agent.runStream` on
+ * them, beside calling the `openai` SDK directly. Every side's SDK gets the same recorded OpenAI
+ * response (SSE bodies and JSON recorded from the real service, `tooling/openai-test-server/fixtures`)
+ * from an in-process `fetch`, so nothing but client work is measured: a local server on the same
+ * two cores made wall-clock ratios swing from 0.7x to 1.9x. Sides alternate call by call.
+ * Prints figures and ratios; asserts nothing.
  */
-import OpenAI from 'openai';
-import { Message, type ChatClient } from '@ctx/core';
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { type Agent, type ChatClient, createAgent, Message } from '@ctx/core';
 import { OpenAIChatClient, OpenAIResponsesClient } from '@ctx/openai';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { fmtMs, fmtOps, fmtRatio, measure, printTable, settle, type Measurement } from './timing.js';
+import OpenAI from 'openai';
+import { fmtRatio, printTable, settle } from './timing.js';
 
+const FIXTURES = new URL('../../tooling/openai-test-server/fixtures/', import.meta.url);
 const QUESTION = 'Explain context engineering.';
+const INSTRUCTIONS = 'Be thorough.';
+const WARMUP = 50;
+const CALLS = 300;
 
-export async function openaiOverhead(): Promise<void> {
-  // The server runs in its own process (a reply of about 1,000 tokens: 1,000 short words), as a
-  // real service would, so only client-side work is compared.
-  const server = spawn(
-    process.execPath,
-    ['--import', 'tsx', fileURLToPath(new URL('./openai-server-process.ts', import.meta.url)), 'bench-key', '1000'],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    server.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
-    server.once('exit', (code) => reject(new Error(`the test server exited with ${code}`)));
-  });
-  const sdk = new OpenAI({ baseURL: url, apiKey: 'bench-key', maxRetries: 0 });
-  const chat = new OpenAIChatClient({ client: sdk, model: 'gpt-4o-mini' });
-  const responses = new OpenAIResponsesClient({ client: sdk, model: 'gpt-4.1' });
-  const messages = [Message.user(QUESTION)];
+/** A recorded stream as the service sends it: SSE frames, delivered a few frames per network read. */
+function sseBody(file: string, named: boolean): Uint8Array[] {
+  const events = readFileSync(new URL(file, FIXTURES), 'utf8').split('\n').filter(Boolean);
+  const frames = events.map((data) => `${named ? `event: ${(JSON.parse(data) as { type: string }).type}\n` : ''}data: ${data}\n\n`);
+  if (!named) frames.push('data: [DONE]\n\n');
+  const reads: Uint8Array[] = [];
+  for (let i = 0; i < frames.length; i += 4) reads.push(Buffer.from(frames.slice(i, i + 4).join('')));
+  return reads;
+}
 
-  type Case = { name: string; sdk: () => Promise<unknown>; ours: () => Promise<unknown> };
-  const drain = async (client: ChatClient) => {
-    let n = 0;
-    for await (const u of client.getStreamingResponse(messages, { instructions: 'Be thorough.' })) n += u.contents.length;
-    return n;
+/** A `fetch` that answers every request with `reads` (no network, no server). */
+function replay(reads: Uint8Array[], contentType: string): typeof fetch {
+  return async (_input, init) => {
+    if (init?.body !== undefined) await new Response(init.body as BodyInit).arrayBuffer(); // the SDK's request is built and read, as on the wire
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const read of reads) controller.enqueue(read);
+        controller.close();
+      },
+    });
+    return new Response(body, { status: 200, headers: { 'content-type': contentType } });
   };
-  const cases: Case[] = [
+}
+
+function sdkFor(reads: Uint8Array[], contentType: string): OpenAI {
+  return new OpenAI({ apiKey: 'bench-key', baseURL: 'http://replay.invalid/v1', maxRetries: 0, fetch: replay(reads, contentType) });
+}
+
+type Side = { name: string; call: () => Promise<unknown> };
+
+async function drain(iterable: AsyncIterable<unknown>): Promise<number> {
+  let n = 0;
+  for await (const _ of iterable) n++;
+  return n;
+}
+
+async function drainRun(agent: Agent): Promise<number> {
+  const stream = agent.runStream(QUESTION);
+  const n = await drain(stream);
+  await stream.response;
+  return n;
+}
+
+function cases(): { name: string; sides: Side[] }[] {
+  const messages = [Message.user(QUESTION)];
+  const options = { instructions: INSTRUCTIONS };
+  const chatStream = sdkFor(sseBody('chat-text-stream.chunks.txt', false), 'text/event-stream');
+  const chatPlain = sdkFor([readFileSync(new URL('chat-text.json', FIXTURES))], 'application/json');
+  const respStream = sdkFor(sseBody('responses-web-search-stream.chunks.txt', true), 'text/event-stream');
+  const respPlain = sdkFor([readFileSync(new URL('responses-text.json', FIXTURES))], 'application/json');
+  const chatInput = [
+    { role: 'system' as const, content: INSTRUCTIONS },
+    { role: 'user' as const, content: QUESTION },
+  ];
+  const respInput = [{ type: 'message' as const, role: 'user' as const, content: [{ type: 'input_text' as const, text: QUESTION }] }];
+  // Clients and agents are made once, as an app makes them.
+  const memo = <K extends object, V>(make: (key: K) => V) => {
+    const made = new Map<K, V>();
+    return (key: K) => made.get(key) ?? (made.set(key, make(key)).get(key) as V);
+  };
+  const agent = memo((client: ChatClient) => createAgent({ client, instructions: INSTRUCTIONS }));
+  const chatClient = memo((sdk: OpenAI) => new OpenAIChatClient({ client: sdk, model: 'gpt-4.1-nano' }));
+  const respClient = memo((sdk: OpenAI) => new OpenAIResponsesClient({ client: sdk, model: 'gpt-5-mini' }));
+  return [
+    {
+      name: 'Chat Completions, streamed (302 recorded chunks)',
+      sides: [
+        {
+          name: 'sdk',
+          call: async () => drain(await chatStream.chat.completions.create({ model: 'gpt-4.1-nano', stream: true, messages: chatInput })),
+        },
+        { name: 'client', call: () => drain(chatClient(chatStream).getStreamingResponse(messages, options)) },
+        { name: 'agent', call: () => drainRun(agent(chatClient(chatStream))) },
+      ],
+    },
     {
       name: 'Chat Completions, plain',
-      sdk: () =>
-        sdk.chat.completions.create({
-          model: 'gpt-4o-mini',
-          messages: [
-            { role: 'system', content: 'Be thorough.' },
-            { role: 'user', content: QUESTION },
-          ],
-        }),
-      ours: () => chat.getResponse(messages, { instructions: 'Be thorough.' }),
+      sides: [
+        { name: 'sdk', call: () => chatPlain.chat.completions.create({ model: 'gpt-4.1-nano', messages: chatInput }) },
+        { name: 'client', call: () => chatClient(chatPlain).getResponse(messages, options) },
+        { name: 'agent', call: () => agent(chatClient(chatPlain)).run(QUESTION) },
+      ],
     },
     {
-      name: 'Chat Completions, streamed',
-      sdk: async () => {
-        let n = 0;
-        const stream = await sdk.chat.completions.create({
-          model: 'gpt-4o-mini',
-          stream: true,
-          stream_options: { include_usage: true },
-          messages: [
-            { role: 'system', content: 'Be thorough.' },
-            { role: 'user', content: QUESTION },
-          ],
-        });
-        for await (const chunk of stream) n += chunk.choices.length;
-        return n;
-      },
-      ours: () => drain(chat),
+      name: 'Responses, streamed (184 recorded events: reasoning, web search, text)',
+      sides: [
+        {
+          name: 'sdk',
+          call: async () =>
+            drain(await respStream.responses.create({ model: 'gpt-5-mini', stream: true, instructions: INSTRUCTIONS, input: respInput })),
+        },
+        { name: 'client', call: () => drain(respClient(respStream).getStreamingResponse(messages, options)) },
+        { name: 'agent', call: () => drainRun(agent(respClient(respStream))) },
+      ],
     },
     {
       name: 'Responses, plain',
-      sdk: () =>
-        sdk.responses.create({
-          model: 'gpt-4.1',
-          instructions: 'Be thorough.',
-          input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: QUESTION }] }],
-        }),
-      ours: () => responses.getResponse(messages, { instructions: 'Be thorough.' }),
-    },
-    {
-      name: 'Responses, streamed',
-      sdk: async () => {
-        let n = 0;
-        const stream = await sdk.responses.create({
-          model: 'gpt-4.1',
-          stream: true,
-          instructions: 'Be thorough.',
-          input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: QUESTION }] }],
-        });
-        for await (const event of stream) n += event.sequence_number >= 0 ? 1 : 0;
-        return n;
-      },
-      ours: () => drain(responses),
+      sides: [
+        { name: 'sdk', call: () => respPlain.responses.create({ model: 'gpt-5-mini', instructions: INSTRUCTIONS, input: respInput }) },
+        { name: 'client', call: () => respClient(respPlain).getResponse(messages, options) },
+        { name: 'agent', call: () => agent(respClient(respPlain)).run(QUESTION) },
+      ],
     },
   ];
-
-  console.log('\n## @ctx/openai client overhead over the openai SDK (local server in another process, ~1,000-token reply)\n');
-  const rows: string[][] = [];
-  for (const c of cases) {
-    // Interleave three rounds and keep each side's best mean, so drift hits both alike.
-    const best: { sdk?: Measurement; ours?: Measurement } = {};
-    for (let round = 0; round < 3; round++) {
-      settle();
-      const a = await measure(`${c.name} sdk`, () => undefined, c.sdk, { budgetMs: 800, maxIterations: 200 });
-      settle();
-      const b = await measure(`${c.name} ours`, () => undefined, c.ours, { budgetMs: 800, maxIterations: 200 });
-      if (!best.sdk || a.meanMs < best.sdk.meanMs) best.sdk = a;
-      if (!best.ours || b.meanMs < best.ours.meanMs) best.ours = b;
-    }
-    const { sdk: s, ours: o } = best as Required<typeof best>;
-    rows.push([c.name, fmtMs(s.meanMs), fmtMs(o.meanMs), fmtOps(o.opsPerSec), fmtMs(o.meanMs - s.meanMs), fmtRatio(o.meanMs / s.meanMs)]);
-  }
-  printTable(['call', 'openai SDK ms', '@ctx/openai ms', 'ops/s', 'added ms', 'ratio (target <= 1.05)'], rows);
-  server.kill('SIGTERM');
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await openaiOverhead();
+/** CPU time (user + system) of one call, in ms. */
+async function cpuMs(call: () => Promise<unknown>): Promise<number> {
+  const before = process.cpuUsage();
+  await call();
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / 1000;
+}
+
+/** Mean of the middle 80% (drops the GC pauses and the outliers at both ends alike). */
+function trimmedMean(samples: number[]): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const cut = Math.floor(sorted.length * 0.1);
+  const kept = sorted.slice(cut, sorted.length - cut);
+  return kept.reduce((a, b) => a + b, 0) / kept.length;
+}
+
+/** Runs the benchmark and prints its table. Returns the ratios by case. */
+export async function openaiOverhead(): Promise<Map<string, { client: number; agent: number; agentVsClient: number }>> {
+  console.log('\n## OpenAI client overhead: client CPU time on recorded responses replayed in-process\n');
+  const out = new Map<string, { client: number; agent: number; agentVsClient: number }>();
+  const rows: string[][] = [];
+  for (const c of cases()) {
+    const samples = c.sides.map(() => [] as number[]);
+    settle();
+    for (let i = 0; i < WARMUP + CALLS; i++) {
+      // Alternate call by call, the side that goes first rotating, so drift and GC hit every side alike.
+      for (let k = 0; k < c.sides.length; k++) {
+        const s = (i + k) % c.sides.length;
+        const ms = await cpuMs(c.sides[s]!.call);
+        if (i >= WARMUP) samples[s]!.push(ms);
+      }
+    }
+    const [sdk, client, agent] = samples.map(trimmedMean) as [number, number, number];
+    out.set(c.name, { client: client / sdk, agent: agent / sdk, agentVsClient: agent / client });
+    rows.push([
+      c.name,
+      sdk.toFixed(3),
+      client.toFixed(3),
+      agent.toFixed(3),
+      fmtRatio(client / sdk),
+      fmtRatio(agent / sdk),
+      fmtRatio(agent / client),
+    ]);
+  }
+  printTable(
+    ['call', 'openai SDK ms', '@ctx/openai client ms', 'agent.run(Stream) ms', 'client / SDK', 'agent / SDK', 'agent / client'],
+    rows,
+  );
+  console.log(
+    `\nCPU ms per call (user + system), trimmed mean of ${CALLS} calls per side. "agent" is agent.runStream for streamed rows, agent.run for plain ones:`,
+  );
+  console.log('the whole pipeline (no session) around the same client. Target: agent.runStream at most 1.03x of the client stream.\n');
+  return out;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  await openaiOverhead();
+}
