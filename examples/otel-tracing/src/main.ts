@@ -1,0 +1,3 @@
+import { runDemo } from './demo.js';
+
+await runDemo();
