@@ -135,6 +135,8 @@ export const todosProvider: ContextProvider = {
 export function clockProvider(now: () => Date = () => new Date()): ContextProvider {
   return {
     sourceId: 'clock',
+    // Changes every run: placed after the history, so the start of the prompt stays cacheable.
+    stability: 'per-run',
     beforeRun({ context, state }) {
       const time = now().toISOString();
       state.startedAt ??= time;

@@ -52,7 +52,7 @@ export interface TurnReport {
   /** Per source: messages, instructions and tools it added (from `provider-end` events). */
   added: Map<string, { messages: number; instructions: number; tools: number }>;
   /** Messages sent in each model call of the turn (from `model-call` events). */
-  modelCalls: Array<{ messages: number; tools: number }>;
+  modelCalls: Array<{ messages: number; instructions: number; tools: number }>;
   response: AgentResponse;
 }
 
@@ -118,7 +118,7 @@ function toReport(turn: number, input: string, events: readonly AgentEvent[], re
       sum.tools += e.added.tools;
       added.set(e.sourceId, sum);
     } else if (e.type === 'model-call') {
-      modelCalls.push({ messages: e.messages, tools: e.tools });
+      modelCalls.push({ messages: e.messages, instructions: e.instructions, tools: e.tools });
     }
   }
   added.set('input', { messages: 1, instructions: 0, tools: 0 });
@@ -129,10 +129,9 @@ function toReport(turn: number, input: string, events: readonly AgentEvent[], re
 export function renderTurn(report: TurnReport, storedBefore: number, storedAfter: number, todos: number): string[] {
   const sources = [...report.added.keys()];
   const cell = (n: number) => (n === 0 ? '·' : String(n));
-  const total = (key: 'messages' | 'instructions') => [...report.added.values()].reduce((n, a) => n + a[key], 0);
   const sent = {
     messages: report.modelCalls.map((c) => c.messages).join(' → '),
-    instructions: String(total('instructions')),
+    instructions: String(report.modelCalls[0]?.instructions ?? 0), // the clock's goes as a message, after the history
     tools: String(report.modelCalls[0]?.tools ?? 0),
   };
   const rows = [

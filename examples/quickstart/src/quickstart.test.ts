@@ -46,7 +46,7 @@ describe('quickstart demo', () => {
     const firstCall = client.calls[0]!;
     expect(fromHistory(firstCall.messages).map((m) => m.id)).toEqual(messages.slice(0, afterFirst).map((m) => m.id));
     expect(second.turns[0]!.added.get('memory')?.messages).toBe(afterFirst);
-    expect(second.turns[0]!.modelCalls).toEqual([{ messages: afterFirst + 2, tools: 2 }]); // history + todo list + input
+    expect(second.turns[0]!.modelCalls).toEqual([{ messages: afterFirst + 3, instructions: 2, tools: 2 }]); // history + todo list + the clock (per-run, after the history) + input
     expect(second.turns[0]!.response.text).toContain(`I can see ${afterFirst} earlier messages from 4 turns`);
     expect(second.turns[0]!.response.text).toContain('weather in Lisbon');
 
@@ -92,8 +92,8 @@ describe('quickstart demo', () => {
     const turn5 = lines.indexOf("Turn 5 · you: I'm back! What did we talk about last time?");
     expect(lines.slice(turn5 + 1, turn5 + 5).map((l) => l.replace(/\s+/g, ' ').trim())).toEqual([
       'added by agent memory profile todos clock input │ sent to model',
-      'messages · 14 · 1 · 1 │ 16',
-      'instructions 1 · 1 · 1 · │ 3',
+      'messages · 14 · 1 · 1 │ 17',
+      'instructions 1 · 1 · 1 · │ 2',
       'tools 1 · · 1 · · │ 2',
     ]);
     expect(lines).toContain('    tool  add_todo({text:"pack for Reykjavik"}) → {added:"pack for Reykjavik",count:3}');

@@ -26,7 +26,7 @@ export interface ProviderPolicies {
 
 /**
  * Gives any provider, yours or a third party's, the `when` and `budget` policies. Returns a
- * provider with the same `sourceId`, `onError` and `validateState`, so it keeps the same state
+ * provider with the same `sourceId`, `onError`, `stability`, `timeoutMs` and `validateState`, so it keeps the same state
  * slot and attribution.
  *
  * - `when`: decided in `beforeRun` (or before `wrap`); when it declines, the inner provider's hooks
@@ -57,6 +57,8 @@ export function withPolicies<TState extends JsonObject = JsonObject>(
   const gate = new RunGate(policies.when);
   const wrapped: { -readonly [K in keyof ContextProvider<TState>]: ContextProvider<TState>[K] } = { sourceId };
   if (provider.onError !== undefined) wrapped.onError = provider.onError;
+  if (provider.stability !== undefined) wrapped.stability = provider.stability;
+  if (provider.timeoutMs !== undefined) wrapped.timeoutMs = provider.timeoutMs;
   if (provider.validateState) wrapped.validateState = (state, path) => provider.validateState!(state, path);
   if (provider.flush) wrapped.flush = () => provider.flush!();
 

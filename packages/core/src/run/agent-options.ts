@@ -51,6 +51,10 @@ export function checkContextProviders(providers: readonly ContextProvider[]): re
     if (RESERVED_SOURCE_IDS.has(p.sourceId)) throw new ConfigurationError(`The sourceId "${p.sourceId}" is reserved; choose another.`);
     checkSpecificationVersion(`Context provider "${p.sourceId}"`, p);
     if (p.timeoutMs !== undefined) checkPositiveNumber(`Context provider "${p.sourceId}"`, 'timeoutMs', p.timeoutMs);
+    if (p.stability !== undefined && p.stability !== 'stable' && p.stability !== 'per-run')
+      throw new ConfigurationError(
+        `Context provider "${p.sourceId}": stability must be 'stable' or 'per-run', got ${JSON.stringify(p.stability)}.`,
+      );
     seen.add(p.sourceId);
   }
   return [...providers];

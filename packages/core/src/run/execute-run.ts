@@ -6,7 +6,7 @@ import { AgentSession } from '../session/agent-session.js';
 import type { AgentResponse } from '../spec/agent-response.js';
 import type { ChatResponseUpdate } from '../spec/chat-client.js';
 import type { AgentEvent } from '../spec/events.js';
-import type { AgentView } from '../spec/run-view.js';
+import type { AgentView, ContextProvider } from '../spec/run-view.js';
 import { type CheckedAgentOptions, checkContextProviders } from './agent-options.js';
 import type { AgentInput, AgentRunOptions } from './agent.js';
 import { type DefaultHistory, defaultHistory } from './default-history.js';
@@ -53,6 +53,7 @@ export async function executeRun(
 
   const { instructions: runInstructions, tools: runTools, ...chatOptions } = runOptions.options ?? {};
   const instructions = [options.instructions, runInstructions].filter(Boolean).join('\n\n');
+  const providers = history.providersFor(runOptions.session, chatOptions);
   const context = new RunContext({
     sessionId: session.sessionId,
     serviceSessionId: session.serviceSessionId,
@@ -61,8 +62,8 @@ export async function executeRun(
     instructions: instructions || undefined,
     tools: options.tools ?? [],
     runTools: runTools ?? [],
+    stability: stabilityOf(providers),
   });
-  const providers = history.providersFor(runOptions.session, chatOptions);
   const agent: AgentView = { name, client, contextProviders: providers };
   const slotsBefore = new Set(Object.keys(session.state));
   emit({
@@ -155,4 +156,11 @@ function toMessages(input: AgentInput): Message[] {
     }
   });
   return list;
+}
+
+/** The providers that declare their `stability`, by `sourceId`. */
+function stabilityOf(providers: readonly ContextProvider[]): Map<string, 'stable' | 'per-run'> {
+  const out = new Map<string, 'stable' | 'per-run'>();
+  for (const p of providers) if (p.stability !== undefined) out.set(p.sourceId, p.stability);
+  return out;
 }

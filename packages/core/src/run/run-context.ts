@@ -17,6 +17,8 @@ export interface RunContextInit {
   tools?: readonly Tool[];
   /** The run's own tools (`agent.run(input, { options: { tools } })`), offered after the agent's. */
   runTools?: readonly Tool[];
+  /** The declared `stability` of the run's providers, by `sourceId` (see `ContextProvider.stability`). */
+  stability?: ReadonlyMap<string, 'stable' | 'per-run'>;
 }
 
 /**
@@ -39,6 +41,11 @@ export class RunContext implements SessionContext {
   readonly #toolOwners = new Map<string, string>();
   /** Instructions and tools added per source, so `contributionOf` does not scan them. */
   readonly #added = new Map<string, { instructions: number; tools: number }>();
+  readonly #stability: ReadonlyMap<string, 'stable' | 'per-run'>;
+  /** Sources whose messages are history: they sit between stable and per-run context in the prompt. */
+  readonly #history = new Set<string>();
+  /** Tools of per-run sources, kept after the others. */
+  #perRunTools = 0;
 
   /** @throws ConfigurationError when two of the agent's and the run's tools share a name. */
   constructor(init: RunContextInit) {
@@ -46,6 +53,7 @@ export class RunContext implements SessionContext {
     this.serviceSessionId = init.serviceSessionId;
     this.inputMessages = init.inputMessages.map((m) => Message.withSource(m, 'input', 'input'));
     this.options = init.options ?? {};
+    this.#stability = init.stability ?? new Map();
     if (init.instructions) this.extendInstructions('agent', init.instructions);
     for (const tool of init.tools ?? []) this.#addTool(tool, 'the agent (createAgent({ tools }))', 'rename one of them or leave one out');
     for (const tool of init.runTools ?? []) {
@@ -94,6 +102,7 @@ export class RunContext implements SessionContext {
     if (messages.length === 0) return;
     let list = this.#messages.get(sourceId);
     if (!list) this.#messages.set(sourceId, (list = []));
+    if (sourceType === 'history') this.#history.add(sourceId);
     // A message already frozen with this attribution (loaded history) is used as is.
     if (isAttributed(messages, sourceId, sourceType)) for (const m of messages) list.push(m);
     else for (const m of messages) list.push(hasFrozenSource(m, sourceId, sourceType) ? m : Message.withSource(m, sourceId, sourceType));
@@ -126,28 +135,51 @@ export class RunContext implements SessionContext {
       }
       names.add(tool.name);
     }
-    for (const tool of tools) {
-      this.#tools.push({ ...tool, metadata: { ...tool.metadata, ctx: { sourceId } } });
-      this.#toolOwners.set(tool.name, `context provider "${sourceId}"`);
-    }
+    // Per-run tools go last, so the stable tools keep their places from one request to the next.
+    const perRun = this.#stability.get(sourceId) === 'per-run';
+    const stamped = tools.map((tool) => ({ ...tool, metadata: { ...tool.metadata, ctx: { sourceId } } }));
+    if (perRun || this.#perRunTools === 0) this.#tools.push(...stamped);
+    else this.#tools.splice(this.#tools.length - this.#perRunTools, 0, ...stamped);
+    if (perRun) this.#perRunTools += tools.length;
+    for (const tool of tools) this.#toolOwners.set(tool.name, `context provider "${sourceId}"`);
     if (tools.length) this.#addedBy(sourceId).tools += tools.length;
   }
 
   getMessages(options: GetMessagesOptions = {}): Message[] {
     const { sources, excludeSources, includeInput = false, includeResponse = false } = options;
     const out: Message[] = [];
+    let stable: Message[] | undefined;
+    let perRun: Message[] | undefined;
     for (const [sourceId, list] of this.#messages) {
       if (sources && !sources.includes(sourceId)) continue;
       if (excludeSources?.includes(sourceId)) continue;
-      out.push(...list);
+      // Prompt order: stable context, history, per-run context (then per-run instructions and the input).
+      if (this.#history.has(sourceId)) out.push(...list);
+      else if (this.#stability.get(sourceId) === 'stable') (stable ??= []).push(...list);
+      else (perRun ??= []).push(...list);
     }
-    if (includeInput) out.push(...this.inputMessages);
+    if (stable) out.unshift(...stable);
+    if (perRun) out.push(...perRun);
+    if (includeInput) {
+      for (const i of this.#instructions) {
+        if (this.#stability.get(i.sourceId) !== 'per-run') continue;
+        if (sources && !sources.includes(i.sourceId)) continue;
+        if (excludeSources?.includes(i.sourceId)) continue;
+        out.push(Message.withSource(Message.system(i.text), i.sourceId, 'context'));
+      }
+      out.push(...this.inputMessages);
+    }
     if (includeResponse && this.response) out.push(...this.response.messages);
     return out;
   }
 
   getInstructions(): string | undefined {
-    return this.#instructions.length ? this.#instructions.map((i) => i.text).join('\n\n') : undefined;
+    let text: string | undefined;
+    for (const i of this.#instructions) {
+      if (this.#stability.get(i.sourceId) === 'per-run') continue;
+      text = text === undefined ? i.text : `${text}\n\n${i.text}`;
+    }
+    return text;
   }
 
   contributionOf(sourceId: string): Contribution {
@@ -169,6 +201,7 @@ export class RunContext implements SessionContext {
         const tool = this.#tools[i]!;
         if ((tool.metadata?.ctx as { sourceId?: string } | undefined)?.sourceId !== sourceId) continue;
         this.#tools.splice(i, 1);
+        if (this.#stability.get(sourceId) === 'per-run') this.#perRunTools--;
         this.#toolOwners.delete(tool.name);
       }
     }

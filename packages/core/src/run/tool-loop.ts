@@ -47,6 +47,9 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
   const checks = compileToolChecks(tools, run.toolValidator);
   const base: ChatOptions = { ...context.options, signal };
   const instructions = context.getInstructions();
+  // Instructions of per-run providers travel as a message before the input, not as instructions.
+  const perRun = agent.contextProviders.filter((p) => p.stability === 'per-run').map((p) => p.sourceId);
+  const sentInstructions = perRun.length ? context.instructions.filter((i) => !perRun.includes(i.sourceId)).length : context.instructions.length;
   if (instructions !== undefined) base.instructions = instructions;
   if (tools.length) base.tools = tools;
 
@@ -75,7 +78,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       runId,
       roundtrip,
       messages: messages.length,
-      instructions: context.instructions.length,
+      instructions: sentInstructions,
       tools: tools.length,
       content: instructions === undefined ? { messages } : { messages, instructions },
     });

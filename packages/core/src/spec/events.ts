@@ -17,7 +17,9 @@ export type AgentEvent =
       type: 'model-call';
       runId: string;
       roundtrip: number;
+      /** Messages sent, per-run instructions (sent as a system message before the input) included. */
       messages: number;
+      /** Instructions sent as the request's instructions (those of stable sources). */
       instructions: number;
       tools: number;
       content?: { messages: readonly Message[]; instructions?: string };

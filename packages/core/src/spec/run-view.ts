@@ -72,7 +72,7 @@ export interface SessionContext {
   error: unknown;
   /** Context messages by source, in the order sources first added them. */
   readonly contextMessages: ReadonlyMap<string, readonly Message[]>;
-  /** Instructions in order: the agent's own (source `agent`), then each provider's. */
+  /** Instructions in order: the agent's own (source `agent`), then each provider's, stable and per-run. */
   readonly instructions: readonly SourcedInstructions[];
   /**
    * Tools of this run: the agent's, then the run's own (`options.tools`), then those providers added
@@ -98,9 +98,14 @@ export interface SessionContext {
    *   run's `options.tools` or another provider) or appears twice in `tools`; none of them is added then.
    */
   extendTools(sourceId: string, tools: readonly Tool[]): void;
-  /** Context messages in source order, filtered; optionally followed by the input and the response. */
+  /**
+   * Context messages in prompt order, filtered: those of stable sources, then history, then those
+   * of per-run sources (see `ContextProvider.stability`), each group in source order. With
+   * `includeInput`, the instructions of per-run sources follow as system messages, then the input;
+   * then the response with `includeResponse`.
+   */
   getMessages(options?: GetMessagesOptions): Message[];
-  /** The instructions joined into one text, or undefined when there are none. */
+  /** The instructions of stable sources joined into one text, or undefined when there are none. */
   getInstructions(): string | undefined;
   /** Counts of what `sourceId` has added so far. */
   contributionOf(sourceId: string): Contribution;
@@ -179,6 +184,15 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
   wrap?(args: ProviderRunArgs<TState>, next: () => Promise<void>): Promise<void>;
   /** `'throw'` (default) fails the run; `'skip'` leaves this provider out of the run and emits a diagnostic. */
   readonly onError?: 'throw' | 'skip';
+  /**
+   * How often what this provider adds changes, so the request keeps a stable start that the model
+   * service's prompt cache can reuse. `'stable'`: its instructions and tools lead the request and
+   * its messages go before the history. `'per-run'`: its messages and instructions go after the
+   * history, just before the input (instructions as a system message there), and its tools after
+   * the stable ones. Default: instructions and tools are stable, messages per-run (retrieved
+   * documents and memories change with every question).
+   */
+  readonly stability?: 'stable' | 'per-run';
   /**
    * Bounds each hook: `beforeRun`, `afterRun`, and the time `wrap` spends outside `next()`. A hook
    * still running then is abandoned and counts as failed (`onError` decides). Default: the agent's
