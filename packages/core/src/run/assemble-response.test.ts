@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Message } from '../messages/message.js';
+import { createAgentResponse } from './agent-response.js';
 import { addUsage, assembleResponse } from './assemble-response.js';
 
 let n = 0;
@@ -96,5 +97,18 @@ describe('assembleResponse', () => {
       cachedInputTokens: 5,
       reasoningTokens: 3,
     });
+  });
+});
+
+describe('the response text', () => {
+  it("leaves out the model's commentary and keeps its final answer", () => {
+    const response = createAgentResponse([
+      Message.assistant([
+        { type: 'text', text: 'Let me check the docs.', phase: 'commentary' },
+        { type: 'text', text: 'The answer is 42.', phase: 'final-answer' },
+      ]),
+      Message.assistant('Plain text counts too.'),
+    ]);
+    expect(response.text).toBe('The answer is 42.Plain text counts too.');
   });
 });

@@ -5,7 +5,7 @@ import type { Message } from './message.js';
 export interface AgentResponse {
   /** Every message the run produced: assistant replies, function calls and their results. */
   messages: Message[];
-  /** The text of the assistant messages, joined. */
+  /** The text of the assistant messages, joined; text marked `phase: 'commentary'` (the model's progress notes) is left out. */
   text: string;
   /** Token usage summed over every model call of the run. */
   usage?: Usage;
