@@ -14,6 +14,7 @@ export { cosineSimilarity } from '../retrieval/vectors.js';
 export { checkSessionForWrite, parseSessionJson, SESSION_VERSION } from '../session/agent-session.js';
 export { countContentTokens } from '../tokens/character-tokenizer.js';
 export type * from '../spec/index.js';
+export { findRetriedTurn } from '../history/retried-turn.js';
 export { checkIfMatch } from './check-if-match.js';
 export { checkId, checkInteger, checkPositiveNumber, checkSessionId, shortId } from './checks.js';
 export { abortable, withDeadline } from './deadline.js';

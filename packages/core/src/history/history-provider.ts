@@ -3,7 +3,8 @@ import { ConfigurationError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import type { ChatClient, ChatOptions } from '../spec/chat-client.js';
 import type { GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
-import type { ContextProvider, ProviderRunArgs, SessionView } from '../spec/run-view.js';
+import type { ContextProvider, ProviderRunArgs, SessionContext, SessionView } from '../spec/run-view.js';
+import { findRetriedTurn } from './retried-turn.js';
 
 /** Options every history provider takes. */
 export interface HistoryProviderOptions {
@@ -60,6 +61,8 @@ export abstract class HistoryProvider implements ContextProvider {
   readonly storeContextFrom: readonly string[] | undefined;
   readonly maxMessages: number | undefined;
   readonly onError: 'throw' | 'skip';
+  /** Per run: how many of the run's response messages are stored (the turn is opened once an entry exists). */
+  readonly #stored = new WeakMap<SessionContext, number>();
 
   constructor(options: HistoryProviderOptions & { sourceId: string }) {
     this.sourceId = options.sourceId;
@@ -115,22 +118,67 @@ export abstract class HistoryProvider implements ContextProvider {
       report,
       ...(this.maxMessages ? { limit: this.maxMessages } : {}),
     });
-    context.extendMessages(this.sourceId, dropLeadingResults(loaded), 'history');
+    const retried = this.retriedTurnStart(loaded, args);
+    context.extendMessages(this.sourceId, dropLeadingResults(retried === undefined ? loaded : loaded.slice(0, retried)), 'history');
   }
 
-  async afterRun({ context, state, signal, report }: ProviderRunArgs): Promise<void> {
+  /**
+   * Where a stored earlier attempt of this run's turn begins in `stored` (`findRetriedTurn` with the
+   * run's input message ids), or undefined. A retried run (same input message ids) is sent the
+   * conversation as it was before its first attempt; this reports what it leaves out (`retried-turn`).
+   */
+  protected retriedTurnStart(
+    stored: readonly unknown[],
+    { context, report }: Pick<ProviderRunArgs, 'context' | 'report'>,
+  ): number | undefined {
+    const start = findRetriedTurn(
+      stored,
+      context.inputMessages.map((m) => m.id),
+    );
+    if (start === undefined) return undefined;
+    report({
+      code: 'retried-turn',
+      message: `The newest ${stored.length - start} stored messages are an earlier attempt of this turn (same input message ids); the model is sent the conversation before it, and this run's turn replaces it when stored.`,
+      data: { messages: stored.length - start },
+    });
+    return start;
+  }
+
+  /** Stores the run's turn, or what `persistence: 'model-call'` has not stored of it yet. Nothing for a failed run. */
+  async afterRun(args: ProviderRunArgs): Promise<void> {
+    const { context } = args;
     if (context.error !== undefined || !context.response) return;
+    await this.storeProgress(args, context.response.messages);
+  }
+
+  /**
+   * Stores what this run has produced that is not stored yet: with `persistence: 'model-call'` the
+   * agent calls it after every model call, and `afterRun` stores the rest. The first batch of a
+   * run opens the turn (the context messages to store, then the input); later ones continue it
+   * with the new response messages (model replies, function calls, tool results). Each batch is
+   * one `saveMessages` call carrying `turn`. Resolves to whether it saved anything.
+   */
+  async storeProgress({ context, state, signal, report }: ProviderRunArgs, produced: readonly Message[]): Promise<boolean> {
+    const done = this.#stored.get(context);
     const toStore: Message[] = [];
-    if (this.storeContextFrom || this.storeContextMessages) {
-      for (const m of context.getMessages({
-        excludeSources: [this.sourceId],
-        ...(this.storeContextFrom ? { sources: this.storeContextFrom } : {}),
-      })) {
-        if (Message.source(m)?.sourceType !== 'history') toStore.push(m);
+    if (done === undefined) {
+      if (this.storeContextFrom || this.storeContextMessages) {
+        for (const m of context.getMessages({
+          excludeSources: [this.sourceId],
+          ...(this.storeContextFrom ? { sources: this.storeContextFrom } : {}),
+        })) {
+          if (Message.source(m)?.sourceType !== 'history') toStore.push(m);
+        }
       }
+      if (this.storeInputs) toStore.push(...context.inputMessages);
     }
-    if (this.storeInputs) toStore.push(...context.inputMessages);
-    if (this.storeOutputs) for (const m of context.response.messages) toStore.push(Message.withSource(m, 'response', 'response'));
-    if (toStore.length) await this.saveMessages(context.sessionId, toStore, { state, signal, report });
+    if (this.storeOutputs)
+      for (let i = done ?? 0; i < produced.length; i++) toStore.push(Message.withSource(produced[i]!, 'response', 'response'));
+    if (toStore.length) {
+      const turn = { inputIds: context.inputMessages.map((m) => m.id), opens: done === undefined };
+      await this.saveMessages(context.sessionId, toStore, { state, signal, report, turn });
+    }
+    this.#stored.set(context, produced.length);
+    return toStore.length > 0;
   }
 }

@@ -9,6 +9,7 @@ import type { JsonObject, JsonValue } from '../spec/json.js';
 import type { ProviderRunArgs } from '../spec/run-view.js';
 import { HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
 import { HistoryViews } from './history-views.js';
+import { findRetriedTurn } from './retried-turn.js';
 
 function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
@@ -58,7 +59,9 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const all = this.#list(args.state);
     const start = this.maxMessages === undefined ? 0 : Math.max(0, all.length - this.maxMessages);
     const loaded = this.#views.of(all, start, (m, i) => this.#prepare(m, i));
-    args.context.extendMessages(this.sourceId, markAttributed(dropLeadingResults(loaded), this.sourceId, 'history'), 'history');
+    const retried = this.retriedTurnStart(all, args);
+    const kept = dropLeadingResults(retried === undefined ? loaded : loaded.slice(0, Math.max(0, retried - start)));
+    args.context.extendMessages(this.sourceId, markAttributed(kept, this.sourceId, 'history'), 'history');
   }
 
   /**
@@ -72,12 +75,16 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   }
 
   /**
-   * Appends `messages`, skipping those whose id is among the newest 256 stored.
+   * Appends `messages`, skipping those whose id is among the newest 256 stored. The opening batch
+   * of a turn (`turn.opens`) first removes a stored earlier attempt of that turn (`findRetriedTurn`),
+   * so a retried run stores its turn once, with its own reply.
    * @throws SessionStateError naming `$.messages[i]...` when a message is not plain JSON (nothing is stored).
    */
-  async saveMessages(_sessionId: string, messages: readonly Message[], { state }: SaveHistoryArgs): Promise<void> {
+  async saveMessages(_sessionId: string, messages: readonly Message[], { state, turn }: SaveHistoryArgs): Promise<void> {
     checkMessages(messages);
     const all = this.#list(state);
+    const retried = turn?.opens ? findRetriedTurn(all, turn.inputIds) : undefined;
+    if (retried !== undefined) all.splice(retried);
     const recentFrom = Math.max(0, all.length - DEDUPE_WINDOW);
     const stored = (id: string) => {
       for (let i = all.length - 1; i >= recentFrom; i--) if ((all[i] as { id?: unknown } | null)?.id === id) return true;

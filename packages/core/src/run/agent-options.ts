@@ -12,11 +12,12 @@ export interface CheckedAgentOptions extends AgentOptions {
   name: string;
   contextProviders: readonly ContextProvider[];
   maxToolRoundtrips: number;
+  persistence: 'run' | 'model-call';
 }
 
 /**
  * Checks what `createAgent` was given.
- * @throws ConfigurationError for a missing client, a bad `maxToolRoundtrips`, duplicate or reserved
+ * @throws ConfigurationError for a missing client, a bad `maxToolRoundtrips` or `persistence`, duplicate or reserved
  *   source ids, two tools with one name, a `toolValidator` that cannot compile a tool's schema, or
  *   a contract version this copy of `@ctx/core` does not implement.
  */
@@ -31,9 +32,12 @@ export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
   if (!Number.isInteger(maxToolRoundtrips) || maxToolRoundtrips < 0)
     throw new ConfigurationError(`maxToolRoundtrips must be a non-negative integer, got ${maxToolRoundtrips}.`);
   if (options.providerTimeoutMs !== undefined) checkPositiveNumber('createAgent', 'providerTimeoutMs', options.providerTimeoutMs);
+  const persistence = options.persistence ?? 'run';
+  if (persistence !== 'run' && persistence !== 'model-call')
+    throw new ConfigurationError(`createAgent: persistence must be 'run' or 'model-call', got ${JSON.stringify(persistence)}.`);
   checkTools(options);
   const contextProviders = checkContextProviders(options.contextProviders ?? []);
-  return { ...options, name: options.name ?? 'agent', contextProviders, maxToolRoundtrips };
+  return { ...options, name: options.name ?? 'agent', contextProviders, maxToolRoundtrips, persistence };
 }
 
 /**

@@ -42,6 +42,16 @@ export interface AgentOptions {
    * otherwise the run fails with a `ProviderError`. Default: no limit.
    */
   providerTimeoutMs?: number;
+  /**
+   * When history providers store a turn. `'run'` (default): once, after the run succeeded.
+   * `'model-call'`: after every model call, before any tool runs: the first call stores the input
+   * with the model's response, each later call the tool results it was sent and its response, so a
+   * process that dies mid-run leaves the exact prefix that happened (each message once), and the
+   * next run answers calls left without results as interrupted. One history write per model call.
+   * With a `sessionStore`, the session is saved there after each write of a history that lives in
+   * the session (the in-memory history). A run that fails keeps what it stored.
+   */
+  persistence?: 'run' | 'model-call';
   /** Diagnostics: provider timings and contributions, tool calls, warnings, skips. */
   onEvent?: EventHandler;
 }
@@ -81,7 +91,9 @@ export interface Agent {
   readonly contextProviders: readonly ContextProvider[];
   /**
    * Runs one turn. Rejects with the first failure (`ProviderError`, a model error, the abort reason);
-   * history providers store nothing for a failed run.
+   * history providers store nothing more for a failed run (with `persistence: 'model-call'`, what
+   * was stored before the failure stays). To retry a failed run safely, pass the same input
+   * `Message` (same id): a turn is identified by its input message ids and is stored once.
    */
   run(input: AgentInput, options?: AgentRunOptions): Promise<AgentResponse>;
   /** Runs one turn, yielding updates as the model streams. Breaking out of the loop aborts the run. */

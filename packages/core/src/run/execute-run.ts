@@ -6,10 +6,11 @@ import { AgentSession } from '../session/agent-session.js';
 import type { AgentResponse } from '../spec/agent-response.js';
 import type { ChatResponseUpdate } from '../spec/chat-client.js';
 import type { AgentEvent } from '../spec/events.js';
-import type { AgentView, ContextProvider } from '../spec/run-view.js';
+import type { AgentView, ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
 import { type CheckedAgentOptions, checkContextProviders } from './agent-options.js';
 import type { AgentInput, AgentRunOptions } from './agent.js';
 import { type DefaultHistory, defaultHistory } from './default-history.js';
+import { persistModelCalls } from './persist-model-calls.js';
 import { runPipeline } from './pipeline.js';
 import { RunContext } from './run-context.js';
 import { runToolLoop } from './tool-loop.js';
@@ -84,20 +85,26 @@ export async function executeRun(
       message: `${loaders.length} history providers load messages (${loaders.map((p) => p.sourceId).join(', ')}); the model sees each one's copy of the conversation.`,
     });
   }
+  const args = (provider: ContextProvider): ProviderRunArgs => ({
+    agent,
+    session,
+    context,
+    signal,
+    state: session.stateOf(provider.sourceId),
+    report: (d) => emit({ type: 'provider-diagnostic', runId, sourceId: provider.sourceId, ...d }),
+  });
   try {
     await runPipeline(providers, {
       runId,
       emit,
       timeoutMs: options.providerTimeoutMs,
-      args: (provider) => ({
-        agent,
-        session,
-        context,
-        signal,
-        state: session.stateOf(provider.sourceId),
-        report: (d) => emit({ type: 'provider-diagnostic', runId, sourceId: provider.sourceId, ...d }),
-      }),
-      invoke: async () => {
+      args,
+      invoke: async (inside) => {
+        const timeoutMs = options.providerTimeoutMs;
+        const onModelCall =
+          options.persistence === 'model-call'
+            ? persistModelCalls({ runId, inside, args, signal, timeoutMs, emit, session: runOptions.session, store: options.sessionStore })
+            : undefined;
         try {
           context.response = await runToolLoop({
             runId,
@@ -110,6 +117,7 @@ export async function executeRun(
             toolValidator,
             emit,
             onUpdate,
+            onModelCall,
           });
         } catch (error) {
           context.error = error;

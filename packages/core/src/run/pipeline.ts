@@ -8,8 +8,11 @@ type Outcome = 'ok' | 'skipped' | 'failed';
 export interface PipelineRun {
   runId: string;
   args: (provider: ContextProvider) => ProviderRunArgs;
-  /** The innermost step: the model call and the tool loop. Must not throw; failures go to `context.error`. */
-  invoke: () => Promise<void>;
+  /**
+   * The innermost step: the model call and the tool loop. Must not throw; failures go to
+   * `context.error`. Gets the providers taking part in the run, outermost first (not those skipped).
+   */
+  invoke: (inside: readonly ContextProvider[]) => Promise<void>;
   emit: (event: AgentEvent) => void;
   /** Bounds the hooks of providers without their own `timeoutMs`. Default: no limit. */
   timeoutMs?: number | undefined;
@@ -21,9 +24,18 @@ export interface PipelineRun {
  * A hook that outlives its timeout or the run's signal is abandoned, so the run never waits for it.
  */
 export async function runPipeline(providers: readonly ContextProvider[], run: PipelineRun): Promise<void> {
+  const inside: ContextProvider[] = [];
+  const enter = async (provider: ContextProvider, index: number) => {
+    inside.push(provider);
+    try {
+      await step(index + 1);
+    } finally {
+      inside.pop();
+    }
+  };
   const step = async (index: number): Promise<void> => {
     const provider = providers[index];
-    if (!provider) return run.invoke();
+    if (!provider) return run.invoke([...inside]);
     const args = run.args(provider);
     if (args.signal.aborted) {
       args.context.error ??= args.signal.reason;
@@ -41,7 +53,7 @@ export async function runPipeline(providers: readonly ContextProvider[], run: Pi
         entered = true;
         clock.pause(); // the rest of the pipeline and the model are not this provider's time
         try {
-          await step(index + 1);
+          await enter(provider, index);
         } finally {
           clock.resume();
         }
@@ -56,7 +68,7 @@ export async function runPipeline(providers: readonly ContextProvider[], run: Pi
       if (outcome === 'failed') return;
       if (outcome === 'skipped') return step(index + 1);
     }
-    await step(index + 1);
+    await enter(provider, index);
     if (provider.afterRun) await guard(provider, 'afterRun', args, run, () => provider.afterRun!(args));
   };
   await step(0);
@@ -102,6 +114,20 @@ async function guard(
     context.error ??= new ProviderError(provider.sourceId, phase, error);
     return 'failed';
   }
+}
+
+/**
+ * Runs one hook of `provider` outside the onion (a history save inside the tool loop), bounded
+ * like its other hooks: by its `timeoutMs` (else `timeoutMs`) and the run's signal.
+ */
+export function boundHook(
+  provider: ContextProvider,
+  phase: ProviderPhase,
+  signal: AbortSignal,
+  timeoutMs: number | undefined,
+  body: () => void | Promise<void>,
+): Promise<void> {
+  return new HookClock(provider.timeoutMs ?? timeoutMs).bound(body, signal, provider.sourceId, phase);
 }
 
 /**

@@ -14,6 +14,7 @@ import { abortable } from '../backend/deadline.js';
 import { runCompaction } from '../compaction/run-compaction.js';
 import { compileToolChecks } from '../tools/tool-validator.js';
 import { createAgentResponse } from './agent-response.js';
+import { answerInterruptedCalls } from './interrupted-calls.js';
 import { addUsage, assembleResponse } from './assemble-response.js';
 
 /** Everything one tool loop needs. */
@@ -30,6 +31,13 @@ export interface ToolLoopRun {
   emit: (event: AgentEvent) => void;
   /** Set for streaming runs: receives every update as it arrives; the loop waits for what it returns. */
   onUpdate: ((update: ChatResponseUpdate) => void | Promise<void>) | undefined;
+  /**
+   * Set with `persistence: 'model-call'`: stores the run's response messages so far (model replies,
+   * function calls, tool results) after each model call, before any tool runs; the loop waits for it.
+   */
+  onModelCall?: ((produced: readonly Message[]) => Promise<void>) | undefined;
+  /** Call ids the session holds open on purpose (pending approvals): never answered as interrupted. */
+  leaveOpen?: ReadonlySet<string> | undefined;
 }
 
 /**
@@ -49,12 +57,24 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
   const instructions = context.getInstructions();
   // Instructions of per-run providers travel as a message before the input, not as instructions.
   const perRun = agent.contextProviders.filter((p) => p.stability === 'per-run').map((p) => p.sourceId);
-  const sentInstructions = perRun.length ? context.instructions.filter((i) => !perRun.includes(i.sourceId)).length : context.instructions.length;
+  const sentInstructions = perRun.length
+    ? context.instructions.filter((i) => !perRun.includes(i.sourceId)).length
+    : context.instructions.length;
   if (instructions !== undefined) base.instructions = instructions;
   if (tools.length) base.tools = tools;
 
   const produced: Message[] = [];
-  let pending = context.getMessages({ includeInput: true });
+  // A stored conversation may end with calls a killed run never answered: no request carries them open.
+  const repaired = answerInterruptedCalls(context.getMessages({ includeInput: true }), run.leaveOpen);
+  if (repaired.answered > 0) {
+    emit({
+      type: 'warning',
+      runId,
+      code: 'interrupted-calls',
+      message: `${repaired.answered} function call(s) of an earlier, interrupted run had no result; each is answered with an error result saying so.`,
+    });
+  }
+  let pending = repaired.messages;
   let sent: Message[] = [];
   let conversationId = context.serviceSessionId;
   let usage: Usage | undefined;
@@ -100,6 +120,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     });
 
     produced.push(...response.messages);
+    if (run.onModelCall) await run.onModelCall(produced);
     // What was sent, compacted if it was, is the base of the next call: a summary is made once, not per call.
     sent = [...messages, ...response.messages];
     pending = [];

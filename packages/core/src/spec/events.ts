@@ -57,7 +57,9 @@ export type WarningCode =
   | 'event-handler-failed'
   | 'corrupt-state'
   /** The agent's compaction strategy failed or declined (e.g. a blank summary); the uncompacted list was sent. */
-  | 'compaction-failed';
+  | 'compaction-failed'
+  /** Function calls of an earlier, interrupted run had no result; each was answered with an error result saying so. */
+  | 'interrupted-calls';
 
 /** Receives diagnostic events; an OpenTelemetry bridge can sit here. Must not throw. */
 export interface EventHandler {

@@ -12,6 +12,22 @@ export interface GetHistoryArgs {
   report?: (diagnostic: ProviderDiagnostic) => void;
 }
 
+/**
+ * The turn a batch of `saveMessages` belongs to, when a run stores it. A turn is identified by the
+ * ids of its input messages: a caller that retries a run passes the same input messages (same ids).
+ */
+export interface HistoryTurn {
+  /** The ids of the run's input messages, in order (empty when the run had no input). */
+  readonly inputIds: readonly string[];
+  /**
+   * Whether this batch opens the turn: its first batch (the only one with `persistence: 'run'`; with
+   * `'model-call'` the one stored after the first model call, later ones continue the turn). A backend
+   * that honours retries replaces a stored earlier attempt of the same turn (see `findRetriedTurn`
+   * in `@ctx/core/backend`) when the opening batch arrives, so the turn is stored once.
+   */
+  readonly opens: boolean;
+}
+
 /** What `HistoryProvider.saveMessages` and `replaceMessages` receive. */
 export interface SaveHistoryArgs {
   /** The provider's state slot of this session. */
@@ -19,6 +35,8 @@ export interface SaveHistoryArgs {
   signal?: AbortSignal;
   /** The run's diagnostic channel, when a run stores. Ids and counts only. */
   report?: (diagnostic: ProviderDiagnostic) => void;
+  /** Set when a run stores (not for `replaceMessages` or direct calls): the turn this batch belongs to. */
+  turn?: HistoryTurn;
 }
 
 /** What `HistoryProvider.popMessages` receives. */

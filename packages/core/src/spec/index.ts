@@ -14,7 +14,7 @@ export type {
 export type { CompactOptions, CompactionStrategy } from './compaction-strategy.js';
 export type { EmbeddingGenerator } from './embedding-generator.js';
 export type { AgentEvent, EventHandler, ProviderPhase, WarningCode } from './events.js';
-export type { GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from './history.js';
+export type { GetHistoryArgs, HistoryTurn, PopHistoryArgs, SaveHistoryArgs } from './history.js';
 export type { JsonObject, JsonPrimitive, JsonValue } from './json.js';
 export type {
   Annotation,

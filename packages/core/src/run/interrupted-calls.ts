@@ -1,0 +1,36 @@
+import { Message } from '../messages/message.js';
+import type { FunctionResultContent } from '../spec/message.js';
+
+/** The result an interrupted call gets: the model learns the call may or may not have taken effect. */
+export const INTERRUPTED_RESULT = 'The run was interrupted before this call returned; it may or may not have taken effect.';
+
+/**
+ * `messages` with every function call that has no result anywhere in the list answered by an error
+ * result (`INTERRUPTED_RESULT`), in one tool message placed right after the message holding the
+ * calls. The message is derived from the calls alone (id `<message id>~interrupted`, no timestamp),
+ * so every request repairs a stored conversation the same way and the prompt prefix stays stable.
+ * Calls in `leaveOpen` (pending approvals the session holds on purpose) are left as they are.
+ * Returns `messages` itself when nothing was open, and how many calls were answered.
+ */
+export function answerInterruptedCalls(messages: Message[], leaveOpen?: ReadonlySet<string>): { messages: Message[]; answered: number } {
+  let answered: Set<string> | undefined;
+  let out: Message[] | undefined;
+  let count = 0;
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!;
+    out?.push(m);
+    if (!m.contents.some((c) => c.type === 'function-call')) continue;
+    answered ??= new Set(messages.flatMap((x) => x.contents.flatMap((c) => (c.type === 'function-result' ? [c.callId] : []))));
+    const open: FunctionResultContent[] = [];
+    for (const c of m.contents) {
+      if (c.type !== 'function-call' || answered.has(c.callId) || leaveOpen?.has(c.callId)) continue;
+      open.push({ type: 'function-result', callId: c.callId, name: c.name, result: { error: INTERRUPTED_RESULT }, isError: true });
+    }
+    if (open.length === 0) continue;
+    out ??= messages.slice(0, i + 1);
+    const source = Message.source(m);
+    out.push({ id: `${m.id}~interrupted`, role: 'tool', contents: open, ...(source ? { metadata: { ctx: { ...source } } } : {}) });
+    count += open.length;
+  }
+  return { messages: out ?? messages, answered: count };
+}

@@ -1,0 +1,58 @@
+import { isAbortError, ProviderError } from '../errors.js';
+import { HistoryProvider } from '../history/history-provider.js';
+import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
+import type { Message } from '../messages/message.js';
+import type { AgentSession } from '../session/agent-session.js';
+import type { AgentEvent } from '../spec/events.js';
+import type { ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
+import type { SessionStore } from '../spec/session-store.js';
+import { boundHook } from './pipeline.js';
+
+/** What `persistModelCalls` needs of the run. */
+export interface ModelCallPersistence {
+  runId: string;
+  /** The providers taking part in the run, outermost first. */
+  inside: readonly ContextProvider[];
+  args: (provider: ContextProvider) => ProviderRunArgs;
+  signal: AbortSignal;
+  /** The agent's `providerTimeoutMs`. */
+  timeoutMs: number | undefined;
+  emit: (event: AgentEvent) => void;
+  /** The run's session and the agent's store, when both exist: the session is saved after a write of history kept in it. */
+  session: AgentSession | undefined;
+  store: SessionStore | undefined;
+}
+
+/**
+ * The tool loop's `onModelCall` for `persistence: 'model-call'`: every history provider of the run
+ * stores what is new (`HistoryProvider.storeProgress`), innermost first as `afterRun` runs, each
+ * bounded like its hooks; then, when a history that lives in the session stored something, the
+ * session is saved to the agent's store. A failed save fails the run with a `ProviderError`; under
+ * `onError: 'skip'` that provider stores nothing more during the run (a `provider-skipped` event
+ * says so) and its `afterRun` stores what is left.
+ */
+export function persistModelCalls(run: ModelCallPersistence): (produced: readonly Message[]) => Promise<void> {
+  const histories = run.inside.filter(HistoryProvider.isInstance).reverse();
+  const skipped = new Set<ContextProvider>();
+  return async (produced) => {
+    let inSession = false;
+    for (const provider of histories) {
+      if (skipped.has(provider)) continue;
+      try {
+        await boundHook(provider, 'afterRun', run.signal, run.timeoutMs, async () => {
+          const saved = await provider.storeProgress(run.args(provider), produced);
+          if (saved && provider instanceof InMemoryHistoryProvider) inSession = true;
+        });
+      } catch (error) {
+        if (isAbortError(error, run.signal)) throw error;
+        if (provider.onError !== 'skip') throw new ProviderError(provider.sourceId, 'afterRun', error);
+        skipped.add(provider);
+        run.emit({ type: 'provider-skipped', runId: run.runId, sourceId: provider.sourceId, phase: 'afterRun', error });
+      }
+    }
+    const { session, store } = run;
+    if (inSession && session && store) {
+      session.etag = await store.set(session.toJSON(), { ifMatch: session.etag ?? null, signal: run.signal });
+    }
+  };
+}
