@@ -35,7 +35,7 @@ export { Message } from './messages/message.js';
 export type * from './spec/index.js';
 export type { MessageInit } from './messages/message.js';
 export { auditContext, createAuditProvider } from './policies/context-audit.js';
-export type { AuditProviderOptions, ContextAudit, SourceAudit } from './policies/context-audit.js';
+export type { AuditProviderOptions, ContextAudit, PrefixAudit, SourceAudit } from './policies/context-audit.js';
 export { budgetReportOf } from './policies/budget.js';
 export type { BudgetItem, BudgetPolicy, BudgetReport } from './policies/budget.js';
 export { DecayingList } from './policies/decay.js';
@@ -53,7 +53,7 @@ export { createHashEmbedding } from './retrieval/hash-embedding.js';
 export type { HashEmbeddingOptions } from './retrieval/hash-embedding.js';
 export { InMemoryRetriever } from './retrieval/in-memory-retriever.js';
 export type { InMemoryRetrieverOptions, InMemoryScoring, RetrievalDocument } from './retrieval/in-memory-retriever.js';
-export type { Agent, AgentInput, AgentOptions, AgentRunOptions, AgentRunStream } from './run/agent.js';
+export type { Agent, AgentInput, AgentOptions, AgentRunOptions, AgentRunStream, ToolApproval } from './run/agent.js';
 export { createAgent } from './run/create-agent.js';
 export { AgentSession } from './session/agent-session.js';
 export type { AgentSessionInit } from './session/agent-session.js';
@@ -63,4 +63,10 @@ export { InMemorySessionStore } from './session/in-memory-session-store.js';
 export { createCharacterTokenizer } from './tokens/character-tokenizer.js';
 export type { CharacterTokenizerOptions } from './tokens/character-tokenizer.js';
 export { defineTool } from './tools/define-tool.js';
-export type { JsonSchemaToolDefinition, StandardSchemaToolDefinition, StandardSchemaV1 } from './tools/define-tool.js';
+export type {
+  InferOutput,
+  JsonSchemaToolDefinition,
+  StandardResult,
+  StandardSchemaToolDefinition,
+  StandardSchemaV1,
+} from './tools/define-tool.js';

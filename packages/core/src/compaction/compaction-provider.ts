@@ -8,6 +8,7 @@ import { runCompaction } from './run-compaction.js';
 
 /** Options of `CompactionProvider`. */
 export interface CompactionProviderOptions {
+  /** How the history is compacted: `truncation`, `summarization`, or your own `CompactionStrategy`. */
   strategy: CompactionStrategy;
   /**
    * When it compacts. `'before-load'` (default): before the model call, on what the history loaded;

@@ -11,6 +11,7 @@ export type MessageGroupKind = 'system' | 'summary' | 'user' | 'assistant' | 'to
  * groups, so it never orphans a call or a result.
  */
 export interface MessageGroup {
+  /** What the group holds. */
   kind: MessageGroupKind;
   /** The group's messages, in conversation order. */
   messages: Message[];
@@ -100,7 +101,14 @@ export function flattenGroups(groups: readonly MessageGroup[]): Message[] {
  * being answered, the tool exchanges of the current run, and an exchange whose results arrived in
  * this turn), or the last group when there is no user turn.
  */
-export function splitProtected(groups: readonly MessageGroup[]): { system: MessageGroup[]; older: MessageGroup[]; recent: MessageGroup[] } {
+export function splitProtected(groups: readonly MessageGroup[]): {
+  /** System message groups: always kept. */
+  system: MessageGroup[];
+  /** Groups before the last user turn: what compaction may drop or summarize. */
+  older: MessageGroup[];
+  /** The last user turn and what follows it: always kept. */
+  recent: MessageGroup[];
+} {
   let cut = -1;
   for (const g of groups) if (g.kind === 'user' && g.indices[0]! > cut) cut = g.indices[0]!;
   if (cut === -1) cut = groups.length ? Math.max(...groups.map((g) => g.indices[0]!)) : 0;

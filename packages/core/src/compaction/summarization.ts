@@ -10,6 +10,7 @@ import { type CompactionTrigger, compactWhen } from './triggers.js';
 export interface SummaryInfo {
   /** Ids of every message the summary stands for, including those of summaries it folded in. */
   replaces: string[];
+  /** When the summary was made (ISO 8601). */
   createdAt: string;
 }
 

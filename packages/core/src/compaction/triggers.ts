@@ -10,7 +10,16 @@ import { groupMessages } from './message-groups.js';
  * says so. Counts are "more than".
  */
 export type CompactionTrigger =
-  | { tokens?: number; messages?: number; turns?: number; tokenizer?: Tokenizer }
+  | {
+      /** Fires when the messages count more than this many tokens. */
+      tokens?: number;
+      /** Fires past this many messages. */
+      messages?: number;
+      /** Fires past this many user turns. */
+      turns?: number;
+      /** Counts `tokens` (default: the character estimate). */
+      tokenizer?: Tokenizer;
+    }
   | ((messages: readonly Message[]) => boolean);
 
 /** Whether `trigger` fires for `messages`. */

@@ -54,11 +54,17 @@ export abstract class HistoryProvider implements ContextProvider {
   private readonly [historyMarker] = true;
   readonly specificationVersion = 'v1';
   readonly sourceId: string;
+  /** When the provider loads history before a run (`'auto'`, `true`, `false`). */
   readonly loadMessages: boolean | 'auto';
+  /** Whether the run's input messages are stored. */
   readonly storeInputs: boolean;
+  /** Whether the model's replies, function calls and results are stored. */
   readonly storeOutputs: boolean;
+  /** Whether messages other providers injected are stored too. */
   readonly storeContextMessages: boolean;
+  /** Store injected messages only from these source ids. */
   readonly storeContextFrom: readonly string[] | undefined;
+  /** The newest messages loaded per run; undefined loads all. */
   readonly maxMessages: number | undefined;
   readonly onError: 'throw' | 'skip';
   /** Per run: how many of the run's response messages are stored (the turn is opened once an entry exists). */

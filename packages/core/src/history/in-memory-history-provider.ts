@@ -116,6 +116,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     return all.splice(start) as Message[];
   }
 
+  /** Checks the `messages` of a restored state slot; a `SessionStateError` names what is wrong. */
   validateState(state: JsonObject, path: string): void {
     if (state.messages === undefined) return;
     if (!Array.isArray(state.messages)) throw new SessionStateError(pathJoin(path, 'messages'), 'must be an array of messages');

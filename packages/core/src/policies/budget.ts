@@ -26,9 +26,30 @@ export interface BudgetPolicy {
 
 /** One contribution of a provider, as `withPolicies` weighs it against a budget. */
 export type BudgetItem =
-  | { kind: 'message'; message: Message; tokens: number }
-  | { kind: 'instructions'; text: string; tokens: number }
-  | { kind: 'tool'; tool: Tool; tokens: number };
+  | {
+      /** A message. */
+      kind: 'message';
+      /** The message. */
+      message: Message;
+      /** Its tokens. */
+      tokens: number;
+    }
+  | {
+      /** An instructions text. */
+      kind: 'instructions';
+      /** The text. */
+      text: string;
+      /** Its tokens. */
+      tokens: number;
+    }
+  | {
+      /** A tool. */
+      kind: 'tool';
+      /** The tool. */
+      tool: Tool;
+      /** Its tokens. */
+      tokens: number;
+    };
 
 /** How `fitToBudget` weighs items. */
 export interface FitToBudgetOptions<T> {
@@ -42,7 +63,9 @@ export interface FitToBudgetOptions<T> {
 
 /** What `fitToBudget` kept and dropped, each in the original order. */
 export interface BudgetFit<T> {
+  /** What fits, in ranking order. */
   kept: T[];
+  /** What was left out. */
   dropped: T[];
   /** Tokens of the kept items. */
   tokens: number;
@@ -119,6 +142,7 @@ export function resolveBudget(owner: string, budget: BudgetPolicy | undefined): 
 
 /** How a budget was applied to one provider in one run, kept in `context.metadata['ctx.budget'][sourceId]`. */
 export interface BudgetReport {
+  /** The cap. */
   maxTokens: number;
   /** Tokens of what was kept. */
   tokens: number;

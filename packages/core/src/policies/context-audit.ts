@@ -9,15 +9,21 @@ import { type BudgetReport, budgetReportOf, countToolTokens } from './budget.js'
 export interface SourceAudit {
   /** The provider's `sourceId`; `agent` for the agent's own instructions and tools, `input` for the run's input. */
   sourceId: string;
+  /** How many messages it added. */
   messages: number;
   /** Ids of its messages, in order. */
   messageIds: string[];
+  /** Tokens of those messages. */
   messageTokens: number;
+  /** How many instruction texts it added. */
   instructions: number;
+  /** Tokens of those instructions. */
   instructionTokens: number;
+  /** How many tools it added. */
   tools: number;
   /** Names of its tools, in order. */
   toolNames: string[];
+  /** Tokens of those tools (name, description, parameters). */
   toolTokens: number;
   /** `messageTokens + instructionTokens + toolTokens`. */
   tokens: number;
@@ -27,6 +33,7 @@ export interface SourceAudit {
 
 /** The audit trail of one run's prompt: every source that added something, in order, with tokens. */
 export interface ContextAudit {
+  /** The run's session. */
   sessionId: string;
   /** `agent` first (when it has instructions or tools), then providers in the order they first added something, then `input`. */
   sources: SourceAudit[];
@@ -202,7 +209,10 @@ export interface AuditProviderOptions {
  * after every other provider's, right before the model call, so the audit is what the model
  * receives (before in-run compaction).
  */
-export function createAuditProvider(options: AuditProviderOptions = {}): ContextProvider<{ prefix?: string[] }> {
+export function createAuditProvider(options: AuditProviderOptions = {}): ContextProvider<{
+  /** One short hash per item of the last request, to measure the next run's repeated prefix. */
+  prefix?: string[];
+}> {
   const tokenizer = options.tokenizer ?? createCharacterTokenizer();
   return {
     sourceId: options.sourceId ?? 'audit',

@@ -21,7 +21,12 @@ export interface DecayingListOptions extends DecayPolicy {
 }
 
 /** One entry of a `DecayingList` as stored in state: the value and when it was added (ms since the epoch). */
-export type AgedEntry<T extends JsonValue = JsonValue> = { value: T; addedAt: number };
+export type AgedEntry<T extends JsonValue = JsonValue> = {
+  /** The entry. */
+  value: T;
+  /** When it was added or last refreshed (ms since the epoch). */
+  addedAt: number;
+};
 
 /**
  * A list of entries in a provider's state slot (`state[key]`, plain JSON) that carry their age and

@@ -56,10 +56,15 @@ export interface TextSearchProviderOptions {
 export interface RetrievalCitation {
   /** The number the text cites it by, `[n]`. */
   n: number;
+  /** The document's id. */
   id: string;
+  /** The document's title. */
   title?: string;
+  /** The document's URL. */
   url?: string;
+  /** The retriever's score. */
   score?: number;
+  /** The document's metadata. */
   metadata?: JsonObject;
 }
 

@@ -16,7 +16,9 @@ export type WhiteboardKind = 'requirement' | 'proposal' | 'decision' | 'action';
 export interface WhiteboardEntry {
   /** Short id the update model refers to it by (`r1`, `d4`...). */
   id: string;
+  /** `'requirement'`, `'proposal'`, `'decision'` or `'action'`. */
   kind: WhiteboardKind;
+  /** The entry, at most `maxEntryLength` characters. */
   text: string;
   /** When it was added or last confirmed, ms since the epoch (its age for decay). */
   addedAt: number;

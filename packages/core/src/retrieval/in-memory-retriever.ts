@@ -9,10 +9,15 @@ import { DEFAULT_STOP_WORDS, words } from './words.js';
 
 /** A document an `InMemoryRetriever` indexes. */
 export interface RetrievalDocument {
+  /** Unique id; adding it again replaces the document. */
   id: string;
+  /** The text searched and returned. */
   content: string;
+  /** Searched with the content, and returned. */
   title?: string;
+  /** Returned for citations. */
   url?: string;
+  /** Returned as is. */
   metadata?: JsonObject;
 }
 

@@ -11,6 +11,7 @@ import type { ToolValidator } from '../spec/tool-validator.js';
 
 /** What `createAgent` takes. */
 export interface AgentOptions {
+  /** The model: any `ChatClient` (`OpenAIChatClient`, `ScriptedChatClient`, ...). */
   client: ChatClient;
   /** Default `agent`. Appears in diagnostics. */
   name?: string;
@@ -75,7 +76,29 @@ export interface AgentRunOptions {
    * Sessions restored by the agent are validated against the agent's providers.
    */
   contextProviders?: readonly ContextProvider[];
+  /**
+   * Answers to tool calls the session holds for approval (`response.pendingApprovals`, kept in
+   * `session.pending`): approved calls run, denied ones get an error result with the `reason`, which
+   * the model sees, and the run goes on. Pass `[]` as input to only answer. The model is called once
+   * no call of the session waits any more; a run that leaves some unanswered runs what it answered
+   * and ends with the rest in `pendingApprovals`, without a model call (new input is refused then).
+   * Checked before anything runs: a call id that does not wait (unknown, already answered, or one
+   * that needed no approval), an id answered twice, or approvals without the session are a
+   * `ConfigurationError`. A run that fails leaves the calls waiting, so the answers can be sent again.
+   */
+  approvals?: readonly ToolApproval[];
+  /** Aborts the run: it ends at once, rejecting with the signal's reason, and stores nothing. */
   signal?: AbortSignal;
+}
+
+/** The caller's answer to one tool call waiting for approval. */
+export interface ToolApproval {
+  /** The call's id, from `response.pendingApprovals` or `session.pending.approvals`. */
+  callId: string;
+  /** `true` runs the call; `false` answers it with an error result instead. */
+  approved: boolean;
+  /** Why it was denied: the model reads it in the error result. */
+  reason?: string;
 }
 
 /** A streaming run: iterate it for updates; `response` resolves to the assembled result. */
@@ -86,8 +109,11 @@ export interface AgentRunStream extends AsyncIterable<ChatResponseUpdate> {
 
 /** An agent: a chat client, a context pipeline and a tool loop. Stateless; sessions hold the state. */
 export interface Agent {
+  /** The agent's name (events, errors). */
   readonly name: string;
+  /** The chat client it calls. */
   readonly client: ChatClient;
+  /** Its providers, in order. */
   readonly contextProviders: readonly ContextProvider[];
   /**
    * Runs one turn. Rejects with the first failure (`ProviderError`, a model error, the abort reason);

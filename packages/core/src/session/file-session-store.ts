@@ -28,7 +28,9 @@ export interface FileSessionStoreOptions {
 
 /** A corrupt session file the store moved aside (`onCorrupt: 'quarantine'`). Holds names and paths, never session content. */
 export interface FileSessionStoreEvent {
+  /** What happened. */
   type: 'session-quarantined';
+  /** The session concerned. */
   sessionId: string;
   /** The file that could not be read. */
   file: string;
@@ -104,6 +106,7 @@ function codeOf(error: unknown): string | undefined {
  */
 export class FileSessionStore implements SessionStore {
   readonly specificationVersion = 'v1';
+  /** Where the session files are. */
   readonly directory: string;
   readonly #lockTimeoutMs: number;
   readonly #onCorrupt: 'throw' | 'quarantine';

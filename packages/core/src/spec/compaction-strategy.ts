@@ -3,6 +3,7 @@ import type { ProviderDiagnostic } from './run-view.js';
 
 /** What a strategy gets besides the messages. */
 export interface CompactOptions {
+  /** Aborts the compaction (e.g. a summarizing model call). */
   signal?: AbortSignal;
   /**
    * Receives what the strategy wants known without failing: a blank or failed summary, a setting it

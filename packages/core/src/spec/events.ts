@@ -9,43 +9,166 @@ import type { Contribution } from './run-view.js';
  * it in `content`.
  */
 export type AgentEvent =
-  | { type: 'run-start'; runId: string; sessionId: string; agentName: string; providers: string[]; provider: string; modelId: string }
-  | { type: 'run-end'; runId: string; sessionId: string; durationMs: number; error?: unknown; usage?: Usage }
-  | { type: 'provider-end'; runId: string; sourceId: string; phase: ProviderPhase; durationMs: number; added: Contribution }
-  | { type: 'provider-skipped'; runId: string; sourceId: string; phase: ProviderPhase; error: unknown }
   | {
-      type: 'model-call';
+      /** A run started. */
+      type: 'run-start';
+      /** Identifies the run in every event it emits. */
       runId: string;
+      /** The run's session. */
+      sessionId: string;
+      /** The agent's `name`. */
+      agentName: string;
+      /** Source ids of the run's providers, in order (the default history included). */
+      providers: string[];
+      /** The chat client's provider name, e.g. `openai`. */
+      provider: string;
+      /** The chat client's `modelId`. */
+      modelId: string;
+    }
+  | {
+      /** A run ended, successfully or not. */
+      type: 'run-end';
+      /** The run. */
+      runId: string;
+      /** The run's session. */
+      sessionId: string;
+      /** How long the run took. */
+      durationMs: number;
+      /** Why it failed, if it did. */
+      error?: unknown;
+      /** Tokens of all its model calls. */
+      usage?: Usage;
+    }
+  | {
+      /** A provider hook finished. */
+      type: 'provider-end';
+      /** The run. */
+      runId: string;
+      /** The provider. */
+      sourceId: string;
+      /** Which hook. */
+      phase: ProviderPhase;
+      /** How long it took. */
+      durationMs: number;
+      /** What it added to the context. */
+      added: Contribution;
+    }
+  | {
+      /** A provider with `onError: 'skip'` failed and was left out of the run. */
+      type: 'provider-skipped';
+      /** The run. */
+      runId: string;
+      /** The provider. */
+      sourceId: string;
+      /** The hook that failed. */
+      phase: ProviderPhase;
+      /** Why. */
+      error: unknown;
+    }
+  | {
+      /** A model call is about to be sent. */
+      type: 'model-call';
+      /** The run. */
+      runId: string;
+      /** Which call of the tool loop (1 for the first). */
       roundtrip: number;
       /** Messages sent, per-run instructions (sent as a system message before the input) included. */
       messages: number;
       /** Instructions sent as the request's instructions (those of stable sources). */
       instructions: number;
+      /** Tools offered. */
       tools: number;
-      content?: { messages: readonly Message[]; instructions?: string };
+      /** What was sent, when the handler asked for content. */
+      content?: {
+        /** The messages sent. */
+        messages: readonly Message[];
+        /** The instructions sent. */
+        instructions?: string;
+      };
     }
   | {
+      /** A model call answered. */
       type: 'model-response';
+      /** The run. */
       runId: string;
+      /** Which call of the tool loop. */
       roundtrip: number;
+      /** How long the call took. */
       durationMs: number;
+      /** Its tokens. */
       usage?: Usage;
+      /** Why the model stopped. */
       finishReason?: FinishReason;
+      /** How many tools the model asked to call. */
       functionCalls: number;
-      content?: { messages: readonly Message[] };
+      /** What came back, when the handler asked for content. */
+      content?: {
+        /** The messages received. */
+        messages: readonly Message[];
+      };
     }
-  | { type: 'tool-start'; runId: string; toolName: string; callId: string; content?: { arguments: string } }
   | {
-      type: 'tool-end';
+      /** A tool call started. */
+      type: 'tool-start';
+      /** The run. */
       runId: string;
+      /** The tool. */
       toolName: string;
+      /** The model's call id. */
       callId: string;
-      durationMs: number;
-      error?: unknown;
-      content?: { result: JsonValue };
+      /** The arguments, when the handler asked for content. */
+      content?: {
+        /** The arguments as the model sent them (JSON text). */
+        arguments: string;
+      };
     }
-  | { type: 'warning'; runId?: string; sourceId?: string; code: WarningCode; message: string }
-  | { type: 'provider-diagnostic'; runId: string; sourceId: string; code: string; message: string; data?: JsonObject; error?: unknown };
+  | {
+      /** A tool call ended. */
+      type: 'tool-end';
+      /** The run. */
+      runId: string;
+      /** The tool. */
+      toolName: string;
+      /** The model's call id. */
+      callId: string;
+      /** How long it took. */
+      durationMs: number;
+      /** Why it failed, if it did (the model got an error result). */
+      error?: unknown;
+      /** The result, when the handler asked for content. */
+      content?: {
+        /** What went back to the model. */
+        result: JsonValue;
+      };
+    }
+  | {
+      /** Something worked, but not as configured (see `WarningCode`). */
+      type: 'warning';
+      /** The run, when it happened in one. */
+      runId?: string;
+      /** The provider concerned, if any. */
+      sourceId?: string;
+      /** What kind of warning. */
+      code: WarningCode;
+      /** What happened, for people. */
+      message: string;
+    }
+  | {
+      /** A provider reported something through `args.report` (an audit, a budget, repaired data). */
+      type: 'provider-diagnostic';
+      /** The run. */
+      runId: string;
+      /** The provider. */
+      sourceId: string;
+      /** The provider's code for it, e.g. `context-audit`. */
+      code: string;
+      /** What happened, for people. */
+      message: string;
+      /** Details as JSON. */
+      data?: JsonObject;
+      /** The error behind it, if any. */
+      error?: unknown;
+    };
 
 /** The hook of a provider an event refers to. */
 export type ProviderPhase = 'beforeRun' | 'afterRun' | 'wrap';

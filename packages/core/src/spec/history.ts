@@ -7,6 +7,7 @@ export interface GetHistoryArgs {
   state: JsonObject;
   /** Return at most this many of the newest messages. */
   limit?: number;
+  /** Aborts the read. */
   signal?: AbortSignal;
   /** The run's diagnostic channel, when a run loads (e.g. to report repaired stored data). Ids and counts only. */
   report?: (diagnostic: ProviderDiagnostic) => void;
@@ -32,6 +33,7 @@ export interface HistoryTurn {
 export interface SaveHistoryArgs {
   /** The provider's state slot of this session. */
   state: JsonObject;
+  /** Aborts the write. */
   signal?: AbortSignal;
   /** The run's diagnostic channel, when a run stores. Ids and counts only. */
   report?: (diagnostic: ProviderDiagnostic) => void;

@@ -6,10 +6,13 @@ export interface RetrievalResult {
   id: string;
   /** The text to show the model. */
   content: string;
+  /** A title to show with the content. */
   title?: string;
+  /** Where the content comes from, for citations. */
   url?: string;
   /** Relevance, higher is better; its scale is the retriever's own. */
   score?: number;
+  /** Any JSON the retriever keeps with the document. */
   metadata?: JsonObject;
 }
 
@@ -17,6 +20,7 @@ export interface RetrievalResult {
 export interface RetrieverSearchOptions {
   /** Return at most this many results. */
   topK: number;
+  /** Aborts the search. */
   signal?: AbortSignal;
 }
 

@@ -2,6 +2,7 @@ import type { SessionJson } from './session.js';
 
 /** A session as a store holds it, with its version tag. */
 export interface StoredSession {
+  /** The session JSON. */
   session: SessionJson;
   /** Opaque version tag; pass it as `ifMatch` to write only if nobody wrote since. */
   etag: string;
@@ -15,6 +16,7 @@ export interface SetSessionOptions {
    * A mismatch throws `ConcurrencyError` and writes nothing.
    */
   ifMatch?: string | null;
+  /** Aborts the write. */
   signal?: AbortSignal;
 }
 

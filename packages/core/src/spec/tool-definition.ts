@@ -4,6 +4,7 @@ import type { JsonObject } from './json.js';
 export interface ToolDefinition {
   /** Letters, digits, `_` and `-`, at most 64 characters. */
   readonly name: string;
+  /** What the tool does and when to use it, for the model. */
   readonly description?: string;
   /** JSON Schema of the arguments object. */
   readonly parameters: JsonObject;

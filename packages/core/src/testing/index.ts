@@ -1,6 +1,7 @@
 // @ctx/core/testing: test doubles for apps and backends.
 export { createSessionContext } from './create-session-context.js';
 export type { SessionContextInit } from './create-session-context.js';
+export type { RunContextInit } from '../run/run-context.js';
 export { ScriptedChatClient } from './scripted-chat-client.js';
 export type {
   ScriptedCall,

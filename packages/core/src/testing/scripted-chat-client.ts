@@ -6,19 +6,29 @@ import type { JsonValue } from '../spec/json.js';
 
 /** A function call a scripted reply makes. `arguments` may be an object (serialized for you) or JSON text. */
 export interface ScriptedToolCall {
+  /** The tool to call. */
   name: string;
+  /** Its arguments: an object, or JSON text as a model would send it. */
   arguments?: Record<string, JsonValue> | string;
+  /** The call id (default: generated). */
   callId?: string;
 }
 
 /** One scripted answer: text, tool calls, or both; `error` makes the call fail instead. */
 export interface ScriptedReply {
+  /** Text of the reply. */
   text?: string;
+  /** Function calls the model makes. */
   toolCalls?: ScriptedToolCall[];
+  /** Reasoning text before the answer. */
   reasoning?: string;
+  /** A service conversation id to return. */
   conversationId?: string;
+  /** Token counts to report (default: characters / 4). */
   usage?: Usage;
+  /** Why the model stopped (default: `stop`, or `tool-calls` with tool calls). */
   finishReason?: FinishReason;
+  /** Fail the call with this error instead. */
   error?: unknown;
   /** Milliseconds to wait before answering (honours the abort signal). */
   delayMs?: number;
@@ -26,8 +36,11 @@ export interface ScriptedReply {
 
 /** One call the client received, for assertions. */
 export interface ScriptedCall {
+  /** The messages the client was sent. */
   messages: Message[];
+  /** The options of the call. */
   options: ChatOptions;
+  /** Whether it was a streaming call. */
   streaming: boolean;
 }
 
@@ -42,6 +55,7 @@ export type ScriptedResponder = (
 export interface ScriptedChatClientOptions {
   /** The replies, in order, or a function that computes each. */
   replies: Array<string | ScriptedReply> | ScriptedResponder;
+  /** The `modelId` it reports. Default `scripted-model`. */
   modelId?: string;
   /** Declare that the service keeps conversations by default. Default false. */
   storesByDefault?: boolean;
@@ -55,9 +69,13 @@ export interface ScriptedChatClientOptions {
  * characters / 4. When a list of replies runs out it throws a `ConfigurationError`.
  */
 export class ScriptedChatClient implements ChatClient {
+  /** The contract version it implements. */
   readonly specificationVersion = 'v1' as const;
+  /** The provider name it reports: `scripted`. */
   readonly provider = 'scripted';
+  /** The model id it reports. */
   readonly modelId: string;
+  /** Whether it reports that its service stores conversations by default (`storesByDefault` option). */
   readonly storesByDefault: boolean;
   /** Every call received, in order. */
   readonly calls: ScriptedCall[] = [];
@@ -71,6 +89,8 @@ export class ScriptedChatClient implements ChatClient {
     this.#chunkSize = options.chunkSize ?? 8;
   }
 
+  /** The next scripted reply, as a whole response. */
+  /** The next scripted reply, as a whole response. */
   async getResponse(messages: Message[], options: ChatOptions): Promise<ChatResponse> {
     const reply = await this.#next(messages, options, false);
     const response: ChatResponse = {
@@ -82,6 +102,7 @@ export class ScriptedChatClient implements ChatClient {
     return response;
   }
 
+  /** The next scripted reply, streamed in chunks. */
   async *getStreamingResponse(messages: Message[], options: ChatOptions): AsyncIterable<ChatResponseUpdate> {
     const reply = await this.#next(messages, options, true);
     const message = toMessage(reply);
