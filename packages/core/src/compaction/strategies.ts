@@ -45,7 +45,7 @@ export interface TruncationOptions extends StrategyOptions {
   /**
    * Once a limit is crossed, cut down to this share of it, so the start of the conversation (and the
    * provider's prompt cache) then stays the same for several turns instead of shifting every turn.
-   * Default 0.75; 1 cuts just enough.
+   * Default 0.5; 1 cuts just enough.
    */
   target?: number;
   /** Counts `maxTokens`. Default: the character estimator. */
@@ -63,7 +63,7 @@ export function truncation(options: TruncationOptions): CompactionStrategy {
     throw new ConfigurationError('truncation: give maxMessages, maxTokens or both.');
   if (maxMessages !== undefined) checkInteger('truncation', 'maxMessages', maxMessages, 0);
   if (maxTokens !== undefined) checkInteger('truncation', 'maxTokens', maxTokens);
-  const target = checkShare('truncation', 'target', options.target ?? 0.75);
+  const target = checkShare('truncation', 'target', options.target ?? 0.5);
   const tokenizer = options.tokenizer ?? defaultTokenizer();
   return withTrigger(options, {
     compact(messages) {
@@ -210,7 +210,7 @@ export interface TokenBudgetOptions extends StrategyOptions {
   maxTokens: number;
   /**
    * Then compact down to this share of `maxTokens`, so the start of the conversation (and the
-   * provider's prompt cache) stays the same for the turns it takes to grow back. Default 0.75; 1
+   * provider's prompt cache) stays the same for the turns it takes to grow back. Default 0.5; 1
    * compacts just enough.
    */
   target?: number;
@@ -232,7 +232,7 @@ export interface TokenBudgetOptions extends StrategyOptions {
  */
 export function tokenBudget(options: TokenBudgetOptions): CompactionStrategy {
   const maxTokens = checkInteger('tokenBudget', 'maxTokens', options.maxTokens);
-  const goal = Math.floor(maxTokens * checkShare('tokenBudget', 'target', options.target ?? 0.75));
+  const goal = Math.floor(maxTokens * checkShare('tokenBudget', 'target', options.target ?? 0.5));
   const tokenizer = options.tokenizer ?? defaultTokenizer();
   const last = truncation({ maxTokens: Math.max(1, goal), target: 1, tokenizer });
   const strategies = options.strategies ?? [toolResultCollapse(), toolResultCollapse({ includeCurrentTurn: true })];
@@ -257,7 +257,7 @@ export interface ContextWindowOptions {
   reserveTokens?: number;
   /** Compact when the messages pass this share of the usable window. Default 0.8. */
   threshold?: number;
-  /** Compact down to this share of the usable window (at most `threshold`). Default 0.6. */
+  /** Compact down to this share of the usable window (at most `threshold`). Default 0.4. */
   target?: number;
   /** Default: the character estimator; use `@ctx/openai/tokenizer` for exact counts. */
   tokenizer?: Tokenizer;
@@ -272,7 +272,7 @@ export function contextWindow(options: ContextWindowOptions): CompactionStrategy
   if (usable <= 0)
     throw new ConfigurationError(`contextWindow: reserveTokens must be smaller than the window (${window}); lower reserveTokens.`);
   const threshold = checkShare('contextWindow', 'threshold', options.threshold ?? 0.8);
-  const target = checkShare('contextWindow', 'target', options.target ?? 0.6);
+  const target = checkShare('contextWindow', 'target', options.target ?? 0.4);
   if (target > threshold)
     throw new ConfigurationError(
       `contextWindow: target (${target}) must not be above threshold (${threshold}); it is the level compaction cuts down to.`,
