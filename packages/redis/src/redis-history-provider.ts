@@ -161,10 +161,13 @@ export class RedisHistoryProvider extends HistoryProvider {
    *   `undefined`, anything `JSON.stringify` would change), naming the path; nothing is stored.
    * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`; retrying the
-   *   same messages is safe.
+   *   same messages is safe, and so is retrying the run: the opening batch of a turn (`turn.opens`)
+   *   removes a stored earlier attempt of that turn in the same script (`findRetriedTurn`).
    */
-  async saveMessages(sessionId: string, messages: readonly Message[], { signal }: SaveHistoryArgs): Promise<void> {
-    await this.append(sessionId, messages, { signal });
+  async saveMessages(sessionId: string, messages: readonly Message[], { signal, turn }: SaveHistoryArgs): Promise<void> {
+    checkSessionId(sessionId);
+    if (Array.isArray(messages) && messages.length === 0) return;
+    await this.#write('append', sessionId, messages, signal, turn?.opens ? turn.inputIds : []);
   }
 
   /**
@@ -213,16 +216,20 @@ export class RedisHistoryProvider extends HistoryProvider {
     return (reply as string[]).map((text, i) => decode(text, keys.messages, i - reply.length));
   }
 
-  /** Validates `messages` and runs the save script over them; resolves to how many were new. */
+  /**
+   * Validates `messages` and runs the save script over them; resolves to how many were new. With
+   * `inputIds` (a turn's opening batch), a stored earlier attempt of that turn is removed first.
+   */
   async #write(
     mode: 'append' | 'replace',
     sessionId: string,
     messages: readonly Message[],
     signal: AbortSignal | undefined,
+    inputIds: readonly string[] = [],
   ): Promise<number> {
     const keys = this.keys(sessionId);
     if (!Array.isArray(messages)) throw new SessionStateError('$.messages', 'must be an array');
-    const args: string[] = [mode, String(this.maxStored ?? 0), String(this.ttlSeconds ?? 0)];
+    const args: string[] = [mode, String(this.maxStored ?? 0), String(this.ttlSeconds ?? 0), String(inputIds.length), ...inputIds];
     for (let i = 0; i < messages.length; i++) {
       const m = messages[i];
       // What is stored must read back as what was saved: Message.parse refuses what JSON.stringify would change.

@@ -28,18 +28,35 @@ local function topSeq(ids)
 end
 `;
 
+/** Lua: `metadata.ctx.sourceType` of a decoded message, or nil. */
+const SOURCE_TYPE = `
+local function sourceType(m)
+  local meta = m.metadata
+  if type(meta) ~= 'table' or type(meta.ctx) ~= 'table' then return nil end
+  return meta.ctx.sourceType
+end
+`;
+
 /**
  * Appends messages whose id is not stored yet, trims to the newest `maxStored` (the list and the
  * ids that fell out, together), refreshes the TTL of both keys. In `replace` mode it first drops
  * the stored list and ids (compaction rewrites history this way); sequence numbers still continue
  * after every number used before, so export cursors never see one twice.
+ *
+ * The opening batch of a turn names the turn's input message ids: when they are stored as the
+ * newest turn (the newest input with one of those ids and, after it, only those inputs and
+ * responses, `metadata.ctx.sourceType`; extended back over the context messages stored just before
+ * it), that earlier attempt is removed first, in the same script, so a retried turn is stored once
+ * with the retry's reply. Its sequence numbers are handed out again (as `popMessages` does).
  * ARGV: mode (`append` | `replace`), maxStored (0 = keep all), ttlSeconds (0 = leave expiry alone),
- * then id, json pairs. Returns the number of messages appended.
+ * n (how many input ids follow; 0 when the batch opens no turn), the n input ids, then id, json
+ * pairs. Returns the number of messages appended.
  */
-export const SAVE_SCRIPT = `${TOP_SEQ}
+export const SAVE_SCRIPT = `${TOP_SEQ}${SOURCE_TYPE}
 local list, ids = KEYS[1], KEYS[2]
 local maxStored = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[3])
+local nInputs = tonumber(ARGV[4])
 local seq, corrupt = topSeq(ids)
 if corrupt then return corrupt end
 local len = redis.call('LLEN', list)
@@ -47,10 +64,43 @@ if seq < len then seq = len end
 if ARGV[1] == 'replace' then
   redis.call('DEL', list, ids)
   len = 0
+elseif nInputs > 0 and len > 0 then
+  local inputs, lowest = {}, nil
+  for i = 5, 4 + nInputs do
+    inputs[ARGV[i]] = true
+    local score = redis.call('ZSCORE', ids, ARGV[i])
+    if score then
+      score = tonumber(score)
+      if lowest == nil or score < lowest then lowest = score end
+    end
+  end
+  local first = seq - len + 1
+  if lowest and lowest >= first then
+    local from = lowest - first
+    local tail = redis.call('LRANGE', list, from, -1)
+    local start = nil
+    for i = #tail, 1, -1 do
+      local ok, m = pcall(cjson.decode, tail[i])
+      if not ok or type(m) ~= 'table' then break end
+      if inputs[m.id] then start = from + i - 1
+      elseif sourceType(m) ~= 'response' then break end
+    end
+    if start then
+      while start > 0 do
+        local ok, m = pcall(cjson.decode, redis.call('LINDEX', list, start - 1))
+        if not (ok and type(m) == 'table' and sourceType(m) == 'context') then break end
+        start = start - 1
+      end
+      redis.call('ZREMRANGEBYSCORE', ids, first + start, '+inf')
+      if start == 0 then redis.call('DEL', list) else redis.call('LTRIM', list, 0, start - 1) end
+      seq = first + start - 1
+      len = start
+    end
+  end
 end
 local added = 0
 local batch = {}
-for i = 4, #ARGV, 2 do
+for i = 5 + nInputs, #ARGV, 2 do
   if redis.call('ZADD', ids, 'NX', seq + 1, ARGV[i]) == 1 then
     seq = seq + 1
     added = added + 1
