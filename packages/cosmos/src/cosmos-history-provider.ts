@@ -11,7 +11,7 @@ import {
   type PopHistoryArgs,
   type SaveHistoryArgs,
 } from '@ctx/core';
-import { checkId, checkInteger, checkSessionId, describeError, shortId } from '@ctx/core/backend';
+import { checkId, checkInteger, checkSessionId, describeError, findRetriedTurn, shortId } from '@ctx/core/backend';
 import { CosmosConnection, isTransient, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import {
   HIERARCHICAL_PARTITION_KEY,
@@ -244,11 +244,15 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * Appends messages in order: reserves their sequence numbers with one patch of the session's head
    * item, then writes them in one transactional batch (more than 100 messages, or 2 MB, take more
    * batches). Ids already stored are skipped.
+   * The opening batch of a turn (`turn.opens`) whose input messages are already stored (its batch
+   * conflicts) replaces a stored earlier attempt of that turn (`findRetriedTurn`): its messages are
+   * upserted after everything stored and the attempt's other items deleted, in one transactional
+   * batch when it fits (all or nothing on Cosmos DB), so a retried run stores its turn once.
    * @throws SessionStateError when a message is malformed or over 2 MB (nothing is stored).
    * @throws BackendUnavailableError when Cosmos DB fails or does not answer in time; retrying the same messages is safe.
    */
-  async saveMessages(sessionId: string, messages: readonly Message[], { state, signal }: SaveHistoryArgs): Promise<void> {
-    await this.append(sessionId, messages, { state, signal });
+  async saveMessages(sessionId: string, messages: readonly Message[], { state, signal, turn }: SaveHistoryArgs): Promise<void> {
+    await this.#append(sessionId, messages, { state, signal }, turn?.opens ? turn.inputIds : []);
   }
 
   /**
@@ -256,6 +260,10 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * @throws like `saveMessages`.
    */
   async append(sessionId: string, messages: readonly Message[], options: CosmosCallOptions = {}): Promise<number> {
+    return this.#append(sessionId, messages, options, []);
+  }
+
+  async #append(sessionId: string, messages: readonly Message[], options: CosmosCallOptions, inputIds: readonly string[]): Promise<number> {
     checkSessionId(sessionId);
     const unique = checkMessages(messages);
     const loc = await this.#locate(sessionId, options.state, options.scope);
@@ -263,8 +271,56 @@ export class CosmosHistoryProvider extends HistoryProvider {
     return this.#connection.run({ operation: 'saveMessages', sessionId }, options.signal, async (op) => {
       const last = await this.#allocate(op, loc, unique.length);
       const items = unique.map((m, i) => this.#item(loc, m, last - unique.length + 1 + i));
-      return this.#createAll(op, loc, items);
+      const retried = inputIds.length > 0 ? () => this.#replaceRetriedTurn(op, loc, items, inputIds) : undefined;
+      return this.#createAll(op, loc, items, retried);
     });
+  }
+
+  /**
+   * When the newest stored turn is an earlier attempt of the turn `items` open (`findRetriedTurn`
+   * over the items from its oldest stored input, and up to 100 before it), writes `items` in its
+   * place and resolves to their count; resolves to undefined (nothing changed) when it is not.
+   */
+  async #replaceRetriedTurn(op: Operation, loc: Location, items: MessageItem[], inputIds: readonly string[]): Promise<number | undefined> {
+    const filter = this.#messageFilter(loc);
+    const options = (abortSignal: AbortSignal) => ({ partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal });
+    const parameters = [...filter.parameters, { name: '@firstNew', value: items[0]!.seq }];
+    const inputSeqs = await op.step((c, abortSignal) =>
+      fetchAll<unknown>(
+        c,
+        {
+          query: `SELECT VALUE c.seq FROM c WHERE ${filter.where} AND ARRAY_CONTAINS(@ids, c.id) AND c.seq < @firstNew`,
+          parameters: [...parameters, { name: '@ids', value: inputIds.map((id) => encodeItemId(...loc.parts, id)) }],
+        },
+        options(abortSignal),
+      ),
+    );
+    const from = Math.min(...inputSeqs.filter((s): s is number => typeof s === 'number'));
+    if (!Number.isFinite(from)) return undefined;
+    const read = (query: string) =>
+      op.step((c, abortSignal) => fetchAll(c, { query, parameters: [...parameters, { name: '@from', value: from }] }, options(abortSignal)));
+    const before = await read(`SELECT TOP 100 c.id, c.seq, c.message FROM c WHERE ${filter.where} AND c.seq < @from ORDER BY c.seq DESC`);
+    const tail = await read(`SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where} AND c.seq >= @from AND c.seq < @firstNew ORDER BY c.seq ASC`);
+    const stored = [...before.reverse(), ...tail];
+    const start = findRetriedTurn(
+      stored.map((item) => this.#decode(item, loc)),
+      inputIds,
+    );
+    if (start === undefined) return undefined;
+    const kept = new Set(items.map((item) => item.id));
+    const operations = [
+      ...items.map((item): OperationInput => ({ operationType: 'Upsert', resourceBody: item as unknown as JsonObject })),
+      ...stored
+        .slice(start)
+        .filter((item) => !kept.has(item.id as string))
+        .map((item): OperationInput => ({ operationType: 'Delete', id: item.id as string })),
+    ];
+    // One batch when it fits; over several, the writes go before the deletes (extra messages on a failure, never missing ones).
+    for (const chunk of chunkBySize(operations)) {
+      const statuses = await this.#batch(op, loc, chunk);
+      if (!statuses.every(ok)) throw this.#batchFailure(statuses, loc);
+    }
+    return items.length;
   }
 
   /**
@@ -685,8 +741,16 @@ export class CosmosHistoryProvider extends HistoryProvider {
     }
   }
 
-  /** Creates message items; resolves to how many were new. Ids already stored are skipped. */
-  async #createAll(op: Operation, loc: Location, items: MessageItem[]): Promise<number> {
+  /**
+   * Creates message items; resolves to how many were new. Ids already stored are skipped; when a
+   * batch conflicts and `retried` says it replaced a retried turn, its count is what was written.
+   */
+  async #createAll(
+    op: Operation,
+    loc: Location,
+    items: MessageItem[],
+    retried?: () => Promise<number | undefined>,
+  ): Promise<number> {
     let created = 0;
     for (const chunk of chunkBySize(items)) {
       const statuses = await this.#batch(
@@ -698,6 +762,8 @@ export class CosmosHistoryProvider extends HistoryProvider {
         created += chunk.length;
         continue;
       }
+      const replaced = await retried?.();
+      if (replaced !== undefined) return replaced;
       // Some messages were stored before (a retried save): the batch did nothing on Cosmos DB.
       // Find which, and store the rest, keeping the sequence numbers reserved for them.
       let pending = chunk;
