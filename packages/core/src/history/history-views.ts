@@ -21,10 +21,11 @@ export class HistoryViews {
   constructor(private readonly sourceId: string) {}
 
   /**
-   * The views of `stored[start..]`, oldest first, in a new array. `prepare` checks a stored
-   * message not seen before (it may throw) and returns it typed.
+   * The views of `stored[start..]`, oldest first, in a new array. `prepare(i)` checks the stored
+   * message at `i` when it was not seen before (it may throw, or put a frozen copy in its place)
+   * and returns it typed.
    */
-  of(stored: readonly unknown[], start: number, prepare: (message: unknown, index: number) => Message): Message[] {
+  of(stored: readonly unknown[], start: number, prepare: (index: number) => Message): Message[] {
     let entry = this.#bySession.get(stored);
     if (!entry || start < entry.from) this.#bySession.set(stored, (entry = { from: start, sources: [], views: [] }));
     const skip = start - entry.from;
@@ -39,7 +40,7 @@ export class HistoryViews {
     for (let i = start; i < stored.length; i++) {
       const k = i - from;
       if (k < sources.length && sources[k] === stored[i]) continue;
-      const view = frozenWithSource(prepare(stored[i], i), this.sourceId, 'history');
+      const view = frozenWithSource(prepare(i), this.sourceId, 'history');
       sources[k] = stored[i];
       views[k] = view;
     }

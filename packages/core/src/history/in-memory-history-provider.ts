@@ -11,14 +11,6 @@ import { HistoryProvider, type HistoryProviderOptions } from './history-provider
 import { HistoryViews } from './history-views.js';
 import { findRetriedTurn } from './retried-turn.js';
 
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
-}
-
 /** Checks every message of a batch before any is stored. */
 function checkMessages(messages: readonly Message[]): void {
   if (!Array.isArray(messages)) throw new SessionStateError('$.messages', `must be an array of messages, got ${describeValue(messages)}`);
@@ -43,9 +35,9 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   async getMessages(_sessionId: string, { state, limit }: GetHistoryArgs): Promise<Message[]> {
     const all = this.#list(state);
     const start = limit === undefined ? 0 : Math.max(0, all.length - limit);
-    const window = all.slice(start);
-    window.forEach((m, i) => this.#prepare(m, start + i));
-    return window as Message[];
+    const window: Message[] = [];
+    for (let i = start; i < all.length; i++) window.push(this.#prepare(all, i));
+    return window;
   }
 
   /**
@@ -58,7 +50,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     if (!this.shouldLoad(args)) return;
     const all = this.#list(args.state);
     const start = this.maxMessages === undefined ? 0 : Math.max(0, all.length - this.maxMessages);
-    const loaded = this.#views.of(all, start, (m, i) => this.#prepare(m, i));
+    const loaded = this.#views.of(all, start, (i) => this.#prepare(all, i));
     const retried = this.retriedTurnStart(all, args);
     const kept = dropLeadingResults(retried === undefined ? loaded : loaded.slice(0, Math.max(0, retried - start)));
     args.context.extendMessages(this.sourceId, markAttributed(kept, this.sourceId, 'history'), 'history');
@@ -66,12 +58,16 @@ export class InMemoryHistoryProvider extends HistoryProvider {
 
   /**
    * Stored messages are validated once and then frozen, so loading costs no copy and nothing a
-   * run does to a loaded message can change the stored history (a write throws instead).
+   * run does to a loaded message can change the stored history (a write throws instead). A message
+   * not stored by this provider (restored from JSON, put in the state by hand) is replaced by its
+   * frozen copy: freezing the parsed object in place would leave V8 a slow dictionary of it.
    */
-  #prepare(m: unknown, index: number): Message {
-    if (Object.isFrozen(m)) return m as Message;
-    Message.parse(m, formatPath('$.state', [this.sourceId, 'messages', index]));
-    return deepFreeze(m as Message);
+  #prepare(all: JsonValue[], index: number): Message {
+    const m = all[index];
+    if (Object.isFrozen(m)) return m as unknown as Message;
+    const copy = frozenMessage(Message.parse(m, formatPath('$.state', [this.sourceId, 'messages', index])));
+    all[index] = copy as unknown as JsonValue;
+    return copy;
   }
 
   /**

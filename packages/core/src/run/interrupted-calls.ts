@@ -13,20 +13,31 @@ export const INTERRUPTED_RESULT = 'The run was interrupted before this call retu
  * Returns `messages` itself when nothing was open, and how many calls were answered.
  */
 export function answerInterruptedCalls(messages: Message[], leaveOpen?: ReadonlySet<string>): { messages: Message[]; answered: number } {
-  let answered: Set<string> | undefined;
+  // One pass without allocations first: every run goes through here with the whole history.
+  const answered = new Set<string>();
+  let calls = false;
+  // Indexed loops: iterating frozen arrays (stored history) with for...of takes V8's slow path.
+  for (let i = 0; i < messages.length; i++) {
+    const contents = messages[i]!.contents;
+    for (let j = 0; j < contents.length; j++) {
+      const c = contents[j]!;
+      if (c.type === 'function-result') answered.add(c.callId);
+      else if (c.type === 'function-call') calls = true;
+    }
+  }
+  if (!calls) return { messages, answered: 0 };
   let out: Message[] | undefined;
   let count = 0;
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i]!;
     out?.push(m);
-    if (!m.contents.some((c) => c.type === 'function-call')) continue;
-    answered ??= new Set(messages.flatMap((x) => x.contents.flatMap((c) => (c.type === 'function-result' ? [c.callId] : []))));
-    const open: FunctionResultContent[] = [];
-    for (const c of m.contents) {
+    let open: FunctionResultContent[] | undefined;
+    for (let j = 0; j < m.contents.length; j++) {
+      const c = m.contents[j]!;
       if (c.type !== 'function-call' || answered.has(c.callId) || leaveOpen?.has(c.callId)) continue;
-      open.push({ type: 'function-result', callId: c.callId, name: c.name, result: { error: INTERRUPTED_RESULT }, isError: true });
+      (open ??= []).push({ type: 'function-result', callId: c.callId, name: c.name, result: { error: INTERRUPTED_RESULT }, isError: true });
     }
-    if (open.length === 0) continue;
+    if (!open) continue;
     out ??= messages.slice(0, i + 1);
     const source = Message.source(m);
     out.push({ id: `${m.id}~interrupted`, role: 'tool', contents: open, ...(source ? { metadata: { ctx: { ...source } } } : {}) });
