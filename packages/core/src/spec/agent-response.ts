@@ -11,5 +11,6 @@ export interface AgentResponse {
   usage?: Usage;
   /** The service's conversation id, when the service keeps the conversation. */
   conversationId?: string;
+  /** Why the model stopped in the run's last model call. */
   finishReason?: FinishReason;
 }

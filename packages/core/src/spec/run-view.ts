@@ -19,6 +19,7 @@ export interface AgentView {
 
 /** The session of a run, as providers and tools see it: its ids and the providers' state slots. */
 export interface SessionView {
+  /** The session's id. */
   readonly sessionId: string;
   /** Set when the service keeps the conversation. */
   readonly serviceSessionId: string | undefined;
@@ -30,7 +31,9 @@ export interface SessionView {
 
 /** Instructions added by one source. */
 export interface SourcedInstructions {
+  /** The provider that added them. */
   sourceId: string;
+  /** The instructions. */
   text: string;
 }
 
@@ -48,8 +51,11 @@ export interface GetMessagesOptions {
 
 /** What the counts of a source's contributions are, for diagnostics. */
 export interface Contribution {
+  /** Messages added. */
   messages: number;
+  /** Instruction texts added. */
   instructions: number;
+  /** Tools added. */
   tools: number;
 }
 
@@ -58,7 +64,9 @@ export interface Contribution {
  * for every run and handed to each provider and tool; providers add to it, never replace it.
  */
 export interface SessionContext {
+  /** The run's session id. */
   readonly sessionId: string;
+  /** The service conversation id, when the service keeps the conversation. */
   readonly serviceSessionId: string | undefined;
   /** The caller's input for this run, attributed as `input`. */
   readonly inputMessages: readonly Message[];
@@ -119,16 +127,32 @@ export interface ToolExecuteOptions {
   callId: string;
   /** Aborted when the run is. */
   signal: AbortSignal;
+  /** The agent running the tool (a narrow view). */
   agent: AgentView;
+  /** The session of the run. */
   session: SessionView;
+  /** The run's context. */
   context: SessionContext;
 }
 
 /** The outcome of `Tool.validate`. */
-export type ToolValidation<T> = { success: true; value: T } | { success: false; issues: string[] };
+export type ToolValidation<T> =
+  | {
+      /** The arguments are valid. */
+      success: true;
+      /** The arguments as the tool receives them (parsed, defaults applied). */
+      value: T;
+    }
+  | {
+      /** The arguments are not valid. */
+      success: false;
+      /** What is wrong, one line each (`path: message`); sent back to the model. */
+      issues: string[];
+    };
 
 /** A function the model can call. Without `execute`, a call ends the run and is returned to the caller. */
 export interface Tool<TArgs = unknown, TResult = unknown> extends ToolDefinition {
+  /** Runs the tool with validated arguments; what it returns (JSON) goes back to the model. A throw becomes an error result. */
   execute?(args: TArgs, options: ToolExecuteOptions): TResult | Promise<TResult>;
   /**
    * Validates parsed arguments before `execute` (set by `defineTool` for Standard Schema parameters).
@@ -141,10 +165,13 @@ export interface Tool<TArgs = unknown, TResult = unknown> extends ToolDefinition
 export interface ProviderRunArgs<TState extends JsonObject = JsonObject> {
   /** The agent running this run, narrowed to its name, client and this run's providers. */
   agent: AgentView;
+  /** The session of the run (ids and state slots). */
   session: SessionView;
+  /** The run's context: add messages, instructions and tools to it. */
   context: SessionContext;
   /** This provider's own JSON slot, `session.state[sourceId]`, created as `{}` before its first run. Mutate it. */
   state: TState;
+  /** Aborts with the run (or the provider's `timeoutMs`); pass it to every call you make. */
   signal: AbortSignal;
   /**
    * Sends a diagnostic to the agent's `onEvent` as a `provider-diagnostic` event attributed to this
@@ -158,8 +185,11 @@ export interface ProviderRunArgs<TState extends JsonObject = JsonObject> {
 export interface ProviderDiagnostic {
   /** Machine-readable kind, e.g. `context-audit` or `background-write-failed`. */
   code: string;
+  /** What happened, for people. */
   message: string;
+  /** Details as JSON: ids, counts, never message text. */
   data?: JsonObject;
+  /** The error behind it, if any. */
   error?: unknown;
 }
 
