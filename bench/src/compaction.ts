@@ -366,6 +366,35 @@ function rejection(messages: readonly Message[]): 'empty' | 'starts-with-result'
 
 const resultText = (r: JsonValue) => (typeof r === 'string' ? r : JSON.stringify(r));
 
+/** What the model reads of a message: its role and contents (ids and metadata are not sent). */
+const sentKey = (m: Message) => `${m.role}\u0000${JSON.stringify(m.contents)}`;
+
+/** Tokens of the leading messages `sent` shares with `previous`, as the service reads them. */
+function repeatedPrefix(previous: readonly Message[], sent: readonly Message[]): number {
+  let tokens = 0;
+  for (let i = 0; i < previous.length && i < sent.length && sentKey(previous[i]!) === sentKey(sent[i]!); i++)
+    tokens += figures.messageTokens(sent[i]!);
+  return tokens;
+}
+
+/**
+ * OpenAI's prompt cache: a repeated prefix of at least 1,024 tokens is billed as cached, in steps
+ * of 128 tokens (what `usage.prompt_tokens_details.cached_tokens` reports).
+ */
+function cachedTokens(repeated: number): number {
+  return repeated < 1024 ? 0 : Math.floor(repeated / 128) * 128;
+}
+
+/** Input tokens billed when cached tokens cost `price` (a share of the normal price). */
+function billable(tally: Tally, price: number): number {
+  let total = 0;
+  tally.tokens.forEach((t, i) => {
+    const cached = Math.min(t, cachedTokens(tally.repeated[i]!));
+    total += t - cached + cached * price;
+  });
+  return total;
+}
+
 /** The figures of one row, collected call by call. */
 class Tally {
   constructor(readonly reference: Reference) {}
@@ -382,8 +411,13 @@ class Tally {
     for (const v of this.rejections.values()) n += v;
     return n;
   }
+  /** Per call: tokens at the start of the list that repeat the previous call's list (what a prompt cache can reuse). */
+  readonly repeated: number[] = [];
+  #previous: readonly Message[] = [];
   add(sent: readonly Message[]): void {
     this.tokens.push(countTokens(sent));
+    this.repeated.push(repeatedPrefix(this.#previous, sent));
+    this.#previous = sent;
     const reason = rejection(sent);
     if (reason) this.rejections.set(reason, (this.rejections.get(reason) ?? 0) + 1);
     if (!sent.some((m) => m.role === 'system' && Message.text(m) === INSTRUCTIONS)) this.noSystem++;
@@ -758,9 +792,17 @@ export async function compactionBench(): Promise<Row[]> {
 
   const variants: Variant[] = [
     { label: 'no compaction (everything sent)' },
+    {
+      label: 'ctx truncation({ maxTokens: B, target: 1 }) (cut just enough)',
+      make: (tk) => truncation({ maxTokens: BUDGET, target: 1, tokenizer: tk }),
+    },
     { label: 'ctx truncation({ maxTokens: B })', make: (tk) => truncation({ maxTokens: BUDGET, tokenizer: tk }) },
     { label: 'ctx slidingWindow({ maxGroups: 20 })', make: () => slidingWindow({ maxGroups: 20 }), countsTokens: false },
     { label: 'ctx toolResultCollapse({ keepRecent: 1 })', make: () => toolResultCollapse({ keepRecent: 1 }), countsTokens: false },
+    {
+      label: 'ctx tokenBudget({ maxTokens: B, target: 1 }) (cut just enough)',
+      make: (tk) => tokenBudget({ maxTokens: BUDGET, target: 1, tokenizer: tk }),
+    },
     { label: 'ctx tokenBudget({ maxTokens: B })', make: (tk) => tokenBudget({ maxTokens: BUDGET, tokenizer: tk }) },
     {
       label: 'ctx contextWindow({ 16000, reserve 2000 })',
@@ -773,7 +815,10 @@ export async function compactionBench(): Promise<Row[]> {
   ];
   const rows: Row[] = [];
   const summarizers = new Map<string, Summarizer>();
+  // COMPACTION_ONLY=<regex> runs only the ctx variants whose label matches (and the baseline), to try settings.
+  const only = process.env.COMPACTION_ONLY ? new RegExp(process.env.COMPACTION_ONLY) : undefined;
   for (const v of variants) {
+    if (only && v.make && !only.test(v.label)) continue;
     settle();
     const summarizer = new Summarizer();
     summarizers.set(v.label, summarizer);
@@ -824,10 +869,57 @@ export async function compactionBench(): Promise<Row[]> {
     }),
   );
 
+  // What the rows cost under a prompt cache (OpenAI's rule), with the summarizer's own input counted.
+  console.log('\n## Compaction and the prompt cache: billable input tokens\n');
+  console.log(
+    "A call repeats the previous call's prefix up to the first message that differs; OpenAI bills such a prefix as cached when it is at",
+  );
+  console.log(
+    'least 1,024 tokens, in 128-token steps, at 10% or 50% of the input price depending on the model. Rows that send a list the service',
+  );
+  console.log(
+    `would reject, or more than ${MODEL_WINDOW / 1000}k tokens, are not comparable (marked invalid). Summarizer input is added to its row.\n`,
+  );
+  const summarizerInput = (label: string) => {
+    const summarizer = summarizers.get(label);
+    return summarizer
+      ? summarizer.client.calls.reduce((n, c) => n + countTokens(c.messages) + tokenizer.countTokens(c.options.instructions ?? ''), 0)
+      : 0;
+  };
+  const valid = (tally: Tally) => tally.rejected === 0 && tally.tokens.every((t) => t <= MODEL_WINDOW);
+  const priced = rows.map(({ label, tally }) => {
+    const extra = summarizerInput(label);
+    return { label, tally, extra, at10: billable(tally, 0.1) + extra, at50: billable(tally, 0.5) + extra };
+  });
+  const others = priced.filter((r) => !r.label.startsWith('ctx ') && valid(r.tally));
+  const best10 = Math.min(...others.map((r) => r.at10));
+  const best50 = Math.min(...others.map((r) => r.at50));
+  printTable(
+    ['variant', 'input tokens', 'cached share', 'summarizer in', 'billable @10%', 'vs best peer', 'billable @50%', 'vs best peer', 'valid'],
+    priced.map(({ label, tally, extra, at10, at50 }) => {
+      const total = tally.tokens.reduce((a, b) => a + b, 0);
+      const cached = tally.tokens.reduce((n, t, i) => n + Math.min(t, cachedTokens(tally.repeated[i]!)), 0);
+      return [
+        label,
+        fmt(total),
+        `${((100 * cached) / total).toFixed(0)}%`,
+        extra ? fmt(extra) : '-',
+        fmt(at10),
+        fmtRatio(at10 / best10),
+        fmt(at50),
+        fmtRatio(at50 / best50),
+        valid(tally) ? 'yes' : 'invalid',
+      ];
+    }),
+  );
+  console.log(
+    `\nvs best peer = billable tokens of the row / those of the cheapest valid row that is not ctx (${others.map((r) => r.label.split('(')[0]!.trim()).join(', ')}).`,
+  );
+
   // The same token-counting ctx strategies again, with a per-message cache in front of the tokenizer.
   const cached: string[] = [];
   for (const v of variants) {
-    if (!v.make || v.countsTokens === false) continue;
+    if (!v.make || v.countsTokens === false || (only && !only.test(v.label))) continue;
     settle();
     const summarizer = new Summarizer();
     const tally = await runCtx(script, reference, v.make(new TokenCache().tokenizer(), summarizer.client), summarizer);
