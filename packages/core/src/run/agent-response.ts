@@ -13,5 +13,6 @@ export function createAgentResponse(messages: Message[], extra: Omit<AgentRespon
   if (extra.usage) response.usage = extra.usage;
   if (extra.conversationId !== undefined) response.conversationId = extra.conversationId;
   if (extra.finishReason !== undefined) response.finishReason = extra.finishReason;
+  if (extra.pendingApprovals?.length) response.pendingApprovals = extra.pendingApprovals;
   return response;
 }

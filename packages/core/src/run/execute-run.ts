@@ -9,6 +9,7 @@ import type { AgentEvent } from '../spec/events.js';
 import type { AgentView, ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
 import { type CheckedAgentOptions, checkContextProviders } from './agent-options.js';
 import type { AgentInput, AgentRunOptions } from './agent.js';
+import { approvalRound, pendingCallIds } from './approvals.js';
 import { type DefaultHistory, defaultHistory } from './default-history.js';
 import { persistModelCalls } from './persist-model-calls.js';
 import { runPipeline } from './pipeline.js';
@@ -45,6 +46,9 @@ export async function executeRun(
       `Session "${shortId(session.sessionId)}" continues a conversation the service keeps (serviceSessionId "${shortId(session.serviceSessionId)}"), but the ${client.provider} client for ${client.modelId} cannot continue one, so the model would see no history. Run it on a client that can (e.g. OpenAIResponsesClient), or start a new session.`,
     );
   }
+  // Answers to calls waiting for approval are checked before anything runs.
+  const hasInput = typeof input === 'string' || !Array.isArray(input) || input.length > 0;
+  const approvals = approvalRound(runOptions.session, runOptions.approvals, hasInput);
   const runId = generateId();
   const started = performance.now();
   const onAbort = () => controller.abort(runOptions.signal?.reason);
@@ -118,6 +122,8 @@ export async function executeRun(
             emit,
             onUpdate,
             onModelCall,
+            approvals,
+            leaveOpen: pendingCallIds(session),
           });
         } catch (error) {
           context.error = error;
@@ -142,6 +148,7 @@ export async function executeRun(
   });
   if (error !== undefined) throw error;
   if (!response) throw new CtxError(`Run ${runId} ended without a response: a wrap provider did not call next().`);
+  session.pending = approvals.next; // calls waiting for approval, kept once the run succeeded
   if (response.conversationId !== undefined) {
     session.serviceSessionId = response.conversationId;
     history.dropLocalCopy(session, providers); // the service keeps the conversation from now on

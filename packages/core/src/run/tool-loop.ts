@@ -2,20 +2,22 @@ import { describe, isAbortError, ToolExecutionError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import { findNonJson, formatPath, jsonProblem } from '../messages/json.js';
 import { Message, RESULT_DEPTH } from '../messages/message.js';
-import type { AgentResponse } from '../spec/agent-response.js';
+import type { AgentResponse, PendingApproval } from '../spec/agent-response.js';
 import type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, Usage } from '../spec/chat-client.js';
 import type { CompactionStrategy } from '../spec/compaction-strategy.js';
 import type { AgentEvent } from '../spec/events.js';
 import type { JsonValue } from '../spec/json.js';
 import type { FunctionCallContent, FunctionResultContent } from '../spec/message.js';
-import type { AgentView, SessionContext, SessionView, Tool } from '../spec/run-view.js';
+import type { AgentView, SessionContext, SessionView, Tool, ToolExecuteOptions } from '../spec/run-view.js';
 import type { ToolArgumentsCheck, ToolValidator } from '../spec/tool-validator.js';
 import { abortable } from '../backend/deadline.js';
 import { runCompaction } from '../compaction/run-compaction.js';
 import { compileToolChecks } from '../tools/tool-validator.js';
 import { createAgentResponse } from './agent-response.js';
+import type { ApprovalRound } from './approvals.js';
 import { answerInterruptedCalls } from './interrupted-calls.js';
 import { addUsage, assembleResponse } from './assemble-response.js';
+import { pairResults } from './pair-results.js';
 
 /** Everything one tool loop needs. */
 export interface ToolLoopRun {
@@ -38,6 +40,8 @@ export interface ToolLoopRun {
   onModelCall?: ((produced: readonly Message[]) => Promise<void>) | undefined;
   /** Call ids the session holds open on purpose (pending approvals): never answered as interrupted. */
   leaveOpen?: ReadonlySet<string> | undefined;
+  /** The calls the session holds for approval and this run's answers; the loop sets `next`. */
+  approvals?: ApprovalRound | undefined;
 }
 
 /**
@@ -45,7 +49,10 @@ export interface ToolLoopRun {
  * repeats until the model answers without calls or `maxToolRoundtrips` rounds of results were sent.
  * A failing tool, or arguments its schema rejects, becomes an error result the model sees; only the
  * model call, an abort, or a tool schema the `toolValidator` cannot compile (`ConfigurationError`,
- * before the first model call) fails the loop.
+ * before the first model call) fails the loop. A call whose tool needs approval is not run: once
+ * the other calls of that response ran, the loop ends with it in `pendingApprovals`. A run that
+ * answers approvals first runs the approved calls and denies the others; it calls the model only
+ * when no call waits any more.
  */
 export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
   const { agent, context, signal, emit, runId } = run;
@@ -64,8 +71,15 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
   if (tools.length) base.tools = tools;
 
   const produced: Message[] = [];
+  const round = run.approvals;
+  let first = context.getMessages({ includeInput: true });
+  if (round?.pending) {
+    const resumed = await resumeApprovals(round, first, produced, byName, checks, run);
+    if (!resumed) return createAgentResponse(produced, { finishReason: 'tool-calls', pendingApprovals: round.next!.approvals });
+    first = resumed;
+  }
   // A stored conversation may end with calls a killed run never answered: no request carries them open.
-  const repaired = answerInterruptedCalls(context.getMessages({ includeInput: true }), run.leaveOpen);
+  const repaired = answerInterruptedCalls(pairResults(first), run.leaveOpen);
   if (repaired.answered > 0) {
     emit({
       type: 'warning',
@@ -80,6 +94,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
   let usage: Usage | undefined;
   let finishReason: FinishReason | undefined;
   let serviceConversation: string | undefined;
+  let pendingApprovals: PendingApproval[] | undefined;
 
   for (let roundtrip = 0; ; roundtrip++) {
     const options: ChatOptions = { ...base };
@@ -142,20 +157,84 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       finishReason = 'tool-calls';
       break;
     }
-    const results = limitReached
+    const outcomes = limitReached
       ? calls.map((c) => errorResult(c, `Not run: the limit of ${run.maxToolRoundtrips} tool roundtrips was reached.`))
       : await Promise.all(calls.map((call) => executeTool(call, byName.get(call.name), checks.get(call.name), run)));
-    const resultMessage = Message.tool(results);
-    await run.onUpdate?.({ messageId: resultMessage.id, role: 'tool', contents: results });
-    produced.push(resultMessage);
-    pending = [resultMessage];
+    const results = outcomes.filter(isResult);
+    const resultMessage = results.length ? await addResults(results, produced, run) : undefined;
+    pending = resultMessage ? [resultMessage] : [];
+    if (results.length < outcomes.length) {
+      // Some calls wait for approval: the model is sent nothing until every call of this response has a result.
+      pendingApprovals = outcomes.filter((o): o is PendingApproval => !isResult(o));
+      if (round) round.next = { approvals: pendingApprovals, messages: pending };
+      finishReason = 'tool-calls';
+      break;
+    }
     if (limitReached) break;
   }
   return createAgentResponse(produced, {
     ...(usage ? { usage } : {}),
     ...(serviceConversation !== undefined ? { conversationId: serviceConversation } : {}),
     ...(finishReason ? { finishReason } : {}),
+    ...(pendingApprovals ? { pendingApprovals } : {}),
   });
+}
+
+/**
+ * Answers the calls the session holds with this run's approvals: approved calls run, denied ones
+ * get an error result with the reason, in one tool message the run produces. A call whose result
+ * is already in `request` (stored by an earlier attempt of this resume) is not run again. Resolves
+ * to the first request, with the results the model has not seen yet, when no call waits any more;
+ * to undefined when some still wait (`round.next` says which; the model is not called).
+ */
+async function resumeApprovals(
+  round: ApprovalRound,
+  request: Message[],
+  produced: Message[],
+  byName: ReadonlyMap<string, Tool>,
+  checks: ReadonlyMap<string, ToolArgumentsCheck>,
+  run: ToolLoopRun,
+): Promise<Message[] | undefined> {
+  const held = round.pending!;
+  const answered = new Set(request.flatMap((m) => m.contents.flatMap((c) => (c.type === 'function-result' ? [c.callId] : []))));
+  const results = await Promise.all(
+    held.approvals
+      .filter((a) => round.answers.has(a.callId) && !answered.has(a.callId))
+      .map((a) => {
+        const call: FunctionCallContent = { type: 'function-call', callId: a.callId, name: a.toolName, arguments: a.arguments };
+        const { approved, reason } = round.answers.get(a.callId)!;
+        if (!approved) return errorResult(call, `Not run: the call was denied${reason ? `: ${reason}` : '.'}`);
+        return executeTool(call, byName.get(a.toolName), checks.get(a.toolName), run, true) as Promise<FunctionResultContent>;
+      }),
+  );
+  const resultMessage = results.length ? await addResults(results, produced, run) : undefined;
+  const kept = resultMessage ? [...held.messages, resultMessage] : held.messages;
+  const waiting = held.approvals.filter((a) => !round.answers.has(a.callId) && !answered.has(a.callId));
+  if (waiting.length > 0) {
+    round.next = { approvals: waiting, messages: kept };
+    return undefined;
+  }
+  round.next = undefined;
+  const ids = new Set(request.map((m) => m.id));
+  const unseen = kept.filter((m) => !ids.has(m.id));
+  if (unseen.length === 0) return request;
+  // Results follow their calls (`pairResults` places them); when the service keeps the conversation
+  // they open the request; when the calls are not in it (outside the history window), they are not sent.
+  const calls = new Set(held.approvals.map((a) => a.callId));
+  if (request.some((m) => m.contents.some((c) => c.type === 'function-call' && calls.has(c.callId)))) return [...request, ...unseen];
+  return run.context.serviceSessionId !== undefined ? [...unseen, ...request] : request;
+}
+
+/** Adds one tool message with `results` to the run's messages (and the stream); returns it. */
+async function addResults(results: FunctionResultContent[], produced: Message[], run: ToolLoopRun): Promise<Message> {
+  const message = Message.tool(results);
+  await run.onUpdate?.({ messageId: message.id, role: 'tool', contents: results });
+  produced.push(message);
+  return message;
+}
+
+function isResult(outcome: FunctionResultContent | PendingApproval): outcome is FunctionResultContent {
+  return 'type' in outcome;
 }
 
 async function stream(
@@ -188,16 +267,67 @@ function openCalls(response: ChatResponse): FunctionCallContent[] {
   return calls.filter((c) => !answered.has(c.callId));
 }
 
+/** A call's arguments parsed from JSON and checked (by the tool's `validate`, else the agent's validator), or what is wrong with them. */
+async function parseArguments(
+  call: FunctionCallContent,
+  tool: Tool,
+  check: ToolArgumentsCheck | undefined,
+): Promise<{ args: unknown } | { problem: string; cause?: unknown }> {
+  let args: unknown;
+  try {
+    args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+  } catch (error) {
+    return { problem: `The arguments for "${call.name}" are not valid JSON: ${(error as Error).message}`, cause: error };
+  }
+  const checked = tool.validate ? await tool.validate(args) : check ? await check(args) : undefined;
+  if (!checked) return { args };
+  if (!checked.success) return { problem: `Invalid arguments for "${call.name}": ${checked.issues.join('; ')}` };
+  return { args: checked.value };
+}
+
+/** Whether a call with these checked arguments waits for approval; a check that ignores the signal does not hold up an aborted run. */
+async function needsApproval(tool: Tool, args: unknown, options: ToolExecuteOptions): Promise<boolean> {
+  const rule = tool.needsApproval;
+  if (typeof rule !== 'function') return rule === true;
+  return Boolean(await abortable(new Promise<boolean>((resolve) => resolve(rule(args, options))), options.signal));
+}
+
 function errorResult(call: FunctionCallContent, message: string): FunctionResultContent {
   return { type: 'function-result', callId: call.callId, name: call.name, result: { error: message }, isError: true };
 }
 
+/**
+ * Handles one call: checks its arguments, asks the tool's `needsApproval` (unless `approved`), runs
+ * `execute`. Resolves to the result (an error result when anything went wrong, which a tool event
+ * reports) or, when the call needs approval, to the call as it waits (no tool event then).
+ */
 async function executeTool(
   call: FunctionCallContent,
   tool: Tool | undefined,
   check: ToolArgumentsCheck | undefined,
   run: ToolLoopRun,
-): Promise<FunctionResultContent> {
+  approved = false,
+): Promise<FunctionResultContent | PendingApproval> {
+  const options: ToolExecuteOptions = {
+    callId: call.callId,
+    signal: run.signal,
+    agent: run.agent,
+    session: run.session,
+    context: run.context,
+  };
+  // Asked before the tool events: a call that waits has not started.
+  let parsed: Awaited<ReturnType<typeof parseArguments>> | undefined;
+  let checkFailed: { error: unknown } | undefined;
+  if (!approved && tool?.execute && tool.needsApproval) {
+    parsed = await parseArguments(call, tool, check);
+    try {
+      if (!('problem' in parsed) && (await needsApproval(tool, parsed.args, options)))
+        return { callId: call.callId, toolName: call.name, arguments: call.arguments };
+    } catch (error) {
+      if (isAbortError(error, run.signal)) throw error;
+      checkFailed = { error };
+    }
+  }
   run.emit({ type: 'tool-start', runId: run.runId, toolName: call.name, callId: call.callId, content: { arguments: call.arguments } });
   const started = performance.now();
   const fail = (message: string, cause?: unknown): FunctionResultContent => {
@@ -214,23 +344,15 @@ async function executeTool(
   };
   if (!tool?.execute)
     return fail(`Unknown tool "${call.name}". Available tools: ${run.context.tools.map((t) => t.name).join(', ') || 'none'}.`);
-
-  let args: unknown;
-  try {
-    args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
-  } catch (error) {
-    return fail(`The arguments for "${call.name}" are not valid JSON: ${(error as Error).message}`, error);
-  }
-  const checked = tool.validate ? await tool.validate(args) : check ? await check(args) : undefined;
-  if (checked) {
-    if (!checked.success) return fail(`Invalid arguments for "${call.name}": ${checked.issues.join('; ')}`);
-    args = checked.value;
-  }
+  parsed ??= await parseArguments(call, tool, check);
+  if ('problem' in parsed) return fail(parsed.problem, parsed.cause);
+  if (checkFailed)
+    return fail(`Tool "${call.name}" was not run: its needsApproval check failed: ${describe(checkFailed.error)}`, checkFailed.error);
+  const { args } = parsed;
   let value: unknown;
   try {
     // A tool that ignores the signal must not hold up an aborted run.
     const execute = tool.execute;
-    const options = { callId: call.callId, signal: run.signal, agent: run.agent, session: run.session, context: run.context };
     value = await abortable(new Promise((resolve) => resolve(execute(args, options))), run.signal);
   } catch (error) {
     if (isAbortError(error, run.signal)) throw error;

@@ -254,3 +254,40 @@ describe('checkSessionForWrite', () => {
     expect(checkSessionForWrite({ type: 'ctx.session', version: 1, sessionId: ' a ', state: {} }).sessionId).toBe(' a ');
   });
 });
+
+describe('AgentSession pending approvals', () => {
+  const pending = {
+    approvals: [{ callId: 'c1', toolName: 'transfer', arguments: '{"amount":300}' }],
+    messages: [Message.tool({ type: 'function-result', callId: 'c2', name: 'balance', result: 500 })],
+  };
+  const base = { type: 'ctx.session', version: 1, sessionId: 's1', state: {} };
+
+  it('keeps the calls waiting for approval through JSON, text and a store write check', () => {
+    const session = agent.restoreSession({ ...base, pending });
+    expect(session.pending).toEqual(pending);
+    expect(agent.restoreSession(JSON.stringify(session)).pending).toEqual(pending);
+    expect(checkSessionForWrite(session.toJSON()).pending).toEqual(pending);
+    expect(agent.restoreSession({ ...base, pending: null }).pending).toBeUndefined();
+    // A restored session owns its copy.
+    const input = structuredClone({ ...base, pending });
+    const restored = agent.restoreSession(input);
+    input.pending.approvals[0]!.callId = 'changed';
+    expect(restored.pending?.approvals[0]?.callId).toBe('c1');
+  });
+
+  it('rejects malformed pending state with a SessionStateError naming the path', () => {
+    const call = pending.approvals[0]!;
+    expectStateError({ ...base, pending: [] }, '$.pending');
+    expectStateError({ ...base, pending: { approvals: [], messages: [] } }, '$.pending.approvals');
+    expectStateError({ ...base, pending: { approvals: [{ ...call, callId: '' }], messages: [] } }, '$.pending.approvals[0].callId');
+    expectStateError({ ...base, pending: { approvals: [call, call], messages: [] } }, '$.pending.approvals[1].callId');
+    expectStateError({ ...base, pending: { approvals: [{ ...call, toolName: 1 }], messages: [] } }, '$.pending.approvals[0].toolName');
+    expectStateError({ ...base, pending: { approvals: [{ ...call, arguments: {} }], messages: [] } }, '$.pending.approvals[0].arguments');
+    expectStateError({ ...base, pending: { approvals: ['c1'], messages: [] } }, '$.pending.approvals[0]');
+    expectStateError({ ...base, pending: { approvals: [call] } }, '$.pending.messages');
+    expectStateError(
+      { ...base, pending: { approvals: [call], messages: [{ id: 'm', role: 'robot', contents: [] }] } },
+      '$.pending.messages[0].role',
+    );
+  });
+});

@@ -2,9 +2,11 @@ import { checkSessionId } from '../backend/checks.js';
 import { SessionStateError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import { describeThrown, describeValue, formatPath, isPlainObject, jsonProblem, pathJoin } from '../messages/json.js';
+import { Message } from '../messages/message.js';
+import type { PendingApproval } from '../spec/agent-response.js';
 import type { JsonObject } from '../spec/json.js';
 import type { SessionView } from '../spec/run-view.js';
-import type { SessionJson } from '../spec/session.js';
+import type { PendingToolCalls, SessionJson } from '../spec/session.js';
 
 /** Fields to start a session with. */
 export interface AgentSessionInit {
@@ -35,6 +37,13 @@ export class AgentSession implements SessionView {
   readonly state: Record<string, JsonObject>;
   /** The store's version tag when the session was loaded or last saved; not serialized. */
   etag: string | undefined;
+  /**
+   * Tool calls of the last run waiting for the caller's approval, with the tool messages of the
+   * same model response the model has not seen yet; undefined when nothing waits. Serialized. The
+   * agent keeps it: answer with `agent.run([], { session, approvals })`; `pending.approvals` lists
+   * the calls (as `response.pendingApprovals` did).
+   */
+  pending: PendingToolCalls | undefined;
 
   constructor(init: AgentSessionInit & { [adopt]?: boolean } = {}) {
     this.sessionId = init.sessionId ?? generateId();
@@ -51,6 +60,7 @@ export class AgentSession implements SessionView {
       init.state && (init[adopt] ? init.state : structuredClone(init.state)),
     );
     this.etag = undefined;
+    this.pending = undefined;
   }
 
   /** The state slot of `sourceId`, created as `{}` when absent. */
@@ -62,6 +72,7 @@ export class AgentSession implements SessionView {
   toJSON(): SessionJson {
     const json: SessionJson = { type: 'ctx.session', version: SESSION_VERSION, sessionId: this.sessionId, state: this.state };
     if (this.serviceSessionId !== undefined) json.serviceSessionId = this.serviceSessionId;
+    if (this.pending !== undefined) json.pending = this.pending;
     return json;
   }
 
@@ -72,22 +83,25 @@ export class AgentSession implements SessionView {
   static fromJSON(input: unknown): AgentSession {
     const json = parseSessionJson(input);
     // A string was parsed just now, so its state is already a private copy.
-    let state = json.state;
+    let { state, pending } = json;
     if (typeof input !== 'string') {
       try {
         state = structuredClone(state);
+        pending = structuredClone(pending);
       } catch (error) {
         // Checked as JSON a moment ago: only a getter or a Proxy that changed its mind gets here.
-        throw new SessionStateError('$.state', `could not be copied (${describeThrown(error)})`, { cause: error });
+        throw new SessionStateError('$', `could not be copied (${describeThrown(error)})`, { cause: error });
       }
     }
-    return new AgentSession({ sessionId: json.sessionId, serviceSessionId: json.serviceSessionId, state, [adopt]: true });
+    const session = new AgentSession({ sessionId: json.sessionId, serviceSessionId: json.serviceSessionId, state, [adopt]: true });
+    session.pending = pending;
+    return session;
   }
 }
 
 /**
  * Checks that `input` is version-1 session JSON (or a string holding it) and returns it typed:
- * every state slot a JSON object, every value in it plain JSON (no `NaN`, `Infinity`, `undefined`,
+ * tool calls waiting for approval (`pending`) well-formed, every state slot a JSON object, every value in it plain JSON (no `NaN`, `Infinity`, `undefined`,
  * function, class instance such as a `Map` or a `Date`, cycle, or nesting deeper than 128 levels).
  * Never throws anything else, whatever the input (a bigint, a Proxy, a getter that throws).
  * @throws SessionStateError naming the offending path.
@@ -173,5 +187,33 @@ function checkSession(value: unknown): SessionJson {
   }
   const json: SessionJson = { type: 'ctx.session', version: SESSION_VERSION, sessionId, state: state as Record<string, JsonObject> };
   if (typeof serviceSessionId === 'string') json.serviceSessionId = serviceSessionId;
+  const pending = checkPending(value.pending);
+  if (pending) json.pending = pending;
   return json;
+}
+
+/** Checks `$.pending` (absent or null: nothing waits) and returns it without unknown fields. */
+function checkPending(value: unknown): PendingToolCalls | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!isPlainObject(value)) throw new SessionStateError('$.pending', `must be an object, got ${describeValue(value)}`);
+  const { approvals, messages } = value;
+  if (!Array.isArray(approvals) || approvals.length === 0) {
+    throw new SessionStateError('$.pending.approvals', `must be a non-empty array of tool calls, got ${describeValue(approvals)}`);
+  }
+  const ids = new Set<string>();
+  const checked = approvals.map((entry: unknown, i): PendingApproval => {
+    const path = formatPath('$.pending.approvals', [i]);
+    if (!isPlainObject(entry)) throw new SessionStateError(path, `must be an object, got ${describeValue(entry)}`);
+    const { callId, toolName, arguments: args } = entry;
+    if (typeof callId !== 'string' || callId.length === 0) throw new SessionStateError(`${path}.callId`, 'must be a non-empty string');
+    if (ids.has(callId)) throw new SessionStateError(`${path}.callId`, `repeats call id ${JSON.stringify(callId)}`);
+    ids.add(callId);
+    if (typeof toolName !== 'string') throw new SessionStateError(`${path}.toolName`, `must be a string, got ${describeValue(toolName)}`);
+    if (typeof args !== 'string') throw new SessionStateError(`${path}.arguments`, `must be a string, got ${describeValue(args)}`);
+    return { callId, toolName, arguments: args };
+  });
+  if (!Array.isArray(messages))
+    throw new SessionStateError('$.pending.messages', `must be an array of messages, got ${describeValue(messages)}`);
+  const kept = messages.map((m: unknown, i) => Message.parse(m, formatPath('$.pending.messages', [i])));
+  return { approvals: checked, messages: kept };
 }

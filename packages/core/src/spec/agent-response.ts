@@ -13,4 +13,19 @@ export interface AgentResponse {
   conversationId?: string;
   /** Why the model stopped in the run's last model call. */
   finishReason?: FinishReason;
+  /**
+   * Tool calls the run did not make because their tool needs approval (`needsApproval`); set only
+   * when some wait, with `finishReason: 'tool-calls'`. The session keeps them: answer with
+   * `agent.run([], { session, approvals: [{ callId, approved, reason? }] })`.
+   */
+  pendingApprovals?: PendingApproval[];
+}
+
+/** A tool call that waits for the caller's approval before it runs. */
+export interface PendingApproval {
+  /** The id of the function call; an approval names it. */
+  callId: string;
+  toolName: string;
+  /** The arguments as the model sent them (JSON text). */
+  arguments: string;
 }

@@ -1,6 +1,6 @@
 // The contracts of ctx: types only, importing nothing outside this folder. Third parties implement
 // them; the rest of @ctx/core is one implementation of the engine around them.
-export type { AgentResponse } from './agent-response.js';
+export type { AgentResponse, PendingApproval } from './agent-response.js';
 export type {
   ChatClient,
   ChatOptions,
@@ -45,10 +45,11 @@ export type {
   SessionView,
   SourcedInstructions,
   Tool,
+  ToolApprovalCheck,
   ToolExecuteOptions,
   ToolValidation,
 } from './run-view.js';
-export type { SessionJson } from './session.js';
+export type { PendingToolCalls, SessionJson } from './session.js';
 export type { SessionStore, SetSessionOptions, StoredSession } from './session-store.js';
 export type { Tokenizer } from './tokenizer.js';
 export type { ToolDefinition } from './tool-definition.js';

@@ -159,7 +159,22 @@ export interface Tool<TArgs = unknown, TResult = unknown> extends ToolDefinition
    * Without it, the agent's `toolValidator` checks the arguments against `parameters`, if it has one.
    */
   validate?(args: unknown): Promise<ToolValidation<TArgs>>;
+  /**
+   * Whether a call waits for the caller's approval before `execute` runs: `true`, or a function of
+   * the checked arguments. A call that waits ends the run with `pendingApprovals`; the session keeps
+   * it until `agent.run([], { session, approvals })` answers it. Default: never.
+   */
+  needsApproval?: boolean | ToolApprovalCheck<TArgs>;
 }
+
+/**
+ * Decides whether one call of a tool needs approval, from its checked arguments. A check that
+ * throws answers the call with an error result; the tool does not run.
+ */
+// A method's parameters are bivariant, so a `Tool<{ city: string }>` is still a `Tool`.
+export type ToolApprovalCheck<TArgs = unknown> = {
+  check(args: TArgs, options: ToolExecuteOptions): boolean | Promise<boolean>;
+}['check'];
 
 /** What every provider hook receives. */
 export interface ProviderRunArgs<TState extends JsonObject = JsonObject> {

@@ -1,7 +1,7 @@
 import { ConfigurationError } from '../errors.js';
 import { isPlainObject } from '../messages/json.js';
 import type { JsonObject } from '../spec/json.js';
-import type { Tool, ToolExecuteOptions } from '../spec/run-view.js';
+import type { Tool, ToolApprovalCheck, ToolExecuteOptions } from '../spec/run-view.js';
 
 /** The Standard Schema v1 interface (zod, valibot, arktype...), declared here so core depends on none of them. */
 export interface StandardSchemaV1<Input = unknown, Output = Input> {
@@ -74,6 +74,8 @@ export interface StandardSchemaToolDefinition<S extends StandardSchemaV1, R> ext
   jsonSchema?: JsonObject;
   /** Runs the tool with the validated arguments; its result (JSON) goes back to the model. */
   execute?: (args: InferOutput<S>, options: ToolExecuteOptions) => R | Promise<R>;
+  /** Whether a call waits for the caller's approval before `execute` (see `Tool.needsApproval`). Default: never. */
+  needsApproval?: boolean | ToolApprovalCheck<InferOutput<S>>;
 }
 
 /**
@@ -86,22 +88,30 @@ export interface JsonSchemaToolDefinition<A, R> extends ToolDefinitionBase {
   parameters: JsonObject;
   /** Runs the tool with the validated arguments; its result (JSON) goes back to the model. */
   execute?: (args: A, options: ToolExecuteOptions) => R | Promise<R>;
+  /** Whether a call waits for the caller's approval before `execute` (see `Tool.needsApproval`). Default: never. */
+  needsApproval?: boolean | ToolApprovalCheck<A>;
 }
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
  * Defines a tool. `parameters` is a JSON Schema object or a Standard Schema (zod, valibot, ...).
- * @throws ConfigurationError for an invalid name, or a Standard Schema with no JSON Schema available.
+ * @throws ConfigurationError for an invalid name, a Standard Schema with no JSON Schema available, or a
+ *   `needsApproval` that is neither a boolean nor a function, or is set on a tool without `execute`.
  */
 export function defineTool<S extends StandardSchemaV1, R = unknown>(
   definition: StandardSchemaToolDefinition<S, R>,
 ): Tool<InferOutput<S>, R>;
 export function defineTool<A = JsonObject, R = unknown>(definition: JsonSchemaToolDefinition<A, R>): Tool<A, R>;
 export function defineTool(
-  definition: ToolDefinitionBase & { parameters: unknown; jsonSchema?: JsonObject; execute?: Tool['execute'] },
+  definition: ToolDefinitionBase & {
+    parameters: unknown;
+    jsonSchema?: JsonObject;
+    execute?: Tool['execute'];
+    needsApproval?: Tool['needsApproval'];
+  },
 ): Tool {
-  const { name, description, metadata, execute } = definition;
+  const { name, description, metadata, execute, needsApproval } = definition;
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
     throw new ConfigurationError(`Tool name ${JSON.stringify(name)} is invalid: use 1-64 letters, digits, "_" or "-".`);
   }
@@ -109,6 +119,17 @@ export function defineTool(
   if (description !== undefined) tool.description = description;
   if (metadata !== undefined) tool.metadata = metadata;
   if (execute) tool.execute = execute;
+  if (needsApproval !== undefined) {
+    if (typeof needsApproval !== 'boolean' && typeof needsApproval !== 'function') {
+      throw new ConfigurationError(`Tool "${name}": \`needsApproval\` must be a boolean or a function, got ${typeof needsApproval}.`);
+    }
+    if (!execute) {
+      throw new ConfigurationError(
+        `Tool "${name}": \`needsApproval\` needs \`execute\`; a tool without it is run by the caller, who approves it themselves.`,
+      );
+    }
+    tool.needsApproval = needsApproval;
+  }
   const parameters = definition.parameters;
   if (isStandardSchema(parameters)) {
     const standard = parameters['~standard'];
