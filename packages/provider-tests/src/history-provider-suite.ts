@@ -35,6 +35,12 @@ export interface HistoryProviderCapabilities {
   keepsHistoryInSession?: boolean;
   /** The longest session id the backend accepts; longer hostile ids are left out. Default: no limit. */
   maxSessionIdLength?: number;
+  /**
+   * `saveMessages` honours `SaveHistoryArgs.turn`: the opening batch of a turn replaces a stored
+   * earlier attempt of it (`findRetriedTurn` from `@ctx/core/backend`), so a retried run stores its
+   * turn once. Default true; set false and the retried-turn test is skipped.
+   */
+  replacesRetriedTurns?: boolean;
 }
 
 /** What the suite passes to `create`: the options under test, always with a `sourceId`. */
@@ -69,6 +75,7 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
     dedupesByMessageId: options.capabilities?.dedupesByMessageId ?? true,
     keepsHistoryInSession: options.capabilities?.keepsHistoryInSession ?? false,
     maxSessionIdLength: options.capabilities?.maxSessionIdLength ?? Number.POSITIVE_INFINITY,
+    replacesRetriedTurns: options.capabilities?.replacesRetriedTurns ?? true,
   };
   const concurrentRuns = options.concurrentRuns ?? 50;
 
@@ -860,6 +867,70 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         },
         !capabilities.dedupesByMessageId,
       );
+
+      test(
+        'a run retried with the same input message is sent the history before its first attempt and stores its turn once, with its own reply',
+        async () => {
+          const provider = await make();
+          const client = new ScriptedChatClient({ replies: ['first', 'attempt one', 'attempt two'] });
+          const agent = agentWith([provider], client);
+          const session = agent.createSession();
+          await agent.run('hello', { session });
+          const question = Message.user('question');
+          await agent.run(question, { session }); // its reply never reached the caller, who retries
+          await agent.run(question, { session });
+          expect(texts(call(client, 2).messages)).toEqual(['user:hello', 'assistant:first', 'user:question']);
+          expect(texts(await load(provider, session))).toEqual(['user:hello', 'assistant:first', 'user:question', 'assistant:attempt two']);
+        },
+        !capabilities.replacesRetriedTurns || !capabilities.dedupesByMessageId,
+      );
+    });
+
+    describe("persistence: 'model-call'", () => {
+      test("stores a tool run as 'run' does, each message once", async () => {
+        const stored: string[][] = [];
+        for (const persistence of ['run', 'model-call'] as const) {
+          const provider = await make();
+          const agent = createAgent({ client: toolClient(), tools: [lookupTool()], contextProviders: [provider], persistence });
+          const session = agent.createSession();
+          await agent.run('weather?', { session });
+          await agent.run('thanks', { session });
+          stored.push(texts(await load(provider, session)));
+        }
+        expect(stored[1]).toEqual(['user:weather?', 'assistant:', 'tool:', 'assistant:sunny', 'user:thanks', 'assistant:re: thanks']);
+        expect(stored[1]).toEqual(stored[0]);
+      });
+
+      test('a run aborted in a tool keeps its input and calls, and the next run is sent them answered as interrupted', async () => {
+        const provider = await make();
+        const controller = new AbortController();
+        const stuck = defineTool({
+          name: 'lookup',
+          parameters: { type: 'object' },
+          execute: () => {
+            controller.abort(new Error('process stopped'));
+            return new Promise(() => {});
+          },
+        });
+        const client = toolClient();
+        const agent = createAgent({ client, tools: [stuck], contextProviders: [provider], persistence: 'model-call' });
+        const session = agent.createSession();
+        await expectRejection(agent.run('weather?', { session, signal: controller.signal }), () => true, 'the aborted run');
+        expect(texts(await load(provider, session))).toEqual(['user:weather?', 'assistant:']);
+        await agent.run('still there?', { session });
+        const sent = call(client, 1).messages;
+        expect(texts(sent)).toEqual(['user:weather?', 'assistant:', 'tool:', 'user:still there?']);
+        const [call1] = Message.functionCalls(sent[1]!);
+        expect(sent[2]!.contents).toEqual([
+          {
+            type: 'function-result',
+            callId: call1!.callId,
+            name: 'lookup',
+            result: { error: expect.stringContaining('interrupted') },
+            isError: true,
+          },
+        ]);
+      });
     });
   });
 }

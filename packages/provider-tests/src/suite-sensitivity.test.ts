@@ -16,7 +16,15 @@ import {
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
-import { checkIfMatch, checkInteger, checkSessionForWrite, checkSessionId, parseSessionJson } from '@ctx/core/backend';
+import {
+  checkIfMatch,
+  checkInteger,
+  checkSessionForWrite,
+  checkSessionId,
+  findRetriedTurn,
+  parseSessionJson,
+  type SaveHistoryArgs,
+} from '@ctx/core/backend';
 import { expect, test } from 'vitest';
 import { describeHistoryProvider, describeSessionStore } from './index.js';
 
@@ -47,7 +55,8 @@ type HistoryFault =
   | 'pops-newest-first'
   | 'pop-read-then-remove'
   | 'pop-keeps-ids'
-  | 'pop-accepts-bad-count';
+  | 'pop-accepts-bad-count'
+  | 'ignores-turns';
 
 /** A backend-style history: JSON text per message in a shared map keyed by source id and session id, with async I/O. */
 class MapHistoryProvider extends HistoryProvider {
@@ -82,7 +91,8 @@ class MapHistoryProvider extends HistoryProvider {
     return window.map((item) => (this.#fault === 'live-references' ? (item as Message) : (JSON.parse(item as string) as Message)));
   }
 
-  async saveMessages(sessionId: string, messages: readonly Message[]): Promise<void> {
+  async saveMessages(sessionId: string, messages: readonly Message[], args?: SaveHistoryArgs): Promise<void> {
+    const turn = args?.turn;
     if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
     if (this.#fault !== 'stores-non-json' && this.#fault !== 'stores-valid-prefix')
       messages.forEach((m, i) => Message.parse(m, `$.messages[${i}]`));
@@ -90,6 +100,14 @@ class MapHistoryProvider extends HistoryProvider {
     const key = this.#key(sessionId);
     const list = this.#backend.get(key) ?? [];
     this.#backend.set(key, list);
+    const retried =
+      turn?.opens && this.#fault !== 'ignores-turns'
+        ? findRetriedTurn(
+            list.map((item) => (typeof item === 'string' ? JSON.parse(item) : item)),
+            turn.inputIds,
+          )
+        : undefined;
+    if (retried !== undefined) list.splice(retried);
     const ids = new Set(list.map((item) => (typeof item === 'string' ? (JSON.parse(item) as Message).id : (item as Message).id)));
     for (const [i, m] of messages.entries()) {
       if (this.#fault === 'stores-valid-prefix') Message.parse(m, `$.messages[${i}]`);
@@ -285,6 +303,10 @@ const history = {
   concurrentSaves: '50 concurrent saveMessages calls on one session store every message once, each batch contiguous',
   retry: 'saving the same messages twice stores them once',
   overlap: 'a retried batch that overlaps the stored tail stores only the new messages',
+  retriedTurn:
+    'a run retried with the same input message is sent the history before its first attempt and stores its turn once, with its own reply',
+  modelCall: "stores a tool run as 'run' does, each message once",
+  interrupted: 'a run aborted in a tool keeps its input and calls, and the next run is sent them answered as interrupted',
   blankIds: 'getMessages and saveMessages refuse empty and whitespace-only session ids with ConfigurationError and store nothing',
   nonJson: 'saveMessages of a message with a non-JSON value in metadata or a function result throws SessionStateError and stores nothing',
   tooDeep: 'saveMessages of a message nested deeper than 128 levels throws SessionStateError and stores nothing',
@@ -358,6 +380,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.popRefusals,
   ]),
   'no-dedupe': [history.retry, history.overlap],
+  'ignores-turns': [history.retriedTurn],
   'appends-one-by-one': [history.concurrentRuns, history.concurrentSaves],
   'forgets-optional-fields': [history.storesTurn, history.fidelityDirect, history.fidelityRun, history.copies],
   'normalizes-ids': [history.hostile],
@@ -377,6 +400,8 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.fromId,
     history.fidelityRun,
     history.popTurn,
+    history.retriedTurn,
+    history.interrupted,
   ],
   'always-loads': [history.autoService, history.autoStore, history.autoDefault, history.storeOnly],
   'stores-whole-context': [
@@ -390,9 +415,10 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.otherHistory,
     history.notReStored,
     history.fidelityRun,
+    history.retriedTurn,
   ],
   'stores-failed-runs': [history.modelFails, history.aborted],
-  'keeps-leading-results': [history.orphan],
+  'keeps-leading-results': [history.orphan, history.retriedTurn],
   'drops-options': [
     history.loadTrue,
     history.storeOnly,
