@@ -101,7 +101,7 @@ export interface CosmosSessionSummary {
   createdAt: string;
   /** ISO 8601: the last save. */
   updatedAt: string;
-  /** The last sequence number handed out (an upper bound of the stored message count). */
+  /** The last sequence number a save handed out (`replaceMessages` places messages between numbers without taking new ones). */
   lastSeq: number;
 }
 
@@ -132,6 +132,8 @@ const MAX_ITEM_BYTES = 2 * 1024 * 1024 - 1024;
 /** Cosmos DB's limits of one transactional batch. */
 const MAX_BATCH_OPERATIONS = 100;
 const MAX_BATCH_BYTES = 2 * 1024 * 1024 - 16 * 1024;
+/** Reads and plans of one `replaceMessages` before other writers getting in the way is a `ConcurrencyError`. */
+const MAX_REPLACE_ROUNDS = 10;
 
 /**
  * Conversation history in Azure Cosmos DB for NoSQL: one item per message, partitioned by session
@@ -298,9 +300,13 @@ export class CosmosHistoryProvider extends HistoryProvider {
     const from = Math.min(...inputSeqs.filter((s): s is number => typeof s === 'number'));
     if (!Number.isFinite(from)) return undefined;
     const read = (query: string) =>
-      op.step((c, abortSignal) => fetchAll(c, { query, parameters: [...parameters, { name: '@from', value: from }] }, options(abortSignal)));
+      op.step((c, abortSignal) =>
+        fetchAll(c, { query, parameters: [...parameters, { name: '@from', value: from }] }, options(abortSignal)),
+      );
     const before = await read(`SELECT TOP 100 c.id, c.seq, c.message FROM c WHERE ${filter.where} AND c.seq < @from ORDER BY c.seq DESC`);
-    const tail = await read(`SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where} AND c.seq >= @from AND c.seq < @firstNew ORDER BY c.seq ASC`);
+    const tail = await read(
+      `SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where} AND c.seq >= @from AND c.seq < @firstNew ORDER BY c.seq ASC`,
+    );
     const stored = [...before.reverse(), ...tail];
     const start = findRetriedTurn(
       stored.map((item) => this.#decode(item, loc)),
@@ -324,38 +330,67 @@ export class CosmosHistoryProvider extends HistoryProvider {
   }
 
   /**
-   * Replaces a session's stored history with `messages` (compaction rewrites history through it).
-   * The new messages get fresh sequence numbers after everything stored, are upserted (kept ids
-   * move, new ones are added), and only then are the older items deleted, so a failure part way
-   * leaves extra messages, never missing ones; calling it again finishes the job. Turns saved by
-   * another run between the caller's read and this call, and not in `messages`, are removed too.
-   * @throws like `saveMessages`.
+   * Replaces a session's stored history with `messages` (compaction rewrites history through it),
+   * writing only what changed. One query reads the session's items; the longest run of messages
+   * already stored in the same relative order keeps its items and positions (rewritten in place
+   * only when their content changed), every other message is upserted at a position between its
+   * neighbours (fractional `seq` values: no numbers are taken from the head), and items whose id
+   * is not in `messages` are deleted. All of it goes into one transactional batch (more than 100
+   * operations or 2 MB take several) together with a write of the head item conditioned on the
+   * ETag read (or its creation): on Cosmos DB a replace that fits one batch is all or nothing, and
+   * if a save, another replace or a clear changed the head after the read, or a message to delete
+   * is gone, nothing of it applies and it reads and plans again. Over several batches, writes go
+   * before deletes: a failure part way leaves extra messages, never missing ones, and calling it
+   * again finishes the job. Turns saved before the read and not in `messages` are removed; turns
+   * saved after it stay, after the replaced history; a message popped meanwhile stays popped.
+   * @throws like `saveMessages`; ConcurrencyError when other writers got in the way 10 times in a row.
    */
   override async replaceMessages(sessionId: string, messages: readonly Message[], { state, signal }: SaveHistoryArgs): Promise<void> {
     checkSessionId(sessionId);
     const unique = checkMessages(messages);
     const loc = await this.#locate(sessionId, state);
+    const wanted = unique.map((message) => ({ id: encodeItemId(...loc.parts, message.id), message }));
     await this.#connection.run({ operation: 'replaceMessages', sessionId }, signal, async (op) => {
-      let first = Number.MAX_SAFE_INTEGER;
-      if (unique.length > 0) {
-        const last = await this.#allocate(op, loc, unique.length);
-        first = last - unique.length + 1;
-        const items = unique.map((m, i) => this.#item(loc, m, first + i));
-        await this.#batches(
-          op,
-          loc,
-          items.map((item) => ({ operationType: 'Upsert', resourceBody: item as unknown as JsonObject })),
-        );
-      }
-      const filter = this.#messageFilter(loc);
+      const filter = this.#partitionFilter(loc);
       const query = {
-        query: `SELECT VALUE c.id FROM c WHERE ${filter.where} AND c.seq < @first`,
-        parameters: [...filter.parameters, { name: '@first', value: first }],
+        query: `SELECT c.id, c.kind, c.seq, c.message, c.lastSeq, c.createdAt, c._etag FROM c WHERE ${filter.where} AND c.sourceId = @sourceId AND (c.kind = 'message' OR c.id = @head)`,
+        parameters: [...filter.parameters, { name: '@sourceId', value: this.sourceId }, { name: '@head', value: loc.prefix }],
       };
-      const stale = await op.step((c, abortSignal) =>
-        fetchAll<string>(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }),
+      for (let round = 0; round < MAX_REPLACE_ROUNDS; round++) {
+        const items = await op.step((c, abortSignal) =>
+          fetchAll(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }),
+        );
+        const head = items.find((item) => item.id === loc.prefix && item.kind === 'head');
+        const plan = planReplace(
+          items.filter((item) => item.kind === 'message'),
+          wanted,
+        );
+        if (plan.writes.length === 0 && plan.deletes.length === 0) return;
+        const now = new Date().toISOString();
+        let fence: OperationInput;
+        if (head === undefined) {
+          fence = { operationType: 'Create', resourceBody: this.#head(loc, plan.top, now, now) as unknown as JsonObject };
+        } else {
+          if (typeof head.lastSeq !== 'number' || !Number.isSafeInteger(head.lastSeq)) throw this.#corruptHead(loc);
+          const createdAt = typeof head.createdAt === 'string' ? head.createdAt : now;
+          const body = this.#head(loc, head.lastSeq, createdAt, now) as unknown as JsonObject;
+          fence = { operationType: 'Replace', id: loc.prefix, resourceBody: body, ifMatch: String(head._etag) };
+        }
+        const operations: OperationInput[] = [
+          fence,
+          ...plan.writes.map(
+            ({ index, seq }): OperationInput => ({
+              operationType: 'Upsert',
+              resourceBody: this.#item(loc, wanted[index]!.message, seq) as unknown as JsonObject,
+            }),
+          ),
+          ...plan.deletes.map((id): OperationInput => ({ operationType: 'Delete', id })),
+        ];
+        if (await this.#applyAll(op, loc, operations)) return;
+      }
+      throw new ConcurrencyError(
+        `CosmosHistoryProvider.replaceMessages for session ${shortId(sessionId)}: other writers changed the history ${MAX_REPLACE_ROUNDS} times in a row while it was being replaced; try again.`,
       );
-      await this.#deleteAll(op, loc, stale);
     });
   }
 
@@ -688,11 +723,6 @@ export class CosmosHistoryProvider extends HistoryProvider {
       { op: 'set' as const, path: '/updatedAt', value: now },
       ...(this.ttlSeconds !== undefined ? [{ op: 'set' as const, path: '/ttl', value: this.ttlSeconds }] : []),
     ];
-    const corruptHead = () =>
-      new SessionStateError(
-        `cosmos:${this.#connection.where}[${JSON.stringify(loc.prefix)}].lastSeq`,
-        'must be an integer (the head item of this conversation is corrupt); delete that item to renumber from the stored messages',
-      );
     for (let round = 0; ; round++) {
       try {
         const { resource } = await op.step(
@@ -700,14 +730,14 @@ export class CosmosHistoryProvider extends HistoryProvider {
           [400, 404],
         );
         const last = resource?.lastSeq;
-        if (typeof last !== 'number' || !Number.isSafeInteger(last)) throw corruptHead();
+        if (typeof last !== 'number' || !Number.isSafeInteger(last)) throw this.#corruptHead(loc);
         return last;
       } catch (error) {
         const status = statusOf(error);
         if (status === 400) {
           // `incr` fails on a head whose counter is not a number: say so, rather than "bad request".
           const { resource } = await op.step((c, abortSignal) => c.item(loc.prefix, loc.partitionKey).read<HeadItem>({ abortSignal }));
-          if (resource && !Number.isSafeInteger(resource.lastSeq)) throw corruptHead();
+          if (resource && !Number.isSafeInteger(resource.lastSeq)) throw this.#corruptHead(loc);
           throw error;
         }
         if (status !== 404 || round > 5) throw error;
@@ -720,18 +750,9 @@ export class CosmosHistoryProvider extends HistoryProvider {
           { partitionKey: loc.partitionKey, abortSignal },
         ),
       );
-      const start = typeof newest[0] === 'number' && Number.isSafeInteger(newest[0]) ? newest[0] : 0;
-      const head: HeadItem = {
-        id: loc.prefix,
-        kind: 'head',
-        ...loc.fields,
-        sessionId: loc.sessionId,
-        sourceId: this.sourceId,
-        lastSeq: start + count,
-        createdAt: now,
-        updatedAt: now,
-      };
-      if (this.ttlSeconds !== undefined) head.ttl = this.ttlSeconds;
+      // Positions a replace gave are fractional: start at the next whole number after them.
+      const start = typeof newest[0] === 'number' && Number.isFinite(newest[0]) ? Math.max(0, Math.ceil(newest[0])) : 0;
+      const head = this.#head(loc, start + count, now, now);
       try {
         await op.step((c, abortSignal) => c.items.create(head, { abortSignal }), [409]);
         return head.lastSeq;
@@ -741,16 +762,34 @@ export class CosmosHistoryProvider extends HistoryProvider {
     }
   }
 
+  /** A session's head item as a save or a replace writes it. */
+  #head(loc: Location, lastSeq: number, createdAt: string, updatedAt: string): HeadItem {
+    const head: HeadItem = {
+      id: loc.prefix,
+      kind: 'head',
+      ...loc.fields,
+      sessionId: loc.sessionId,
+      sourceId: this.sourceId,
+      lastSeq,
+      createdAt,
+      updatedAt,
+    };
+    if (this.ttlSeconds !== undefined) head.ttl = this.ttlSeconds;
+    return head;
+  }
+
+  #corruptHead(loc: Location): SessionStateError {
+    return new SessionStateError(
+      `cosmos:${this.#connection.where}[${JSON.stringify(loc.prefix)}].lastSeq`,
+      'must be an integer (the head item of this conversation is corrupt); delete that item to renumber from the stored messages',
+    );
+  }
+
   /**
    * Creates message items; resolves to how many were new. Ids already stored are skipped; when a
    * batch conflicts and `retried` says it replaced a retried turn, its count is what was written.
    */
-  async #createAll(
-    op: Operation,
-    loc: Location,
-    items: MessageItem[],
-    retried?: () => Promise<number | undefined>,
-  ): Promise<number> {
+  async #createAll(op: Operation, loc: Location, items: MessageItem[], retried?: () => Promise<number | undefined>): Promise<number> {
     let created = 0;
     for (const chunk of chunkBySize(items)) {
       const statuses = await this.#batch(
@@ -790,8 +829,17 @@ export class CosmosHistoryProvider extends HistoryProvider {
     return created;
   }
 
-  /** Runs one transactional batch; resolves to the per-operation statuses when only conflicts failed it. */
-  async #batch(op: Operation, loc: Location, operations: OperationInput[]): Promise<number[]> {
+  /**
+   * Runs one transactional batch; resolves to the per-operation statuses when only `conflicts`
+   * (statuses another writer causes) failed it, and throws for any other failure.
+   */
+  async #batch(
+    op: Operation,
+    loc: Location,
+    operations: OperationInput[],
+    conflicts: readonly number[] = [409],
+    operation = 'saveMessages',
+  ): Promise<number[]> {
     // Fresh operation objects for every attempt: the SDK rewrites each operation's partitionKey in place.
     const response = await op.step((c, abortSignal) =>
       c.items.batch(
@@ -803,24 +851,29 @@ export class CosmosHistoryProvider extends HistoryProvider {
     const statuses = (response.result ?? []).map((r) => r.statusCode);
     if (statuses.length !== operations.length)
       throw new Error(`Batch request error: ${statuses.length} results for ${operations.length} operations`);
-    if (!statuses.every((s) => ok(s) || s === 409 || s === 424)) throw this.#batchFailure(statuses, loc);
+    if (!statuses.every((s) => ok(s) || s === 424 || conflicts.includes(s))) throw this.#batchFailure(statuses, loc, operation);
     return statuses;
   }
 
-  #batchFailure(statuses: number[], loc: Location): Error {
+  #batchFailure(statuses: number[], loc: Location, operation = 'saveMessages'): Error {
     const failed = statuses.find((s) => !ok(s) && s !== 424) ?? statuses.find((s) => !ok(s));
     const error = Object.assign(new Error(`Batch request error: an operation failed with ${failed} (statuses ${statuses.join(',')})`), {
       code: failed,
     });
-    return this.#connection.translate(error, { operation: 'saveMessages', sessionId: loc.sessionId });
+    return this.#connection.translate(error, { operation, sessionId: loc.sessionId });
   }
 
-  /** Upserts or deletes in batches of up to 100 operations; 404s of deletes count as done. */
-  async #batches(op: Operation, loc: Location, operations: OperationInput[]): Promise<void> {
+  /**
+   * Runs a replace's operations in transactional batches, in order; resolves to false at the first
+   * batch another writer got in the way of (a message to read or delete gone, 404; an id created
+   * meanwhile, 409; a changed item, 412): the caller reads and plans again.
+   */
+  async #applyAll(op: Operation, loc: Location, operations: readonly OperationInput[]): Promise<boolean> {
     for (const chunk of chunkBySize(operations)) {
-      const statuses = await this.#batch(op, loc, chunk);
-      if (!statuses.every(ok)) throw this.#batchFailure(statuses, loc);
+      const statuses = await this.#batch(op, loc, chunk, [404, 409, 412], 'replaceMessages');
+      if (!statuses.every(ok)) return false;
     }
+    return true;
   }
 
   /** Deletes items by id in batches; resolves to how many existed. */
@@ -843,8 +896,8 @@ export class CosmosHistoryProvider extends HistoryProvider {
     const id = typeof raw === 'object' && raw !== null && typeof raw.id === 'string' ? raw.id : '?';
     const path = `cosmos:${this.#connection.where}[${JSON.stringify(id)}]`;
     if (typeof raw !== 'object' || raw === null) throw new SessionStateError(path, 'is not an item object');
-    if (typeof raw.seq !== 'number' || !Number.isSafeInteger(raw.seq))
-      throw new SessionStateError(`${path}.seq`, `must be an integer, got ${describeError(raw.seq)}; fix or delete the item`);
+    if (typeof raw.seq !== 'number' || !Number.isFinite(raw.seq))
+      throw new SessionStateError(`${path}.seq`, `must be a number, got ${describeError(raw.seq)}; fix or delete the item`);
     // Message.parse also refuses nesting deeper than ctx stores: a message read can be saved again.
     const message = Message.parse(raw.message, `${path}.message`);
     if (id !== encodeItemId(...loc.parts, message.id)) {
@@ -918,6 +971,125 @@ function checkMessages(messages: readonly Message[]): Message[] {
     unique.push(structuredClone(m));
   });
   return unique;
+}
+
+/** What `replaceMessages` does to the stored items, worked out from what it read. */
+interface ReplacePlan {
+  /** Messages to upsert (index into the wanted list) and their positions. */
+  writes: { index: number; seq: number }[];
+  /** Item ids of stored messages that are not wanted. */
+  deletes: string[];
+  /** The whole number at or above every position, stored or planned: where a new head starts counting. */
+  top: number;
+}
+
+/**
+ * Plans a replace: the longest run of wanted messages that are stored in the same relative order
+ * keeps its positions (rewritten in place when its content changed); every other wanted message
+ * gets a position between its kept neighbours; stored items not wanted are deleted.
+ */
+function planReplace(stored: readonly RawItem[], wanted: readonly { id: string; message: Message }[]): ReplacePlan {
+  const byId = new Map<string, RawItem>();
+  for (const item of stored) if (typeof item.id === 'string') byId.set(item.id, item);
+  const old = wanted.map(({ id }) => {
+    const seq = byId.get(id)?.seq;
+    return typeof seq === 'number' && Number.isFinite(seq) ? seq : undefined;
+  });
+  const keep = longestIncreasing(old);
+  const kept = old.map((seq, i) => (keep.has(i) ? seq : undefined));
+  let top = 0;
+  for (const item of stored) if (typeof item.seq === 'number' && Number.isFinite(item.seq)) top = Math.max(top, item.seq);
+  const seqs = positions(kept, Math.floor(top));
+  const plan: ReplacePlan = { writes: [], deletes: [], top: Math.ceil(seqs.reduce((a, b) => Math.max(a, b), top)) };
+  wanted.forEach(({ id, message }, index) => {
+    if (kept[index] === undefined || !sameJson(byId.get(id)?.message, message)) plan.writes.push({ index, seq: seqs[index]! });
+  });
+  const ids = new Set(wanted.map(({ id }) => id));
+  for (const id of byId.keys()) if (!ids.has(id)) plan.deletes.push(id);
+  return plan;
+}
+
+/** Indexes of a longest strictly increasing subsequence of `values`, skipping undefined entries. */
+function longestIncreasing(values: readonly (number | undefined)[]): Set<number> {
+  const tails: number[] = []; // tails[k]: index of the smallest last value of an increasing run of length k + 1
+  const previous: number[] = [];
+  values.forEach((value, i) => {
+    previous[i] = -1;
+    if (value === undefined) return;
+    let lo = 0;
+    let hi = tails.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (values[tails[mid]!]! < value) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo > 0) previous[i] = tails[lo - 1]!;
+    tails[lo] = i;
+  });
+  const run = new Set<number>();
+  for (let i = tails.at(-1) ?? -1; i >= 0; i = previous[i]!) run.add(i);
+  return run;
+}
+
+/**
+ * Positions for a replaced list: kept entries (defined in `kept`) stay; each run of others is
+ * spread evenly between its kept neighbours, before the first one within the unit below it, after
+ * the last one within the unit above it, or, with nothing kept, just above `top` (the highest
+ * stored position, rounded down). Positions a save hands out are whole numbers, so these never
+ * collide with them. When floating point has no room left between two kept neighbours, the upper
+ * one is moved too (it joins the run); with nothing kept and no room below the next whole number,
+ * the run takes the whole numbers above `top`. Updates `kept`: an entry that had to move becomes undefined.
+ */
+function positions(kept: (number | undefined)[], top: number): number[] {
+  for (;;) {
+    const out: number[] = [];
+    let stuck = -1;
+    for (let i = 0; i < kept.length && stuck < 0; ) {
+      if (kept[i] !== undefined) {
+        out.push(kept[i]!);
+        i++;
+        continue;
+      }
+      let j = i;
+      while (j < kept.length && kept[j] === undefined) j++;
+      const lo = i > 0 ? kept[i - 1] : undefined;
+      const hi = j < kept.length ? kept[j] : undefined;
+      const count = j - i;
+      const run =
+        spread(lo ?? (hi === undefined ? top : Math.ceil(hi) - 1), hi ?? Math.floor(lo ?? top) + 1, count) ??
+        (lo === undefined && hi === undefined ? Array.from({ length: count }, (_, k) => top + 1 + k) : undefined);
+      if (run === undefined) stuck = hi !== undefined ? j : i - 1;
+      else out.push(...run);
+      i = j;
+    }
+    if (stuck < 0) return out;
+    kept[stuck] = undefined;
+  }
+}
+
+/** `count` evenly spaced numbers strictly between `lo` and `hi`, or undefined when floating point has no room for them. */
+function spread(lo: number, hi: number, count: number): number[] | undefined {
+  const out: number[] = [];
+  let last = lo;
+  for (let k = 1; k <= count; k++) {
+    const next = lo + ((hi - lo) * k) / (count + 1);
+    if (!(next > last && next < hi)) return undefined;
+    out.push(next);
+    last = next;
+  }
+  return out;
+}
+
+/** Whether two JSON values are equal (objects compared by their keys, in any order). */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((x, i) => sameJson(x, (b as unknown[])[i]));
+  const keys = Object.keys(a);
+  return (
+    keys.length === Object.keys(b).length &&
+    keys.every((k) => Object.hasOwn(b, k) && sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+  );
 }
 
 /** Splits operations into transactional batches within Cosmos DB's limits (100 operations, 2 MB). */

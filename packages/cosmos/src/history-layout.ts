@@ -27,7 +27,10 @@ export interface MessageItem {
   userId?: string;
   /** The provider's `sourceId`: providers with different source ids keep apart in one container. */
   sourceId: string;
-  /** Position in the conversation: unique per (session, sourceId), increasing in the order messages were saved. */
+  /**
+   * Position in the conversation, unique per (session, sourceId): whole numbers a save reserves from the
+   * head, in the order of saving; fractions between its neighbours for a message `replaceMessages` placed.
+   */
   seq: number;
   /** The ctx message, exactly as saved. */
   message: Message;

@@ -50,8 +50,26 @@ describe('requests per operation (the basis of the README request-unit figures)'
     const kept = (await provider.getMessages('s', { state })).slice(-20);
     const summary = Message.system('summary of the earlier turns');
     const replace = await measure(() => provider.replaceMessages('s', [summary, ...kept], { state }));
-    // 32 stored -> summary + 20 kept: a patch, one batch upserting all 21, a query for the 12 older ones, a batch deleting them.
-    expect(replace).toEqual(['patch', 'batch(21 Upsert)', 'query-plan', 'query', 'batch(12 Delete)']);
+    // 32 stored -> summary + 20 kept: one query reading the 32 messages and the head, then one batch:
+    // the head replaced on its ETag, the summary upserted, the 12 older messages deleted. The 20
+    // kept ones are not written (before: a head patch and 21 upserts, then a query and the deletes).
+    expect(replace).toEqual(['query-plan', 'query', 'batch(14 Replace/Upsert/Delete)']);
+    // The query loads every stored message with its content (to tell unchanged ones) and the head.
+    const query = proxy.requests.find((r) => r.kind === 'query')!;
+    expect(JSON.parse(query.body!).query).toMatch(/c\.kind = 'message' OR c\.id = @head/);
+    expect(query.responseBytes).toBeGreaterThan(32 * 300);
+    const batch = JSON.parse(proxy.requests.find((r) => r.kind === 'batch')!.body!) as {
+      operationType: string;
+      id?: string;
+      resourceBody?: { kind: string; message?: Message };
+    }[];
+    expect(batch.map((o) => [o.operationType, o.resourceBody?.kind])).toEqual([
+      ['Replace', 'head'],
+      ['Upsert', 'message'],
+      ...Array.from({ length: 12 }, () => ['Delete', undefined]),
+    ]);
+    expect(batch[1]!.resourceBody!.message).toEqual(summary);
+    expect(await provider.getMessages('s', { state })).toEqual([summary, ...kept]);
     const clear = await measure(() => provider.clear('s', { state }));
     expect(clear).toEqual(['query-plan', 'query', 'batch(22 Delete)']);
     await provider.saveMessages('t', turn(1), { state });
