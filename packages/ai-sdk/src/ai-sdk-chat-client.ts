@@ -1,6 +1,6 @@
 import { type ChatClient, type ChatOptions, type ChatResponse, type ChatResponseUpdate, ConfigurationError, type Message } from '@ctx/core';
 import { checkInteger } from '@ctx/core/backend';
-import { toCtxError, truncatedStream } from './errors.js';
+import { toCtxError } from './errors.js';
 import { type AiSdkLanguageModel, doGenerate } from './language-model.js';
 import { streamModel, toCallOptions, withRetries } from './model-call.js';
 import { toChatResponse } from './results.js';
@@ -56,15 +56,10 @@ export function aiSdkChatClient(model: AiSdkLanguageModel, options: AiSdkChatCli
         throw toCtxError(error, name, chatOptions.signal);
       }
     },
-    async *getStreamingResponse(messages: Message[], chatOptions: ChatOptions): AsyncIterable<ChatResponseUpdate> {
-      const call = toCallOptions(messages, chatOptions);
-      let finished: boolean;
-      try {
-        finished = yield* streamModel(model, call, maxRetries, chatOptions.signal);
-      } catch (error) {
-        throw toCtxError(error, name, chatOptions.signal);
-      }
-      if (!finished) throw truncatedStream(name);
+    getStreamingResponse(messages: Message[], chatOptions: ChatOptions): AsyncIterable<ChatResponseUpdate> {
+      return streamModel(model, () => toCallOptions(messages, chatOptions), maxRetries, chatOptions.signal, {
+        mapError: (error) => toCtxError(error, name, chatOptions.signal),
+      });
     },
   };
 }

@@ -26,7 +26,6 @@ import {
   type Tool,
 } from '@ctx/core';
 import { checkSessionId, isPlainObject } from '@ctx/core/backend';
-import { truncatedStream } from './errors.js';
 import {
   type AiSdkLanguageModel,
   type CallOptions,
@@ -307,8 +306,8 @@ function bind(
       calls.results.push(result);
       return toChatResponse(result);
     },
-    async *getStreamingResponse(messages, options): AsyncIterable<ChatResponseUpdate> {
-      const finished = yield* streamModel(model, callFor(messages, options), 0, options.signal, {
+    getStreamingResponse(messages, options): AsyncIterable<ChatResponseUpdate> {
+      return streamModel(model, () => callFor(messages, options), 0, options.signal, {
         onStart: (result) => {
           if (calls.modelCalls === 1) observer.onStart?.(result);
         },
@@ -323,7 +322,6 @@ function bind(
           observer.onPart?.(part);
         },
       });
-      if (!finished) throw truncatedStream(`${model.provider} ${model.modelId}`);
     },
   };
 }

@@ -4,6 +4,7 @@ import { abortable } from '@ctx/core/backend';
 import { type AiSdkLanguageModel, type CallOptions, doStream, type StreamPart, type StreamResult } from './language-model.js';
 import { toPrompt } from './prompt.js';
 import { createStreamMapper } from './results.js';
+import { truncatedStream } from './errors.js';
 
 type FunctionTool = Extract<NonNullable<LanguageModelV2CallOptions['tools']>[number], { type: 'function' }>;
 
@@ -82,40 +83,55 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
-/** What `streamModel` reports besides the updates. */
+/** What `streamModel` reports besides the updates, and how it names failures. */
 export interface StreamObserver {
   /** The result of `doStream`, once it resolved (its headers and request). */
   onStart?(result: StreamResult): void;
   /** Every part the model sent, in order, before it is mapped. */
   onPart?(part: StreamPart): void;
+  /** What a failure of the call or the stream is thrown as. Default: the failure unchanged. */
+  mapError?(error: unknown): unknown;
 }
 
 /**
- * Streams one model call as ctx updates. Reading honours `signal`, and a consumer that stops early
- * cancels the model's stream. Returns whether the model sent its `finish` part.
+ * Streams one model call as ctx updates, the call options made by `prepare` once the stream is
+ * first read. Reading honours `signal`, and a consumer that stops early cancels the model's
+ * stream. A stream that ends without its `finish` part fails with `truncatedStream`.
  */
 export async function* streamModel(
   model: AiSdkLanguageModel,
-  call: CallOptions,
+  prepare: () => CallOptions,
   maxRetries: number,
   signal: AbortSignal | undefined,
   observer: StreamObserver = {},
-): AsyncGenerator<ChatResponseUpdate, boolean> {
-  const result = await withRetries(() => doStream(model, call), maxRetries, signal);
-  observer.onStart?.(result);
-  const reader = (result.stream as ReadableStream<StreamPart>).getReader();
-  const map = createStreamMapper();
+): AsyncGenerator<ChatResponseUpdate, void> {
   let finished = false;
   try {
-    while (true) {
-      const { done, value } = await abortable(reader.read(), signal);
-      if (done) return finished;
-      observer.onPart?.(value);
-      finished ||= value.type === 'finish';
-      const update = map(value);
-      if (update) yield update;
+    const call = prepare();
+    const result = await withRetries(() => doStream(model, call), maxRetries, signal);
+    observer.onStart?.(result);
+    const reader = (result.stream as ReadableStream<StreamPart>).getReader();
+    // One listener for the whole stream, not one per part: an abort cancels the reader, which ends a pending read at once.
+    const onAbort = () => void reader.cancel(signal?.reason).catch(() => {});
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const map = createStreamMapper();
+    try {
+      while (true) {
+        if (signal?.aborted) throw signal.reason;
+        const { done, value } = await reader.read();
+        if (signal?.aborted) throw signal.reason;
+        if (done) break;
+        observer.onPart?.(value);
+        finished ||= value.type === 'finish';
+        const update = map(value);
+        if (update) yield update;
+      }
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      reader.cancel().catch(() => {});
     }
-  } finally {
-    reader.cancel().catch(() => {});
+  } catch (error) {
+    throw observer.mapError ? observer.mapError(error) : error;
   }
+  if (!finished) throw truncatedStream(`${model.provider} ${model.modelId}`);
 }

@@ -111,43 +111,50 @@ function isReasoningPart(part: unknown): part is Record<string, unknown> {
 }
 
 function join(kind: ItemKind, rest: Record<string, unknown>, message: Message): Record<string, unknown> {
-  const mismatch = (what: string) =>
-    new SessionStateError(
-      `$.metadata.${AGENTS_ITEM_KEY}`,
-      `of message ${message.id} does not match its contents (${what}); the message was changed after it was stored`,
-    );
-  const only = <T extends Content['type']>(type: T): Extract<Content, { type: T }> => {
-    const [content, ...more] = message.contents;
-    if (content?.type !== type || more.length > 0) throw mismatch(`expected one ${type} content`);
-    return content as Extract<Content, { type: T }>;
-  };
-  /** Puts the contents' texts back into the parts that lost them, in order. */
-  const refill = (parts: unknown, type: 'text' | 'reasoning', isTarget: (part: Record<string, unknown>) => boolean) => {
-    if (!Array.isArray(parts)) throw mismatch('content is not an array');
-    const texts = message.contents.map((c) => (c.type === type ? c.text : undefined));
-    if (texts.includes(undefined)) throw mismatch(`a content that is not ${type}`);
-    let next = 0;
-    const filled = parts.map((part: Record<string, unknown>) => (isTarget(part) ? { ...part, text: texts[next++] } : part));
-    if (next !== texts.length) throw mismatch(`${texts.length} ${type} contents for ${next} parts`);
-    return filled;
-  };
   switch (kind) {
     case 'message':
-      if (!('content' in rest)) return { ...rest, role: message.role, content: only('text').text };
-      return { ...rest, role: message.role, content: refill(rest.content, 'text', (p) => TEXT_PARTS.has(p.type)) };
+      if (!('content' in rest)) return { ...rest, role: message.role, content: only(message, 'text').text };
+      return { ...rest, role: message.role, content: refill(message, rest.content, 'text') };
     case 'function_call': {
-      const { callId, name, arguments: args } = only('function-call');
+      const { callId, name, arguments: args } = only(message, 'function-call');
       return { ...rest, callId, name, arguments: args };
     }
     case 'function_call_result': {
-      const { callId, name, result } = only('function-result');
+      const { callId, name, result } = only(message, 'function-result');
       return { ...rest, callId, name, output: decode(result) };
     }
     case 'reasoning':
-      return { ...rest, content: refill(rest.content, 'reasoning', () => true) };
+      return { ...rest, content: refill(message, rest.content, 'reasoning') };
     default:
       return rest;
   }
+}
+
+function mismatch(message: Message, what: string): SessionStateError {
+  return new SessionStateError(
+    `$.metadata.${AGENTS_ITEM_KEY}`,
+    `of message ${message.id} does not match its contents (${what}); the message was changed after it was stored`,
+  );
+}
+
+/** The message's one content, of type `type`. */
+function only<T extends Content['type']>(message: Message, type: T): Extract<Content, { type: T }> {
+  const [content, ...more] = message.contents;
+  if (content?.type !== type || more.length > 0) throw mismatch(message, `expected one ${type} content`);
+  return content as Extract<Content, { type: T }>;
+}
+
+/** Puts the contents' texts back into the parts that lost them, in order: text parts for `text`, every part for `reasoning`. */
+function refill(message: Message, parts: unknown, type: 'text' | 'reasoning'): unknown[] {
+  if (!Array.isArray(parts)) throw mismatch(message, 'content is not an array');
+  const { contents } = message;
+  for (const c of contents) if (c.type !== type) throw mismatch(message, `a content that is not ${type}`);
+  let next = 0;
+  const filled = parts.map((part: Record<string, unknown>) =>
+    type === 'reasoning' || TEXT_PARTS.has(part.type) ? { ...part, text: (contents[next++] as { text?: string } | undefined)?.text } : part,
+  );
+  if (next !== contents.length) throw mismatch(message, `${contents.length} ${type} contents for ${next} parts`);
+  return filled;
 }
 
 function fromContents(message: Message): AgentInputItem[] {
@@ -215,9 +222,15 @@ function encode(value: unknown): JsonValue {
   if (Array.isArray(value)) return value.map(encode);
   if (!isPlainObject(value)) return value as JsonValue;
   const out: JsonObject = {};
-  for (const [key, v] of Object.entries(value)) if (v !== undefined) setOwn(out, key, encode(v));
-  const keys = Object.keys(out);
-  return keys.length === 1 && (keys[0] === BYTES || keys[0] === ESCAPED) ? { [ESCAPED]: out } : out;
+  let count = 0;
+  let only: string | undefined;
+  for (const key in value) {
+    if (!Object.hasOwn(value, key) || value[key] === undefined) continue;
+    setOwn(out, key, encode(value[key]));
+    count++;
+    only = key;
+  }
+  return count === 1 && (only === BYTES || only === ESCAPED) ? { [ESCAPED]: out } : out;
 }
 
 /** The inverse of `encode`. */
@@ -227,15 +240,18 @@ function decode(value: unknown): unknown {
   const keys = Object.keys(value);
   if (keys.length === 1 && keys[0] === BYTES && typeof value[BYTES] === 'string')
     return new Uint8Array(Buffer.from(value[BYTES], 'base64'));
-  const source = keys.length === 1 && keys[0] === ESCAPED && isPlainObject(value[ESCAPED]) ? value[ESCAPED] : value;
+  const escaped = keys.length === 1 && keys[0] === ESCAPED && isPlainObject(value[ESCAPED]);
+  const source = escaped ? (value[ESCAPED] as Record<string, unknown>) : value;
+  const sourceKeys = escaped ? Object.keys(source) : keys;
   const out: Record<string, unknown> = {};
-  for (const [key, v] of Object.entries(source)) setOwn(out, key, decode(v));
+  for (const key of sourceKeys) setOwn(out, key, decode(source[key]));
   return out;
 }
 
-/** `target[key] = value` as an own property, also for the key `__proto__`. */
+/** `target[key] = value` as an own property, also for the key `__proto__` (the only key a plain assignment would not own). */
 function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__') Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
