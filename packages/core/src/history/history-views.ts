@@ -1,5 +1,6 @@
 import { frozenWithSource } from '../messages/frozen.js';
 import type { Message } from '../messages/message.js';
+import { CallScan, markSettled } from '../messages/settled-calls.js';
 
 interface Views {
   /** Index in the stored list of `sources[0]`. */
@@ -8,12 +9,17 @@ interface Views {
   sources: unknown[];
   /** `sources[i]` attributed to the history source, deep-frozen. */
   views: Message[];
+  /** How far `scan` has read `views`, and whether it is settled that far (see `CallScan`). */
+  scanned: number;
+  scan: CallScan;
 }
 
 /**
  * Stored messages as runs see them: each a deep-frozen copy attributed to the history source
  * (`metadata.ctx`), made once per stored message and reused while that message stays at its
- * index, so loading costs one identity check per message instead of a copy.
+ * index, so loading costs one identity check per message instead of a copy. Whether the loaded
+ * messages are settled (every call answered in place, see `CallScan`) is read once per message
+ * too, so a run repairs calls only when there is something to repair.
  */
 export class HistoryViews {
   readonly #bySession = new WeakMap<readonly unknown[], Views>();
@@ -27,23 +33,39 @@ export class HistoryViews {
    */
   of(stored: readonly unknown[], start: number, prepare: (index: number) => Message): Message[] {
     let entry = this.#bySession.get(stored);
-    if (!entry || start < entry.from) this.#bySession.set(stored, (entry = { from: start, sources: [], views: [] }));
+    if (!entry || start < entry.from) this.#bySession.set(stored, (entry = fresh(start)));
     const skip = start - entry.from;
     // Views before the window are dropped once they outnumber those in it (a sliding window moves by a turn per run).
     if (skip > entry.sources.length - skip) {
       entry.sources.splice(0, skip);
       entry.views.splice(0, skip);
       entry.from = start;
+      entry.scanned = 0;
+      entry.scan = new CallScan();
     }
     const { from, sources, views } = entry;
     sources.length = views.length = Math.min(sources.length, stored.length - from);
+    let changed = views.length;
     for (let i = start; i < stored.length; i++) {
       const k = i - from;
       if (k < sources.length && sources[k] === stored[i]) continue;
       const view = frozenWithSource(prepare(i), this.sourceId, 'history');
       sources[k] = stored[i];
       views[k] = view;
+      if (k < changed) changed = k;
     }
-    return views.slice(start - from);
+    if (changed < entry.scanned) {
+      entry.scanned = 0;
+      entry.scan = new CallScan();
+    }
+    const window = views.slice(start - from);
+    // The scan reads from the first stored view: it answers for the whole list when the window starts there.
+    if (start !== from) return window;
+    for (; entry.scanned < views.length; entry.scanned++) entry.scan.add(views[entry.scanned]!);
+    return entry.scan.settled ? markSettled(window) : window;
   }
+}
+
+function fresh(from: number): Views {
+  return { from, sources: [], views: [], scanned: 0, scan: new CallScan() };
 }

@@ -1,6 +1,7 @@
 import { ConfigurationError } from '../errors.js';
 import { hasFrozenSource, isAttributed } from '../messages/frozen.js';
 import { Message } from '../messages/message.js';
+import { isSettled, markSettled } from '../messages/settled-calls.js';
 import type { AgentResponse } from '../spec/agent-response.js';
 import type { ChatOptions } from '../spec/chat-client.js';
 import type { SourceType } from '../spec/message.js';
@@ -46,12 +47,16 @@ export class RunContext implements SessionContext {
   readonly #history = new Set<string>();
   /** Tools of per-run sources, kept after the others. */
   #perRunTools = 0;
+  /** Sources whose messages may not be settled (see `CallScan`). */
+  readonly #unsettled = new Set<string>();
+  readonly #inputSettled: boolean;
 
   /** @throws ConfigurationError when two of the agent's and the run's tools share a name. */
   constructor(init: RunContextInit) {
     this.sessionId = init.sessionId;
     this.serviceSessionId = init.serviceSessionId;
     this.inputMessages = init.inputMessages.map((m) => Message.withSource(m, 'input', 'input'));
+    this.#inputSettled = isSettled(this.inputMessages);
     this.options = init.options ?? {};
     this.#stability = init.stability ?? new Map();
     if (init.instructions) this.extendInstructions('agent', init.instructions);
@@ -103,6 +108,7 @@ export class RunContext implements SessionContext {
     let list = this.#messages.get(sourceId);
     if (!list) this.#messages.set(sourceId, (list = []));
     if (sourceType === 'history') this.#history.add(sourceId);
+    if (!isSettled(messages)) this.#unsettled.add(sourceId);
     // A message already frozen with this attribution (loaded history) is used as is.
     if (isAttributed(messages, sourceId, sourceType)) for (const m of messages) list.push(m);
     else for (const m of messages) list.push(hasFrozenSource(m, sourceId, sourceType) ? m : Message.withSource(m, sourceId, sourceType));
@@ -112,6 +118,7 @@ export class RunContext implements SessionContext {
     const first = this.#messages.get(sourceId)?.[0];
     const sourceType = (first && Message.source(first)?.sourceType) ?? 'context';
     this.#messages.set(sourceId, []);
+    this.#unsettled.delete(sourceId);
     this.extendMessages(sourceId, messages, sourceType);
   }
 
@@ -170,6 +177,8 @@ export class RunContext implements SessionContext {
       out.push(...this.inputMessages);
     }
     if (includeResponse && this.response) out.push(...this.response.messages);
+    // Settled lists stay settled one after the other: the tool loop then has no calls to repair.
+    else if (includeInput && this.#inputSettled && this.#unsettled.size === 0) markSettled(out);
     return out;
   }
 
@@ -189,6 +198,7 @@ export class RunContext implements SessionContext {
 
   removeSource(sourceId: string): void {
     this.#messages.delete(sourceId);
+    this.#unsettled.delete(sourceId);
     const added = this.#added.get(sourceId);
     if (!added) return;
     this.#added.delete(sourceId);

@@ -18,6 +18,7 @@ import type { ApprovalRound } from './approvals.js';
 import { answerInterruptedCalls } from './interrupted-calls.js';
 import { addUsage, assembleResponse } from './assemble-response.js';
 import { pairResults } from './pair-results.js';
+import { isMarkedSettled } from '../messages/settled-calls.js';
 
 /** Everything one tool loop needs. */
 export interface ToolLoopRun {
@@ -79,7 +80,8 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     first = resumed;
   }
   // A stored conversation may end with calls a killed run never answered: no request carries them open.
-  const repaired = answerInterruptedCalls(pairResults(first), run.leaveOpen);
+  // Settled messages (every call answered in place) need neither pass: most runs skip both.
+  const repaired = isMarkedSettled(first) ? { messages: first, answered: 0 } : answerInterruptedCalls(pairResults(first), run.leaveOpen);
   if (repaired.answered > 0) {
     emit({
       type: 'warning',
@@ -136,13 +138,13 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
 
     produced.push(...response.messages);
     if (run.onModelCall) await run.onModelCall(produced);
-    // What was sent, compacted if it was, is the base of the next call: a summary is made once, not per call.
-    sent = [...messages, ...response.messages];
     pending = [];
     usage = addUsage(usage, response.usage);
     finishReason = response.finishReason ?? finishReason;
     if (response.conversationId !== undefined) conversationId = serviceConversation = response.conversationId;
     if (calls.length === 0) break;
+    // What was sent, compacted if it was, is the base of the next call: a summary is made once, not per call.
+    sent = [...messages, ...response.messages];
 
     const limitReached = roundtrip >= run.maxToolRoundtrips;
     if (limitReached) {
