@@ -1,30 +1,24 @@
 /**
  * The overhead of `@ctx/otel`'s event handler: the same agent run with and without
  * `onEvent: createOtelEventHandler()`, the spans going through a real SDK pipeline
- * (`BasicTracerProvider` + `BatchSpanProcessor`, an exporter that drops them). Two runs: a plain
- * run through `@ctx/openai` against the local OpenAI-protocol server in its own process (what a
- * user's run looks like), and a tool loop with two parallel tools on core's instant
- * `ScriptedChatClient` (ctx's own work only, the worst case). The two agents run in turn; medians.
- * Prints tables; never asserts timings.
+ * (`BasicTracerProvider` + `BatchSpanProcessor`, an exporter that drops them), in client CPU time
+ * (`cpu-compare.ts`: one process, the two agents alternating run by run, median and p90). Two runs:
+ * a streamed run through `@ctx/openai` whose `openai` SDK gets a recorded OpenAI stream
+ * (`chat-text-stream.chunks.txt`, 302 chunks) from an in-process `fetch` (what a user's run looks
+ * like, nothing but client work), and the worst case, a tool loop with two parallel tools on core's
+ * instant `ScriptedChatClient` (ctx's own work only). Prints tables; never asserts timings.
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { type AgentOptions, createAgent, defineTool } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { OpenAIChatClient } from '@ctx/openai';
 import { createOtelEventHandler } from '@ctx/otel';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import OpenAI from 'openai';
-import { fmtMs, fmtRatio, printTable, settle } from './timing.js';
+import { CPU_HEADERS, compareCpu, cpuCells } from './cpu-compare.js';
+import { printTable } from './timing.js';
 
-const MIN_PAIRS = 300;
-const MAX_PAIRS = 5000;
-const BUDGET_MS = 8000;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-}
+const FIXTURES = new URL('../../tooling/openai-test-server/fixtures/', import.meta.url);
 
 /** An exporter that drops what it is given, so only the handler and the SDK's span work are timed. */
 const dropExporter: SpanExporter = {
@@ -32,22 +26,32 @@ const dropExporter: SpanExporter = {
   shutdown: async () => {},
 };
 
+/** The recorded stream as SSE, a few frames per network read, answered by an in-process `fetch`. */
+function replayedOpenAI(): OpenAI {
+  const frames = readFileSync(new URL('chat-text-stream.chunks.txt', FIXTURES), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((data) => `data: ${data}\n\n`);
+  frames.push('data: [DONE]\n\n');
+  const reads: Uint8Array[] = [];
+  for (let i = 0; i < frames.length; i += 4) reads.push(Buffer.from(frames.slice(i, i + 4).join('')));
+  const fetch: typeof globalThis.fetch = async (_input, init) => {
+    if (init?.body !== undefined) await new Response(init.body as BodyInit).arrayBuffer(); // the request is built and read, as on the wire
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const read of reads) controller.enqueue(read);
+        controller.close();
+      },
+    });
+    return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
+  };
+  return new OpenAI({ apiKey: 'bench-key', baseURL: 'http://replay.invalid/v1', maxRetries: 0, fetch });
+}
+
 export async function otelOverhead(): Promise<void> {
-  console.log('\n## OpenTelemetry handler overhead (`@ctx/otel`)\n');
+  console.log('\n## OpenTelemetry handler overhead (`@ctx/otel`), client CPU time\n');
   const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropExporter, { maxQueueSize: 100_000 })] });
   const handler = createOtelEventHandler({ tracer: provider.getTracer('bench') });
-
-  const server = spawn(
-    process.execPath,
-    ['--import', 'tsx', fileURLToPath(new URL('./openai-server-process.ts', import.meta.url)), 'bench-key', '100'],
-    {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  const url = await new Promise<string>((resolve, reject) => {
-    server.stdout!.once('data', (chunk: Buffer) => resolve(chunk.toString().trim()));
-    server.once('exit', (code) => reject(new Error(`the test server exited with ${code}`)));
-  });
   try {
     const weather = defineTool({
       name: 'get_weather',
@@ -68,46 +72,39 @@ export async function otelOverhead(): Promise<void> {
             : 'Clear in both.',
       }),
     });
+    const sdk = replayedOpenAI();
     const openai = (): Pick<AgentOptions, 'client' | 'tools'> => ({
-      client: new OpenAIChatClient({ client: new OpenAI({ baseURL: url, apiKey: 'bench-key', maxRetries: 0 }), model: 'gpt-4o-mini' }),
+      client: new OpenAIChatClient({ client: sdk, model: 'gpt-4.1-nano' }),
     });
     const cases = [
-      { name: 'plain run, @ctx/openai on the local server (100-token reply)', make: openai },
-      { name: 'tool loop, 2 parallel tools, instant ScriptedChatClient', make: toolLoop },
+      { name: 'streamed run, @ctx/openai on a recorded stream (300 tokens, 4 spans)', make: openai, streamed: true },
+      { name: 'worst case: tool loop, 2 parallel tools, instant ScriptedChatClient (8 spans)', make: toolLoop, streamed: false },
     ];
 
     const rows: string[][] = [];
     for (const c of cases) {
       const bare = createAgent({ ...c.make(), name: 'bench' });
       const traced = createAgent({ ...c.make(), name: 'bench', onEvent: handler });
-      const once = async (agent: typeof bare) => {
-        const t0 = process.hrtime.bigint();
-        await agent.run('Weather in Oslo and Rome?', { session: agent.createSession() });
-        return Number(process.hrtime.bigint() - t0) / 1e6;
+      const once = (agent: typeof bare) => async () => {
+        if (!c.streamed) return agent.run('Weather in Oslo and Rome?', { session: agent.createSession() });
+        const stream = agent.runStream('Invent a holiday.', { session: agent.createSession() });
+        for await (const _ of stream);
+        return stream.response;
       };
-      // Warm-up, then the two agents in turn, so a busy machine slows both alike.
-      for (let i = 0; i < 200; i++) {
-        await once(bare);
-        await once(traced);
-      }
-      settle();
-      const samples = { bare: [] as number[], traced: [] as number[] };
-      const deadline = performance.now() + BUDGET_MS;
-      for (let i = 0; i < MAX_PAIRS && (i < MIN_PAIRS || performance.now() < deadline); i++) {
-        const tracedFirst = i % 2 === 1;
-        if (tracedFirst) samples.traced.push(await once(traced));
-        samples.bare.push(await once(bare));
-        if (!tracedFirst) samples.traced.push(await once(traced));
-      }
+      const stats = await compareCpu(
+        [
+          { name: 'no handler', call: once(bare) },
+          { name: 'with @ctx/otel', call: once(traced) },
+        ],
+        c.streamed ? { warmup: 50, calls: 300 } : { warmup: 200, calls: 2000 },
+      );
       await provider.forceFlush();
-      const b = median(samples.bare);
-      const t = median(samples.traced);
-      rows.push([c.name, String(samples.bare.length), fmtMs(b), fmtMs(t), ((t - b) * 1000).toFixed(1), fmtRatio(t / b)]);
+      rows.push([c.name, '', '', '', '', '']);
+      for (const s of stats) rows.push([`  ${s.name}`, ...cpuCells(s, stats[0]!)]);
     }
-    console.log(`Node ${process.version}. Median ms per agent.run, the two agents run in turn.\n`);
-    printTable(['run', 'pairs', 'no handler ms', 'with @ctx/otel ms', 'added µs', 'ratio'], rows);
+    printTable(['agent run', ...CPU_HEADERS], rows);
+    console.log(`\nNode ${process.version}. CPU µs per run (user + system), the two agents in turn run by run.\n`);
   } finally {
-    server.kill('SIGTERM');
     await provider.shutdown();
   }
 }

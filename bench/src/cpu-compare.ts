@@ -1,0 +1,78 @@
+/**
+ * Client CPU time of several ways to make the same call, measured the way `openai-overhead.ts`
+ * does: one process, the sides alternating call by call with the side that goes first rotating,
+ * so drift, GC and the other work on a shared machine hit every side alike. Each call's cost is
+ * `process.cpuUsage()` (user + system) around it, not wall time, so time the process spends
+ * waiting for a core it shares is not counted.
+ */
+import { fmtRatio, settle } from './timing.js';
+
+/** One way to make the call. `setup` runs untimed before every call (warm-up included). */
+export interface CpuSide {
+  name: string;
+  call: () => Promise<unknown>;
+  setup?: () => unknown;
+}
+
+/** The CPU microseconds of one side's calls. */
+export interface CpuStats {
+  name: string;
+  calls: number;
+  medianUs: number;
+  p90Us: number;
+}
+
+/** Bounds of one comparison. */
+export interface CpuCompareOptions {
+  /** Untimed rounds first (JIT warm-up). Default 100. */
+  warmup?: number;
+  /** Timed rounds (one call of each side per round). Default 400. */
+  calls?: number;
+}
+
+/** CPU microseconds (user + system) of one call. */
+async function cpuUs(call: () => Promise<unknown>): Promise<number> {
+  const before = process.cpuUsage();
+  await call();
+  const used = process.cpuUsage(before);
+  return used.user + used.system;
+}
+
+function quantile(sorted: readonly number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? Number.NaN;
+}
+
+/** Runs the sides in turn, call by call, and returns each side's median and p90 CPU time. */
+export async function compareCpu(sides: readonly CpuSide[], options: CpuCompareOptions = {}): Promise<CpuStats[]> {
+  const warmup = options.warmup ?? 100;
+  const calls = options.calls ?? 400;
+  const samples = sides.map(() => [] as number[]);
+  settle();
+  for (let i = 0; i < warmup + calls; i++) {
+    for (let k = 0; k < sides.length; k++) {
+      const s = (i + k) % sides.length;
+      const side = sides[s]!;
+      await side.setup?.();
+      const us = await cpuUs(side.call);
+      if (i >= warmup) samples[s]!.push(us);
+    }
+  }
+  return sides.map((side, i) => {
+    const sorted = [...samples[i]!].sort((a, b) => a - b);
+    return { name: side.name, calls: sorted.length, medianUs: quantile(sorted, 0.5), p90Us: quantile(sorted, 0.9) };
+  });
+}
+
+/** Table cells for `stats` against `base`: median µs, p90 µs, added µs (median), ratio of medians, ratio of p90s. */
+export function cpuCells(stats: CpuStats, base: CpuStats): string[] {
+  return [
+    stats.medianUs.toFixed(0),
+    stats.p90Us.toFixed(0),
+    stats === base ? '' : (stats.medianUs - base.medianUs).toFixed(0),
+    fmtRatio(stats.medianUs / base.medianUs),
+    fmtRatio(stats.p90Us / base.p90Us),
+  ];
+}
+
+/** The headers that go with `cpuCells`. */
+export const CPU_HEADERS = ['median µs', 'p90 µs', 'added µs', 'ratio (median)', 'ratio (p90)'];
