@@ -10,6 +10,7 @@
 //
 //   node tooling/sdk-matrix.mjs                 every package
 //   node tooling/sdk-matrix.mjs redis mem0      some of them
+//   node tooling/sdk-matrix.mjs --plan          only say which versions it would test
 //
 // FUZZ_RUNS defaults to 30 here: the fuzz tests already run in full on the workspace versions.
 import { spawnSync } from 'node:child_process';
@@ -28,7 +29,8 @@ const MATRIX = [
   { name: 'openai', sdk: 'openai' },
 ];
 
-const only = process.argv.slice(2);
+const planOnly = process.argv.includes('--plan'); // print the versions, install and run nothing
+const only = process.argv.slice(2).filter((arg) => arg !== '--plan');
 const nodeMajor = Number(process.versions.node.split('.')[0]);
 const results = [];
 
@@ -39,7 +41,7 @@ for (const { name, sdk } of MATRIX.filter((m) => only.length === 0 || only.inclu
   const { lowest, highest, tooNew } = pickVersions(sdk, range);
   for (const version of tooNew) results.push({ name, sdk, version, status: `skipped: needs Node ${version.node}` });
   for (const version of [...new Set([lowest, highest])]) {
-    const status = check(dir, sdk, version);
+    const status = planOnly ? 'planned' : check(dir, sdk, version);
     results.push({ name, sdk, version, status });
   }
 }
@@ -51,21 +53,42 @@ for (const r of results) {
 }
 if (results.some((r) => r.status.startsWith('FAILED'))) process.exit(1);
 
-/** The lowest version the range names, the highest published one that fits it and this Node, and newer ones that need a newer Node. */
+/**
+ * The lowest version the range names, the highest published one that fits it and runs on this Node
+ * (by `engines.node`), and, per major, the newest release skipped because it needs a newer Node.
+ * Engines are looked up for one release per minor at most, newest first, stopping at the first that runs.
+ */
 function pickVersions(sdk, range) {
-  const view = run('npm', ['view', `${sdk}@${range}`, 'version', 'engines', '--json'], { capture: true });
-  const parsed = JSON.parse(view.stdout);
-  const all = (Array.isArray(parsed) ? parsed : [parsed]).map((v) => ({ version: v.version, node: minNode(v.engines?.node) }));
-  const runnable = all.filter((v) => v.node === undefined || v.node <= nodeMajor);
+  const listed = JSON.parse(run('npm', ['view', `${sdk}@${range}`, 'version', '--json'], { capture: true }).stdout);
+  const all = (Array.isArray(listed) ? listed : [listed]).filter((v) => /^\d+\.\d+\.\d+$/.test(v)).sort(compareVersions);
   const floors = range.split('||').map((part) => part.trim().replace(/^[\^~>=\s]+/, ''));
-  const lowest = all.find((v) => floors.includes(v.version)) ?? all[0];
-  const highest = runnable.at(-1);
+  const lowest = all.find((v) => floors.includes(v)) ?? all[0];
+  const newestPerMinor = [...new Map(all.map((v) => [v.split('.').slice(0, 2).join('.'), v])).values()].reverse();
+  const nodeOf = (version) => minNode(JSON.parse(run('npm', ['view', `${sdk}@${version}`, 'engines', '--json'], { capture: true }).stdout || '{}').node);
+  const runs = (node) => node === undefined || node <= nodeMajor;
+  const tooNew = new Map();
+  let highest;
+  for (const version of newestPerMinor) {
+    const major = version.split('.')[0];
+    if (tooNew.get(major)?.wholeMajor) continue;
+    const node = nodeOf(version);
+    if (runs(node)) {
+      highest = version;
+      break;
+    }
+    if (!tooNew.has(major)) {
+      // When even the major's oldest release needs a newer Node, skip the whole major.
+      const oldest = all.find((v) => v.split('.')[0] === major);
+      tooNew.set(major, { version, node, wholeMajor: oldest !== version && !runs(nodeOf(oldest)) });
+    }
+  }
   if (!lowest || !highest) throw new Error(`${sdk}@${range}: no published version runs on Node ${nodeMajor}`);
-  const newestMajor = (v) => v.version.split('.')[0];
-  const tooNew = all.filter((v) => v.node !== undefined && v.node > nodeMajor);
-  // One line per major that needs a newer Node: its newest release.
-  const byMajor = new Map(tooNew.map((v) => [newestMajor(v), v]));
-  return { lowest: lowest.version, highest: highest.version, tooNew: [...byMajor.values()] };
+  return { lowest, highest, tooNew: [...tooNew.values()] };
+}
+
+function compareVersions(a, b) {
+  const [x, y] = [a, b].map((v) => v.split('.').map(Number));
+  return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
 }
 
 /** The lowest Node major an `engines.node` range accepts (`>=22.0.0` -> 22), if it names one. */
