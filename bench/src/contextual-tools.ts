@@ -149,6 +149,74 @@ const QUERIES: Array<[text: string, tool: string]> = [
   ['Sync the phone contacts with the address book on my laptop.', 'contact_sync'],
 ];
 
+/**
+ * Held-out requests: the same needs paraphrased without the words of the tool they need (its name,
+ * description and parameters; checked by `checkHeldOut`), as users often put them. Recall on these
+ * says what the embedding does with a request that shares no word with its tool.
+ */
+const HELD_OUT: Array<[text: string, tool: string]> = [
+  ['Will I need an umbrella in Lisbon tomorrow?', 'weather_get'],
+  ["Put away last quarter's bill INV-2231, we are done with it.", 'invoice_archive'],
+  ["Call off my stay in Porto next weekend, I won't be going.", 'hotel_cancel'],
+  ['Has the box I ordered from the web shop arrived yet, or is the courier still on the way?', 'shipment_get'],
+  ['Dana wants two weeks off in August; give her the green light.', 'leave_approve'],
+  ['The auditors want a file of everything staff claimed back for their trips.', 'expense_export'],
+  ["Customers can't pay on the website right now; open a case with the IT team, it's urgent.", 'ticket_create'],
+  ['Give me a short recap of what went down with the servers last night.', 'incident_summarize'],
+  ['Ship the new payments code live on Friday, not before.', 'deploy_schedule'],
+  ['What quantity of every item is left on our shelves?', 'inventory_count'],
+  ['Send Sam the quarterly pitch so he can look at it before the board meeting.', 'slide_share'],
+  ['Is there anything written down internally about how new hires get started?', 'wiki_search'],
+  ["Bring back the old website's version-control project that we shelved last year.", 'repo_restore'],
+  ['ACME Corp moved offices; change their address on file.', 'customer_update'],
+  ['Ring me when the pasta has had its twenty-five.', 'timer_create'],
+  ['Get rid of the snapshots from our trip to Rome.', 'photo_delete'],
+  ['Check that nothing is missing in the deal paperwork before we sign it.', 'contract_validate'],
+  ['I need wheels at the airport from Monday to Wednesday, with cover.', 'car_create'],
+  ['Flag that one-star comment on the blender as junk.', 'review_tag'],
+  ['Make the people saved on my mobile match the ones on my laptop.', 'contact_sync'],
+];
+
+/** Function words, which every text shares. */
+const STOP = new Set([
+  'with',
+  'from',
+  'that',
+  'this',
+  'there',
+  'what',
+  'their',
+  'them',
+  'they',
+  'your',
+  'into',
+  'than',
+  'have',
+  'when',
+  'which',
+  'about',
+]);
+
+/** Content words of four letters or more, lower case, a trailing plural "s" dropped. */
+const words = (text: string) =>
+  new Set(
+    (text.toLowerCase().match(/[a-z]{4,}/g) ?? [])
+      .filter((w) => !STOP.has(w))
+      .map((w) => (w.endsWith('s') && !w.endsWith('ss') ? w.slice(0, -1) : w)),
+  );
+
+/** Throws when a held-out request shares a word with the tool it needs (so it is not held out). */
+function checkHeldOut(tools: readonly Tool[]): void {
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  for (const [text, name] of HELD_OUT) {
+    const tool = byName.get(name);
+    if (!tool) throw new Error(`held-out request names an unknown tool ${name}`);
+    const own = words(`${tool.name.replace(/_/g, ' ')} ${tool.description} ${JSON.stringify(tool.parameters)}`);
+    const shared = [...words(text)].filter((w) => own.has(w));
+    if (shared.length) throw new Error(`held-out request "${text}" shares ${shared.join(', ')} with ${name}`);
+  }
+}
+
 /** A fake model that answers at once and keeps the tools of the last call (untimed accounting reads them). */
 class ToolRecordingClient implements ChatClient {
   readonly specificationVersion = 'v1' as const;
@@ -173,6 +241,8 @@ interface Row {
   tools: number;
   /** Share of queries whose needed tool was sent. */
   recall: number;
+  /** The same share over the held-out (paraphrased) requests. */
+  heldOutRecall: number;
 }
 
 const tokenizer = createCharacterTokenizer();
@@ -190,6 +260,11 @@ async function measureAgent(label: string, agent: Agent, client: ToolRecordingCl
     count += client.lastTools.length;
     if (client.lastTools.some((t) => t.name === needed)) hits++;
   }
+  let heldOutHits = 0;
+  for (const [text, needed] of HELD_OUT) {
+    await agent.run(text);
+    if (client.lastTools.some((t) => t.name === needed)) heldOutHits++;
+  }
   let i = 0;
   settle();
   const measurement = await measure(
@@ -198,7 +273,14 @@ async function measureAgent(label: string, agent: Agent, client: ToolRecordingCl
     (text) => agent.run(text),
     { warmup: 50, minIterations: 20, maxIterations: 3000, budgetMs: 1500 },
   );
-  return { label, measurement, toolTokens: tokens / QUERIES.length, tools: count / QUERIES.length, recall: hits / QUERIES.length };
+  return {
+    label,
+    measurement,
+    toolTokens: tokens / QUERIES.length,
+    tools: count / QUERIES.length,
+    recall: hits / QUERIES.length,
+    heldOutRecall: heldOutHits / HELD_OUT.length,
+  };
 }
 
 /** Runs the benchmark and prints its tables. */
@@ -208,11 +290,13 @@ export async function contextualTools(): Promise<Row[]> {
     `Node ${process.version}, ${process.platform}/${process.arch}. One stateless run per query (${QUERIES.length} queries, round-robin).`,
   );
   console.log('Tool tokens: character tokenizer (4 chars/token) over JSON of name + description + parameters, per model call.');
-  console.log('"needed tool sent": share of queries whose one needed tool was among the tools sent.');
+  console.log('"needed tool sent": share of queries whose one needed tool was among the tools sent; "held out": the same over');
+  console.log(`${HELD_OUT.length} paraphrased requests that share no word (4+ letters) with the tool they need.`);
   console.log('Embeddings: createHashEmbedding() (512 dims, bag of words + character trigrams), a stand-in for a real model.\n');
 
   const tools = catalog();
   if (tools.length !== TOOL_COUNT) throw new Error(`expected ${TOOL_COUNT} tools, built ${tools.length}`);
+  checkHeldOut(tools);
 
   const rows: Row[] = [];
   const allClient = new ToolRecordingClient();
@@ -260,6 +344,7 @@ export async function contextualTools(): Promise<Row[]> {
       'tools/call',
       'tool tokens/call',
       'needed tool sent',
+      'held out',
       'time vs all',
       'all / tokens',
     ],
@@ -272,6 +357,7 @@ export async function contextualTools(): Promise<Row[]> {
       r.tools.toFixed(1),
       Math.round(r.toolTokens).toLocaleString('en-US'),
       `${Math.round(r.recall * 100)}%`,
+      `${Math.round(r.heldOutRecall * 100)}%`,
       r === all ? '1 (baseline)' : fmtRatio(r.measurement.meanMs / all.measurement.meanMs),
       r === all ? '1 (baseline)' : fmtRatio(all.toolTokens / r.toolTokens),
     ]),
