@@ -64,7 +64,8 @@ function pickVersions(sdk, range) {
   const floors = range.split('||').map((part) => part.trim().replace(/^[\^~>=\s]+/, ''));
   const lowest = all.find((v) => floors.includes(v)) ?? all[0];
   const newestPerMinor = [...new Map(all.map((v) => [v.split('.').slice(0, 2).join('.'), v])).values()].reverse();
-  const nodeOf = (version) => minNode(JSON.parse(run('npm', ['view', `${sdk}@${version}`, 'engines', '--json'], { capture: true }).stdout || '{}').node);
+  const nodeOf = (version) =>
+    minNode(JSON.parse(run('npm', ['view', `${sdk}@${version}`, 'engines', '--json'], { capture: true }).stdout || '{}').node);
   const runs = (node) => node === undefined || node <= nodeMajor;
   const tooNew = new Map();
   let highest;
