@@ -5,10 +5,14 @@
  * same commands), on one local redis-server this script starts and stops by pid.
  *
  * A turn is what a chat app does per user message: load the history the model will see, then store
- * the user message and the reply. ctx loads a window of the newest 20 (`maxMessages: 20`);
- * LangChain's history has no window and loads the whole list. Round trips are counted by a loopback
- * proxy between each client and the server (one round trip = one burst of requests followed by a
- * reply). Prints tables; asserts nothing. Usage: `pnpm --filter @ctx/bench bench:redis`.
+ * the user message and the reply. Windowed and full loads are each compared like for like: ctx with
+ * `maxMessages: 20` beside a user-written LangChain history reading the newest 20, and ctx without a
+ * window beside LangChain's own history, which loads the whole list. ctx runs on ioredis, LangChain
+ * on node-redis (`redis`), the client its docs use. The four sides take turns in three rounds, so
+ * load on the shared machine hits each alike. Round trips are counted by a loopback proxy between
+ * each client and the server (one round trip = one burst of requests followed by a reply). Then 100
+ * sessions run turns concurrently on one connection, beside `redis-benchmark -c 100` running the
+ * same two commands. Prints tables; asserts nothing. Usage: `pnpm --filter @ctx/bench bench:redis`.
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,7 +23,14 @@ import { promisify } from 'node:util';
 import { Message } from '@ctx/core';
 import { RedisHistoryProvider } from '@ctx/redis';
 import { findFreePort, startRedisServer } from '@ctx/redis-test-server';
-import { AIMessage, HumanMessage, mapChatMessagesToStoredMessages } from '@langchain/core/messages';
+import {
+  AIMessage,
+  type BaseMessage,
+  HumanMessage,
+  mapChatMessagesToStoredMessages,
+  mapStoredMessagesToChatMessages,
+  type StoredMessage,
+} from '@langchain/core/messages';
 import { RedisChatMessageHistory } from '@langchain/redis';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
@@ -54,29 +65,72 @@ async function countingProxy(targetPort: number): Promise<{ port: number; roundT
   return { port, roundTrips: () => roundTrips, server };
 }
 
-/** Median and mean of `fn` over at least `min` and at most `max` runs within `budgetMs` (after `warmup` untimed runs). */
+/**
+ * Times `fn` into `samples`: at least `min` and at most `max` runs within `budgetMs`, after `warmup`
+ * untimed runs; `reset` (untimed) runs after each, so every run sees the same stored history.
+ */
 async function time(
   fn: () => Promise<unknown>,
+  reset: () => Promise<unknown>,
+  samples: number[],
   { warmup = 3, min = 5, max = 500, budgetMs = 2000 } = {},
-): Promise<{ p50: number; mean: number; n: number }> {
-  for (let i = 0; i < warmup; i++) await fn();
-  const samples: number[] = [];
+): Promise<void> {
+  for (let i = 0; i < warmup; i++) {
+    await fn();
+    await reset();
+  }
   const t0 = performance.now();
-  while (samples.length < max && (samples.length < min || performance.now() - t0 < budgetMs)) {
+  const end = samples.length + max;
+  for (let n = 0; samples.length < end && (n < min || performance.now() - t0 < budgetMs); n++) {
     const s = performance.now();
     await fn();
     samples.push(performance.now() - s);
+    await reset();
   }
-  samples.sort((a, b) => a - b);
-  return { p50: samples[Math.floor(samples.length / 2)]!, mean: samples.reduce((a, b) => a + b, 0) / samples.length, n: samples.length };
+}
+
+interface Timing {
+  p50: number;
+  p90: number;
+  n: number;
+}
+
+function summarize(samples: number[]): Timing {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50: sorted[Math.floor(sorted.length / 2)]!, p90: sorted[Math.floor(sorted.length * 0.9)]!, n: sorted.length };
+}
+
+/**
+ * LangChain's Redis history reading only the newest `window` messages: the user-written window a
+ * LangChain app would add (the package's own `getMessages` reads the whole list). LangChain pushes
+ * the newest message first, so the newest `window` are the first `window` of the list.
+ */
+class LastMessagesRedisHistory extends RedisChatMessageHistory {
+  readonly #key: string;
+  constructor(
+    fields: ConstructorParameters<typeof RedisChatMessageHistory>[0],
+    private readonly window: number,
+  ) {
+    super(fields);
+    this.#key = fields.sessionId;
+  }
+  override async getMessages(): Promise<BaseMessage[]> {
+    await this.ensureReadiness();
+    const newestFirst = await this.client.lRange(this.#key, 0, this.window - 1);
+    return mapStoredMessagesToChatMessages(newestFirst.reverse().map((m) => JSON.parse(m) as StoredMessage));
+  }
 }
 
 const fmt = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(3));
 
-async function redisBenchmark(port: number, args: string[]): Promise<{ rps: number; p50: number }> {
-  const { stdout } = await promisify(execFile)('redis-benchmark', ['-h', '127.0.0.1', '-p', String(port), '-c', '1', '--csv', ...args], {
-    timeout: 60_000,
-  });
+async function redisBenchmark(port: number, args: string[], connections = 1): Promise<{ rps: number; p50: number }> {
+  const { stdout } = await promisify(execFile)(
+    'redis-benchmark',
+    ['-h', '127.0.0.1', '-p', String(port), '-c', String(connections), '--csv', ...args],
+    {
+      timeout: 60_000,
+    },
+  );
   // The test name may hold quotes and commas (a JSON argument): read the numeric columns from the right.
   const cells = stdout
     .trim()
@@ -101,14 +155,23 @@ const nodeRedisCounted = createClient({ url: `redis://127.0.0.1:${proxy.port}` }
 await nodeRedisCounted.connect();
 
 const ctx = new RedisHistoryProvider({ client: ioredis, maxMessages: WINDOW });
-// The SHA-1 of the provider's save script, taken from the first EVALSHA it sends (for redis-benchmark).
-let sha = '';
+// The arguments of the provider's last EVALSHA (its save script), replayed by redis-benchmark.
+let lastEval: string[] = [];
 const send = ioredis.sendCommand.bind(ioredis);
 ioredis.sendCommand = ((command: { name: string; args: unknown[] }, ...rest: unknown[]) => {
-  if (!sha && command.name === 'evalsha') sha = String(command.args[0]);
+  if (command.name === 'evalsha') lastEval = command.args.map(String);
   return (send as (...args: unknown[]) => unknown)(command, ...rest);
 }) as typeof ioredis.sendCommand;
+/** The EVALSHA arguments of a 2-message save to `sessionId`, with fresh random message ids per request. */
+async function saveCommand(sessionId: string): Promise<string[]> {
+  await ctx.saveMessages(sessionId, [Message.user(TEXT, { id: 'bench-id-one' }), Message.assistant(TEXT, { id: 'bench-id-two' })], {
+    state,
+  });
+  return ['EVALSHA', ...lastEval.map((a) => a.replaceAll('bench-id-one', 'a__rand_int__').replaceAll('bench-id-two', 'b__rand_int__'))];
+}
 const ctxCounted = new RedisHistoryProvider({ client: ioredisCounted, maxMessages: WINDOW });
+const ctxFull = new RedisHistoryProvider({ client: ioredis });
+const ctxFullCounted = new RedisHistoryProvider({ client: ioredisCounted });
 const state = {};
 type LangChainClient = ConstructorParameters<typeof RedisChatMessageHistory>[0]['client'];
 
@@ -124,10 +187,17 @@ for (let i = 0; i < 100; i++) {
 }
 await Promise.all([ctx.clear('warm-up'), warmLc.clear()]);
 
+/** The four sides: windowed and full loads on each library. */
+const SIDES = [
+  'ctx, maxMessages 20',
+  'LangChain, user-written last-20 history',
+  'ctx, no window',
+  'LangChain RedisChatMessageHistory (full list)',
+] as const;
+type Side = (typeof SIDES)[number];
 interface Row {
   size: number;
-  ctx: { p50: number; mean: number; n: number; rt: number };
-  lc: { p50: number; mean: number; n: number; rt: number };
+  sides: Map<Side, Timing & { rt: number }>;
 }
 const rows: Row[] = [];
 
@@ -157,54 +227,56 @@ for (const size of SIZES) {
 
   let turn = 0;
   const ctxTurn = async (provider: RedisHistoryProvider) => {
-    const window = await provider.getMessages(sessionId, { state, limit: WINDOW });
-    if (window.length !== WINDOW) throw new Error('window not loaded');
+    const loaded = await provider.getMessages(sessionId, { state, ...(provider.maxMessages ? { limit: WINDOW } : {}) });
+    if (loaded.length < (provider.maxMessages ? WINDOW : size)) throw new Error('history not loaded');
     await provider.saveMessages(sessionId, [Message.user(`${TEXT} turn ${++turn}`), Message.assistant(`${TEXT} reply ${turn}`)], { state });
   };
-  const lc = new RedisChatMessageHistory({ sessionId: lcKey, client: nodeRedis as unknown as LangChainClient });
-  const lcCounted = new RedisChatMessageHistory({ sessionId: lcKey, client: nodeRedisCounted as unknown as LangChainClient });
+  const lcHistory = (client: unknown, windowed: boolean) => {
+    const fields = { sessionId: lcKey, client: client as LangChainClient };
+    return windowed ? new LastMessagesRedisHistory(fields, WINDOW) : new RedisChatMessageHistory(fields);
+  };
   const lcTurn = async (history: RedisChatMessageHistory) => {
-    const all = await history.getMessages();
-    if (all.length < size) throw new Error('history not loaded');
+    const loaded = await history.getMessages();
+    if (loaded.length < (history instanceof LastMessagesRedisHistory ? WINDOW : size)) throw new Error('history not loaded');
     await history.addMessages([new HumanMessage(`${TEXT} turn ${++turn}`), new AIMessage(`${TEXT} reply ${turn}`)]);
   };
-
-  const ctxTime = await time(() => ctxTurn(ctx), { warmup: 20, min: 200, max: 2000, budgetMs: 1500 });
-  const lcTime = await time(() => lcTurn(lc), size >= 100_000 ? { warmup: 1, min: 3, budgetMs: 4000 } : {});
+  const turns: Record<Side, [() => Promise<unknown>, () => Promise<unknown>]> = {
+    'ctx, maxMessages 20': [() => ctxTurn(ctx), () => ctxTurn(ctxCounted)],
+    'LangChain, user-written last-20 history': [() => lcTurn(lcHistory(nodeRedis, true)), () => lcTurn(lcHistory(nodeRedisCounted, true))],
+    'ctx, no window': [() => ctxTurn(ctxFull), () => ctxTurn(ctxFullCounted)],
+    'LangChain RedisChatMessageHistory (full list)': [
+      () => lcTurn(lcHistory(nodeRedis, false)),
+      () => lcTurn(lcHistory(nodeRedisCounted, false)),
+    ],
+  };
+  // Untimed after each turn: remove the two messages it stored (LangChain pushes the newest first).
+  const ctxReset = () => ctx.popMessages(sessionId, { state, count: 2 });
+  const lcReset = () => nodeRedis.lTrim(lcKey, 2, -1);
+  const samples = new Map(SIDES.map((side) => [side, [] as number[]]));
+  for (let round = 0; round < 3; round++) {
+    for (const side of SIDES) {
+      const full = !side.includes('20');
+      const budget =
+        full && size >= 100_000 ? { warmup: 1, min: 2, max: 20, budgetMs: 1500 } : { warmup: 5, min: 20, max: 700, budgetMs: 500 };
+      await time(turns[side][0], side.startsWith('ctx') ? ctxReset : lcReset, samples.get(side)!, budget);
+    }
+  }
   const count = async (fn: () => Promise<unknown>) => {
     await fn();
     const before = proxy.roundTrips();
     for (let i = 0; i < 5; i++) await fn();
     return (proxy.roundTrips() - before) / 5;
   };
-  const ctxRt = await count(() => ctxTurn(ctxCounted));
-  const lcRt = await count(() => lcTurn(lcCounted));
-  rows.push({ size, ctx: { ...ctxTime, rt: ctxRt }, lc: { ...lcTime, rt: lcRt } });
+  const sides = new Map<Side, Timing & { rt: number }>();
+  for (const side of SIDES) sides.set(side, { ...summarize(samples.get(side)!), rt: await count(turns[side][1]) });
+  rows.push({ size, sides });
   console.log(`measured ${size.toLocaleString('en')} stored messages (${((performance.now() - started) / 1000).toFixed(1)} s)`);
 }
 
 // The server's ceiling for the same commands, from redis-benchmark with one connection (-c 1).
 const keys = ctx.keys(`bench-${SIZES.at(-1)}`);
-const payload = JSON.stringify(Message.user(TEXT));
 const lrangeCeiling = await redisBenchmark(server.port, ['-n', '50000', 'LRANGE', keys.messages, String(-WINDOW), '-1']);
-const evalCeiling = await redisBenchmark(server.port, [
-  '-n',
-  '50000',
-  '-r',
-  '1000000000',
-  'EVALSHA',
-  sha,
-  '2',
-  keys.messages,
-  keys.ids,
-  'append',
-  '0',
-  '0',
-  'id-__rand_int__',
-  payload,
-  'id2-__rand_int__',
-  payload,
-]);
+const evalCeiling = await redisBenchmark(server.port, ['-n', '50000', '-r', '1000000000', ...(await saveCommand(`bench-${SIZES.at(-1)}`))]);
 const reference = await promisify(execFile)(
   'redis-benchmark',
   ['-h', '127.0.0.1', '-p', String(server.port), '-n', '10000', '-q', '-t', 'lpush,lrange_100'],
@@ -212,20 +284,64 @@ const reference = await promisify(execFile)(
 );
 const ceiling = lrangeCeiling.p50 + evalCeiling.p50;
 
-console.log('\n## Per turn: load the history, store the user message and the reply\n');
-console.log(
-  '| stored messages | @ctx/redis p50 ms (mean) | round trips | LangChain p50 ms (mean) | round trips | LangChain / ctx (p50) | ctx / server ceiling |',
-);
-console.log('| ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-for (const r of rows) {
-  console.log(
-    `| ${r.size.toLocaleString('en')} | ${fmt(r.ctx.p50)} (${fmt(r.ctx.mean)}) | ${r.ctx.rt} | ${fmt(r.lc.p50)} (${fmt(r.lc.mean)}) | ${r.lc.rt} | ${(r.lc.p50 / r.ctx.p50).toFixed(1)}x | ${(r.ctx.p50 / ceiling).toFixed(1)}x |`,
+// 100 sessions at once on one server: ctx turns (windowed, one shared connection) beside redis-benchmark
+// running the same two commands over 100 connections.
+const CONCURRENT = 100;
+const TURNS_EACH = 40;
+for (let c = 0; c < CONCURRENT; c++) {
+  await ctx.clear(`conc-${c}`);
+  await ctx.append(
+    `conc-${c}`,
+    Array.from({ length: 100 }, (_, j) => (j % 2 ? Message.assistant(`${TEXT} #${j}`) : Message.user(`${TEXT} #${j}`))),
   );
 }
-const flat = rows.at(-1)!.ctx.p50 / rows[0]!.ctx.p50;
+const concurrentRounds: number[] = [];
+for (let round = 0; round < 3; round++) {
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENT }, async (_, c) => {
+      for (let t = 0; t < TURNS_EACH; t++) {
+        const window = await ctx.getMessages(`conc-${c}`, { state, limit: WINDOW });
+        if (window.length !== WINDOW) throw new Error('window not loaded');
+        await ctx.saveMessages(
+          `conc-${c}`,
+          [Message.user(`${TEXT} turn ${round}.${t}`), Message.assistant(`${TEXT} reply ${round}.${t}`)],
+          { state },
+        );
+      }
+    }),
+  );
+  concurrentRounds.push((CONCURRENT * TURNS_EACH) / ((performance.now() - t0) / 1000));
+}
+const concurrentKeys = ctx.keys('conc-0');
+const lrange100 = await redisBenchmark(server.port, ['-n', '50000', 'LRANGE', concurrentKeys.messages, String(-WINDOW), '-1'], CONCURRENT);
+const eval100 = await redisBenchmark(server.port, ['-n', '50000', '-r', '1000000000', ...(await saveCommand('conc-0'))], CONCURRENT);
+/** Turns per second if every turn were one LRANGE and one EVALSHA at redis-benchmark's rates. */
+const ceilingTurns = 1 / (1 / lrange100.rps + 1 / eval100.rps);
+
+const ioredisVersion = (await import('ioredis/package.json', { with: { type: 'json' } })).default.version;
+const nodeRedisVersion = (await import('redis/package.json', { with: { type: 'json' } })).default.version;
+console.log('\n## Per turn: load the history, store the user message and the reply\n');
+console.log(`Clients: @ctx/redis on ioredis ${ioredisVersion}; @langchain/redis on redis (node-redis) ${nodeRedisVersion}.`);
 console.log(
-  `\n@ctx/redis cost at ${SIZES.at(-1)!.toLocaleString('en')} vs ${SIZES[0]} stored messages: ${flat.toFixed(2)}x (flat = 1.0); LangChain: ${(rows.at(-1)!.lc.p50 / rows[0]!.lc.p50).toFixed(0)}x.`,
+  'Each side p50 / p90 ms over three interleaved rounds; "vs ctx" compares like with like (window with window, full with full).\n',
 );
+console.log('| stored messages | side | p50 ms | p90 ms | samples | round trips | p50 vs ctx |');
+console.log('| ---: | --- | ---: | ---: | ---: | ---: | ---: |');
+for (const r of rows) {
+  for (const side of SIDES) {
+    const t = r.sides.get(side)!;
+    const base = r.sides.get(side.includes('20') ? 'ctx, maxMessages 20' : 'ctx, no window')!;
+    console.log(
+      `| ${r.size.toLocaleString('en')} | ${side} | ${fmt(t.p50)} | ${fmt(t.p90)} | ${t.n} | ${t.rt} | ${side.startsWith('ctx') ? '1' : `${(t.p50 / base.p50).toFixed(1)}x`} |`,
+    );
+  }
+}
+const growth = (side: Side) => (rows.at(-1)!.sides.get(side)!.p50 / rows[0]!.sides.get(side)!.p50).toFixed(2);
+console.log(
+  `\nCost at ${SIZES.at(-1)!.toLocaleString('en')} vs ${SIZES[0]} stored messages (p50; flat = 1.0): ${SIDES.map((side) => `${side} ${growth(side)}x`).join('; ')}.`,
+);
+const ctxWindowed = rows.at(-1)!.sides.get('ctx, maxMessages 20')!;
 console.log('\n## Server ceiling (redis-benchmark -c 1, the same commands on the same server)\n');
 console.log('| command | requests/s | p50 ms |');
 console.log('| --- | ---: | ---: |');
@@ -234,16 +350,38 @@ console.log(
 );
 console.log(`| EVALSHA save script, 2 messages (the turn store) | ${evalCeiling.rps.toFixed(0)} | ${evalCeiling.p50.toFixed(3)} |`);
 console.log(`| one turn at the ceiling (sum) | | ${ceiling.toFixed(3)} |`);
+console.log(
+  `\nctx windowed turn at ${SIZES.at(-1)!.toLocaleString('en')} messages: ${(ctxWindowed.p50 / ceiling).toFixed(2)}x the ceiling.`,
+);
 const summary = reference.stdout
   .split(/[\r\n]+/)
   .filter((line) => line.includes('requests per second'))
   .map((line) => `  ${line.trim()}`);
 console.log(`\nredis-benchmark -n 10000 -q -t lpush,lrange_100 (50 connections, throughput reference):\n${summary.join('\n')}`);
+
+console.log(`\n## ${CONCURRENT} concurrent sessions on one redis-server\n`);
 console.log(
-  `\nLangChain: @langchain/redis RedisChatMessageHistory on redis@${(await import('redis/package.json', { with: { type: 'json' } })).default.version}, Node ${process.version}. Samples per row: ctx ${rows.map((r) => r.ctx.n).join('/')}, LangChain ${rows.map((r) => r.lc.n).join('/')}.`,
+  `${CONCURRENT} sessions of 100 stored messages, each running ${TURNS_EACH} turns (load 20, store 2) one after the other, all at once, on one ioredis connection; three rounds.`,
+);
+console.log('| side | turns/s (median of 3 rounds) | rounds |');
+console.log('| --- | ---: | --- |');
+const sortedRounds = [...concurrentRounds].sort((a, b) => a - b);
+console.log(`| @ctx/redis, maxMessages 20 | ${sortedRounds[1]!.toFixed(0)} | ${concurrentRounds.map((r) => r.toFixed(0)).join(', ')} |`);
+console.log(
+  `| redis-benchmark -c ${CONCURRENT}: LRANGE ${lrange100.rps.toFixed(0)}/s and EVALSHA ${eval100.rps.toFixed(0)}/s, as turns (one of each) | ${ceilingTurns.toFixed(0)} | |`,
+);
+console.log(`\nctx / redis-benchmark: ${(sortedRounds[1]! / ceilingTurns).toFixed(2)}x of the server's ceiling at the same concurrency.`);
+console.log(
+  `Node ${process.version}; load average at the end ${(await import('node:os'))
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ')}.`,
 );
 
 await ctx.close();
+await ctxFull.close();
+await ctxFullCounted.close();
+await ctxCounted.close();
 ioredis.disconnect();
 ioredisCounted.disconnect();
 await nodeRedis.quit();
