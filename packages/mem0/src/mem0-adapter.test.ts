@@ -154,6 +154,20 @@ describe('platform MemoryClient against the local mem0 REST server', () => {
     expect(errors[5]!.message).toMatch(/failed \(HTTP 529\): .* Retry later\.$/);
   });
 
+  it('flush({ signal }) stops waiting when the signal aborts; the write carries on and a later flush reports it', async () => {
+    const { agent, provider, session } = build({ writeMode: 'background', searchTimeoutMs: 2000, writeTimeoutMs: 5000 });
+    const s = session({ userId: uniqueId('u') });
+    platform.server.setLatency(300);
+    try {
+      await agent.run('My cat is called Mia.', { session: s });
+      await expect(provider.flush({ signal: AbortSignal.timeout(20) })).rejects.toThrow(/timeout|abort/i);
+      await expect(agent.flush({ signal: AbortSignal.timeout(20) })).rejects.toThrow(/timeout|abort/i);
+    } finally {
+      platform.server.setLatency(0);
+    }
+    expect(await provider.flush()).toEqual({ settled: 1, failed: [] });
+  });
+
   it('mem0 goes away mid-conversation and comes back: background writes during the outage are reported, nothing is duplicated', async () => {
     const { agent, provider, chat, session, events } = build({ writeMode: 'background', searchTimeoutMs: 2000, writeTimeoutMs: 2000 });
     const userId = uniqueId('u');

@@ -10,7 +10,7 @@ import {
   type SessionContext,
   type Tokenizer,
 } from '@ctx/core';
-import { checkInteger, recordBudget } from '@ctx/core/backend';
+import { abortable, checkInteger, recordBudget } from '@ctx/core/backend';
 import { callMem0, toCtxError, type Mem0CallSite } from './errors.js';
 import {
   createOssAdapter,
@@ -267,10 +267,11 @@ export class Mem0ContextProvider implements ContextProvider {
   /**
    * Waits until every background write (including those started while waiting) has settled, and
    * returns how many settled since the last flush and which failed. Call it before the process
-   * exits, or between turns that must see each other's memories. Never rejects.
+   * exits, or between turns that must see each other's memories. Rejects only with the reason of
+   * `signal` when it aborts first; the writes carry on and a later flush reports them.
    */
-  async flush(): Promise<Mem0FlushResult> {
-    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
+  async flush(options: { signal?: AbortSignal } = {}): Promise<Mem0FlushResult> {
+    while (this.#pending.size > 0) await abortable(Promise.allSettled([...this.#pending]), options.signal);
     const result = { settled: this.#settled, failed: this.#failures };
     this.#settled = 0;
     this.#failures = [];

@@ -60,7 +60,7 @@ export function withPolicies<TState extends JsonObject = JsonObject>(
   if (provider.stability !== undefined) wrapped.stability = provider.stability;
   if (provider.timeoutMs !== undefined) wrapped.timeoutMs = provider.timeoutMs;
   if (provider.validateState) wrapped.validateState = (state, path) => provider.validateState!(state, path);
-  if (provider.flush) wrapped.flush = () => provider.flush!();
+  if (provider.flush) wrapped.flush = (options) => provider.flush!(options);
 
   if (provider.wrap) {
     wrapped.wrap = async (args, next) => {

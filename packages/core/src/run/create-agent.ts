@@ -35,7 +35,7 @@ export function createAgent(agentOptions: AgentOptions): Agent {
     runStream: (input, runOptions = {}) =>
       createRunStream((onUpdate, controller) => executeRun(runtime, input, runOptions, onUpdate, controller)),
     flush: async ({ signal } = {}) => {
-      await abortable(Promise.all(contextProviders.map((p) => p.flush?.())), signal);
+      await abortable(Promise.all(contextProviders.map((p) => p.flush?.(signal ? { signal } : {}))), signal);
     },
     ...sessionMethods(name, history.validators, options.sessionStore),
   };

@@ -244,8 +244,12 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
    * `providerTimeoutMs`, else no limit. Aborting the run ends it at once either way.
    */
   readonly timeoutMs?: number;
-  /** Waits for work the provider does in the background (e.g. memory writes); `agent.flush()` calls it. */
-  flush?(): Promise<unknown>;
+  /**
+   * Waits for work the provider does in the background (e.g. memory writes); `agent.flush()` calls
+   * it with its signal. Should stop waiting (and reject with the reason) when `signal` aborts, while
+   * the work itself carries on.
+   */
+  flush?(options?: { signal?: AbortSignal }): Promise<unknown>;
   /**
    * Checks a restored session's state slot. Throw `SessionStateError` with a path under `path`
    * (e.g. `$.state.memory`) when it is malformed.
