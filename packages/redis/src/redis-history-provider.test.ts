@@ -423,12 +423,13 @@ for (const [topology, connect] of [
         for (const score of ['inf', '1.5', '1e300']) {
           await client.del(keys.ids);
           await client.zadd(keys.ids, score, 'bogus');
+          // One at a time: a rejection nobody awaits yet would be an unhandled one.
           for (const attempt of [
-            provider.listMessages(sessionId),
-            provider.saveMessages(sessionId, turn(2), { state }),
-            provider.replaceMessages(sessionId, turn(3), { state }),
+            () => provider.listMessages(sessionId),
+            () => provider.saveMessages(sessionId, turn(2), { state }),
+            () => provider.replaceMessages(sessionId, turn(3), { state }),
           ]) {
-            const error = await attempt.catch((e: unknown) => e);
+            const error = await attempt().catch((e: unknown) => e);
             expect(SessionStateError.isInstance(error), score).toBe(true);
             expect((error as SessionStateError).path).toBe(`redis:${keys.ids}`);
             expect((error as SessionStateError).problem).toContain('not an integer; nothing was changed');
@@ -447,8 +448,11 @@ for (const [topology, connect] of [
         const sessionId = id();
         const key = provider.keys(sessionId).messages;
         await client.set(key, 'a string, not a list');
-        for (const attempt of [provider.getMessages(sessionId, { state }), provider.saveMessages(sessionId, turn(1), { state })]) {
-          const error = await attempt.catch((e: unknown) => e);
+        for (const attempt of [
+          () => provider.getMessages(sessionId, { state }),
+          () => provider.saveMessages(sessionId, turn(1), { state }),
+        ]) {
+          const error = await attempt().catch((e: unknown) => e);
           expect(SessionStateError.isInstance(error)).toBe(true);
           expect((error as SessionStateError).path).toBe(`redis:${key}`);
         }

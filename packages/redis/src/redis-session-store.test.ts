@@ -164,8 +164,8 @@ for (const [topology, connect] of [
         expect(((await store.get(sessionId).catch((e: unknown) => e)) as SessionStateError).problem).toContain('"etag"');
         await client.del(key);
         await client.rpush(key, 'a list');
-        for (const attempt of [store.get(sessionId), store.set(session(sessionId))]) {
-          const error = await attempt.catch((e: unknown) => e);
+        for (const attempt of [() => store.get(sessionId), () => store.set(session(sessionId))]) {
+          const error = await attempt().catch((e: unknown) => e);
           expect(SessionStateError.isInstance(error)).toBe(true);
           expect((error as SessionStateError).path).toBe(`redis:${key}`);
         }
