@@ -9,43 +9,18 @@
  * nothing. Usage: `pnpm --filter @ctx/bench bench:durable`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createAgent, defineTool, Message } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { RedisHistoryProvider } from '@ctx/redis';
-import { findFreePort, startRedisServer } from '@ctx/redis-test-server';
+import { startRedisServer } from '@ctx/redis-test-server';
 import { Redis } from 'ioredis';
+import { countingProxy } from './counting-proxy.js';
 
 const ROUNDTRIPS = 5;
 const HISTORY = 40; // messages already stored in the session
 const TEXT = 'The quick brown fox jumps over the lazy dog. '.repeat(4);
-
-/** A loopback TCP proxy that counts round trips: bursts of client writes, each answered by the server. */
-async function countingProxy(targetPort: number): Promise<{ port: number; roundTrips: () => number; server: Server }> {
-  let roundTrips = 0;
-  const server = createServer((client) => {
-    const upstream = createConnection({ host: '127.0.0.1', port: targetPort });
-    let last: 'request' | 'reply' = 'reply';
-    client.on('data', (chunk) => {
-      if (last === 'reply') roundTrips++;
-      last = 'request';
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk) => {
-      last = 'reply';
-      client.write(chunk);
-    });
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-  });
-  const port = await findFreePort();
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return { port, roundTrips: () => roundTrips, server };
-}
 
 const lookup = defineTool({
   name: 'lookup',

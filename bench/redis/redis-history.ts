@@ -16,13 +16,12 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Message } from '@ctx/core';
 import { RedisHistoryProvider } from '@ctx/redis';
-import { findFreePort, startRedisServer } from '@ctx/redis-test-server';
+import { startRedisServer } from '@ctx/redis-test-server';
 import {
   AIMessage,
   type BaseMessage,
@@ -34,36 +33,12 @@ import {
 import { RedisChatMessageHistory } from '@langchain/redis';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
+import { countingProxy } from './counting-proxy.js';
 
 const SIZES = [100, 10_000, 100_000];
 const WINDOW = 20;
 const TEXT = 'The quick brown fox jumps over the lazy dog. '.repeat(4); // ~180 characters per message
 const started = performance.now();
-
-/** A loopback TCP proxy that counts round trips: bursts of client writes, each answered by the server. */
-async function countingProxy(targetPort: number): Promise<{ port: number; roundTrips: () => number; server: Server }> {
-  let roundTrips = 0;
-  const server = createServer((client) => {
-    const upstream = createConnection({ host: '127.0.0.1', port: targetPort });
-    let last: 'request' | 'reply' = 'reply';
-    client.on('data', (chunk) => {
-      if (last === 'reply') roundTrips++;
-      last = 'request';
-      upstream.write(chunk);
-    });
-    upstream.on('data', (chunk) => {
-      last = 'reply';
-      client.write(chunk);
-    });
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
-    client.on('error', () => upstream.destroy());
-    upstream.on('error', () => client.destroy());
-  });
-  const port = await findFreePort();
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return { port, roundTrips: () => roundTrips, server };
-}
 
 /**
  * Times `fn` into `samples`: at least `min` and at most `max` runs within `budgetMs`, after `warmup`
