@@ -21,3 +21,14 @@ export { abortable, withDeadline } from './deadline.js';
 export type { DeadlineOptions } from './deadline.js';
 export { encodeIdSegment } from './id-segment.js';
 export type { IdSegmentOptions } from './id-segment.js';
+export {
+  checkListOptions,
+  compareSessions,
+  DEFAULT_LIST_LIMIT,
+  decodeSessionCursor,
+  encodeSessionCursor,
+  isAfterCursor,
+  MAX_LIST_LIMIT,
+  pageOfSessions,
+} from './session-cursor.js';
+export type { CheckedListOptions, SessionCursor } from './session-cursor.js';

@@ -162,9 +162,10 @@ export abstract class HistoryProvider implements ContextProvider {
    * agent calls it after every model call, and `afterRun` stores the rest. The first batch of a
    * run opens the turn (the context messages to store, then the input); later ones continue it
    * with the new response messages (model replies, function calls, tool results). Each batch is
-   * one `saveMessages` call carrying `turn`. Resolves to whether it saved anything.
+   * one `saveMessages` call carrying `turn`, of the messages as `redact` gives them. Resolves to
+   * whether it saved anything.
    */
-  async storeProgress({ context, state, signal, report }: ProviderRunArgs, produced: readonly Message[]): Promise<boolean> {
+  async storeProgress({ context, state, signal, report, redact }: ProviderRunArgs, produced: readonly Message[]): Promise<boolean> {
     const done = this.#stored.get(context);
     const toStore: Message[] = [];
     if (done === undefined) {
@@ -182,7 +183,7 @@ export abstract class HistoryProvider implements ContextProvider {
       for (let i = done ?? 0; i < produced.length; i++) toStore.push(Message.withSource(produced[i]!, 'response', 'response'));
     if (toStore.length) {
       const turn = { inputIds: context.inputMessages.map((m) => m.id), opens: done === undefined };
-      await this.saveMessages(context.sessionId, toStore, { state, signal, report, turn });
+      await this.saveMessages(context.sessionId, await redact(toStore), { state, signal, report, turn });
     }
     this.#stored.set(context, produced.length);
     return toStore.length > 0;

@@ -5,7 +5,8 @@ import type { ChatClient, ChatOptions, ChatResponseUpdate } from '../spec/chat-c
 import type { CompactionStrategy } from '../spec/compaction-strategy.js';
 import type { EventHandler } from '../spec/events.js';
 import type { ContextProvider, Tool } from '../spec/run-view.js';
-import type { SessionStore } from '../spec/session-store.js';
+import type { JsonValue } from '../spec/json.js';
+import type { ListSessionsOptions, SessionPage, SessionStore } from '../spec/session-store.js';
 import type { SessionJson } from '../spec/session.js';
 import type { ToolValidator } from '../spec/tool-validator.js';
 
@@ -53,8 +54,53 @@ export interface AgentOptions {
    * the session (the in-memory history). A run that fails keeps what it stored.
    */
   persistence?: 'run' | 'model-call';
+  /**
+   * Transforms messages before any provider writes them (history, memories): mask personal data,
+   * drop attachments. Each provider that writes calls it (through `ProviderRunArgs.redact`) with its
+   * `sourceId`, so what is kept can differ by destination. It must return one message per message,
+   * with the same ids, in order; anything else fails that write (a `ConfigurationError`, handled as
+   * the provider's failure). The model still sees the originals in the run that produced them.
+   */
+  redact?: Redactor;
   /** Diagnostics: provider timings and contributions, tool calls, warnings, skips. */
   onEvent?: EventHandler;
+}
+
+/** The agent's storage redaction (`AgentOptions.redact`). */
+export type Redactor = (messages: readonly Message[], info: RedactInfo) => readonly Message[] | Promise<readonly Message[]>;
+
+/** What `AgentOptions.redact` is told about a write. */
+export interface RedactInfo {
+  /** The session the messages belong to. */
+  sessionId: string;
+  /** The provider about to write them. */
+  sourceId: string;
+  /** Aborts with the run. */
+  signal: AbortSignal;
+}
+
+/** Everything ctx keeps about one user, as `agent.exportUserData` returns it. Plain JSON. */
+export interface UserDataExport {
+  /** Always `ctx.user-data`. */
+  type: 'ctx.user-data';
+  /** The user. */
+  userId: string;
+  /** When the export was taken (ISO 8601). */
+  exportedAt: string;
+  /** Each of the user's sessions: the session JSON, and each history provider's stored messages. */
+  sessions: Array<{ session: SessionJson; history: Record<string, Message[]> }>;
+  /** What each provider keeps about the user outside sessions (`exportUserData`), by `sourceId`. */
+  providers: Record<string, JsonValue>;
+}
+
+/** Options of `agent.forkSession`. */
+export interface ForkSessionOptions {
+  /** Copy the history up to and including this message. Default: all of it. */
+  atMessageId?: string;
+  /** The new session's id. Default: a new random id. */
+  sessionId?: string;
+  /** Aborts the copy. */
+  signal?: AbortSignal;
 }
 
 /** The input of a run: text, a message, or several messages. */
@@ -145,6 +191,48 @@ export interface Agent {
    * @throws ConcurrencyError when it changed in the store meanwhile.
    */
   saveSession(session: AgentSession, options?: { signal?: AbortSignal }): Promise<void>;
+  /**
+   * Lists the `sessionStore`'s sessions, newest first, a page at a time (see `SessionPage`).
+   * @throws ConfigurationError without a `sessionStore`, or when it cannot list.
+   */
+  listSessions(options?: ListSessionsOptions): Promise<SessionPage>;
+  /**
+   * Deletes a session and everything that belongs to it: every provider's `onSessionDeleted` runs
+   * first (history providers clear its messages), then the session leaves the `sessionStore` (if
+   * any). Given an id, the session is loaded from the store for its state. A provider that fails
+   * stops the delete with a `ProviderError` and the session stays, so it can be retried. Resolves
+   * to whether the store held the session.
+   */
+  deleteSession(session: AgentSession | string, options?: { signal?: AbortSignal }): Promise<boolean>;
+  /**
+   * A new session with the history up to a message (each history provider copies it; Redis and
+   * Cosmos on the server) and a copy of every provider's state. Not saved: save it as any session.
+   * @throws ConfigurationError when `atMessageId` is not in the history.
+   */
+  forkSession(session: AgentSession, options?: ForkSessionOptions): Promise<AgentSession>;
+  /** The stored conversation of a session, oldest first (the newest `limit` with a limit), from the history that loads. */
+  getHistory(session: AgentSession, options?: { limit?: number; signal?: AbortSignal }): Promise<Message[]>;
+  /**
+   * Removes a message and everything after it from every history provider of the session (to edit
+   * a message: rewind to it, then run the new text). Resolves to the removed messages, oldest first.
+   * @throws ConfigurationError when the message is not in the history.
+   */
+  rewindSession(session: AgentSession, messageId: string, options?: { signal?: AbortSignal }): Promise<Message[]>;
+  /**
+   * Runs a turn again: rewinds to the input of the turn holding `messageId` (default: the last
+   * turn) and runs that input again (same message ids), so the new reply replaces the old one.
+   */
+  regenerate(
+    session: AgentSession,
+    options?: Omit<AgentRunOptions, 'session' | 'approvals'> & { messageId?: string },
+  ): Promise<AgentResponse>;
+  /** Everything kept about a user: each session of theirs (by `metadata.userId`) with its history, and each provider's `exportUserData`. */
+  exportUserData(userId: string, options?: { signal?: AbortSignal }): Promise<UserDataExport>;
+  /**
+   * Deletes everything kept about a user: every session of theirs (as `deleteSession` does), then
+   * each provider's `deleteUserData`. Resolves to the number of sessions deleted.
+   */
+  deleteUserData(userId: string, options?: { signal?: AbortSignal }): Promise<{ sessions: number }>;
   /**
    * Waits for every provider's background work (`provider.flush()`), e.g. before a process exits.
    * An aborted `signal` rejects with its reason at once; the background work itself goes on.

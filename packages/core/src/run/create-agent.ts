@@ -6,6 +6,8 @@ import type { Agent, AgentOptions } from './agent.js';
 import { defaultHistory } from './default-history.js';
 import { type AgentRuntime, executeRun } from './execute-run.js';
 import { createRunStream } from './run-stream.js';
+import { sessionHistory } from './session-history.js';
+import { sessionLifecycle } from './session-lifecycle.js';
 
 /**
  * Creates an agent: a chat client, a pipeline of context providers and a tool loop. The agent is
@@ -38,6 +40,8 @@ export function createAgent(agentOptions: AgentOptions): Agent {
       await abortable(Promise.all(contextProviders.map((p) => p.flush?.(signal ? { signal } : {}))), signal);
     },
     ...sessionMethods(name, history.validators, options.sessionStore),
+    ...sessionLifecycle(runtime),
+    ...sessionHistory(runtime),
   };
 }
 

@@ -12,6 +12,7 @@ import type { AgentInput, AgentRunOptions } from './agent.js';
 import { approvalRound, pendingCallIds } from './approvals.js';
 import { type DefaultHistory, defaultHistory } from './default-history.js';
 import { persistModelCalls } from './persist-model-calls.js';
+import { redactorFor } from './redact.js';
 import { runPipeline } from './pipeline.js';
 import { RunContext } from './run-context.js';
 import { runToolLoop } from './tool-loop.js';
@@ -96,6 +97,7 @@ export async function executeRun(
     signal,
     state: session.stateOf(provider.sourceId),
     report: (d) => emit({ type: 'provider-diagnostic', runId, sourceId: provider.sourceId, ...d }),
+    redact: redactorFor(options.redact, session.sessionId, provider.sourceId, signal),
   });
   try {
     await runPipeline(providers, {
@@ -132,6 +134,7 @@ export async function executeRun(
     });
   } finally {
     runOptions.signal?.removeEventListener('abort', onAbort);
+    session.metadata.updatedAt = new Date().toISOString();
     // A slot made for this run and left empty (say, a gated-off provider) is not kept.
     for (const p of providers) {
       if (!slotsBefore.has(p.sourceId) && Object.keys(session.state[p.sourceId] ?? {}).length === 0) delete session.state[p.sourceId];

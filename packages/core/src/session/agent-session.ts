@@ -1,12 +1,12 @@
 import { checkSessionId } from '../backend/checks.js';
-import { SessionStateError } from '../errors.js';
+import { ConfigurationError, SessionStateError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import { describeThrown, describeValue, formatPath, isPlainObject, jsonProblem, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
 import type { PendingApproval } from '../spec/agent-response.js';
 import type { JsonObject } from '../spec/json.js';
 import type { SessionView } from '../spec/run-view.js';
-import type { PendingToolCalls, SessionJson } from '../spec/session.js';
+import type { PendingToolCalls, SessionJson, SessionMetadata } from '../spec/session.js';
 
 /** Fields to start a session with. */
 export interface AgentSessionInit {
@@ -16,13 +16,28 @@ export interface AgentSessionInit {
   serviceSessionId?: string;
   /** Initial provider state, keyed by `sourceId` (e.g. `{ mem0: { userId: 'u1' } }`). */
   state?: Record<string, JsonObject>;
+  /** Who the session belongs to (`metadata.userId`): lists, exports and deletes go by it. */
+  userId?: string;
+  /** A title for lists (`metadata.title`). */
+  title?: string;
+  /** The app's own fields (`metadata.custom`): a small JSON object. */
+  custom?: JsonObject;
 }
 
 /** Marks init state the constructor may keep without copying (module-private). */
 const adopt = Symbol('adopt');
 
 /** The current session format version. */
-export const SESSION_VERSION = 1;
+export const SESSION_VERSION = 2;
+
+/** The longest `metadata.title`, in characters. */
+const MAX_TITLE = 200;
+/** The longest `metadata.userId`, in characters. */
+const MAX_USER_ID = 512;
+/** The largest `metadata.custom`, as JSON text in UTF-16 code units. */
+const MAX_CUSTOM = 8192;
+/** The one time format of metadata: what `Date.prototype.toISOString` gives for years 0-9999. */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /**
  * One conversation: its id, the service's conversation id, and a JSON state slot per provider.
@@ -35,6 +50,11 @@ export class AgentSession implements SessionView {
   serviceSessionId: string | undefined;
   /** Provider state, keyed by `sourceId`. Must stay plain JSON. */
   readonly state: Record<string, JsonObject>;
+  /**
+   * Times, owner, title and custom fields. The agent sets `updatedAt` when a run ends; set `title`,
+   * `userId` and `custom` as you like (they are checked when the session is saved or restored).
+   */
+  readonly metadata: SessionMetadata;
   /** The store's version tag when the session was loaded or last saved; not serialized. */
   etag: string | undefined;
   /**
@@ -45,7 +65,7 @@ export class AgentSession implements SessionView {
    */
   pending: PendingToolCalls | undefined;
 
-  constructor(init: AgentSessionInit & { [adopt]?: boolean } = {}) {
+  constructor(init: AgentSessionInit & { [adopt]?: boolean; metadata?: SessionMetadata } = {}) {
     this.sessionId = init.sessionId ?? generateId();
     if (typeof this.sessionId !== 'string' || this.sessionId.length === 0) {
       throw new SessionStateError('$.sessionId', 'must be a non-empty string');
@@ -59,6 +79,16 @@ export class AgentSession implements SessionView {
       Object.create(null) as Record<string, JsonObject>,
       init.state && (init[adopt] ? init.state : structuredClone(init.state)),
     );
+    if (init.metadata) {
+      this.metadata = init.metadata;
+    } else {
+      const now = new Date().toISOString();
+      const metadata: SessionMetadata = { createdAt: now, updatedAt: now };
+      if (init.userId !== undefined) metadata.userId = init.userId;
+      if (init.title !== undefined) metadata.title = init.title;
+      if (init.custom !== undefined) metadata.custom = structuredClone(init.custom);
+      this.metadata = checkMetadata(metadata, '$.metadata', ConfigurationError);
+    }
     this.etag = undefined;
     this.pending = undefined;
   }
@@ -70,7 +100,13 @@ export class AgentSession implements SessionView {
 
   /** The session as JSON (`JSON.stringify(session)` uses this too). */
   toJSON(): SessionJson {
-    const json: SessionJson = { type: 'ctx.session', version: SESSION_VERSION, sessionId: this.sessionId, state: this.state };
+    const json: SessionJson = {
+      type: 'ctx.session',
+      version: SESSION_VERSION,
+      sessionId: this.sessionId,
+      metadata: this.metadata,
+      state: this.state,
+    };
     if (this.serviceSessionId !== undefined) json.serviceSessionId = this.serviceSessionId;
     if (this.pending !== undefined) json.pending = this.pending;
     return json;
@@ -83,24 +119,32 @@ export class AgentSession implements SessionView {
   static fromJSON(input: unknown): AgentSession {
     const json = parseSessionJson(input);
     // A string was parsed just now, so its state is already a private copy.
-    let { state, pending } = json;
+    let { state, pending, metadata } = json;
     if (typeof input !== 'string') {
       try {
         state = structuredClone(state);
         pending = structuredClone(pending);
+        metadata = structuredClone(metadata);
       } catch (error) {
         // Checked as JSON a moment ago: only a getter or a Proxy that changed its mind gets here.
         throw new SessionStateError('$', `could not be copied (${describeThrown(error)})`, { cause: error });
       }
     }
-    const session = new AgentSession({ sessionId: json.sessionId, serviceSessionId: json.serviceSessionId, state, [adopt]: true });
+    const session = new AgentSession({
+      sessionId: json.sessionId,
+      serviceSessionId: json.serviceSessionId,
+      state,
+      metadata,
+      [adopt]: true,
+    });
     session.pending = pending;
     return session;
   }
 }
 
 /**
- * Checks that `input` is version-1 session JSON (or a string holding it) and returns it typed:
+ * Checks that `input` is session JSON (or a string holding it) and returns it typed, in the current
+ * version (a version-1 session gets metadata with the time of this call as both times):
  * tool calls waiting for approval (`pending`) well-formed, every state slot a JSON object, every value in it plain JSON (no `NaN`, `Infinity`, `undefined`,
  * function, class instance such as a `Map` or a `Date`, cycle, or nesting deeper than 128 levels).
  * Never throws anything else, whatever the input (a bigint, a Proxy, a getter that throws).
@@ -162,10 +206,10 @@ const SLOT_DEPTH = 2;
 function checkSession(value: unknown): SessionJson {
   if (!isPlainObject(value)) throw new SessionStateError('$', `must be a session object, got ${describeValue(value)}`);
   if (value.type !== 'ctx.session') throw new SessionStateError('$.type', `must be "ctx.session", got ${describeValue(value.type)}`);
-  if (value.version !== SESSION_VERSION) {
+  if (value.version !== SESSION_VERSION && value.version !== 1) {
     throw new SessionStateError(
       '$.version',
-      `unsupported session version ${describeValue(value.version)}; this version of @ctx/core reads version ${SESSION_VERSION}`,
+      `unsupported session version ${describeValue(value.version)}; this version of @ctx/core reads versions 1 and ${SESSION_VERSION}`,
     );
   }
   const { sessionId, serviceSessionId, state } = value;
@@ -185,7 +229,14 @@ function checkSession(value: unknown): SessionJson {
     const problem = jsonProblem(slot, SLOT_DEPTH);
     if (problem) throw new SessionStateError(formatPath('$.state', [sourceId, ...problem[0]]), problem[1]);
   }
-  const json: SessionJson = { type: 'ctx.session', version: SESSION_VERSION, sessionId, state: state as Record<string, JsonObject> };
+  const metadata = value.version === 1 ? migratedMetadata() : checkMetadata(value.metadata, '$.metadata', SessionStateError);
+  const json: SessionJson = {
+    type: 'ctx.session',
+    version: SESSION_VERSION,
+    sessionId,
+    metadata,
+    state: state as Record<string, JsonObject>,
+  };
   if (typeof serviceSessionId === 'string') json.serviceSessionId = serviceSessionId;
   const pending = checkPending(value.pending);
   if (pending) json.pending = pending;
@@ -216,4 +267,64 @@ function checkPending(value: unknown): PendingToolCalls | undefined {
     throw new SessionStateError('$.pending.messages', `must be an array of messages, got ${describeValue(messages)}`);
   const kept = messages.map((m: unknown, i) => Message.parse(m, formatPath('$.pending.messages', [i])));
   return { approvals: checked, messages: kept };
+}
+
+/** The metadata of a version-1 session, which kept none: both times are now. */
+function migratedMetadata(): SessionMetadata {
+  const now = new Date().toISOString();
+  return { createdAt: now, updatedAt: now };
+}
+
+/**
+ * Checks session metadata and returns it without unknown fields.
+ * @throws `Err` (SessionStateError for stored input, ConfigurationError for a caller's) naming the path.
+ */
+export function checkMetadata(
+  value: unknown,
+  path: string,
+  Err: typeof SessionStateError | typeof ConfigurationError = SessionStateError,
+): SessionMetadata {
+  const fail = (at: string, problem: string): never => {
+    throw Err === SessionStateError ? new SessionStateError(at, problem) : new ConfigurationError(`${at} ${problem}.`);
+  };
+  if (!isPlainObject(value)) return fail(path, `must be an object, got ${describeValue(value)}`);
+  const { createdAt, updatedAt, title, userId, custom, forkedFrom } = value;
+  const time = (v: unknown, field: string): string => {
+    if (typeof v !== 'string' || !ISO_TIME.test(v) || Number.isNaN(Date.parse(v))) {
+      return fail(`${path}.${field}`, `must be an ISO 8601 UTC time like "2026-01-31T12:00:00.000Z", got ${describeValue(v)}`);
+    }
+    return v;
+  };
+  const metadata: SessionMetadata = { createdAt: time(createdAt, 'createdAt'), updatedAt: time(updatedAt, 'updatedAt') };
+  if (title !== undefined && title !== null) {
+    if (typeof title !== 'string' || title.length > MAX_TITLE) {
+      fail(`${path}.title`, `must be a string of at most ${MAX_TITLE} characters, got ${describeValue(title)}`);
+    }
+    metadata.title = title as string;
+  }
+  if (userId !== undefined && userId !== null) {
+    if (typeof userId !== 'string' || userId.trim().length === 0 || userId.length > MAX_USER_ID) {
+      fail(`${path}.userId`, `must be a non-blank string of at most ${MAX_USER_ID} characters, got ${describeValue(userId)}`);
+    }
+    metadata.userId = userId as string;
+  }
+  if (custom !== undefined && custom !== null) {
+    if (!isPlainObject(custom)) fail(`${path}.custom`, `must be an object, got ${describeValue(custom)}`);
+    const problem = jsonProblem(custom, SLOT_DEPTH);
+    if (problem) fail(formatPath(`${path}.custom`, problem[0]), problem[1]);
+    const size = JSON.stringify(custom).length;
+    if (size > MAX_CUSTOM) fail(`${path}.custom`, `must be at most ${MAX_CUSTOM} characters as JSON, got ${size}`);
+    metadata.custom = custom as JsonObject;
+  }
+  if (forkedFrom !== undefined && forkedFrom !== null) {
+    const ok =
+      isPlainObject(forkedFrom) &&
+      typeof forkedFrom.sessionId === 'string' &&
+      (forkedFrom.messageId === undefined || typeof forkedFrom.messageId === 'string');
+    if (!ok) fail(`${path}.forkedFrom`, `must be { sessionId: string, messageId?: string }, got ${describeValue(forkedFrom)}`);
+    const from = forkedFrom as { sessionId: string; messageId?: string };
+    metadata.forkedFrom =
+      from.messageId === undefined ? { sessionId: from.sessionId } : { sessionId: from.sessionId, messageId: from.messageId };
+  }
+  return metadata;
 }

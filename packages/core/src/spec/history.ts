@@ -46,3 +46,23 @@ export interface PopHistoryArgs extends SaveHistoryArgs {
   /** How many of the newest messages to remove. Default 1. */
   count?: number;
 }
+
+/** What `HistoryProvider.forkMessages` receives. */
+export interface ForkHistoryArgs {
+  /** The provider's state slot of the session forked from. */
+  fromState: JsonObject;
+  /** The provider's state slot of the new session (a copy of `fromState`); the provider may change it. */
+  toState: JsonObject;
+  /** Copy the history up to and including this message; absent copies all of it. */
+  atMessageId?: string;
+  /** Aborts the copy. */
+  signal?: AbortSignal;
+}
+
+/** What `HistoryProvider.clearMessages` receives. */
+export interface ClearHistoryArgs {
+  /** The provider's state slot of the session. */
+  state: JsonObject;
+  /** Aborts the delete. */
+  signal?: AbortSignal;
+}

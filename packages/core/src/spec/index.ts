@@ -14,7 +14,7 @@ export type {
 export type { CompactOptions, CompactionStrategy } from './compaction-strategy.js';
 export type { EmbeddingGenerator } from './embedding-generator.js';
 export type { AgentEvent, EventHandler, ProviderPhase, WarningCode } from './events.js';
-export type { GetHistoryArgs, HistoryTurn, PopHistoryArgs, SaveHistoryArgs } from './history.js';
+export type { ClearHistoryArgs, ForkHistoryArgs, GetHistoryArgs, HistoryTurn, PopHistoryArgs, SaveHistoryArgs } from './history.js';
 export type { JsonObject, JsonPrimitive, JsonValue } from './json.js';
 export type {
   Annotation,
@@ -42,15 +42,24 @@ export type {
   ProviderDiagnostic,
   ProviderRunArgs,
   SessionContext,
+  SessionHookArgs,
   SessionView,
   SourcedInstructions,
   Tool,
   ToolApprovalCheck,
   ToolExecuteOptions,
   ToolValidation,
+  UserDataArgs,
 } from './run-view.js';
-export type { PendingToolCalls, SessionJson } from './session.js';
-export type { SessionStore, SetSessionOptions, StoredSession } from './session-store.js';
+export type { PendingToolCalls, SessionJson, SessionMetadata } from './session.js';
+export type {
+  ListSessionsOptions,
+  SessionPage,
+  SessionStore,
+  SessionSummary,
+  SetSessionOptions,
+  StoredSession,
+} from './session-store.js';
 export type { Tokenizer } from './tokenizer.js';
 export type { ToolDefinition } from './tool-definition.js';
 export type { ToolArgumentsCheck, ToolValidator } from './tool-validator.js';

@@ -3,8 +3,9 @@
 // so they share one file.
 import type { AgentResponse } from './agent-response.js';
 import type { ChatClient, ChatOptions } from './chat-client.js';
-import type { JsonObject } from './json.js';
+import type { JsonObject, JsonValue } from './json.js';
 import type { Message, SourceType } from './message.js';
+import type { SessionMetadata } from './session.js';
 import type { ToolDefinition } from './tool-definition.js';
 
 /** The agent running a provider or tool, narrowed to what they may use: no way to start another run. */
@@ -25,6 +26,8 @@ export interface SessionView {
   readonly serviceSessionId: string | undefined;
   /** Every provider's JSON slot, keyed by `sourceId`. Must stay plain JSON. */
   readonly state: Record<string, JsonObject>;
+  /** Times, owner, title and custom fields; a provider may set `title` (and nothing else). */
+  readonly metadata: SessionMetadata;
   /** The state slot of `sourceId`, created as `{}` when absent. */
   stateOf(sourceId: string): JsonObject;
 }
@@ -194,6 +197,34 @@ export interface ProviderRunArgs<TState extends JsonObject = JsonObject> {
    * for work that finishes later. Never put message text in it.
    */
   report(diagnostic: ProviderDiagnostic): void;
+  /**
+   * The messages as this provider may write them anywhere (a history, a memory service): the agent's
+   * `redact` applied (e.g. personal data masked), or the same messages when it has none. Ids and
+   * order are kept. The model still sees the originals in this run. Call it before every write.
+   */
+  redact(messages: readonly Message[]): Promise<Message[]>;
+}
+
+/** What `onSessionDeleted` receives. */
+export interface SessionHookArgs<TState extends JsonObject = JsonObject> {
+  /** The agent deleting the session (a narrow view). */
+  agent: AgentView;
+  /** The session being deleted, as stored (or as passed). */
+  session: SessionView;
+  /** This provider's state slot of that session (`{}` when it had none). */
+  state: TState;
+  /** Aborts the hook; pass it to every call you make. */
+  signal: AbortSignal;
+}
+
+/** What the user-data hooks (`exportUserData`, `deleteUserData`) receive. */
+export interface UserDataArgs {
+  /** The agent exporting or deleting (a narrow view). */
+  agent: AgentView;
+  /** The user: the `metadata.userId` of their sessions. */
+  userId: string;
+  /** Aborts the hook; pass it to every call you make. */
+  signal: AbortSignal;
 }
 
 /** What a provider reports through `ProviderRunArgs.report`. */
@@ -250,6 +281,28 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
    * the work itself carries on.
    */
   flush?(options?: { signal?: AbortSignal }): Promise<unknown>;
+  /**
+   * Runs once per session, before this provider's first hook on it (its state slot is new): prepare
+   * the slot or anything the provider keeps elsewhere. The slot is kept from then on, even empty,
+   * so a later run does not call it again. Failures count as the provider's (`onError` decides).
+   */
+  onSessionCreated?(args: ProviderRunArgs<TState>): void | Promise<void>;
+  /**
+   * `agent.deleteSession` calls it before the session leaves the store: drop everything this
+   * provider keeps for the session elsewhere (history providers clear its messages). A throw stops
+   * the delete: the session stays stored, so the delete can be retried. Must be idempotent.
+   */
+  onSessionDeleted?(args: SessionHookArgs<TState>): void | Promise<void>;
+  /**
+   * `agent.exportUserData` calls it: what this provider keeps about the user outside their sessions
+   * (e.g. long-term memories), as JSON, or undefined when nothing.
+   */
+  exportUserData?(args: UserDataArgs): Promise<JsonValue | undefined>;
+  /**
+   * `agent.deleteUserData` calls it after every session of the user is deleted: drop what this
+   * provider keeps about the user outside their sessions. Must be idempotent.
+   */
+  deleteUserData?(args: UserDataArgs): Promise<void>;
   /**
    * Checks a restored session's state slot. Throw `SessionStateError` with a path under `path`
    * (e.g. `$.state.memory`) when it is malformed.

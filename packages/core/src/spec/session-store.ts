@@ -1,4 +1,4 @@
-import type { SessionJson } from './session.js';
+import type { SessionJson, SessionMetadata } from './session.js';
 
 /** A session as a store holds it, with its version tag. */
 export interface StoredSession {
@@ -20,6 +20,42 @@ export interface SetSessionOptions {
   signal?: AbortSignal;
 }
 
+/** One entry of a session list: the id and the metadata, never the state. */
+export interface SessionSummary {
+  /** The session's id. */
+  sessionId: string;
+  /** Its metadata as last saved. */
+  metadata: SessionMetadata;
+}
+
+/** Options of `SessionStore.list`. */
+export interface ListSessionsOptions {
+  /** Only the sessions of this user (`metadata.userId`); absent lists every session. */
+  userId?: string;
+  /** Page size, 1 to 100. Default 20. */
+  limit?: number;
+  /** Where to go on: the `nextCursor` of the previous page of the same listing. */
+  cursor?: string;
+  /** Aborts the read. */
+  signal?: AbortSignal;
+}
+
+/**
+ * One page of a session list, newest first: by `metadata.updatedAt` descending, then by
+ * `sessionId` descending. The cursor is the last entry's place in that order (keyset paging), so
+ * paging stays exact while sessions change: a session saved again meanwhile moves to the front (it
+ * is listed again by a new listing, never twice by this one), and no other session is skipped or
+ * repeated.
+ */
+export interface SessionPage {
+  /** The sessions of this page, newest first. */
+  sessions: SessionSummary[];
+  /** Pass it as `cursor` for the next page; absent on the last page. */
+  nextCursor?: string;
+  /** How many sessions the listing holds in all, where the store can tell cheaply. */
+  total?: number;
+}
+
 /**
  * Keeps whole sessions between requests (the hosted flow: load, run, save). Stores hold JSON and
  * never interpret provider state.
@@ -33,4 +69,11 @@ export interface SessionStore {
   set(session: SessionJson, options?: SetSessionOptions): Promise<string>;
   /** Deletes a session; resolves to whether one was stored. */
   delete(sessionId: string, options?: { signal?: AbortSignal }): Promise<boolean>;
+  /**
+   * Optional capability: lists sessions, newest first, a page at a time (see `SessionPage`).
+   * `encodeSessionCursor` / `decodeSessionCursor` in `@ctx/core/backend` make and check cursors.
+   * @throws ConfigurationError for a `limit` out of range or a cursor that is malformed or belongs
+   *   to another listing (another `userId`).
+   */
+  list?(options?: ListSessionsOptions): Promise<SessionPage>;
 }
