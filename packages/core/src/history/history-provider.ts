@@ -2,8 +2,8 @@ import { dropLeadingResults } from '../compaction/message-groups.js';
 import { ConfigurationError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import type { ChatClient, ChatOptions } from '../spec/chat-client.js';
-import type { GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
-import type { ContextProvider, ProviderRunArgs, SessionContext, SessionView } from '../spec/run-view.js';
+import type { ClearHistoryArgs, ForkHistoryArgs, GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
+import type { ContextProvider, ProviderRunArgs, SessionContext, SessionHookArgs, SessionView } from '../spec/run-view.js';
 import { findRetriedTurn } from './retried-turn.js';
 
 /** Options every history provider takes. */
@@ -108,6 +108,49 @@ export abstract class HistoryProvider implements ContextProvider {
    * @throws ConfigurationError when `count` is not a positive integer, before anything changes.
    */
   popMessages?(sessionId: string, args: PopHistoryArgs): Promise<Message[]>;
+
+  /**
+   * Optional capability: removes everything stored for a session (its messages and any bookkeeping),
+   * so nothing of it remains; resolves when done, also when nothing was stored. `onSessionDeleted`
+   * uses it (else `replaceMessages` with no messages).
+   */
+  clearMessages?(sessionId: string, args: ClearHistoryArgs): Promise<void>;
+
+  /**
+   * Copies a session's history (up to and including `atMessageId`, or all of it) to a new session,
+   * for `agent.forkSession`; resolves to how many messages were copied. This default reads the
+   * history and saves the copy; backends that can copy on the server override it.
+   * @throws ConfigurationError when `atMessageId` is not in the history, before anything is written.
+   */
+  async forkMessages(fromSessionId: string, toSessionId: string, args: ForkHistoryArgs): Promise<number> {
+    const { fromState, toState, atMessageId, signal } = args;
+    const messages = await this.getMessages(fromSessionId, { state: fromState, ...(signal ? { signal } : {}) });
+    let end = messages.length;
+    if (atMessageId !== undefined) {
+      end = messages.findIndex((m) => m.id === atMessageId) + 1;
+      if (end === 0) {
+        throw new ConfigurationError(
+          `History provider "${this.sourceId}": message "${atMessageId}" is not in the history of the session forked.`,
+        );
+      }
+    }
+    if (end > 0) await this.saveMessages(toSessionId, messages.slice(0, end), { state: toState, ...(signal ? { signal } : {}) });
+    return end;
+  }
+
+  /**
+   * Clears the session's stored messages when the session is deleted (`clearMessages`, else
+   * `replaceMessages` with none).
+   * @throws ConfigurationError when the backend can do neither: the delete stops rather than leave
+   *   the conversation behind.
+   */
+  async onSessionDeleted({ session, state, signal }: SessionHookArgs): Promise<void> {
+    if (this.clearMessages) return this.clearMessages(session.sessionId, { state, signal });
+    if (this.replaceMessages) return this.replaceMessages(session.sessionId, [], { state, signal });
+    throw new ConfigurationError(
+      `History provider "${this.sourceId}" cannot delete a session's messages (no clearMessages or replaceMessages); the session was not deleted.`,
+    );
+  }
 
   /** Whether this run loads history, applying the `'auto'` rule. */
   shouldLoad({ agent, session, context }: Pick<ProviderRunArgs, 'agent' | 'session' | 'context'>): boolean {
