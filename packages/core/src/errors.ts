@@ -1,3 +1,5 @@
+import type { ProviderPhase } from './spec/events.js';
+
 const BASE = 'ctx.error';
 const baseSymbol = Symbol.for(BASE);
 
@@ -70,8 +72,8 @@ export class ProviderError extends CtxError {
   /** The failing provider's `sourceId`. */
   readonly sourceId: string;
   /** The hook that failed. */
-  readonly phase: 'beforeRun' | 'afterRun' | 'wrap';
-  constructor(sourceId: string, phase: 'beforeRun' | 'afterRun' | 'wrap', cause: unknown) {
+  readonly phase: ProviderPhase;
+  constructor(sourceId: string, phase: ProviderPhase, cause: unknown) {
     super(`Context provider "${sourceId}" failed in ${phase}: ${describe(cause)}`, { cause });
     this.name = 'ProviderError';
     this.sourceId = sourceId;

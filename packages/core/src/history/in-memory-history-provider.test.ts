@@ -58,3 +58,18 @@ describe('InMemoryHistoryProvider.popMessages', () => {
     expect(await history.getMessages('s', { state, limit: 1 }).catch(() => 'still malformed')).toBe('still malformed');
   });
 });
+
+describe('InMemoryHistoryProvider.clearMessages', () => {
+  it('drops the stored messages from the slot, so the session loads none and stores afresh; clearing again is harmless', async () => {
+    const history = new InMemoryHistoryProvider();
+    const state: JsonObject = { other: 'kept' };
+    await history.saveMessages('s', [Message.user('a'), Message.assistant('b')], { state });
+    await history.clearMessages('s', { state });
+    expect(state).toEqual({ other: 'kept' });
+    expect(await history.getMessages('s', { state })).toEqual([]);
+    await history.clearMessages('s', { state });
+    const next = Message.user('c');
+    await history.saveMessages('s', [next], { state });
+    expect(await history.getMessages('s', { state })).toEqual([next]);
+  });
+});

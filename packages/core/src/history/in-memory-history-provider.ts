@@ -4,7 +4,7 @@ import { SessionStateError } from '../errors.js';
 import { frozenMessage, markAttributed } from '../messages/frozen.js';
 import { describeValue, formatPath, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
-import type { GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
+import type { ClearHistoryArgs, GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { JsonObject, JsonValue } from '../spec/json.js';
 import type { ProviderRunArgs } from '../spec/run-view.js';
 import { HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
@@ -110,6 +110,11 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const start = Math.max(0, all.length - count);
     for (let i = start; i < all.length; i++) Message.parse(all[i], formatPath('$.state', [this.sourceId, 'messages', i]));
     return all.splice(start) as Message[];
+  }
+
+  /** Removes every stored message of the session from its state slot (`agent.deleteSession` calls it). */
+  override async clearMessages(_sessionId: string, { state }: ClearHistoryArgs): Promise<void> {
+    delete state.messages;
   }
 
   /** Checks the `messages` of a restored state slot; a `SessionStateError` names what is wrong. */

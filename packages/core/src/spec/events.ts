@@ -170,8 +170,19 @@ export type AgentEvent =
       error?: unknown;
     };
 
-/** The hook of a provider an event refers to. */
-export type ProviderPhase = 'beforeRun' | 'afterRun' | 'wrap';
+/**
+ * The hook of a provider an event or a `ProviderError` refers to: a run's `beforeRun`, `afterRun`,
+ * `wrap` and `onSessionCreated`, or the agent's session and user-data operations
+ * (`onSessionDeleted`, `exportUserData`, `deleteUserData`).
+ */
+export type ProviderPhase =
+  | 'beforeRun'
+  | 'afterRun'
+  | 'wrap'
+  | 'onSessionCreated'
+  | 'onSessionDeleted'
+  | 'exportUserData'
+  | 'deleteUserData';
 
 /** Machine-readable warning kinds. */
 export type WarningCode =
