@@ -46,7 +46,13 @@ describe('FileSessionStore across instances', () => {
 
   it('two instances over one directory: of 20 writers with the same ifMatch, exactly one wins', async () => {
     const stores = [new FileSessionStore({ directory }), new FileSessionStore({ directory })];
-    const session = (marker: string): SessionJson => ({ type: 'ctx.session', version: 1, sessionId: 'shared', state: { app: { marker } } });
+    const session = (marker: string): SessionJson => ({
+      type: 'ctx.session',
+      version: 2,
+      sessionId: 'shared',
+      metadata: { createdAt: '2026-01-31T12:00:00.000Z', updatedAt: '2026-01-31T12:00:00.000Z' },
+      state: { app: { marker } },
+    });
     const base = await stores[0]!.set(session('base'));
     const outcomes = await Promise.allSettled(
       Array.from({ length: 20 }, (_, i) => stores[i % 2]!.set(session(`writer ${i}`), { ifMatch: base })),

@@ -6,12 +6,14 @@ import {
   SessionStateError,
   type JsonValue,
   type SessionJson,
+  type SessionMetadata,
   type SessionStore,
   type StoredSession,
 } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import { BLANK_SESSION_IDS, describeId, expectRejection, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
+import { describeListing } from './session-list-tests.js';
 import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
 
 /** What a session store can or cannot do; the suite adapts the tests that depend on it. */
@@ -83,11 +85,37 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
 
       test('a session without a serviceSessionId comes back without one', async () => {
         const store = await make();
-        const session: SessionJson = { type: 'ctx.session', version: 1, sessionId: newId(), state: {} };
+        const session: SessionJson = { type: 'ctx.session', version: 2, sessionId: newId(), metadata: TIMES_ONLY, state: {} };
         await store.set(session);
         const stored = await store.get(session.sessionId);
         expect(stored?.session).toEqual(session);
         expect(stored?.session.serviceSessionId).toBeUndefined();
+      });
+
+      test('metadata round-trips exactly: times, a 200-character title, userId, custom JSON, forkedFrom; absent fields stay absent', async () => {
+        const store = await make();
+        const custom = { text: 'ü🦜\n"'.repeat(300), list: [0, -1.5, 1e21, null, true, '', { deep: [[{}]] }], empty: {} };
+        const variants: SessionMetadata[] = [
+          {
+            createdAt: '0001-01-01T00:00:00.000Z',
+            updatedAt: '9999-12-31T23:59:59.999Z',
+            title: `${'🦜é'.repeat(66)}ab`,
+            userId: 'tenant/42:user "q"',
+            custom,
+            forkedFrom: { sessionId: 'parent 🦜', messageId: 'message-3' },
+          },
+          { ...TIMES_ONLY, title: '', forkedFrom: { sessionId: 'parent' } },
+          TIMES_ONLY,
+        ];
+        for (const metadata of variants) {
+          const session: SessionJson = { type: 'ctx.session', version: 2, sessionId: newId(), metadata, state: { app: { n: 1 } } };
+          const etag = await store.set(session);
+          const stored = await store.get(session.sessionId);
+          expect(stored).toEqual({ session: jsonCopy(session), etag });
+          expect(Object.keys(stored!.session.metadata).sort(), 'no metadata field appears that was not saved').toEqual(
+            Object.keys(metadata).sort(),
+          );
+        }
       });
 
       test('the store holds copies: changing a session after set or after get changes nothing stored', async () => {
@@ -271,6 +299,36 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
         expect(await store.get(fresh), 'nothing is stored under a new id').toBeUndefined();
       });
 
+      test('set of a session with malformed metadata throws SessionStateError naming the path and writes nothing', async () => {
+        const store = await make();
+        const id = newId();
+        const fresh = newId();
+        const etag = await store.set(sessionJson(id));
+        const bad: [string, Record<string, unknown> | undefined][] = [
+          ['.metadata', undefined],
+          ['.metadata.updatedAt', { ...TIMES_ONLY, updatedAt: 'yesterday' }],
+          ['.metadata.createdAt', { ...TIMES_ONLY, createdAt: '2026-01-31' }],
+          ['.metadata.title', { ...TIMES_ONLY, title: 'x'.repeat(201) }],
+          ['.metadata.userId', { ...TIMES_ONLY, userId: ' \t' }],
+          ['.metadata.custom', { ...TIMES_ONLY, custom: { big: 'x'.repeat(8200) } }],
+          ['.metadata.custom.n', { ...TIMES_ONLY, custom: { n: Number.NaN } }],
+          ['.metadata.forkedFrom', { ...TIMES_ONLY, forkedFrom: { sessionId: 5 } }],
+        ];
+        for (const [path, metadata] of bad) {
+          for (const sessionId of [id, fresh]) {
+            const error = await expectRejection(
+              store.set({ ...sessionJson(sessionId), metadata } as unknown as SessionJson),
+              SessionStateError.isInstance,
+              `set of a session with ${JSON.stringify(metadata)?.slice(0, 80)}`,
+            );
+            const at = (error as SessionStateError).path;
+            expect(at.endsWith(path), `the error names ${path}, got ${at}`).toBe(true);
+          }
+        }
+        expect(await store.get(id), 'the stored session is unchanged').toEqual({ session: jsonCopy(sessionJson(id)), etag });
+        expect(await store.get(fresh), 'nothing is stored under a new id').toBeUndefined();
+      });
+
       test('set of a session nested deeper than 128 levels or holding a cycle throws SessionStateError and writes nothing', async () => {
         const store = await make();
         const id = newId();
@@ -292,6 +350,8 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
         expect(await store.get(id), 'the stored session is unchanged').toEqual({ session: jsonCopy(sessionJson(id)), etag });
       });
     });
+
+    describeListing({ name, test, make, newId, maxSessionIdLength });
 
     describe('through an agent', () => {
       test('continues a conversation across two agent instances', async () => {
@@ -367,15 +427,25 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
   });
 }
 
+/** Metadata with only the required fields. */
+const TIMES_ONLY: SessionMetadata = Object.freeze({ createdAt: '2026-01-31T12:00:00.000Z', updatedAt: '2026-01-31T12:00:00.000Z' });
+
 /**
  * Session JSON with nested provider state of every JSON kind (and messages of every content kind);
  * the same arguments give equal JSON, `marker` makes versions distinguishable.
  */
-function sessionJson(sessionId: string, marker = 'v1'): SessionJson {
+export function sessionJson(sessionId: string, marker = 'v1'): SessionJson {
   return {
     type: 'ctx.session',
-    version: 1,
+    version: 2,
     sessionId,
+    metadata: {
+      createdAt: '2026-01-31T12:00:00.000Z',
+      updatedAt: '2026-02-01T08:30:15.123Z',
+      title: `Session 🦜 "${marker}"`,
+      userId: 'user 7',
+      custom: { marker, tags: ['a', 'b'], nested: { n: 1.5, none: null, yes: true } },
+    },
     serviceSessionId: 'resp_0123456789',
     state: {
       memory: { messages: jsonCopy(messagesOfEveryKind().map((m, i) => ({ ...m, id: `message-${i}` }))) as unknown as JsonValue[] },

@@ -1,11 +1,20 @@
 import { checkIfMatch } from '../backend/check-if-match.js';
 import { checkSessionId, shortId } from '../backend/checks.js';
 import { encodeIdSegment } from '../backend/id-segment.js';
+import { checkListOptions, pageOfSessions } from '../backend/session-cursor.js';
 import { BackendUnavailableError, ConfigurationError, SessionStateError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import { describeThrown, describeValue } from '../messages/json.js';
-import type { SessionStore, SetSessionOptions, StoredSession } from '../spec/session-store.js';
+import type {
+  ListSessionsOptions,
+  SessionPage,
+  SessionStore,
+  SessionSummary,
+  SetSessionOptions,
+  StoredSession,
+} from '../spec/session-store.js';
 import type { SessionJson } from '../spec/session.js';
+import type { BigIntStats } from 'node:fs';
 import { checkSessionForWrite, parseSessionJson, serializeSessionJson } from './agent-session.js';
 
 /** Options of `FileSessionStore`. */
@@ -22,25 +31,44 @@ export interface FileSessionStoreOptions {
    * undefined, so `agent.getSession` starts the session afresh.
    */
   onCorrupt?: 'throw' | 'quarantine';
-  /** Receives what the store did on its own (a quarantined file). A throw is logged with `console.warn` and otherwise ignored. */
+  /**
+   * Receives what the store did on its own (a quarantined file, a file `list` skipped). A throw is
+   * logged with `console.warn` and otherwise ignored.
+   */
   onEvent?: (event: FileSessionStoreEvent) => void;
 }
 
-/** A corrupt session file the store moved aside (`onCorrupt: 'quarantine'`). Holds names and paths, never session content. */
-export interface FileSessionStoreEvent {
-  /** What happened. */
-  type: 'session-quarantined';
-  /** The session concerned. */
-  sessionId: string;
-  /** The file that could not be read. */
-  file: string;
-  /** Where it is now. */
-  quarantinedAs: string;
-  /** Not JSON, not a valid session (see `path`), or a session of another id. */
-  reason: 'invalid-json' | 'invalid-session' | 'wrong-session-id';
-  /** The JSON path of the problem inside the stored session (`$` for the whole file). */
-  path: string;
-}
+/** Why a session file could not be read as its session. */
+export type FileSessionProblem = 'invalid-json' | 'invalid-session' | 'wrong-session-id';
+
+/** What the store did on its own, reported through `onEvent`. Holds names and paths, never session content. */
+export type FileSessionStoreEvent =
+  | {
+      /** A corrupt session file was moved aside (`onCorrupt: 'quarantine'`). */
+      type: 'session-quarantined';
+      /** The session concerned. */
+      sessionId: string;
+      /** The file that could not be read. */
+      file: string;
+      /** Where it is now. */
+      quarantinedAs: string;
+      /** Not JSON, not a valid session (see `path`), or a session of another id. */
+      reason: FileSessionProblem;
+      /** The JSON path of the problem inside the stored session (`$` for the whole file). */
+      path: string;
+    }
+  | {
+      /** `list` left out a file it could not read as a session; the file stays as it is. */
+      type: 'session-skipped';
+      /** The file left out. */
+      file: string;
+      /** As for a quarantined file, or `unreadable`: the file system refused (see `cause`). */
+      reason: FileSessionProblem | 'unreadable';
+      /** The JSON path of the problem inside the stored session (`$` for the whole file). */
+      path: string;
+      /** For `unreadable`, what the file system said (an error code such as `EACCES`, or a message). */
+      cause?: string;
+    };
 
 interface Envelope {
   etag: string;
@@ -50,8 +78,8 @@ interface Envelope {
 /** What is at a session's path. `file` is where it was read. */
 type FileState =
   | { kind: 'absent' }
-  | { kind: 'ok'; file: string; envelope: Envelope }
-  | { kind: 'corrupt'; file: string; error: SessionStateError; reason: FileSessionStoreEvent['reason'] };
+  | { kind: 'ok'; file: string; envelope: Envelope; stamp: string }
+  | { kind: 'corrupt'; file: string; error: SessionStateError; reason: FileSessionProblem };
 
 /** A session's file, its lock and its name under the SHA-256 naming of earlier versions. */
 interface Paths {
@@ -65,6 +93,10 @@ const MAX_ENCODED_ID_LENGTH = 150;
 /** Kept in file names as they are: lower-case ASCII letters, digits, `_` and `-` (safe on every file system, case-insensitive ones included). */
 const KEEP = /[a-z0-9_-]/;
 const PREFIX = 'session-';
+/** The name of a file written by earlier versions: the hex SHA-256 of the session id. */
+const LEGACY_NAME = /^[0-9a-f]{64}\.json$/;
+/** How many files `list` reads at once. */
+const LIST_READS = 16;
 
 /**
  * The file name of a session: `session-<id>.json`, the id encoded injectively with
@@ -91,6 +123,11 @@ function ownerIsGone(holder: string, host: string): boolean {
   }
 }
 
+/** A file's identity and version: a write renames a new file into place, so its inode changes. */
+function stampOf(stats: BigIntStats): string {
+  return `${stats.ino}:${stats.size}:${stats.mtimeNs}`;
+}
+
 function codeOf(error: unknown): string | undefined {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   return typeof code === 'string' ? code : undefined;
@@ -103,6 +140,7 @@ function codeOf(error: unknown): string | undefined {
  * processes. Files written by earlier versions (named by the SHA-256 of the id) are read and moved
  * to the new name when they hold exactly that id. A symbolic link at a session's path is never
  * followed. File-system failures are `BackendUnavailableError`s naming the session and the path.
+ * `list` reads the whole directory: a store for development and single-process apps.
  */
 export class FileSessionStore implements SessionStore {
   readonly specificationVersion = 'v1';
@@ -112,6 +150,8 @@ export class FileSessionStore implements SessionStore {
   readonly #onCorrupt: 'throw' | 'quarantine';
   readonly #onEvent: ((event: FileSessionStoreEvent) => void) | undefined;
   #ready: Promise<void> | undefined;
+  /** What `list` read from each file, by name, with the file's identity when it was read. */
+  readonly #summaries = new Map<string, { stamp: string; summary: SessionSummary }>();
 
   /** @throws ConfigurationError for a missing directory or a bad option. */
   constructor(options: FileSessionStoreOptions) {
@@ -226,6 +266,88 @@ export class FileSessionStore implements SessionStore {
     }
   }
 
+  /**
+   * Lists sessions newest first, a page at a time, with `total` (see `SessionStore.list`). Each
+   * call reads the directory and checks every session file in it: a file this instance read before
+   * and that has not changed since (same inode, size and modification time) costs one `lstat`, any
+   * other is read and checked whole. So a listing costs time in proportion to the number of
+   * sessions: fine for development and single-process apps, not for thousands of sessions. A file
+   * that cannot be read as its session is left out and reported through `onEvent`
+   * (`session-skipped`), never fails the listing; files being written meanwhile are read whole,
+   * before or after the write (writes rename a complete file into place).
+   * @throws ConfigurationError for a bad `limit`, `userId` or cursor.
+   * @throws BackendUnavailableError when the directory cannot be read.
+   */
+  async list(options: ListSessionsOptions = {}): Promise<SessionPage> {
+    const checked = checkListOptions(options);
+    const { signal } = options;
+    signal?.throwIfAborted();
+    const [{ readdir }, { join }, { createHash }] = await Promise.all([
+      import('node:fs/promises'),
+      import('node:path'),
+      import('node:crypto'),
+    ]);
+    let names: string[];
+    try {
+      names = await readdir(this.directory);
+    } catch (error) {
+      if (codeOf(error) !== 'ENOENT') throw this.#ioError('list', '(every session)', this.directory, error);
+      names = [];
+    }
+    const present = new Set(names);
+    for (const name of this.#summaries.keys()) if (!present.has(name)) this.#summaries.delete(name);
+    const sha256Hex = (text: string, encoding: 'utf8' | 'latin1') => createHash('sha256').update(text, encoding).digest('hex');
+    const fileNameOf = (sessionId: string) => sessionFileName(sessionId, (encoded) => sha256Hex(encoded, 'latin1'));
+    const files = names.filter((name) => (name.startsWith(PREFIX) && name.endsWith('.json')) || LEGACY_NAME.test(name));
+    const found = new Map<string, SessionSummary>();
+    const legacy: SessionSummary[] = [];
+    for (let i = 0; i < files.length; i += LIST_READS) {
+      signal?.throwIfAborted();
+      const batch = files.slice(i, i + LIST_READS);
+      const summaries = await Promise.all(batch.map((name) => this.#summaryOf(join(this.directory, name), name)));
+      batch.forEach((name, j) => {
+        const summary = summaries[j];
+        if (!summary) return;
+        if (!LEGACY_NAME.test(name)) {
+          if (fileNameOf(summary.sessionId) === name) found.set(summary.sessionId, summary);
+          else this.#report({ type: 'session-skipped', file: join(this.directory, name), reason: 'wrong-session-id', path: '$.sessionId' });
+        } else if (`${sha256Hex(summary.sessionId, 'utf8')}.json` === name) {
+          legacy.push(summary); // otherwise another id's file, which get leaves alone too
+        }
+      });
+    }
+    // A session's legacy file counts only while it has no file under its own name (as for get).
+    for (const summary of legacy) if (!present.has(fileNameOf(summary.sessionId))) found.set(summary.sessionId, summary);
+    return pageOfSessions(found.values(), checked);
+  }
+
+  /** The id and metadata of the session in `file`, from the cache when the file is unchanged; undefined when gone or unreadable (reported). */
+  async #summaryOf(file: string, name: string): Promise<SessionSummary | undefined> {
+    const { lstat } = await import('node:fs/promises');
+    const cached = this.#summaries.get(name);
+    if (cached) {
+      const stats = await lstat(file, { bigint: true }).catch(() => undefined);
+      if (stats && stampOf(stats) === cached.stamp) return structuredClone(cached.summary);
+    }
+    let state: FileState;
+    try {
+      state = await this.#read(file, name);
+    } catch (error) {
+      const cause = codeOf((error as { cause?: unknown }).cause) ?? codeOf(error) ?? describeThrown(error);
+      this.#report({ type: 'session-skipped', file, reason: 'unreadable', path: '$', cause });
+      return undefined;
+    }
+    if (state.kind === 'absent') return undefined;
+    if (state.kind === 'corrupt') {
+      this.#report({ type: 'session-skipped', file, reason: state.reason, path: state.error.path });
+      return undefined;
+    }
+    const { sessionId, metadata } = state.envelope.session;
+    const summary: SessionSummary = { sessionId, metadata };
+    this.#summaries.set(name, { stamp: state.stamp, summary: structuredClone(summary) });
+    return summary;
+  }
+
   async #paths(sessionId: string): Promise<Paths> {
     const [{ createHash }, { join }, { mkdir }] = await Promise.all([
       import('node:crypto'),
@@ -313,11 +435,13 @@ export class FileSessionStore implements SessionStore {
     const [{ open, lstat }, { constants }] = await Promise.all([import('node:fs/promises'), import('node:fs')]);
     const noFollow: number = constants.O_NOFOLLOW ?? 0;
     let text: string;
+    let stats: BigIntStats;
     try {
       if (noFollow === 0 && (await lstat(file)).isSymbolicLink()) throw this.#linkError(sessionId, file);
       const handle = await open(file, constants.O_RDONLY | noFollow);
       try {
-        if (!(await handle.stat()).isFile()) throw this.#notAFile('read', sessionId, file);
+        stats = await handle.stat({ bigint: true });
+        if (!stats.isFile()) throw this.#notAFile('read', sessionId, file);
         text = await handle.readFile('utf8');
       } finally {
         await handle.close();
@@ -336,7 +460,7 @@ export class FileSessionStore implements SessionStore {
         throw this.#linkError(sessionId, file);
       throw this.#ioError('read', sessionId, file, error);
     }
-    const corrupt = (reason: FileSessionStoreEvent['reason'], path: string, problem: string, cause?: unknown): FileState => ({
+    const corrupt = (reason: FileSessionProblem, path: string, problem: string, cause?: unknown): FileState => ({
       kind: 'corrupt',
       file,
       reason,
@@ -356,7 +480,13 @@ export class FileSessionStore implements SessionStore {
     if (typeof envelope !== 'object' || envelope === null || typeof envelope.etag !== 'string')
       return corrupt('invalid-session', '$.etag', 'missing: the file is not a session file of this store');
     try {
-      return { kind: 'ok', file, envelope: { etag: envelope.etag, session: parseSessionJson(envelope.session) } };
+      const session = parseSessionJson(envelope.session);
+      // A version-1 session kept no times: the file's last write is the best there is, and stays put.
+      if ((envelope.session as { version?: unknown }).version === 1) {
+        const written = new Date(Number(stats.mtimeMs)).toISOString();
+        session.metadata = { createdAt: written, updatedAt: written };
+      }
+      return { kind: 'ok', file, envelope: { etag: envelope.etag, session }, stamp: stampOf(stats) };
     } catch (error) {
       const invalid = error as SessionStateError;
       return corrupt('invalid-session', invalid.path, invalid.problem, error);
@@ -381,6 +511,10 @@ export class FileSessionStore implements SessionStore {
       reason: found.reason,
       path: found.error.path,
     };
+    this.#report(event);
+  }
+
+  #report(event: FileSessionStoreEvent): void {
     try {
       this.#onEvent?.(event);
     } catch (error) {

@@ -1,6 +1,14 @@
 import { checkIfMatch } from '../backend/check-if-match.js';
 import { checkSessionId } from '../backend/checks.js';
-import type { SessionStore, SetSessionOptions, StoredSession } from '../spec/session-store.js';
+import { checkListOptions, pageOfSessions } from '../backend/session-cursor.js';
+import type {
+  ListSessionsOptions,
+  SessionPage,
+  SessionStore,
+  SessionSummary,
+  SetSessionOptions,
+  StoredSession,
+} from '../spec/session-store.js';
 import type { SessionJson } from '../spec/session.js';
 import { checkSessionForWrite, parseSessionJson, serializeSessionJson } from './agent-session.js';
 
@@ -11,25 +19,47 @@ import { checkSessionForWrite, parseSessionJson, serializeSessionJson } from './
  */
 export class InMemorySessionStore implements SessionStore {
   readonly specificationVersion = 'v1';
-  readonly #items = new Map<string, { json: string; etag: string }>();
+  readonly #items = new Map<string, { json: string; etag: string; summary: SessionSummary }>();
   #version = 0;
 
+  /** The stored session and its etag, or undefined. @throws ConfigurationError for a blank id. */
   async get(sessionId: string): Promise<StoredSession | undefined> {
     const item = this.#items.get(checkSessionId(sessionId));
     return item && { session: parseSessionJson(item.json), etag: item.etag };
   }
 
+  /**
+   * Stores a copy of the session and resolves to its new etag.
+   * @throws ConfigurationError for a blank id, SessionStateError for a session that is not plain
+   *   session JSON, ConcurrencyError when `ifMatch` does not hold (nothing is stored).
+   */
   async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
     const checked = checkSessionForWrite(session);
     const current = this.#items.get(checked.sessionId);
     checkIfMatch(checked.sessionId, current?.etag, options.ifMatch);
     const json = serializeSessionJson(checked);
     const etag = String(++this.#version);
-    this.#items.set(checked.sessionId, { json, etag });
+    const summary = { sessionId: checked.sessionId, metadata: checked.metadata };
+    this.#items.set(checked.sessionId, { json, etag, summary: structuredClone(summary) });
     return etag;
   }
 
+  /** Deletes a session; resolves to whether one was stored. @throws ConfigurationError for a blank id. */
   async delete(sessionId: string): Promise<boolean> {
     return this.#items.delete(checkSessionId(sessionId));
+  }
+
+  /**
+   * Lists sessions newest first, a page at a time, with `total` (see `SessionStore.list`). Sorts
+   * every session of the listing on each call.
+   * @throws ConfigurationError for a bad `limit`, `userId` or cursor.
+   */
+  async list(options?: ListSessionsOptions): Promise<SessionPage> {
+    const checked = checkListOptions(options);
+    const page = pageOfSessions(
+      Array.from(this.#items.values(), (item) => item.summary),
+      checked,
+    );
+    return { ...page, sessions: structuredClone(page.sessions) };
   }
 }
