@@ -3,11 +3,14 @@ import { shortId, withDeadline } from '@ctx/core/backend';
 
 /** What a failed call was doing, for error messages. Ids only, never message text. */
 export interface Mem0CallSite {
-  /** `'search'` or `'add'`. */
-  operation: 'search' | 'add';
+  /** What the call did. */
+  operation: 'search' | 'add' | 'list' | 'delete';
   /** The adapter's `kind`, e.g. `'platform'`. */
   kind: string;
-  sessionId: string;
+  /** The session it was for (runs, session deletes). */
+  sessionId?: string;
+  /** The user it was for (`exportUserData`, `deleteUserData`). */
+  userId?: string;
 }
 
 const NETWORK =
@@ -30,9 +33,15 @@ function messageOf(error: unknown): string {
   return /[.!?]$/.test(text) ? text : `${text}.`;
 }
 
-/** What the call was, for messages: `mem0 (platform) search for session "s1"`. */
+/** What the call was, for messages: `mem0 (platform) search for session "s1"`, `mem0 (oss) delete for user "u1"`. */
 function describeSite(site: Mem0CallSite): string {
-  return `mem0 (${site.kind}) ${site.operation} for session ${shortId(site.sessionId)}`;
+  const whose =
+    site.sessionId !== undefined
+      ? ` for session ${shortId(site.sessionId)}`
+      : site.userId !== undefined
+        ? ` for user ${shortId(site.userId)}`
+        : '';
+  return `mem0 (${site.kind}) ${site.operation}${whose}`;
 }
 
 const REJECTED: [string, string] = ['was rejected', 'check the scope ids and options.'];

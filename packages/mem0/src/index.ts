@@ -1,11 +1,20 @@
 export { Mem0ContextProvider, mem0ReportOf, turnMessages } from './mem0-context-provider.js';
-export type { Mem0ContextProviderOptions, Mem0FlushResult, Mem0RunReport, Mem0WriteFailure } from './mem0-context-provider.js';
+export type {
+  Mem0ContextProviderOptions,
+  Mem0FlushResult,
+  Mem0RunReport,
+  Mem0UserDataExport,
+  Mem0WriteFailure,
+} from './mem0-context-provider.js';
 export { createOssAdapter, createPlatformAdapter, isMem0Adapter, platformFilters, toMem0Adapter } from './mem0-adapter.js';
 export type {
   Mem0Adapter,
   Mem0AddMessage,
   Mem0AddRequest,
   Mem0ClientMemory,
+  Mem0DeleteRequest,
+  Mem0ListPage,
+  Mem0ListRequest,
   Mem0Memory,
   Mem0SearchRequest,
   MemoryClientLike,

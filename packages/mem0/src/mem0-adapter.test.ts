@@ -1,5 +1,6 @@
 import { BackendUnavailableError, ConfigurationError, createAgent, Message, type AgentEvent } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
+import type { MemoryClient } from 'mem0ai';
 import type { Memory } from 'mem0ai/oss';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { extractionReply, ossBackend, ossConfig, platformBackend, uniqueId } from '../test/backends.js';
@@ -10,6 +11,7 @@ import {
   Mem0ContextProvider,
   platformFilters,
   type Mem0ContextProviderOptions,
+  type Mem0UserDataExport,
   type MemoryClientLike,
   type OssMemoryLike,
 } from './index.js';
@@ -211,6 +213,46 @@ describe('platform MemoryClient against the local mem0 REST server', () => {
     expect(stored).toEqual(['My sister is called Ingrid.', 'What is my sister called?']);
   });
 
+  it('exportUserData pages the list (100 a page); deleteUserData is one DELETE with the scope as query parameters', async () => {
+    const { agent, provider } = build({ appId: 'web', storeScope: ['userId', 'appId'] });
+    const userId = uniqueId('u');
+    const texts = Array.from({ length: 105 }, (_, i) => `fact number ${i}`);
+    await platform.client.add(
+      texts.map((content) => ({ role: 'user' as const, content })),
+      { userId, appId: 'web', infer: false, async_mode: false },
+    );
+    await platform.client.add([{ role: 'user', content: 'from another app' }], { userId, appId: 'ios', infer: false, async_mode: false });
+    const from = platform.server.requests.length;
+    const args = { agent, userId, signal: new AbortController().signal };
+    const exported = (await provider.exportUserData(args)) as unknown as Mem0UserDataExport;
+    expect(exported.memories.map((m) => m.text).sort()).toEqual([...texts].sort());
+    const lists = requestsFrom(from, '/v3/memories/');
+    expect(lists.map((r) => [r.method, r.query.page, r.query.page_size, r.body?.filters])).toEqual([
+      ['POST', '1', '100', { AND: [{ user_id: userId }, { app_id: 'web' }] }],
+      ['POST', '2', '100', { AND: [{ user_id: userId }, { app_id: 'web' }] }],
+    ]);
+    await provider.deleteUserData(args);
+    const deletes = platform.server.requests.slice(from).filter((r) => r.method === 'DELETE');
+    expect(deletes.map((r) => [r.path, r.query])).toEqual([['/v1/memories/', { user_id: userId, app_id: 'web' }]]);
+    expect(
+      platform.server
+        .memories()
+        .filter((m) => m.user_id === userId)
+        .map((m) => m.memory),
+    ).toEqual(['from another app']);
+  });
+
+  it('a failing delete is typed like any call (a 503 is a BackendUnavailableError naming the user) and deletes nothing', async () => {
+    const { agent, provider } = build();
+    const userId = uniqueId('u');
+    await platform.client.add([{ role: 'user', content: 'keep me' }], { userId, infer: false, async_mode: false });
+    platform.server.failNext({ status: 503, path: '/v1/memories/' });
+    const error = await provider.deleteUserData({ agent, userId, signal: new AbortController().signal }).catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toMatch(new RegExp(`^mem0 \\(platform\\) delete for user "${userId}" failed \\(HTTP 503\\)`));
+    expect(platform.server.memories().filter((m) => m.user_id === userId)).toHaveLength(1);
+  });
+
   it('concurrent runs on one session: every turn reaches mem0 exactly once', async () => {
     const userId = uniqueId('u');
     const { agent, provider, session } = build({ writeMode: 'background' });
@@ -287,6 +329,24 @@ describe('mem0 OSS Memory, fully offline (in-memory vector store, no history, lo
     expect(memoryText(shop.chat.calls[1]!.messages)).toContain('size 42');
   });
 
+  it("deleteUserData with an appId (a metadata field in OSS) deletes that app's memories of the user one by one, not the others", async () => {
+    const web = build({ appId: 'web', storeScope: ['userId', 'appId'] });
+    const ios = build({ appId: 'ios', storeScope: ['userId', 'appId'] });
+    const userId = uniqueId('u');
+    await web.agent.run('I use the web app.', { session: web.agent.createSession({ userId }) });
+    await web.agent.run('I like dark mode.', { session: web.agent.createSession({ userId }) });
+    await ios.agent.run('I use the phone app.', { session: ios.agent.createSession({ userId }) });
+    const args = { agent: web.agent, userId, signal: new AbortController().signal };
+    const exported = (await web.provider.exportUserData(args)) as unknown as Mem0UserDataExport;
+    expect(exported.memories.map((m) => [m.text, m.appId, m.metadata]).sort()).toEqual([
+      ['I like dark mode.', 'web', undefined],
+      ['I use the web app.', 'web', undefined],
+    ]);
+    await web.provider.deleteUserData(args);
+    const left = (await oss.client.getAll({ filters: { user_id: userId } })) as { results: { memory: string }[] };
+    expect(left.results.map((m) => m.memory)).toEqual(['I use the phone app.']);
+  });
+
   it('an appId-only scope is refused for OSS with a ConfigurationError (skipped, not widened)', async () => {
     const { agent, events } = build({ appId: 'shop', searchScopes: [['appId']] });
     await agent.run('hi', { session: agent.createSession() });
@@ -345,10 +405,103 @@ describe('mem0 OSS Memory, fully offline (in-memory vector store, no history, lo
   });
 });
 
+describe.each([
+  ['platform MemoryClient', platformBackend],
+  ['OSS Memory', ossBackend],
+] as const)('user data and session deletes through the real %s', (_name, start) => {
+  let backend: Awaited<ReturnType<typeof start>>;
+  beforeAll(async () => {
+    backend = await start();
+  });
+
+  /** What mem0 holds for a user, read with the client itself (not through the provider). */
+  const stored = async (userId: string): Promise<{ text: string; runId?: string; agentId?: string }[]> => {
+    const reply = (backend.name === 'platform'
+      ? await (backend.client as MemoryClient).getAll({ filters: { user_id: userId }, pageSize: 1000 })
+      : await (backend.client as Memory).getAll({ filters: { user_id: userId }, topK: 1000 })) as unknown as {
+      results: Record<string, unknown>[];
+    };
+    return reply.results.map((m) => ({
+      text: m.memory as string,
+      runId: (m.runId ?? m.run_id) as string,
+      agentId: (m.agentId ?? m.agent_id) as string,
+    }));
+  };
+
+  const build = (options: Partial<Mem0ContextProviderOptions> = {}) => {
+    const provider = new Mem0ContextProvider({ client: backend.client, ...options } as Mem0ContextProviderOptions);
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: () => 'Noted.' }), contextProviders: [provider] });
+    const say = (userId: string, text: string, sessionId = uniqueId('s')) => {
+      const session = agent.createSession({ sessionId, userId });
+      return agent.run(text, { session }).then(() => session);
+    };
+    const userArgs = (userId: string) => ({ agent, userId, signal: new AbortController().signal });
+    return { agent, provider, say, userArgs };
+  };
+
+  it("exportUserData returns the user's memories and nobody else's; deleteUserData removes them and nobody else's", async () => {
+    const { provider, say, userArgs } = build({ agentId: 'bot', storeScope: ['userId', 'agentId'] });
+    const [ann, bob] = [uniqueId('ann'), uniqueId('bob')];
+    await say(ann, 'I like green tea.');
+    await say(bob, 'I like orange juice.');
+    await say(ann, 'I live in Oslo.');
+    const exported = (await provider.exportUserData(userArgs(ann))) as unknown as Mem0UserDataExport;
+    expect(exported.scope).toEqual({ userId: ann, agentId: 'bot' });
+    expect(exported.memories.map((m) => m.text).sort()).toEqual(['I like green tea.', 'I live in Oslo.']);
+    expect(exported.memories.every((m) => m.userId === ann && m.agentId === 'bot' && typeof m.id === 'string' && m.createdAt)).toBe(true);
+    expect(JSON.parse(JSON.stringify(exported))).toEqual(exported); // plain JSON
+
+    await provider.deleteUserData(userArgs(ann));
+    expect(await stored(ann)).toEqual([]);
+    expect((await stored(bob)).map((m) => m.text)).toEqual(['I like orange juice.']);
+    expect(await provider.exportUserData(userArgs(ann))).toBeUndefined();
+    await provider.deleteUserData(userArgs(ann)); // idempotent
+  });
+
+  it('forgetOnSessionDelete deletes the memories of that session only; without it they stay', async () => {
+    const forget = build({ storeScope: ['userId', 'runId'], forgetOnSessionDelete: true });
+    const keep = build({ storeScope: ['userId', 'runId'] });
+    const ann = uniqueId('ann');
+    const first = await forget.say(ann, 'I have a dog.');
+    const second = await forget.say(ann, 'I play chess.');
+    await keep.provider.onSessionDeleted({
+      agent: keep.agent,
+      session: first,
+      state: first.stateOf('mem0'),
+      signal: new AbortController().signal,
+    });
+    expect((await stored(ann)).map((m) => m.text).sort()).toEqual(['I have a dog.', 'I play chess.']);
+    await forget.provider.onSessionDeleted({
+      agent: forget.agent,
+      session: first,
+      state: first.stateOf('mem0'),
+      signal: new AbortController().signal,
+    });
+    expect(await stored(ann)).toEqual([{ text: 'I play chess.', runId: second.sessionId, agentId: undefined }]);
+  });
+});
+
 describe('adapters without a backend', () => {
   it('platform filters: one equality, or AND of equalities in a fixed order; never an empty filter', () => {
     expect(platformFilters({ runId: 'r', userId: 'u' })).toEqual({ AND: [{ user_id: 'u' }, { run_id: 'r' }] });
     expect(() => platformFilters({})).toThrow(ConfigurationError);
+  });
+
+  it('OSS list: getAll has no pages, so it asks for 1000, then twice as many while the reply is full', async () => {
+    const topKs: number[] = [];
+    const oss = createOssAdapter({
+      search: async () => ({ results: [] }),
+      add: async () => {},
+      getAll: async ({ topK = 20 }) => {
+        topKs.push(topK);
+        return { results: Array.from({ length: Math.min(topK, 2500) }, (_, i) => ({ id: `m${i}`, memory: `fact ${i}` })) };
+      },
+      reset: async () => {},
+    } as OssMemoryLike);
+    const page = await oss.list!({ scope: { userId: 'u' } });
+    expect(topKs).toEqual([1000, 2000, 4000]);
+    expect(page.memories).toHaveLength(2500);
+    expect(page.cursor).toBeUndefined();
   });
 
   it('a search reply without a results list is a BackendUnavailableError naming the client kind', async () => {

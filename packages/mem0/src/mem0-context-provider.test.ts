@@ -6,7 +6,10 @@ import {
   createCharacterTokenizer,
   Message,
   ProviderError,
+  SessionStateError,
+  type Agent,
   type AgentEvent,
+  type AgentSession,
   type BudgetReport,
   type Tokenizer,
 } from '@ctx/core';
@@ -24,7 +27,10 @@ import {
   type Mem0ContextProviderOptions,
   type Mem0Memory,
   type Mem0RunReport,
+  type Mem0Scope,
   type Mem0SearchRequest,
+  type Mem0UserDataExport,
+  MEM0_SCOPE_KEYS,
 } from './index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -508,5 +514,266 @@ describe('turnMessages', () => {
       { role: 'user', content: 'I like tea.' },
       { role: 'assistant', content: 'Tea it is.' },
     ]);
+  });
+});
+
+/**
+ * An in-process mem0 that keeps what it is given: each user message added becomes a memory under
+ * the add's scope; `list` pages two at a time; `deleteAll` removes what matches every id of its scope.
+ */
+function storeAdapter(options: { addDelayMs?: number; hangDeletes?: boolean } = {}) {
+  const memories: Mem0Memory[] = [];
+  const calls: string[] = [];
+  const matches = (m: Mem0Memory, scope: Mem0Scope) => MEM0_SCOPE_KEYS.every((k) => scope[k] === undefined || m[k] === scope[k]);
+  let next = 0;
+  const adapter: Mem0Adapter & { memories: Mem0Memory[]; calls: string[] } = {
+    kind: 'store',
+    memories,
+    calls,
+    async search({ scope }) {
+      return memories.filter((m) => matches(m, scope));
+    },
+    async add({ messages, scope }) {
+      if (options.addDelayMs) await sleep(options.addDelayMs);
+      for (const m of messages) if (m.role === 'user') memories.push({ id: `m${next++}`, text: m.content, ...scope });
+      calls.push(`add ${JSON.stringify(scope)}`);
+    },
+    async list({ scope, cursor }) {
+      const all = memories.filter((m) => matches(m, scope));
+      const from = cursor === undefined ? 0 : Number(cursor);
+      calls.push(`list ${from}`);
+      return { memories: all.slice(from, from + 2), ...(from + 2 < all.length ? { cursor: String(from + 2) } : {}) };
+    },
+    async deleteAll({ scope }) {
+      calls.push(`deleteAll ${JSON.stringify(scope)}`);
+      if (options.hangDeletes) await new Promise(() => {});
+      for (let i = memories.length - 1; i >= 0; i--) if (matches(memories[i]!, scope)) memories.splice(i, 1);
+    },
+  };
+  return adapter;
+}
+
+/** The arguments core gives the session and user-data hooks. */
+function hookArgs(agent: Agent, session: AgentSession, sourceId = 'mem0', signal = new AbortController().signal) {
+  return { agent, session, state: session.stateOf(sourceId), signal };
+}
+
+describe('redaction', () => {
+  it("mem0 gets the turn as the agent's redact gives it (with the provider's sourceId); the model still sees the original", async () => {
+    const a = fakeAdapter();
+    const seen: { sourceId: string; sessionId: string }[] = [];
+    const chat = new ScriptedChatClient({ replies: () => 'Mailing ann@example.com now.' });
+    const agent = createAgent({
+      client: chat,
+      contextProviders: [new Mem0ContextProvider({ client: a })],
+      redact: (messages, info) => {
+        seen.push({ sourceId: info.sourceId, sessionId: info.sessionId });
+        return messages.map((m) => ({ ...m, contents: [{ type: 'text', text: Message.text(m).replaceAll(/\S+@\S+\.com/g, '[email]') }] }));
+      },
+    });
+    const session = agent.createSession({ sessionId: 's-red', state: { mem0: { userId: 'alice' } } });
+    await agent.run('My email is ann@example.com.', { session });
+    expect(a.adds[0]!.messages).toEqual([
+      { role: 'user', content: 'My email is [email].' },
+      { role: 'assistant', content: 'Mailing [email] now.' },
+    ]);
+    expect(seen).toContainEqual({ sourceId: 'mem0', sessionId: 's-red' });
+    expect(Message.text(chat.calls[0]!.messages.at(-1)!)).toBe('My email is ann@example.com.');
+  });
+
+  it('a redact that breaks its contract fails the write (provider skipped, nothing sent); one that empties a message drops it', async () => {
+    const a = fakeAdapter();
+    const events: AgentEvent[] = [];
+    let mode: 'drop' | 'blank' = 'drop';
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: () => 'OK.' }),
+      contextProviders: [new Mem0ContextProvider({ client: a })],
+      redact: (messages, { sourceId }) =>
+        sourceId !== 'mem0'
+          ? messages
+          : mode === 'drop'
+            ? messages.slice(1)
+            : messages.map((m) => (m.role === 'user' ? { ...m, contents: [{ type: 'text', text: ' ' }] } : m)),
+      onEvent: (e) => events.push(e),
+    });
+    const session = agent.createSession({ state: { mem0: { userId: 'alice' } } });
+    await agent.run('secret', { session });
+    expect(a.adds).toEqual([]);
+    const skipped = events.find((e) => e.type === 'provider-skipped') as { phase: string; error: Error } | undefined;
+    expect(skipped?.phase).toBe('afterRun');
+    expect(ConfigurationError.isInstance(skipped?.error)).toBe(true);
+    mode = 'blank';
+    await agent.run('secret', { session });
+    expect(a.adds.map((r) => r.messages)).toEqual([[{ role: 'assistant', content: 'OK.' }]]);
+  });
+});
+
+describe('the owner of a session (metadata.userId)', () => {
+  it('is the mem0 user when the state names none, mapped by mapUserId; state.userId still wins', async () => {
+    const a = fakeAdapter();
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: () => 'OK.' }),
+      contextProviders: [new Mem0ContextProvider({ client: a, userId: 'fallback', mapUserId: (id) => `tenant1.${id}` })],
+    });
+    await agent.run('hi', { session: agent.createSession({ userId: 'ann' }) });
+    await agent.run('hi', { session: agent.createSession({ userId: 'ann', state: { mem0: { userId: 'explicit' } } }) });
+    await agent.run('hi', { session: agent.createSession() });
+    expect(a.searches.map((s) => s.scope.userId)).toEqual(['tenant1.ann', 'explicit', 'fallback']);
+    expect(a.adds.map((r) => r.scope.userId)).toEqual(['tenant1.ann', 'explicit', 'fallback']);
+  });
+
+  it('one that is no valid mem0 id skips the provider with a SessionStateError at $.metadata.userId; nothing reaches mem0', async () => {
+    const a = fakeAdapter();
+    const events: AgentEvent[] = [];
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: () => 'OK.' }),
+      contextProviders: [new Mem0ContextProvider({ client: a })],
+      onEvent: (e) => events.push(e),
+    });
+    await agent.run('hi', { session: agent.createSession({ userId: 'Ann Smith' }) });
+    expect(a.searches).toEqual([]);
+    expect(a.adds).toEqual([]);
+    const skipped = events.find((e) => e.type === 'provider-skipped') as { error: Error & { path?: string } } | undefined;
+    expect(SessionStateError.isInstance(skipped?.error)).toBe(true);
+    expect(skipped?.error.path).toBe('$.metadata.userId');
+  });
+});
+
+describe('session deletes (forgetOnSessionDelete)', () => {
+  it.each([
+    [{ forgetOnSessionDelete: true }, /needs 'runId' in storeScope/],
+    [{ forgetOnSessionDelete: true, storeScope: ['userId', 'runId'], runId: 'r1' }, /cannot go with a fixed runId option/],
+    [{ forgetOnSessionDelete: 'yes' }, /forgetOnSessionDelete must be a boolean/],
+    [{ mapUserId: 'x' }, /mapUserId must be a function/],
+  ])('%o is a ConfigurationError', (options, message) => {
+    const make = () => new Mem0ContextProvider({ client: storeAdapter(), ...(options as Partial<Mem0ContextProviderOptions>) });
+    expect(make).toThrow(message);
+    expect(make).toThrow(ConfigurationError);
+  });
+
+  it('an adapter without deleteAll is refused with forgetOnSessionDelete', () => {
+    expect(() => new Mem0ContextProvider({ client: fakeAdapter(), forgetOnSessionDelete: true, storeScope: ['userId', 'runId'] })).toThrow(
+      /needs a client adapter with deleteAll/,
+    );
+  });
+
+  it('by default memories outlive the session: onSessionDeleted deletes nothing', async () => {
+    const a = storeAdapter();
+    const provider = new Mem0ContextProvider({ client: a, storeScope: ['userId', 'runId'] });
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: () => 'OK.' }), contextProviders: [provider] });
+    const session = agent.createSession({ userId: 'ann' });
+    await agent.run('I like tea.', { session });
+    await provider.onSessionDeleted(hookArgs(agent, session));
+    expect(a.memories.map((m) => m.text)).toEqual(['I like tea.']);
+    expect(a.calls.filter((c) => c.startsWith('deleteAll'))).toEqual([]);
+  });
+
+  it("with it, deletes exactly the session's memories (its whole store scope), after its write still in flight", async () => {
+    const a = storeAdapter({ addDelayMs: 150 });
+    const provider = new Mem0ContextProvider({
+      client: a,
+      agentId: 'bot',
+      storeScope: ['userId', 'agentId', 'runId'],
+      writeMode: 'background',
+      forgetOnSessionDelete: true,
+    });
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: () => 'OK.' }), contextProviders: [provider] });
+    const keep = agent.createSession({ sessionId: 'keep', userId: 'ann' });
+    const drop = agent.createSession({ sessionId: 'drop', userId: 'ann' });
+    await agent.run('I like tea.', { session: keep });
+    await agent.run('I like coffee.', { session: drop });
+    expect(provider.pendingWrites).toBe(2);
+    await provider.onSessionDeleted(hookArgs(agent, drop));
+    expect(a.calls.at(-1)).toBe('deleteAll {"userId":"ann","agentId":"bot","runId":"drop"}');
+    expect(a.calls.indexOf('add {"userId":"ann","agentId":"bot","runId":"drop"}')).toBeLessThan(a.calls.length - 1);
+    await provider.flush();
+    expect(a.memories.map((m) => m.text)).toEqual(['I like tea.']);
+    // Idempotent: a second delete finds nothing and succeeds.
+    await provider.onSessionDeleted(hookArgs(agent, drop));
+    expect(a.memories).toHaveLength(1);
+  });
+
+  it('a session without the user id stored nothing and deletes nothing', async () => {
+    const a = storeAdapter();
+    const provider = new Mem0ContextProvider({ client: a, storeScope: ['userId', 'runId'], forgetOnSessionDelete: true });
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: () => 'OK.' }), contextProviders: [provider] });
+    await provider.onSessionDeleted(hookArgs(agent, agent.createSession()));
+    expect(a.calls).toEqual([]);
+  });
+});
+
+describe('user data', () => {
+  async function seeded(options: Partial<Mem0ContextProviderOptions> = {}, adapter = storeAdapter()) {
+    const provider = new Mem0ContextProvider({ client: adapter, ...options });
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: () => 'OK.' }), contextProviders: [provider] });
+    for (const [user, text] of [
+      ['ann', 'I like tea.'],
+      ['bob', 'I like juice.'],
+      ['ann', 'I live in Oslo.'],
+      ['ann', 'I have a cat.'],
+    ] as const)
+      await agent.run(text, { session: agent.createSession({ userId: user }) });
+    return { adapter, provider, agent, args: (userId: string, signal = new AbortController().signal) => ({ agent, userId, signal }) };
+  }
+
+  it("exportUserData lists every page of the user's memories, and nobody else's", async () => {
+    const { adapter, provider, args } = await seeded();
+    const out = (await provider.exportUserData(args('ann'))) as unknown as Mem0UserDataExport;
+    expect(out.scope).toEqual({ userId: 'ann' });
+    expect(out.memories.map((m) => m.text)).toEqual(['I like tea.', 'I live in Oslo.', 'I have a cat.']);
+    expect(adapter.calls.filter((c) => c.startsWith('list'))).toEqual(['list 0', 'list 2']);
+    expect(await provider.exportUserData(args('carl'))).toBeUndefined();
+  });
+
+  it("deleteUserData deletes the user's memories only; twice is fine", async () => {
+    const { adapter, provider, args } = await seeded();
+    await provider.deleteUserData(args('ann'));
+    await provider.deleteUserData(args('ann'));
+    expect(adapter.memories.map((m) => `${m.userId}: ${m.text}`)).toEqual(['bob: I like juice.']);
+  });
+
+  it('the user scope is the mapped id with the agentId and appId options storeScope names; per-session ids are left out', async () => {
+    const { adapter, provider, args } = await seeded({
+      agentId: 'bot',
+      appId: 'web',
+      storeScope: ['userId', 'agentId', 'runId'],
+      mapUserId: (id) => `t.${id}`,
+    });
+    const out = (await provider.exportUserData(args('ann'))) as unknown as Mem0UserDataExport;
+    expect(out.scope).toEqual({ userId: 't.ann', agentId: 'bot' });
+    expect(out.memories).toHaveLength(3);
+    await provider.deleteUserData(args('ann'));
+    expect(adapter.calls.at(-1)).toBe('deleteAll {"userId":"t.ann","agentId":"bot"}');
+  });
+
+  it('a storeScope without userId keeps nothing per user: nothing to export or delete', async () => {
+    const { adapter, provider, args } = await seeded({ agentId: 'bot', storeScope: ['agentId'] });
+    expect(await provider.exportUserData(args('ann'))).toBeUndefined();
+    await provider.deleteUserData(args('ann'));
+    expect(adapter.memories).toHaveLength(4);
+  });
+
+  it('a user id that maps to no valid mem0 id, or an adapter without list / deleteAll, is a ConfigurationError', async () => {
+    const { provider, args } = await seeded();
+    await expect(provider.exportUserData(args('Ann Smith'))).rejects.toThrow(
+      /maps to the mem0 user_id "Ann Smith", which must not contain whitespace/,
+    );
+    const bare = new Mem0ContextProvider({ client: fakeAdapter() });
+    await expect(bare.exportUserData(args('ann'))).rejects.toThrow(/exportUserData needs the mem0 adapter "fake" to implement list/);
+    await expect(bare.deleteUserData(args('ann'))).rejects.toThrow(ConfigurationError);
+  });
+
+  it('a delete that hangs ends with the signal (its reason) or at writeTimeoutMs (BackendUnavailableError)', async () => {
+    const { provider, args } = await seeded({ writeTimeoutMs: 200 }, storeAdapter({ hangDeletes: true }));
+    const controller = new AbortController();
+    const reason = new Error('stop');
+    setTimeout(() => controller.abort(reason), 50);
+    let started = performance.now();
+    await expect(provider.deleteUserData(args('ann', controller.signal))).rejects.toBe(reason);
+    expect(performance.now() - started).toBeLessThan(180);
+    started = performance.now();
+    const timedOut = await provider.deleteUserData(args('ann')).catch((error: unknown) => error);
+    expect(BackendUnavailableError.isInstance(timedOut)).toBe(true);
+    expect((timedOut as Error).message).toMatch(/mem0 \(store\) delete for user "ann" did not answer within 200 ms/);
   });
 });

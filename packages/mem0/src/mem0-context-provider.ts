@@ -3,18 +3,24 @@ import {
   CtxError,
   createCharacterTokenizer,
   Message,
+  SessionStateError,
   type BudgetPolicy,
   type ContextProvider,
   type JsonObject,
+  type JsonValue,
   type ProviderRunArgs,
   type SessionContext,
+  type SessionHookArgs,
+  type SessionView,
   type Tokenizer,
+  type UserDataArgs,
 } from '@ctx/core';
 import { abortable, checkInteger, recordBudget } from '@ctx/core/backend';
 import { callMem0, toCtxError, type Mem0CallSite } from './errors.js';
 import {
   createOssAdapter,
   createPlatformAdapter,
+  isMem0Adapter,
   toMem0Adapter,
   type Mem0Adapter,
   type Mem0AddMessage,
@@ -150,6 +156,27 @@ export interface Mem0ContextProviderOptions {
   writeTimeoutMs?: number;
   /** `'skip'` (default): a mem0 failure leaves the provider out of the run with a `provider-skipped` event. `'throw'` fails the run. */
   onError?: 'skip' | 'throw';
+  /**
+   * `agent.deleteSession` deletes the memories stored for the session: those under its whole
+   * `storeScope`, which must then include `'runId'` (memories stored without the session's run id
+   * cannot be told apart by session), with no fixed `runId` option. Default `false`: memories are
+   * long-term and outlive the session they came from.
+   */
+  forgetOnSessionDelete?: boolean;
+  /**
+   * Maps a ctx user id (a session's `metadata.userId`, the `userId` of `agent.exportUserData` and
+   * `agent.deleteUserData`) to the mem0 `user_id`. Default: the same id. The result must be a valid
+   * mem0 id (`checkMem0Id`).
+   */
+  mapUserId?: (userId: string) => string;
+}
+
+/** What `exportUserData` returns: the user's memories in the provider's user scope. */
+export interface Mem0UserDataExport {
+  /** The ids the memories were listed by: the mapped `userId`, and the `agentId` / `appId` options that `storeScope` names. */
+  scope: Mem0Scope;
+  /** Every memory stored under `scope`, as mem0 lists them. */
+  memories: Mem0Memory[];
 }
 
 const OWNER = 'Mem0ContextProvider';
@@ -202,8 +229,11 @@ export class Mem0ContextProvider implements ContextProvider {
   readonly #parallel: boolean;
   readonly #searchTimeoutMs: number;
   readonly #writeTimeoutMs: number;
+  readonly #forgetOnSessionDelete: boolean;
+  readonly #mapUserId: (userId: string) => string;
   readonly #pending = new Set<Promise<void>>();
-  readonly #chains = new Map<string, Promise<void>>();
+  /** The writes of each scope, chained (by `scopeKey`): the last one's settling, and the scope. */
+  readonly #chains = new Map<string, { scope: Mem0Scope; settled: Promise<void> }>();
   #settled = 0;
   #failures: Mem0WriteFailure[] = [];
 
@@ -257,6 +287,26 @@ export class Mem0ContextProvider implements ContextProvider {
     this.#parallel = (options.searchConcurrency ?? 'parallel') === 'parallel';
     this.#searchTimeoutMs = integerOption(options.searchTimeoutMs, 10_000, 'searchTimeoutMs');
     this.#writeTimeoutMs = integerOption(options.writeTimeoutMs, 60_000, 'writeTimeoutMs');
+    this.#mapUserId = options.mapUserId ?? ((userId) => userId);
+    if (typeof this.#mapUserId !== 'function')
+      throw new ConfigurationError('Mem0ContextProvider: mapUserId must be a function from a ctx user id to a mem0 user_id.');
+    this.#forgetOnSessionDelete = options.forgetOnSessionDelete ?? false;
+    if (typeof this.#forgetOnSessionDelete !== 'boolean')
+      throw new ConfigurationError(
+        `Mem0ContextProvider: forgetOnSessionDelete must be a boolean, got ${quoteId(this.#forgetOnSessionDelete)}.`,
+      );
+    if (this.#forgetOnSessionDelete) {
+      if (!this.#storeScope.includes('runId'))
+        throw new ConfigurationError(
+          "Mem0ContextProvider: forgetOnSessionDelete needs 'runId' in storeScope (e.g. ['userId', 'runId']): memories stored without the session's run id cannot be told apart by session.",
+        );
+      if (this.#ids.runId !== undefined)
+        throw new ConfigurationError(
+          'Mem0ContextProvider: forgetOnSessionDelete cannot go with a fixed runId option: every session would share that run id, so deleting one would delete the memories of all.',
+        );
+      if (isMem0Adapter(options.client) && typeof options.client.deleteAll !== 'function')
+        throw new ConfigurationError('Mem0ContextProvider: forgetOnSessionDelete needs a client adapter with deleteAll.');
+    }
   }
 
   /** Background writes not yet settled. */
@@ -297,7 +347,7 @@ export class Mem0ContextProvider implements ContextProvider {
     };
     const reports = (context.metadata[REPORT_KEY] ??= {}) as Record<string, Mem0RunReport>;
     reports[this.sourceId] = run;
-    const ids = resolveIds(this.#ids, state, `$.state.${this.sourceId}`);
+    const ids = this.#idsOf(session, state);
     const query = this.#query(context);
     if (query === '') return;
     const scopes: Mem0Scope[] = [];
@@ -374,15 +424,15 @@ export class Mem0ContextProvider implements ContextProvider {
     context.extendMessages(this.sourceId, [fit.message]);
   }
 
-  async afterRun({ session, context, state, signal, report }: ProviderRunArgs): Promise<void> {
+  async afterRun({ session, context, state, signal, report, redact }: ProviderRunArgs): Promise<void> {
     const run = mem0ReportOf(context, this.sourceId);
     const note = (write: NonNullable<Mem0RunReport['write']>) => {
       if (run) run.write = write;
     };
     if (context.error !== undefined || !context.response) return note('failed-run');
-    const messages = turnMessages(context);
-    if (messages.length === 0) return note('nothing-to-store');
-    const ids = resolveIds(this.#ids, state, `$.state.${this.sourceId}`);
+    const turn = turnSelection(context);
+    if (turn.length === 0) return note('nothing-to-store');
+    const ids = this.#idsOf(session, state);
     const scope = pickScope(this.#storeScope, ids, session.sessionId);
     if (!scope) {
       const missing = this.#storeScope.filter((k) => ids[k] === undefined && k !== 'runId');
@@ -392,6 +442,9 @@ export class Mem0ContextProvider implements ContextProvider {
       });
       return note('missing-scope');
     }
+    // What mem0 gets is what the agent's `redact` lets out, never the original text.
+    const messages = addMessages(await redact(turn), turn);
+    if (messages.length === 0) return note('nothing-to-store');
     const adapter = await this.#adapter();
     const site: Mem0CallSite = { operation: 'add', kind: adapter.kind, sessionId: session.sessionId };
     const request = {
@@ -401,7 +454,7 @@ export class Mem0ContextProvider implements ContextProvider {
       ...(this.#infer !== undefined ? { infer: this.#infer } : {}),
     };
     // Writes of one scope run in order, so two quick turns reach mem0's extraction in sequence.
-    const write = this.#enqueue(scopeKey(scope), () => callMem0(() => adapter.add(request), site, this.#writeTimeoutMs, 'writeTimeoutMs'));
+    const write = this.#enqueue(scope, () => callMem0(() => adapter.add(request), site, this.#writeTimeoutMs, 'writeTimeoutMs'));
     if (this.#writeMode === 'await') {
       // Tracked too: if the run is aborted while it waits, flush() still covers the write.
       const settled = write.then(
@@ -460,18 +513,131 @@ export class Mem0ContextProvider implements ContextProvider {
     return query.length > MAX_QUERY_CHARS ? query.slice(-MAX_QUERY_CHARS) : query;
   }
 
-  #enqueue(key: string, task: () => Promise<void>): Promise<void> {
-    const previous = this.#chains.get(key) ?? Promise.resolve();
+  #enqueue(scope: Mem0Scope, task: () => Promise<void>): Promise<void> {
+    const key = scopeKey(scope);
+    const previous = this.#chains.get(key)?.settled ?? Promise.resolve();
     const run = previous.then(task);
     const settled = run.then(
       () => {},
       () => {},
     );
-    this.#chains.set(key, settled);
+    this.#chains.set(key, { scope, settled });
     void settled.then(() => {
-      if (this.#chains.get(key) === settled) this.#chains.delete(key);
+      if (this.#chains.get(key)?.settled === settled) this.#chains.delete(key);
     });
     return run;
+  }
+
+  /** Waits (until `signal` aborts) for the writes in flight whose memories `filter` would match, so none lands after a delete. */
+  async #writesSettled(filter: Mem0Scope, signal: AbortSignal): Promise<void> {
+    const matches = (scope: Mem0Scope) => MEM0_SCOPE_KEYS.every((k) => filter[k] === undefined || filter[k] === scope[k]);
+    const writes = [...this.#chains.values()].filter((chain) => matches(chain.scope)).map((chain) => chain.settled);
+    if (writes.length > 0) await abortable(Promise.all(writes), signal);
+  }
+
+  /** The ids of a session: its state slot's, over its owner (`metadata.userId`, mapped) for `userId`, over the options. */
+  #idsOf(session: SessionView, state: JsonObject): Mem0Scope {
+    const defaults = { ...this.#ids };
+    const owner = session.metadata?.userId;
+    if (owner !== undefined && state.userId === undefined) {
+      const userId = this.#mapUserId(owner);
+      const problem = checkMem0Id(userId);
+      if (problem)
+        throw new SessionStateError(
+          '$.metadata.userId',
+          `maps to the mem0 user_id ${quoteId(userId)}, which ${problem}; give Mem0ContextProvider a mapUserId that makes valid ids, or set state.${this.sourceId}.userId.`,
+        );
+      defaults.userId = userId;
+    }
+    return resolveIds(defaults, state, `$.state.${this.sourceId}`);
+  }
+
+  /**
+   * The scope of a user's memories: the mapped id with the `agentId` and `appId` options that
+   * `storeScope` names (ids set per session, and the run id, are left out, so every session's
+   * memories match). `undefined` when `storeScope` has no `userId`: memories are not kept per user.
+   * @throws ConfigurationError when the mapped id is not a valid mem0 id.
+   */
+  #userScope(userId: string): Mem0Scope | undefined {
+    if (!this.#storeScope.includes('userId')) return undefined;
+    const mapped = this.#mapUserId(userId);
+    const problem = checkMem0Id(mapped);
+    if (problem)
+      throw new ConfigurationError(
+        `Mem0ContextProvider: the user ${quoteId(userId)} maps to the mem0 user_id ${quoteId(mapped)}, which ${problem}; give a mapUserId that makes valid ids.`,
+      );
+    const scope: Mem0Scope = { userId: mapped };
+    for (const key of ['agentId', 'appId'] as const) {
+      const value = this.#ids[key];
+      if (this.#storeScope.includes(key) && value !== undefined) scope[key] = value;
+    }
+    return scope;
+  }
+
+  /** The adapter, which must have `method` for `what`. */
+  async #adapterWith(method: 'list' | 'deleteAll', what: string): Promise<Mem0Adapter & Required<Pick<Mem0Adapter, typeof method>>> {
+    const adapter = await this.#adapter();
+    if (typeof adapter[method] !== 'function')
+      throw new ConfigurationError(`Mem0ContextProvider: ${what} needs the mem0 adapter "${adapter.kind}" to implement ${method}.`);
+    return adapter as Mem0Adapter & Required<Pick<Mem0Adapter, typeof method>>;
+  }
+
+  /**
+   * With `forgetOnSessionDelete`, deletes the memories stored under the session's `storeScope`
+   * (its run id included), after any write of theirs still in flight. Otherwise does nothing.
+   * @throws BackendUnavailableError or ConfigurationError (mapped as for writes) when mem0 fails; the delete can be retried.
+   */
+  async onSessionDeleted({ session, state, signal }: SessionHookArgs): Promise<void> {
+    if (!this.#forgetOnSessionDelete) return;
+    const scope = pickScope(this.#storeScope, this.#idsOf(session, state), session.sessionId);
+    if (!scope) return; // an id of storeScope is unknown: nothing was ever stored for this session
+    await this.#writesSettled(scope, signal);
+    const adapter = await this.#adapterWith('deleteAll', 'forgetOnSessionDelete');
+    const site: Mem0CallSite = { operation: 'delete', kind: adapter.kind, sessionId: session.sessionId };
+    await callMem0(() => adapter.deleteAll({ scope }), site, this.#writeTimeoutMs, 'writeTimeoutMs', signal);
+  }
+
+  /**
+   * Every memory of the user (mem0 `getAll` in the user's scope, all pages), as
+   * `Mem0UserDataExport`; undefined when there is none or `storeScope` keeps no memories per user.
+   * Each page is bounded by `searchTimeoutMs` and `signal`.
+   */
+  async exportUserData({ userId, signal }: UserDataArgs): Promise<JsonValue | undefined> {
+    const scope = this.#userScope(userId);
+    if (!scope) return undefined;
+    const adapter = await this.#adapterWith('list', 'exportUserData');
+    const site: Mem0CallSite = { operation: 'list', kind: adapter.kind, userId };
+    const memories: Mem0Memory[] = [];
+    const seen = new Set<string>();
+    let cursor: string | undefined;
+    do {
+      const request = { scope, ...(cursor !== undefined ? { cursor } : {}) };
+      const page = await callMem0(() => adapter.list(request), site, this.#searchTimeoutMs, 'searchTimeoutMs', signal);
+      memories.push(...page.memories);
+      cursor = page.cursor;
+      if (cursor !== undefined && seen.has(cursor))
+        throw new ConfigurationError(
+          `Mem0ContextProvider: the mem0 adapter "${adapter.kind}" returned the list cursor ${quoteId(cursor)} twice.`,
+        );
+      if (cursor !== undefined) seen.add(cursor);
+    } while (cursor !== undefined);
+    if (memories.length === 0) return undefined;
+    const out: Mem0UserDataExport = { scope, memories };
+    return out as unknown as JsonValue;
+  }
+
+  /**
+   * Deletes every memory of the user (mem0 `deleteAll` in the user's scope), after any write of
+   * theirs still in flight; nothing when `storeScope` keeps no memories per user. Idempotent.
+   * Bounded by `writeTimeoutMs` and `signal`.
+   */
+  async deleteUserData({ userId, signal }: UserDataArgs): Promise<void> {
+    const scope = this.#userScope(userId);
+    if (!scope) return;
+    await this.#writesSettled(scope, signal);
+    const adapter = await this.#adapterWith('deleteAll', 'deleteUserData');
+    const site: Mem0CallSite = { operation: 'delete', kind: adapter.kind, userId };
+    await callMem0(() => adapter.deleteAll({ scope }), site, this.#writeTimeoutMs, 'writeTimeoutMs', signal);
   }
 
   #connect(options: Mem0ContextProviderOptions): () => Promise<Mem0Adapter> {
@@ -525,19 +691,31 @@ function ossFactory(config: Record<string, unknown>): () => Promise<Mem0Adapter>
  * memory message passed back as input.
  */
 export function turnMessages(context: SessionContext): Mem0AddMessage[] {
-  const out: Mem0AddMessage[] = [];
-  const take = (role: 'user' | 'assistant', m: Message) => {
-    const content = Message.text(m).trim();
-    if (content) out.push({ role, content });
-  };
+  const turn = turnSelection(context);
+  return addMessages(turn, turn);
+}
+
+/** The messages of the turn (see `turnMessages`), as they are, for `redact`. */
+function turnSelection(context: SessionContext): Message[] {
+  const out: Message[] = [];
   for (const m of context.inputMessages) {
-    if (m.role === 'user' && Message.source(m)?.sourceType === 'input' && !isMemoryMessage(m)) take('user', m);
+    if (m.role === 'user' && Message.source(m)?.sourceType === 'input' && !isMemoryMessage(m)) out.push(m);
   }
   for (const m of context.response?.messages ?? []) {
     const type = Message.source(m)?.sourceType;
     if (type !== undefined && type !== 'response') continue;
     if (m.role !== 'assistant' || isMemoryMessage(m) || m.contents.some((c) => c.type === 'function-call')) continue;
-    take('assistant', m);
+    out.push(m);
   }
+  return out;
+}
+
+/** The text of each message (`redacted`, one per message of `turn`) with the role it had in `turn`; empty ones left out. */
+function addMessages(redacted: readonly Message[], turn: readonly Message[]): Mem0AddMessage[] {
+  const out: Mem0AddMessage[] = [];
+  redacted.forEach((m, i) => {
+    const content = Message.text(m).trim();
+    if (content) out.push({ role: turn[i]!.role as 'user' | 'assistant', content });
+  });
   return out;
 }
