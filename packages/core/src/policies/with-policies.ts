@@ -27,7 +27,8 @@ export interface ProviderPolicies {
 /**
  * Gives any provider, yours or a third party's, the `when` and `budget` policies. Returns a
  * provider with the same `sourceId`, `onError`, `stability`, `timeoutMs` and `validateState`, so it keeps the same state
- * slot and attribution.
+ * slot and attribution, and the same `flush` and session and user-data hooks (`onSessionCreated`, `onSessionDeleted`,
+ * `exportUserData`, `deleteUserData`), which are never gated.
  *
  * - `when`: decided in `beforeRun` (or before `wrap`); when it declines, the inner provider's hooks
  *   do not run in that run, its `afterRun` included.
@@ -61,6 +62,12 @@ export function withPolicies<TState extends JsonObject = JsonObject>(
   if (provider.timeoutMs !== undefined) wrapped.timeoutMs = provider.timeoutMs;
   if (provider.validateState) wrapped.validateState = (state, path) => provider.validateState!(state, path);
   if (provider.flush) wrapped.flush = (options) => provider.flush!(options);
+  // The session and user-data hooks are not gated: a session deleted or a user's data exported
+  // concerns the provider whether or not it took part in a run.
+  if (provider.onSessionCreated) wrapped.onSessionCreated = (args) => provider.onSessionCreated!(args);
+  if (provider.onSessionDeleted) wrapped.onSessionDeleted = (args) => provider.onSessionDeleted!(args);
+  if (provider.exportUserData) wrapped.exportUserData = (args) => provider.exportUserData!(args);
+  if (provider.deleteUserData) wrapped.deleteUserData = (args) => provider.deleteUserData!(args);
 
   if (provider.wrap) {
     wrapped.wrap = async (args, next) => {

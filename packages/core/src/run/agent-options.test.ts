@@ -36,6 +36,14 @@ describe('checkAgentOptions', () => {
     ).toThrow(/The compaction strategy implements specification "v2"/);
   });
 
+  it('refuses a redact that is not a function, naming what it got', () => {
+    for (const redact of ['mask', { redact: () => [] }, null]) {
+      expect(() => checkAgentOptions({ client, redact: redact as never })).toThrow(ConfigurationError);
+    }
+    expect(() => checkAgentOptions({ client, redact: 'mask' as never })).toThrow(/redact must be a function .*got "mask"/);
+    expect(checkAgentOptions({ client, redact: (messages) => messages }).redact).toBeTypeOf('function');
+  });
+
   it('refuses two agent tools with one name', () => {
     const a = defineTool({ name: 'lookup', parameters: { type: 'object' }, execute: () => 1 });
     const b = defineTool({ name: 'lookup', parameters: { type: 'object' }, execute: () => 2 });

@@ -1,5 +1,6 @@
 import { checkId, checkPositiveNumber } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
+import { describeValue } from '../messages/json.js';
 import type { ContextProvider } from '../spec/run-view.js';
 import { checkUniqueToolNames, compileToolChecks } from '../tools/tool-validator.js';
 import type { AgentOptions } from './agent.js';
@@ -17,7 +18,7 @@ export interface CheckedAgentOptions extends AgentOptions {
 
 /**
  * Checks what `createAgent` was given.
- * @throws ConfigurationError for a missing client, a bad `maxToolRoundtrips` or `persistence`, duplicate or reserved
+ * @throws ConfigurationError for a missing client, a bad `maxToolRoundtrips`, `persistence` or `redact`, duplicate or reserved
  *   source ids, two tools with one name, a `toolValidator` that cannot compile a tool's schema, or
  *   a contract version this copy of `@ctx/core` does not implement.
  */
@@ -35,6 +36,11 @@ export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
   const persistence = options.persistence ?? 'run';
   if (persistence !== 'run' && persistence !== 'model-call')
     throw new ConfigurationError(`createAgent: persistence must be 'run' or 'model-call', got ${JSON.stringify(persistence)}.`);
+  if (options.redact !== undefined && typeof options.redact !== 'function') {
+    throw new ConfigurationError(
+      `createAgent: redact must be a function (messages, info) => messages, got ${describeValue(options.redact)}.`,
+    );
+  }
   checkTools(options);
   const contextProviders = checkContextProviders(options.contextProviders ?? []);
   return { ...options, name: options.name ?? 'agent', contextProviders, maxToolRoundtrips, persistence };

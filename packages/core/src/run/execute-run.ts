@@ -72,6 +72,7 @@ export async function executeRun(
   });
   const agent: AgentView = { name, client, contextProviders: providers };
   const slotsBefore = new Set(Object.keys(session.state));
+  const created = new Set<ContextProvider>();
   emit({
     type: 'run-start',
     runId,
@@ -105,6 +106,8 @@ export async function executeRun(
       emit,
       timeoutMs: options.providerTimeoutMs,
       args,
+      isNewTo: (provider) => !slotsBefore.has(provider.sourceId),
+      created: (provider) => created.add(provider),
       invoke: async (inside) => {
         const timeoutMs = options.providerTimeoutMs;
         const onModelCall =
@@ -135,9 +138,12 @@ export async function executeRun(
   } finally {
     runOptions.signal?.removeEventListener('abort', onAbort);
     session.metadata.updatedAt = new Date().toISOString();
-    // A slot made for this run and left empty (say, a gated-off provider) is not kept.
+    // A slot made for this run is kept when the provider's onSessionCreated ran on it (even empty,
+    // so it is not called again), else when it holds something (a gated-off provider's stays out).
     for (const p of providers) {
-      if (!slotsBefore.has(p.sourceId) && Object.keys(session.state[p.sourceId] ?? {}).length === 0) delete session.state[p.sourceId];
+      if (slotsBefore.has(p.sourceId)) continue;
+      const keep = p.onSessionCreated ? created.has(p) : Object.keys(session.state[p.sourceId] ?? {}).length > 0;
+      if (!keep) delete session.state[p.sourceId];
     }
   }
   const { response, error } = context;

@@ -110,3 +110,124 @@ describe('a run is bounded in time', () => {
     );
   });
 });
+
+describe('onSessionCreated', () => {
+  /** A provider that logs its hooks, with `created` as its onSessionCreated. */
+  const logging = (log: string[], created: ContextProvider['onSessionCreated'], extra: Partial<ContextProvider> = {}): ContextProvider => ({
+    sourceId: 'p',
+    onSessionCreated: created,
+    beforeRun: () => {
+      log.push('beforeRun');
+    },
+    afterRun: () => {
+      log.push('afterRun');
+    },
+    ...extra,
+  });
+
+  it('runs once per session, before the first hook, and keeps the slot (even empty) across runs and a save and restore', async () => {
+    const log: string[] = [];
+    const events: AgentEvent[] = [];
+    const provider = logging(log, ({ session, state }) => {
+      log.push(`created ${session.sessionId} ${JSON.stringify(state)}`);
+    });
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: () => 'ok' }),
+      contextProviders: [provider],
+      onEvent: (e) => events.push(e),
+    });
+    const session = agent.createSession({ sessionId: 's1' });
+    await agent.run('one', { session });
+    await agent.run('two', { session });
+    expect(log).toEqual(['created s1 {}', 'beforeRun', 'afterRun', 'beforeRun', 'afterRun']);
+    expect(session.state.p).toEqual({});
+    expect(events.filter((e) => e.type === 'provider-end' && e.phase === 'onSessionCreated')).toHaveLength(1);
+
+    const restored = agent.restoreSession(JSON.parse(JSON.stringify(session)));
+    await agent.run('three', { session: restored });
+    expect(log.filter((l) => l.startsWith('created'))).toEqual(['created s1 {}']);
+
+    await agent.run('other session', { session: agent.createSession({ sessionId: 's2' }) });
+    expect(log.filter((l) => l.startsWith('created'))).toEqual(['created s1 {}', 'created s2 {}']);
+  });
+
+  it('is not called for a provider whose slot the session already holds', async () => {
+    const log: string[] = [];
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: () => 'ok' }),
+      contextProviders: [logging(log, () => void log.push('created'))],
+    });
+    await agent.run('x', { session: agent.createSession({ state: { p: { userId: 'u1' } } }) });
+    expect(log).toEqual(['beforeRun', 'afterRun']);
+  });
+
+  it('runs before a wrap too, and what it puts in the slot is there for the hooks', async () => {
+    const seen: unknown[] = [];
+    const provider: ContextProvider = {
+      sourceId: 'w',
+      onSessionCreated: ({ state }) => {
+        state.ready = true;
+      },
+      wrap: async ({ state }, next) => {
+        seen.push(state.ready);
+        await next();
+      },
+    };
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: () => 'ok' }), contextProviders: [provider] });
+    const session = agent.createSession();
+    await agent.run('x', { session });
+    expect(seen).toEqual([true]);
+    expect(session.state.w).toEqual({ ready: true });
+  });
+
+  it("fails the run with a ProviderError when it throws (onError: 'throw'), keeping no slot, so the next run calls it again", async () => {
+    let calls = 0;
+    const log: string[] = [];
+    const provider = logging(log, () => {
+      calls++;
+      if (calls === 1) throw new Error('prepare failed');
+    });
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: () => 'ok' }), contextProviders: [provider] });
+    const session = agent.createSession();
+    const error = await agent.run('x', { session }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ sourceId: 'p', phase: 'onSessionCreated' });
+    expect(ProviderError.isInstance(error)).toBe(true);
+    expect(log).toEqual([]);
+    expect(session.state.p).toBeUndefined();
+    await agent.run('y', { session });
+    expect(calls).toBe(2);
+    expect(log).toEqual(['beforeRun', 'afterRun']);
+    expect(session.state.p).toEqual({});
+  });
+
+  it("leaves the provider out of the run under onError: 'skip', dropping what it began in the slot", async () => {
+    const log: string[] = [];
+    const events: AgentEvent[] = [];
+    const provider = logging(
+      log,
+      ({ state }) => {
+        state.half = 'done';
+        throw new Error('prepare failed');
+      },
+      { onError: 'skip' },
+    );
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: () => 'ok' }),
+      contextProviders: [provider],
+      onEvent: (e) => events.push(e),
+    });
+    const session = agent.createSession();
+    expect(await agent.run('x', { session })).toMatchObject({ text: 'ok' });
+    expect(log).toEqual([]);
+    expect(events.find((e) => e.type === 'provider-skipped')).toMatchObject({ sourceId: 'p', phase: 'onSessionCreated' });
+    expect(session.state.p).toBeUndefined();
+  });
+
+  it("is bounded by the provider's timeoutMs like any hook", async () => {
+    const provider: ContextProvider = { sourceId: 'slow', timeoutMs: 30, onSessionCreated: never };
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: () => 'ok' }), contextProviders: [provider] });
+    const error = await within(2_000, agent.run('x', { session: agent.createSession() })).catch((e: unknown) => e);
+    expect(error).toMatchObject({ sourceId: 'slow', phase: 'onSessionCreated' });
+    expect(String(error)).toMatch(/did not finish onSessionCreated within 30 ms/);
+  });
+});

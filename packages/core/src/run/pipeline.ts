@@ -16,11 +16,19 @@ export interface PipelineRun {
   emit: (event: AgentEvent) => void;
   /** Bounds the hooks of providers without their own `timeoutMs`. Default: no limit. */
   timeoutMs?: number | undefined;
+  /**
+   * Whether the session is new to `provider` (its state slot did not exist before the run): its
+   * `onSessionCreated` then runs before its first hook, guarded like `beforeRun`. Default: never.
+   */
+  isNewTo?: (provider: ContextProvider) => boolean;
+  /** Told of each provider whose `onSessionCreated` succeeded in this run. */
+  created?: (provider: ContextProvider) => void;
 }
 
 /**
  * Runs providers as one onion around `invoke`: `beforeRun` in list order, `afterRun` in reverse,
- * `wrap` around everything inside it. Never throws: the first failure lands in `context.error`.
+ * `wrap` around everything inside it; `onSessionCreated` first for a provider the session is new to
+ * (failed: the run fails; skipped: the provider is left out). Never throws: the first failure lands in `context.error`.
  * A hook that outlives its timeout or the run's signal is abandoned, so the run never waits for it.
  */
 export async function runPipeline(providers: readonly ContextProvider[], run: PipelineRun): Promise<void> {
@@ -40,6 +48,12 @@ export async function runPipeline(providers: readonly ContextProvider[], run: Pi
     if (args.signal.aborted) {
       args.context.error ??= args.signal.reason;
       return;
+    }
+    if (provider.onSessionCreated && run.isNewTo?.(provider)) {
+      const outcome = await guard(provider, 'onSessionCreated', args, run, () => provider.onSessionCreated!(args));
+      if (outcome === 'failed') return;
+      if (outcome === 'skipped') return step(index + 1);
+      run.created?.(provider);
     }
     if (provider.wrap) {
       let entered = false;

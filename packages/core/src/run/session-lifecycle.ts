@@ -1,6 +1,22 @@
-import { CtxError } from '../errors.js';
-import type { Agent } from './agent.js';
+import { checkId, shortId } from '../backend/checks.js';
+import { MAX_LIST_LIMIT } from '../backend/session-cursor.js';
+import { ConcurrencyError, ConfigurationError, CtxError, isAbortError, ProviderError } from '../errors.js';
+import { HistoryProvider } from '../history/history-provider.js';
+import type { Message } from '../messages/message.js';
+import { AgentSession } from '../session/agent-session.js';
+import { sessionMethods } from '../session/session-methods.js';
+import type { ProviderPhase } from '../spec/events.js';
+import type { JsonValue } from '../spec/json.js';
+import type { AgentView, ContextProvider } from '../spec/run-view.js';
+import type { SessionPage, SessionStore } from '../spec/session-store.js';
+import type { Agent, UserDataExport } from './agent.js';
 import type { AgentRuntime } from './execute-run.js';
+import { boundHook } from './pipeline.js';
+
+/** How many sessions a user-data export or delete works on at once. */
+const SESSIONS_AT_ONCE = 8;
+/** How many times `deleteUserData` deletes a session that is listed again before it gives up. */
+const DELETE_ATTEMPTS = 2;
 
 /**
  * The agent's session lifecycle: listing the store's sessions, deleting a session with everything
@@ -8,10 +24,212 @@ import type { AgentRuntime } from './execute-run.js';
  * deleting everything about one user.
  */
 export function sessionLifecycle(
-  _runtime: AgentRuntime,
+  runtime: AgentRuntime,
 ): Pick<Agent, 'listSessions' | 'deleteSession' | 'exportUserData' | 'deleteUserData'> {
-  const todo = async (): Promise<never> => {
-    throw new CtxError('not built yet');
+  const { options, history } = runtime;
+  const { name, client, contextProviders, sessionStore: store, providerTimeoutMs } = options;
+  const { restoreSession } = sessionMethods(name, history.validators, store);
+
+  const lister = (): SessionStore & Pick<Required<SessionStore>, 'list'> => {
+    if (!store) {
+      throw new ConfigurationError(
+        `Agent "${name}" has no sessionStore; pass one to createAgent to list sessions or export or delete a user's data.`,
+      );
+    }
+    if (typeof store.list !== 'function') {
+      throw new ConfigurationError(
+        `Agent "${name}": its sessionStore cannot list sessions (it has no list method), so it cannot list sessions or export or delete a user's data; use a store that lists (InMemorySessionStore, FileSessionStore, Redis, Cosmos).`,
+      );
+    }
+    return store as SessionStore & Pick<Required<SessionStore>, 'list'>;
   };
-  return { listSessions: todo, deleteSession: todo, exportUserData: todo, deleteUserData: todo };
+
+  /** Every provider's `onSessionDeleted` (the default history's included when the rule adds it), then the store's delete. */
+  const deleteLoaded = async (session: AgentSession, signal: AbortSignal): Promise<boolean> => {
+    const providers = history.providersFor(session, {});
+    const agent: AgentView = { name, client, contextProviders: providers };
+    await runHooks(
+      providers.filter((p) => p.onSessionDeleted),
+      'onSessionDeleted',
+      signal,
+      providerTimeoutMs,
+      (p, hookSignal) => p.onSessionDeleted!({ agent, session, state: session.state[p.sourceId] ?? {}, signal: hookSignal }),
+    );
+    return store ? store.delete(session.sessionId, { signal }) : false;
+  };
+
+  /** The stored session `sessionId`, validated, or undefined when the store has none. */
+  const load = async (sessionId: string, signal: AbortSignal): Promise<AgentSession | undefined> => {
+    const stored = await store?.get(sessionId, { signal });
+    return stored && restoreSession(stored.session);
+  };
+
+  /** Each page of the user's sessions, following `nextCursor`; refuses a store whose pages do not move on. */
+  async function* pages(userId: string, signal: AbortSignal): AsyncGenerator<SessionPage> {
+    const listing = lister();
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await listing.list({ userId, limit: MAX_LIST_LIMIT, signal, ...(cursor ? { cursor } : {}) });
+      yield page;
+      if (page.nextCursor === undefined) return;
+      if (page.nextCursor === cursor || page.sessions.length === 0) {
+        throw new CtxError(
+          `Agent "${name}": the sessionStore's list returned a next page cursor that does not move on (the same cursor, or an empty page); stopped.`,
+        );
+      }
+      cursor = page.nextCursor;
+    }
+  }
+
+  return {
+    listSessions: async (listOptions) => lister().list(listOptions),
+
+    async deleteSession(target, { signal = new AbortController().signal } = {}) {
+      signal.throwIfAborted();
+      let session: AgentSession;
+      if (typeof target === 'string') {
+        checkId(target, 'session id');
+        session = (await load(target, signal)) ?? new AgentSession({ sessionId: target });
+      } else if (typeof target?.sessionId === 'string' && typeof target.state === 'object') {
+        session = target;
+      } else {
+        throw new ConfigurationError('deleteSession takes an AgentSession or a session id.');
+      }
+      return deleteLoaded(session, signal);
+    },
+
+    async exportUserData(userId, { signal = new AbortController().signal } = {}) {
+      checkId(userId, 'userId');
+      signal.throwIfAborted();
+      const exportSession = async (sessionId: string) => {
+        const session = await load(sessionId, signal);
+        if (session?.metadata.userId !== userId) return undefined; // deleted or handed to another user meanwhile
+        const histories = history.providersFor(session, {}).filter(HistoryProvider.isInstance);
+        const messages = await runHooks(histories, 'exportUserData', signal, providerTimeoutMs, (p, hookSignal) =>
+          p.getMessages(sessionId, { state: session.state[p.sourceId] ?? {}, signal: hookSignal }),
+        );
+        const byProvider: Record<string, Message[]> = {};
+        histories.forEach((p, i) => (byProvider[p.sourceId] = messages[i]!));
+        return { session: session.toJSON(), history: byProvider };
+      };
+      const sessions: UserDataExport['sessions'] = [];
+      for await (const page of pages(userId, signal)) {
+        const exported = await mapAtMost(SESSIONS_AT_ONCE, page.sessions, (s) => exportSession(s.sessionId));
+        for (const entry of exported) if (entry) sessions.push(entry);
+      }
+      const agent: AgentView = { name, client, contextProviders };
+      const exporters = contextProviders.filter((p) => p.exportUserData);
+      const values = await runHooks(exporters, 'exportUserData', signal, providerTimeoutMs, (p, hookSignal) =>
+        p.exportUserData!({ agent, userId, signal: hookSignal }),
+      );
+      const providers: Record<string, JsonValue> = {};
+      exporters.forEach((p, i) => {
+        if (values[i] !== undefined) providers[p.sourceId] = values[i] as JsonValue;
+      });
+      return { type: 'ctx.user-data', userId, exportedAt: new Date().toISOString(), sessions, providers };
+    },
+
+    async deleteUserData(userId, { signal = new AbortController().signal } = {}) {
+      checkId(userId, 'userId');
+      signal.throwIfAborted();
+      // Each round lists the first page again: what was deleted has left the listing, and a
+      // session saved meanwhile (moved to the front) is still found.
+      const attempts = new Map<string, number>();
+      let deleted = 0;
+      const listing = lister();
+      for (;;) {
+        const page = await listing.list({ userId, limit: MAX_LIST_LIMIT, signal });
+        if (page.sessions.length === 0) break;
+        for (const { sessionId } of page.sessions) {
+          const attempt = (attempts.get(sessionId) ?? 0) + 1;
+          if (attempt > DELETE_ATTEMPTS) {
+            throw new ConcurrencyError(
+              sessionId,
+              `Session ${shortId(sessionId)} of user ${shortId(userId)} was listed again after being deleted ${DELETE_ATTEMPTS} times: another writer keeps saving it, or the store's list does not reflect deletes. Stop the writers and retry.`,
+            );
+          }
+          attempts.set(sessionId, attempt);
+        }
+        const outcomes = await mapAtMost(SESSIONS_AT_ONCE, page.sessions, async ({ sessionId }) => {
+          const session = await load(sessionId, signal);
+          if (session && session.metadata.userId !== userId) return false; // handed to another user meanwhile
+          return deleteLoaded(session ?? new AgentSession({ sessionId }), signal);
+        });
+        deleted += outcomes.filter(Boolean).length;
+      }
+      const agent: AgentView = { name, client, contextProviders };
+      await runHooks(
+        contextProviders.filter((p) => p.deleteUserData),
+        'deleteUserData',
+        signal,
+        providerTimeoutMs,
+        (p, hookSignal) => p.deleteUserData!({ agent, userId, signal: hookSignal }),
+      );
+      return { sessions: deleted };
+    },
+  };
+}
+
+/**
+ * Runs one hook of every provider at once, each bounded by its `timeoutMs` (else `timeoutMs`) and
+ * `signal`; a hook that overruns sees its own signal abort. Resolves to the values in provider order
+ * once every hook has settled. `onError` does not apply: a hook that fails fails the operation.
+ * @throws the abort reason when `signal` aborted; else a `ProviderError` for the first provider (in
+ *   list order) whose hook failed.
+ */
+async function runHooks<P extends ContextProvider, T>(
+  providers: readonly P[],
+  phase: ProviderPhase,
+  signal: AbortSignal,
+  timeoutMs: number | undefined,
+  hook: (provider: P, signal: AbortSignal) => T | Promise<T>,
+): Promise<T[]> {
+  const outcomes = await Promise.allSettled(
+    providers.map(async (provider) => {
+      // A signal of its own per hook (no listener on the caller's, which many hooks share at once).
+      const own = new AbortController();
+      const hookSignal = AbortSignal.any([signal, own.signal]);
+      let value: T | undefined;
+      try {
+        await boundHook(provider, phase, hookSignal, timeoutMs, async () => {
+          value = await hook(provider, hookSignal);
+        });
+      } catch (error) {
+        own.abort(error);
+        throw error;
+      }
+      return value as T;
+    }),
+  );
+  signal.throwIfAborted();
+  const values: T[] = [];
+  outcomes.forEach((outcome, i) => {
+    if (outcome.status === 'fulfilled') values.push(outcome.value);
+    else if (!isAbortError(outcome.reason, signal)) throw new ProviderError(providers[i]!.sourceId, phase, outcome.reason);
+  });
+  return values;
+}
+
+/**
+ * `fn` of each item, at most `limit` at a time, resolving to the results in item order. After a
+ * failure no new item starts; it rejects with the failure of the earliest item once the running
+ * ones have settled.
+ */
+async function mapAtMost<T, R>(limit: number, items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  const failures: Array<{ index: number; error: unknown }> = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length && failures.length === 0) {
+      const index = next++;
+      try {
+        results[index] = await fn(items[index]!);
+      } catch (error) {
+        failures.push({ index, error });
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  if (failures.length) throw failures.reduce((a, b) => (b.index < a.index ? b : a)).error;
+  return results;
 }
