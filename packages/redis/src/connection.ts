@@ -189,9 +189,14 @@ export class RedisConnection {
     );
   }
 
+  /** Whether the client is a Redis Cluster (keys of different hash tags may then live on different nodes). */
+  get isCluster(): boolean {
+    return this.client instanceof Cluster || (this.client as { isCluster?: boolean }).isCluster === true;
+  }
+
   /** Where the connection points, without credentials. */
   describe(): string {
-    if (this.client instanceof Cluster || (this.client as { isCluster?: boolean }).isCluster) return 'Redis Cluster';
+    if (this.isCluster) return 'Redis Cluster';
     const { host, port } = (this.client as Redis).options ?? {};
     return host !== undefined ? `${host}:${port}` : 'Redis';
   }

@@ -1,7 +1,7 @@
 export { DEFAULT_PREFIX, DEFAULT_TIMEOUT_MS } from './connection.js';
 export type { RedisClient, RedisConnectionOptions } from './connection.js';
 export { encodeKeyPart, MAX_ENCODED_ID_LENGTH } from './keys.js';
-export type { HistoryKeys } from './keys.js';
+export type { HistoryKeys, IndexKeys } from './keys.js';
 export { RedisHistoryProvider } from './redis-history-provider.js';
 export type {
   ExportMessagesOptions,
@@ -11,4 +11,4 @@ export type {
   RedisHistoryProviderOptions,
 } from './redis-history-provider.js';
 export { RedisSessionStore } from './redis-session-store.js';
-export type { RedisSessionStoreOptions } from './redis-session-store.js';
+export type { RedisSessionStoreOptions, ReindexResult } from './redis-session-store.js';

@@ -53,3 +53,23 @@ export function historyKeys(prefix: string, sourceId: string, sessionId: string)
 export function sessionKey(prefix: string, sessionId: string): string {
   return `${prefix}:session:{${encodeKeyPart(sessionId)}}`;
 }
+
+/** The Redis keys of one session listing: every session, or one user's. All three share one hash tag. */
+export interface IndexKeys {
+  /** The sorted set of session ids, scored by `metadata.updatedAt` in ms since the epoch. */
+  order: string;
+  /** The hash of session id -> `<revision> <metadata JSON>`. */
+  meta: string;
+  /** The sorted set of session ids written with a TTL, scored by when they expire (ms). */
+  expires: string;
+}
+
+/**
+ * `{prefix}:sessions:{all}:order` (and `:meta`, `:expires`) for every session, or
+ * `{prefix}:sessions:{user:<encoded userId>}:...` for one user's: the hash tag puts each listing in
+ * one slot, and each user in their own.
+ */
+export function indexKeys(prefix: string, userId?: string): IndexKeys {
+  const base = `${prefix}:sessions:{${userId === undefined ? 'all' : `user:${encodeKeyPart(userId)}`}}`;
+  return { order: `${base}:order`, meta: `${base}:meta`, expires: `${base}:expires` };
+}

@@ -6,10 +6,12 @@ import { nested } from '@ctx/fuzz-kit';
 import { allKeys, clusterClient, countCommands, nestedJson, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisSessionStore } from './redis-session-store.js';
 
+const AT = '2026-01-02T03:04:05.678Z';
 const session = (sessionId: string, note = 'x'): SessionJson => ({
   type: 'ctx.session',
-  version: 1,
+  version: 2,
   sessionId,
+  metadata: { createdAt: AT, updatedAt: AT },
   state: { notes: { note } },
 });
 
@@ -72,21 +74,30 @@ for (const [topology, connect] of [
     const store = new RedisSessionStore({ client, prefix });
     const id = () => `s-${Math.random().toString(36).slice(2)}`;
 
-    it('keeps a session as one hash with its JSON and a random UUID etag', async () => {
+    it('keeps a session as one hash with its JSON, a random UUID etag, a revision and its user', async () => {
       const sessionId = id();
+      const before = Date.now() * 1000;
       const etag = await store.set(session(sessionId));
       expect(etag).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
       expect(store.key(sessionId)).toBe(`${prefix}:session:{${sessionId}}`);
-      expect(await client.hgetall(store.key(sessionId))).toEqual({ json: JSON.stringify(session(sessionId)), etag });
+      const { rev, ...hash } = await client.hgetall(store.key(sessionId));
+      expect(hash).toEqual({ json: JSON.stringify(session(sessionId)), etag });
+      // The server's clock in microseconds, moving on with every write.
+      expect(Math.abs(Number(rev) - before)).toBeLessThan(60_000_000);
+      const owned = { ...session(sessionId), metadata: { ...session(sessionId).metadata, userId: 'ada' } };
+      await store.set(owned);
+      const next = await client.hgetall(store.key(sessionId));
+      expect(next.user).toBe('ada');
+      expect(BigInt(next.rev!) > BigInt(rev!)).toBe(true);
     });
 
-    it('get is one HMGET and set is one EVALSHA', async () => {
+    it('get is one HMGET and set is one EVALSHA (on a cluster, then one per listing at once)', async () => {
       const sessionId = id();
       await store.set(session(sessionId)); // loads the script on this node
       const counted = countCommands(client);
       const etag = await store.set(session(sessionId, 'y'));
       expect((await store.get(sessionId))?.etag).toBe(etag);
-      expect(counted.names).toEqual(['evalsha', 'hmget']);
+      expect(counted.names).toEqual(client instanceof Redis ? ['evalsha', 'hmget'] : ['evalsha', 'evalsha', 'hmget']);
     });
 
     it('an etag from before a delete never matches the re-created session', async () => {
@@ -211,8 +222,12 @@ for (const [topology, connect] of [
       const ids = [...HOSTILE_SESSION_IDS, '}{', '\uD800', 'x'.repeat(10_000)];
       for (const [i, sessionId] of ids.entries()) await hostile.set(session(sessionId, String(i)));
       for (const [i, sessionId] of ids.entries()) expect((await hostile.get(sessionId))?.session).toEqual(session(sessionId, String(i)));
-      const mine = (await allKeys(client)).filter((k) => k.startsWith(`${hostilePrefix}:`));
+      const mine = (await allKeys(client)).filter((k) => k.startsWith(`${hostilePrefix}:session:`));
       expect(new Set(mine)).toEqual(new Set(ids.map((sessionId) => hostile.key(sessionId))));
+      const listing = hostile.indexKeys();
+      expect((await allKeys(client)).filter((k) => k.startsWith(`${hostilePrefix}:`) && !mine.includes(k)).sort()).toEqual(
+        [listing.meta, listing.order].sort(),
+      );
       for (const key of mine) expect(key).toMatch(/^t-hostile-store-[a-z0-9]+:session:\{[A-Za-z0-9._%~-]{1,200}\}$/);
     });
   });

@@ -1,15 +1,40 @@
 import { randomUUID } from 'node:crypto';
 import {
+  BackendUnavailableError,
   ConcurrencyError,
   SessionStateError,
+  type ListSessionsOptions,
   type SessionJson,
+  type SessionMetadata,
+  type SessionPage,
   type SessionStore,
+  type SessionSummary,
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
-import { checkInteger, checkSessionForWrite, checkSessionId, describeError, parseSessionJson, shortId } from '@ctx/core/backend';
+import {
+  checkInteger,
+  checkListOptions,
+  checkSessionForWrite,
+  checkSessionId,
+  describeError,
+  encodeSessionCursor,
+  parseSessionJson,
+  shortId,
+} from '@ctx/core/backend';
+import { Cluster, type Redis } from 'ioredis';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
-import { sessionKey } from './keys.js';
+import { indexKeys, sessionKey, type IndexKeys } from './keys.js';
+import {
+  DELETE_CLUSTER_SCRIPT,
+  DELETE_SINGLE_SCRIPT,
+  INDEX_PUT_SCRIPT,
+  INDEX_REMOVE_SCRIPT,
+  LIST_SCRIPT,
+  MOVED,
+  SET_CLUSTER_SCRIPT,
+  SET_SINGLE_SCRIPT,
+} from './session-scripts.js';
 
 /** Options of `RedisSessionStore`: the connection, and how long sessions live. */
 export interface RedisSessionStoreOptions extends RedisConnectionOptions {
@@ -20,39 +45,48 @@ export interface RedisSessionStoreOptions extends RedisConnectionOptions {
   ttlSeconds?: number;
 }
 
-/**
- * Compare-and-set: writes only if the stored etag is what the caller read. A write whose new etag
- * is already stored was applied before (a resent command) and reports success again.
- * ARGV: mode (any | absent | match), expected etag, json, new etag, ttlSeconds (0 = none).
- * Returns { 1, etag } when written, { 0, current etag } or { 0 } on a conflict.
- */
-const SET_SCRIPT = `
-local key = KEYS[1]
-local mode, expected, json, etag = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local ttl = tonumber(ARGV[5])
-local cur = redis.call('HGET', key, 'etag')
-if cur == etag then return { 1, etag } end
-if mode == 'absent' and cur then return { 0, cur } end
-if mode == 'match' and cur ~= expected then
-  if cur then return { 0, cur } end
-  return { 0 }
-end
-redis.call('HSET', key, 'json', json, 'etag', etag)
-if ttl > 0 then redis.call('EXPIRE', key, ttl) else redis.call('PERSIST', key) end
-return { 1, etag }
-`;
+/** How many session ids the store remembers the user of (a hint that saves a round trip on a user's change or a delete). */
+const KNOWN_USERS = 1000;
+/** Index pages a listing reads at most to fill one page on a cluster, where it drops stale entries. */
+const MAX_LIST_ROUNDS = 10;
+/** Stands for the listing of every session where a user id could go. */
+const ALL = Symbol('all sessions');
+/** Tries of a single-node write or delete whose stored user keeps changing under it. */
+const MAX_MOVES = 5;
+
+/** What `reindex` did. */
+export interface ReindexResult {
+  /** How many sessions got their listing entries written. */
+  indexed: number;
+  /** Keys under the prefix that hold no readable session of their own id (left as they are). */
+  unreadable: string[];
+}
+
+/** A listing entry as the list script returns it. */
+interface RawEntry {
+  sessionId: string;
+  /** The score: `updatedAt` in ms. */
+  ms: number;
+  /** The revision of the write that made the entry, or undefined when the entry has no metadata. */
+  rev: string | undefined;
+  summary: SessionSummary | undefined;
+}
 
 /**
- * A `SessionStore` on Redis or Redis Cluster: each session is one hash (`json`, `etag`) under
- * `{prefix}:session:{<encoded session id>}`. `set` is a compare-and-set in a Lua script
- * (optimistic concurrency, one round trip); etags are random UUIDs, so a deleted and re-created
- * session never matches an old etag.
+ * A `SessionStore` on Redis or Redis Cluster: each session is one hash (`json`, `etag`, `rev`,
+ * `user`) under `{prefix}:session:{<encoded session id>}`. `set` is a compare-and-set in a Lua
+ * script (optimistic concurrency); etags are random UUIDs, so a deleted and re-created session
+ * never matches an old etag. `list` reads listing indexes (every session, and one per user) that
+ * `set` and `delete` keep: in the same script on a single node, right after the session on a
+ * cluster (see the README for what is atomic where).
  * @throws ConfigurationError for bad options (not exactly one of client/url/nodes, bad prefix, bad ttlSeconds).
  */
 export class RedisSessionStore implements SessionStore {
   /** Seconds after the last save at which a session is deleted, or undefined for never. */
   readonly ttlSeconds: number | undefined;
   readonly #connection: RedisConnection;
+  /** Session id -> the user last seen stored with it (undefined: none), newest last. A hint only. */
+  readonly #known = new Map<string, string | undefined>();
 
   constructor(options: RedisSessionStoreOptions) {
     if (options.ttlSeconds !== undefined) checkInteger('RedisSessionStore', 'ttlSeconds', options.ttlSeconds);
@@ -73,6 +107,11 @@ export class RedisSessionStore implements SessionStore {
     return sessionKey(this.#connection.prefix, checkSessionId(sessionId));
   }
 
+  /** The Redis keys of a listing: every session's, or one user's (`userId`). */
+  indexKeys(userId?: string): IndexKeys {
+    return indexKeys(this.#connection.prefix, userId);
+  }
+
   /**
    * The stored session and its etag, or undefined (one `HMGET`).
    * @throws SessionStateError when the stored value is not valid session JSON of that id.
@@ -84,42 +123,30 @@ export class RedisSessionStore implements SessionStore {
       c.hmget(key, 'json', 'etag'),
     );
     if (json == null && etag == null) return undefined;
-    if (json == null || etag == null)
-      throw new SessionStateError(`redis:${key}`, `holds a hash without its "${json == null ? 'json' : 'etag'}" field; delete the key`);
-    let session: SessionJson;
-    try {
-      session = parseSessionJson(json);
-    } catch (error) {
-      if (!SessionStateError.isInstance(error)) throw error;
-      throw new SessionStateError(`redis:${key}${error.path.slice(1)}`, error.problem, { cause: error });
-    }
-    if (session.sessionId !== sessionId) {
-      throw new SessionStateError(`redis:${key}.sessionId`, `holds session ${shortId(session.sessionId)}, not ${shortId(sessionId)}`);
-    }
-    return { session, etag };
+    const session = readSession(key, sessionId, json ?? null, etag ?? null);
+    this.#remember(sessionId, session.metadata.userId);
+    return { session, etag: etag! };
   }
 
   /**
-   * Stores a session and resolves to its new etag. `ifMatch`: a string writes only over that etag,
-   * `null` only when nothing is stored, absent always.
+   * Stores a session and resolves to its new etag, and its listing entries (every session's, and its
+   * user's, leaving the listing of a user it no longer has). `ifMatch`: a string writes only over
+   * that etag, `null` only when nothing is stored, absent always.
    * @throws ConcurrencyError when `ifMatch` does not hold (nothing is written).
    * @throws SessionStateError when `session` is not session JSON that `get` could read back (a NaN,
    *   Map, Date, `undefined`, an array as a state slot, a cycle, nesting past core's limit, JSON
    *   text instead of the object), naming the path; nothing is written.
    * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
-   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
+   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`. On a cluster,
+   *   also when the session was written but a listing entry was not (the message says so).
    */
   async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
     // Checked as get will check it, and stored as checked: what is written is what get reads back.
     const json = checkSessionForWrite(session);
-    const text = sessionText(json);
-    const key = this.key(json.sessionId);
     const { ifMatch } = options;
     const mode = ifMatch === undefined ? 'any' : ifMatch === null ? 'absent' : 'match';
     const etag = randomUUID();
-    const reply = (await this.#connection.call({ operation: 'set', sessionId: json.sessionId, key }, options.signal, (c) =>
-      this.#connection.script(c, SET_SCRIPT, [key], [mode, ifMatch ?? '', text, etag, this.ttlSeconds ?? 0]),
-    )) as [number, string?];
+    const reply = await this.#write(json, mode, ifMatch ?? '', etag, options.signal);
     if (Number(reply[0]) !== 1) {
       throw new ConcurrencyError(
         json.sessionId,
@@ -133,10 +160,254 @@ export class RedisSessionStore implements SessionStore {
     return etag;
   }
 
-  /** Deletes a session; resolves to whether one was stored. */
+  /**
+   * Writes a session (or, in `reindex` mode, only its bookkeeping and listing entries, if its etag is
+   * still `expected`) with the script of the topology. Resolves to the script's reply.
+   */
+  async #write(json: SessionJson, mode: string, expected: string, etag: string, signal?: AbortSignal): Promise<unknown[]> {
+    const { sessionId, metadata } = json;
+    const key = this.key(sessionId);
+    const user = metadata.userId;
+    const args = [mode, expected, sessionText(json), etag, this.ttlSeconds ?? 0, sessionId, user ?? '', flag(user)];
+    const site = { operation: mode === 'reindex' ? 'reindex' : 'set', sessionId, key };
+    const ms = String(Date.parse(metadata.updatedAt));
+    const meta = JSON.stringify(metadata);
+    if (!this.#connection.isCluster) {
+      const reply = await this.#moving(site, sessionId, user, signal, (stored) =>
+        this.#connection.script(
+          this.client,
+          SET_SINGLE_SCRIPT,
+          [key, ...this.#index(ALL), ...this.#index(user), ...(stored !== user ? this.#index(stored) : [])],
+          [...args, ms, meta, flag(stored), stored ?? ''],
+        ),
+      );
+      if (Number(reply[0]) === 1) this.#remember(sessionId, user);
+      return reply;
+    }
+    const reply = (await this.#connection.call(site, signal, (c) =>
+      this.#connection.script(c, SET_CLUSTER_SCRIPT, [key], args),
+    )) as unknown[];
+    if (Number(reply[0]) !== 1 || reply.length < 6) return reply;
+    this.#remember(sessionId, user);
+    const [, , rev, hadUser, before, expireAt] = reply as [number, string, string, string, string, string];
+    const put = [sessionId, ms, rev, meta, expireAt];
+    try {
+      await Promise.all([
+        this.#indexCall('set', sessionId, INDEX_PUT_SCRIPT, this.indexKeys(), put, signal),
+        user === undefined ? undefined : this.#indexCall('set', sessionId, INDEX_PUT_SCRIPT, this.indexKeys(user), put, signal),
+        hadUser === '1' && before !== user
+          ? this.#indexCall('set', sessionId, INDEX_REMOVE_SCRIPT, this.indexKeys(before), [sessionId, rev], signal)
+          : undefined,
+      ]);
+    } catch (error) {
+      throw new BackendUnavailableError(
+        'redis',
+        `Session ${shortId(sessionId)} was saved, but its listing entries were not all written (${describeError(error)}); it is listed as before until its next save or reindex().`,
+        { cause: error },
+      );
+    }
+    return reply;
+  }
+
+  /**
+   * Runs a single-node script that needs the index of the user stored with the session, starting
+   * from the user remembered (or `guess`), and again with the stored one while the script answers
+   * `moved` (another user than expected is stored).
+   * @throws ConcurrencyError when the stored user changed under every try.
+   */
+  async #moving(
+    site: { operation: string; sessionId: string; key: string },
+    sessionId: string,
+    guess: string | undefined,
+    signal: AbortSignal | undefined,
+    run: (stored: string | undefined) => Promise<unknown>,
+  ): Promise<unknown[]> {
+    let stored = this.#known.has(sessionId) ? this.#known.get(sessionId) : guess;
+    for (let i = 0; i < MAX_MOVES; i++) {
+      const reply = (await this.#connection.call(site, signal, () => run(stored))) as unknown[];
+      if (reply[0] !== MOVED) return reply;
+      stored = reply[1] === '1' ? String(reply[2]) : undefined;
+      this.#remember(sessionId, stored);
+    }
+    throw new ConcurrencyError(sessionId, `The user of session ${shortId(sessionId)} kept changing during ${site.operation}; retry.`);
+  }
+
+  /**
+   * Deletes a session and its listing entries; resolves to whether one was stored. One round trip
+   * on a single node when the store read or wrote the session before (else two when it has a user);
+   * on a cluster, one for the session and then one to each listing at once.
+   */
   async delete(sessionId: string, options: { signal?: AbortSignal } = {}): Promise<boolean> {
     const key = this.key(sessionId);
-    return (await this.#connection.call({ operation: 'delete', sessionId, key }, options.signal, (c) => c.del(key))) > 0;
+    const site = { operation: 'delete', sessionId, key };
+    const { signal } = options;
+    if (!this.#connection.isCluster) {
+      const reply = await this.#moving(site, sessionId, undefined, signal, (stored) =>
+        this.#connection.script(
+          this.client,
+          DELETE_SINGLE_SCRIPT,
+          [key, ...this.#index(ALL), ...this.#index(stored)],
+          [sessionId, flag(stored), stored ?? ''],
+        ),
+      );
+      this.#known.delete(sessionId);
+      return Number(reply) === 1;
+    }
+    const reply = (await this.#connection.call(site, signal, (c) =>
+      this.#connection.script(c, DELETE_CLUSTER_SCRIPT, [key], []),
+    )) as string[];
+    this.#known.delete(sessionId);
+    if (Number(reply[0]) !== 1) return false;
+    const [, hadUser, user, rev] = reply as [number, string, string, string];
+    await Promise.all([
+      this.#indexCall('delete', sessionId, INDEX_REMOVE_SCRIPT, this.indexKeys(), [sessionId, rev], signal),
+      hadUser === '1'
+        ? this.#indexCall('delete', sessionId, INDEX_REMOVE_SCRIPT, this.indexKeys(user), [sessionId, rev], signal)
+        : undefined,
+    ]);
+    return true;
+  }
+
+  /**
+   * One page of sessions, newest first (`metadata.updatedAt` descending, then session id descending
+   * in byte order), with `total` (the listing's `ZCARD`). One script call per page on a single node;
+   * on a cluster, also one `HMGET` per entry at once, to drop entries whose session is gone or has
+   * another user now (left by a write cut between the session and its index).
+   * @throws ConfigurationError for a `limit` outside 1-100, a blank `userId`, or a cursor that is
+   *   malformed or from another listing, before any round trip.
+   * @throws SessionStateError when a listing entry is not metadata (a hand edit), naming it.
+   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
+   */
+  async list(options: ListSessionsOptions = {}): Promise<SessionPage> {
+    const { userId, limit, cursor } = checkListOptions(options);
+    const keys = this.indexKeys(userId);
+    const sessions: SessionSummary[] = [];
+    let after = cursor && { ms: cursor.updatedAtMs, sessionId: cursor.sessionId };
+    let total = 0;
+    for (let round = 1; ; round++) {
+      const want = limit + 1 - sessions.length;
+      const reply = (await this.#indexCall(
+        'list',
+        userId ?? '*',
+        LIST_SCRIPT,
+        keys,
+        [want, after ? String(after.ms) : '', after?.sessionId ?? ''],
+        options.signal,
+      )) as [number, string[], string[], (string | null)[]];
+      total = Number(reply[0]);
+      const entries = reply[1].map((sessionId, i) => readEntry(keys.meta, sessionId, Number(reply[2][i]), reply[3][i] ?? null));
+      sessions.push(...(await this.#current(entries, keys, userId, options.signal)));
+      const last = entries.at(-1);
+      if (sessions.length > limit || entries.length < want || last === undefined) break;
+      after = last;
+      if (round === MAX_LIST_ROUNDS) {
+        // Too many stale entries in a row: a short page, and the next goes on after them.
+        const page: SessionPage = { sessions, total };
+        page.nextCursor = encodeSessionCursor({ sessionId: last.sessionId, metadata: timeOnly(last.ms) }, userId);
+        return page;
+      }
+    }
+    const page: SessionPage = { sessions: sessions.slice(0, limit), total };
+    if (sessions.length > limit) page.nextCursor = encodeSessionCursor(sessions[limit - 1]!, userId);
+    return page;
+  }
+
+  /**
+   * The entries of a listing page whose session still belongs in it. An entry without metadata is
+   * dropped from the index. On a cluster, each session's `user` and `rev` are read (one `HMGET`
+   * each, at once) and an entry is dropped when its session is gone or belongs to another user.
+   */
+  async #current(entries: RawEntry[], keys: IndexKeys, userId: string | undefined, signal?: AbortSignal): Promise<SessionSummary[]> {
+    let stored: ([string | null, string | null] | undefined)[] = [];
+    if (this.#connection.isCluster) {
+      stored = await Promise.all(
+        entries.map(({ sessionId }) => {
+          const key = sessionKey(this.#connection.prefix, sessionId);
+          return this.#connection.call({ operation: 'list', sessionId, key }, signal, (c) => c.hmget(key, 'user', 'rev')) as Promise<
+            [string | null, string | null]
+          >;
+        }),
+      );
+    }
+    const stale = entries.filter(({ summary }, i) => {
+      if (summary === undefined) return true;
+      const [user, rev] = stored[i] ?? [];
+      return rev === null || (userId !== undefined && user !== undefined && user !== userId);
+    });
+    await Promise.all(
+      stale.map(({ sessionId, rev }) => this.#indexCall('list', sessionId, INDEX_REMOVE_SCRIPT, keys, [sessionId, rev ?? ''], signal)),
+    );
+    return entries.filter((entry) => !stale.includes(entry)).map((entry) => entry.summary!);
+  }
+
+  /**
+   * Writes the listing entries of every session stored under the prefix (`SCAN` on every node),
+   * e.g. for sessions saved by a version of this package that kept no listing. A session saved
+   * meanwhile is skipped (its save wrote its entries). Two round trips per session.
+   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
+   */
+  async reindex(options: { signal?: AbortSignal } = {}): Promise<ReindexResult> {
+    const { signal } = options;
+    const pattern = `${this.#connection.prefix}:session:*`;
+    const result: ReindexResult = { indexed: 0, unreadable: [] };
+    const client = this.client;
+    const nodes = client instanceof Cluster ? client.nodes('master') : [client as Redis];
+    for (const node of nodes) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await this.#connection.call({ operation: 'reindex', sessionId: '*', key: pattern }, signal, () =>
+          node.scan(cursor, 'MATCH', pattern, 'COUNT', 500),
+        );
+        cursor = next;
+        await Promise.all(keys.map((key) => this.#reindexOne(key, result, signal)));
+      } while (cursor !== '0');
+    }
+    return result;
+  }
+
+  /** Reads one session key and writes its listing entries if its etag has not changed. */
+  async #reindexOne(key: string, result: ReindexResult, signal?: AbortSignal): Promise<void> {
+    const [json, etag] = await this.#connection.call({ operation: 'reindex', sessionId: '*', key }, signal, (c) =>
+      c.hmget(key, 'json', 'etag'),
+    );
+    let session: SessionJson;
+    try {
+      session = parseSessionJson(json);
+      if (etag == null || this.key(session.sessionId) !== key) throw new Error('not the session of its key');
+    } catch {
+      result.unreadable.push(key);
+      return;
+    }
+    const reply = await this.#write(session, 'reindex', etag, randomUUID(), signal);
+    if (Number(reply[0]) === 1) result.indexed++;
+  }
+
+  /** Runs a script on one listing's keys. */
+  #indexCall(
+    operation: string,
+    sessionId: string,
+    script: string,
+    keys: IndexKeys,
+    args: (string | number)[],
+    signal?: AbortSignal,
+  ): Promise<unknown> {
+    return this.#connection.call({ operation, sessionId, key: keys.order }, signal, (c) =>
+      this.#connection.script(c, script, [keys.order, keys.meta, keys.expires], args),
+    );
+  }
+
+  /** The three keys of a user's listing as script KEYS (none without a user), or of every session's (`ALL`). */
+  #index(userId: string | undefined | typeof ALL): string[] {
+    if (userId === undefined) return [];
+    const { order, meta, expires } = this.indexKeys(userId === ALL ? undefined : userId);
+    return [order, meta, expires];
+  }
+
+  /** Remembers the user stored with a session (a hint for the next write or delete). */
+  #remember(sessionId: string, userId: string | undefined): void {
+    this.#known.delete(sessionId);
+    this.#known.set(sessionId, userId);
+    if (this.#known.size > KNOWN_USERS) this.#known.delete(this.#known.keys().next().value!);
   }
 
   /** Closes the connection if this store opened it (`url` / `nodes`); an injected client stays open. */
@@ -155,4 +426,70 @@ function sessionText(json: SessionJson): string {
   } catch (error) {
     throw new SessionStateError('$', `could not be serialized (${describeError(error)})`, { cause: error });
   }
+}
+
+/** '1' when a value is given, else '0' (how the scripts take optional arguments). */
+function flag(value: string | undefined): string {
+  return value === undefined ? '0' : '1';
+}
+
+/**
+ * A stored session read back.
+ * @throws SessionStateError naming the key when it is not valid session JSON of that id.
+ */
+function readSession(key: string, sessionId: string, json: string | null, etag: string | null): SessionJson {
+  if (json == null || etag == null)
+    throw new SessionStateError(`redis:${key}`, `holds a hash without its "${json == null ? 'json' : 'etag'}" field; delete the key`);
+  let session: SessionJson;
+  try {
+    session = parseSessionJson(json);
+  } catch (error) {
+    if (!SessionStateError.isInstance(error)) throw error;
+    throw new SessionStateError(`redis:${key}${error.path.slice(1)}`, error.problem, { cause: error });
+  }
+  if (session.sessionId !== sessionId) {
+    throw new SessionStateError(`redis:${key}.sessionId`, `holds session ${shortId(session.sessionId)}, not ${shortId(sessionId)}`);
+  }
+  return session;
+}
+
+/**
+ * A listing entry: `<rev> <metadata JSON>` checked as session metadata, or an entry without
+ * summary when the index holds no metadata for the id.
+ * @throws SessionStateError naming the meta key and the session id when the entry is malformed.
+ */
+function readEntry(metaKey: string, sessionId: string, ms: number, text: string | null): RawEntry {
+  if (text === null) return { sessionId, ms, rev: undefined, summary: undefined };
+  const path = `redis:${metaKey}[${JSON.stringify(sessionId)}]`;
+  const space = text.indexOf(' ');
+  const rev = text.slice(0, space);
+  if (space < 1 || !/^\d+$/.test(rev))
+    throw new SessionStateError(path, 'is not "<revision> <metadata JSON>"; delete the entry or run reindex()');
+  let metadata: SessionMetadata;
+  try {
+    // Checked as a session's metadata is: wrapped in the smallest session.
+    ({ metadata } = parseSessionJson({
+      type: 'ctx.session',
+      version: 2,
+      sessionId,
+      state: {},
+      metadata: JSON.parse(text.slice(space + 1)),
+    }));
+  } catch (error) {
+    const at = SessionStateError.isInstance(error) ? error.path.replace(/^\$\.metadata/, '') : '';
+    throw new SessionStateError(
+      `${path}${at}`,
+      `${SessionStateError.isInstance(error) ? error.problem : describeError(error)}; delete the entry or run reindex()`,
+      {
+        cause: error,
+      },
+    );
+  }
+  return { sessionId, ms, rev, summary: { sessionId, metadata } };
+}
+
+/** Metadata holding only a time, for a cursor placed at an entry that was not listed. */
+function timeOnly(ms: number): SessionMetadata {
+  const at = new Date(ms).toISOString();
+  return { createdAt: at, updatedAt: at };
 }
