@@ -66,7 +66,8 @@ const CHECKED_OPTIONS = ['sourceId', 'loadMessages', 'storeInputs', 'storeOutput
 /**
  * Defines a vitest suite that checks a `HistoryProvider` against the contract of `@ctx/core`:
  * the load and store options, windows, ordering, isolation, JSON fidelity of every content kind,
- * failed runs, hostile session ids, concurrent saves and retries. Most tests run end to end through
+ * failed runs, hostile session ids, concurrent saves and retries, and the history operations the
+ * agent's sessions build on: popping, clearing (when the provider has those capabilities) and forking. Most tests run end to end through
  * `createAgent` with a `ScriptedChatClient`; some call `getMessages` / `saveMessages` directly.
  * Call it at the top level of a test file.
  */
@@ -839,6 +840,267 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         }
         expect(await load(provider, session)).toEqual(kept);
       });
+    });
+
+    describe('clearing (the optional clearMessages capability; skipped without it)', () => {
+      /** The provider's clearMessages, or skips the test when the provider lacks the capability. */
+      const clearer = (provider: P, context: TestContext) => {
+        const clear = provider.clearMessages;
+        if (typeof clear !== 'function') return context.skip(`${name} has no clearMessages`);
+        return (session: AgentSession) => clear.call(provider, session.sessionId, { state: session.stateOf(provider.sourceId) });
+      };
+
+      test('clearMessages removes every message of the session: nothing loads, the next run starts afresh, and the same ids can be saved again', async (context) => {
+        const provider = await make();
+        const clear = clearer(provider, context);
+        const client = echoClient();
+        const agent = agentWith([provider], client);
+        const session = agent.createSession();
+        await agent.run('first', { session });
+        const direct = [Message.user('direct'), Message.assistant('again')];
+        await save(provider, session, direct);
+        await clear(session);
+        expect(await load(provider, session)).toEqual([]);
+        expect(await load(provider, session, 1)).toEqual([]);
+        if (!capabilities.keepsHistoryInSession)
+          expect(await load(provider, new AgentSession({ sessionId: session.sessionId }))).toEqual([]);
+        await agent.run('after', { session });
+        expect(texts(call(client, 1).messages)).toEqual(['user:after']);
+        await save(provider, session, direct);
+        expect(texts(await load(provider, session))).toEqual(['user:after', 'assistant:re: after', 'user:direct', 'assistant:again']);
+      });
+
+      test('clearMessages is idempotent: clearing a session with nothing stored, or clearing twice, resolves', async (context) => {
+        const provider = await make();
+        const clear = clearer(provider, context);
+        const session = new AgentSession();
+        await clear(session);
+        await save(provider, session, [Message.user('a')]);
+        await clear(session);
+        await clear(session);
+        expect(await load(provider, session)).toEqual([]);
+        const next = Message.user('b');
+        await save(provider, session, [next]);
+        expect(await load(provider, session)).toEqual([next]);
+      });
+
+      test('clearMessages touches only its own session and source id, even beside glob and look-alike session ids', async (context) => {
+        const provider = await make();
+        const clear = clearer(provider, context);
+        const other = await make();
+        const pairs = (
+          [
+            ['*', 'plain'],
+            ['CaseSensitive', 'casesensitive'],
+            ['\u00e9', 'e\u0301'],
+            ['padded', ' padded '],
+            ['a{b}c', '{}'],
+            ['x'.repeat(4095), 'x'.repeat(4096)],
+          ] as const
+        ).filter((ids) => ids.every((id) => id.length <= capabilities.maxSessionIdLength));
+        const sessions = pairs.flat().map((sessionId) => new AgentSession({ sessionId }));
+        for (const [i, session] of sessions.entries()) {
+          await save(provider, session, [Message.user(`mine #${i}`)]);
+          await other.saveMessages(session.sessionId, [Message.user(`other #${i}`)], { state: session.stateOf(other.sourceId) });
+        }
+        for (let i = 0; i < sessions.length; i += 2) await clear(sessions[i]!);
+        for (const [i, session] of sessions.entries()) {
+          const what = `session id ${describeId(session.sessionId)}`;
+          expect(texts(await load(provider, session)), what).toEqual(i % 2 === 0 ? [] : [`user:mine #${i}`]);
+          expect(texts(await load(other, session)), `${what}, other source id`).toEqual([`user:other #${i}`]);
+        }
+      });
+
+      test(
+        'clearMessages refuses blank session ids with ConfigurationError; nothing changes',
+        async (context) => {
+          const provider = await make();
+          clearer(provider, context);
+          const session = new AgentSession();
+          const kept = [Message.user('kept')];
+          await save(provider, session, kept);
+          for (const blank of BLANK_SESSION_IDS) {
+            await expectRejection(
+              Promise.resolve().then(() => provider.clearMessages!(blank, { state: session.stateOf(provider.sourceId) })),
+              ConfigurationError.isInstance,
+              `clearMessages(${describeId(blank)})`,
+            );
+          }
+          expect(await load(provider, session)).toEqual(kept);
+        },
+        capabilities.keepsHistoryInSession,
+      );
+    });
+
+    describe('forking (forkMessages: the default reads and saves; a backend may copy on its server)', () => {
+      /**
+       * Forks `from` as `agent.forkSession` does: the new session's slot starts as a copy of the
+       * source's, then `forkMessages` copies the history. Resolves to the new session and the count.
+       */
+      const fork = async (provider: P, from: AgentSession, options: { atMessageId?: string; to?: AgentSession } = {}) => {
+        const to = options.to ?? new AgentSession();
+        const fromState = from.stateOf(provider.sourceId);
+        const toState = structuredClone(fromState);
+        to.state[provider.sourceId] = toState;
+        const { atMessageId } = options;
+        const copied = await provider.forkMessages(from.sessionId, to.sessionId, {
+          fromState,
+          toState,
+          ...(atMessageId === undefined ? {} : { atMessageId }),
+        });
+        return { to, copied };
+      };
+
+      test('forkMessages copies the whole history, every content kind, whatever maxMessages says, and resolves to the count; the source is untouched', async () => {
+        const provider = await make({ maxMessages: 2 });
+        const session = new AgentSession();
+        const all = [...messagesOfEveryKind(), ...messagesOfEveryKind()];
+        await save(provider, session, all);
+        const { to, copied } = await fork(provider, session);
+        expect(copied).toBe(all.length);
+        expect(await load(provider, to)).toEqual(all);
+        expect(await load(provider, to, 3)).toEqual(all.slice(-3));
+        if (!capabilities.keepsHistoryInSession) expect(await load(provider, new AgentSession({ sessionId: to.sessionId }))).toEqual(all);
+        expect(await load(provider, session)).toEqual(all);
+      });
+
+      test('forkMessages with atMessageId copies up to and including that message', async () => {
+        const provider = await make();
+        const session = new AgentSession();
+        const all = Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? Message.user(`u${i}`) : Message.assistant(`a${i}`)));
+        await save(provider, session, all);
+        for (const at of [0, 3, 5]) {
+          const { to, copied } = await fork(provider, session, { atMessageId: all[at]!.id });
+          expect(copied, `forked at #${at}`).toBe(at + 1);
+          expect(await load(provider, to), `forked at #${at}`).toEqual(all.slice(0, at + 1));
+        }
+        expect(await load(provider, session)).toEqual(all);
+      });
+
+      test('forkMessages refuses a message id not in the history (unknown, empty, or of another session) with ConfigurationError, before anything is written', async () => {
+        const provider = await make();
+        const session = new AgentSession();
+        const all = [Message.user('a'), Message.assistant('b')];
+        await save(provider, session, all);
+        const elsewhere = Message.user('in another session');
+        await save(provider, new AgentSession(), [elsewhere]);
+        for (const atMessageId of ['no-such-message', '', elsewhere.id]) {
+          const to = new AgentSession();
+          await expectRejection(
+            fork(provider, session, { atMessageId, to }),
+            ConfigurationError.isInstance,
+            `forkMessages at ${JSON.stringify(atMessageId)}`,
+          );
+          if (capabilities.keepsHistoryInSession)
+            expect(to.state[provider.sourceId], 'the new slot is untouched').toEqual(session.state[provider.sourceId]);
+          else expect(await load(provider, to), 'nothing is written').toEqual([]);
+        }
+        expect(await load(provider, session)).toEqual(all);
+      });
+
+      test('forkMessages of a session with no history copies nothing and resolves to 0; with a message id it is refused', async () => {
+        const provider = await make();
+        const empty = new AgentSession();
+        const { to, copied } = await fork(provider, empty);
+        expect(copied).toBe(0);
+        expect(await load(provider, to)).toEqual([]);
+        await expectRejection(
+          fork(provider, empty, { atMessageId: 'm' }),
+          ConfigurationError.isInstance,
+          'forkMessages of an empty history at a message',
+        );
+      });
+
+      test('a fork and its source diverge: what is added to one never shows in the other', async () => {
+        const provider = await make();
+        const client = echoClient();
+        const agent = agentWith([provider], client);
+        const source = agent.createSession();
+        await agent.run('one', { session: source });
+        await agent.run('two', { session: source });
+        const { to: forked } = await fork(provider, source, { atMessageId: (await load(provider, source))[1]!.id });
+        await agent.run('fork says', { session: forked });
+        await agent.run('source says', { session: source });
+        expect(texts(call(client, 2).messages)).toEqual(['user:one', 'assistant:re: one', 'user:fork says']);
+        expect(texts(call(client, 3).messages)).toEqual([
+          'user:one',
+          'assistant:re: one',
+          'user:two',
+          'assistant:re: two',
+          'user:source says',
+        ]);
+        expect(texts(await load(provider, forked))).toEqual(['user:one', 'assistant:re: one', 'user:fork says', 'assistant:re: fork says']);
+        expect(texts(await load(provider, source))).toEqual([
+          'user:one',
+          'assistant:re: one',
+          'user:two',
+          'assistant:re: two',
+          'user:source says',
+          'assistant:re: source says',
+        ]);
+        const { to: again } = await fork(provider, forked);
+        await save(provider, again, [Message.user('third copy')]);
+        expect(await load(provider, forked)).toHaveLength(4);
+      });
+
+      test('forkMessages copies a long history (300 messages) whole and in order', async () => {
+        const provider = await make();
+        const session = new AgentSession();
+        const all = Array.from({ length: 300 }, (_, i) => Message.user(`m${i}`));
+        for (let i = 0; i < all.length; i += 100) await save(provider, session, all.slice(i, i + 100));
+        const whole = await fork(provider, session);
+        expect(whole.copied).toBe(300);
+        expect(await load(provider, whole.to)).toEqual(all);
+        const cut = await fork(provider, session, { atMessageId: all[249]!.id });
+        expect(cut.copied).toBe(250);
+        expect(await load(provider, cut.to)).toEqual(all.slice(0, 250));
+      });
+
+      test('forkMessages keeps every hostile session id apart, as source and as target', async () => {
+        const provider = await make();
+        const ids = HOSTILE_SESSION_IDS.filter((id) => id.length <= capabilities.maxSessionIdLength);
+        const base = new AgentSession();
+        const all = ids.map((_, i) => Message.user(`m${i}`));
+        await save(provider, base, all);
+        const targets = ids.map((sessionId) => new AgentSession({ sessionId }));
+        for (const [i, to] of targets.entries()) await fork(provider, base, { atMessageId: all[i]!.id, to });
+        for (const [i, target] of targets.entries()) {
+          const what = `session id ${describeId(target.sessionId)}`;
+          expect(await load(provider, target), what).toEqual(all.slice(0, i + 1));
+          const { to, copied } = await fork(provider, target);
+          expect(copied, what).toBe(i + 1);
+          expect(await load(provider, to), `a fork of ${what}`).toEqual(all.slice(0, i + 1));
+        }
+      });
+
+      test(
+        'forkMessages refuses blank session ids, as source or target, with ConfigurationError; nothing is written',
+        async () => {
+          const provider = await make();
+          const session = new AgentSession();
+          const kept = [Message.user('kept')];
+          await save(provider, session, kept);
+          const state = session.stateOf(provider.sourceId);
+          for (const blank of BLANK_SESSION_IDS) {
+            await expectRejection(
+              Promise.resolve().then(() =>
+                provider.forkMessages(blank, 'fork-target', { fromState: state, toState: structuredClone(state) }),
+              ),
+              ConfigurationError.isInstance,
+              `forkMessages from ${describeId(blank)}`,
+            );
+            await expectRejection(
+              Promise.resolve().then(() =>
+                provider.forkMessages(session.sessionId, blank, { fromState: state, toState: structuredClone(state) }),
+              ),
+              ConfigurationError.isInstance,
+              `forkMessages to ${describeId(blank)}`,
+            );
+          }
+          expect(await load(provider, session)).toEqual(kept);
+        },
+        capabilities.keepsHistoryInSession,
+      );
     });
 
     describe('retries', () => {

@@ -1,5 +1,6 @@
 /**
- * The suites must fail for backends that break the contract. A faithful reference backend passes
+ * The history suite must fail for backends that break the contract (the session store suite's
+ * faults are in session-store-sensitivity.test.ts). A faithful reference backend passes
  * every test; each broken variant below has exactly one fault, and lists the tests that must fail
  * because of it (run as `it.fails`, so a test that wrongly passes turns this file red) while every
  * other test still passes.
@@ -11,22 +12,15 @@ import {
   type HistoryProviderOptions,
   type PopHistoryArgs,
   type ProviderRunArgs,
-  type SessionJson,
-  type SessionStore,
-  type SetSessionOptions,
-  type StoredSession,
 } from '@ctx/core';
 import {
-  checkIfMatch,
   checkInteger,
-  checkSessionForWrite,
   checkSessionId,
   findRetriedTurn,
-  parseSessionJson,
   type SaveHistoryArgs,
 } from '@ctx/core/backend';
 import { expect, test } from 'vitest';
-import { describeHistoryProvider, describeSessionStore } from './index.js';
+import { describeHistoryProvider } from './index.js';
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -176,94 +170,6 @@ class MapHistoryProvider extends HistoryProvider {
 function forgetOptional(m: Message): Message {
   const { authorName: _, ...rest } = m;
   return { ...rest, contents: m.contents.map((c) => (c.type === 'reasoning' ? { type: 'reasoning', text: c.text } : c)) };
-}
-
-type StoreFault =
-  | 'ignores-if-match'
-  | 'content-etag'
-  | 'check-then-write-race'
-  | 'live-references'
-  | 'delete-always-true'
-  | 'case-insensitive-ids'
-  | 'plain-error-on-conflict'
-  | 'writes-before-check'
-  | 'drops-empty-objects'
-  | 'null-when-missing'
-  | 'caches-reads'
-  | 'accepts-blank-ids'
-  | 'stores-non-json'
-  | 'validates-after-write';
-
-/** A session store over a map of JSON text, with async I/O and optional faults. */
-class MapSessionStore implements SessionStore {
-  readonly #items = new Map<string, { json: string; live: SessionJson; etag: string }>();
-  readonly #cache = new Map<string, StoredSession>();
-  readonly #fault: StoreFault | undefined;
-  #version = 0;
-
-  constructor(fault?: StoreFault) {
-    this.#fault = fault;
-  }
-
-  #key(sessionId: string): string {
-    return this.#fault === 'case-insensitive-ids' ? sessionId.toLowerCase() : sessionId;
-  }
-
-  async get(sessionId: string): Promise<StoredSession | undefined> {
-    if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
-    await tick();
-    const cached = this.#fault === 'caches-reads' ? this.#cache.get(sessionId) : undefined;
-    if (cached) return structuredClone(cached);
-    const item = this.#items.get(this.#key(sessionId));
-    if (!item) return this.#fault === 'null-when-missing' ? (null as unknown as undefined) : undefined;
-    const stored = { session: this.#fault === 'live-references' ? item.live : (JSON.parse(item.json) as SessionJson), etag: item.etag };
-    this.#cache.set(sessionId, structuredClone(stored));
-    return stored;
-  }
-
-  async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
-    if (this.#fault === 'accepts-blank-ids') parseSessionJson(session);
-    else if (this.#fault === 'stores-non-json' || this.#fault === 'validates-after-write') checkSessionId(session.sessionId);
-    else checkSessionForWrite(session);
-    await tick();
-    const key = this.#key(session.sessionId);
-    const current = this.#items.get(key);
-    if (this.#fault === 'check-then-write-race') await tick();
-    const json =
-      this.#fault === 'drops-empty-objects'
-        ? JSON.stringify(session, (_, v: unknown) => (isEmptyObject(v) ? undefined : v))
-        : JSON.stringify(session);
-    const etag = this.#fault === 'content-etag' ? String(hash(json)) : String(++this.#version);
-    if (this.#fault === 'writes-before-check') this.#items.set(key, { json, live: session, etag });
-    if (this.#fault !== 'ignores-if-match') {
-      if (this.#fault === 'plain-error-on-conflict') {
-        if (options.ifMatch !== undefined && (options.ifMatch === null ? current !== undefined : current?.etag !== options.ifMatch))
-          throw new Error('conflict');
-      } else {
-        checkIfMatch(session.sessionId, current?.etag, options.ifMatch);
-      }
-    }
-    this.#items.set(key, { json, live: session, etag });
-    if (this.#fault === 'validates-after-write') checkSessionForWrite(session);
-    return etag;
-  }
-
-  async delete(sessionId: string): Promise<boolean> {
-    if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
-    await tick();
-    const existed = this.#items.delete(this.#key(sessionId));
-    return this.#fault === 'delete-always-true' ? true : existed;
-  }
-}
-
-function isEmptyObject(v: unknown): boolean {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
-}
-
-function hash(text: string): number {
-  let h = 0;
-  for (let i = 0; i < text.length; i++) h = (Math.imul(31, h) + text.charCodeAt(i)) | 0;
-  return h;
 }
 
 const history = {
@@ -454,94 +360,8 @@ for (const [fault, expectedFailures] of Object.entries(historyFaults)) {
   });
 }
 
-const store = {
-  unknown: 'get of an unknown id resolves to undefined',
-  roundTrip: 'set then get returns the same session, deep-equal, with the etag set returned',
-  noService: 'a session without a serviceSessionId comes back without one',
-  copies: 'the store holds copies: changing a session after set or after get changes nothing stored',
-  etag: 'the etag changes on every set, even of identical content',
-  delete: 'delete resolves to whether a session was stored',
-  current: 'ifMatch with the current etag writes and returns a new etag',
-  stale: 'ifMatch with a stale etag throws ConcurrencyError and writes nothing',
-  createOnly: 'ifMatch null creates a session only when none is stored',
-  missing: 'ifMatch with an etag on a missing session throws ConcurrencyError and creates nothing',
-  raceIfMatch: '20 concurrent sets with the same ifMatch: exactly one wins, the others get ConcurrencyError',
-  raceCreate: '20 concurrent creates with ifMatch null: exactly one wins, the others get ConcurrencyError',
-  raceBlind: '20 concurrent unconditional sets leave one whole session with the etag its writer got',
-  hostile: 'keeps every hostile session id apart and round-trips it',
-  agents: 'continues a conversation across two agent instances',
-  agentConflict: 'saveSession throws ConcurrencyError when someone saved the session after it was loaded',
-  agentNew: 'two agents starting the same new session: the second saveSession throws ConcurrencyError',
-  blankIds: 'get, set and delete refuse empty and whitespace-only session ids with ConfigurationError and touch nothing',
-  nonJson: 'set of a session holding NaN, a Map, a Date or an array state slot throws SessionStateError and writes nothing',
-  tooDeep: 'set of a session nested deeper than 128 levels or holding a cycle throws SessionStateError and writes nothing',
-} as const;
-
-describeSessionStore('MapSessionStore (reference store)', { create: () => new MapSessionStore() });
-
-const storeFaults: Record<StoreFault, readonly string[]> = {
-  'ignores-if-match': [
-    store.stale,
-    store.createOnly,
-    store.missing,
-    store.raceIfMatch,
-    store.raceCreate,
-    store.agentConflict,
-    store.agentNew,
-  ],
-  'content-etag': [store.etag],
-  'check-then-write-race': [store.raceIfMatch, store.raceCreate],
-  'live-references': [store.copies],
-  'delete-always-true': [store.delete],
-  'case-insensitive-ids': [store.hostile],
-  'plain-error-on-conflict': [
-    store.stale,
-    store.createOnly,
-    store.missing,
-    store.raceIfMatch,
-    store.raceCreate,
-    store.agentConflict,
-    store.agentNew,
-  ],
-  'writes-before-check': [
-    store.stale,
-    store.createOnly,
-    store.missing,
-    store.raceIfMatch,
-    store.raceCreate,
-    store.agentConflict,
-    store.agentNew,
-  ],
-  'drops-empty-objects': [
-    store.roundTrip,
-    store.noService,
-    store.copies,
-    store.etag,
-    store.current,
-    store.stale,
-    store.createOnly,
-    store.missing,
-    store.raceIfMatch,
-    store.raceCreate,
-    store.raceBlind,
-    store.hostile,
-    store.blankIds,
-    store.nonJson,
-    store.tooDeep,
-  ],
-  'null-when-missing': [store.unknown, store.delete, store.missing, store.hostile, store.nonJson],
-  'caches-reads': [store.hostile, store.agents, store.agentConflict],
-  'accepts-blank-ids': [store.blankIds],
-  'stores-non-json': [store.nonJson, store.tooDeep],
-  'validates-after-write': [store.nonJson, store.tooDeep],
-};
-
-for (const [fault, expectedFailures] of Object.entries(storeFaults)) {
-  describeSessionStore(`broken store: ${fault}`, { create: () => new MapSessionStore(fault as StoreFault), expectedFailures });
-}
-
-test('every test of both suites fails for at least one fault', () => {
-  const caught = new Set([...Object.values(historyFaults).flat(), ...Object.values(storeFaults).flat()]);
-  const uncaught = [...Object.values(history), ...Object.values(store)].filter((title) => !caught.has(title));
+test('every test of the history suite fails for at least one fault', () => {
+  const caught = new Set(Object.values(historyFaults).flat());
+  const uncaught = Object.values(history).filter((title) => !caught.has(title));
   expect(uncaught).toEqual([]);
 });

@@ -47,6 +47,21 @@ export function serviceKeepsConversation(
 const historyMarker = Symbol.for('ctx.history-provider');
 
 /**
+ * How many of `messages` a fork at `atMessageId` keeps: up to and including that message, or all.
+ * @throws ConfigurationError naming the provider when the message is not among them.
+ */
+export function forkLength(sourceId: string, messages: readonly unknown[], atMessageId: string | undefined): number {
+  if (atMessageId === undefined) return messages.length;
+  const at = messages.findIndex((m) => (m as { id?: unknown } | null)?.id === atMessageId);
+  if (at === -1) {
+    throw new ConfigurationError(
+      `History provider "${sourceId}": message ${JSON.stringify(atMessageId)} is not in the history of the session forked; nothing was copied.`,
+    );
+  }
+  return at + 1;
+}
+
+/**
  * A context provider with storage: it loads the conversation before a run and stores the turn
  * after it, as its options say. A backend extends it and implements two methods.
  */
@@ -118,22 +133,18 @@ export abstract class HistoryProvider implements ContextProvider {
 
   /**
    * Copies a session's history (up to and including `atMessageId`, or all of it) to a new session,
-   * for `agent.forkSession`; resolves to how many messages were copied. This default reads the
-   * history and saves the copy; backends that can copy on the server override it.
+   * for `agent.forkSession`; resolves to how many messages were copied. This default reads the whole
+   * history (one `getMessages`) and saves the copy (one `saveMessages`, none when nothing is copied).
+   * Backends that can copy on their server override it. `toState` starts as a copy of `fromState`:
+   * a provider that keeps its messages in the state slot overrides it to cut that copy instead.
    * @throws ConfigurationError when `atMessageId` is not in the history, before anything is written.
    */
   async forkMessages(fromSessionId: string, toSessionId: string, args: ForkHistoryArgs): Promise<number> {
     const { fromState, toState, atMessageId, signal } = args;
+    signal?.throwIfAborted();
     const messages = await this.getMessages(fromSessionId, { state: fromState, ...(signal ? { signal } : {}) });
-    let end = messages.length;
-    if (atMessageId !== undefined) {
-      end = messages.findIndex((m) => m.id === atMessageId) + 1;
-      if (end === 0) {
-        throw new ConfigurationError(
-          `History provider "${this.sourceId}": message "${atMessageId}" is not in the history of the session forked.`,
-        );
-      }
-    }
+    const end = forkLength(this.sourceId, messages, atMessageId);
+    signal?.throwIfAborted();
     if (end > 0) await this.saveMessages(toSessionId, messages.slice(0, end), { state: toState, ...(signal ? { signal } : {}) });
     return end;
   }

@@ -4,10 +4,10 @@ import { SessionStateError } from '../errors.js';
 import { frozenMessage, markAttributed } from '../messages/frozen.js';
 import { describeValue, formatPath, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
-import type { ClearHistoryArgs, GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
+import type { ClearHistoryArgs, ForkHistoryArgs, GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { JsonObject, JsonValue } from '../spec/json.js';
 import type { ProviderRunArgs } from '../spec/run-view.js';
-import { HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
+import { forkLength, HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
 import { HistoryViews } from './history-views.js';
 import { findRetriedTurn } from './retried-turn.js';
 
@@ -115,6 +115,22 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   /** Removes every stored message of the session from its state slot (`agent.deleteSession` calls it). */
   override async clearMessages(_sessionId: string, { state }: ClearHistoryArgs): Promise<void> {
     delete state.messages;
+  }
+
+  /**
+   * Forks in the state slot: the new session's slot (a copy of the source's) keeps the messages up
+   * to and including `atMessageId`, or all of them. No copy of the messages themselves: they are
+   * frozen, so both sessions can share them.
+   * @throws ConfigurationError when `atMessageId` is not stored (nothing changes).
+   */
+  override async forkMessages(_fromSessionId: string, _toSessionId: string, args: ForkHistoryArgs): Promise<number> {
+    args.signal?.throwIfAborted();
+    const all = this.#list(args.fromState);
+    const end = forkLength(this.sourceId, all, args.atMessageId);
+    const kept: JsonValue[] = [];
+    for (let i = 0; i < end; i++) kept.push(this.#prepare(all, i) as unknown as JsonValue);
+    args.toState.messages = kept;
+    return end;
   }
 
   /** Checks the `messages` of a restored state slot; a `SessionStateError` names what is wrong. */

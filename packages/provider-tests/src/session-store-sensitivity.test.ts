@@ -1,0 +1,338 @@
+/**
+ * The session store suite must fail for stores that break the contract. A faithful reference store
+ * passes every test; each broken variant below has exactly one fault, and lists the tests that must
+ * fail because of it (run as `it.fails`, so a test that wrongly passes turns this file red) while
+ * every other test still passes.
+ */
+import {
+  ConfigurationError,
+  type ListSessionsOptions,
+  type SessionJson,
+  type SessionMetadata,
+  type SessionPage,
+  type SessionStore,
+  type SessionSummary,
+  type SetSessionOptions,
+  type StoredSession,
+} from '@ctx/core';
+import {
+  type CheckedListOptions,
+  checkIfMatch,
+  checkListOptions,
+  checkSessionForWrite,
+  checkSessionId,
+  compareSessions,
+  decodeSessionCursor,
+  encodeSessionCursor,
+  isAfterCursor,
+  parseSessionJson,
+} from '@ctx/core/backend';
+import { expect, test } from 'vitest';
+import { describeSessionStore } from './index.js';
+
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+type StoreFault =
+  | 'ignores-if-match'
+  | 'content-etag'
+  | 'check-then-write-race'
+  | 'live-references'
+  | 'delete-always-true'
+  | 'case-insensitive-ids'
+  | 'plain-error-on-conflict'
+  | 'writes-before-check'
+  | 'drops-empty-objects'
+  | 'drops-forked-from'
+  | 'null-when-missing'
+  | 'caches-reads'
+  | 'accepts-blank-ids'
+  | 'stores-non-json'
+  | 'validates-after-write'
+  | 'list-oldest-first'
+  | 'list-ties-ascending'
+  | 'list-offset-cursor'
+  | 'list-ignores-user'
+  | 'list-any-limit'
+  | 'list-cursor-any-user'
+  | 'list-cursor-on-last-page'
+  | 'list-total-all-users'
+  | 'list-includes-state'
+  | 'list-stale-metadata';
+
+interface Item {
+  json: string;
+  live: SessionJson;
+  etag: string;
+  /** The metadata of the first save, which the `list-stale-metadata` fault keeps listing. */
+  first: SessionMetadata;
+}
+
+/** A session store over a map of JSON text, with async I/O and optional faults. */
+class MapSessionStore implements SessionStore {
+  readonly #items = new Map<string, Item>();
+  readonly #cache = new Map<string, StoredSession>();
+  readonly #fault: StoreFault | undefined;
+  #version = 0;
+
+  constructor(fault?: StoreFault) {
+    this.#fault = fault;
+  }
+
+  #key(sessionId: string): string {
+    return this.#fault === 'case-insensitive-ids' ? sessionId.toLowerCase() : sessionId;
+  }
+
+  async get(sessionId: string): Promise<StoredSession | undefined> {
+    if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
+    await tick();
+    const cached = this.#fault === 'caches-reads' ? this.#cache.get(sessionId) : undefined;
+    if (cached) return structuredClone(cached);
+    const item = this.#items.get(this.#key(sessionId));
+    if (!item) return this.#fault === 'null-when-missing' ? (null as unknown as undefined) : undefined;
+    const stored = { session: this.#fault === 'live-references' ? item.live : (JSON.parse(item.json) as SessionJson), etag: item.etag };
+    this.#cache.set(sessionId, structuredClone(stored));
+    return stored;
+  }
+
+  async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
+    if (this.#fault === 'accepts-blank-ids') parseSessionJson(session);
+    else if (this.#fault === 'stores-non-json' || this.#fault === 'validates-after-write') checkSessionId(session.sessionId);
+    else checkSessionForWrite(session);
+    await tick();
+    const key = this.#key(session.sessionId);
+    const current = this.#items.get(key);
+    if (this.#fault === 'check-then-write-race') await tick();
+    const json =
+      this.#fault === 'drops-empty-objects'
+        ? JSON.stringify(session, (_, v: unknown) => (isEmptyObject(v) ? undefined : v))
+        : this.#fault === 'drops-forked-from'
+          ? JSON.stringify(session, (k, v: unknown) => (k === 'forkedFrom' ? undefined : v))
+          : JSON.stringify(session);
+    const etag = this.#fault === 'content-etag' ? String(hash(json)) : String(++this.#version);
+    const item = (): Item => ({ json, live: session, etag, first: current?.first ?? structuredClone(session.metadata) });
+    if (this.#fault === 'writes-before-check') this.#items.set(key, item());
+    if (this.#fault !== 'ignores-if-match') {
+      if (this.#fault === 'plain-error-on-conflict') {
+        if (options.ifMatch !== undefined && (options.ifMatch === null ? current !== undefined : current?.etag !== options.ifMatch))
+          throw new Error('conflict');
+      } else {
+        checkIfMatch(session.sessionId, current?.etag, options.ifMatch);
+      }
+    }
+    this.#items.set(key, item());
+    if (this.#fault === 'validates-after-write') checkSessionForWrite(session);
+    return etag;
+  }
+
+  async delete(sessionId: string): Promise<boolean> {
+    if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
+    await tick();
+    const existed = this.#items.delete(this.#key(sessionId));
+    return this.#fault === 'delete-always-true' ? true : existed;
+  }
+
+  async list(options: ListSessionsOptions = {}): Promise<SessionPage> {
+    const fault = this.#fault;
+    const { checked, offset } = this.#checkList(options);
+    await tick();
+    const all = Array.from(this.#items.values(), (item) => this.#summary(item));
+    const listed =
+      checked.userId === undefined || fault === 'list-ignores-user' ? all : all.filter((e) => e.metadata.userId === checked.userId);
+    listed.sort(
+      fault === 'list-oldest-first' ? (a, b) => compareSessions(b, a) : fault === 'list-ties-ascending' ? tiesAscending : compareSessions,
+    );
+    const { cursor } = checked;
+    const rest = offset !== undefined ? listed.slice(offset) : cursor ? listed.filter((e) => isAfterCursor(e, cursor)) : listed;
+    const sessions = rest.slice(0, checked.limit);
+    const page: SessionPage = { sessions, total: fault === 'list-total-all-users' ? all.length : listed.length };
+    if (rest.length > checked.limit || (fault === 'list-cursor-on-last-page' && sessions.length > 0)) {
+      page.nextCursor =
+        fault === 'list-offset-cursor'
+          ? encodeOffset((offset ?? 0) + sessions.length, checked.userId)
+          : encodeSessionCursor(sessions[sessions.length - 1]!, checked.userId);
+    }
+    return page;
+  }
+
+  /** The checked list options, each fault bending its own check; `offset` for the offset-cursor fault. */
+  #checkList(options: ListSessionsOptions): { checked: CheckedListOptions; offset?: number } {
+    const { limit, cursor, ...rest } = options;
+    switch (this.#fault) {
+      case 'list-any-limit':
+        return { checked: { ...checkListOptions({ ...rest, ...(cursor === undefined ? {} : { cursor }) }), limit: limit ?? 20 } };
+      case 'list-cursor-any-user': {
+        const checked = checkListOptions({ ...rest, ...(limit === undefined ? {} : { limit }) });
+        return { checked: { ...checked, cursor: cursor === undefined ? undefined : decodeSessionCursor(cursor, userOfCursor(cursor)) } };
+      }
+      case 'list-offset-cursor': {
+        const checked = checkListOptions({ ...rest, ...(limit === undefined ? {} : { limit }) });
+        return { checked, offset: cursor === undefined ? undefined : decodeOffset(cursor, checked.userId) };
+      }
+      default:
+        return { checked: checkListOptions(options) };
+    }
+  }
+
+  #summary(item: Item): SessionSummary {
+    const session = JSON.parse(item.json) as SessionJson;
+    const summary: SessionSummary = {
+      sessionId: session.sessionId,
+      metadata: this.#fault === 'list-stale-metadata' ? structuredClone(item.first) : session.metadata,
+    };
+    return this.#fault === 'list-includes-state' ? ({ ...summary, state: session.state } as SessionSummary) : summary;
+  }
+}
+
+function tiesAscending(a: SessionSummary, b: SessionSummary): number {
+  const byTime = Date.parse(b.metadata.updatedAt) - Date.parse(a.metadata.updatedAt);
+  return byTime !== 0 ? byTime : a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : 0;
+}
+
+/** The user a cursor of `encodeSessionCursor` names, read without checking it (the cursor-any-user fault). */
+function userOfCursor(cursor: string): string | undefined {
+  try {
+    const { u } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { u?: unknown };
+    return typeof u === 'string' ? u : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function encodeOffset(offset: number, userId: string | undefined): string {
+  return Buffer.from(JSON.stringify({ o: offset, u: userId ?? null })).toString('base64url');
+}
+
+function decodeOffset(cursor: string, userId: string | undefined): number {
+  let value: { o?: unknown; u?: unknown } | undefined;
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as typeof value;
+  } catch {
+    // refused below
+  }
+  if (typeof value?.o !== 'number' || (value.u ?? undefined) !== userId)
+    throw new ConfigurationError('list: not a cursor of this listing.');
+  return value.o;
+}
+
+function isEmptyObject(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).length === 0;
+}
+
+function hash(text: string): number {
+  let h = 0;
+  for (let i = 0; i < text.length; i++) h = (Math.imul(31, h) + text.charCodeAt(i)) | 0;
+  return h;
+}
+
+const store = {
+  unknown: 'get of an unknown id resolves to undefined',
+  roundTrip: 'set then get returns the same session, deep-equal, with the etag set returned',
+  noService: 'a session without a serviceSessionId comes back without one',
+  metadata: 'metadata round-trips exactly: times, a 200-character title, userId, custom JSON, forkedFrom; absent fields stay absent',
+  copies: 'the store holds copies: changing a session after set or after get changes nothing stored',
+  etag: 'the etag changes on every set, even of identical content',
+  delete: 'delete resolves to whether a session was stored',
+  current: 'ifMatch with the current etag writes and returns a new etag',
+  stale: 'ifMatch with a stale etag throws ConcurrencyError and writes nothing',
+  createOnly: 'ifMatch null creates a session only when none is stored',
+  missing: 'ifMatch with an etag on a missing session throws ConcurrencyError and creates nothing',
+  raceIfMatch: '20 concurrent sets with the same ifMatch: exactly one wins, the others get ConcurrencyError',
+  raceCreate: '20 concurrent creates with ifMatch null: exactly one wins, the others get ConcurrencyError',
+  raceBlind: '20 concurrent unconditional sets leave one whole session with the etag its writer got',
+  hostile: 'keeps every hostile session id apart and round-trips it',
+  agents: 'continues a conversation across two agent instances',
+  agentConflict: 'saveSession throws ConcurrencyError when someone saved the session after it was loaded',
+  agentNew: 'two agents starting the same new session: the second saveSession throws ConcurrencyError',
+  blankIds: 'get, set and delete refuse empty and whitespace-only session ids with ConfigurationError and touch nothing',
+  nonJson: 'set of a session holding NaN, a Map, a Date or an array state slot throws SessionStateError and writes nothing',
+  badMetadata: 'set of a session with malformed metadata throws SessionStateError naming the path and writes nothing',
+  tooDeep: 'set of a session nested deeper than 128 levels or holding a cycle throws SessionStateError and writes nothing',
+  listOrder:
+    "list gives a user's sessions newest first by metadata.updatedAt, ties by sessionId descending, each as { sessionId, metadata }",
+  listPaging:
+    'paging with every limit from 1 to 100 visits every session exactly once, in order; full pages until the last, which has no cursor',
+  listChanges:
+    'paging stays exact while sessions are saved again or deleted between pages: none is listed twice or skipped unless it moved',
+  listUsers: "list with userId gives only that user's sessions, follows a session to its new user, and without userId lists every user's",
+  listLimits: 'list pages 20 by default and refuses a limit of 0, 101, 1.5, -1 or NaN with ConfigurationError',
+  listCursors: "list refuses a cursor of another listing (another userId, or every user's) and garbage with ConfigurationError",
+  listTotal: 'total, when the store gives it, counts every session of the listing on every page',
+  listHostile: 'lists hostile session ids, each once and under its own id',
+  listAgent: 'a session saved through an agent is listed for its user, with updatedAt set when its last run ended',
+} as const;
+
+const ifMatchTests = [
+  store.stale,
+  store.createOnly,
+  store.missing,
+  store.raceIfMatch,
+  store.raceCreate,
+  store.agentConflict,
+  store.agentNew,
+] as const;
+
+describeSessionStore('MapSessionStore (reference store)', { create: () => new MapSessionStore() });
+
+const storeFaults: Record<StoreFault, readonly string[]> = {
+  'ignores-if-match': ifMatchTests,
+  'content-etag': [store.etag],
+  'check-then-write-race': [store.raceIfMatch, store.raceCreate],
+  'live-references': [store.copies],
+  'delete-always-true': [store.delete],
+  'case-insensitive-ids': [store.hostile, store.listHostile],
+  'plain-error-on-conflict': ifMatchTests,
+  'writes-before-check': ifMatchTests,
+  'drops-empty-objects': [
+    store.roundTrip,
+    store.noService,
+    store.metadata,
+    store.copies,
+    store.etag,
+    store.current,
+    store.stale,
+    store.createOnly,
+    store.missing,
+    store.raceIfMatch,
+    store.raceCreate,
+    store.raceBlind,
+    store.hostile,
+    store.blankIds,
+    store.nonJson,
+    store.badMetadata,
+    store.tooDeep,
+  ],
+  'drops-forked-from': [store.metadata],
+  'null-when-missing': [store.unknown, store.delete, store.missing, store.hostile, store.nonJson, store.badMetadata],
+  'caches-reads': [store.hostile, store.agents, store.agentConflict],
+  'accepts-blank-ids': [store.blankIds],
+  'stores-non-json': [store.nonJson, store.badMetadata, store.tooDeep],
+  'validates-after-write': [store.nonJson, store.badMetadata, store.tooDeep],
+  'list-oldest-first': [
+    store.listOrder,
+    store.listPaging,
+    store.listChanges,
+    store.listUsers,
+    store.listLimits,
+    store.listCursors,
+    store.listTotal,
+    store.listHostile,
+  ],
+  'list-ties-ascending': [store.listOrder, store.listPaging],
+  'list-offset-cursor': [store.listChanges],
+  'list-ignores-user': [store.listUsers, store.listCursors, store.listTotal, store.listAgent],
+  'list-any-limit': [store.listLimits],
+  'list-cursor-any-user': [store.listCursors],
+  'list-cursor-on-last-page': [store.listOrder, store.listPaging, store.listChanges, store.listTotal, store.listHostile],
+  'list-total-all-users': [store.listUsers, store.listTotal],
+  'list-includes-state': [store.listOrder, store.listChanges, store.listAgent],
+  'list-stale-metadata': [store.listChanges, store.listUsers, store.listAgent],
+};
+
+for (const [fault, expectedFailures] of Object.entries(storeFaults)) {
+  describeSessionStore(`broken store: ${fault}`, { create: () => new MapSessionStore(fault as StoreFault), expectedFailures });
+}
+
+test('every test of the session store suite fails for at least one fault', () => {
+  const caught = new Set(Object.values(storeFaults).flat());
+  expect(Object.values(store).filter((title) => !caught.has(title))).toEqual([]);
+});
