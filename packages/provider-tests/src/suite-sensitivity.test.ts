@@ -6,8 +6,10 @@
  * other test still passes.
  */
 import {
+  ConfigurationError,
   HistoryProvider,
   Message,
+  type ForkHistoryArgs,
   type GetHistoryArgs,
   type HistoryProviderOptions,
   type PopHistoryArgs,
@@ -50,7 +52,19 @@ type HistoryFault =
   | 'pop-read-then-remove'
   | 'pop-keeps-ids'
   | 'pop-accepts-bad-count'
-  | 'ignores-turns';
+  | 'ignores-turns'
+  | 'clear-keeps-messages'
+  | 'clear-keeps-ids'
+  | 'clear-fails-when-empty'
+  | 'clear-glob'
+  | 'fork-window'
+  | 'fork-excludes-at'
+  | 'fork-writes-before-check'
+  | 'fork-moves'
+  | 'fork-shares'
+  | 'fork-first-page'
+  | 'fork-wrong-count'
+  | 'fork-trims-target';
 
 /** A backend-style history: JSON text per message in a shared map keyed by source id and session id, with async I/O. */
 class MapHistoryProvider extends HistoryProvider {
@@ -136,6 +150,49 @@ class MapHistoryProvider extends HistoryProvider {
     return this.#fault === 'pops-newest-first' ? popped.reverse() : popped;
   }
 
+  override async clearMessages(sessionId: string): Promise<void> {
+    if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
+    await tick();
+    const key = this.#key(sessionId);
+    if (this.#fault === 'clear-keeps-messages') return;
+    if (this.#fault === 'clear-fails-when-empty' && !this.#backend.has(key)) throw new Error(`no such key: ${key}`);
+    if (this.#fault === 'clear-keeps-ids') for (const item of this.#backend.get(key) ?? []) this.#popped.add(parse(item).id);
+    if (this.#fault === 'clear-glob') {
+      // A key pattern built from the id without escaping it: `*` matches every session of the source.
+      const glob = new RegExp(`^${sessionId.split('*').map(escapeRegExp).join('.*')}$`);
+      for (const k of [...this.#backend.keys()]) {
+        const [source, id] = JSON.parse(k) as [string, string];
+        if (source === this.sourceId && glob.test(id)) this.#backend.delete(k);
+      }
+    }
+    this.#backend.delete(key);
+  }
+
+  /** The reference backend forks with the default (read, then save); the `fork-*` faults copy on the "server" instead. */
+  override async forkMessages(fromSessionId: string, toSessionId: string, args: ForkHistoryArgs): Promise<number> {
+    if (!this.#fault?.startsWith('fork-')) return super.forkMessages(fromSessionId, toSessionId, args);
+    checkSessionId(fromSessionId);
+    checkSessionId(toSessionId);
+    await tick();
+    const list = this.#backend.get(this.#key(fromSessionId)) ?? [];
+    const target = this.#key(this.#fault === 'fork-trims-target' ? toSessionId.trim() : toSessionId);
+    let end = list.length;
+    if (args.atMessageId !== undefined) {
+      end = list.findIndex((item) => parse(item).id === args.atMessageId) + 1;
+      if (end === 0) {
+        if (this.#fault === 'fork-writes-before-check') this.#backend.set(target, [...list]);
+        throw new ConfigurationError(`message ${args.atMessageId} is not stored`);
+      }
+      if (this.#fault === 'fork-excludes-at') end--;
+    }
+    if (this.#fault === 'fork-first-page') end = Math.min(end, 100);
+    const start = this.#fault === 'fork-window' && this.maxMessages ? Math.max(0, end - this.maxMessages) : 0;
+    if (this.#fault === 'fork-shares') this.#backend.set(target, list);
+    else this.#backend.set(target, [...(this.#backend.get(target) ?? []), ...list.slice(start, end)]);
+    if (this.#fault === 'fork-moves') list.splice(start, end - start);
+    return this.#fault === 'fork-wrong-count' ? list.length : end - start;
+  }
+
   override shouldLoad(args: Pick<ProviderRunArgs, 'agent' | 'session' | 'context'>): boolean {
     if (this.#fault === 'never-loads') return false;
     return this.#fault === 'always-loads' ? true : super.shouldLoad(args);
@@ -165,6 +222,15 @@ class MapHistoryProvider extends HistoryProvider {
     }
     return super.afterRun(args);
   }
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** A stored entry as a message: JSON text, or the object itself (the `live-references` fault). */
+function parse(item: unknown): Message {
+  return typeof item === 'string' ? (JSON.parse(item) as Message) : (item as Message);
 }
 
 function forgetOptional(m: Message): Message {
@@ -223,6 +289,21 @@ const history = {
   popRace: 'concurrent pops of one message each return distinct messages, and every one is gone',
   popRefusals:
     'popMessages refuses a count that is not a positive integer, and blank session ids, with ConfigurationError; nothing changes',
+  clear:
+    'clearMessages removes every message of the session: nothing loads, the next run starts afresh, and the same ids can be saved again',
+  clearTwice: 'clearMessages is idempotent: clearing a session with nothing stored, or clearing twice, resolves',
+  clearApart: 'clearMessages touches only its own session and source id, even beside glob and look-alike session ids',
+  clearBlank: 'clearMessages refuses blank session ids with ConfigurationError; nothing changes',
+  forkAll:
+    'forkMessages copies the whole history, every content kind, whatever maxMessages says, and resolves to the count; the source is untouched',
+  forkAt: 'forkMessages with atMessageId copies up to and including that message',
+  forkUnknown:
+    'forkMessages refuses a message id not in the history (unknown, empty, or of another session) with ConfigurationError, before anything is written',
+  forkEmpty: 'forkMessages of a session with no history copies nothing and resolves to 0; with a message id it is refused',
+  forkDiverge: 'a fork and its source diverge: what is added to one never shows in the other',
+  forkLong: 'forkMessages copies a long history (300 messages) whole and in order',
+  forkHostile: 'forkMessages keeps every hostile session id apart, as source and as target',
+  forkBlank: 'forkMessages refuses blank session ids, as source or target, with ConfigurationError; nothing is written',
 } as const;
 
 const sharedHistory = new Map<string, unknown[]>();
@@ -244,6 +325,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.hostile,
     history.pop,
     history.popTurn,
+    history.forkAll,
   ],
   'oldest-window': [
     history.limit,
@@ -253,9 +335,21 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.hostile,
     history.pop,
     history.popTurn,
+    history.forkAll,
   ],
-  'ignores-source-id': [history.sourcesApart, history.popApart],
-  'ignores-session-id': [history.contextStored, history.sessionsApart, history.hostile, history.popApart],
+  'ignores-source-id': [history.sourcesApart, history.popApart, history.clearApart, history.forkHostile],
+  'ignores-session-id': [
+    history.contextStored,
+    history.sessionsApart,
+    history.hostile,
+    history.popApart,
+    history.clearApart,
+    history.forkAt,
+    history.forkUnknown,
+    history.forkDiverge,
+    history.forkLong,
+    history.forkHostile,
+  ],
   'newest-first': allBut(history, [
     history.noEmpty,
     history.noneStored,
@@ -266,6 +360,11 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.tooDeep,
     history.popCount,
     history.popApart,
+    history.clearTwice,
+    history.clearApart,
+    history.clearBlank,
+    history.forkEmpty,
+    history.forkBlank,
   ]),
   'undefined-when-empty': allBut(history, [
     history.autoDefault,
@@ -284,13 +383,19 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.popApart,
     history.popRace,
     history.popRefusals,
+    history.clearBlank,
+    history.forkAll,
+    history.forkAt,
+    history.forkLong,
+    history.forkHostile,
+    history.forkBlank,
   ]),
   'no-dedupe': [history.retry, history.overlap],
   'ignores-turns': [history.retriedTurn],
   'appends-one-by-one': [history.concurrentRuns, history.concurrentSaves],
-  'forgets-optional-fields': [history.storesTurn, history.fidelityDirect, history.fidelityRun, history.copies],
-  'normalizes-ids': [history.hostile],
-  'truncates-ids': [history.hostile],
+  'forgets-optional-fields': [history.storesTurn, history.fidelityDirect, history.fidelityRun, history.copies, history.forkAll],
+  'normalizes-ids': [history.hostile, history.clearApart, history.forkHostile],
+  'truncates-ids': [history.hostile, history.clearApart, history.forkHostile],
   'live-references': [history.copies],
   'never-loads': [
     history.loads,
@@ -308,6 +413,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.popTurn,
     history.retriedTurn,
     history.interrupted,
+    history.forkDiverge,
   ],
   'always-loads': [history.autoService, history.autoStore, history.autoDefault, history.storeOnly],
   'stores-whole-context': [
@@ -336,9 +442,10 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.otherHistory,
     history.maxMessages,
     history.orphan,
+    history.forkAll,
   ],
   'per-instance-backend': [history.fromJson, history.fromId],
-  'accepts-blank-ids': [history.blankIds, history.popRefusals],
+  'accepts-blank-ids': [history.blankIds, history.popRefusals, history.clearBlank, history.forkBlank],
   'stores-non-json': [history.nonJson, history.tooDeep],
   'stores-valid-prefix': [history.nonJson, history.tooDeep],
   'pops-oldest': [history.pop, history.popCount, history.popTurn, history.popRace],
@@ -346,6 +453,18 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
   'pop-read-then-remove': [history.popRace],
   'pop-keeps-ids': [history.popTurn],
   'pop-accepts-bad-count': [history.popRefusals],
+  'clear-keeps-messages': [history.clear, history.clearTwice, history.clearApart],
+  'clear-keeps-ids': [history.clear],
+  'clear-fails-when-empty': [history.clearTwice],
+  'clear-glob': [history.clearApart],
+  'fork-window': [history.forkAll],
+  'fork-excludes-at': [history.forkAt, history.forkDiverge, history.forkLong, history.forkHostile],
+  'fork-writes-before-check': [history.forkUnknown],
+  'fork-moves': [history.forkAll, history.forkAt, history.forkDiverge, history.forkLong, history.forkHostile],
+  'fork-shares': [history.forkAt, history.forkDiverge, history.forkLong, history.forkHostile],
+  'fork-first-page': [history.forkLong],
+  'fork-wrong-count': [history.forkAt, history.forkLong],
+  'fork-trims-target': [history.forkHostile],
 };
 
 for (const [fault, expectedFailures] of Object.entries(historyFaults)) {
