@@ -1,18 +1,19 @@
 /**
  * Per-turn cost of conversation history on Azure Cosmos DB as the history grows: @ctx/cosmos
  * `CosmosHistoryProvider` beside LangChain's `AzureCosmsosDBNoSQLChatMessageHistory`
- * (@langchain/azure-cosmosdb 0.2.8: one document per session holding every message, read and
+ * (@langchain/azure-cosmosdb 0.2.8 on @langchain/core 0.3, the range it declares: one document per session holding every message, read and
  * rewritten on every added message), on one Cosmos DB stand-in (@vercel/cosmosdb-server, started
  * in this process on 127.0.0.1) in one run.
  *
  * A turn is what a chat app does per user message: load the history the model will see, then store
  * the user message and the reply. ctx loads a window of the newest 20 (`maxMessages: 20`);
  * LangChain's history has no window. Requests and bytes are counted by a loopback proxy between a
- * second pair of clients and the stand-in; latency is measured on direct clients. After every
+ * second pair of clients and the stand-in; latency is measured on direct clients, the two sides taking turns. After every
  * measured turn an untimed step puts the session back to exactly N messages. Request units are
  * estimated from the documented cost model (printed below the tables). Prints tables; asserts
  * nothing. Usage: `pnpm --filter @ctx/bench bench:cosmos`.
  */
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -20,20 +21,22 @@ import { CosmosClient, type Container } from '@azure/cosmos';
 import { Message } from '@ctx/core';
 import { CosmosHistoryProvider } from '@ctx/cosmos';
 import { startCosmosStandIn, startFaultProxy, type ProxiedRequest } from '@ctx/cosmos-stand-in';
-import { AIMessage, HumanMessage, mapChatMessagesToStoredMessages, type BaseMessage } from '@langchain/core/messages';
 
 const SIZES = [10, 1_000, 10_000];
 const WINDOW = 20;
 const TEXT = 'The quick brown fox jumps over the lazy dog. '.repeat(4); // ~180 characters per message
 
 // ---- LangChain's implementation -----------------------------------------------------------------
-// The package entry (index.js) also loads its LLM cache module, which imports `getCacheKey` from
-// @langchain/core < 0.4 (its peer range); the rest of this repository's benches use @langchain/core
-// 1.4, which dropped that export. The chat history module itself only needs chat_history, messages
-// and utils/env, which 1.4 has, so it is loaded from its own file: LangChain's code, unchanged.
+// @langchain/azure-cosmosdb 0.2.8 declares @langchain/core >=0.2.21 <0.4.0, while the other benches
+// use @langchain/core 1.4. The workspace settings (pnpm-workspace.yaml) give this package its own
+// @langchain/core 0.3, so it is loaded from its package entry and the messages it stores are built
+// with the same @langchain/core it resolves; `loadLangChain` checks both at run time.
+interface LangChainMessage {
+  readonly content: unknown;
+}
 interface LangChainHistory {
-  getMessages(): Promise<BaseMessage[]>;
-  addMessages(messages: BaseMessage[]): Promise<void>;
+  getMessages(): Promise<LangChainMessage[]>;
+  addMessages(messages: LangChainMessage[]): Promise<void>;
 }
 type LangChainHistoryClass = new (input: {
   sessionId: string;
@@ -42,15 +45,46 @@ type LangChainHistoryClass = new (input: {
   databaseName: string;
   containerName: string;
 }) => LangChainHistory;
-async function loadLangChain(): Promise<{ LangChainCosmosHistory: LangChainHistoryClass; lcVersion: string }> {
+/** What the benchmark takes from the `@langchain/core/messages` the Cosmos package resolves. */
+interface LangChainMessages {
+  HumanMessage: new (content: string) => LangChainMessage;
+  AIMessage: new (content: string) => LangChainMessage;
+  mapChatMessagesToStoredMessages(messages: LangChainMessage[]): unknown[];
+}
+const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+/** True when `version` (x.y.z) lies in `>=0.2.21 <0.4.0`, the peer range the package declares (checked against its package.json). */
+function inDeclaredRange(version: string, range: string): boolean {
+  if (range !== '>=0.2.21 <0.4.0') throw new Error(`@langchain/azure-cosmosdb now declares @langchain/core ${range}: update this check`);
+  const [major, minor, patch] = version.split('.').map(Number) as [number, number, number];
+  return major === 0 && (minor === 3 || (minor === 2 && patch >= 21));
+}
+async function loadLangChain(): Promise<{
+  LangChainCosmosHistory: LangChainHistoryClass;
+  lcCore: LangChainMessages;
+  lcVersion: string;
+  lcCoreVersion: string;
+  benchCoreVersion: string;
+}> {
   const require = createRequire(import.meta.url);
-  const lcDir = dirname(require.resolve('@langchain/azure-cosmosdb/package.json'));
-  const lcModule = (await import(pathToFileURL(join(lcDir, 'dist/chat_histories/nosql.js')).href)) as {
-    AzureCosmsosDBNoSQLChatMessageHistory: LangChainHistoryClass;
-  };
+  const lcPackage = require.resolve('@langchain/azure-cosmosdb/package.json');
+  const lcManifest = readJson(lcPackage) as { version: string; peerDependencies: Record<string, string> };
+  const coreManifestPath = createRequire(lcPackage).resolve('@langchain/core/package.json');
+  const coreManifest = readJson(coreManifestPath) as { version: string; exports: Record<string, { import: string }> };
+  const benchCoreVersion = (readJson(require.resolve('@langchain/core/package.json')) as { version: string }).version;
+  if (!inDeclaredRange(coreManifest.version, lcManifest.peerDependencies['@langchain/core'] ?? ''))
+    throw new Error(
+      `@langchain/azure-cosmosdb resolves @langchain/core ${coreManifest.version}, outside the range it declares: check the overrides in pnpm-workspace.yaml`,
+    );
+  const lcCore = (await import(
+    pathToFileURL(join(dirname(coreManifestPath), coreManifest.exports['./messages']!.import)).href
+  )) as LangChainMessages;
+  const { AzureCosmsosDBNoSQLChatMessageHistory } = await import('@langchain/azure-cosmosdb');
   return {
-    LangChainCosmosHistory: lcModule.AzureCosmsosDBNoSQLChatMessageHistory,
-    lcVersion: (require(join(lcDir, 'package.json')) as { version: string }).version,
+    LangChainCosmosHistory: AzureCosmsosDBNoSQLChatMessageHistory as unknown as LangChainHistoryClass,
+    lcCore,
+    lcVersion: lcManifest.version,
+    lcCoreVersion: coreManifest.version,
+    benchCoreVersion,
   };
 }
 
@@ -125,22 +159,34 @@ function summarize(turns: ProxiedRequest[][]): TurnCost {
   };
 }
 
-/** p50 and mean of `turn` (each followed by an untimed `reset`), within a time budget. */
-async function time(turn: () => Promise<void>, reset: () => Promise<void>, { warmup = 3, min = 5, max = 300, budgetMs = 2500 } = {}) {
-  for (let i = 0; i < warmup; i++) {
-    await turn();
-    await reset();
-  }
-  const samples: number[] = [];
+interface Side {
+  turn: () => Promise<void>;
+  reset: () => Promise<void>;
+}
+/**
+ * p50 and mean wall time of each side's `turn` (each followed by an untimed `reset`), the sides
+ * taking turns (the one that goes first alternating) so load on the shared machine hits both alike.
+ */
+async function timeInTurns(sides: [Side, Side], { warmup = 3, min = 5, max = 300, budgetMs = 5000 } = {}) {
+  for (let i = 0; i < warmup; i++)
+    for (const side of sides) {
+      await side.turn();
+      await side.reset();
+    }
+  const samples: [number[], number[]] = [[], []];
   const t0 = performance.now();
-  while (samples.length < max && (samples.length < min || performance.now() - t0 < budgetMs)) {
-    const s = performance.now();
-    await turn();
-    samples.push(performance.now() - s);
-    await reset();
+  for (let i = 0; i < max && (i < min || performance.now() - t0 < budgetMs); i++) {
+    for (const k of i % 2 ? [1, 0] : [0, 1]) {
+      const s = performance.now();
+      await sides[k]!.turn();
+      samples[k]!.push(performance.now() - s);
+      await sides[k]!.reset();
+    }
   }
-  samples.sort((a, b) => a - b);
-  return { p50: samples[Math.floor(samples.length / 2)]!, mean: samples.reduce((a, b) => a + b, 0) / samples.length, n: samples.length };
+  return samples.map((list) => {
+    list.sort((x, y) => x - y);
+    return { p50: list[Math.floor(list.length / 2)]!, mean: list.reduce((x, y) => x + y, 0) / list.length, n: list.length };
+  }) as [{ p50: number; mean: number; n: number }, { p50: number; mean: number; n: number }];
 }
 
 const fmt = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms >= 10 ? ms.toFixed(1) : ms.toFixed(2));
@@ -159,7 +205,10 @@ export interface Row {
 /** Runs the benchmark on its own stand-in and prints its tables; resolves to the measured rows. */
 export async function cosmosHistory(): Promise<Row[]> {
   const started = performance.now();
-  const { LangChainCosmosHistory, lcVersion } = await loadLangChain();
+  const { LangChainCosmosHistory, lcCore, lcVersion, lcCoreVersion, benchCoreVersion } = await loadLangChain();
+  console.log(
+    `@langchain/azure-cosmosdb ${lcVersion} runs on the @langchain/core it resolves: ${lcCoreVersion} (the other benches: ${benchCoreVersion})`,
+  );
   // ---- Setup --------------------------------------------------------------------------------------
   const standIn = await startCosmosStandIn();
   const proxy = await startFaultProxy(standIn.endpoint, { recordBodies: true });
@@ -174,7 +223,7 @@ export async function cosmosHistory(): Promise<Row[]> {
   const databaseId = 'bench';
   const state = {};
   const ctxMessage = (i: number) => (i % 2 ? Message.assistant(`${TEXT} #${i}`) : Message.user(`${TEXT} #${i}`));
-  const lcMessage = (i: number) => (i % 2 ? new AIMessage(`${TEXT} #${i}`) : new HumanMessage(`${TEXT} #${i}`));
+  const lcMessage = (i: number) => (i % 2 ? new lcCore.AIMessage(`${TEXT} #${i}`) : new lcCore.HumanMessage(`${TEXT} #${i}`));
 
   const rows: Row[] = [];
 
@@ -225,7 +274,7 @@ export async function cosmosHistory(): Promise<Row[]> {
       id: sessionId,
       userId: 'bench-user',
       context: {},
-      messages: mapChatMessagesToStoredMessages(Array.from({ length: size }, (_, i) => lcMessage(i))),
+      messages: lcCore.mapChatMessagesToStoredMessages(Array.from({ length: size }, (_, i) => lcMessage(i))),
     };
     const lcDocBytes = Buffer.byteLength(JSON.stringify(seedDoc));
     await lcContainer.items.upsert(seedDoc);
@@ -233,7 +282,7 @@ export async function cosmosHistory(): Promise<Row[]> {
       const all = await history.getMessages();
       if (all.length !== size) throw new Error(`LangChain loaded ${all.length} messages`);
       turnNo++;
-      await history.addMessages([new HumanMessage(`${TEXT} turn ${turnNo}`), new AIMessage(`${TEXT} reply ${turnNo}`)]);
+      await history.addMessages([new lcCore.HumanMessage(`${TEXT} turn ${turnNo}`), new lcCore.AIMessage(`${TEXT} reply ${turnNo}`)]);
     };
     const lcReset = async () => {
       await lcContainer.items.upsert(seedDoc);
@@ -256,8 +305,13 @@ export async function cosmosHistory(): Promise<Row[]> {
     };
     const ctxCost = await count(() => ctxTurn(ctxCounted), ctxReset);
     const lcCost = await count(() => lcTurn(lcCounted), lcReset);
-    const ctxTime = await time(() => ctxTurn(ctx), ctxReset);
-    const lcTime = await time(() => lcTurn(lc), lcReset, size >= 10_000 ? { warmup: 1, min: 5, max: 20, budgetMs: 4000 } : {});
+    const [ctxTime, lcTime] = await timeInTurns(
+      [
+        { turn: () => ctxTurn(ctx), reset: ctxReset },
+        { turn: () => lcTurn(lc), reset: lcReset },
+      ],
+      size >= 10_000 ? { warmup: 1, min: 10, max: 20, budgetMs: 8000 } : {},
+    );
     rows.push({ size, lcDocBytes, ctx: { ...ctxCost, ...ctxTime }, lc: { ...lcCost, ...lcTime } });
     console.log(`measured ${size.toLocaleString('en')} stored messages (${((performance.now() - started) / 1000).toFixed(1)} s)`);
   }
@@ -313,7 +367,7 @@ Cost model (request units, estimates):
   property of every message, so real charges favour ctx further.
 Latency is the stand-in in this process (it scans a container for every query and parses whole documents), not
 Cosmos DB's: the request and byte counts are what carries over to a real account.
-LangChain: @langchain/azure-cosmosdb ${lcVersion} (AzureCosmsosDBNoSQLChatMessageHistory), on @azure/cosmos shared with ctx, Node ${process.version}.
+LangChain: @langchain/azure-cosmosdb ${lcVersion} (AzureCosmsosDBNoSQLChatMessageHistory) on @langchain/core ${lcCoreVersion}, on @azure/cosmos shared with ctx, Node ${process.version}.
 Samples per row: ctx ${rows.map((r) => r.ctx.n).join('/')}, LangChain ${rows.map((r) => r.lc.n).join('/')}.`);
 
   direct.dispose();
