@@ -46,6 +46,8 @@ export type { ProviderPolicies } from './policies/with-policies.js';
 export { ContextualToolsProvider } from './providers/contextual-tools-provider.js';
 export type { ContextualToolsProviderOptions, ToolCatalog } from './providers/contextual-tools-provider.js';
 export { TextSearchProvider } from './providers/text-search-provider.js';
+export { TitleProvider } from './providers/title-provider.js';
+export type { TitleProviderOptions } from './providers/title-provider.js';
 export type { RetrievalCitation, TextSearchProviderOptions } from './providers/text-search-provider.js';
 export { WhiteboardProvider, whiteboardUpdateSchema } from './providers/whiteboard-provider.js';
 export type { WhiteboardEntry, WhiteboardKind, WhiteboardProviderOptions, WhiteboardUpdate } from './providers/whiteboard-provider.js';
@@ -53,7 +55,17 @@ export { createHashEmbedding } from './retrieval/hash-embedding.js';
 export type { HashEmbeddingOptions } from './retrieval/hash-embedding.js';
 export { InMemoryRetriever } from './retrieval/in-memory-retriever.js';
 export type { InMemoryRetrieverOptions, InMemoryScoring, RetrievalDocument } from './retrieval/in-memory-retriever.js';
-export type { Agent, AgentInput, AgentOptions, AgentRunOptions, AgentRunStream, ToolApproval } from './run/agent.js';
+export type {
+  Agent,
+  AgentInput,
+  AgentOptions,
+  AgentRunOptions,
+  AgentRunStream,
+  RedactInfo,
+  Redactor,
+  ToolApproval,
+  UserDataExport,
+} from './run/agent.js';
 export { createAgent } from './run/create-agent.js';
 export { AgentSession } from './session/agent-session.js';
 export type { AgentSessionInit } from './session/agent-session.js';

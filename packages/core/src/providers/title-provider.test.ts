@@ -1,0 +1,165 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigurationError } from '../errors.js';
+import { Message } from '../messages/message.js';
+import { createAgent } from '../run/create-agent.js';
+import type { AgentEvent } from '../spec/events.js';
+import { ScriptedChatClient, type ScriptedReply } from '../testing/scripted-chat-client.js';
+import { cleanTitle, TitleProvider } from './title-provider.js';
+
+/** An agent answering `reply` (after `delayMs`) to everything, titled by `titles`, with its events. */
+function setup(titles: ScriptedChatClient, options: { reply?: ScriptedReply; maxChars?: number; timeoutMs?: number } = {}) {
+  const events: AgentEvent[] = [];
+  const provider = new TitleProvider({
+    client: titles,
+    ...(options.maxChars ? { maxChars: options.maxChars } : {}),
+    ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
+  });
+  const model = new ScriptedChatClient({ replies: () => options.reply ?? 'Sure.', chunkSize: 4 });
+  const agent = createAgent({ client: model, contextProviders: [provider], onEvent: (e) => events.push(e) });
+  const diagnostics = () => events.flatMap((e) => (e.type === 'provider-diagnostic' && e.sourceId === 'title' ? [e.code] : []));
+  return { agent, provider, model, diagnostics };
+}
+
+describe('TitleProvider', () => {
+  it('titles an untitled session from its first user message, cleaned, and never asks again once it has a title', async () => {
+    const titles = new ScriptedChatClient({ replies: ['"Weekend trip to Lisbon."'] });
+    const { agent } = setup(titles);
+    const session = agent.createSession();
+    await agent.run('Plan a weekend in Lisbon for two, please', { session });
+    expect(session.metadata.title).toBe('Weekend trip to Lisbon');
+    expect(titles.calls).toHaveLength(1);
+    expect(Message.text(titles.calls[0]!.messages[0]!)).toBe('Plan a weekend in Lisbon for two, please');
+    expect(titles.calls[0]!.options).toMatchObject({ store: false, instructions: expect.stringMatching(/at most 60 characters/) });
+
+    await agent.run('And a restaurant?', { session });
+    expect(titles.calls).toHaveLength(1);
+  });
+
+  it('never asks for a session that has a title', async () => {
+    const titles = new ScriptedChatClient({ replies: [] });
+    const { agent, diagnostics } = setup(titles);
+    const session = agent.createSession({ title: 'Mine' });
+    await agent.run('hello', { session });
+    expect(titles.calls).toHaveLength(0);
+    expect(session.metadata.title).toBe('Mine');
+    expect(diagnostics()).toEqual([]);
+  });
+
+  it('does not hold the reply back for a slow title: the run ends first, the title lands on the session later, and flush waits for it', async () => {
+    const titles = new ScriptedChatClient({ replies: [{ text: 'Slow title', delayMs: 300 }] });
+    const { agent, provider } = setup(titles);
+    const session = agent.createSession();
+    const started = performance.now();
+    await agent.run('hello', { session });
+    expect(performance.now() - started).toBeLessThan(250);
+    expect(session.metadata.title).toBeUndefined();
+
+    // A run on the same session while the request is in flight sends no second one.
+    await agent.run('again', { session });
+    expect(titles.calls).toHaveLength(1);
+
+    await agent.flush();
+    expect(session.metadata.title).toBe('Slow title');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    await provider.flush(); // nothing pending any more
+  });
+
+  it('does not hold back the updates of a streaming run', async () => {
+    const titles = new ScriptedChatClient({ replies: [{ text: 'Streamed', delayMs: 300 }] });
+    const { agent } = setup(titles, { reply: { text: 'A streamed answer of several chunks.' } });
+    const session = agent.createSession();
+    const started = performance.now();
+    const stream = agent.runStream('hello', { session });
+    const arrivals: number[] = [];
+    for await (const _ of stream) arrivals.push(performance.now() - started);
+    const response = await stream.response;
+    expect(response.text).toBe('A streamed answer of several chunks.');
+    expect(arrivals.length).toBeGreaterThan(5);
+    expect(Math.max(...arrivals)).toBeLessThan(250);
+    expect(session.metadata.title).toBeUndefined();
+    await agent.flush();
+    expect(session.metadata.title).toBe('Streamed');
+  });
+
+  it('reports a failed title as a diagnostic, never a failed run, and the next run tries again from the first message in the history', async () => {
+    const titles = new ScriptedChatClient({ replies: [{ error: new Error('title model down') }, 'Lisbon weekend'] });
+    const { agent, diagnostics } = setup(titles);
+    const session = agent.createSession();
+    expect(await agent.run('Plan a weekend in Lisbon', { session })).toMatchObject({ text: 'Sure.' });
+    await agent.flush();
+    expect(diagnostics()).toEqual(['title-failed']);
+    expect(session.metadata.title).toBeUndefined();
+
+    await agent.run('For two people', { session });
+    await agent.flush();
+    expect(Message.text(titles.calls[1]!.messages[0]!)).toBe('Plan a weekend in Lisbon');
+    expect(session.metadata.title).toBe('Lisbon weekend');
+  });
+
+  it('abandons a title request that overruns its timeoutMs, with a diagnostic', async () => {
+    const titles = new ScriptedChatClient({ replies: [{ text: 'Too late', delayMs: 2_000 }] });
+    const { agent, diagnostics } = setup(titles, { timeoutMs: 40 });
+    const session = agent.createSession();
+    await agent.run('hello', { session });
+    const started = performance.now();
+    await agent.flush();
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(diagnostics()).toEqual(['title-failed']);
+    expect(session.metadata.title).toBeUndefined();
+  });
+
+  it('reports an empty answer and keeps the session untitled', async () => {
+    const titles = new ScriptedChatClient({ replies: ['  ""  '] });
+    const { agent, diagnostics } = setup(titles);
+    const session = agent.createSession();
+    await agent.run('hello', { session });
+    await agent.flush();
+    expect(diagnostics()).toEqual(['title-empty']);
+    expect(session.metadata.title).toBeUndefined();
+  });
+
+  it('keeps a title the app set while the request was in flight', async () => {
+    const titles = new ScriptedChatClient({ replies: [{ text: 'Model title', delayMs: 50 }] });
+    const { agent } = setup(titles);
+    const session = agent.createSession();
+    await agent.run('hello', { session });
+    session.metadata.title = 'Chosen by the user';
+    await agent.flush();
+    expect(session.metadata.title).toBe('Chosen by the user');
+  });
+
+  it('flush stops waiting when its signal aborts', async () => {
+    const titles = new ScriptedChatClient({ replies: [{ text: 'Later', delayMs: 500 }] });
+    const { agent, provider } = setup(titles);
+    await agent.run('hello', { session: agent.createSession() });
+    await expect(provider.flush({ signal: AbortSignal.abort(new Error('shutting down')) })).rejects.toThrow('shutting down');
+    await provider.flush();
+  });
+
+  it('refuses a missing client and invalid options', () => {
+    const client = new ScriptedChatClient({ replies: [] });
+    expect(() => new TitleProvider({} as never)).toThrow(/needs a `client`/);
+    expect(() => new TitleProvider({ client, maxChars: 0 })).toThrow(ConfigurationError);
+    expect(() => new TitleProvider({ client, maxChars: 201 })).toThrow(/at most 200/);
+    expect(() => new TitleProvider({ client, timeoutMs: -1 })).toThrow(ConfigurationError);
+    expect(() => new TitleProvider({ client, sourceId: ' ' })).toThrow(ConfigurationError);
+  });
+});
+
+describe('cleanTitle', () => {
+  it.each([
+    ['"Trip to Lisbon."', 'Trip to Lisbon'],
+    ['Title: “Budget review”', 'Budget review'],
+    ['# Quarterly plan\n\nMore text the model added', 'Quarterly plan'],
+    ['\n\n  **Bold   title**  ', 'Bold title'],
+    ['', ''],
+  ])('%j becomes %j', (answer, title) => {
+    expect(cleanTitle(answer, 60)).toBe(title);
+  });
+
+  it('cuts to maxChars at a word when that keeps more than half, and never inside a surrogate pair', () => {
+    expect(cleanTitle('Planning a long weekend in Lisbon with friends', 20)).toBe('Planning a long');
+    expect(cleanTitle('Supercalifragilistic expialidocious', 10)).toBe('Supercalif');
+    expect(cleanTitle('abcdefghi😀xyz', 10)).toBe('abcdefghi');
+  });
+});
