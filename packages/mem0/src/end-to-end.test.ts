@@ -2,7 +2,9 @@ import {
   BackendUnavailableError,
   createAgent,
   defineTool,
+  InMemorySessionStore,
   Message,
+  ProviderError,
   SessionStateError,
   type AgentEvent,
   type ContextProvider,
@@ -10,7 +12,7 @@ import {
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ossBackend, platformBackend, uniqueId, type Backend } from '../test/backends.js';
-import { isMemoryMessage, Mem0ContextProvider, type Mem0ContextProviderOptions } from './index.js';
+import { isMemoryMessage, Mem0ContextProvider, type Mem0ContextProviderOptions, type Mem0UserDataExport } from './index.js';
 
 /** Records every search and add that reaches the real mem0ai client. */
 function spyOn(client: Backend['client']) {
@@ -181,5 +183,72 @@ for (const make of [ossBackend, platformBackend]) {
       await agent.run('What is my favourite colour?', { session: sessionOf(alice) });
       expect(memoryTextOf(chat.calls[2]!.messages)).toContain('My favourite colour is teal.');
     });
+
+    it("through the agent: deleteSession forgets that session's memories, exportUserData and deleteUserData cover the user's", async () => {
+      const store = new InMemorySessionStore();
+      const memory = new Mem0ContextProvider({ client: backend.client, storeScope: ['userId', 'runId'], forgetOnSessionDelete: true });
+      const agent = createAgent({
+        client: new ScriptedChatClient({ replies: () => 'Noted.' }),
+        contextProviders: [memory],
+        sessionStore: store,
+      });
+      const [ann, bob] = [uniqueId('ann'), uniqueId('bob')];
+      const say = async (userId: string, text: string) => {
+        const session = agent.createSession({ userId });
+        await agent.run(text, { session });
+        await agent.saveSession(session);
+        return session;
+      };
+      const trip = await say(ann, 'I am flying to Lima.');
+      await say(ann, 'I am vegetarian.');
+      await say(bob, 'I am flying to Quito.');
+      const texts = async (userId: string) => {
+        const exported = (await agent.exportUserData(userId)).providers.mem0 as unknown as Mem0UserDataExport | undefined;
+        return (exported?.memories ?? []).map((m) => m.text).sort();
+      };
+      expect(await texts(ann)).toEqual(['I am flying to Lima.', 'I am vegetarian.']);
+
+      expect(await agent.deleteSession(trip.sessionId)).toBe(true);
+      expect(await texts(ann)).toEqual(['I am vegetarian.']);
+      const exported = await agent.exportUserData(ann);
+      expect(exported.sessions).toHaveLength(1);
+
+      expect(await agent.deleteUserData(ann)).toEqual({ sessions: 1 });
+      expect(await texts(ann)).toEqual([]);
+      expect((await agent.listSessions({ userId: ann })).sessions).toEqual([]);
+      expect(await texts(bob)).toEqual(['I am flying to Quito.']);
+    });
+
+    it.runIf(make === platformBackend)(
+      'mem0 down: deleteSession fails with a ProviderError and the session stays, to be retried',
+      async () => {
+        const store = new InMemorySessionStore();
+        const memory = new Mem0ContextProvider({
+          client: backend.client,
+          storeScope: ['userId', 'runId'],
+          forgetOnSessionDelete: true,
+          writeTimeoutMs: 2000,
+        });
+        const agent = createAgent({
+          client: new ScriptedChatClient({ replies: () => 'Noted.' }),
+          contextProviders: [memory],
+          sessionStore: store,
+        });
+        const session = agent.createSession({ userId: uniqueId('ann') });
+        await agent.run('I am flying to Lima.', { session });
+        await agent.saveSession(session);
+        await backend.down();
+        try {
+          const error = await agent.deleteSession(session.sessionId).catch((e: unknown) => e);
+          expect(ProviderError.isInstance(error)).toBe(true);
+          expect(BackendUnavailableError.isInstance((error as ProviderError).cause)).toBe(true);
+          expect(await store.get(session.sessionId)).toBeDefined();
+        } finally {
+          await backend.up();
+        }
+        expect(await agent.deleteSession(session.sessionId)).toBe(true);
+        expect(await store.get(session.sessionId)).toBeUndefined();
+      },
+    );
   });
 }
