@@ -287,6 +287,103 @@ for (const [topology, connect] of [
       expect(await mine.countMessages(sessionId)).toBe(2);
     });
 
+    it('clearMessages removes every key of the session for its source id, one DEL', async () => {
+      const provider = make({ maxStored: 5 });
+      const sessionId = id();
+      for (let i = 0; i < 4; i++) await provider.saveMessages(sessionId, turn(i), { state });
+      const counted = countCommands(client);
+      await provider.clearMessages(sessionId, { state });
+      expect(counted.names).toEqual(['del']);
+      const encoded = provider.keys(sessionId).messages.split(':{')[1]!.split('}')[0]!;
+      expect((await allKeys(client)).filter((k) => k.includes(`{${encoded}}`))).toEqual([]);
+      await provider.clearMessages(sessionId, { state });
+    });
+
+    describe('forkMessages', () => {
+      const fork = (provider: RedisHistoryProvider, from: string, to: string, atMessageId?: string) =>
+        provider.forkMessages(from, to, { fromState: {}, toState: {}, ...(atMessageId === undefined ? {} : { atMessageId }) });
+
+      it('copies the history up to a message with its id set, on the server in one script call on a single node', async () => {
+        const provider = make({ ttlSeconds: 300 });
+        const from = id();
+        const messages = Array.from({ length: 1200 }, (_, i) => Message.user(`m${i}`));
+        await provider.append(from, messages);
+        await fork(provider, from, id()); // loads the script on this node
+        const counted = countCommands(client);
+        const to = id();
+        expect(await fork(provider, from, to, messages[1099]!.id)).toBe(1100);
+        expect(counted.names).toEqual(client instanceof Redis ? ['evalsha'] : ['lrange', 'evalsha']);
+        expect(texts(await provider.getMessages(to, { state }))).toEqual(texts(messages.slice(0, 1100)));
+        // The copy's bookkeeping: ids de-duplicate, export cursors go on, expiry is set on both keys.
+        expect(await provider.append(to, [messages[5]!, messages[1100]!])).toBe(1);
+        const page = await provider.listMessages(to, { limit: 1000 });
+        expect(texts((await provider.listMessages(to, { cursor: page.nextCursor!, limit: 1000 })).messages)).toEqual([
+          ...texts(messages.slice(1000, 1101)),
+        ]);
+        for (const key of Object.values(provider.keys(to))) expect(await client.ttl(key)).toBeGreaterThan(250);
+        // The source is untouched, and its expiry was not extended.
+        expect(await provider.countMessages(from)).toBe(1200);
+        const all = id();
+        expect(await fork(provider, from, all)).toBe(1200);
+        expect(await provider.countMessages(all)).toBe(1200);
+      });
+
+      it('keeps the newest maxStored of the copy', async () => {
+        const provider = make({ maxStored: 3 });
+        const from = id();
+        const messages = Array.from({ length: 3 }, (_, i) => Message.user(`m${i}`));
+        await provider.append(from, messages);
+        const small = new RedisHistoryProvider({ client, prefix, maxStored: 2 });
+        const to = id();
+        expect(await fork(small, from, to, messages[2]!.id)).toBe(3);
+        expect(texts(await small.getMessages(to, { state }))).toEqual(['m1', 'm2']);
+        expect(await client.zrange(small.keys(to).ids, 0, -1)).toEqual([messages[1]!.id, messages[2]!.id]);
+      });
+
+      it('a message not in the history is a ConfigurationError and nothing is written', async () => {
+        const provider = make();
+        const from = id();
+        await provider.saveMessages(from, turn(1), { state });
+        const to = id();
+        const error = await fork(provider, from, to, 'no-such-message').catch((e: unknown) => e);
+        expect(ConfigurationError.isInstance(error)).toBe(true);
+        expect(await client.exists(provider.keys(to).messages, provider.keys(to).ids)).toBe(0);
+        // An empty source has no message to fork at either; forking all of it copies nothing.
+        const empty = id();
+        await expect(fork(provider, empty, to, 'x')).rejects.toSatisfy(ConfigurationError.isInstance);
+        expect(await fork(provider, empty, to)).toBe(0);
+        expect(await client.exists(provider.keys(to).messages, provider.keys(to).ids)).toBe(0);
+      });
+
+      it('finds the message in the list when the id set was deleted, and appends to a destination that holds messages', async () => {
+        const provider = make();
+        const from = id();
+        await provider.append(from, [...turn(1), ...turn(2)]);
+        const [, a1] = await provider.getMessages(from, { state });
+        await client.del(provider.keys(from).ids);
+        const to = id();
+        expect(await fork(provider, from, to, a1!.id)).toBe(2);
+        expect(texts(await provider.getMessages(to, { state }))).toEqual(['q1', 'a1']);
+        await fork(provider, from, to);
+        expect(texts(await provider.getMessages(to, { state }))).toEqual(['q1', 'a1', 'q2', 'a2']);
+      });
+
+      it('a corrupt id set is a SessionStateError and nothing is written (a cluster copies from the list alone)', async () => {
+        const provider = make();
+        const from = id();
+        await provider.saveMessages(from, turn(1), { state });
+        await client.zadd(provider.keys(from).ids, 'inf', 'bad');
+        const to = id();
+        if (client instanceof Redis) {
+          await expect(fork(provider, from, to)).rejects.toSatisfy(SessionStateError.isInstance);
+          expect(await client.exists(provider.keys(to).messages, provider.keys(to).ids)).toBe(0);
+        } else {
+          expect(await fork(provider, from, to)).toBe(2);
+          expect(texts(await provider.getMessages(to, { state }))).toEqual(['q1', 'a1']);
+        }
+      });
+    });
+
     it('keeps both keys of a conversation in one hash slot', async () => {
       const provider = make();
       for (const sessionId of ['plain', '{}', 'a{b}c', '}{', 'x'.repeat(4096)]) {
@@ -572,7 +669,8 @@ for (const [topology, connect] of [
       const expected = new Set(providers.flatMap((provider) => ids.flatMap((sessionId) => Object.values(provider.keys(sessionId)))));
       expect(new Set(mine)).toEqual(expected);
       // Every key anyone wrote through this package on this server follows the grammar: nothing escaped a prefix.
-      const grammar = /^[^\s{}*?[\]\\]+:(history:[A-Za-z0-9._%~-]+:\{[A-Za-z0-9._%~-]+\}:(messages|ids)|session:\{[A-Za-z0-9._%~-]+\})$/;
+      const grammar =
+        /^[^\s{}*?[\]\\]+:(history:[A-Za-z0-9._%~-]+:\{[A-Za-z0-9._%~-]+\}:(messages|ids)|session:\{[A-Za-z0-9._%~-]+\}|sessions:\{(all|user:[A-Za-z0-9._%~-]+)\}:(order|meta|expires))$/;
       expect(keys.filter((k) => !grammar.test(k))).toEqual([]);
       for (const key of mine) expect(key.length).toBeLessThan(300);
     });

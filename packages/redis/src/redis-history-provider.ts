@@ -3,6 +3,8 @@ import {
   HistoryProvider,
   Message,
   SessionStateError,
+  type ClearHistoryArgs,
+  type ForkHistoryArgs,
   type GetHistoryArgs,
   type HistoryProviderOptions,
   type PopHistoryArgs,
@@ -11,7 +13,7 @@ import {
 import { checkId, checkInteger, checkSessionId, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { historyKeys, type HistoryKeys } from './keys.js';
-import { BAD_ENTRY, BAD_IDS, PAGE_SCRIPT, POP_SCRIPT, SAVE_SCRIPT } from './scripts.js';
+import { ABSENT, BAD_ENTRY, BAD_IDS, FORK_SCRIPT, NOT_EMPTY, PAGE_SCRIPT, POP_SCRIPT, SAVE_SCRIPT } from './scripts.js';
 
 /** Options of `RedisHistoryProvider`: the history options of `@ctx/core`, the connection, and retention. */
 export interface RedisHistoryProviderOptions extends HistoryProviderOptions, RedisConnectionOptions {
@@ -310,6 +312,50 @@ export class RedisHistoryProvider extends HistoryProvider {
   async countMessages(sessionId: string, options: RedisCallOptions = {}): Promise<number> {
     const key = this.keys(sessionId).messages;
     return this.#connection.call({ operation: 'countMessages', sessionId, key }, options.signal, (c) => c.llen(key));
+  }
+
+  /**
+   * Removes everything this provider keeps for a session (both keys, `DEL` in one round trip); what
+   * `agent.deleteSession` calls through `onSessionDeleted`. Resolves also when nothing was stored.
+   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
+   */
+  override async clearMessages(sessionId: string, { signal }: ClearHistoryArgs): Promise<void> {
+    await this.clear(sessionId, signal ? { signal } : {});
+  }
+
+  /**
+   * Copies a session's history up to and including `atMessageId` (or all of it) to `toSessionId`;
+   * resolves to how many messages were copied (at most `maxStored`; `ttlSeconds` applies to the
+   * copy). On a single node one script copies the list and its id set on the server (one round
+   * trip). On a cluster the two sessions' keys live in different slots, so it reads the history and
+   * saves the copy (two round trips), as it also does when the new session already holds messages
+   * (appending those not stored yet).
+   * @throws ConfigurationError when `atMessageId` is not in the history; nothing is written.
+   * @throws SessionStateError for a corrupt id set or entry; BackendUnavailableError when Redis
+   *   cannot be reached within `timeoutMs`.
+   */
+  override async forkMessages(fromSessionId: string, toSessionId: string, args: ForkHistoryArgs): Promise<number> {
+    const from = this.keys(fromSessionId);
+    const to = this.keys(toSessionId);
+    const { atMessageId, signal } = args;
+    if (atMessageId !== undefined && typeof atMessageId !== 'string') {
+      throw new ConfigurationError(`RedisHistoryProvider.forkMessages: atMessageId must be a string, got ${typeof atMessageId}.`);
+    }
+    if (!this.#connection.isCluster) {
+      const reply = await this.#connection.call({ operation: 'forkMessages', sessionId: fromSessionId, key: from.messages }, signal, (c) =>
+        this.#connection.script(
+          c,
+          FORK_SCRIPT,
+          [from.messages, from.ids, to.messages, to.ids],
+          [atMessageId === undefined ? '0' : '1', atMessageId ?? '', this.maxStored ?? 0, this.ttlSeconds ?? 0],
+        ),
+      );
+      checkIds(reply, from);
+      // Not in the id set (which may have been deleted to repair it) or a destination with messages:
+      // the general copy finds the message in the list itself, and refuses as the contract says.
+      if (!Array.isArray(reply) || (reply[0] !== ABSENT && reply[0] !== NOT_EMPTY)) return Number(reply);
+    }
+    return super.forkMessages(fromSessionId, toSessionId, args);
   }
 
   /** Deletes a session's history for this provider's `sourceId`; resolves to whether there was any. */

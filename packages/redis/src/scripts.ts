@@ -180,3 +180,57 @@ end
 if #items > 0 then redis.call('LTRIM', list, 0, -#items - 1) end
 return items
 `;
+
+/** The reply of the fork script when the destination already holds messages. */
+export const NOT_EMPTY = 'not-empty';
+/** The reply of the fork script when the message to fork at is not in the source's id set. */
+export const ABSENT = 'absent';
+
+/**
+ * Copies a conversation (KEYS 1-2: list and id set) into an empty one (KEYS 3-4), up to and
+ * including the message ARGV[2] when ARGV[1] is '1', else all of it: the list entries and their ids
+ * with the same sequence numbers, so the copy's bookkeeping is the source's. With maxStored (ARGV[3],
+ * 0 = keep all) only the newest that many of the copied messages are kept; with ttlSeconds (ARGV[4])
+ * both new keys expire. Nothing is written when the destination is not empty (`{ 'not-empty' }`), the
+ * message is not in the id set (`{ 'absent' }`) or the set is corrupt. Returns how many messages the
+ * fork covers (before the trim to maxStored).
+ */
+export const FORK_SCRIPT = `${TOP_SEQ}
+local fromList, fromIds, toList, toIds = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local maxStored, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
+if redis.call('EXISTS', toList) == 1 or redis.call('EXISTS', toIds) == 1 then return { '${NOT_EMPTY}' } end
+local len = redis.call('LLEN', fromList)
+local top, corrupt = topSeq(fromIds)
+if corrupt then return corrupt end
+local last = len
+if top > len then last = top end
+local first = last - len + 1
+local count = len
+if ARGV[1] == '1' then
+  local score = redis.call('ZSCORE', fromIds, ARGV[2])
+  if not score then return { '${ABSENT}' } end
+  count = tonumber(score) - first + 1
+  if count < 1 or count > len then return { '${ABSENT}' } end
+end
+local from = 0
+if maxStored > 0 and count > maxStored then from = count - maxStored end
+for i = from, count - 1, 500 do
+  redis.call('RPUSH', toList, unpack(redis.call('LRANGE', fromList, i, math.min(i + 499, count - 1))))
+end
+if count > from then
+  local ids = redis.call('ZRANGEBYSCORE', fromIds, first + from, first + count - 1, 'WITHSCORES')
+  for i = 1, #ids, 1000 do
+    local args = {}
+    for j = i, math.min(i + 999, #ids), 2 do
+      args[#args + 1] = ids[j + 1]
+      args[#args + 1] = ids[j]
+    end
+    redis.call('ZADD', toIds, unpack(args))
+  end
+  if ttl > 0 then
+    redis.call('EXPIRE', toList, ttl)
+    if redis.call('EXISTS', toIds) == 1 then redis.call('EXPIRE', toIds, ttl) end
+  end
+end
+return count
+`;
