@@ -1,9 +1,13 @@
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkListOptions, pageOfSessions } from '../backend/session-cursor.js';
 import { ConcurrencyError, ConfigurationError, ProviderError } from '../errors.js';
 import { HistoryProvider } from '../history/history-provider.js';
 import { Message } from '../messages/message.js';
 import { withPolicies } from '../policies/with-policies.js';
+import { FileSessionStore } from '../session/file-session-store.js';
 import { InMemorySessionStore } from '../session/in-memory-session-store.js';
 import type { GetHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { JsonObject } from '../spec/json.js';
@@ -442,5 +446,33 @@ describe('agent.deleteUserData', () => {
     store.list = async (options) => (lists++ === 0 ? listOnce(options) : { sessions: [] });
     expect(await agent.deleteUserData('u1')).toEqual({ sessions: 0 });
     expect(store.items.size).toBe(1);
+  });
+});
+
+describe('user data with the built-in stores', () => {
+  it("exports and deletes a user's sessions kept as files, leaving the other user's files", async () => {
+    const directory = await mkdtemp(join(tmpdir(), 'ctx-user-data-'));
+    try {
+      const agent = agentWith({ sessionStore: new FileSessionStore({ directory }) });
+      await seed(agent, 'u1', 5);
+      await seed(agent, 'u2', 1);
+      const exported = await agent.exportUserData('u1');
+      expect(exported.sessions.map((s) => s.session.sessionId).sort()).toEqual(['u1-000', 'u1-001', 'u1-002', 'u1-003', 'u1-004']);
+      expect(exported.sessions.every((s) => s.history.memory!.length === 2)).toBe(true);
+      expect(await agent.deleteUserData('u1')).toEqual({ sessions: 5 });
+      expect((await readdir(directory)).filter((f) => f.endsWith('.json'))).toHaveLength(1);
+      expect((await agent.listSessions()).sessions.map((s) => s.sessionId)).toEqual(['u2-000']);
+    } finally {
+      await rm(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('deletes a session of an InMemorySessionStore by id, then reports it gone', async () => {
+    const store = new InMemorySessionStore();
+    const agent = agentWith({ sessionStore: store });
+    await seed(agent, 'u1', 1);
+    expect(await agent.deleteSession('u1-000')).toBe(true);
+    expect(await agent.deleteSession('u1-000')).toBe(false);
+    expect((await agent.listSessions({ userId: 'u1' })).sessions).toEqual([]);
   });
 });
