@@ -22,6 +22,20 @@ export interface CheckedListOptions {
   cursor: SessionCursor | undefined;
 }
 
+/** The one time format of session metadata: what `Date.prototype.toISOString` gives for years 0-9999. */
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/**
+ * Whether `value` is a time as session metadata holds it: exactly what `Date.prototype.toISOString`
+ * gives (UTC, milliseconds, years 0000-9999), so the text sorts as the time does. Impossible
+ * dates that `Date.parse` would roll over (February 30, 24:00) are not.
+ */
+export function isSessionTime(value: unknown): value is string {
+  if (typeof value !== 'string' || !ISO_TIME.test(value)) return false;
+  const ms = Date.parse(value);
+  return !Number.isNaN(ms) && new Date(ms).toISOString() === value;
+}
+
 /** The default page size of `SessionStore.list`. */
 export const DEFAULT_LIST_LIMIT = 20;
 /** The largest page size of `SessionStore.list`. */
@@ -65,10 +79,9 @@ export function decodeSessionCursor(cursor: string, userId: string | undefined):
   if (!isPlainObject(value) || value.v !== 1 || typeof value.t !== 'string' || typeof value.s !== 'string') {
     throw bad('is not a cursor from list');
   }
-  const updatedAtMs = Date.parse(value.t);
-  if (Number.isNaN(updatedAtMs)) throw bad('is not a cursor from list');
+  if (!isSessionTime(value.t) || (value.u !== null && typeof value.u !== 'string')) throw bad('is not a cursor from list');
   if ((value.u ?? undefined) !== userId) throw bad('belongs to another listing (another userId)');
-  return { updatedAt: value.t, updatedAtMs, sessionId: value.s };
+  return { updatedAt: value.t, updatedAtMs: Date.parse(value.t), sessionId: value.s };
 }
 
 /** The listing order: newest `updatedAt` first, then `sessionId` descending (UTF-16 code unit order). */

@@ -4,9 +4,17 @@ import { ConfigurationError, SessionStateError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
-import { AgentSession, checkSessionForWrite, parseSessionJson } from './agent-session.js';
+import { AgentSession, type AgentSessionInit, checkSessionForWrite, parseSessionJson } from './agent-session.js';
 
 const agent = createAgent({ client: new ScriptedChatClient({ replies: [] }) });
+
+/** Metadata with only the required times. */
+const TIMES = { createdAt: '2026-01-31T12:00:00.000Z', updatedAt: '2026-02-01T08:30:15.123Z' };
+
+/** Version-2 session JSON with `fields` over a minimal session `a`. */
+function v2(fields: Record<string, unknown> = {}): Record<string, unknown> {
+  return { type: 'ctx.session', version: 2, sessionId: 'a', metadata: TIMES, state: {}, ...fields };
+}
 
 function expectStateError(input: unknown, path: string): void {
   try {
@@ -20,17 +28,32 @@ function expectStateError(input: unknown, path: string): void {
 }
 
 describe('AgentSession', () => {
-  it('serializes to versioned plain JSON and restores identically', () => {
+  it('serializes to versioned plain JSON and restores identically, metadata included', () => {
+    const before = Date.now();
     const session = agent.createSession({
       serviceSessionId: 'resp_1',
       state: { memory: { messages: [Message.user('hi')] }, prefs: { tone: 'terse' } },
+      userId: 'user-1',
+      title: 'Planning',
+      custom: { plan: 'pro', tags: ['a'] },
     });
     const json = agent.serializeSession(session);
-    expect(json).toMatchObject({ type: 'ctx.session', version: 1, sessionId: session.sessionId, serviceSessionId: 'resp_1' });
-    expect(JSON.parse(JSON.stringify(session))).toEqual(json);
+    expect(json).toMatchObject({ type: 'ctx.session', version: 2, sessionId: session.sessionId, serviceSessionId: 'resp_1' });
+    const { createdAt, updatedAt, ...rest } = json.metadata;
+    expect(rest).toEqual({ userId: 'user-1', title: 'Planning', custom: { plan: 'pro', tags: ['a'] } });
+    expect(updatedAt).toBe(createdAt);
+    expect(Date.parse(createdAt)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(createdAt)).toBeLessThanOrEqual(Date.now());
+    session.metadata.forkedFrom = { sessionId: 'parent', messageId: 'm1' };
+    const full = structuredClone(agent.serializeSession(session));
+    expect(full.metadata.forkedFrom).toEqual({ sessionId: 'parent', messageId: 'm1' });
+    expect(JSON.parse(JSON.stringify(session))).toEqual(full);
     const again = agent.restoreSession(JSON.stringify(session));
-    expect(again.toJSON()).toEqual(json);
-    expect(agent.restoreSession(json).toJSON()).toEqual(json);
+    expect(again.toJSON()).toEqual(full);
+    const restored = agent.restoreSession(full);
+    expect(restored.toJSON()).toEqual(full);
+    restored.metadata.custom!.plan = 'changed';
+    expect(full.metadata.custom?.plan, 'a restored session owns its metadata').toBe('pro');
   });
 
   it('copies initial state so later changes to the input do not leak in', () => {
@@ -54,36 +77,31 @@ describe('AgentSession', () => {
   it.each([
     ['{not json', '$'],
     [[], '$'],
-    [{ type: 'other', version: 1, sessionId: 'a', state: {} }, '$.type'],
-    [{ type: 'ctx.session', version: 2, sessionId: 'a', state: {} }, '$.version'],
-    [{ type: 'ctx.session', version: 1, sessionId: '', state: {} }, '$.sessionId'],
-    [{ type: 'ctx.session', version: 1, sessionId: 'a', serviceSessionId: 5, state: {} }, '$.serviceSessionId'],
-    [{ type: 'ctx.session', version: 1, sessionId: 'a', state: [] }, '$.state'],
-    [{ type: 'ctx.session', version: 1, sessionId: 'a', state: { rag: 'x' } }, '$.state.rag'],
+    [v2({ type: 'other' }), '$.type'],
+    [v2({ version: 3 }), '$.version'],
+    [v2({ version: '2' }), '$.version'],
+    [v2({ sessionId: '' }), '$.sessionId'],
+    [v2({ serviceSessionId: 5 }), '$.serviceSessionId'],
+    [v2({ state: [] }), '$.state'],
+    [v2({ state: { rag: 'x' } }), '$.state.rag'],
+    [v2({ state: { 'my provider': { n: Number.POSITIVE_INFINITY } } }), '$.state["my provider"].n'],
+    [v2({ state: { memory: { messages: {} } } }), '$.state.memory.messages'],
     [
-      { type: 'ctx.session', version: 1, sessionId: 'a', state: { 'my provider': { n: Number.POSITIVE_INFINITY } } },
-      '$.state["my provider"].n',
-    ],
-    [{ type: 'ctx.session', version: 1, sessionId: 'a', state: { memory: { messages: {} } } }, '$.state.memory.messages'],
-    [
-      {
-        type: 'ctx.session',
-        version: 1,
-        sessionId: 'a',
-        state: { memory: { messages: [Message.user('ok'), { id: 'b', role: 'robot', contents: [] }] } },
-      },
+      v2({ state: { memory: { messages: [Message.user('ok'), { id: 'b', role: 'robot', contents: [] }] } } }),
       '$.state.memory.messages[1].role',
     ],
+    // A version-1 session is checked the same way before it migrates.
+    [{ type: 'ctx.session', version: 1, sessionId: 'a', state: { rag: 'x' } }, '$.state.rag'],
   ])('rejects %j with a SessionStateError at %s', (input, path) => expectStateError(input, path));
 
   it('names the unsupported version in its message', () => {
-    expect(() => agent.restoreSession({ type: 'ctx.session', version: 7, sessionId: 'a', state: {} })).toThrow(
-      /unsupported session version 7/,
+    expect(() => agent.restoreSession(v2({ version: 7 }))).toThrow(
+      /unsupported session version 7; this version of @ctx\/core reads versions 1 and 2/,
     );
   });
 
   it('keeps state of providers the agent does not know', () => {
-    const restored = agent.restoreSession({ type: 'ctx.session', version: 1, sessionId: 'a', state: { elsewhere: { x: [1] } } });
+    const restored = agent.restoreSession(v2({ state: { elsewhere: { x: [1] } } }));
     expect(restored.state.elsewhere).toEqual({ x: [1] });
   });
 
@@ -93,12 +111,21 @@ describe('AgentSession', () => {
         fc.string({ minLength: 1 }),
         fc.option(fc.string(), { nil: undefined }),
         fc.dictionary(fc.string(), fc.dictionary(fc.string(), fc.jsonValue())),
-        (sessionId, serviceSessionId, state) => {
+        fc.record(
+          {
+            userId: fc.string({ minLength: 1, maxLength: 512 }).filter((id) => id.trim() !== ''),
+            title: fc.string({ maxLength: 200 }),
+            custom: fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 5 }),
+          },
+          { requiredKeys: [] },
+        ),
+        (sessionId, serviceSessionId, state, metadata) => {
           delete state.memory; // the default history validates its own slot
           const session = new AgentSession({
             sessionId,
             ...(serviceSessionId !== undefined ? { serviceSessionId } : {}),
             state: state as never,
+            ...(metadata as Pick<AgentSessionInit, 'userId' | 'title' | 'custom'>),
           });
           const restored = agent.restoreSession(JSON.stringify(session));
           expect(restored.toJSON()).toEqual(JSON.parse(JSON.stringify(session.toJSON())));
@@ -108,14 +135,29 @@ describe('AgentSession', () => {
   });
 
   it('property: any malformed input gives SessionStateError, never another error', () => {
-    const valid = { type: 'ctx.session', version: 1, sessionId: 'a', state: { memory: { messages: [] } } };
+    const valid = v2({ state: { memory: { messages: [] } } });
     const mutated = fc.oneof(
       fc.jsonValue(),
       fc.record({
         type: fc.constantFrom('ctx.session', 'x'),
-        version: fc.oneof(fc.constant(1), fc.jsonValue()),
+        version: fc.oneof(fc.constantFrom(1, 2), fc.jsonValue()),
         sessionId: fc.jsonValue(),
+        metadata: fc.oneof(fc.constant(TIMES), fc.jsonValue()),
         state: fc.jsonValue(),
+      }),
+      fc.record({
+        ...Object.fromEntries(Object.entries(valid).map(([k, v]) => [k, fc.constant(v)])),
+        metadata: fc.record({
+          createdAt: fc.oneof(fc.constant(TIMES.createdAt), fc.string(), fc.jsonValue()),
+          updatedAt: fc.oneof(
+            fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+            fc.jsonValue(),
+          ),
+          title: fc.jsonValue(),
+          userId: fc.jsonValue(),
+          custom: fc.jsonValue(),
+          forkedFrom: fc.jsonValue(),
+        }),
       }),
       fc.record({
         ...Object.fromEntries(Object.entries(valid).map(([k, v]) => [k, fc.constant(v)])),
@@ -137,7 +179,7 @@ describe('AgentSession', () => {
 
 describe('AgentSession with hostile keys', () => {
   it('keeps "__proto__" and "constructor" as ordinary state keys', () => {
-    const text = '{"type":"ctx.session","version":1,"sessionId":"a","state":{"__proto__":{"polluted":true},"constructor":{"x":1}}}';
+    const text = `{"type":"ctx.session","version":2,"sessionId":"a","metadata":${JSON.stringify(TIMES)},"state":{"__proto__":{"polluted":true},"constructor":{"x":1}}}`;
     const session = agent.restoreSession(text);
     expect(Object.keys(session.state)).toEqual(['__proto__', 'constructor']);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -151,7 +193,7 @@ describe('AgentSession with hostile keys', () => {
 function deepSession(levels: number): Record<string, unknown> {
   let value: unknown = 'leaf';
   for (let i = 0; i < levels; i++) value = { d: value };
-  return { type: 'ctx.session', version: 1, sessionId: 'deep', state: { app: value } };
+  return v2({ sessionId: 'deep', state: { app: value } });
 }
 
 /** What `fn` throws. */
@@ -167,7 +209,7 @@ function thrown(fn: () => unknown): unknown {
 describe('AgentSession depth limit', () => {
   it('restores a session nested thousands of levels deep (30 KB) as a SessionStateError naming the path, not a RangeError', () => {
     const levels = 5_000;
-    const json = `{"type":"ctx.session","version":1,"sessionId":"deep","state":{"app":${'{"d":'.repeat(levels)}"leaf"${'}'.repeat(levels)}}}`;
+    const json = `{"type":"ctx.session","version":2,"sessionId":"deep","metadata":${JSON.stringify(TIMES)},"state":{"app":${'{"d":'.repeat(levels)}"leaf"${'}'.repeat(levels)}}}`;
     expect(json.length).toBeGreaterThan(30_000);
     for (const input of [json, JSON.parse(json)]) {
       const error = thrown(() => agent.restoreSession(input));
@@ -188,7 +230,7 @@ describe('AgentSession depth limit', () => {
 });
 
 describe('AgentSession from values that break a naive description', () => {
-  const base = { type: 'ctx.session', version: 1, sessionId: 'a', state: {} };
+  const base = v2();
   const cyclic: Record<string, unknown> = {};
   cyclic.self = cyclic;
   const revocable = Proxy.revocable({}, {});
@@ -243,15 +285,14 @@ describe('AgentSession from values that break a naive description', () => {
 describe('checkSessionForWrite', () => {
   it('refuses an empty or whitespace-only session id with a ConfigurationError, and everything parseSessionJson refuses', () => {
     for (const sessionId of ['', ' ', '\t\n'])
-      expect(
-        ConfigurationError.isInstance(thrown(() => checkSessionForWrite({ type: 'ctx.session', version: 1, sessionId, state: {} }))),
-      ).toBe(true);
-    const error = thrown(() =>
-      checkSessionForWrite({ type: 'ctx.session', version: 1, sessionId: 'a', state: { app: { n: Number.NaN } } }),
-    );
+      expect(ConfigurationError.isInstance(thrown(() => checkSessionForWrite(v2({ sessionId }))))).toBe(true);
+    const error = thrown(() => checkSessionForWrite(v2({ state: { app: { n: Number.NaN } } })));
     expect((error as SessionStateError).path).toBe('$.state.app.n');
+    expect((thrown(() => checkSessionForWrite(v2({ metadata: { ...TIMES, title: 7 } }))) as SessionStateError).path).toBe(
+      '$.metadata.title',
+    );
     expect(SessionStateError.isInstance(thrown(() => checkSessionForWrite('{"type":"ctx.session"}')))).toBe(true);
-    expect(checkSessionForWrite({ type: 'ctx.session', version: 1, sessionId: ' a ', state: {} }).sessionId).toBe(' a ');
+    expect(checkSessionForWrite(v2({ sessionId: ' a ' })).sessionId).toBe(' a ');
   });
 });
 
@@ -260,7 +301,7 @@ describe('AgentSession pending approvals', () => {
     approvals: [{ callId: 'c1', toolName: 'transfer', arguments: '{"amount":300}' }],
     messages: [Message.tool({ type: 'function-result', callId: 'c2', name: 'balance', result: 500 })],
   };
-  const base = { type: 'ctx.session', version: 1, sessionId: 's1', state: {} };
+  const base = v2({ sessionId: 's1' });
 
   it('keeps the calls waiting for approval through JSON, text and a store write check', () => {
     const session = agent.restoreSession({ ...base, pending });
@@ -289,5 +330,144 @@ describe('AgentSession pending approvals', () => {
       { ...base, pending: { approvals: [call], messages: [{ id: 'm', role: 'robot', contents: [] }] } },
       '$.pending.messages[0].role',
     );
+  });
+});
+
+describe('AgentSession version 1', () => {
+  it('migrates on restore: version 2, both times the time of the migration, no other metadata', () => {
+    const v1 = { type: 'ctx.session', version: 1, sessionId: 'old', serviceSessionId: 'resp_1', state: { app: { n: 1 } } };
+    for (const input of [v1, JSON.stringify(v1)]) {
+      const before = new Date().toISOString();
+      const session = agent.restoreSession(input);
+      const after = new Date().toISOString();
+      const json = session.toJSON();
+      expect(json).toEqual({ ...v1, version: 2, metadata: { createdAt: json.metadata.createdAt, updatedAt: json.metadata.createdAt } });
+      expect(
+        json.metadata.createdAt >= before && json.metadata.createdAt <= after,
+        `${json.metadata.createdAt} in [${before}, ${after}]`,
+      ).toBe(true);
+      expect(parseSessionJson(input).version).toBe(2);
+    }
+  });
+
+  it('ignores metadata in a version-1 session (version 1 had none) and checks everything else', () => {
+    const session = agent.restoreSession({ type: 'ctx.session', version: 1, sessionId: 'a', metadata: { title: 5 }, state: {} });
+    expect(session.metadata.title).toBeUndefined();
+    expectStateError({ type: 'ctx.session', version: 1, sessionId: 'a', state: [] }, '$.state');
+  });
+
+  it('a store write of a version-1 session stores version 2', () => {
+    const checked = checkSessionForWrite({ type: 'ctx.session', version: 1, sessionId: 'a', state: {} });
+    expect(checked.version).toBe(2);
+    expect(Object.keys(checked.metadata).sort()).toEqual(['createdAt', 'updatedAt']);
+  });
+});
+
+describe('AgentSession metadata checks', () => {
+  const long = (n: number) => 'x'.repeat(n);
+  it.each([
+    ['missing metadata', { metadata: undefined }, '$.metadata'],
+    ['metadata an array', { metadata: [] }, '$.metadata'],
+    ['a missing createdAt', { metadata: { updatedAt: TIMES.updatedAt } }, '$.metadata.createdAt'],
+    ['a date without time', { metadata: { ...TIMES, createdAt: '2026-01-31' } }, '$.metadata.createdAt'],
+    ['a time without milliseconds', { metadata: { ...TIMES, updatedAt: '2026-01-31T12:00:00Z' } }, '$.metadata.updatedAt'],
+    ['a time with an offset', { metadata: { ...TIMES, updatedAt: '2026-01-31T12:00:00.000+01:00' } }, '$.metadata.updatedAt'],
+    ['February 30', { metadata: { ...TIMES, updatedAt: '2026-02-30T00:00:00.000Z' } }, '$.metadata.updatedAt'],
+    ['24:00', { metadata: { ...TIMES, updatedAt: '2026-01-01T24:00:00.000Z' } }, '$.metadata.updatedAt'],
+    ['a number as time', { metadata: { ...TIMES, updatedAt: 1767225600000 } }, '$.metadata.updatedAt'],
+    ['a title of 201 characters', { metadata: { ...TIMES, title: long(201) } }, '$.metadata.title'],
+    ['a title that is a number', { metadata: { ...TIMES, title: 5 } }, '$.metadata.title'],
+    ['an empty userId', { metadata: { ...TIMES, userId: '' } }, '$.metadata.userId'],
+    ['a blank userId', { metadata: { ...TIMES, userId: ' \n' } }, '$.metadata.userId'],
+    ['a userId of 513 characters', { metadata: { ...TIMES, userId: long(513) } }, '$.metadata.userId'],
+    ['custom an array', { metadata: { ...TIMES, custom: [1] } }, '$.metadata.custom'],
+    ['custom over 8 KiB', { metadata: { ...TIMES, custom: { s: long(8200) } } }, '$.metadata.custom'],
+    ['custom over 8 KiB in UTF-8 only', { metadata: { ...TIMES, custom: { s: '🦜'.repeat(2100) } } }, '$.metadata.custom'],
+    ['custom holding NaN', { metadata: { ...TIMES, custom: { a: { n: Number.NaN } } } }, '$.metadata.custom.a.n'],
+    ['custom holding a Date', { metadata: { ...TIMES, custom: { at: new Date(0) } } }, '$.metadata.custom.at'],
+    ['forkedFrom a string', { metadata: { ...TIMES, forkedFrom: 'parent' } }, '$.metadata.forkedFrom'],
+    ['forkedFrom without sessionId', { metadata: { ...TIMES, forkedFrom: { messageId: 'm' } } }, '$.metadata.forkedFrom'],
+    ['forkedFrom with an empty sessionId', { metadata: { ...TIMES, forkedFrom: { sessionId: '' } } }, '$.metadata.forkedFrom'],
+    [
+      'forkedFrom with a numeric messageId',
+      { metadata: { ...TIMES, forkedFrom: { sessionId: 'p', messageId: 1 } } },
+      '$.metadata.forkedFrom',
+    ],
+  ] as [string, Record<string, unknown>, string][])('%s is a SessionStateError at %s', (_, fields, path) => {
+    expectStateError(v2(fields), path);
+    // NaN and a Date do not survive JSON text: only the object form holds them.
+    if (!path.startsWith('$.metadata.custom.')) expectStateError(JSON.stringify(v2(fields)), path);
+  });
+
+  it('accepts the limits exactly, keeps null optional fields out, and drops unknown fields', () => {
+    const metadata = {
+      createdAt: '0000-01-01T00:00:00.000Z',
+      updatedAt: '9999-12-31T23:59:59.999Z',
+      title: long(200),
+      userId: long(512),
+      custom: { s: long(8184) }, // {"s":"…"} is 8192 bytes
+      forkedFrom: { sessionId: 'p', extra: true },
+      unknown: 'dropped',
+    };
+    expect(JSON.stringify(metadata.custom)).toHaveLength(8192);
+    const restored = agent.restoreSession(v2({ metadata })).metadata;
+    expect(restored).toEqual({ ...metadata, forkedFrom: { sessionId: 'p' }, unknown: undefined });
+    expect(Object.keys(restored)).not.toContain('unknown');
+    const nulls = agent.restoreSession(v2({ metadata: { ...TIMES, title: null, userId: null, custom: null, forkedFrom: null } }));
+    expect(nulls.metadata).toEqual(TIMES);
+    expect(Object.keys(nulls.metadata).sort()).toEqual(['createdAt', 'updatedAt']);
+  });
+
+  it('createSession with a bad userId, title or custom is a ConfigurationError naming the field', () => {
+    const bad: [Record<string, unknown>, string][] = [
+      [{ userId: '' }, 'userId must be a non-blank string'],
+      [{ userId: '  ' }, 'userId must be a non-blank string'],
+      [{ userId: long(513) }, 'userId must be a non-blank string of at most 512 characters'],
+      [{ userId: 42 }, 'userId must be a non-blank string'],
+      [{ title: long(201) }, 'title must be a string of at most 200 characters'],
+      [{ title: ['t'] }, 'title must be a string'],
+      [{ custom: [1, 2] }, 'custom must be a JSON object'],
+      [{ custom: { n: Number.POSITIVE_INFINITY } }, 'custom.n '],
+      [{ custom: { m: new Map() } }, 'custom.m '],
+      [{ custom: { s: long(9000) } }, 'custom must be at most 8192 bytes'],
+    ];
+    for (const [init, message] of bad) {
+      const error = thrown(() => agent.createSession(init as never));
+      expect(ConfigurationError.isInstance(error), `createSession(${JSON.stringify(init)?.slice(0, 60)}) threw ${String(error)}`).toBe(
+        true,
+      );
+      expect((error as Error).message).toContain(message);
+      expect((error as Error).message).toContain('createSession');
+      expect((error as Error).message).not.toContain('$.');
+    }
+  });
+
+  it('createSession keeps its own copy of custom', () => {
+    const custom = { plan: 'pro' };
+    const session = agent.createSession({ custom });
+    custom.plan = 'free';
+    expect(session.metadata.custom).toEqual({ plan: 'pro' });
+  });
+});
+
+describe('AgentSession metadata through a run', () => {
+  it('the agent sets metadata.updatedAt when a run ends, successful or failed; nothing else changes', async () => {
+    const client = new ScriptedChatClient({ replies: ['ok', { error: new Error('model down') }] });
+    const runner = createAgent({ client });
+    const session = runner.createSession({ userId: 'u1', title: 'T', custom: { k: 1 } });
+    const { createdAt } = session.metadata;
+    await new Promise((resolve) => setTimeout(resolve, 3));
+    const start = new Date().toISOString();
+    await runner.run('hello', { session });
+    const end = new Date().toISOString();
+    const first = session.metadata.updatedAt;
+    expect(first >= start && first <= end, `${first} in [${start}, ${end}]`).toBe(true);
+    expect(session.metadata).toEqual({ createdAt, updatedAt: first, userId: 'u1', title: 'T', custom: { k: 1 } });
+
+    await new Promise((resolve) => setTimeout(resolve, 3));
+    await expect(runner.run('again', { session })).rejects.toThrow('model down');
+    expect(session.metadata.updatedAt > first, 'a failed run moved updatedAt on too').toBe(true);
+    expect(session.metadata.createdAt).toBe(createdAt);
+    expect(runner.restoreSession(JSON.stringify(session)).metadata).toEqual(session.metadata);
   });
 });

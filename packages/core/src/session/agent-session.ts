@@ -1,4 +1,5 @@
 import { checkSessionId } from '../backend/checks.js';
+import { isSessionTime } from '../backend/session-cursor.js';
 import { ConfigurationError, SessionStateError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import { describeThrown, describeValue, formatPath, isPlainObject, jsonProblem, pathJoin } from '../messages/json.js';
@@ -34,10 +35,8 @@ export const SESSION_VERSION = 2;
 const MAX_TITLE = 200;
 /** The longest `metadata.userId`, in characters. */
 const MAX_USER_ID = 512;
-/** The largest `metadata.custom`, as JSON text in UTF-16 code units. */
+/** The largest `metadata.custom`, as JSON text in UTF-8 bytes. */
 const MAX_CUSTOM = 8192;
-/** The one time format of metadata: what `Date.prototype.toISOString` gives for years 0-9999. */
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /**
  * One conversation: its id, the service's conversation id, and a JSON state slot per provider.
@@ -87,7 +86,7 @@ export class AgentSession implements SessionView {
       if (init.userId !== undefined) metadata.userId = init.userId;
       if (init.title !== undefined) metadata.title = init.title;
       if (init.custom !== undefined) metadata.custom = structuredClone(init.custom);
-      this.metadata = checkMetadata(metadata, '$.metadata', ConfigurationError);
+      this.metadata = checkMetadata(metadata, '', ConfigurationError);
     }
     this.etag = undefined;
     this.pending = undefined;
@@ -276,55 +275,62 @@ function migratedMetadata(): SessionMetadata {
 }
 
 /**
- * Checks session metadata and returns it without unknown fields.
- * @throws `Err` (SessionStateError for stored input, ConfigurationError for a caller's) naming the path.
+ * Checks session metadata and returns it without unknown fields. Stored input (`Err` is
+ * `SessionStateError`, the default) fails naming the JSON path under `path`; a caller's fields
+ * (`ConfigurationError`, from `createSession`) fail naming the field as the caller passed it.
+ * @throws `Err` naming what is wrong.
  */
 export function checkMetadata(
   value: unknown,
   path: string,
   Err: typeof SessionStateError | typeof ConfigurationError = SessionStateError,
 ): SessionMetadata {
-  const fail = (at: string, problem: string): never => {
-    throw Err === SessionStateError ? new SessionStateError(at, problem) : new ConfigurationError(`${at} ${problem}.`);
+  const fail = (at: readonly (string | number)[], problem: string): never => {
+    if (Err === SessionStateError) throw new SessionStateError(formatPath(path, at), problem);
+    throw new ConfigurationError(
+      `Session metadata: ${formatPath('', at).replace(/^\./, '')} ${problem}. Fix the value passed to createSession (or new AgentSession).`,
+    );
   };
-  if (!isPlainObject(value)) return fail(path, `must be an object, got ${describeValue(value)}`);
+  if (!isPlainObject(value)) return fail([], `must be an object, got ${describeValue(value)}`);
   const { createdAt, updatedAt, title, userId, custom, forkedFrom } = value;
   const time = (v: unknown, field: string): string => {
-    if (typeof v !== 'string' || !ISO_TIME.test(v) || Number.isNaN(Date.parse(v))) {
-      return fail(`${path}.${field}`, `must be an ISO 8601 UTC time like "2026-01-31T12:00:00.000Z", got ${describeValue(v)}`);
+    if (!isSessionTime(v)) {
+      return fail(
+        [field],
+        `must be an ISO 8601 UTC time with milliseconds, as Date.toISOString gives it (like "2026-01-31T12:00:00.000Z"), got ${describeValue(v)}`,
+      );
     }
     return v;
   };
   const metadata: SessionMetadata = { createdAt: time(createdAt, 'createdAt'), updatedAt: time(updatedAt, 'updatedAt') };
   if (title !== undefined && title !== null) {
     if (typeof title !== 'string' || title.length > MAX_TITLE) {
-      fail(`${path}.title`, `must be a string of at most ${MAX_TITLE} characters, got ${describeValue(title)}`);
+      fail(['title'], `must be a string of at most ${MAX_TITLE} characters, got ${describeValue(title)}`);
     }
     metadata.title = title as string;
   }
   if (userId !== undefined && userId !== null) {
     if (typeof userId !== 'string' || userId.trim().length === 0 || userId.length > MAX_USER_ID) {
-      fail(`${path}.userId`, `must be a non-blank string of at most ${MAX_USER_ID} characters, got ${describeValue(userId)}`);
+      fail(['userId'], `must be a non-blank string of at most ${MAX_USER_ID} characters, got ${describeValue(userId)}`);
     }
     metadata.userId = userId as string;
   }
   if (custom !== undefined && custom !== null) {
-    if (!isPlainObject(custom)) fail(`${path}.custom`, `must be an object, got ${describeValue(custom)}`);
+    if (!isPlainObject(custom)) fail(['custom'], `must be a JSON object, got ${describeValue(custom)}`);
     const problem = jsonProblem(custom, SLOT_DEPTH);
-    if (problem) fail(formatPath(`${path}.custom`, problem[0]), problem[1]);
-    const size = JSON.stringify(custom).length;
-    if (size > MAX_CUSTOM) fail(`${path}.custom`, `must be at most ${MAX_CUSTOM} characters as JSON, got ${size}`);
+    if (problem) fail(['custom', ...problem[0]], problem[1]);
+    const bytes = new TextEncoder().encode(JSON.stringify(custom)).length;
+    if (bytes > MAX_CUSTOM) fail(['custom'], `must be at most ${MAX_CUSTOM} bytes as JSON (UTF-8), got ${bytes}`);
     metadata.custom = custom as JsonObject;
   }
   if (forkedFrom !== undefined && forkedFrom !== null) {
-    const ok =
-      isPlainObject(forkedFrom) &&
-      typeof forkedFrom.sessionId === 'string' &&
-      (forkedFrom.messageId === undefined || typeof forkedFrom.messageId === 'string');
-    if (!ok) fail(`${path}.forkedFrom`, `must be { sessionId: string, messageId?: string }, got ${describeValue(forkedFrom)}`);
-    const from = forkedFrom as { sessionId: string; messageId?: string };
-    metadata.forkedFrom =
-      from.messageId === undefined ? { sessionId: from.sessionId } : { sessionId: from.sessionId, messageId: from.messageId };
+    const from = isPlainObject(forkedFrom) ? forkedFrom : {};
+    const nonEmpty = (v: unknown) => typeof v === 'string' && v.length > 0;
+    if (!nonEmpty(from.sessionId) || (from.messageId !== undefined && !nonEmpty(from.messageId))) {
+      fail(['forkedFrom'], `must be { sessionId: string, messageId?: string } with non-empty ids, got ${describeValue(forkedFrom)}`);
+    }
+    const sessionId = from.sessionId as string;
+    metadata.forkedFrom = from.messageId === undefined ? { sessionId } : { sessionId, messageId: from.messageId as string };
   }
   return metadata;
 }

@@ -5,6 +5,18 @@ import type { SessionJson } from '../spec/session.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { InMemorySessionStore } from './in-memory-session-store.js';
 
+/** A version-2 session updated at minute `minute` of 2030, owned by `userId`. */
+function sessionOf(sessionId: string, minute = 0, userId?: string): SessionJson {
+  const at = new Date(Date.UTC(2030, 0, 1, 0, minute)).toISOString();
+  return {
+    type: 'ctx.session',
+    version: 2,
+    sessionId,
+    metadata: { createdAt: at, updatedAt: at, ...(userId ? { userId } : {}) },
+    state: {},
+  };
+}
+
 describe('InMemorySessionStore', () => {
   it('keeps copies: changing a session after saving does not change the stored one', async () => {
     const store = new InMemorySessionStore();
@@ -26,9 +38,7 @@ describe('InMemorySessionStore', () => {
     for (const id of ['', ' ', '\t\n', '\u00a0']) {
       await expect(store.get(id)).rejects.toSatisfy((e) => ConfigurationError.isInstance(e));
       await expect(store.delete(id)).rejects.toSatisfy((e) => ConfigurationError.isInstance(e));
-      await expect(store.set({ type: 'ctx.session', version: 1, sessionId: id, state: {} })).rejects.toSatisfy((e) =>
-        ConfigurationError.isInstance(e),
-      );
+      await expect(store.set({ ...sessionOf('x'), sessionId: id })).rejects.toSatisfy((e) => ConfigurationError.isInstance(e));
     }
     expect(await store.get(' a ')).toBeUndefined();
   });
@@ -56,7 +66,7 @@ const UNSTORABLE: [string, string, () => Record<string, unknown>][] = [
 describe('InMemorySessionStore refuses what it could not give back', () => {
   it.each(UNSTORABLE)('set of a session holding %s is a SessionStateError at %s, and nothing is written', async (_, path, state) => {
     const store = new InMemorySessionStore();
-    const good: SessionJson = { type: 'ctx.session', version: 1, sessionId: 's', state: { app: { ok: true } } };
+    const good: SessionJson = { ...sessionOf('s'), state: { app: { ok: true } } };
     const etag = await store.set(good);
     const bad = { ...good, state: state() } as SessionJson;
     const error = await store.set(bad).catch((e: unknown) => e);
@@ -65,5 +75,51 @@ describe('InMemorySessionStore refuses what it could not give back', () => {
     expect(await store.get('s')).toEqual({ session: good, etag });
     await expect(store.set({ ...bad, sessionId: 'fresh' })).rejects.toSatisfy((e) => SessionStateError.isInstance(e));
     expect(await store.get('fresh')).toBeUndefined();
+  });
+});
+
+describe('InMemorySessionStore.list', () => {
+  it('lists newest first with the metadata as last saved, and total; an empty store lists nothing', async () => {
+    const store = new InMemorySessionStore();
+    expect(await store.list()).toEqual({ sessions: [], total: 0 });
+    await store.set(sessionOf('a', 1, 'u'));
+    await store.set(sessionOf('b', 2, 'u'));
+    await store.set(sessionOf('c', 3));
+    await store.set({ ...sessionOf('a', 4, 'u'), metadata: { ...sessionOf('a', 4, 'u').metadata, title: 'again' } });
+    const page = await store.list({ userId: 'u' });
+    expect(page).toEqual({
+      sessions: [
+        { sessionId: 'a', metadata: { ...sessionOf('a', 4, 'u').metadata, title: 'again' } },
+        { sessionId: 'b', metadata: sessionOf('b', 2, 'u').metadata },
+      ],
+      total: 2,
+    });
+    expect((await store.list()).sessions.map((s) => s.sessionId)).toEqual(['a', 'c', 'b']);
+    await store.delete('a');
+    expect(await store.list({ userId: 'u' })).toMatchObject({ sessions: [{ sessionId: 'b' }], total: 1 });
+  });
+
+  it('gives copies: changing a listed entry changes nothing stored or listed later', async () => {
+    const store = new InMemorySessionStore();
+    const session = { ...sessionOf('a', 1), metadata: { ...sessionOf('a', 1).metadata, custom: { n: 1 } } };
+    await store.set(session);
+    session.metadata.custom.n = 2;
+    const [entry] = (await store.list()).sessions;
+    expect(entry?.metadata.custom).toEqual({ n: 1 });
+    entry!.metadata.custom!.n = 3;
+    entry!.metadata.title = 'changed';
+    expect((await store.list()).sessions[0]?.metadata).toEqual({ ...sessionOf('a', 1).metadata, custom: { n: 1 } });
+    expect((await store.get('a'))?.session.metadata.custom).toEqual({ n: 1 });
+  });
+
+  it('refuses bad limits and cursors with a ConfigurationError', async () => {
+    const store = new InMemorySessionStore();
+    await store.set(sessionOf('a', 1, 'u'));
+    await store.set(sessionOf('b', 2, 'u'));
+    const { nextCursor } = await store.list({ userId: 'u', limit: 1 });
+    expect(nextCursor).toBeDefined();
+    for (const options of [{ limit: 0 }, { limit: 101 }, { limit: 2.5 }, { cursor: 'nope' }, { cursor: nextCursor }, { userId: ' ' }])
+      await expect(store.list(options)).rejects.toSatisfy((e) => ConfigurationError.isInstance(e));
+    expect((await store.list({ userId: 'u', cursor: nextCursor })).sessions.map((s) => s.sessionId)).toEqual(['a']);
   });
 });
