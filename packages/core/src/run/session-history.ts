@@ -1,14 +1,310 @@
-import { CtxError } from '../errors.js';
+import { checkId, checkInteger, shortId } from '../backend/checks.js';
+import { abortable } from '../backend/deadline.js';
+import { ConfigurationError, CtxError, describe } from '../errors.js';
+import { HistoryProvider } from '../history/history-provider.js';
+import { Message } from '../messages/message.js';
+import { AgentSession } from '../session/agent-session.js';
+import type { JsonObject } from '../spec/json.js';
+import type { SessionMetadata } from '../spec/session.js';
+import { checkContextProviders } from './agent-options.js';
 import type { Agent } from './agent.js';
-import type { AgentRuntime } from './execute-run.js';
+import { type DefaultHistory, defaultHistory } from './default-history.js';
+import { type AgentRuntime, executeRun } from './execute-run.js';
+
+/** The history providers of one session. */
+interface Histories {
+  /** The history a run loads: the first history provider that loads, or the default in-memory one. */
+  primary: HistoryProvider;
+  /** Every history provider of the session (those that only store too), `primary` first. */
+  all: HistoryProvider[];
+}
 
 /**
  * The agent's operations on a session's stored conversation: read it, fork it at a message,
- * rewind it to a message, and regenerate a turn.
+ * rewind it to a message, and regenerate a turn. Each works on every history provider of the
+ * session: the one a run loads decides where a message is, and each other one (an audit log that
+ * only stores) is cut at the same point in the conversation: after the last message it shares
+ * with what the loading history keeps.
  */
-export function sessionHistory(_runtime: AgentRuntime): Pick<Agent, 'getHistory' | 'forkSession' | 'rewindSession' | 'regenerate'> {
-  const todo = async (): Promise<never> => {
-    throw new CtxError('not built yet');
+export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' | 'forkSession' | 'rewindSession' | 'regenerate'> {
+  const { options } = runtime;
+  const { name } = options;
+
+  /**
+   * The session's history providers.
+   * @throws ConfigurationError for something that is not a session, or when no history loads its conversation.
+   */
+  const historiesOf = (session: AgentSession, what: string, history: DefaultHistory = runtime.history): Histories => {
+    if (typeof session?.sessionId !== 'string' || typeof session.state !== 'object' || session.state === null) {
+      throw new ConfigurationError(`Agent "${name}": ${what} takes an AgentSession.`);
+    }
+    // `store: false`: whether the service keeps the conversation is the session's own serviceSessionId.
+    const all = history.providersFor(session, { store: false }).filter(HistoryProvider.isInstance);
+    const loads = (p: HistoryProvider) => p.loadMessages === true || (p.loadMessages === 'auto' && session.serviceSessionId === undefined);
+    const primary = all.find(loads);
+    if (!primary) {
+      throw new ConfigurationError(
+        `Agent "${name}" cannot ${what} session ${shortId(session.sessionId)}: the service keeps its conversation (serviceSessionId ${shortId(session.serviceSessionId ?? '')}) and no history provider of the agent loads it (loadMessages: true would).`,
+      );
+    }
+    return { primary, all: [primary, ...all.filter((p) => p !== primary)] };
   };
-  return { getHistory: todo, forkSession: todo, rewindSession: todo, regenerate: todo };
+
+  /** @throws ConfigurationError when the service keeps the conversation, which ctx can neither copy nor change. */
+  const refuseServiceConversation = (session: AgentSession, what: string) => {
+    if (session.serviceSessionId === undefined) return;
+    throw new ConfigurationError(
+      `Agent "${name}" cannot ${what} session ${shortId(session.sessionId)}: the service keeps its conversation (serviceSessionId ${shortId(session.serviceSessionId)}), which ctx can neither copy nor change. Start a new session instead.`,
+    );
+  };
+
+  /** Every message of the session in `provider`, oldest first. */
+  const read = (provider: HistoryProvider, session: AgentSession, signal: AbortSignal | undefined) =>
+    abortable(provider.getMessages(session.sessionId, { state: slotOf(session, provider), ...(signal ? { signal } : {}) }), signal);
+
+  /**
+   * Where each other history is cut so that it keeps what `primary` keeps: after the last message
+   * it shares with the kept part of the loading history (`keptIds`); at the start when it shares none.
+   * Resolves to each provider's messages and its cut.
+   */
+  const cutsOf = async (histories: Histories, session: AgentSession, keptIds: ReadonlySet<string>, signal: AbortSignal | undefined) =>
+    Promise.all(
+      histories.all.slice(1).map(async (provider) => {
+        const messages = await read(provider, session, signal);
+        let cut = messages.length;
+        while (cut > 0 && !keptIds.has(messages[cut - 1]!.id)) cut--;
+        return { provider, messages, cut };
+      }),
+    );
+
+  /**
+   * Removes everything from index `cut` of the loading history on, and the same part of every other
+   * history (see `cutsOf`). `locate` finds the cut in the loading history's messages. Every provider
+   * that has something to remove must pop or replace, checked before anything is removed. Clears
+   * `session.pending` when the calls it holds are removed. Resolves to what left the loading history.
+   */
+  const rewindAt = async (
+    session: AgentSession,
+    histories: Histories,
+    locate: (messages: readonly Message[]) => number,
+    signal: AbortSignal | undefined,
+  ): Promise<Message[]> => {
+    const { primary } = histories;
+    const messages = await read(primary, session, signal);
+    const cut = locate(messages);
+    const keptIds = new Set(messages.slice(0, cut).map((m) => m.id));
+    const plan = [{ provider: primary, messages, cut }, ...(await cutsOf(histories, session, keptIds, signal))].filter(
+      (step) => step.cut < step.messages.length,
+    );
+    for (const { provider } of plan) {
+      if (!provider.popMessages && !provider.replaceMessages) {
+        throw new ConfigurationError(
+          `Agent "${name}" cannot rewind session ${shortId(session.sessionId)}: history provider "${provider.sourceId}" can neither pop nor replace messages (no popMessages or replaceMessages); nothing was removed.`,
+        );
+      }
+    }
+    for (const { provider, messages: stored, cut: at } of plan) {
+      const args = { state: slotOf(session, provider), ...(signal ? { signal } : {}) };
+      const done: Promise<unknown> = provider.popMessages
+        ? provider.popMessages(session.sessionId, { ...args, count: stored.length - at })
+        : provider.replaceMessages!(session.sessionId, stored.slice(0, at), args);
+      await abortable(done, signal);
+    }
+    const removed = messages.slice(cut);
+    const waiting = new Set(session.pending?.approvals.map((a) => a.callId));
+    if (removed.some((m) => Message.functionCalls(m).some((c) => waiting.has(c.callId)))) session.pending = undefined;
+    return removed;
+  };
+
+  return {
+    async getHistory(session, { limit, signal } = {}) {
+      if (limit !== undefined) checkInteger('getHistory', 'limit', limit);
+      signal?.throwIfAborted();
+      const { primary } = historiesOf(session, 'read the history of');
+      const args = { state: slotOf(session, primary), ...(limit !== undefined ? { limit } : {}), ...(signal ? { signal } : {}) };
+      return abortable(primary.getMessages(session.sessionId, args), signal);
+    },
+
+    async forkSession(session, { atMessageId, sessionId, signal } = {}) {
+      const histories = historiesOf(session, 'fork');
+      signal?.throwIfAborted();
+      refuseServiceConversation(session, 'fork');
+      if (atMessageId !== undefined) checkId(atMessageId, 'message id to fork at');
+      if (sessionId !== undefined) {
+        checkId(sessionId, 'session id of the fork');
+        if (sessionId === session.sessionId) {
+          throw new ConfigurationError(`A fork needs a session id of its own; ${shortId(sessionId)} is the id of the session forked.`);
+        }
+        // A backend keyed by session id must not mix the copy into a conversation it already holds.
+        const held = await Promise.all(
+          histories.all.map((p) => abortable(p.getMessages(sessionId, { state: {}, limit: 1, ...(signal ? { signal } : {}) }), signal)),
+        );
+        const taken = histories.all.filter((_, i) => held[i]!.length > 0).map((p) => p.sourceId);
+        if (taken.length) {
+          throw new ConfigurationError(
+            `Cannot fork into session ${shortId(sessionId)}: history provider(s) ${taken.map((id) => `"${id}"`).join(', ')} already hold messages of it. Fork into a new id (leave sessionId out) or delete that session first.`,
+          );
+        }
+      }
+      // Where each history is cut: the loading one at the message, the others after the last message they share with it.
+      let cuts: Array<{ provider: HistoryProvider; at: string | undefined; empty: boolean }>;
+      if (atMessageId === undefined || histories.all.length === 1) {
+        cuts = histories.all.map((provider) => ({ provider, at: atMessageId, empty: false }));
+      } else {
+        const messages = await read(histories.primary, session, signal);
+        const end = messages.findIndex((m) => m.id === atMessageId) + 1;
+        if (end === 0) {
+          throw new ConfigurationError(
+            `Cannot fork session ${shortId(session.sessionId)} at message ${shortId(atMessageId)}: it is not in the history (provider "${histories.primary.sourceId}"); nothing was copied.`,
+          );
+        }
+        const keptIds = new Set(messages.slice(0, end).map((m) => m.id));
+        const others = await cutsOf(histories, session, keptIds, signal);
+        cuts = [
+          { provider: histories.primary, at: atMessageId, empty: false },
+          ...others.map(({ provider, messages: stored, cut }) => ({ provider, at: stored[cut - 1]?.id, empty: cut === 0 })),
+        ];
+      }
+      const now = new Date().toISOString();
+      const { title, userId, custom } = session.metadata;
+      const metadata: SessionMetadata = {
+        createdAt: now,
+        updatedAt: now,
+        ...(title !== undefined ? { title } : {}),
+        ...(userId !== undefined ? { userId } : {}),
+        ...(custom !== undefined ? { custom: structuredClone(custom) } : {}),
+        forkedFrom: { sessionId: session.sessionId, ...(atMessageId !== undefined ? { messageId: atMessageId } : {}) },
+      };
+      const fork = new AgentSession({ ...(sessionId !== undefined ? { sessionId } : {}), state: session.state, metadata });
+      const copied: HistoryProvider[] = [];
+      try {
+        for (const { provider, at, empty } of cuts) {
+          const toState = slotOf(fork, provider);
+          copied.push(provider);
+          if (empty) {
+            await abortable(clearHistory(provider, fork.sessionId, toState, signal), signal);
+          } else {
+            const args = { fromState: slotOf(session, provider), toState, ...(at !== undefined ? { atMessageId: at } : {}) };
+            await abortable(provider.forkMessages(session.sessionId, fork.sessionId, { ...args, ...(signal ? { signal } : {}) }), signal);
+          }
+          // A slot the source did not have stays absent unless the provider wrote to it.
+          if (!(provider.sourceId in fork.state) && Object.keys(toState).length > 0) fork.state[provider.sourceId] = toState;
+        }
+      } catch (error) {
+        // A ConfigurationError of forkMessages (a message it does not hold) comes before it writes anything.
+        await undoFork(fork, ConfigurationError.isInstance(error) ? copied.slice(0, -1) : copied, error, signal);
+      }
+      return fork;
+    },
+
+    async rewindSession(session, messageId, { signal } = {}) {
+      const histories = historiesOf(session, 'rewind');
+      checkId(messageId, 'message id to rewind to');
+      signal?.throwIfAborted();
+      refuseServiceConversation(session, 'rewind');
+      return rewindAt(
+        session,
+        histories,
+        (messages) => {
+          const at = messages.findIndex((m) => m.id === messageId);
+          if (at === -1) {
+            throw new ConfigurationError(
+              `Cannot rewind session ${shortId(session.sessionId)} to message ${shortId(messageId)}: it is not in the history (provider "${histories.primary.sourceId}"); nothing was removed.`,
+            );
+          }
+          return at;
+        },
+        signal,
+      );
+    },
+
+    async regenerate(session, { messageId, ...runOptions } = {}) {
+      const history = runOptions.contextProviders
+        ? defaultHistory(options.client, checkContextProviders(runOptions.contextProviders))
+        : runtime.history;
+      const histories = historiesOf(session, 'regenerate a turn of', history);
+      if (messageId !== undefined) checkId(messageId, 'message id of the turn to regenerate');
+      runOptions.signal?.throwIfAborted();
+      refuseServiceConversation(session, 'regenerate a turn of');
+      let input: Message[] = [];
+      await rewindAt(
+        session,
+        histories,
+        (messages) => {
+          const turn = turnAt(messages, messageId);
+          if (!turn) {
+            const where =
+              messageId === undefined
+                ? 'it holds no user message'
+                : `message ${shortId(messageId)} is not in it, or no user message comes before it`;
+            throw new ConfigurationError(
+              `Cannot regenerate a turn of session ${shortId(session.sessionId)}: ${where} (history provider "${histories.primary.sourceId}"); nothing was removed.`,
+            );
+          }
+          input = messages.slice(turn.start, turn.end);
+          // The input stays stored: the run replaces it as a retry of the same turn, so a failed run loses nothing.
+          return turn.end;
+        },
+        runOptions.signal,
+      );
+      return executeRun(runtime, input, { ...runOptions, session });
+    },
+  };
+}
+
+/** The provider's state slot of the session, or a throwaway `{}` (a slot is created only by a run). */
+function slotOf(session: AgentSession, provider: HistoryProvider): JsonObject {
+  return session.state[provider.sourceId] ?? {};
+}
+
+/**
+ * The turn holding `messageId` (default: the last turn): its input is the consecutive user
+ * messages that open it, from `start` to `end`; undefined when there is no such turn.
+ */
+function turnAt(messages: readonly Message[], messageId: string | undefined): { start: number; end: number } | undefined {
+  let last = messageId === undefined ? messages.length - 1 : messages.findIndex((m) => m.id === messageId);
+  if (last === -1) return undefined;
+  while (last >= 0 && messages[last]!.role !== 'user') last--;
+  if (last === -1) return undefined;
+  let start = last;
+  while (start > 0 && messages[start - 1]!.role === 'user') start--;
+  let end = last + 1;
+  while (end < messages.length && messages[end]!.role === 'user') end++;
+  return { start, end };
+}
+
+/** Removes the session's messages from `provider` (`clearMessages`, else `replaceMessages` with none; nothing without either). */
+async function clearHistory(
+  provider: HistoryProvider,
+  sessionId: string,
+  state: JsonObject,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const args = { state, ...(signal ? { signal } : {}) };
+  if (provider.clearMessages) await provider.clearMessages(sessionId, args);
+  else await provider.replaceMessages?.(sessionId, [], args);
+}
+
+/**
+ * After a fork failed: removes the copies already made under the fork's id, then throws `error`
+ * (the abort reason when the signal aborted: the removal then goes on in the background).
+ * @throws CtxError naming the providers whose copy could not be removed.
+ */
+async function undoFork(
+  fork: AgentSession,
+  copied: readonly HistoryProvider[],
+  error: unknown,
+  signal: AbortSignal | undefined,
+): Promise<never> {
+  if (copied.length === 0) throw error;
+  const undo = Promise.allSettled(copied.map((p) => clearHistory(p, fork.sessionId, slotOf(fork, p), undefined)));
+  const outcomes = await abortable(undo, signal).catch(() => undefined);
+  const left = (outcomes ?? []).flatMap((o, i) => (o.status === 'rejected' ? [`"${copied[i]!.sourceId}" (${describe(o.reason)})`] : []));
+  if (left.length) {
+    throw new CtxError(
+      `Forking into session ${shortId(fork.sessionId)} failed (${describe(error)}), and the messages already copied could not be removed from ${left.join(', ')}. Delete session ${shortId(fork.sessionId)} to remove them.`,
+      { cause: error },
+    );
+  }
+  throw error;
 }
