@@ -156,6 +156,7 @@ export class CosmosConnection {
   readonly #create: boolean;
   #ready: Promise<void> | undefined;
   #closed = false;
+  #indexingPolicy: IndexingPolicy | undefined;
 
   constructor(options: CosmosConnectionOptions, owner: string, defaultContainerId: string, spec: ContainerSpec) {
     this.#owner = owner;
@@ -230,6 +231,11 @@ export class CosmosConnection {
   /** The client in use (injected, taken from the injected container, or owned). */
   get client(): CosmosClient {
     return this.#client;
+  }
+
+  /** The container's indexing policy as read by the container check (undefined before the first call, or when it has none). */
+  get indexingPolicy(): IndexingPolicy | undefined {
+    return this.#indexingPolicy;
   }
 
   /** `<database>/<container>`, for error messages and stored-item paths. */
@@ -341,6 +347,7 @@ export class CosmosConnection {
   }
 
   #verify(definition: ContainerDefinition): void {
+    this.#indexingPolicy = definition.indexingPolicy;
     const expected = this.#spec.partitionKey;
     const actual = definition.partitionKey;
     const paths = actual?.paths ?? [];

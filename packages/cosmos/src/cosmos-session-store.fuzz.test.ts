@@ -4,7 +4,7 @@
  * `SessionStateError`, `Object.prototype` stays clean, and nothing hangs. `FUZZ_RUNS` sets the runs
  * (default 300; the nightly run uses 20,000).
  */
-import { SessionStateError } from '@ctx/core';
+import { AgentSession, SessionStateError } from '@ctx/core';
 import { parseSessionJson } from '@ctx/core/backend';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
@@ -44,7 +44,7 @@ const stored = sessionIdArb.chain((sessionId) =>
   }),
 );
 
-const sentinel = { type: 'ctx.session', version: 1, sessionId: 'sentinel', state: { s: { kept: true } } } as const;
+const sentinel = new AgentSession({ sessionId: 'sentinel', state: { s: { kept: true } } }).toJSON();
 
 it(
   `CosmosSessionStore.get of garbage gives a session or a SessionStateError, never anything else (${FUZZ_RUNS} runs)`,

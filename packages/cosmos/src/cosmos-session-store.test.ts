@@ -19,7 +19,10 @@ const client = cosmosClient();
 const databaseId = uniqueId('sessions');
 const make = (options: Partial<CosmosSessionStoreOptions> = {}, containerId = uniqueId('s')) =>
   new CosmosSessionStore({ client, databaseId, containerId, createIfNotExists: true, ...options });
-const session = (sessionId = `s-${Math.random().toString(36).slice(2)}`, state = {}) => new AgentSession({ sessionId, state }).toJSON();
+const at = '2026-11-24T09:30:00.000Z';
+/** Session JSON with fixed times, so a stored session can be compared with a freshly made one. */
+const session = (sessionId = `s-${Math.random().toString(36).slice(2)}`, state = {}) =>
+  new AgentSession({ sessionId, state, metadata: { createdAt: at, updatedAt: at } }).toJSON();
 
 describe('CosmosSessionStore options and arguments', () => {
   it('rejects a ttlSeconds that is not a positive integer with ConfigurationError', () => {
@@ -35,8 +38,8 @@ describe('CosmosSessionStore options and arguments', () => {
         const calls: [string, () => Promise<unknown>][] = [
           ['itemId', async () => store.itemId(sessionId)],
           ['get', () => store.get(sessionId)],
-          ['set', () => store.set({ type: 'ctx.session', version: 1, sessionId, state: {} })],
-          ['set with ifMatch', () => store.set({ type: 'ctx.session', version: 1, sessionId, state: {} }, { ifMatch: 'e' })],
+          ['set', () => store.set({ ...session('x'), sessionId })],
+          ['set with ifMatch', () => store.set({ ...session('x'), sessionId }, { ifMatch: 'e' })],
           ['delete', () => store.delete(sessionId)],
         ];
         for (const [name, call] of calls) {

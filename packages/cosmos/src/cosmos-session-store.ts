@@ -5,15 +5,28 @@ import {
   ConcurrencyError,
   ConfigurationError,
   SessionStateError,
+  type ListSessionsOptions,
   type SessionJson,
+  type SessionPage,
   type SessionStore,
+  type SessionSummary,
   type SetSessionOptions,
   type StoredSession,
 } from '@ctx/core';
-import { checkInteger, checkSessionForWrite, checkSessionId, describeError, parseSessionJson, shortId } from '@ctx/core/backend';
+import {
+  checkInteger,
+  checkListOptions,
+  checkSessionForWrite,
+  checkSessionId,
+  describeError,
+  encodeSessionCursor,
+  parseSessionJson,
+  shortId,
+} from '@ctx/core/backend';
 import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import { SESSION_STORE_INDEXING_POLICY, SESSION_STORE_PARTITION_KEY } from './history-layout.js';
 import { encodeItemId } from './ids.js';
+import { missingCompositeIndexes, SESSION_LIST_COMPOSITE_INDEXES } from './indexing.js';
 
 /** Options of `CosmosSessionStore`: the connection, and how long sessions live. */
 export interface CosmosSessionStoreOptions extends CosmosConnectionOptions {
@@ -37,8 +50,15 @@ export interface SessionItem {
   writeId: string;
   /** ISO 8601: the last `set`. */
   updatedAt: string;
+  /** `session.metadata.userId`, when the session has an owner: what `list({ userId })` filters on. */
+  userId?: string;
+  /** `session.metadata.updatedAt` in milliseconds since the epoch: what `list` sorts on (then `sessionId`). */
+  updatedAtMs: number;
   ttl?: number;
 }
+
+/** Sorts newer than any session: the keyset condition of a first page. */
+const AFTER_EVERY_TIME = Number.MAX_SAFE_INTEGER;
 
 /**
  * A `SessionStore` on Azure Cosmos DB: one item per session in a container partitioned by `/id`,
@@ -116,7 +136,9 @@ export class CosmosSessionStore implements SessionStore {
       session: JSON.parse(sessionText(json)) as SessionJson,
       writeId: randomUUID(),
       updatedAt: new Date().toISOString(),
+      updatedAtMs: Date.parse(json.metadata.updatedAt),
     };
+    if (json.metadata.userId !== undefined) item.userId = json.metadata.userId;
     if (this.ttlSeconds !== undefined) item.ttl = this.ttlSeconds;
     return this.#connection.run({ operation: 'set', sessionId }, options.signal, async (op) => {
       try {
@@ -168,6 +190,50 @@ export class CosmosSessionStore implements SessionStore {
     });
   }
 
+  /**
+   * One page of sessions, newest first (`metadata.updatedAt` descending, then `sessionId`
+   * descending), only the user's with `userId`. One query of the container, which is partitioned
+   * by session, so it reaches every physical partition (the SDK fetches a query plan, then queries
+   * each partition key range and merges): `SELECT TOP limit+1` of the id and the metadata only,
+   * never the sessions, with the cursor as a WHERE condition (keyset paging), sorted by the stored
+   * `updatedAtMs` and `sessionId` (and `userId`, which the filter fixes, so the query uses the
+   * composite index that starts with it). `total` is not given: counting is another query over
+   * every partition. Sessions stored by versions of this package before listing existed have no
+   * `updatedAtMs` and are listed after their next `set`.
+   * @throws ConfigurationError for a `limit` out of 1-100, a blank `userId`, a cursor that is not
+   *   from a listing of the same `userId`, or a container without the composite indexes the query
+   *   needs (the message names them), before any query.
+   * @throws SessionStateError when a listed item's metadata is not session metadata.
+   * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`.
+   */
+  async list(options: ListSessionsOptions = {}): Promise<SessionPage> {
+    const { userId, limit, cursor } = checkListOptions(options);
+    return this.#connection.run({ operation: 'list' }, options.signal, async (op) => {
+      this.#checkListIndexes(userId);
+      const parameters = [
+        { name: '@t', value: cursor?.updatedAtMs ?? AFTER_EVERY_TIME },
+        { name: '@s', value: cursor?.sessionId ?? '' },
+      ];
+      let where = '(c.updatedAtMs < @t OR (c.updatedAtMs = @t AND c.sessionId < @s))';
+      let order = 'c.updatedAtMs DESC, c.sessionId DESC';
+      if (userId !== undefined) {
+        where = `c.userId = @userId AND ${where}`;
+        order = `c.userId DESC, ${order}`;
+        parameters.push({ name: '@userId', value: userId });
+      }
+      // TOP as a literal (a checked integer): the query plan then states it.
+      const query = {
+        query: `SELECT TOP ${limit + 1} c.id, c.sessionId, c.session.metadata FROM c WHERE ${where} ORDER BY ${order}`,
+        parameters,
+      };
+      const rows = await op.step(async (c, abortSignal) => (await c.items.query<ListRow>(query, { abortSignal }).fetchAll()).resources);
+      const sessions = rows.slice(0, limit).map((row) => this.#summary(row));
+      const page: SessionPage = { sessions };
+      if (rows.length > limit) page.nextCursor = encodeSessionCursor(sessions[limit - 1]!, userId);
+      return page;
+    });
+  }
+
   /** Disposes of the client if this store created it (`endpoint`); an injected client or container stays open. */
   async close(): Promise<void> {
     this.#connection.close();
@@ -180,6 +246,37 @@ export class CosmosSessionStore implements SessionStore {
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
       throw error;
+    }
+  }
+
+  /** @throws ConfigurationError when the container lacks the composite index the listing's ORDER BY needs. */
+  #checkListIndexes(userId: string | undefined): void {
+    const needed = SESSION_LIST_COMPOSITE_INDEXES.filter((need) => (need.paths[0]!.path === '/userId') === (userId !== undefined));
+    const missing = missingCompositeIndexes(this.#connection.indexingPolicy, needed);
+    if (missing.length === 0) return;
+    throw new ConfigurationError(
+      `CosmosSessionStore.list: container ${this.#connection.where} has no composite index ${missing.map((m) => JSON.stringify(m.paths)).join(' or ')}, so Cosmos DB would refuse ${missing.map((m) => m.usedBy).join(' and ')} (an ORDER BY on several properties needs one). Add SESSION_STORE_INDEXING_POLICY's compositeIndexes and includedPaths to the container's indexing policy, e.g. container.replace({ ...definition, indexingPolicy: SESSION_STORE_INDEXING_POLICY }); sessions saved before then are listed after their next set.`,
+    );
+  }
+
+  /** A listed row as a summary, its metadata checked as `get` would check it. */
+  #summary(row: ListRow): SessionSummary {
+    const path = `cosmos:${this.#connection.where}[${JSON.stringify(typeof row.id === 'string' ? row.id : '?')}]`;
+    if (typeof row.sessionId !== 'string' || row.sessionId === '') {
+      throw new SessionStateError(`${path}.sessionId`, 'must be a non-empty string; fix or delete the item');
+    }
+    try {
+      const { metadata } = parseSessionJson({
+        type: 'ctx.session',
+        version: 2,
+        sessionId: row.sessionId,
+        metadata: row.metadata,
+        state: {},
+      });
+      return { sessionId: row.sessionId, metadata };
+    } catch (error) {
+      if (!SessionStateError.isInstance(error)) throw error;
+      throw new SessionStateError(`${path}.session${error.path.slice(1)}`, `${error.problem}; fix or delete the item`, { cause: error });
     }
   }
 
@@ -207,6 +304,13 @@ export class CosmosSessionStore implements SessionStore {
     }
     return json;
   }
+}
+
+/** What the listing query returns per session, before it is checked. */
+interface ListRow {
+  id?: unknown;
+  sessionId?: unknown;
+  metadata?: unknown;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { PartitionKeyDefinitionVersion, PartitionKeyKind, type IndexingPolicy, type PartitionKeyDefinition } from '@azure/cosmos';
 import type { JsonObject, Message } from '@ctx/core';
+import { SESSION_LIST_COMPOSITE_INDEXES } from './indexing.js';
 
 /** The tenant and user of a session, for hierarchical partitioning (`/tenantId`, `/userId`, `/sessionKey`). */
 export interface CosmosScope {
@@ -56,6 +57,11 @@ export interface HeadItem {
   /** ISO 8601: the last save. */
   updatedAt: string;
   ttl?: number;
+  /**
+   * Set by `forkMessages` on the head it creates: a random id of that fork, so a batch retried
+   * after its answer was lost recognises its own head instead of reporting a conflict.
+   */
+  forkId?: string;
 }
 
 /** The partition key of a history container: one logical partition per session. */
@@ -87,12 +93,18 @@ export const HISTORY_INDEXING_POLICY: IndexingPolicy = {
   excludedPaths: [{ path: '/*' }],
 };
 
-/** The indexing policy the session store creates: nothing is indexed (point reads and writes only). */
+/**
+ * The indexing policy the session store creates: only what `list` filters and sorts on (the owner,
+ * the time of the session's last update and its id), with the composite indexes its two ORDER BY
+ * forms need; the sessions themselves are not indexed, so `get`, `set` and `delete` stay point
+ * operations and writes stay cheap.
+ */
 export const SESSION_STORE_INDEXING_POLICY: IndexingPolicy = {
   indexingMode: 'consistent',
   automatic: true,
-  includedPaths: [],
+  includedPaths: [{ path: '/userId/?' }, { path: '/updatedAtMs/?' }, { path: '/sessionId/?' }],
   excludedPaths: [{ path: '/*' }],
+  compositeIndexes: SESSION_LIST_COMPOSITE_INDEXES.map((need) => need.paths.map((p) => ({ ...p }))),
 };
 
 /** The session store's partition key: the item id (one logical partition per session). */

@@ -1,4 +1,4 @@
-import type { IndexingPolicy } from '@azure/cosmos';
+import type { CompositePath, IndexingPolicy } from '@azure/cosmos';
 
 /** A property path a query needs a range index on (its ORDER BY), and what needs it. */
 export interface RangeIndexNeed {
@@ -13,6 +13,54 @@ export const HISTORY_RANGE_INDEXES: readonly RangeIndexNeed[] = [
   { path: '/seq/?', usedBy: 'every window read and export (ORDER BY c.seq)' },
   { path: '/updatedAt/?', usedBy: 'listSessions (ORDER BY c.updatedAt)' },
 ];
+
+/** A composite index a query sorting by several properties needs, and what needs it. */
+export interface CompositeIndexNeed {
+  /** The paths and orders, as the query's ORDER BY lists them (e.g. `/updatedAtMs` descending). */
+  paths: readonly CompositePath[];
+  /** What fails without it, for the error message. */
+  usedBy: string;
+}
+
+/**
+ * The composite indexes `CosmosSessionStore.list` sorts by (newest first, then by session id):
+ * Cosmos DB refuses an ORDER BY on two or more properties without a composite index of exactly
+ * those paths, all in the query's orders or all reversed.
+ */
+export const SESSION_LIST_COMPOSITE_INDEXES: readonly CompositeIndexNeed[] = [
+  {
+    paths: [
+      { path: '/updatedAtMs', order: 'descending' },
+      { path: '/sessionId', order: 'descending' },
+    ],
+    usedBy: 'list() of every session',
+  },
+  {
+    paths: [
+      { path: '/userId', order: 'descending' },
+      { path: '/updatedAtMs', order: 'descending' },
+      { path: '/sessionId', order: 'descending' },
+    ],
+    usedBy: 'list({ userId })',
+  },
+];
+
+/**
+ * The composite index needs a policy does not meet. A need is met by a composite index of the same
+ * paths in the same sequence whose orders are all the same as the need's or all reversed (an
+ * absent order is ascending). No policy at all has no composite index.
+ */
+export function missingCompositeIndexes(policy: IndexingPolicy | undefined, needs: readonly CompositeIndexNeed[]): CompositeIndexNeed[] {
+  if (policy?.indexingMode === 'none') return [...needs];
+  const indexes = policy?.compositeIndexes ?? [];
+  return needs.filter((need) => !indexes.some((index) => servesOrder(index, need.paths)));
+}
+
+function servesOrder(index: readonly CompositePath[], paths: readonly CompositePath[]): boolean {
+  if (index.length !== paths.length || index.some((p, i) => p.path !== paths[i]!.path)) return false;
+  const same = (p: CompositePath, i: number) => (p.order ?? 'ascending') === (paths[i]!.order ?? 'ascending');
+  return index.every(same) || !index.some(same);
+}
 
 /**
  * The needs a container's indexing policy does not meet: a path is range-indexed when indexing is
