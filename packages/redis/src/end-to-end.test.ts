@@ -1,7 +1,8 @@
-import { ConcurrencyError, createAgent, Message } from '@ctx/core';
+import { type AgentSession, ConcurrencyError, createAgent, Message } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { describe, expect, it } from 'vitest';
-import { clusterClient, singleClient, uniquePrefix } from '../test/helpers.js';
+import { allKeys, clusterClient, singleClient, uniquePrefix } from '../test/helpers.js';
+import { encodeKeyPart } from './keys.js';
 import { RedisHistoryProvider } from './redis-history-provider.js';
 import { RedisSessionStore } from './redis-session-store.js';
 
@@ -62,6 +63,83 @@ for (const [topology, connect] of [
       sa.state.profile = { name: 'stale' };
       await expect(a.agent.saveSession(sa)).rejects.toSatisfy(ConcurrencyError.isInstance);
       expect((await b.agent.getSession(sessionId)).state.profile).toEqual({ name: 'Grace' });
+    });
+  });
+}
+
+for (const [topology, connect] of [
+  ['single node', () => singleClient()],
+  ['cluster', () => clusterClient()],
+] as const) {
+  describe(`sessions as a product on ${topology}: list, fork, delete, delete a user's data`, () => {
+    it('an agent on RedisHistoryProvider and RedisSessionStore leaves nothing of a deleted session or user in Redis, and the other user intact', async () => {
+      const client = connect();
+      const prefix = uniquePrefix('product');
+      const chat = new ScriptedChatClient({ replies: (messages) => `re: ${Message.text(messages.at(-1)!)}` });
+      const history = new RedisHistoryProvider({ client, prefix, ttlSeconds: 3600 });
+      const store = new RedisSessionStore({ client, prefix });
+      const agent = createAgent({ client: chat, contextProviders: [history], sessionStore: store });
+      const start = async (userId: string, title: string): Promise<AgentSession> => {
+        const session = agent.createSession({ userId, title });
+        await agent.run(`${title}: first`, { session });
+        await agent.run(`${title}: second`, { session });
+        await agent.saveSession(session);
+        await new Promise((r) => setTimeout(r, 2)); // each session saved at a later millisecond
+        return session;
+      };
+      const [a, b] = [await start('u1', 'a'), await start('u1', 'b')];
+      const [c, d] = [await start('u2', 'c'), await start('u2', 'd')];
+      const keysOf = async (sessionId: string) =>
+        (await allKeys(client)).filter((k) => k.startsWith(`${prefix}:`) && k.includes(`{${encodeKeyPart(sessionId)}}`));
+      const listed = async (userId?: string) =>
+        (await agent.listSessions(userId === undefined ? {} : { userId })).sessions.map((s) => s.sessionId);
+
+      expect(await listed('u1')).toEqual([b.sessionId, a.sessionId]);
+      expect(await listed('u2')).toEqual([d.sessionId, c.sessionId]);
+      expect(await listed()).toEqual([d, c, b, a].map((s) => s.sessionId));
+      expect((await agent.listSessions({ userId: 'u1' })).sessions[0]!.metadata).toMatchObject({ userId: 'u1', title: 'b' });
+
+      // Fork a at its first reply: the copy holds the first turn only, and is listed for u1 once saved.
+      const [, firstReply] = await history.getMessages(a.sessionId, { state: {} });
+      const forked = await agent.forkSession(a, { atMessageId: firstReply!.id });
+      await agent.saveSession(forked);
+      expect(Message.text((await history.getMessages(forked.sessionId, { state: {} })).at(-1)!)).toBe('re: a: first');
+      expect(await history.countMessages(forked.sessionId)).toBe(2);
+      expect(await history.countMessages(a.sessionId)).toBe(4);
+      expect(await listed('u1')).toContain(forked.sessionId);
+
+      // Delete one session: its history keys and its session key are gone, its listings forget it.
+      expect((await keysOf(b.sessionId)).length).toBe(3);
+      expect(await agent.deleteSession(b.sessionId)).toBe(true);
+      expect(await keysOf(b.sessionId)).toEqual([]);
+      expect(await listed('u1')).not.toContain(b.sessionId);
+      expect(await listed()).not.toContain(b.sessionId);
+
+      // Delete everything of u1: no key of any of their sessions remains, nor a listing of theirs.
+      expect(await agent.deleteUserData('u1')).toEqual({ sessions: 2 });
+      for (const s of [a, b, forked]) expect(await keysOf(s.sessionId), s.sessionId).toEqual([]);
+      const remaining = (await allKeys(client)).filter((k) => k.startsWith(`${prefix}:`));
+      expect(remaining.filter((k) => k.includes('{user:u1}'))).toEqual([]);
+      expect(await listed('u1')).toEqual([]);
+
+      // u2 is untouched: sessions, histories and listings.
+      expect(await listed('u2')).toEqual([d.sessionId, c.sessionId]);
+      expect(await listed()).toEqual([d.sessionId, c.sessionId]);
+      for (const s of [c, d]) {
+        expect((await keysOf(s.sessionId)).length).toBe(3);
+        expect((await agent.getSession(s.sessionId)).metadata.userId).toBe('u2');
+        expect(await history.countMessages(s.sessionId)).toBe(4);
+      }
+      const u2Index = store.indexKeys('u2');
+      expect(remaining.sort()).toEqual(
+        [
+          ...(await keysOf(c.sessionId)),
+          ...(await keysOf(d.sessionId)),
+          ...Object.values(store.indexKeys()).slice(0, 2),
+          u2Index.order,
+          u2Index.meta,
+        ].sort(),
+      );
     });
   });
 }
