@@ -1,0 +1,175 @@
+/**
+ * What sessions as a product cost on Redis: round trips per operation of `RedisSessionStore` and
+ * `RedisHistoryProvider` (counted by a loopback proxy between the client and a single redis-server;
+ * one round trip = one burst of requests followed by a reply), and the latency of a listing page
+ * with 10,000 sessions stored (100 users of 100 sessions), on a single node and on a 3-node
+ * cluster, both started here on loopback and stopped by pid. Prints tables; asserts nothing.
+ * Usage: `pnpm --filter @ctx/bench bench:sessions`.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Message, type SessionJson } from '@ctx/core';
+import { RedisHistoryProvider, RedisSessionStore } from '@ctx/redis';
+import { startRedisCluster, startRedisServer } from '@ctx/redis-test-server';
+import { Cluster, Redis } from 'ioredis';
+import { countingProxy } from './counting-proxy.js';
+
+const USERS = 100;
+const PER_USER = 100;
+const SAMPLES = 300;
+const T0 = Date.UTC(2026, 0, 1);
+
+function session(sessionId: string, i: number, userId?: string): SessionJson {
+  const at = new Date(T0 + i * 1000).toISOString();
+  return {
+    type: 'ctx.session',
+    version: 2,
+    sessionId,
+    metadata: { createdAt: at, updatedAt: at, title: `Conversation ${i}`, ...(userId === undefined ? {} : { userId }) },
+    state: { app: { note: 'x'.repeat(200) } },
+  };
+}
+
+/** Saves 10,000 sessions, 64 writes in flight. */
+async function seed(store: RedisSessionStore): Promise<void> {
+  const all = Array.from({ length: USERS * PER_USER }, (_, i) => session(`s${i}`, i, `user-${i % USERS}`));
+  for (let i = 0; i < all.length; i += 64) await Promise.all(all.slice(i, i + 64).map((s) => store.set(s)));
+}
+
+/** p50 and p90 in ms of `SAMPLES` sequential calls, after 20 to warm up. */
+async function latency(call: () => Promise<unknown>): Promise<{ p50: number; p90: number }> {
+  for (let i = 0; i < 20; i++) await call();
+  const times: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const start = performance.now();
+    await call();
+    times.push(performance.now() - start);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: times[Math.floor(SAMPLES * 0.5)]!, p90: times[Math.floor(SAMPLES * 0.9)]! };
+}
+
+/** A cursor `pages` pages of `limit` deep into a listing. */
+async function deepCursor(store: RedisSessionStore, options: { userId?: string; limit: number }, pages: number): Promise<string> {
+  let cursor: string | undefined;
+  for (let i = 0; i < pages; i++) cursor = (await store.list({ ...options, ...(cursor ? { cursor } : {}) })).nextCursor;
+  return cursor!;
+}
+
+async function listingRows(store: RedisSessionStore): Promise<string[]> {
+  const rows: string[] = [];
+  const cases: [string, () => Promise<unknown>][] = [];
+  for (const limit of [20, 100]) {
+    const deep = await deepCursor(store, { limit }, Math.floor((USERS * PER_USER) / limit / 2));
+    const userDeep = await deepCursor(store, { userId: 'user-7', limit: 20 }, 2);
+    cases.push(
+      [`every session, first page of ${limit}`, () => store.list({ limit })],
+      [`every session, a page of ${limit} halfway (cursor)`, () => store.list({ limit, cursor: deep })],
+    );
+    if (limit === 20) {
+      cases.push(
+        ['one user (100 sessions), first page of 20', () => store.list({ userId: 'user-7', limit: 20 })],
+        ['one user, third page of 20 (cursor)', () => store.list({ userId: 'user-7', limit: 20, cursor: userDeep })],
+      );
+    }
+  }
+  for (const [name, call] of cases) {
+    const { p50, p90 } = await latency(call);
+    rows.push(`| ${name} | ${p50.toFixed(3)} | ${p90.toFixed(3)} |`);
+  }
+  return rows;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'ctx-bench-sessions-'));
+const server = await startRedisServer({ dir: join(dir, 'single') });
+const cluster = await startRedisCluster({ dir: join(dir, 'cluster') });
+const proxy = await countingProxy(server.port);
+const counted = new Redis({ host: '127.0.0.1', port: proxy.port });
+const direct = new Redis({ host: '127.0.0.1', port: server.port });
+const clusterClient = new Cluster([...cluster.startupNodes]);
+try {
+  console.log(
+    `# Sessions on Redis: round trips per operation (single node, redis-server ${server.port}, pid ${server.pid}, through a counting proxy)\n`,
+  );
+  const store = new RedisSessionStore({ client: counted, prefix: 'rt' });
+  const history = new RedisHistoryProvider({ client: counted, prefix: 'rt' });
+  const count = async (call: () => Promise<unknown>): Promise<number> => {
+    const before = proxy.roundTrips();
+    await call();
+    return proxy.roundTrips() - before;
+  };
+  // Warm the scripts up on the server (a first call per script adds one NOSCRIPT round trip).
+  await store.set(session('warm', 0, 'w'));
+  await store.set(session('warm', 1, 'w2'));
+  await store.list();
+  await store.delete('warm');
+  await history.append('warm', [Message.user('x')]);
+  await history.forkMessages('warm', 'warm2', { fromState: {}, toState: {} });
+  await history.clearMessages('warm2', { state: {} });
+  await history.popMessages('warm', { state: {} });
+
+  const rows: [string, number][] = [];
+  rows.push(['`set` of a new session with a user', await count(() => store.set(session('a', 1, 'u1')))]);
+  rows.push(['`set` again, same user', await count(() => store.set(session('a', 2, 'u1')))]);
+  rows.push(['`set` moving it to another user, store that read or wrote it before', await count(() => store.set(session('a', 3, 'u2')))]);
+  const fresh = () => new RedisSessionStore({ client: counted, prefix: 'rt' });
+  rows.push(['`set` moving it to another user, another store instance', await count(() => fresh().set(session('a', 4, 'u3')))]);
+  rows.push(['`get`', await count(() => store.get('a'))]);
+  rows.push(['`delete` after `get` or `set` on this instance', await count(() => store.delete('a'))]);
+  await store.set(session('b', 5, 'u1'));
+  rows.push(['`delete` of a session with a user, by another instance', await count(() => fresh().delete('b'))]);
+  await store.set(session('c', 6));
+  rows.push(['`delete` of a session without a user, by another instance', await count(() => fresh().delete('c'))]);
+  for (let i = 0; i < 30; i++) await store.set(session(`l${i}`, 10 + i, 'u1'));
+  rows.push(['`list` page (any size, with or without cursor)', await count(() => store.list({ userId: 'u1', limit: 20 }))]);
+  const page = await store.list({ userId: 'u1', limit: 20 });
+  rows.push(['`list` next page', await count(() => store.list({ userId: 'u1', limit: 20, cursor: page.nextCursor! }))]);
+  const messages = Array.from({ length: 1000 }, (_, i) => Message.user(`m${i}`));
+  await history.append('h', messages);
+  rows.push([
+    'history `forkMessages` at message 500 of 1,000',
+    await count(() => history.forkMessages('h', 'h2', { fromState: {}, toState: {}, atMessageId: messages[499]!.id })),
+  ]);
+  rows.push(['history `clearMessages`', await count(() => history.clearMessages('h2', { state: {} }))]);
+  rows.push(['`reindex` of 35 sessions (one SCAN page)', await count(() => store.reindex())]);
+  console.log('| operation | round trips |\n| --- | ---: |');
+  for (const [name, n] of rows) console.log(`| ${name} | ${n} |`);
+
+  console.log(
+    `\n# List latency with ${USERS * PER_USER} sessions stored (${USERS} users x ${PER_USER}), ms, ${SAMPLES} sequential calls each\n`,
+  );
+  const single = new RedisSessionStore({ client: direct, prefix: 'big' });
+  const clustered = new RedisSessionStore({ client: clusterClient, prefix: 'big' });
+  let start = performance.now();
+  await seed(single);
+  const seedSingle = performance.now() - start;
+  start = performance.now();
+  await seed(clustered);
+  const seedCluster = performance.now() - start;
+  console.log(
+    `seeding 10,000 sessions (64 at once): single node ${(seedSingle / 1000).toFixed(1)} s, cluster ${(seedCluster / 1000).toFixed(1)} s\n`,
+  );
+  for (const [name, store] of [
+    ['single node', single],
+    ['3-node cluster', clustered],
+  ] as const) {
+    console.log(`## ${name}\n\n| page | p50 | p90 |\n| --- | ---: | ---: |`);
+    for (const row of await listingRows(store)) console.log(row);
+    console.log();
+  }
+  const memory =
+    Number(await direct.call('MEMORY', 'USAGE', 'big:sessions:{all}:order')) +
+    Number(await direct.call('MEMORY', 'USAGE', 'big:sessions:{all}:meta'));
+  console.log(
+    `index of every session (order + meta): ${(memory / 1024 / 1024).toFixed(2)} MiB for 10,000 sessions (${Math.round(memory / 10_000)} bytes each); each user's index holds the same entries again`,
+  );
+} finally {
+  counted.disconnect();
+  direct.disconnect();
+  clusterClient.disconnect();
+  proxy.server.close();
+  await Promise.all([server.stop(), cluster.stop()]);
+  rmSync(dir, { recursive: true, force: true });
+}
