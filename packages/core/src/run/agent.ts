@@ -205,27 +205,42 @@ export interface Agent {
    */
   deleteSession(session: AgentSession | string, options?: { signal?: AbortSignal }): Promise<boolean>;
   /**
-   * A new session with the history up to a message (each history provider copies it; Redis and
-   * Cosmos on the server) and a copy of every provider's state. Not saved: save it as any session.
-   * @throws ConfigurationError when `atMessageId` is not in the history.
+   * A new session with the history up to and including a message, and a deep copy of every
+   * provider's state and of the metadata (new times, `forkedFrom` set). Each history provider copies
+   * its messages (`forkMessages`; Redis and Cosmos on the server): the one that loads up to the
+   * message, one that only stores (an audit log) up to the same point of the conversation. Calls
+   * waiting for approval stay with the source: the fork's next run answers them as interrupted.
+   * Not saved: save it as any session. A fork that fails removes what it copied.
+   * @throws ConfigurationError before anything is copied: `atMessageId` not in the history, a
+   *   `sessionId` equal to the source's or already holding history, a session whose conversation
+   *   the service keeps (`serviceSessionId`).
    */
   forkSession(session: AgentSession, options?: ForkSessionOptions): Promise<AgentSession>;
-  /** The stored conversation of a session, oldest first (the newest `limit` with a limit), from the history that loads. */
+  /**
+   * The stored conversation of a session, oldest first (the newest `limit` with a limit), from the
+   * history that loads (the default in-memory one when the agent has none).
+   * @throws ConfigurationError when the service keeps the conversation and no history loads it.
+   */
   getHistory(session: AgentSession, options?: { limit?: number; signal?: AbortSignal }): Promise<Message[]>;
   /**
-   * Removes a message and everything after it from every history provider of the session (to edit
-   * a message: rewind to it, then run the new text). Resolves to the removed messages, oldest first.
-   * @throws ConfigurationError when the message is not in the history.
+   * Removes a message and everything after it from every history provider of the session (one
+   * that only stores is cut at the same point of the conversation), with `popMessages`, else
+   * `replaceMessages`. To edit a message: rewind to it, then run the new text. Calls waiting for
+   * approval that it removes are dropped from `session.pending`. Resolves to the messages removed
+   * from the loading history, oldest first. Save the session afterwards when it lives in a store.
+   * Not safe while a run on the same session is going on.
+   * @throws ConfigurationError before anything is removed: the message is not in the history, a
+   *   history provider can neither pop nor replace, or the service keeps the conversation.
    */
   rewindSession(session: AgentSession, messageId: string, options?: { signal?: AbortSignal }): Promise<Message[]>;
   /**
-   * Runs a turn again: rewinds to the input of the turn holding `messageId` (default: the last
-   * turn) and runs that input again (same message ids), so the new reply replaces the old one.
+   * Runs a turn again: finds the turn holding `messageId` (default: the last turn), whose input is
+   * the consecutive user messages opening it, removes everything after that input (as
+   * `rewindSession` does), and runs the input again with the same message ids: a retry of the same
+   * turn, so the new reply replaces the old one and the input is stored once. A run that fails
+   * leaves the input stored, so it can be regenerated again. Resolves to the run's response.
+   * @throws ConfigurationError when the message is not in the history or no user message opens its turn.
    */
-  regenerate(
-    session: AgentSession,
-    options?: Omit<AgentRunOptions, 'session' | 'approvals'> & { messageId?: string },
-  ): Promise<AgentResponse>;
   /** Everything kept about a user: each session of theirs (by `metadata.userId`) with its history, and each provider's `exportUserData`. */
   exportUserData(userId: string, options?: { signal?: AbortSignal }): Promise<UserDataExport>;
   /**
