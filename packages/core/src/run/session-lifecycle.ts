@@ -1,6 +1,6 @@
 import { checkId, shortId } from '../backend/checks.js';
 import { MAX_LIST_LIMIT } from '../backend/session-cursor.js';
-import { ConcurrencyError, ConfigurationError, CtxError, isAbortError, ProviderError } from '../errors.js';
+import { ConcurrencyError, ConfigurationError, CtxError, ProviderError } from '../errors.js';
 import { HistoryProvider } from '../history/history-provider.js';
 import type { Message } from '../messages/message.js';
 import { AgentSession } from '../session/agent-session.js';
@@ -205,7 +205,7 @@ async function runHooks<P extends ContextProvider, T>(
   const values: T[] = [];
   outcomes.forEach((outcome, i) => {
     if (outcome.status === 'fulfilled') values.push(outcome.value);
-    else if (!isAbortError(outcome.reason, signal)) throw new ProviderError(providers[i]!.sourceId, phase, outcome.reason);
+    else throw new ProviderError(providers[i]!.sourceId, phase, outcome.reason);
   });
   return values;
 }
