@@ -137,7 +137,6 @@ export async function executeRun(
     });
   } finally {
     runOptions.signal?.removeEventListener('abort', onAbort);
-    session.metadata.updatedAt = new Date().toISOString();
     // A slot made for this run is kept when the provider's onSessionCreated ran on it (even empty,
     // so it is not called again), else when it holds something (a gated-off provider's stays out).
     for (const p of providers) {
@@ -158,6 +157,7 @@ export async function executeRun(
   if (error !== undefined) throw error;
   if (!response) throw new CtxError(`Run ${runId} ended without a response: a wrap provider did not call next().`);
   session.pending = approvals.next; // calls waiting for approval, kept once the run succeeded
+  session.metadata.updatedAt = new Date().toISOString();
   if (response.conversationId !== undefined) {
     session.serviceSessionId = response.conversationId;
     history.dropLocalCopy(session, providers); // the service keeps the conversation from now on

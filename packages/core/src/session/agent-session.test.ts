@@ -451,7 +451,7 @@ describe('AgentSession metadata checks', () => {
 });
 
 describe('AgentSession metadata through a run', () => {
-  it('the agent sets metadata.updatedAt when a run ends, successful or failed; nothing else changes', async () => {
+  it('the agent sets metadata.updatedAt when a run succeeds; a failed run changes nothing', async () => {
     const client = new ScriptedChatClient({ replies: ['ok', { error: new Error('model down') }] });
     const runner = createAgent({ client });
     const session = runner.createSession({ userId: 'u1', title: 'T', custom: { k: 1 } });
@@ -466,7 +466,7 @@ describe('AgentSession metadata through a run', () => {
 
     await new Promise((resolve) => setTimeout(resolve, 3));
     await expect(runner.run('again', { session })).rejects.toThrow('model down');
-    expect(session.metadata.updatedAt > first, 'a failed run moved updatedAt on too').toBe(true);
+    expect(session.metadata.updatedAt).toBe(first);
     expect(session.metadata.createdAt).toBe(createdAt);
     expect(runner.restoreSession(JSON.stringify(session)).metadata).toEqual(session.metadata);
   });

@@ -9,7 +9,7 @@ import type { Message } from './message.js';
 export interface SessionMetadata {
   /** When the session was created: ISO 8601 in UTC with milliseconds (`2026-11-24T09:30:00.000Z`). */
   createdAt: string;
-  /** When a run last ended on it (or it was created), same format. Listing orders by it, newest first. */
+  /** When a run last succeeded on it (or it was created), same format. Listing orders by it, newest first. */
   updatedAt: string;
   /** A short title for lists (at most 200 characters); set it yourself or with `TitleProvider`. */
   title?: string;
