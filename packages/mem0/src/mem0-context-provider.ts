@@ -540,16 +540,22 @@ export class Mem0ContextProvider implements ContextProvider {
     const defaults = { ...this.#ids };
     const owner = session.metadata?.userId;
     if (owner !== undefined && state.userId === undefined) {
-      const userId = this.#mapUserId(owner);
-      const problem = checkMem0Id(userId);
-      if (problem)
-        throw new SessionStateError(
-          '$.metadata.userId',
-          `maps to the mem0 user_id ${quoteId(userId)}, which ${problem}; give Mem0ContextProvider a mapUserId that makes valid ids, or set state.${this.sourceId}.userId.`,
-        );
+      const { userId, problem } = this.#mem0User(owner);
+      if (problem) throw new SessionStateError('$.metadata.userId', `${problem}, or set state.${this.sourceId}.userId.`);
       defaults.userId = userId;
     }
     return resolveIds(defaults, state, `$.state.${this.sourceId}`);
+  }
+
+  /** The mem0 user_id of a ctx user (`mapUserId`), and why it cannot be one, if so. */
+  #mem0User(owner: string): { userId: string; problem?: string } {
+    const userId = this.#mapUserId(owner);
+    const problem = checkMem0Id(userId);
+    if (!problem) return { userId };
+    return {
+      userId,
+      problem: `maps to the mem0 user_id ${quoteId(userId)}, which ${problem}; give Mem0ContextProvider a mapUserId that makes valid ids`,
+    };
   }
 
   /**
@@ -560,13 +566,9 @@ export class Mem0ContextProvider implements ContextProvider {
    */
   #userScope(userId: string): Mem0Scope | undefined {
     if (!this.#storeScope.includes('userId')) return undefined;
-    const mapped = this.#mapUserId(userId);
-    const problem = checkMem0Id(mapped);
-    if (problem)
-      throw new ConfigurationError(
-        `Mem0ContextProvider: the user ${quoteId(userId)} maps to the mem0 user_id ${quoteId(mapped)}, which ${problem}; give a mapUserId that makes valid ids.`,
-      );
-    const scope: Mem0Scope = { userId: mapped };
+    const mapped = this.#mem0User(userId);
+    if (mapped.problem) throw new ConfigurationError(`Mem0ContextProvider: the user ${quoteId(userId)} ${mapped.problem}.`);
+    const scope: Mem0Scope = { userId: mapped.userId };
     for (const key of ['agentId', 'appId'] as const) {
       const value = this.#ids[key];
       if (this.#storeScope.includes(key) && value !== undefined) scope[key] = value;
