@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { BackendUnavailableError, ConcurrencyError, ConfigurationError, SessionS
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
-import type { SessionJson } from '../spec/session.js';
+import type { SessionJson, SessionMetadata } from '../spec/session.js';
 import { FileSessionStore, type FileSessionStoreEvent, sessionFileName } from './file-session-store.js';
 
 let dir: string;
@@ -46,7 +46,7 @@ describe('FileSessionStore', () => {
 
   it('serializes concurrent writers: exactly one of many conditional writes wins', async () => {
     const stores = Array.from({ length: 8 }, () => new FileSessionStore({ directory: dir }));
-    const json = { type: 'ctx.session' as const, version: 1 as const, sessionId: 's', state: {} };
+    const json = sessionOf('s');
     const etag = await stores[0]!.set(json);
     const results = await Promise.allSettled(stores.map((s, i) => s.set({ ...json, state: { w: { i } } }, { ifMatch: etag })));
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
@@ -57,7 +57,7 @@ describe('FileSessionStore', () => {
 
   it('reports a corrupt file as a SessionStateError naming the file', async () => {
     const store = new FileSessionStore({ directory: dir });
-    await store.set({ type: 'ctx.session', version: 1, sessionId: 'x', state: {} });
+    await store.set(sessionOf('x'));
     const [file] = await readdir(dir);
     await writeFile(join(dir, file!), '{"etag":"1","session":{"type":"ctx.session","version":1,"sessionId":"x","state":{"a":3}}}');
     const error = await store.get('x').catch((e: unknown) => e);
@@ -71,12 +71,11 @@ describe('FileSessionStore', () => {
 
   it('times out on a held lock with a typed error and breaks stale locks', async () => {
     const store = new FileSessionStore({ directory: dir, lockTimeoutMs: 50 });
-    const json = { type: 'ctx.session' as const, version: 1 as const, sessionId: 'locked', state: {} };
+    const json = sessionOf('locked');
     await store.set(json);
     const [file] = await readdir(dir);
     await writeFile(join(dir, `${file}.lock`), '');
     await expect(store.set(json)).rejects.toSatisfy((e) => BackendUnavailableError.isInstance(e));
-    const { utimes } = await import('node:fs/promises');
     const old = new Date(Date.now() - 60_000);
     await utimes(join(dir, `${file}.lock`), old, old);
     await expect(store.set(json)).resolves.toBeTypeOf('string');
@@ -86,7 +85,7 @@ describe('FileSessionStore', () => {
 describe('FileSessionStore recovery', () => {
   it('deletes a session whose file is corrupt', async () => {
     const store = new FileSessionStore({ directory: dir });
-    await store.set({ type: 'ctx.session', version: 1, sessionId: 'bad', state: {} });
+    await store.set(sessionOf('bad'));
     const [file] = await readdir(dir);
     await writeFile(join(dir, file!), 'garbage');
     await expect(store.get('bad')).rejects.toThrow(SessionStateError);
@@ -100,7 +99,7 @@ describe('FileSessionStore recovery', () => {
     const { hostname } = await import('node:os');
     const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']).stdout.toString();
     const store = new FileSessionStore({ directory: dir, lockTimeoutMs: 100 });
-    const json = { type: 'ctx.session' as const, version: 1 as const, sessionId: 'crashed', state: {} };
+    const json = sessionOf('crashed');
     await store.set(json);
     const [file] = await readdir(dir);
     await writeFile(join(dir, `${file}.lock`), `${hostname()} ${dead}`);
@@ -113,12 +112,19 @@ describe('FileSessionStore recovery', () => {
 const sha256Hex = (text: string, encoding: 'utf8' | 'latin1' = 'latin1') => createHash('sha256').update(text, encoding).digest('hex');
 const fileOf = (sessionId: string) => join(dir, sessionFileName(sessionId, sha256Hex));
 const legacyFileOf = (sessionId: string) => join(dir, `${sha256Hex(sessionId, 'utf8')}.json`);
-const sessionOf = (sessionId: string, marker = 'v1'): SessionJson => ({
+const TIMES = { createdAt: '2026-01-31T12:00:00.000Z', updatedAt: '2026-02-01T08:30:15.123Z' };
+const sessionOf = (sessionId: string, marker = 'v1', metadata: SessionMetadata = TIMES): SessionJson => ({
   type: 'ctx.session',
-  version: 1,
+  version: 2,
   sessionId,
+  metadata,
   state: { app: { marker } },
 });
+/** A session as versions before format 2 wrote it: no metadata. */
+const version1Of = (sessionId: string, marker = 'v1') => ({ type: 'ctx.session', version: 1, sessionId, state: { app: { marker } } });
+/** When the files of earlier versions were last written (set with utimes), and the metadata they read with. */
+const WRITTEN = new Date('2025-05-05T10:00:00.000Z');
+const WRITTEN_TIMES = { createdAt: WRITTEN.toISOString(), updatedAt: WRITTEN.toISOString() };
 
 /** Rejects unless `promise` fails with an error `is` accepts whose message contains every one of `parts`. */
 async function expectFailure(promise: Promise<unknown>, is: (e: unknown) => boolean, ...parts: string[]): Promise<Error> {
@@ -171,20 +177,27 @@ describe('FileSessionStore ids', () => {
 });
 
 describe('FileSessionStore files of earlier versions (named by the SHA-256 of the id)', () => {
-  const envelope = (session: SessionJson, etag = 'legacy-etag') => JSON.stringify({ etag, session });
+  /** Writes a file as an earlier version did, last written at `WRITTEN`. */
+  const writeLegacy = async (file: string, session: unknown, etag = 'legacy-etag') => {
+    await writeFile(file, JSON.stringify({ etag, session }));
+    await utimes(file, WRITTEN, WRITTEN);
+  };
 
-  it('reads a legacy file and moves it to its new name', async () => {
-    await writeFile(legacyFileOf('user:7'), envelope(sessionOf('user:7', 'old')));
+  it('reads a legacy file of a version-1 session as version 2, its times the time the file was written, and moves it to its new name', async () => {
+    await writeLegacy(legacyFileOf('user:7'), version1Of('user:7', 'old'));
     const store = new FileSessionStore({ directory: dir });
-    expect(await store.get('user:7')).toEqual({ session: sessionOf('user:7', 'old'), etag: 'legacy-etag' });
+    const migrated = sessionOf('user:7', 'old', WRITTEN_TIMES);
+    expect(await store.get('user:7')).toEqual({ session: migrated, etag: 'legacy-etag' });
+    expect(await store.get('user:7'), 'the times stay put on later reads').toEqual({ session: migrated, etag: 'legacy-etag' });
+    expect(await store.list()).toEqual({ sessions: [{ sessionId: 'user:7', metadata: WRITTEN_TIMES }], total: 1 });
     expect(await readdir(dir)).toEqual(['session-user%3A7.json']);
     const etag = await store.set(sessionOf('user:7', 'new'), { ifMatch: 'legacy-etag' });
     expect(await store.get('user:7')).toEqual({ session: sessionOf('user:7', 'new'), etag });
   });
 
   it('set with ifMatch checks against a legacy file and replaces it; delete removes one', async () => {
-    await writeFile(legacyFileOf('a'), envelope(sessionOf('a', 'old')));
-    await writeFile(legacyFileOf('b'), envelope(sessionOf('b', 'old')));
+    await writeLegacy(legacyFileOf('a'), version1Of('a', 'old'));
+    await writeLegacy(legacyFileOf('b'), version1Of('b', 'old'));
     const store = new FileSessionStore({ directory: dir });
     await expectFailure(store.set(sessionOf('a', 'new'), { ifMatch: null }), ConcurrencyError.isInstance);
     await store.set(sessionOf('a', 'new'), { ifMatch: 'legacy-etag' });
@@ -197,12 +210,12 @@ describe('FileSessionStore files of earlier versions (named by the SHA-256 of th
   it("leaves alone a legacy file that holds another id (ids that shared a file before), and never deletes another user's session", async () => {
     // "x\uD800" and "x\uFFFD" have the same UTF-8 bytes, so the old naming gave them one file.
     expect(legacyFileOf('x\uD800')).toBe(legacyFileOf('x\uFFFD'));
-    await writeFile(legacyFileOf('x\uFFFD'), envelope(sessionOf('x\uFFFD', 'owner')));
+    await writeLegacy(legacyFileOf('x\uFFFD'), version1Of('x\uFFFD', 'owner'));
     const store = new FileSessionStore({ directory: dir });
     expect(await store.get('x\uD800')).toBeUndefined();
     expect(await store.delete('x\uD800')).toBe(false);
     await store.set(sessionOf('x\uD800', 'other'), { ifMatch: null });
-    expect((await store.get('x\uFFFD'))?.session).toEqual(sessionOf('x\uFFFD', 'owner'));
+    expect((await store.get('x\uFFFD'))?.session).toEqual(sessionOf('x\uFFFD', 'owner', WRITTEN_TIMES));
     expect((await store.get('x\uD800'))?.session).toEqual(sessionOf('x\uD800', 'other'));
   });
 });
@@ -345,5 +358,139 @@ describe('FileSessionStore operator problems', () => {
   it('refuses bad options with a ConfigurationError', () => {
     for (const options of [{ directory: '' }, { directory: dir, lockTimeoutMs: -1 }, { directory: dir, onCorrupt: 'ignore' }])
       expect(() => new FileSessionStore(options as never)).toThrow(ConfigurationError);
+  });
+});
+
+describe('FileSessionStore.list', () => {
+  const at = (minute: number, userId?: string): SessionMetadata => {
+    const time = new Date(Date.UTC(2030, 0, 1, 0, minute)).toISOString();
+    return { createdAt: time, updatedAt: time, ...(userId ? { userId } : {}) };
+  };
+  const listed = async (store: FileSessionStore, userId?: string) =>
+    (await store.list({ limit: 100, ...(userId ? { userId } : {}) })).sessions.map((s) => s.sessionId);
+
+  it('lists the directory newest first; legacy files count until the session has a file of its own; other files are ignored', async () => {
+    const store = new FileSessionStore({ directory: dir });
+    await store.set(sessionOf('a', 'x', at(1, 'u')));
+    await store.set(sessionOf('b', 'x', at(3, 'u')));
+    await store.set(sessionOf('c', 'x', at(2)));
+    await writeFile(legacyFileOf('old'), JSON.stringify({ etag: 'e', session: version1Of('old') }));
+    await utimes(legacyFileOf('old'), WRITTEN, WRITTEN);
+    // An id with a file of its own and a stale legacy file: the legacy one is not listed.
+    await writeFile(legacyFileOf('a'), JSON.stringify({ etag: 'e', session: version1Of('a') }));
+    // A legacy file under another id's name (ids that shared a file before) is left alone, as get does.
+    await writeFile(join(dir, `${sha256Hex('not the id inside', 'utf8')}.json`), JSON.stringify({ etag: 'e', session: version1Of('z') }));
+    for (const name of [
+      `${sessionFileName('a', sha256Hex)}.lock`,
+      `${sessionFileName('a', sha256Hex)}.1a2b.tmp`,
+      'notes.txt',
+      'session-q.json.corrupt-1',
+    ])
+      await writeFile(join(dir, name), 'not a session');
+    const events: FileSessionStoreEvent[] = [];
+    const watched = new FileSessionStore({ directory: dir, onEvent: (e) => events.push(e) });
+    expect(await listed(watched)).toEqual(['b', 'c', 'a', 'old']);
+    expect((await watched.list()).total).toBe(4);
+    expect(await listed(watched, 'u')).toEqual(['b', 'a']);
+    expect((await watched.list({ userId: 'u' })).sessions[0]).toEqual({ sessionId: 'b', metadata: at(3, 'u') });
+    expect(events).toEqual([]);
+    expect(await listed(store)).toEqual(['b', 'c', 'a', 'old']);
+  });
+
+  it('skips and reports files it cannot read as their session, never failing the listing; the files stay', async () => {
+    const events: FileSessionStoreEvent[] = [];
+    const store = new FileSessionStore({ directory: dir, onEvent: (e) => events.push(e) });
+    for (const [id, minute] of [
+      ['good', 1],
+      ['json', 2],
+      ['session', 3],
+      ['moved', 4],
+      ['dir', 5],
+      ['link', 6],
+    ] as const)
+      await store.set(sessionOf(id, 'x', at(minute)));
+    await writeFile(fileOf('json'), '{trunc');
+    await writeFile(
+      fileOf('session'),
+      JSON.stringify({ etag: 'e', session: { ...sessionOf('session'), metadata: { ...TIMES, title: 7 } } }),
+    );
+    await writeFile(fileOf('moved'), JSON.stringify({ etag: 'e', session: sessionOf('another id') }));
+    await rm(fileOf('dir'));
+    await mkdir(fileOf('dir'));
+    await rm(fileOf('link'));
+    await symlink(fileOf('good'), fileOf('link'));
+    expect(await listed(store)).toEqual(['good']);
+    const byFile = Object.fromEntries(events.map(({ file, ...rest }) => [file, rest]));
+    expect(byFile[fileOf('json')]).toEqual({ type: 'session-skipped', reason: 'invalid-json', path: '$' });
+    expect(byFile[fileOf('session')]).toEqual({ type: 'session-skipped', reason: 'invalid-session', path: '$.metadata.title' });
+    expect(byFile[fileOf('moved')]).toEqual({ type: 'session-skipped', reason: 'wrong-session-id', path: '$.sessionId' });
+    expect(byFile[fileOf('dir')]).toMatchObject({ type: 'session-skipped', reason: 'unreadable', path: '$' });
+    expect(byFile[fileOf('link')]).toMatchObject({
+      type: 'session-skipped',
+      reason: 'unreadable',
+      cause: expect.stringContaining('symbolic link'),
+    });
+    expect(events).toHaveLength(5);
+    expect(await readFile(fileOf('json'), 'utf8')).toBe('{trunc');
+    // Fixed files are listed again.
+    await store.delete('json');
+    await store.set(sessionOf('json', 'x', at(9)));
+    expect(await listed(store)).toEqual(['json', 'good']);
+  });
+
+  it('lists an empty page for a directory that does not exist yet, and creates nothing', async () => {
+    const directory = join(dir, 'not-yet');
+    expect(await new FileSessionStore({ directory }).list()).toEqual({ sessions: [], total: 0 });
+    expect(await readdir(dir)).toEqual([]);
+  });
+
+  it('rejects with the abort reason when its signal is aborted', async () => {
+    const store = new FileSessionStore({ directory: dir });
+    await store.set(sessionOf('a'));
+    const reason = new Error('stop');
+    await expect(store.list({ signal: AbortSignal.abort(reason) })).rejects.toBe(reason);
+  });
+
+  it('reads a file again only when it changed: a write through any store is seen, an edit in place that keeps size and time is not', async () => {
+    const store = new FileSessionStore({ directory: dir });
+    await store.set(sessionOf('a', 'x', { ...at(1), title: 'first' }));
+    expect((await store.list()).sessions[0]?.metadata.title).toBe('first');
+    await new FileSessionStore({ directory: dir }).set(sessionOf('a', 'x', { ...at(1), title: 'other' }));
+    expect((await store.list()).sessions[0]?.metadata.title, 'a write renames a new file into place').toBe('other');
+    const file = fileOf('a');
+    await utimes(file, WRITTEN, WRITTEN);
+    expect((await store.list()).sessions[0]?.metadata.title).toBe('other');
+    await writeFile(file, (await readFile(file, 'utf8')).replace('"other"', '"edits"'));
+    await utimes(file, WRITTEN, WRITTEN);
+    expect((await store.list()).sessions[0]?.metadata.title, 'known by inode, size and time: not read again').toBe('other');
+    await rename(file, `${file}.moved`);
+    await rename(`${file}.moved`, file);
+    await utimes(file, new Date(), new Date());
+    expect((await store.list()).sessions[0]?.metadata.title).toBe('edits');
+  });
+
+  it('lists every session exactly once while each is saved again and again', async () => {
+    const stores = [new FileSessionStore({ directory: dir }), new FileSessionStore({ directory: dir })];
+    const ids = Array.from({ length: 30 }, (_, i) => `s${i}`);
+    for (const [i, id] of ids.entries()) await stores[0]!.set(sessionOf(id, 'x', at(i, 'u')));
+    let writing = true;
+    const writer = async (store: FileSessionStore, offset: number) => {
+      for (let round = 0; writing && round < 200; round++) {
+        const id = ids[(round * 7 + offset) % ids.length]!;
+        await store.set(sessionOf(id, `round ${round}`, at(100 + round, 'u')));
+      }
+    };
+    const writers = [writer(stores[0]!, 0), writer(stores[1]!, 3)];
+    try {
+      for (let i = 0; i < 20; i++) {
+        const page = await stores[i % 2]!.list({ userId: 'u', limit: 100 });
+        const listedIds = page.sessions.map((s) => s.sessionId);
+        expect(listedIds.slice().sort()).toEqual(ids.slice().sort());
+        expect(page.total).toBe(ids.length);
+      }
+    } finally {
+      writing = false;
+      await Promise.all(writers);
+    }
   });
 });
