@@ -241,6 +241,10 @@ export interface Agent {
    * leaves the input stored, so it can be regenerated again. Resolves to the run's response.
    * @throws ConfigurationError when the message is not in the history or no user message opens its turn.
    */
+  regenerate(
+    session: AgentSession,
+    options?: Omit<AgentRunOptions, 'session' | 'approvals'> & { messageId?: string },
+  ): Promise<AgentResponse>;
   /** Everything kept about a user: each session of theirs (by `metadata.userId`) with its history, and each provider's `exportUserData`. */
   exportUserData(userId: string, options?: { signal?: AbortSignal }): Promise<UserDataExport>;
   /**
