@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Container, OperationInput, PartitionKey, SqlParameter } from '@azure/cosmos';
 import {
   ConcurrencyError,
@@ -5,6 +6,8 @@ import {
   HistoryProvider,
   Message,
   SessionStateError,
+  type ClearHistoryArgs,
+  type ForkHistoryArgs,
   type GetHistoryArgs,
   type HistoryProviderOptions,
   type JsonObject,
@@ -134,6 +137,8 @@ const MAX_BATCH_OPERATIONS = 100;
 const MAX_BATCH_BYTES = 2 * 1024 * 1024 - 16 * 1024;
 /** Reads and plans of one `replaceMessages` before other writers getting in the way is a `ConcurrencyError`. */
 const MAX_REPLACE_ROUNDS = 10;
+/** Queries of one `clear` that still find items (saves racing it) before it is a `ConcurrencyError`. */
+const MAX_CLEAR_ROUNDS = 10;
 
 /**
  * Conversation history in Azure Cosmos DB for NoSQL: one item per message, partitioned by session
@@ -540,24 +545,127 @@ export class CosmosHistoryProvider extends HistoryProvider {
 
   /**
    * Deletes a session's history for this provider's `sourceId` (its messages and its head), in
-   * transactional batches of up to 100 deletes; other source ids are left alone. Resolves to whether
-   * there was any. Messages saved while it runs may survive.
+   * transactional batches of up to 100 deletes within the session's partition, the head last;
+   * other source ids are left alone. It queries the item ids again until none is left (messages
+   * saved while it runs are deleted too): two queries and one batch per 100 items when nothing
+   * races it. Resolves to whether there was any.
+   * @throws ConcurrencyError when saves kept adding items through 10 rounds.
+   * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`.
    */
   async clear(sessionId: string, options: CosmosCallOptions = {}): Promise<boolean> {
     const loc = await this.#locate(sessionId, options.state, options.scope);
-    return this.#connection.run({ operation: 'clear', sessionId }, options.signal, async (op) => {
-      const filter = this.#partitionFilter(loc);
-      const query = {
-        query: `SELECT VALUE c.id FROM c WHERE ${filter.where} AND c.sourceId = @sourceId AND (c.kind = 'message' OR c.kind = 'head')`,
-        parameters: [...filter.parameters, { name: '@sourceId', value: this.sourceId }],
-      };
+    return this.#connection.run({ operation: 'clear', sessionId }, options.signal, (op) => this.#clear(op, loc));
+  }
+
+  /**
+   * `clear` for `agent.deleteSession` (the default `onSessionDeleted`): when it resolves, nothing
+   * of the session is stored under this provider's `sourceId`. Costs as `clear`.
+   * @throws like `clear`.
+   */
+  override async clearMessages(sessionId: string, { state, signal }: ClearHistoryArgs): Promise<void> {
+    const loc = await this.#locate(sessionId, state);
+    await this.#connection.run({ operation: 'clearMessages', sessionId }, signal, (op) => this.#clear(op, loc));
+  }
+
+  async #clear(op: Operation, loc: Location): Promise<boolean> {
+    const filter = this.#partitionFilter(loc);
+    const query = {
+      query: `SELECT VALUE c.id FROM c WHERE ${filter.where} AND c.sourceId = @sourceId AND (c.kind = 'message' OR c.kind = 'head')`,
+      parameters: [...filter.parameters, { name: '@sourceId', value: this.sourceId }],
+    };
+    let any = false;
+    for (let round = 0; round < MAX_CLEAR_ROUNDS; round++) {
       const ids = await op.step((c, abortSignal) =>
         fetchAll<string>(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }),
       );
+      if (ids.length === 0) return any;
       // The head goes last, so a save racing the clear never restarts the numbering under live messages.
       ids.sort((a, b) => Number(a === loc.prefix) - Number(b === loc.prefix));
-      return (await this.#deleteAll(op, loc, ids)) > 0;
+      if ((await this.#deleteAll(op, loc, ids)) > 0) any = true;
+    }
+    throw new ConcurrencyError(
+      `CosmosHistoryProvider.clear for session ${shortId(loc.sessionId)}: saves kept adding messages through ${MAX_CLEAR_ROUNDS} rounds of deletes; stop the runs on this session and try again.`,
+    );
+  }
+
+  /**
+   * Copies a session's history (up to and including `atMessageId`, or all of it) to a new session
+   * on the server side, for `agent.forkSession`; resolves to how many messages were copied. Round
+   * trips: with `atMessageId` a point read of that message (its position), then one ordered query
+   * of the messages up to it (the SDK's query plan first; a page per 1,000 messages), then
+   * transactional batches of at most 100 operations in the new session's partition: the new head
+   * first, created with a condition (it must not exist), then the copies at the same positions.
+   * So n messages take 3 + ceil((n + 1) / 100) requests with `atMessageId`, one fewer without.
+   * A batch retried after its answer was lost recognises the head it wrote (`forkId`).
+   * @throws ConfigurationError when `atMessageId` is not in the history, or the new session already
+   *   has history under this `sourceId`, before anything is written; for blank or equal session ids.
+   * @throws SessionStateError when a stored item to copy is not a valid message (nothing is written).
+   * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`; a
+   *   fork that failed part way leaves the new session's head and some copies, which
+   *   `clearMessages` removes.
+   */
+  override async forkMessages(fromSessionId: string, toSessionId: string, args: ForkHistoryArgs): Promise<number> {
+    const { fromState, toState, atMessageId, signal } = args;
+    const owner = `CosmosHistoryProvider.forkMessages from session ${shortId(checkSessionId(fromSessionId))}`;
+    if (checkSessionId(toSessionId) === fromSessionId) throw new ConfigurationError(`${owner}: the new session needs another id.`);
+    if (atMessageId !== undefined && (typeof atMessageId !== 'string' || atMessageId === '')) {
+      throw new ConfigurationError(`${owner}: atMessageId must be the id of a stored message, got ${describeCursor(atMessageId)}.`);
+    }
+    const from = await this.#locate(fromSessionId, fromState);
+    const to = await this.#locate(toSessionId, toState);
+    return this.#connection.run({ operation: 'forkMessages', sessionId: fromSessionId }, signal, async (op) => {
+      const filter = this.#messageFilter(from);
+      const parameters = [...filter.parameters];
+      let upTo = '';
+      if (atMessageId !== undefined) {
+        const at = await this.#readItem(op, from, encodeItemId(...from.parts, atMessageId));
+        if (at === undefined) {
+          throw new ConfigurationError(
+            `${owner}: message ${shortId(atMessageId)} is not in its history under source id "${this.sourceId}"; nothing was copied.`,
+          );
+        }
+        this.#decode(at, from);
+        upTo = ' AND c.seq <= @at';
+        parameters.push({ name: '@at', value: at.seq as number });
+      }
+      const query = { query: `SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where}${upTo} ORDER BY c.seq ASC`, parameters };
+      const stored = await op.step((c, abortSignal) =>
+        fetchAll(c, query, { partitionKey: from.partitionKey, maxItemCount: 1000, abortSignal }),
+      );
+      const copies = stored.map((raw) => this.#item(to, this.#decode(raw, from), raw.seq as number));
+      if (copies.length === 0) return 0;
+      const now = new Date().toISOString();
+      const top = Math.max(0, Math.ceil(copies.at(-1)!.seq));
+      const head: HeadItem = { ...this.#head(to, top, now, now), forkId: randomUUID() };
+      const chunks = chunkBySize<OperationInput>([
+        { operationType: 'Create', resourceBody: head as unknown as JsonObject },
+        ...copies.map((item): OperationInput => ({ operationType: 'Upsert', resourceBody: item as unknown as JsonObject })),
+      ]);
+      for (const [i, chunk] of chunks.entries()) {
+        const statuses = await this.#batch(op, to, chunk, i === 0 ? [409] : [], 'forkMessages');
+        if (statuses.every(ok)) continue;
+        // The head exists: this fork's own, its answer lost (send the copies again), or another's.
+        const existing = await this.#readItem(op, to, to.prefix);
+        if (existing === undefined || existing.forkId !== head.forkId) {
+          throw new ConfigurationError(
+            `${owner}: session ${shortId(toSessionId)} already has history under source id "${this.sourceId}"; fork into a new session id (or clear that one first). Nothing was copied.`,
+          );
+        }
+        if (chunk.length > 1) await this.#batch(op, to, chunk.slice(1), [], 'forkMessages');
+      }
+      return copies.length;
     });
+  }
+
+  /** One item by id in a session's partition, or undefined (404). */
+  async #readItem(op: Operation, loc: Location, id: string): Promise<RawItem | undefined> {
+    try {
+      const { resource } = await op.step((c, abortSignal) => c.item(id, loc.partitionKey).read({ abortSignal }), [404]);
+      return resource as RawItem | undefined;
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
   }
 
   /**
