@@ -159,6 +159,24 @@ try {
     for (const row of await listingRows(store)) console.log(row);
     console.log();
   }
+  // Time inside the server per page (SLOWLOG records every command's execution time when its threshold is 0).
+  console.log('## single node, time inside redis-server per page (SLOWLOG, microseconds, median of 100)\n\n| page | µs |\n| --- | ---: |');
+  await direct.call('CONFIG', 'SET', 'slowlog-log-slower-than', '0');
+  await direct.call('CONFIG', 'SET', 'slowlog-max-len', '1000');
+  for (const [name, options] of [
+    ['every session, first page of 20', { limit: 20 }],
+    ['every session, first page of 100', { limit: 100 }],
+    ['one user, first page of 20', { userId: 'user-7', limit: 20 }],
+  ] as const) {
+    await direct.call('SLOWLOG', 'RESET');
+    for (let i = 0; i < 100; i++) await single.list(options);
+    const log = (await direct.call('SLOWLOG', 'GET', '1000')) as [number, number, number, string[]][];
+    const micros = log.filter((entry) => String(entry[3][0]).toLowerCase() === 'evalsha').map((entry) => Number(entry[2]));
+    micros.sort((a, b) => a - b);
+    console.log(`| ${name} | ${micros[Math.floor(micros.length / 2)]} |`);
+  }
+  await direct.call('CONFIG', 'SET', 'slowlog-log-slower-than', '10000');
+  console.log();
   const memory =
     Number(await direct.call('MEMORY', 'USAGE', 'big:sessions:{all}:order')) +
     Number(await direct.call('MEMORY', 'USAGE', 'big:sessions:{all}:meta'));
