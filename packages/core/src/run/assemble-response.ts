@@ -22,31 +22,46 @@ export function addUsage(a: Usage | undefined, b: Usage | undefined): Usage | un
  * are joined, and function-call pieces with one `callId` are merged.
  */
 export function assembleResponse(updates: Iterable<ChatResponseUpdate>, newId: () => string): ChatResponse {
+  const assembler = createResponseAssembler(newId);
+  for (const update of updates) assembler.add(update);
+  return assembler.response;
+}
+
+/** Assembles a response update by update, as they arrive, so no update is kept once added. */
+export interface ResponseAssembler {
+  /** Adds the next update. */
+  add(update: ChatResponseUpdate): void;
+  /** The response so far (the same object throughout). */
+  readonly response: ChatResponse;
+}
+
+/** A `ResponseAssembler` following the rules of `assembleResponse`; `newId` names messages without a `messageId`. */
+export function createResponseAssembler(newId: () => string): ResponseAssembler {
   const messages: Message[] = [];
   const response: ChatResponse = { messages };
   let current: Message | undefined;
   let currentKey: string | undefined;
-  const byId = new Map<string, Message>();
-  for (const update of updates) {
+  let byId: Map<string, Message> | undefined;
+  const add = (update: ChatResponseUpdate): void => {
     if (update.conversationId !== undefined) response.conversationId = update.conversationId;
     if (update.finishReason !== undefined) response.finishReason = update.finishReason;
     if (update.usage) response.usage = addUsage(response.usage, update.usage);
-    if (update.contents.length === 0) continue;
+    if (update.contents.length === 0) return;
     const role = update.role ?? current?.role ?? 'assistant';
     const key = update.messageId ?? (current && current.role === role ? currentKey : undefined);
     if (!current || key !== currentKey || role !== current.role) {
-      const known = update.messageId === undefined ? undefined : byId.get(update.messageId);
+      const known = update.messageId === undefined ? undefined : byId?.get(update.messageId);
       if (known?.role === role) current = known;
       else {
         current = { id: update.messageId ?? newId(), role, contents: [], createdAt: new Date().toISOString() };
-        if (update.messageId !== undefined) byId.set(update.messageId, current);
+        if (update.messageId !== undefined) (byId ??= new Map()).set(update.messageId, current);
         messages.push(current);
       }
       currentKey = update.messageId ?? current.id;
     }
     for (const piece of update.contents) appendContent(current.contents, piece);
-  }
-  return response;
+  };
+  return { add, response };
 }
 
 function appendContent(contents: Content[], piece: Content): void {

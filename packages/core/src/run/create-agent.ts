@@ -34,8 +34,7 @@ export function createAgent(agentOptions: AgentOptions): Agent {
     client,
     contextProviders,
     run: (input, runOptions = {}) => executeRun(runtime, input, runOptions),
-    runStream: (input, runOptions = {}) =>
-      createRunStream((onUpdate, controller) => executeRun(runtime, input, runOptions, onUpdate, controller)),
+    runStream: (input, runOptions = {}) => createRunStream((sink, controller) => executeRun(runtime, input, runOptions, sink, controller)),
     flush: async ({ signal } = {}) => {
       await abortable(Promise.all(contextProviders.map((p) => p.flush?.(signal ? { signal } : {}))), signal);
     },

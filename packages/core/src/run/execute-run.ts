@@ -4,7 +4,6 @@ import { generateId } from '../messages/id.js';
 import { Message } from '../messages/message.js';
 import { AgentSession } from '../session/agent-session.js';
 import type { AgentResponse } from '../spec/agent-response.js';
-import type { ChatResponseUpdate } from '../spec/chat-client.js';
 import type { AgentEvent } from '../spec/events.js';
 import type { AgentView, ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
 import { type CheckedAgentOptions, checkContextProviders } from './agent-options.js';
@@ -15,6 +14,7 @@ import { persistModelCalls } from './persist-model-calls.js';
 import { redactorFor } from './redact.js';
 import { runPipeline } from './pipeline.js';
 import { RunContext } from './run-context.js';
+import type { RunStreamSink } from './run-stream.js';
 import { runToolLoop } from './tool-loop.js';
 
 /** What every run of one agent shares. */
@@ -27,13 +27,13 @@ export interface AgentRuntime {
 /**
  * One run, step by step: a fresh context, the run's providers (the default history added when the
  * rule says so), the pipeline around the tool loop, then the response or the first failure.
- * Streaming runs pass `onUpdate` and their own `controller`.
+ * Streaming runs pass their `stream` and their own `controller`.
  */
 export async function executeRun(
   runtime: AgentRuntime,
   input: AgentInput,
   runOptions: AgentRunOptions,
-  onUpdate?: (update: ChatResponseUpdate) => void | Promise<void>,
+  stream?: RunStreamSink,
   controller = new AbortController(),
 ): Promise<AgentResponse> {
   const { options, emit } = runtime;
@@ -125,7 +125,7 @@ export async function executeRun(
             compaction,
             toolValidator,
             emit,
-            onUpdate,
+            stream,
             onModelCall,
             approvals,
             leaveOpen: pendingCallIds(session),

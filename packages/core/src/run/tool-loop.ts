@@ -1,9 +1,8 @@
 import { describe, isAbortError, ToolExecutionError } from '../errors.js';
-import { generateId } from '../messages/id.js';
 import { findNonJson, formatPath, jsonProblem } from '../messages/json.js';
 import { Message, RESULT_DEPTH } from '../messages/message.js';
 import type { AgentResponse, PendingApproval } from '../spec/agent-response.js';
-import type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, Usage } from '../spec/chat-client.js';
+import type { ChatOptions, ChatResponse, FinishReason, Usage } from '../spec/chat-client.js';
 import type { CompactionStrategy } from '../spec/compaction-strategy.js';
 import type { AgentEvent } from '../spec/events.js';
 import type { JsonValue } from '../spec/json.js';
@@ -16,8 +15,9 @@ import { compileToolChecks } from '../tools/tool-validator.js';
 import { createAgentResponse } from './agent-response.js';
 import type { ApprovalRound } from './approvals.js';
 import { answerInterruptedCalls } from './interrupted-calls.js';
-import { addUsage, assembleResponse } from './assemble-response.js';
+import { addUsage } from './assemble-response.js';
 import { pairResults } from './pair-results.js';
+import type { RunStreamSink } from './run-stream.js';
 import { isMarkedSettled } from '../messages/settled-calls.js';
 
 /** Everything one tool loop needs. */
@@ -32,8 +32,8 @@ export interface ToolLoopRun {
   /** Checks the arguments of tools without their own `validate`. */
   toolValidator: ToolValidator | undefined;
   emit: (event: AgentEvent) => void;
-  /** Set for streaming runs: receives every update as it arrives; the loop waits for what it returns. */
-  onUpdate: ((update: ChatResponseUpdate) => void | Promise<void>) | undefined;
+  /** Set for streaming runs: where model calls stream and tool messages go. */
+  stream: RunStreamSink | undefined;
   /**
    * Set with `persistence: 'model-call'`: stores the run's response messages so far (model replies,
    * function calls, tool results) after each model call, before any tool runs; the loop waits for it.
@@ -120,8 +120,8 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       content: instructions === undefined ? { messages } : { messages, instructions },
     });
     const started = performance.now();
-    const response = run.onUpdate
-      ? await stream(client, messages, options, run.onUpdate)
+    const response = run.stream
+      ? await run.stream.pipe(client.getStreamingResponse(messages, options))
       : await abortable(client.getResponse(messages, options), signal);
     signal.throwIfAborted(); // a client that ignored the signal must not complete an aborted run
     const calls = openCalls(response);
@@ -230,30 +230,13 @@ async function resumeApprovals(
 /** Adds one tool message with `results` to the run's messages (and the stream); returns it. */
 async function addResults(results: FunctionResultContent[], produced: Message[], run: ToolLoopRun): Promise<Message> {
   const message = Message.tool(results);
-  await run.onUpdate?.({ messageId: message.id, role: 'tool', contents: results });
+  await run.stream?.push({ messageId: message.id, role: 'tool', contents: results });
   produced.push(message);
   return message;
 }
 
 function isResult(outcome: FunctionResultContent | PendingApproval): outcome is FunctionResultContent {
   return 'type' in outcome;
-}
-
-async function stream(
-  client: ChatClient,
-  messages: Message[],
-  options: ChatOptions,
-  onUpdate: (u: ChatResponseUpdate) => void | Promise<void>,
-): Promise<ChatResponse> {
-  const updates: ChatResponseUpdate[] = [];
-  for await (const update of client.getStreamingResponse(messages, options)) {
-    updates.push(update);
-    // Wait only when the consumer asks to (backpressure): an await per update costs a microtask hop.
-    const taken = onUpdate(update);
-    if (taken) await taken;
-    options.signal?.throwIfAborted();
-  }
-  return assembleResponse(updates, generateId);
 }
 
 /** Function calls in a response that the response does not already answer (server-side tools do). */
