@@ -36,6 +36,13 @@ export function isSessionTime(value: unknown): value is string {
   return !Number.isNaN(ms) && new Date(ms).toISOString() === value;
 }
 
+/**
+ * The longest cursor `decodeSessionCursor` reads. A cursor holds a session id, which has no length
+ * limit of its own: this bound only keeps garbage from being decoded, and leaves room for ids of
+ * 100,000 characters even when every one is escaped in JSON.
+ */
+const MAX_CURSOR_LENGTH = 1_000_000;
+
 /** The default page size of `SessionStore.list`. */
 export const DEFAULT_LIST_LIMIT = 20;
 /** The largest page size of `SessionStore.list`. */
@@ -69,7 +76,7 @@ export function encodeSessionCursor(last: SessionSummary, userId: string | undef
  */
 export function decodeSessionCursor(cursor: string, userId: string | undefined): SessionCursor {
   const bad = (why: string) => new ConfigurationError(`list: cursor ${JSON.stringify(truncate(String(cursor)))} ${why}.`);
-  if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > 4096) throw bad('is not a cursor from list');
+  if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH) throw bad('is not a cursor from list');
   let value: unknown;
   try {
     value = JSON.parse(base64UrlDecode(cursor));

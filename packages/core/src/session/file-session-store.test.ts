@@ -333,7 +333,8 @@ describe('FileSessionStore operator problems', () => {
       path: '$.state.memory',
     });
     expect(JSON.stringify(event)).not.toContain('secret text');
-    expect(await readFile(event!.quarantinedAs, 'utf8')).toContain('secret text');
+    if (event?.type !== 'session-quarantined') throw new Error(`expected a quarantine event, got ${event?.type}`);
+    expect(await readFile(event.quarantinedAs, 'utf8')).toContain('secret text');
     await agent.run('hello', { session });
     await agent.saveSession(session);
     expect((await store.get('broken'))?.session.state.memory).toBeDefined();
