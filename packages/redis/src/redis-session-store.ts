@@ -168,19 +168,20 @@ export class RedisSessionStore implements SessionStore {
     const { sessionId, metadata } = json;
     const key = this.key(sessionId);
     const user = metadata.userId;
-    const args = [mode, expected, sessionText(json), etag, this.ttlSeconds ?? 0, sessionId, user ?? '', flag(user)];
+    const text = mode === 'reindex' ? '' : sessionText(json); // reindex writes no JSON
+    const args = [mode, expected, text, etag, this.ttlSeconds ?? 0, sessionId, user ?? '', flag(user)];
     const site = { operation: mode === 'reindex' ? 'reindex' : 'set', sessionId, key };
     const ms = String(Date.parse(metadata.updatedAt));
     const meta = JSON.stringify(metadata);
     if (!this.#connection.isCluster) {
-      const reply = await this.#moving(site, sessionId, user, signal, (stored) =>
+      const reply = (await this.#moving(site, sessionId, user, signal, (stored) =>
         this.#connection.script(
           this.client,
           SET_SINGLE_SCRIPT,
           [key, ...this.#index(ALL), ...this.#index(user), ...(stored !== user ? this.#index(stored) : [])],
           [...args, ms, meta, flag(stored), stored ?? ''],
         ),
-      );
+      )) as unknown[];
       if (Number(reply[0]) === 1) this.#remember(sessionId, user);
       return reply;
     }
@@ -221,11 +222,11 @@ export class RedisSessionStore implements SessionStore {
     guess: string | undefined,
     signal: AbortSignal | undefined,
     run: (stored: string | undefined) => Promise<unknown>,
-  ): Promise<unknown[]> {
+  ): Promise<unknown> {
     let stored = this.#known.has(sessionId) ? this.#known.get(sessionId) : guess;
     for (let i = 0; i < MAX_MOVES; i++) {
-      const reply = (await this.#connection.call(site, signal, () => run(stored))) as unknown[];
-      if (reply[0] !== MOVED) return reply;
+      const reply = await this.#connection.call(site, signal, () => run(stored));
+      if (!Array.isArray(reply) || reply[0] !== MOVED) return reply;
       stored = reply[1] === '1' ? String(reply[2]) : undefined;
       this.#remember(sessionId, stored);
     }
