@@ -53,11 +53,26 @@ export function itemToMessage(item: AgentInputItem, options: ItemToMessageOption
  * @throws SessionStateError when `metadata.agentsItem` does not match the message's contents.
  */
 export function messageToItems(message: Message): AgentInputItem[] {
-  const stored = message.metadata?.[AGENTS_ITEM_KEY];
-  if (isPlainObject(stored) && typeof stored.kind === 'string' && isPlainObject(stored.rest)) {
-    return [join(stored.kind as ItemKind, decode(stored.rest) as Record<string, unknown>, message) as unknown as AgentInputItem];
+  const item = storedItem(message);
+  return item === undefined ? fromContents(message) : [item];
+}
+
+/** `messages.flatMap(messageToItems)`, without an array per message. */
+export function messagesToItems(messages: readonly Message[]): AgentInputItem[] {
+  const items: AgentInputItem[] = [];
+  for (const message of messages) {
+    const item = storedItem(message);
+    if (item !== undefined) items.push(item);
+    else for (const other of fromContents(message)) items.push(other);
   }
-  return fromContents(message);
+  return items;
+}
+
+/** The item `itemToMessage` kept in `message`, or undefined when the message holds none. */
+function storedItem(message: Message): AgentInputItem | undefined {
+  const stored = message.metadata?.[AGENTS_ITEM_KEY];
+  if (!isPlainObject(stored) || typeof stored.kind !== 'string' || !isPlainObject(stored.rest)) return undefined;
+  return join(stored.kind as ItemKind, decode(stored.rest), message) as unknown as AgentInputItem;
 }
 
 function split(item: Record<string, unknown>): { kind: ItemKind; role: Role; contents: Content[]; rest: Record<string, unknown> } {
@@ -110,23 +125,38 @@ function isReasoningPart(part: unknown): part is Record<string, unknown> {
   return isPlainObject(part) && part.type === 'input_text' && typeof part.text === 'string';
 }
 
-function join(kind: ItemKind, rest: Record<string, unknown>, message: Message): Record<string, unknown> {
+/**
+ * The item: `decoded` (what `decode` made of the stored rest: a new object no one else holds) with
+ * the fields the message's contents carry written into it, in the order `{ ...rest, fields }` gives.
+ */
+function join(kind: ItemKind, decoded: unknown, message: Message): Record<string, unknown> {
+  if (kind !== 'message' && kind !== 'function_call' && kind !== 'function_call_result' && kind !== 'reasoning')
+    return decoded as Record<string, unknown>;
+  const item: Record<string, unknown> = isPlainObject(decoded) ? decoded : { ...(decoded as object) };
   switch (kind) {
-    case 'message':
-      if (!('content' in rest)) return { ...rest, role: message.role, content: only(message, 'text').text };
-      return { ...rest, role: message.role, content: refill(message, rest.content, 'text') };
+    case 'message': {
+      const content = 'content' in item ? refill(message, item.content, 'text') : only(message, 'text').text;
+      item.role = message.role;
+      item.content = content;
+      return item;
+    }
     case 'function_call': {
       const { callId, name, arguments: args } = only(message, 'function-call');
-      return { ...rest, callId, name, arguments: args };
+      item.callId = callId;
+      item.name = name;
+      item.arguments = args;
+      return item;
     }
     case 'function_call_result': {
       const { callId, name, result } = only(message, 'function-result');
-      return { ...rest, callId, name, output: decode(result) };
+      item.callId = callId;
+      item.name = name;
+      item.output = decode(result);
+      return item;
     }
     case 'reasoning':
-      return { ...rest, content: refill(message, rest.content, 'reasoning') };
-    default:
-      return rest;
+      item.content = refill(message, item.content, 'reasoning');
+      return item;
   }
 }
 
@@ -144,17 +174,24 @@ function only<T extends Content['type']>(message: Message, type: T): Extract<Con
   return content as Extract<Content, { type: T }>;
 }
 
-/** Puts the contents' texts back into the parts that lost them, in order: text parts for `text`, every part for `reasoning`. */
+/**
+ * Puts the contents' texts back into the parts that lost them, in order: text parts for `text`,
+ * every part for `reasoning`. `parts` is decoded, so its plain objects are new and written in place.
+ */
 function refill(message: Message, parts: unknown, type: 'text' | 'reasoning'): unknown[] {
   if (!Array.isArray(parts)) throw mismatch(message, 'content is not an array');
   const { contents } = message;
   for (const c of contents) if (c.type !== type) throw mismatch(message, `a content that is not ${type}`);
   let next = 0;
-  const filled = parts.map((part: Record<string, unknown>) =>
-    type === 'reasoning' || TEXT_PARTS.has(part.type) ? { ...part, text: (contents[next++] as { text?: string } | undefined)?.text } : part,
-  );
+  for (let i = 0; i < parts.length; i++) {
+    const part = parts[i] as Record<string, unknown>;
+    if (type !== 'reasoning' && !TEXT_PARTS.has(part.type)) continue;
+    const text = (contents[next++] as { text?: string } | undefined)?.text;
+    if (isPlainObject(part)) part.text = text;
+    else parts[i] = { ...(part as object), text };
+  }
   if (next !== contents.length) throw mismatch(message, `${contents.length} ${type} contents for ${next} parts`);
-  return filled;
+  return parts;
 }
 
 function fromContents(message: Message): AgentInputItem[] {
@@ -233,19 +270,32 @@ function encode(value: unknown): JsonValue {
   return count === 1 && (only === BYTES || only === ESCAPED) ? { [ESCAPED]: out } : out;
 }
 
-/** The inverse of `encode`. */
+/** The inverse of `encode`: always a new array or plain object where `value` is one. */
 function decode(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(decode);
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) {
+    const out = new Array<unknown>(value.length);
+    for (let i = 0; i < value.length; i++) out[i] = decode(value[i]);
+    return out;
+  }
   if (!isPlainObject(value)) return value;
-  const keys = Object.keys(value);
-  if (keys.length === 1 && keys[0] === BYTES && typeof value[BYTES] === 'string')
-    return new Uint8Array(Buffer.from(value[BYTES], 'base64'));
-  const escaped = keys.length === 1 && keys[0] === ESCAPED && isPlainObject(value[ESCAPED]);
-  const source = escaped ? (value[ESCAPED] as Record<string, unknown>) : value;
-  const sourceKeys = escaped ? Object.keys(source) : keys;
   const out: Record<string, unknown> = {};
-  for (const key of sourceKeys) setOwn(out, key, decode(source[key]));
-  return out;
+  let count = 0;
+  let only = '';
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    setOwn(out, key, decode(value[key]));
+    count++;
+    only = key;
+  }
+  if (count !== 1) return out;
+  // A tagged value: bytes, or an escaped object whose own keys are decoded (the object itself is not a tag).
+  if (only === BYTES && typeof value[BYTES] === 'string') return new Uint8Array(Buffer.from(value[BYTES], 'base64'));
+  const escaped = value[ESCAPED];
+  if (only !== ESCAPED || !isPlainObject(escaped)) return out;
+  const unwrapped: Record<string, unknown> = {};
+  for (const key of Object.keys(escaped)) setOwn(unwrapped, key, decode(escaped[key]));
+  return unwrapped;
 }
 
 /** `target[key] = value` as an own property, also for the key `__proto__` (the only key a plain assignment would not own). */

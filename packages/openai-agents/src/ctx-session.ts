@@ -1,7 +1,7 @@
 import { ConfigurationError, HistoryProvider, type JsonObject, type Message } from '@ctx/core';
 import { checkInteger, checkSessionId } from '@ctx/core/backend';
 import type { AgentInputItem, Session } from '@openai/agents-core';
-import { itemToMessage, messageToItems } from './agent-items.js';
+import { itemToMessage, messagesToItems, messageToItems } from './agent-items.js';
 
 /** Options of `CtxSession`. */
 export interface CtxSessionOptions {
@@ -60,13 +60,13 @@ export class CtxSession implements Session {
    */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
     const wanted = limit ?? this.history.maxMessages;
-    if (wanted === undefined) return this.#load(undefined).then(({ messages }) => messages.flatMap(messageToItems));
+    if (wanted === undefined) return messagesToItems((await this.#load(undefined)).messages);
     checkInteger('CtxSession.getItems', 'limit', wanted, 0);
     if (wanted === 0) return [];
     // A message a ctx agent stored may map to several items or none: widen the window until it holds enough.
     for (let window = wanted; ; window *= 2) {
       const { messages, complete } = await this.#load(window);
-      const items = messages.flatMap(messageToItems);
+      const items = messagesToItems(messages);
       if (items.length >= wanted || complete) return items.slice(Math.max(0, items.length - wanted));
     }
   }
