@@ -162,8 +162,12 @@ describe('forkSession', () => {
     const { agent, client } = agentWith({ contextProviders: [counter] });
     const session = agent.createSession({ userId: 'u1', title: 'Trip', custom: { tags: ['a'] } });
     await converse(agent, session, 'one', 'two');
+    session.state.notes = JSON.parse('{"nested":{"list":[1]},"__proto__":{"kept":true}}');
     const fork = await agent.forkSession(session);
     expect(fork.sessionId).not.toBe(session.sessionId);
+    expect(JSON.stringify(fork.state.notes)).toBe('{"nested":{"list":[1]},"__proto__":{"kept":true}}');
+    ((fork.state.notes!.nested as { list: number[] }).list as number[]).push(2);
+    expect(session.state.notes).toEqual(JSON.parse('{"nested":{"list":[1]},"__proto__":{"kept":true}}'));
     expect(fork.metadata).toEqual({
       createdAt: expect.any(String),
       updatedAt: fork.metadata.createdAt,

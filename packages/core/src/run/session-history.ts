@@ -2,6 +2,7 @@ import { checkId, checkInteger, shortId } from '../backend/checks.js';
 import { abortable } from '../backend/deadline.js';
 import { ConfigurationError, CtxError, describe } from '../errors.js';
 import { HistoryProvider } from '../history/history-provider.js';
+import { isDeepFrozen } from '../messages/frozen.js';
 import { Message } from '../messages/message.js';
 import { AgentSession } from '../session/agent-session.js';
 import type { JsonObject } from '../spec/json.js';
@@ -175,7 +176,8 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
         ...(custom !== undefined ? { custom: structuredClone(custom) } : {}),
         forkedFrom: { sessionId: session.sessionId, ...(atMessageId !== undefined ? { messageId: atMessageId } : {}) },
       };
-      const fork = new AgentSession({ ...(sessionId !== undefined ? { sessionId } : {}), state: session.state, metadata });
+      const fork = new AgentSession({ ...(sessionId !== undefined ? { sessionId } : {}), metadata });
+      for (const sourceId of Object.keys(session.state)) fork.state[sourceId] = copyJson(session.state[sourceId]!);
       const copied: HistoryProvider[] = [];
       try {
         for (const { provider, at, empty } of cuts) {
@@ -250,6 +252,24 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
       return executeRun(runtime, input, { ...runOptions, session });
     },
   };
+}
+
+/**
+ * A deep copy of plain JSON that shares the deep-frozen parts, which cannot change (the messages
+ * of the in-memory history): a fork costs the structure of its state, not a second copy of the
+ * conversation.
+ */
+function copyJson<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || isDeepFrozen(value)) return value;
+  if (Array.isArray(value)) return value.map(copyJson) as T;
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) {
+    // `__proto__` is an own data key in JSON: define it, as assigning it would set the prototype.
+    if (key === '__proto__')
+      Object.defineProperty(out, key, { value: copyJson(item), enumerable: true, writable: true, configurable: true });
+    else out[key] = copyJson(item);
+  }
+  return out as T;
 }
 
 /** The provider's state slot of the session, or a throwaway `{}` (a slot is created only by a run). */
