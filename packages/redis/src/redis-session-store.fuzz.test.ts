@@ -66,3 +66,77 @@ it(
   },
   FUZZ_TEST_TIMEOUT,
 );
+
+const listing = store.indexKeys();
+const isoOrGarbage = fc.oneof(
+  fc.date({ min: new Date(0), max: new Date(Date.UTC(9999, 0, 1)), noInvalidDate: true }).map((d) => d.toISOString()),
+  fc.string({ maxLength: 30 }),
+  fc.constantFrom('2026-02-30T00:00:00.000Z', '2026-01-01T24:00:00.000Z', '2026-01-01', 1, null),
+);
+const metadataLike = fc.record(
+  {
+    createdAt: isoOrGarbage,
+    updatedAt: isoOrGarbage,
+    title: fc.oneof(fc.string({ maxLength: 300 }), fc.integer()),
+    userId: fc.oneof(fc.string({ maxLength: 10 }), fc.constant(' ')),
+    custom: fc.oneof(fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 3 })), fc.string()),
+  },
+  { requiredKeys: [] },
+);
+/** One listing entry: the session id, its score, and what its metadata hash holds for it. */
+const entry = fc.record({
+  sessionId: fc.oneof(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ unit: 'binary', minLength: 1, maxLength: 8 })),
+  score: fc.oneof(fc.integer({ min: -62_000_000_000_000, max: 253_000_000_000_000 }).map(String), fc.constantFrom('inf', '-inf', '0')),
+  meta: fc.option(
+    fc.oneof(
+      { weight: 3, arbitrary: fc.tuple(fc.nat(), metadataLike).map(([rev, m]) => `${rev} ${JSON.stringify(m)}`) },
+      fc.tuple(fc.nat(), sessionGarbage(sessionId)).map(([rev, g]) => `${rev} ${materialize(g, sessionId)}`),
+      fc.string(),
+      fc.uint8Array({ maxLength: 16 }).map((b) => Buffer.from(b)),
+    ),
+    { nil: undefined },
+  ),
+});
+const listingLayout = fc.oneof(
+  { weight: 8, arbitrary: fc.array(entry, { maxLength: 6 }) },
+  fc.record({ wrongType: fc.constantFrom('order', 'meta', 'expires') }),
+);
+
+it(
+  `RedisSessionStore.list of a listing holding garbage gives a page or a SessionStateError, never anything else (${FUZZ_RUNS} runs)`,
+  async () => {
+    await fc.assert(
+      fc.asyncProperty(listingLayout, fc.integer({ min: 1, max: 4 }), async (stored, limit) => {
+        await client.del(listing.order, listing.meta, listing.expires);
+        if ('wrongType' in stored) {
+          await client.set(listing[stored.wrongType], 'x');
+        } else {
+          for (const { sessionId: id, score, meta } of stored) {
+            await client.zadd(listing.order, score, id);
+            if (meta !== undefined) await client.hset(listing.meta, id, meta);
+          }
+        }
+        let cursor: string | undefined;
+        for (let page = 0; page < 10; page++) {
+          const result = await outcome('list', () => store.list({ limit, ...(cursor ? { cursor } : {}) }));
+          if ('error' in result) {
+            expect(SessionStateError.isInstance(result.error), `${result.error.name}: ${result.error.message}`).toBe(true);
+            expect((result.error as SessionStateError).path).toMatch(/^redis:t-fuzz-store-[a-z0-9]+:sessions:\{all\}:(meta|order)/);
+            return;
+          }
+          for (const summary of result.value.sessions) {
+            expect(
+              parseSessionJson({ type: 'ctx.session', version: 2, sessionId: summary.sessionId, metadata: summary.metadata, state: {} })
+                .metadata,
+            ).toEqual(summary.metadata);
+          }
+          cursor = result.value.nextCursor;
+          if (cursor === undefined) return;
+        }
+      }),
+      { numRuns: FUZZ_RUNS },
+    );
+    await client.del(listing.order, listing.meta, listing.expires);
+  },
+  FUZZ_TEST_TIMEOUT,
+);

@@ -296,7 +296,7 @@ export class RedisSessionStore implements SessionStore {
         options.signal,
       )) as [number, string[], string[], (string | null)[]];
       total = Number(reply[0]);
-      const entries = reply[1].map((sessionId, i) => readEntry(keys.meta, sessionId, Number(reply[2][i]), reply[3][i] ?? null));
+      const entries = reply[1].map((sessionId, i) => readEntry(keys, sessionId, reply[2][i]!, reply[3][i] ?? null));
       sessions.push(...(await this.#current(entries, keys, userId, options.signal)));
       const last = entries.at(-1);
       if (sessions.length > limit || entries.length < want || last === undefined) break;
@@ -454,14 +454,24 @@ function readSession(key: string, sessionId: string, json: string | null, etag: 
   return session;
 }
 
+/** Milliseconds a `Date` can hold either side of the epoch. */
+const MAX_TIME_MS = 8.64e15;
+
 /**
- * A listing entry: `<rev> <metadata JSON>` checked as session metadata, or an entry without
- * summary when the index holds no metadata for the id.
- * @throws SessionStateError naming the meta key and the session id when the entry is malformed.
+ * A listing entry: its score, a time in ms, and `<rev> <metadata JSON>` checked as session
+ * metadata, or an entry without summary when the index holds no metadata for the id.
+ * @throws SessionStateError naming the key and the session id when the score or the entry is malformed.
  */
-function readEntry(metaKey: string, sessionId: string, ms: number, text: string | null): RawEntry {
+function readEntry(keys: IndexKeys, sessionId: string, score: string, text: string | null): RawEntry {
+  const ms = Number(score);
+  if (!Number.isSafeInteger(ms) || Math.abs(ms) > MAX_TIME_MS) {
+    throw new SessionStateError(
+      `redis:${keys.order}[${JSON.stringify(sessionId)}]`,
+      `has score ${shortId(score)}, not a time in ms; delete the entry or run reindex()`,
+    );
+  }
   if (text === null) return { sessionId, ms, rev: undefined, summary: undefined };
-  const path = `redis:${metaKey}[${JSON.stringify(sessionId)}]`;
+  const path = `redis:${keys.meta}[${JSON.stringify(sessionId)}]`;
   const space = text.indexOf(' ');
   const rev = text.slice(0, space);
   if (space < 1 || !/^\d+$/.test(rev))
