@@ -39,7 +39,7 @@ export interface FileSessionStoreOptions {
 }
 
 /** Why a session file could not be read as its session. */
-export type FileSessionProblem = 'invalid-json' | 'invalid-session' | 'wrong-session-id';
+type FileSessionProblem = 'invalid-json' | 'invalid-session' | 'wrong-session-id';
 
 /** What the store did on its own, reported through `onEvent`. Holds names and paths, never session content. */
 export type FileSessionStoreEvent =
@@ -53,7 +53,7 @@ export type FileSessionStoreEvent =
       /** Where it is now. */
       quarantinedAs: string;
       /** Not JSON, not a valid session (see `path`), or a session of another id. */
-      reason: FileSessionProblem;
+      reason: 'invalid-json' | 'invalid-session' | 'wrong-session-id';
       /** The JSON path of the problem inside the stored session (`$` for the whole file). */
       path: string;
     }
@@ -63,7 +63,7 @@ export type FileSessionStoreEvent =
       /** The file left out. */
       file: string;
       /** As for a quarantined file, or `unreadable`: the file system refused (see `cause`). */
-      reason: FileSessionProblem | 'unreadable';
+      reason: 'invalid-json' | 'invalid-session' | 'wrong-session-id' | 'unreadable';
       /** The JSON path of the problem inside the stored session (`$` for the whole file). */
       path: string;
       /** For `unreadable`, what the file system said (an error code such as `EACCES`, or a message). */
@@ -139,8 +139,9 @@ function codeOf(error: unknown): string | undefined {
  * so a crash never leaves a half-written session; a lock file makes `ifMatch` hold across
  * processes. Files written by earlier versions (named by the SHA-256 of the id) are read and moved
  * to the new name when they hold exactly that id. A symbolic link at a session's path is never
- * followed. File-system failures are `BackendUnavailableError`s naming the session and the path.
- * `list` reads the whole directory: a store for development and single-process apps.
+ * followed. A version-1 file (no metadata) reads with the time it was last written as both times.
+ * File-system failures are `BackendUnavailableError`s naming the session and the path. `list`
+ * reads the whole directory: a store for development and single-process apps.
  */
 export class FileSessionStore implements SessionStore {
   readonly specificationVersion = 'v1';
