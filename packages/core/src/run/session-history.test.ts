@@ -298,6 +298,23 @@ describe('forkSession', () => {
     expect(db.calls.at(-1)).toBe('clear');
   });
 
+  it('stops at an aborted signal: at once when already aborted, and while a history hangs, removing what it copied', async () => {
+    const db = new KeyedHistory({ sourceId: 'db' });
+    const stuck = new KeyedHistory({ sourceId: 'stuck', loadMessages: false });
+    stuck.forkMessages = () => new Promise<number>(() => {});
+    const { agent } = agentWith({ contextProviders: [db, stuck] });
+    const session = agent.createSession();
+    await converse(agent, session, 'one');
+    const reason = new Error('stop');
+    expect(await rejection(() => agent.forkSession(session, { sessionId: 'early', signal: AbortSignal.abort(reason) }))).toBe(reason);
+    expect(db.stored.has('early')).toBe(false);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(reason), 20);
+    expect(await rejection(() => agent.forkSession(session, { sessionId: 'late', signal: controller.signal }))).toBe(reason);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(db.stored.has('late')).toBe(false);
+  });
+
   it('leaves calls waiting for approval with the source: the fork answers them as interrupted, the source can still approve', async () => {
     let sent = 0;
     const pay = defineTool<{ amount: number }>({
@@ -386,6 +403,19 @@ describe('rewindSession', () => {
     expect(await rejection(() => plain.rewindSession(session, stored[2]!.id, { signal: AbortSignal.abort(reason) }))).toBe(reason);
     expect([...db.stored, ...log.stored]).toEqual(before);
     expect(ConfigurationError.isInstance(await rejection(() => agent.rewindSession(session, '')))).toBe(true);
+  });
+
+  it('does not wait past its signal for a history that hangs', async () => {
+    const db = new KeyedHistory({ sourceId: 'db' });
+    const { agent } = agentWith({ contextProviders: [db] });
+    const session = agent.createSession();
+    await converse(agent, session, 'one');
+    const [first] = await agent.getHistory(session);
+    db.popMessages = () => new Promise<Message[]>(() => {});
+    const controller = new AbortController();
+    const reason = new Error('stop');
+    setTimeout(() => controller.abort(reason), 20);
+    expect(await rejection(() => agent.rewindSession(session, first!.id, { signal: controller.signal }))).toBe(reason);
   });
 
   it('clears the calls waiting for approval when it removes them, so new input is taken again', async () => {
