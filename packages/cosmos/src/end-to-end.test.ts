@@ -1,7 +1,7 @@
-import { CompactionProvider, ConcurrencyError, createAgent, Message, truncation } from '@ctx/core';
+import { type AgentSession, CompactionProvider, ConcurrencyError, createAgent, Message, truncation } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { describe, expect, it } from 'vitest';
-import { cosmosClient, uniqueId } from '../test/helpers.js';
+import { allItems, cosmosClient, uniqueId } from '../test/helpers.js';
 import { CosmosHistoryProvider } from './cosmos-history-provider.js';
 import { CosmosSessionStore } from './cosmos-session-store.js';
 
@@ -84,5 +84,80 @@ describe('two agents on two CosmosClients', () => {
     ]);
     expect(await history.countMessages(sessionId)).toBe(6);
     expect(await audit.countMessages(sessionId)).toBe(12);
+  });
+});
+
+describe("sessions as a product: list, fork, delete, delete a user's data", () => {
+  it('an agent on CosmosHistoryProvider and CosmosSessionStore leaves no item of a deleted session or user, and the other user intact', async () => {
+    const client = cosmosClient();
+    const databaseId = uniqueId('product');
+    const chat = new ScriptedChatClient({ replies: (messages) => `re: ${Message.text(messages.at(-1)!)}` });
+    const history = new CosmosHistoryProvider({ client, databaseId, createIfNotExists: true });
+    const store = new CosmosSessionStore({ client, databaseId, createIfNotExists: true });
+    const agent = createAgent({ client: chat, contextProviders: [history], sessionStore: store });
+    const start = async (userId: string, title: string): Promise<AgentSession> => {
+      const session = agent.createSession({ userId, title });
+      await agent.run(`${title}: first`, { session });
+      await agent.run(`${title}: second`, { session });
+      await agent.saveSession(session);
+      await new Promise((r) => setTimeout(r, 2)); // each session saved at a later millisecond
+      return session;
+    };
+    const [a, b] = [await start('u1', 'a'), await start('u1', 'b')];
+    const [c, d] = [await start('u2', 'c'), await start('u2', 'd')];
+    /** Every item of a session in both containers (history items by partition key, the store's by session id). */
+    const itemsOf = async (sessionId: string) => [
+      ...(await allItems(history.container)).filter((item) => item.sessionKey === history.partitionValue(sessionId)),
+      ...(await allItems(store.container)).filter((item) => item.sessionId === sessionId),
+    ];
+    const listed = async (userId?: string) =>
+      (await agent.listSessions(userId === undefined ? {} : { userId })).sessions.map((s) => s.sessionId);
+
+    expect(await listed('u1')).toEqual([b.sessionId, a.sessionId]);
+    expect(await listed('u2')).toEqual([d.sessionId, c.sessionId]);
+    expect(await listed()).toEqual([d, c, b, a].map((s) => s.sessionId));
+    expect((await agent.listSessions({ userId: 'u1' })).sessions[0]!.metadata).toMatchObject({ userId: 'u1', title: 'b' });
+
+    // Fork a at its first reply: the copy holds the first turn only, and is listed for u1 once saved.
+    const [, firstReply] = await history.getMessages(a.sessionId, { state: {} });
+    const forked = await agent.forkSession(a, { atMessageId: firstReply!.id });
+    await agent.saveSession(forked);
+    expect((await history.getMessages(forked.sessionId, { state: {} })).map((m) => Message.text(m))).toEqual(['a: first', 're: a: first']);
+    expect(await history.countMessages(a.sessionId)).toBe(4);
+    expect((await agent.listSessions({ userId: 'u1' })).sessions[0]).toMatchObject({
+      sessionId: forked.sessionId,
+      metadata: { forkedFrom: { sessionId: a.sessionId, messageId: firstReply!.id } },
+    });
+
+    // Delete one session: a query finds none of its items in either container; listings forget it.
+    expect((await itemsOf(b.sessionId)).length).toBe(6); // 4 messages, the head, the session
+    expect(await agent.deleteSession(b.sessionId)).toBe(true);
+    expect(await itemsOf(b.sessionId)).toEqual([]);
+    expect(await listed('u1')).toEqual([forked.sessionId, a.sessionId]);
+    expect(await listed()).not.toContain(b.sessionId);
+
+    // Delete everything of u1: no item of any of their sessions remains, nor a listing of theirs.
+    expect(await agent.deleteUserData('u1')).toEqual({ sessions: 2 });
+    for (const s of [a, b, forked]) expect(await itemsOf(s.sessionId), s.sessionId).toEqual([]);
+    expect((await allItems(store.container)).filter((item) => item.userId === 'u1')).toEqual([]);
+    expect(await listed('u1')).toEqual([]);
+
+    // u2 is untouched: sessions, histories and listings; nothing else is left in either container.
+    expect(await listed('u2')).toEqual([d.sessionId, c.sessionId]);
+    expect(await listed()).toEqual([d.sessionId, c.sessionId]);
+    for (const [s, title] of [
+      [c, 'c'],
+      [d, 'd'],
+    ] as const) {
+      expect((await itemsOf(s.sessionId)).length).toBe(6);
+      expect((await agent.getSession(s.sessionId)).metadata.userId).toBe('u2');
+      expect((await history.getMessages(s.sessionId, { state: {} })).map((m) => Message.text(m))).toEqual([
+        `${title}: first`,
+        `re: ${title}: first`,
+        `${title}: second`,
+        `re: ${title}: second`,
+      ]);
+    }
+    expect((await allItems(history.container)).length + (await allItems(store.container)).length).toBe(12);
   });
 });
