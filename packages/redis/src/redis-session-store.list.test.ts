@@ -261,6 +261,19 @@ describe('RedisSessionStore.list on a cluster, after writes cut between a sessio
     expect(ids(await listAll(store))).toHaveLength(20);
   });
 
+  it('a listing write that fails after the session was saved says so, and the next save catches the listing up', async () => {
+    const store = new RedisSessionStore({ client, prefix: uniquePrefix('cut') });
+    await client.set(store.indexKeys('u').order, 'not a sorted set');
+    const error = await store.set(session('s', 1, 'u')).catch((e: unknown) => e);
+    expect(SessionStateError.isInstance(error)).toBe(true);
+    expect((error as SessionStateError).message).toContain('was saved, but its listing entries were not all written');
+    expect((await store.get('s'))?.session.metadata.userId).toBe('u');
+    expect(ids(await listAll(store))).toEqual(['s']);
+    await client.del(store.indexKeys('u').order);
+    await store.set(session('s', 2, 'u'));
+    expect(ids(await listAll(store, { userId: 'u' }))).toEqual(['s']);
+  });
+
   it('concurrent saves of one session by different users leave it listed once, under the user stored last', async () => {
     const store = new RedisSessionStore({ client, prefix: uniquePrefix('race') });
     const users = ['u1', 'u2', 'u3'];

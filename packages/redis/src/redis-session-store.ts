@@ -137,8 +137,9 @@ export class RedisSessionStore implements SessionStore {
    *   Map, Date, `undefined`, an array as a state slot, a cycle, nesting past core's limit, JSON
    *   text instead of the object), naming the path; nothing is written.
    * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
-   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`. On a cluster,
-   *   also when the session was written but a listing entry was not (the message says so).
+   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`. On a cluster the
+   *   session may have been written and a listing entry not: the message (of this error, or of a
+   *   `SessionStateError` for a listing key of the wrong type) then says so.
    */
   async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
     // Checked as get will check it, and stored as checked: what is written is what get reads back.
@@ -201,11 +202,9 @@ export class RedisSessionStore implements SessionStore {
           : undefined,
       ]);
     } catch (error) {
-      throw new BackendUnavailableError(
-        'redis',
-        `Session ${shortId(sessionId)} was saved, but its listing entries were not all written (${describeError(error)}); it is listed as before until its next save or reindex().`,
-        { cause: error },
-      );
+      const saved = `session ${shortId(sessionId)} was saved, but its listing entries were not all written; it is listed as before until its next save or reindex()`;
+      if (SessionStateError.isInstance(error)) throw new SessionStateError(error.path, `${error.problem}; ${saved}`, { cause: error });
+      throw new BackendUnavailableError('redis', `${describeError(error)}; ${saved}.`, { cause: error });
     }
     return reply;
   }
