@@ -10,7 +10,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Message, type SessionJson } from '@ctx/core';
+import { createAgent, Message, type SessionJson } from '@ctx/core';
+import { ScriptedChatClient } from '@ctx/core/testing';
 import { RedisHistoryProvider, RedisSessionStore } from '@ctx/redis';
 import { startRedisCluster, startRedisServer } from '@ctx/redis-test-server';
 import { Cluster, Redis } from 'ioredis';
@@ -134,6 +135,20 @@ try {
   ]);
   rows.push(['history `clearMessages`', await count(() => history.clearMessages('h2', { state: {} }))]);
   rows.push(['`reindex` of 35 sessions (one SCAN page)', await count(() => store.reindex())]);
+  // The agent's session operations, with one Redis history and the Redis store.
+  const agent = createAgent({ client: new ScriptedChatClient({ replies: () => 'ok' }), contextProviders: [history], sessionStore: store });
+  const made = [];
+  for (let i = 0; i < 11; i++) {
+    const s = agent.createSession({ userId: 'owner' });
+    await agent.run('hello', { session: s });
+    await agent.saveSession(s);
+    made.push(s);
+  }
+  const [target, ...rest] = made;
+  const [, reply] = await history.getMessages(target!.sessionId, { state: {} });
+  rows.push(['`agent.forkSession` at a message (history copy)', await count(() => agent.forkSession(target!, { atMessageId: reply!.id }))]);
+  rows.push(['`agent.deleteSession(id)` (get, clear the history, delete)', await count(() => agent.deleteSession(target!.sessionId))]);
+  rows.push([`\`agent.deleteUserData\` of a user with ${rest.length} sessions`, await count(() => agent.deleteUserData('owner'))]);
   console.log('| operation | round trips |\n| --- | ---: |');
   for (const [name, n] of rows) console.log(`| ${name} | ${n} |`);
 
