@@ -386,7 +386,7 @@ describe('rewindSession', () => {
     expect(await agent.getHistory(session)).toEqual([]);
   });
 
-  it('refuses an unknown message, a history that can neither pop nor replace (naming it), and an aborted signal; nothing is removed', async () => {
+  it('refuses an unknown message, a history that can neither pop nor replace (naming it), an aborted signal, a service-kept conversation; nothing is removed', async () => {
     const db = new KeyedHistory({ sourceId: 'db' });
     const log = new AppendOnlyHistory({ sourceId: 'append-only', loadMessages: false });
     const { agent } = agentWith({ contextProviders: [db, log] });
@@ -403,6 +403,12 @@ describe('rewindSession', () => {
     expect(await rejection(() => plain.rewindSession(session, stored[2]!.id, { signal: AbortSignal.abort(reason) }))).toBe(reason);
     expect([...db.stored, ...log.stored]).toEqual(before);
     expect(ConfigurationError.isInstance(await rejection(() => agent.rewindSession(session, '')))).toBe(true);
+    expect(ConfigurationError.isInstance(await rejection(() => agent.rewindSession({} as AgentSession, 'x')))).toBe(true);
+    session.serviceSessionId = 'conv_1';
+    for (const call of [() => agent.rewindSession(session, stored[2]!.id), () => agent.regenerate(session)]) {
+      expect((await rejection(call)) as Error).toHaveProperty('message', expect.stringMatching(/the service keeps its conversation/));
+    }
+    expect([...db.stored, ...log.stored]).toEqual(before);
   });
 
   it('does not wait past its signal for a history that hangs', async () => {

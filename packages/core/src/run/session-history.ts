@@ -32,31 +32,31 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
   const { name } = options;
 
   /**
-   * The session's history providers.
-   * @throws ConfigurationError for something that is not a session, or when no history loads its conversation.
+   * The session's history providers. An operation that `changes` the conversation is refused when
+   * the service keeps it: ctx can neither copy nor change that one.
+   * @throws ConfigurationError for something that is not a session, a conversation the service
+   *   keeps (when `changes`), or when no history loads the conversation.
    */
-  const historiesOf = (session: AgentSession, what: string, history: DefaultHistory = runtime.history): Histories => {
+  const historiesOf = (session: AgentSession, what: string, changes: boolean, history: DefaultHistory = runtime.history): Histories => {
     if (typeof session?.sessionId !== 'string' || typeof session.state !== 'object' || session.state === null) {
       throw new ConfigurationError(`Agent "${name}": ${what} takes an AgentSession.`);
     }
+    const service = session.serviceSessionId;
+    const kept = `the service keeps its conversation (serviceSessionId ${shortId(service ?? '')})`;
+    if (changes && service !== undefined) {
+      throw new ConfigurationError(
+        `Agent "${name}" cannot ${what} session ${shortId(session.sessionId)}: ${kept}, which ctx can neither copy nor change. Start a new session instead.`,
+      );
+    }
     // `store: false`: whether the service keeps the conversation is the session's own serviceSessionId.
     const all = history.providersFor(session, { store: false }).filter(HistoryProvider.isInstance);
-    const loads = (p: HistoryProvider) => p.loadMessages === true || (p.loadMessages === 'auto' && session.serviceSessionId === undefined);
-    const primary = all.find(loads);
+    const primary = all.find((p) => p.loadMessages === true || (p.loadMessages === 'auto' && service === undefined));
     if (!primary) {
       throw new ConfigurationError(
-        `Agent "${name}" cannot ${what} session ${shortId(session.sessionId)}: the service keeps its conversation (serviceSessionId ${shortId(session.serviceSessionId ?? '')}) and no history provider of the agent loads it (loadMessages: true would).`,
+        `Agent "${name}" cannot ${what} session ${shortId(session.sessionId)}: ${kept} and no history provider of the agent loads it (loadMessages: true would).`,
       );
     }
     return { primary, all: [primary, ...all.filter((p) => p !== primary)] };
-  };
-
-  /** @throws ConfigurationError when the service keeps the conversation, which ctx can neither copy nor change. */
-  const refuseServiceConversation = (session: AgentSession, what: string) => {
-    if (session.serviceSessionId === undefined) return;
-    throw new ConfigurationError(
-      `Agent "${name}" cannot ${what} session ${shortId(session.sessionId)}: the service keeps its conversation (serviceSessionId ${shortId(session.serviceSessionId)}), which ctx can neither copy nor change. Start a new session instead.`,
-    );
   };
 
   /** Every message of the session in `provider`, oldest first. */
@@ -121,15 +121,14 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
     async getHistory(session, { limit, signal } = {}) {
       if (limit !== undefined) checkInteger('getHistory', 'limit', limit);
       signal?.throwIfAborted();
-      const { primary } = historiesOf(session, 'read the history of');
+      const { primary } = historiesOf(session, 'read the history of', false);
       const args = { state: slotOf(session, primary), ...(limit !== undefined ? { limit } : {}), ...(signal ? { signal } : {}) };
       return abortable(primary.getMessages(session.sessionId, args), signal);
     },
 
     async forkSession(session, { atMessageId, sessionId, signal } = {}) {
-      const histories = historiesOf(session, 'fork');
+      const histories = historiesOf(session, 'fork', true);
       signal?.throwIfAborted();
-      refuseServiceConversation(session, 'fork');
       if (atMessageId !== undefined) checkId(atMessageId, 'message id to fork at');
       if (sessionId !== undefined) {
         checkId(sessionId, 'session id of the fork');
@@ -200,10 +199,9 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
     },
 
     async rewindSession(session, messageId, { signal } = {}) {
-      const histories = historiesOf(session, 'rewind');
+      const histories = historiesOf(session, 'rewind', true);
       checkId(messageId, 'message id to rewind to');
       signal?.throwIfAborted();
-      refuseServiceConversation(session, 'rewind');
       return rewindAt(
         session,
         histories,
@@ -224,10 +222,9 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
       const history = runOptions.contextProviders
         ? defaultHistory(options.client, checkContextProviders(runOptions.contextProviders))
         : runtime.history;
-      const histories = historiesOf(session, 'regenerate a turn of', history);
+      const histories = historiesOf(session, 'regenerate a turn of', true, history);
       if (messageId !== undefined) checkId(messageId, 'message id of the turn to regenerate');
       runOptions.signal?.throwIfAborted();
-      refuseServiceConversation(session, 'regenerate a turn of');
       let input: Message[] = [];
       await rewindAt(
         session,
