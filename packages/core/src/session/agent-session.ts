@@ -86,7 +86,9 @@ export class AgentSession implements SessionView {
       if (init.userId !== undefined) metadata.userId = init.userId;
       if (init.title !== undefined) metadata.title = init.title;
       if (init.custom !== undefined) metadata.custom = structuredClone(init.custom);
-      this.metadata = checkMetadata(metadata, '', ConfigurationError);
+      // The times made here need no check (a run without a session makes one of these every time).
+      const given = init.userId !== undefined || init.title !== undefined || init.custom !== undefined;
+      this.metadata = given ? checkMetadata(metadata, '', ConfigurationError) : metadata;
     }
     this.etag = undefined;
     this.pending = undefined;
