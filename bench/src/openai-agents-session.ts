@@ -115,7 +115,7 @@ export async function openaiAgentsSessionBench(): Promise<void> {
           { name: 'MemorySession', call: () => run(agent, input, { session: s.memory }), setup: s.resetMemory },
           { name: 'CtxSession over InMemoryHistoryProvider', call: () => run(agent, input, { session: s.ctx }), setup: s.resetCtx },
         ],
-        size >= 1_000 ? { warmup: 20, calls: 100 } : { warmup: 50, calls: 300 },
+        size >= 1_000 ? { warmup: 20, calls: 100 } : { warmup: 100, calls: size >= 100 ? 500 : 1_000 },
       );
       rows.push([`${label}, ${size.toLocaleString('en-US')} items`, '', '', '', '', '']);
       for (const st of stats) rows.push([`  ${st.name}`, ...cpuCells(st, stats[0]!)]);
