@@ -163,6 +163,7 @@ export async function azureSearch(): Promise<void> {
     state: {},
     signal: new AbortController().signal,
     report: () => undefined,
+    redact: async (messages) => [...messages],
   });
   const scope = () => ({ tenantId: 'acme' });
   const modes: {
