@@ -442,6 +442,17 @@ describe('AgentSession metadata checks', () => {
     }
   });
 
+  it('new AgentSession({ metadata }) checks and copies the metadata it is given', () => {
+    const metadata = { ...TIMES, title: 'fork', custom: { n: 1 }, forkedFrom: { sessionId: 'p' } };
+    const session = new AgentSession({ metadata });
+    metadata.custom.n = 2;
+    expect(session.metadata).toEqual({ ...TIMES, title: 'fork', custom: { n: 1 }, forkedFrom: { sessionId: 'p' } });
+    const error = thrown(() => new AgentSession({ metadata: { ...TIMES, title: long(201) } }));
+    expect(ConfigurationError.isInstance(error), String(error)).toBe(true);
+    expect((error as Error).message).toContain('title must be a string of at most 200 characters');
+    expect(ConfigurationError.isInstance(thrown(() => new AgentSession({ metadata: { ...TIMES, updatedAt: 'now' } })))).toBe(true);
+  });
+
   it('createSession keeps its own copy of custom', () => {
     const custom = { plan: 'pro' };
     const session = agent.createSession({ custom });

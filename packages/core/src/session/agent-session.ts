@@ -64,6 +64,11 @@ export class AgentSession implements SessionView {
    */
   pending: PendingToolCalls | undefined;
 
+  /**
+   * Starts a session; `metadata` (all of it, instead of `userId`, `title` and `custom`) is for
+   * copies of a session such as forks.
+   * @throws ConfigurationError for a bad `userId`, `title`, `custom` or `metadata`, naming the field.
+   */
   constructor(init: AgentSessionInit & { [adopt]?: boolean; metadata?: SessionMetadata } = {}) {
     this.sessionId = init.sessionId ?? generateId();
     if (typeof this.sessionId !== 'string' || this.sessionId.length === 0) {
@@ -79,7 +84,8 @@ export class AgentSession implements SessionView {
       init.state && (init[adopt] ? init.state : structuredClone(init.state)),
     );
     if (init.metadata) {
-      this.metadata = init.metadata;
+      // Restored metadata was checked as it was read; any other is a caller's (a fork's, say).
+      this.metadata = init[adopt] ? init.metadata : structuredClone(checkMetadata(init.metadata, '', ConfigurationError));
     } else {
       const now = new Date().toISOString();
       const metadata: SessionMetadata = { createdAt: now, updatedAt: now };
