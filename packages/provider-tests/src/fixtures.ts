@@ -152,3 +152,8 @@ export function messagesOfEveryKind(): Message[] {
     },
   ];
 }
+
+/** A deep copy through JSON: what a faithful store gives back. */
+export function jsonCopy<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}

@@ -10,7 +10,7 @@ import {
 } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { describe, expect, type TestContext } from 'vitest';
-import { describeId, expectRejection, HOSTILE_SESSION_IDS } from './fixtures.js';
+import { describeId, expectRejection, HOSTILE_SESSION_IDS, jsonCopy } from './fixtures.js';
 import type { RegisterTest } from './suite-options.js';
 
 /** What the listing tests need from the session store suite that registers them. */
@@ -392,8 +392,4 @@ async function collectOurs(list: List, ours: ReadonlySet<string>, limit: number)
 /** Waits 2 ms, so the next run ends at a later millisecond. */
 function tick(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, 2));
-}
-
-function jsonCopy<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
 }

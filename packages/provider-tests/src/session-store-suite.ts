@@ -12,7 +12,7 @@ import {
 } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
-import { BLANK_SESSION_IDS, describeId, expectRejection, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
+import { BLANK_SESSION_IDS, describeId, expectRejection, HOSTILE_SESSION_IDS, jsonCopy, messagesOfEveryKind } from './fixtures.js';
 import { describeListing } from './session-list-tests.js';
 import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
 
@@ -434,7 +434,7 @@ const TIMES_ONLY: SessionMetadata = Object.freeze({ createdAt: '2026-01-31T12:00
  * Session JSON with nested provider state of every JSON kind (and messages of every content kind);
  * the same arguments give equal JSON, `marker` makes versions distinguishable.
  */
-export function sessionJson(sessionId: string, marker = 'v1'): SessionJson {
+function sessionJson(sessionId: string, marker = 'v1'): SessionJson {
   return {
     type: 'ctx.session',
     version: 2,
@@ -457,11 +457,6 @@ export function sessionJson(sessionId: string, marker = 'v1'): SessionJson {
       empty: {},
     },
   };
-}
-
-/** A deep copy through JSON: what a faithful store gives back. */
-function jsonCopy<T>(value: T): T {
-  return JSON.parse(JSON.stringify(value)) as T;
 }
 
 /** The default history (`state.memory.messages`) of a stored session. */
