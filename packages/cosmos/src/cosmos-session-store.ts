@@ -221,7 +221,7 @@ export class CosmosSessionStore implements SessionStore {
         order = `c.userId DESC, ${order}`;
         parameters.push({ name: '@userId', value: userId });
       }
-      // TOP as a literal (a checked integer): the query plan then states it.
+      // limit is a checked integer (1-100), so TOP is written out.
       const query = {
         query: `SELECT TOP ${limit + 1} c.id, c.sessionId, c.session.metadata FROM c WHERE ${where} ORDER BY ${order}`,
         parameters,
