@@ -42,7 +42,8 @@ export interface ListSessionsOptions {
 
 /**
  * One page of a session list, newest first: by `metadata.updatedAt` descending, then by
- * `sessionId` descending. The cursor is the last entry's place in that order (keyset paging), so
+ * `sessionId` descending in the store's own string order (UTF-16 code units in process, bytes in
+ * Redis; the same for ASCII ids), used alike for sorting and for the cursor. The cursor is the last entry's place in that order (keyset paging), so
  * paging stays exact while sessions change: a session saved again meanwhile moves to the front (it
  * is listed again by a new listing, never twice by this one), and no other session is skipped or
  * repeated.
