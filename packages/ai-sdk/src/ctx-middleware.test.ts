@@ -73,6 +73,40 @@ describe.each(SDKS)('ctxMiddleware with $name', ({ version, ai }) => {
     } satisfies CtxCallMetadata);
   });
 
+  it('keeps concurrent calls apart: each its own session, prompt, tools and metadata', async () => {
+    const store = new InMemorySessionStore();
+    const notes: ContextProvider = { sourceId: 'notes', beforeRun: ({ context }) => context.extendInstructions('notes', 'Note.') };
+    const { wrapped, calls } = setup(
+      [{ text: 'One.' }, { text: 'Two.' }, { text: 'Three.' }],
+      { sessionStore: store, contextProviders: [notes] },
+      2,
+    );
+    const ask = (prompt: string, sessionId?: string) =>
+      ai.generateText({ model: wrapped, prompt, ...(sessionId ? { providerOptions: { ctx: { sessionId } } } : {}) });
+    const streamed = ai.streamText({ model: wrapped, prompt: 'c', providerOptions: { ctx: { sessionId: 'bob' } } });
+    const [a, b] = await Promise.all([ask('a', 'ann'), ask('b'), streamed.consumeStream()]);
+    const metadata = [
+      a.providerMetadata?.ctx,
+      b.providerMetadata?.ctx,
+      (await streamed.providerMetadata)?.ctx,
+    ] as unknown as CtxCallMetadata[];
+    expect(metadata.map((m) => [m.sessionId, m.modelCalls, m.added.notes?.instructions, m.added.memory?.messages ?? 0])).toEqual([
+      ['ann', 1, 1, 0],
+      [null, 1, 1, 0],
+      ['bob', 1, 1, 0],
+    ]);
+    expect(
+      calls
+        .map((c) =>
+          promptLines(c)
+            .filter((l) => l.startsWith('user'))
+            .join(),
+        )
+        .sort(),
+    ).toEqual(['user: a', 'user: b', 'user: c']);
+    expect(new Set([a.text, b.text, await streamed.text])).toEqual(new Set(['One.', 'Two.', 'Three.']));
+  });
+
   it('stores a tool loop of the AI SDK once: the steps continue the stored turn', async () => {
     const session = new AgentSession();
     const executed: string[] = [];

@@ -97,6 +97,24 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
   }
   // Checks the options once, so a mistake shows when the middleware is made; loads and saves sessions.
   const sessions = createAgent({ ...agentOptions, sessionStore, client: PLACEHOLDER });
+  /** One agent per wrapped model, made on its first call; each call's own state travels in its chat options. */
+  const agents = new WeakMap<AiSdkLanguageModel, Agent>();
+  /** The calls whose runs are under way, by run id; `starting` is the one whose run is being started. */
+  const runs = new Map<string, CallRecord>();
+  let starting: CallRecord | undefined;
+  const onEvent = observe(agentOptions.onEvent, (event) => {
+    // A run emits run-start before agent.run or agent.runStream returns: that is how a run finds its call.
+    if (event.type === 'run-start' && starting) runs.set(event.runId, starting);
+    const { runId } = event as { runId?: string };
+    const calls = runId === undefined ? undefined : runs.get(runId);
+    if (event.type === 'run-end') runs.delete(event.runId);
+    return calls?.added;
+  });
+  const agentOf = (model: AiSdkLanguageModel): Agent => {
+    let agent = agents.get(model);
+    if (!agent) agents.set(model, (agent = createAgent({ ...agentOptions, sessionStore, client: bind(model), onEvent })));
+    return agent;
+  };
 
   async function prepare(model: AiSdkLanguageModel, params: CallOptions) {
     const { sessionId, params: modelParams } = takeSessionId(params);
@@ -106,8 +124,6 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
       );
     }
     const calls = record();
-    const agentFor = (client: ChatClient): Agent =>
-      createAgent({ ...agentOptions, sessionStore, client, onEvent: observe(agentOptions.onEvent, calls.added) });
     const signal = params.abortSignal;
     const session = fixedSession ?? (sessionId === undefined ? undefined : await sessions.getSession(sessionId, { signal }));
     const system = params.prompt.filter((m) => m.role === 'system').map((m) => m.content as string);
@@ -121,8 +137,9 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
         ? [{ name: t.name, parameters: t.inputSchema as JsonObject, ...(t.description ? { description: t.description } : {}) }]
         : [],
     );
+    const state: CallState = { params: modelParams, appTools, calls, observer: {} };
     const runOptions: AgentRunOptions = {
-      options: { instructions: system.join('\n\n') || undefined, tools: runTools },
+      options: { instructions: system.join('\n\n') || undefined, tools: runTools, additional: { [CALL]: state } },
       ...(session ? { session } : {}),
       ...(signal ? { signal } : {}),
     };
@@ -130,7 +147,16 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
       calls,
       runOptions,
       input: turn.input.flatMap((m) => fromPromptMessage(m as PromptMessage) ?? []),
-      agent: (observer?: Parameters<typeof bind>[4]) => agentFor(bind(model, modelParams, appTools, calls, observer)),
+      /** Starts the call's run (streamed or not) on the model's agent, `observer` told of the model's stream. */
+      start<T>(go: (agent: Agent) => T, observer: CallState['observer'] = {}): T {
+        state.observer = observer;
+        starting = calls;
+        try {
+          return go(agentOf(model));
+        } finally {
+          starting = undefined;
+        }
+      },
       /** Keeps the turn and saves a stored session; the answer goes to the AI SDK only after this. */
       async finish() {
         turn.commit();
@@ -150,7 +176,7 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
     middlewareVersion: 'v2',
     async wrapGenerate({ model, params }: { model: AiSdkLanguageModel; params: CallOptions }): Promise<GenerateResult> {
       const call = await prepare(model, params);
-      const response = await call.agent().run(call.input, call.runOptions);
+      const response = await call.start((agent) => agent.run(call.input, call.runOptions));
       await call.finish();
       const { results } = call.calls;
       const last = results[results.length - 1];
@@ -176,19 +202,17 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
           // the AI SDK stopped reading; the run is being aborted
         }
       };
-      const run = call
-        .agent({
-          onStart: (result) => started(result),
-          onPart(part) {
-            if (part.type === 'finish' || part.type === 'error') return; // one finish at the end; errors fail the run
-            if (part.type === 'stream-start' && call.calls.modelCalls > 1) return;
-            if (part.type === 'tool-input-start' && !call.visible(part)) return void hidden.add(part.id);
-            if ((part.type === 'tool-input-delta' || part.type === 'tool-input-end') && hidden.has(part.id)) return;
-            if (part.type === 'tool-call' && !call.visible(part)) return;
-            emit(part);
-          },
-        })
-        .runStream(call.input, call.runOptions);
+      const run = call.start((agent) => agent.runStream(call.input, call.runOptions), {
+        onStart: (result) => started(result),
+        onPart(part) {
+          if (part.type === 'finish' || part.type === 'error') return; // one finish at the end; errors fail the run
+          if (part.type === 'stream-start' && call.calls.modelCalls > 1) return;
+          if (part.type === 'tool-input-start' && !call.visible(part)) return void hidden.add(part.id);
+          if ((part.type === 'tool-input-delta' || part.type === 'tool-input-end') && hidden.has(part.id)) return;
+          if (part.type === 'tool-call' && !call.visible(part)) return;
+          emit(part);
+        },
+      });
       const updates = run[Symbol.asyncIterator]();
       const stream = new ReadableStream<StreamPart>({
         start(controller) {
@@ -196,7 +220,8 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
         },
         async pull(controller) {
           try {
-            if (!(await updates.next()).done) return;
+            // Reads on while the AI SDK takes parts as they come (a read of it is waiting), so a part costs no pull of its own.
+            while (!(await updates.next()).done) if ((controller.desiredSize ?? 0) <= 0) return;
             const response = await run.response;
             await call.finish();
             const { finish } = call.calls;
@@ -261,10 +286,17 @@ function takeSessionId(params: CallOptions): { sessionId: string | undefined; pa
   return { sessionId, params: { ...params, providerOptions } as CallOptions };
 }
 
-/** Counts what each provider added (from the agent's events), then hands the event to the app's handler. */
-function observe(onEvent: AgentOptions['onEvent'], added: Record<string, Contribution>): NonNullable<AgentOptions['onEvent']> {
+/**
+ * Counts what each provider added (from the agent's events) into the record `addedOf` finds for the
+ * event's run, then hands the event to the app's handler.
+ */
+function observe(
+  onEvent: AgentOptions['onEvent'],
+  addedOf: (event: AgentEvent) => Record<string, Contribution> | undefined,
+): NonNullable<AgentOptions['onEvent']> {
   const handler = (event: AgentEvent) => {
-    if (event.type === 'provider-end') {
+    const added = addedOf(event);
+    if (added && event.type === 'provider-end') {
       const sum = (added[event.sourceId] ??= { messages: 0, instructions: 0, tools: 0 });
       sum.messages += event.added.messages;
       sum.instructions += event.added.instructions;
@@ -275,26 +307,36 @@ function observe(onEvent: AgentOptions['onEvent'], added: Record<string, Contrib
   return onEvent?.includeContent ? Object.assign(handler, { includeContent: true as const }) : handler;
 }
 
+/** Where a call's state travels in the chat options of its run (`additional` never reaches the model). */
+const CALL = Symbol('ctx.ai-sdk.call');
+
+/** One middleware call, as the model's chat client needs it. */
+interface CallState {
+  /** The app's call options, without `providerOptions.ctx`. */
+  params: CallOptions;
+  /** The names of the app's tools. */
+  appTools: ReadonlySet<string>;
+  calls: CallRecord;
+  observer: { onStart?(result: StreamResult): void; onPart?(part: StreamPart): void };
+}
+
 /**
- * The chat client of one middleware call: ctx's prompt and tools over the app's call options,
- * sent to the next model in the middleware chain. The app's tools keep their own declarations
- * (provider tools included); tools providers added follow them. Records every result.
+ * The chat client of a wrapped model: ctx's prompt and tools over the app's call options (from the
+ * call's state in `options.additional`), sent to the next model in the middleware chain. The app's
+ * tools keep their own declarations (provider tools included); tools providers added follow them.
+ * Records every result.
  */
-function bind(
-  model: AiSdkLanguageModel,
-  params: CallOptions,
-  appTools: ReadonlySet<string>,
-  calls: CallRecord,
-  observer: { onStart?(result: StreamResult): void; onPart?(part: StreamPart): void } = {},
-): ChatClient {
-  const callFor = (messages: Message[], options: ChatOptions): CallOptions => {
+function bind(model: AiSdkLanguageModel): ChatClient {
+  const callFor = (messages: Message[], options: ChatOptions): { call: CallOptions; state: CallState } => {
+    const state = options.additional?.[CALL as unknown as string] as CallState;
+    const { params, appTools, calls } = state;
     calls.modelCalls++;
     const { prompt, tools = [] } = toCallOptions(messages, { ...options, additional: undefined, toolChoice: undefined });
     const all = [...(params.tools ?? []), ...tools.filter((t) => !appTools.has(t.name))];
     const call = { ...params, prompt, tools: all.length ? all : undefined } as CallOptions;
     if (options.toolChoice !== undefined) call.toolChoice = toCallOptions([], { toolChoice: options.toolChoice }).toolChoice;
     if (options.signal) call.abortSignal = options.signal;
-    return call;
+    return { call, state };
   };
   return {
     specificationVersion: 'v1',
@@ -302,26 +344,39 @@ function bind(
     modelId: model.modelId,
     storesByDefault: false,
     async getResponse(messages, options): Promise<ChatResponse> {
-      const result = await doGenerate(model, callFor(messages, options));
-      calls.results.push(result);
+      const { call, state } = callFor(messages, options);
+      const result = await doGenerate(model, call);
+      state.calls.results.push(result);
       return toChatResponse(result);
     },
     getStreamingResponse(messages, options): AsyncIterable<ChatResponseUpdate> {
-      return streamModel(model, () => callFor(messages, options), 0, options.signal, {
-        onStart: (result) => {
-          if (calls.modelCalls === 1) observer.onStart?.(result);
+      let state: CallState | undefined;
+      return streamModel(
+        model,
+        () => {
+          const made = callFor(messages, options);
+          state = made.state;
+          return made.call;
         },
-        onPart: (part) => {
-          if (part.type === 'finish') {
-            calls.usages.push(part.usage);
-            calls.finish = {
-              finishReason: part.finishReason,
-              ...(part.providerMetadata ? { providerMetadata: part.providerMetadata } : {}),
-            };
-          }
-          observer.onPart?.(part);
+        0,
+        options.signal,
+        {
+          onStart: (result) => {
+            if (state!.calls.modelCalls === 1) state!.observer.onStart?.(result);
+          },
+          onPart: (part) => {
+            const { calls, observer } = state!;
+            if (part.type === 'finish') {
+              calls.usages.push(part.usage);
+              calls.finish = {
+                finishReason: part.finishReason,
+                ...(part.providerMetadata ? { providerMetadata: part.providerMetadata } : {}),
+              };
+            }
+            observer.onPart?.(part);
+          },
         },
-      });
+      );
     },
   };
 }
