@@ -38,7 +38,8 @@ import { ScriptedChatClient } from '@ctx/core/testing';
 import { createOpenAITokenizer } from '@ctx/openai/tokenizer';
 import { fmtRatio, printTable, settle } from './timing.js';
 
-const TURNS = 200;
+/** Turns of the script; COMPACTION_TURNS=<n> runs a shorter one (a quick check of the script itself). */
+const TURNS = Number(process.env.COMPACTION_TURNS ?? 200);
 /** The token budget B of the budgeted strategies and of `trimMessages`. */
 const BUDGET = 8_000;
 /** gpt-4o's context window: a list above it would be rejected for length. */
@@ -342,11 +343,6 @@ class TokenCache {
     for (const m of messages) total += this.messageTokens(m);
     return total;
   }
-
-  /** The same tokenizer with this cache in front of `countMessageTokens`, as a user could pass it to a strategy. */
-  tokenizer(): Tokenizer {
-    return { countTokens: (text) => tokenizer.countTokens(text), countMessageTokens: (messages) => this.count(messages) };
-  }
 }
 
 /** The cache the figures are counted with (outside every timed section). */
@@ -403,6 +399,7 @@ class Tally {
   lostCurrentResults = 0;
   /** Rejected calls by reason. */
   readonly rejections = new Map<string, number>();
+  /** ctx rows: ms inside the strategy during the agent run (on the history as the agent compacted and stored it). */
   strategyMs = 0;
   /** Calls that miss the system message (instructions lost). */
   noSystem = 0;
@@ -633,10 +630,7 @@ async function runLangChain(
   const { list, endOf } = toLangChain(reference.messages);
   const tokenCounter = langChainCounter(tally.counter);
   for (const end of reference.callEnds) {
-    const input = list.slice(0, endOf[end]!);
-    const t0 = performance.now();
-    const trimmed = await trimMessages(input, { maxTokens: BUDGET, strategy: 'last', tokenCounter, ...extra });
-    tally.strategyMs += performance.now() - t0;
+    const trimmed = await trimMessages(list.slice(0, endOf[end]!), { maxTokens: BUDGET, strategy: 'last', tokenCounter, ...extra });
     tally.add(fromLangChain(trimmed));
   }
   return tally;
@@ -706,19 +700,49 @@ function fromModelMessages(list: readonly ModelMessage[]): Message[] {
 async function runAiSdk(reference: Reference): Promise<Tally> {
   const tally = new Tally(reference);
   const all = toModelMessages(reference.messages);
-  for (const end of reference.callEnds) {
-    const input = all.slice(0, end);
-    const t0 = performance.now();
-    const pruned = pruneMessages({
-      messages: input,
-      reasoning: 'before-last-message',
-      toolCalls: 'before-last-2-messages',
-      emptyMessages: 'remove',
-    });
-    tally.strategyMs += performance.now() - t0;
-    tally.add(fromModelMessages(pruned));
-  }
+  for (const end of reference.callEnds) tally.add(fromModelMessages(prune(all.slice(0, end))));
   return tally;
+}
+
+/** `pruneMessages` with the settings of its docs' example. */
+function prune(messages: ModelMessage[]): ModelMessage[] {
+  return pruneMessages({ messages, reasoning: 'before-last-message', toolCalls: 'before-last-2-messages', emptyMessages: 'remove' });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strategy time on the same histories
+// ---------------------------------------------------------------------------------------------
+
+/** One way to compact, timed on the history each model call would see without compaction. */
+interface TimedSide {
+  label: string;
+  /** The side's own shape of the uncompacted history up to `end` (an index into the reference), built untimed. */
+  input: (end: number) => unknown;
+  /** The timed call. */
+  compact: (input: never) => unknown;
+}
+
+/**
+ * CPU ms (user + system) each side spends compacting, summed over every model call of the script,
+ * every side given the same uncompacted history for each call (the whole conversation so far, in
+ * its own message shape). The sides take turns call by call, the one that goes first rotating, so
+ * load on a shared machine hits every side alike.
+ */
+async function timeOnSameHistories(reference: Reference, sides: readonly TimedSide[]): Promise<Map<string, number>> {
+  const cpuMs = sides.map(() => 0);
+  settle();
+  for (const [i, end] of reference.callEnds.entries()) {
+    for (let k = 0; k < sides.length; k++) {
+      const s = (i + k) % sides.length;
+      const side = sides[s]!;
+      const input = side.input(end) as never;
+      const before = process.cpuUsage();
+      await side.compact(input);
+      const used = process.cpuUsage(before);
+      cpuMs[s]! += (used.user + used.system) / 1000;
+    }
+  }
+  return new Map(sides.map((side, i) => [side.label, cpuMs[i]!]));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -740,14 +764,21 @@ interface Variant {
 class Summarizer {
   phase: Phase = 'tool loop';
   readonly phases: Phase[] = [];
+  /** Tokens of the summaries it wrote. */
+  outputTokens = 0;
   readonly client = new ScriptedChatClient({
     replies: () => {
       this.phases.push(this.phase);
+      this.outputTokens += tokenizer.countTokens(SUMMARY);
       return SUMMARY;
     },
   });
   get calls(): number {
     return this.client.calls.length;
+  }
+  /** Tokens of what it was sent: the transcripts and its instructions. */
+  get inputTokens(): number {
+    return this.client.calls.reduce((n, c) => n + countTokens(c.messages) + tokenizer.countTokens(c.options.instructions ?? ''), 0);
   }
   /** Distinct transcripts summarized. */
   get distinct(): number {
@@ -758,6 +789,17 @@ class Summarizer {
     return (['beforeRun', 'tool loop'] as const).map((p) => `${n(p)} ${p}`).join(', ');
   }
 }
+
+/** A summarizer that answers SUMMARY and keeps nothing (the timing pass summarizes long transcripts on every call). */
+const fixedSummarizer: ChatClient = {
+  specificationVersion: 'v1',
+  provider: 'bench',
+  modelId: 'summarizer',
+  getResponse: async () => ({ messages: [Message.assistant(SUMMARY)], finishReason: 'stop' }),
+  getStreamingResponse: () => {
+    throw new Error('the summarizer does not stream');
+  },
+};
 
 /** One row of the table. */
 interface Row {
@@ -840,21 +882,71 @@ export async function compactionBench(): Promise<Row[]> {
   if (countTokens(fromModelMessages(toModelMessages(reference.messages))) !== fullTokens)
     throw new Error('AI SDK conversion changes the token count');
 
+  // LangChain's documented setup first: its docs pair trimMessages with startOn 'human' and includeSystem.
+  const LC_DOCUMENTED = { startOn: 'human', includeSystem: true } as const;
+  settle();
+  const lcDocumented = await runLangChain(reference, LC_DOCUMENTED);
+  rows.push({
+    label: `LangChain trimMessages({ maxTokens: B, strategy: 'last', startOn: 'human', includeSystem: true })`,
+    tally: lcDocumented,
+  });
   settle();
   const lcPlain = await runLangChain(reference, {});
-  rows.push({ label: `LangChain trimMessages({ maxTokens: B, strategy: 'last' })`, tally: lcPlain });
-  settle();
-  const lcHuman = await runLangChain(reference, { startOn: 'human', includeSystem: true });
-  rows.push({ label: `LangChain trimMessages(..., startOn: 'human', includeSystem: true)`, tally: lcHuman });
+  rows.push({ label: `LangChain trimMessages({ maxTokens: B, strategy: 'last' }) (minimal)`, tally: lcPlain });
   settle();
   rows.push({ label: `AI SDK pruneMessages({ toolCalls: 'before-last-2-messages' })`, tally: await runAiSdk(reference) });
+
+  // Strategy time: every side compacts the same uncompacted history before each call, in turns.
+  const { list: lcList, endOf } = toLangChain(reference.messages);
+  const modelMessages = toModelMessages(reference.messages);
+  const timedSides: TimedSide[] = variants.flatMap((v): TimedSide[] => {
+    if (!v.make || (only && !only.test(v.label))) return [];
+    // Each side its own tokenizer, so no side counts a message another side already counted.
+    const strategy = v.make(createOpenAITokenizer({ model: 'gpt-4o' }), fixedSummarizer);
+    return [
+      {
+        label: v.label,
+        input: (end) => reference.messages.slice(1, end), // ctx passes the instructions beside the messages
+        compact: (messages: Message[]) => strategy.compact(messages, {}),
+      },
+    ];
+  });
+  for (const [label, extra] of [
+    [rows.at(-3)!.label, LC_DOCUMENTED],
+    [rows.at(-2)!.label, {}],
+  ] as const) {
+    const tokenCounter = langChainCounter({ calls: 0, messages: 0 });
+    timedSides.push({
+      label,
+      input: (end) => lcList.slice(0, endOf[end]!),
+      compact: (input: BaseMessage[]) => trimMessages(input, { maxTokens: BUDGET, strategy: 'last', tokenCounter, ...extra }),
+    });
+  }
+  timedSides.push({ label: rows.at(-1)!.label, input: (end) => modelMessages.slice(0, end), compact: prune });
+  const sameHistoryMs = await timeOnSameHistories(reference, timedSides);
 
   const baseTotal = none.tokens.reduce((a, b) => a + b, 0);
   const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
   printTable(
-    ['variant', 'calls', 'peak tokens', 'mean tokens', 'total tokens', 'ratio', 'rejected', `> ${MODEL_WINDOW / 1000}k`, 'strategy ms'],
+    [
+      'variant',
+      'calls',
+      'peak tokens',
+      'mean tokens',
+      'total tokens',
+      'ratio',
+      'rejected',
+      `> ${MODEL_WINDOW / 1000}k`,
+      'summarizer calls',
+      'summarizer in',
+      'summarizer out',
+      'strategy CPU ms',
+      'ms in the agent',
+    ],
     rows.map(({ label, tally }) => {
       const total = tally.tokens.reduce((a, b) => a + b, 0);
+      const summarizer = summarizers.get(label);
+      const summarized = summarizer !== undefined && summarizer.calls > 0;
       return [
         label,
         String(tally.tokens.length),
@@ -864,9 +956,22 @@ export async function compactionBench(): Promise<Row[]> {
         tally === none ? '1 (baseline)' : fmtRatio(total / baseTotal),
         String(tally.rejected),
         String(tally.tokens.filter((t) => t > MODEL_WINDOW).length),
-        tally === none ? '-' : fmt(tally.strategyMs),
+        summarized ? fmt(summarizer.calls) : '-',
+        summarized ? fmt(summarizer.inputTokens) : '-',
+        summarized ? fmt(summarizer.outputTokens) : '-',
+        sameHistoryMs.has(label) ? fmt(sameHistoryMs.get(label)!) : '-',
+        summarizer && tally !== none ? fmt(tally.strategyMs) : '-',
       ];
     }),
+  );
+  console.log(
+    '\nstrategy CPU ms = CPU time inside the strategy over all calls, every side given the same uncompacted history before each call (the',
+  );
+  console.log(
+    'conversation so far, in its own message shape), the sides taking turns call by call. ms in the agent = wall time inside compact() during',
+  );
+  console.log(
+    "the ctx agent's run, on the history as the agent compacted and stored it (smaller than the uncompacted one, so not comparable).",
   );
 
   // What the rows cost under a prompt cache (OpenAI's rule), with the summarizer's own input counted.
@@ -880,18 +985,12 @@ export async function compactionBench(): Promise<Row[]> {
   console.log(
     `would reject, or more than ${MODEL_WINDOW / 1000}k tokens, are not comparable (marked invalid). Summarizer input is added to its row.\n`,
   );
-  const summarizerInput = (label: string) => {
-    const summarizer = summarizers.get(label);
-    return summarizer
-      ? summarizer.client.calls.reduce((n, c) => n + countTokens(c.messages) + tokenizer.countTokens(c.options.instructions ?? ''), 0)
-      : 0;
-  };
   const valid = (tally: Tally) => tally.rejected === 0 && tally.tokens.every((t) => t <= MODEL_WINDOW);
   const priced = rows.map(({ label, tally }) => {
-    const extra = summarizerInput(label);
+    const extra = summarizers.get(label)?.inputTokens ?? 0;
     return { label, tally, extra, at10: billable(tally, 0.1) + extra, at50: billable(tally, 0.5) + extra };
   });
-  const others = priced.filter((r) => !r.label.startsWith('ctx ') && valid(r.tally));
+  const others = priced.filter((r) => r.tally !== none && !r.label.startsWith('ctx ') && valid(r.tally));
   const best10 = Math.min(...others.map((r) => r.at10));
   const best50 = Math.min(...others.map((r) => r.at50));
   printTable(
@@ -916,44 +1015,28 @@ export async function compactionBench(): Promise<Row[]> {
     `\nvs best peer = billable tokens of the row / those of the cheapest valid row that is not ctx (${others.map((r) => r.label.split('(')[0]!.trim()).join(', ')}).`,
   );
 
-  // The same token-counting ctx strategies again, with a per-message cache in front of the tokenizer.
-  const cached: string[] = [];
-  for (const v of variants) {
-    if (!v.make || v.countsTokens === false || (only && !only.test(v.label))) continue;
-    settle();
-    const summarizer = new Summarizer();
-    const tally = await runCtx(script, reference, v.make(new TokenCache().tokenizer(), summarizer.client), summarizer);
-    const main = rows.find((r) => r.label === v.label)!.tally;
-    if (tally.tokens.some((t, i) => t !== main.tokens[i])) throw new Error(`${v.label}: the cached tokenizer changed what was sent`);
-    cached.push(`${v.label.replace(/^ctx /, '').replace(/\(.*$/, '')} ${fmt(main.strategyMs)} -> ${fmt(tally.strategyMs)}`);
-  }
-
   const summarized = summarizers.get(variants[variants.length - 1]!.label)!;
   console.log('');
   console.log('rejected = the service would refuse the list: a function call without its result or a result without its call');
   console.log(
     `(hasOrphans), a first non-system message that is a tool result, or no message besides the system one. > ${MODEL_WINDOW / 1000}k = calls`,
   );
-  console.log("above gpt-4o's window. strategy ms = time inside the strategy over the whole run (ctx: every compact() call, at the");
-  console.log(
-    "boundary and in the tool loop, with core's own per-message token cache; LangChain: trimMessages incl. its token counter, cached per",
-  );
-  console.log('message id; AI SDK: pruneMessages).');
+  console.log("above gpt-4o's window. Summarizer in / out = tokens the summarizer was sent (transcripts and instructions) and wrote.");
   for (const { label, tally } of rows) {
     if (tally.rejected) console.log(`- ${label}: rejected ${[...tally.rejections].map(([k, n]) => `${n} ${k}`).join(', ')}.`);
     if (tally.noSystem) console.log(`- ${label}: ${tally.noSystem} calls without the system message.`);
     if (tally.lostCurrentResults)
       console.log(`- ${label}: ${tally.lostCurrentResults} calls miss a tool result of their own turn, or see it collapsed.`);
   }
+  if (summarized.calls > 0)
+    console.log(
+      `- ctx summarization: ${summarized.calls} summarizer calls (${summarized.byPhase()}) on ${summarized.distinct} distinct transcripts: a summary made in the ` +
+        "tool loop lives only in that run (the same strategy is used in both places here), so the next run's boundary, which stores its summary, makes its own.",
+    );
   console.log(
-    `- ctx summarization: ${summarized.calls} summarizer calls (${summarized.byPhase()}) on ${summarized.distinct} distinct transcripts: a summary made in the ` +
-      "tool loop lives only in that run (the same strategy is used in both places here), so the next run's boundary, which stores its summary, makes its own.",
+    `- LangChain trimMessages called its token counter ${lcDocumented.counter.calls.toLocaleString('en-US')} times on ${lcDocumented.counter.messages.toLocaleString('en-US')} messages (documented setup), ` +
+      `${lcPlain.counter.calls.toLocaleString('en-US')} times on ${lcPlain.counter.messages.toLocaleString('en-US')} (minimal): every suffix of the history, every call.`,
   );
-  console.log(
-    `- LangChain trimMessages called its token counter ${lcPlain.counter.calls.toLocaleString('en-US')} times on ${lcPlain.counter.messages.toLocaleString('en-US')} messages (plain), ` +
-      `${lcHuman.counter.calls.toLocaleString('en-US')} times on ${lcHuman.counter.messages.toLocaleString('en-US')} (startOn): every suffix of the history, every call.`,
-  );
-  console.log(`- ctx strategy ms with the same per-message cache in front of the tokenizer (same tokens sent): ${cached.join(', ')}.`);
   console.log(`\nWall time: ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
   return rows;
 }
