@@ -15,12 +15,7 @@ import {
   type PopHistoryArgs,
   type ProviderRunArgs,
 } from '@ctx/core';
-import {
-  checkInteger,
-  checkSessionId,
-  findRetriedTurn,
-  type SaveHistoryArgs,
-} from '@ctx/core/backend';
+import { checkInteger, checkSessionId, findRetriedTurn, type SaveHistoryArgs } from '@ctx/core/backend';
 import { expect, test } from 'vitest';
 import { describeHistoryProvider } from './index.js';
 
