@@ -157,7 +157,7 @@ export async function executeRun(
   if (error !== undefined) throw error;
   if (!response) throw new CtxError(`Run ${runId} ended without a response: a wrap provider did not call next().`);
   session.pending = approvals.next; // calls waiting for approval, kept once the run succeeded
-  session.metadata.updatedAt = new Date().toISOString();
+  if (runOptions.session) session.metadata.updatedAt = new Date().toISOString();
   if (response.conversationId !== undefined) {
     session.serviceSessionId = response.conversationId;
     history.dropLocalCopy(session, providers); // the service keeps the conversation from now on
