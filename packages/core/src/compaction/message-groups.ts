@@ -1,4 +1,5 @@
 import type { Message } from '../messages/message.js';
+import type { Content } from '../spec/message.js';
 
 /** What a group holds. */
 export type MessageGroupKind = 'system' | 'summary' | 'user' | 'assistant' | 'tool-exchange' | 'orphan-results';
@@ -25,8 +26,22 @@ export function isSummary(message: Message): boolean {
   return ctx?.summary !== undefined;
 }
 
-const callIdsOf = (m: Message) => m.contents.flatMap((c) => (c.type === 'function-call' ? [c.callId] : []));
-const resultIdsOf = (m: Message) => m.contents.flatMap((c) => (c.type === 'function-result' ? [c.callId] : []));
+/** The call ids and result ids of a message, read once per `contents` array (strategies regroup the same history on every call). */
+const idsByContents = new WeakMap<readonly Content[], { calls: string[]; results: string[] }>();
+function idsOf(m: Message): { calls: string[]; results: string[] } {
+  let ids = idsByContents.get(m.contents);
+  if (!ids) {
+    ids = { calls: [], results: [] };
+    for (const c of m.contents) {
+      if (c.type === 'function-call') ids.calls.push(c.callId);
+      else if (c.type === 'function-result') ids.results.push(c.callId);
+    }
+    idsByContents.set(m.contents, ids);
+  }
+  return ids;
+}
+const callIdsOf = (m: Message) => idsOf(m).calls;
+const resultIdsOf = (m: Message) => idsOf(m).results;
 
 function kindOf(m: Message): MessageGroupKind {
   if (isSummary(m)) return 'summary';
@@ -51,9 +66,9 @@ export function groupMessages(messages: readonly Message[]): MessageGroup[] {
     return r;
   };
   messages.forEach((m, index) => {
-    const calls = callIdsOf(m);
+    const { calls, results } = idsOf(m);
     const answered = new Set<MessageGroup>();
-    for (const id of resultIdsOf(m)) {
+    for (const id of results) {
       const g = exchangeOf.get(id);
       if (g) answered.add(resolve(g));
     }

@@ -133,6 +133,18 @@ export function toolResultCollapse(options: ToolResultCollapseOptions = {}): Com
   const keepRecent = checkInteger('toolResultCollapse', 'keepRecent', options.keepRecent ?? 1, 0);
   const minChars = checkInteger('toolResultCollapse', 'minChars', options.minChars ?? 200, 0);
   const gistChars = checkInteger('toolResultCollapse', 'gistChars', options.gistChars ?? 160, 0);
+  const large = (c: Content): c is FunctionResultContent => c.type === 'function-result' && size(c) >= minChars && !isCollapsed(c);
+  const key = `${minChars}/${gistChars}`;
+  let made = collapsedByOptions.get(key);
+  if (!made) collapsedByOptions.set(key, (made = new WeakMap()));
+  const collapsedContents = (contents: readonly Content[]): Content[] | null => {
+    let out = made!.get(contents);
+    if (out === undefined) {
+      out = contents.some(large) ? contents.map((c) => (large(c) ? collapse(c, gistChars) : c)) : null;
+      made!.set(contents, out);
+    }
+    return out;
+  };
   return withTrigger(options, {
     compact(messages) {
       const groups = groupMessages(messages);
@@ -144,17 +156,25 @@ export function toolResultCollapse(options: ToolResultCollapseOptions = {}): Com
           .filter((g) => !current.has(g))
           .flatMap((g) => g.messages),
       );
-      const large = (c: Content): c is FunctionResultContent => c.type === 'function-result' && size(c) >= minChars && !isCollapsed(c);
       let changed = false;
       const out = messages.map((m) => {
-        if (!collapsible.has(m) || !m.contents.some(large)) return m;
+        if (!collapsible.has(m)) return m;
+        const contents = collapsedContents(m.contents);
+        if (!contents) return m;
         changed = true;
-        return { ...m, contents: m.contents.map((c) => (large(c) ? collapse(c, gistChars) : c)) };
+        return { ...m, contents };
       });
       return changed ? out : [...messages];
     },
   });
 }
+
+/**
+ * The collapsed form of a message's contents (null: nothing to collapse) per `minChars/gistChars`,
+ * made once per `contents` array: every later call on the same history returns the same array, so it
+ * sizes no result again and hits the per-message token cache instead of recounting each collapsed message.
+ */
+const collapsedByOptions = new Map<string, WeakMap<readonly Content[], Content[] | null>>();
 
 function resultText(c: FunctionResultContent): string {
   return typeof c.result === 'string' ? c.result : JSON.stringify(c.result);
