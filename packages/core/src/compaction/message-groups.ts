@@ -67,6 +67,10 @@ export function groupMessages(messages: readonly Message[]): MessageGroup[] {
   };
   messages.forEach((m, index) => {
     const { calls, results } = idsOf(m);
+    if (!calls.length && !results.length) {
+      groups.push({ kind: kindOf(m), messages: [m], indices: [index] });
+      return;
+    }
     const answered = new Set<MessageGroup>();
     for (const id of results) {
       const g = exchangeOf.get(id);

@@ -18,6 +18,19 @@ function withTrigger(options: StrategyOptions, strategy: CompactionStrategy): Co
   return options.trigger ? compactWhen(options.trigger, strategy) : strategy;
 }
 
+/** A built-in strategy's work on a conversation already grouped, returning the result with its groups. */
+type GroupedCompact = (messages: readonly Message[], groups: MessageGroup[]) => { messages: Message[]; groups: MessageGroup[] };
+
+/** The grouped form of built-in strategies without a trigger, so `tokenBudget` groups a conversation once, not once per strategy. */
+const groupedForms = new WeakMap<CompactionStrategy, GroupedCompact>();
+
+/** A built-in strategy from its grouped form. */
+function grouped(options: StrategyOptions, run: GroupedCompact): CompactionStrategy {
+  const strategy: CompactionStrategy = { compact: (messages) => run(messages, groupMessages(messages)).messages };
+  if (!options.trigger) groupedForms.set(strategy, run);
+  return withTrigger(options, strategy);
+}
+
 /** Token counts per group (through the per-message cache), so dropping groups needs no recount. */
 function groupTokens(tokenizer: Tokenizer, groups: readonly MessageGroup[]): { total: number; of: Map<MessageGroup, number> } {
   let total = tokenizer.countMessageTokens([]);
@@ -65,27 +78,25 @@ export function truncation(options: TruncationOptions): CompactionStrategy {
   if (maxTokens !== undefined) checkInteger('truncation', 'maxTokens', maxTokens);
   const target = checkShare('truncation', 'target', options.target ?? 0.5);
   const tokenizer = options.tokenizer ?? defaultTokenizer();
-  return withTrigger(options, {
-    compact(messages) {
-      const groups = groupMessages(messages);
-      const { older } = splitProtected(groups);
-      const tokens = maxTokens === undefined ? undefined : groupTokens(tokenizer, groups);
-      let messageCount = messages.length;
-      let tokenCount = tokens?.total ?? 0;
-      const within = (share: number) =>
-        (maxMessages === undefined || messageCount <= Math.floor(maxMessages * share)) &&
-        (maxTokens === undefined || tokenCount <= Math.floor(maxTokens * share));
-      if (within(1)) return [...messages];
-      const dropped = new Set<MessageGroup>();
-      for (const group of older) {
-        if (within(target)) break;
-        dropped.add(group);
-        messageCount -= group.messages.length;
-        if (tokens) tokenCount -= tokens.of.get(group)!;
-      }
-      if (dropped.size === 0) return [...messages];
-      return keepOnly(groups, new Set(groups.filter((g) => !dropped.has(g))));
-    },
+  return grouped(options, (messages, groups) => {
+    const { older } = splitProtected(groups);
+    const tokens = maxTokens === undefined ? undefined : groupTokens(tokenizer, groups);
+    let messageCount = messages.length;
+    let tokenCount = tokens?.total ?? 0;
+    const within = (share: number) =>
+      (maxMessages === undefined || messageCount <= Math.floor(maxMessages * share)) &&
+      (maxTokens === undefined || tokenCount <= Math.floor(maxTokens * share));
+    if (within(1)) return { messages: [...messages], groups };
+    const dropped = new Set<MessageGroup>();
+    for (const group of older) {
+      if (within(target)) break;
+      dropped.add(group);
+      messageCount -= group.messages.length;
+      if (tokens) tokenCount -= tokens.of.get(group)!;
+    }
+    if (dropped.size === 0) return { messages: [...messages], groups };
+    const kept = groups.filter((g) => !dropped.has(g));
+    return { messages: flattenGroups(kept), groups: kept };
   });
 }
 
@@ -145,27 +156,27 @@ export function toolResultCollapse(options: ToolResultCollapseOptions = {}): Com
     }
     return out;
   };
-  return withTrigger(options, {
-    compact(messages) {
-      const groups = groupMessages(messages);
-      const exchanges = groups.filter((g) => g.kind === 'tool-exchange');
-      const current = options.includeCurrentTurn ? new Set<MessageGroup>() : new Set(splitProtected(groups).recent);
-      const collapsible = new Set(
-        exchanges
-          .slice(0, Math.max(0, exchanges.length - keepRecent))
-          .filter((g) => !current.has(g))
-          .flatMap((g) => g.messages),
-      );
+  return grouped(options, (messages, groups) => {
+    const exchanges = groups.filter((g) => g.kind === 'tool-exchange');
+    const current = options.includeCurrentTurn ? new Set<MessageGroup>() : new Set(splitProtected(groups).recent);
+    const replaced = new Map<Message, Message>();
+    // Collapsing keeps every call id and result id, so the groups stay the same with the new messages.
+    const regrouped = new Map<MessageGroup, MessageGroup>();
+    for (const g of exchanges.slice(0, Math.max(0, exchanges.length - keepRecent))) {
+      if (current.has(g)) continue;
       let changed = false;
-      const out = messages.map((m) => {
-        if (!collapsible.has(m)) return m;
+      const inGroup = g.messages.map((m) => {
         const contents = collapsedContents(m.contents);
         if (!contents) return m;
         changed = true;
-        return { ...m, contents };
+        const collapsed = { ...m, contents };
+        replaced.set(m, collapsed);
+        return collapsed;
       });
-      return changed ? out : [...messages];
-    },
+      if (changed) regrouped.set(g, { ...g, messages: inGroup });
+    }
+    if (!replaced.size) return { messages: [...messages], groups };
+    return { messages: messages.map((m) => replaced.get(m) ?? m), groups: groups.map((g) => regrouped.get(g) ?? g) };
   });
 }
 
@@ -258,11 +269,20 @@ export function tokenBudget(options: TokenBudgetOptions): CompactionStrategy {
   const strategies = options.strategies ?? [toolResultCollapse(), toolResultCollapse({ includeCurrentTurn: true })];
   return withTrigger(options, {
     async compact(messages, context) {
-      if (countTokens(tokenizer, messages) <= maxTokens) return [...messages];
+      let tokens = countTokens(tokenizer, messages);
+      if (tokens <= maxTokens) return [...messages];
       let current = [...messages];
+      /** The groups of `current`, kept while built-in strategies run back to back. */
+      let groups: MessageGroup[] | undefined;
       for (const strategy of [...strategies, last]) {
-        if (countTokens(tokenizer, current) <= goal) break;
-        current = await strategy.compact(current, context);
+        if (tokens <= goal) break;
+        const form = groupedForms.get(strategy);
+        if (form) ({ messages: current, groups } = form(current, groups ?? groupMessages(current)));
+        else {
+          current = await strategy.compact(current, context);
+          groups = undefined;
+        }
+        if (strategy !== last) tokens = countTokens(tokenizer, current);
       }
       return current;
     },
