@@ -1,6 +1,6 @@
 import { BackendUnavailableError, ConfigurationError } from '@ctx/core';
 import { describe, expect, it } from 'vitest';
-import { toCtxError } from './errors.js';
+import { callMem0, toCtxError } from './errors.js';
 
 describe('toCtxError', () => {
   const site = { operation: 'search', kind: 'platform', sessionId: 's' } as const;
@@ -54,5 +54,45 @@ describe('statuses without a mapping before', () => {
     expect(type.isInstance(out)).toBe(true);
     expect(out.message).toContain(`mem0 (platform) add for session "s" ${message}`);
     expect(out.cause).toBe(error);
+  });
+});
+
+describe('callMem0', () => {
+  const site = { operation: 'search', kind: 'platform', sessionId: 's' } as const;
+  const never = () => new Promise<never>(() => {});
+
+  it('resolves with what the call resolves to', async () => {
+    await expect(callMem0(async () => 42, site, 1000, 'searchTimeoutMs')).resolves.toBe(42);
+  });
+  it('maps what the call throws or rejects with, synchronously too', async () => {
+    await expect(callMem0(() => Promise.reject(new TypeError('fetch failed')), site, 1000, 'x')).rejects.toThrow(
+      /^mem0 \(platform\) search for session "s" failed \(unreachable\)/,
+    );
+    const sync = () => {
+      throw Object.assign(new Error('no'), { status: 401 });
+    };
+    await expect(callMem0(sync, site, 1000, 'x')).rejects.toBeInstanceOf(ConfigurationError);
+  });
+  it('rejects at the deadline with a BackendUnavailableError naming the option', async () => {
+    const error = await callMem0(never, site, 20, 'searchTimeoutMs').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BackendUnavailableError);
+    expect((error as Error).message).toMatch(/search for session "s" did not answer within 20 ms\. .*raise searchTimeoutMs/);
+  });
+  it('rejects with the reason of the signal, and the call failing afterwards changes nothing', async () => {
+    const controller = new AbortController();
+    let fail: (e: Error) => void = () => {};
+    const call = () => new Promise<never>((_, reject) => (fail = reject));
+    const result = callMem0(call, site, 10_000, 'x', controller.signal).catch((e: unknown) => e);
+    const reason = new Error('user cancelled');
+    controller.abort(reason);
+    fail(new Error('late'));
+    expect(await result).toBe(reason);
+  });
+  it('does not start the call when the signal has already aborted', async () => {
+    let calls = 0;
+    const reason = new Error('gone');
+    const call = async () => void calls++;
+    await expect(callMem0(call, site, 1000, 'x', AbortSignal.abort(reason))).rejects.toBe(reason);
+    expect(calls).toBe(0);
   });
 });
