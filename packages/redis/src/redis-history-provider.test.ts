@@ -312,7 +312,10 @@ for (const [topology, connect] of [
         const counted = countCommands(client);
         const to = id();
         expect(await fork(provider, from, to, messages[1099]!.id)).toBe(1100);
-        expect(counted.names).toEqual(client instanceof Redis ? ['evalsha'] : ['lrange', 'evalsha']);
+        // On a cluster the copy is saved on the node of `to`, which may not have run the script yet:
+        // it answers NOSCRIPT once and the client sends the script whole (EVALSHA, then EVAL).
+        const names = counted.names.filter((name, i, all) => !(name === 'eval' && all[i - 1] === 'evalsha'));
+        expect(names).toEqual(client instanceof Redis ? ['evalsha'] : ['lrange', 'evalsha']);
         expect(texts(await provider.getMessages(to, { state }))).toEqual(texts(messages.slice(0, 1100)));
         // The copy's bookkeeping: ids de-duplicate, export cursors go on, expiry is set on both keys.
         expect(await provider.append(to, [messages[5]!, messages[1100]!])).toBe(1);
