@@ -1,6 +1,7 @@
-import { Agent, createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { Agent, createServer, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createGatewayEmulation } from './gateway.js';
+import { sendUpstream } from './upstream.js';
 
 /** What a Cosmos DB REST request is, told from its method, path and headers. */
 export type CosmosRequestKind =
@@ -230,22 +231,11 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
     failed: () => void,
   ) => {
     const headers = { ...req.headers, host: upstream.host, 'content-length': String(body.length) };
-    const out = httpRequest(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent },
-      (upRes) => {
-        const parts: Buffer[] = [];
-        upRes.on('data', (chunk: Buffer) => parts.push(chunk));
-        upRes.on('end', () => {
-          const reply = Buffer.concat(parts);
-          const replyHeaders = { ...upRes.headers, 'content-length': String(reply.length) };
-          delete replyHeaders['transfer-encoding'];
-          done(upRes.statusCode ?? 502, replyHeaders, reply);
-        });
-        upRes.on('error', failed);
-      },
-    );
-    out.on('error', failed);
-    out.end(body);
+    sendUpstream(agent, upstream, { method: req.method ?? 'GET', path: req.url ?? '/', headers, body }).then((reply) => {
+      const replyHeaders = { ...reply.headers, 'content-length': String(reply.body.length) };
+      delete replyHeaders['transfer-encoding'];
+      done(reply.status, replyHeaders, reply.body);
+    }, failed);
   };
 
   server.on('connection', (socket: Socket) => {

@@ -79,7 +79,7 @@ export const FULL_RANGE: QueryRange = { min: '', max: 'FF', isMinInclusive: true
  * @throws SyntaxError (from the stand-in's parser) for a query it cannot parse.
  */
 export function planQuery(sql: string, parameters: readonly { name: string; value: unknown }[], ranges: QueryRange[]): PlannedQuery {
-  const body = parseQuery(sql).ast.body;
+  const body = parsed(sql).body;
   const clauses = splitClauses(sql);
   const source = body.from?.source;
   const alias: string = source?.alias?.name ?? source?.expression?.expression?.name ?? 'root';
@@ -135,11 +135,51 @@ export function planQuery(sql: string, parameters: readonly { name: string; valu
   };
 }
 
-/** The query with `condition` added to its WHERE clause (the filter restricting it to one partition key range). */
+/**
+ * The query with `condition` (an expression binding at least as tightly as AND, such as a function
+ * call) added to its WHERE clause: the filter restricting it to one partition key range. The
+ * existing clause is put in parentheses only when it needs them (a top-level OR or `?`), because
+ * the stand-in's parser takes time exponential in the nesting depth of parentheses: one more level
+ * around the WHERE clause of the SDK's per-range ORDER BY queries doubles the time to parse them
+ * (about a second on this machine).
+ */
 export function addCondition(sql: string, condition: string): string {
   const c = splitClauses(sql);
-  const where = c.where ? `(${condition}) AND (${c.where})` : condition;
+  const where = c.where ? `${condition} AND ${bindsLooserThanAnd(c.where) ? `(${c.where})` : c.where}` : condition;
   return `SELECT ${c.select} FROM ${c.from} WHERE ${where}${c.tail ? ` ${c.tail}` : ''}`;
+}
+
+/**
+ * The root alias of a query's FROM clause (`c` in `FROM c`, `r` in `FROM root r` or `FROM root AS r`),
+ * read from the text without parsing the query.
+ */
+export function aliasOf(sql: string): string {
+  const [, collection = 'root', alias] = /^\s*([A-Za-z_]\w*)(?:\s+(?:AS\s+)?([A-Za-z_]\w*))?/i.exec(splitClauses(sql).from) ?? [];
+  return alias && !/^(JOIN|IN)$/i.test(alias) ? alias : collection;
+}
+
+/** Whether an expression has a top-level OR, ternary or coalescing operator, so `x AND expression` would regroup it. */
+function bindsLooserThanAnd(expression: string): boolean {
+  let found = false;
+  scanTopLevel(expression, (i) => {
+    if (expression[i] === '?' || (/^OR\b/i.test(expression.slice(i, i + 3)) && (i === 0 || /[^\w@$.]/.test(expression[i - 1]!))))
+      found = true;
+    return 0;
+  });
+  return found;
+}
+
+const ASTS = new Map<string, SqlAst>();
+
+/** The stand-in's AST of a query, remembered for the last 64 queries (a query-plan request and the refused query that follows it share one). */
+function parsed(sql: string): SqlAst {
+  let ast = ASTS.get(sql);
+  if (ast === undefined) {
+    ast = parseQuery(sql).ast;
+    if (ASTS.size >= 64) ASTS.delete(ASTS.keys().next().value!);
+    ASTS.set(sql, ast);
+  }
+  return ast;
 }
 
 /**
