@@ -4,6 +4,7 @@ import { ConfigurationError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import type { CompactionStrategy } from '../spec/compaction-strategy.js';
 import type { Role } from '../spec/message.js';
+import type { Tokenizer } from '../spec/tokenizer.js';
 import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
 import { flattenGroups, groupMessages, hasOrphans, splitProtected } from './message-groups.js';
 import { contextWindow, pruneReasoning, slidingWindow, tokenBudget, toolResultCollapse, truncation } from './strategies.js';
@@ -128,6 +129,19 @@ describe('compaction strategies (property tests)', () => {
       );
     });
   }
+
+  it('tokenBudget returns what its strategies return one by one, each regrouping the conversation', async () => {
+    // A wrapper hides the built-in strategies' grouped form, so each regroups what the one before returned.
+    const opaque = (s: CompactionStrategy): CompactionStrategy => ({ compact: (m, c) => s.compact(m, c) });
+    await fc.assert(
+      fc.asyncProperty(conversation, fc.integer({ min: 20, max: 3000 }), async (input, budget) => {
+        const chained = await tokenBudget({ maxTokens: budget, tokenizer }).compact(input, {});
+        const strategies = [toolResultCollapse(), toolResultCollapse({ includeCurrentTurn: true })].map(opaque);
+        expect(chained).toEqual(await tokenBudget({ maxTokens: budget, tokenizer, strategies }).compact(input, {}));
+      }),
+      { numRuns: 150 },
+    );
+  });
 
   it('truncation by messages holds its limit whenever droppable groups remain', async () => {
     await fc.assert(
@@ -287,6 +301,28 @@ describe('compaction strategies (examples)', () => {
     const out = await tokenBudget({ maxTokens: 100, tokenizer }).compact(conversation, {});
     expect(ids(out)).toEqual(['sys', 'new']);
     expect(count(out)).toBeGreaterThan(100);
+  });
+
+  it('tokenBudget counts each message once over repeated calls on the same history', async () => {
+    let counted = 0;
+    const counting: Tokenizer = {
+      ...tokenizer,
+      countMessageTokens: (messages) => {
+        counted += messages.length;
+        return tokenizer.countMessageTokens(messages);
+      },
+    };
+    const history = build({
+      system: true,
+      turns: Array.from({ length: 6 }, () => ({ user: 'q', rounds: [{ calls: 2, resultSize: 1000, split: false }], answer: 'a' })),
+      unfinished: false,
+    });
+    const strategy = tokenBudget({ maxTokens: 400, tokenizer: counting });
+    const first = await strategy.compact(history, {});
+    const once = counted;
+    expect(once).toBeGreaterThan(history.length); // the collapsed results were counted too
+    expect(await strategy.compact([...history], {})).toEqual(first);
+    expect(counted).toBe(once);
   });
 
   it('pruneReasoning removes reasoning from earlier turns only', async () => {

@@ -136,6 +136,13 @@ export interface ToolResultCollapseOptions extends StrategyOptions {
 }
 
 /**
+ * The collapsed form of a message's contents (null: nothing to collapse) per `minChars/gistChars`,
+ * made once per `contents` array: every later call on the same history returns the same array, so it
+ * sizes no result again and hits the per-message token cache instead of recounting each collapsed message.
+ */
+const collapsedByOptions = new Map<string, WeakMap<readonly Content[], Content[] | null>>();
+
+/**
  * Replaces the results of older tool exchanges with their first `gistChars` characters and a
  * marker that says what was removed (`[collapsed: 5,210 characters of search_docs result; the first
  * 160 follow]`). Calls and results stay paired.
@@ -146,13 +153,13 @@ export function toolResultCollapse(options: ToolResultCollapseOptions = {}): Com
   const gistChars = checkInteger('toolResultCollapse', 'gistChars', options.gistChars ?? 160, 0);
   const large = (c: Content): c is FunctionResultContent => c.type === 'function-result' && size(c) >= minChars && !isCollapsed(c);
   const key = `${minChars}/${gistChars}`;
-  let made = collapsedByOptions.get(key);
-  if (!made) collapsedByOptions.set(key, (made = new WeakMap()));
+  const made = collapsedByOptions.get(key) ?? new WeakMap<readonly Content[], Content[] | null>();
+  collapsedByOptions.set(key, made);
   const collapsedContents = (contents: readonly Content[]): Content[] | null => {
-    let out = made!.get(contents);
+    let out = made.get(contents);
     if (out === undefined) {
       out = contents.some(large) ? contents.map((c) => (large(c) ? collapse(c, gistChars) : c)) : null;
-      made!.set(contents, out);
+      made.set(contents, out);
     }
     return out;
   };
@@ -179,13 +186,6 @@ export function toolResultCollapse(options: ToolResultCollapseOptions = {}): Com
     return { messages: messages.map((m) => replaced.get(m) ?? m), groups: groups.map((g) => regrouped.get(g) ?? g) };
   });
 }
-
-/**
- * The collapsed form of a message's contents (null: nothing to collapse) per `minChars/gistChars`,
- * made once per `contents` array: every later call on the same history returns the same array, so it
- * sizes no result again and hits the per-message token cache instead of recounting each collapsed message.
- */
-const collapsedByOptions = new Map<string, WeakMap<readonly Content[], Content[] | null>>();
 
 function resultText(c: FunctionResultContent): string {
   return typeof c.result === 'string' ? c.result : JSON.stringify(c.result);
