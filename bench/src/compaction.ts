@@ -1015,7 +1015,7 @@ export async function compactionBench(): Promise<Row[]> {
     `\nvs best peer = billable tokens of the row / those of the cheapest valid row that is not ctx (${others.map((r) => r.label.split('(')[0]!.trim()).join(', ')}).`,
   );
 
-  const summarized = summarizers.get(variants[variants.length - 1]!.label)!;
+  const summarized = summarizers.get(variants[variants.length - 1]!.label);
   console.log('');
   console.log('rejected = the service would refuse the list: a function call without its result or a result without its call');
   console.log(
@@ -1028,7 +1028,7 @@ export async function compactionBench(): Promise<Row[]> {
     if (tally.lostCurrentResults)
       console.log(`- ${label}: ${tally.lostCurrentResults} calls miss a tool result of their own turn, or see it collapsed.`);
   }
-  if (summarized.calls > 0)
+  if (summarized && summarized.calls > 0)
     console.log(
       `- ctx summarization: ${summarized.calls} summarizer calls (${summarized.byPhase()}) on ${summarized.distinct} distinct transcripts: a summary made in the ` +
         "tool loop lives only in that run (the same strategy is used in both places here), so the next run's boundary, which stores its summary, makes its own.",
