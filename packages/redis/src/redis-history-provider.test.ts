@@ -340,7 +340,7 @@ for (const [topology, connect] of [
         const to = id();
         expect(await fork(small, from, to, messages[2]!.id)).toBe(3);
         expect(texts(await small.getMessages(to, { state }))).toEqual(['m1', 'm2']);
-        expect(await client.zrange(small.keys(to).ids, 0, -1)).toEqual([messages[1]!.id, messages[2]!.id]);
+        expect(await client.zrange(small.keys(to).ids, '0', '-1')).toEqual([messages[1]!.id, messages[2]!.id]);
       });
 
       it('a message not in the history is a ConfigurationError and nothing is written', async () => {
