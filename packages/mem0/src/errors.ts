@@ -1,5 +1,5 @@
 import { BackendUnavailableError, ConfigurationError, CtxError } from '@ctx/core';
-import { shortId } from '@ctx/core/backend';
+import { shortId, withDeadline } from '@ctx/core/backend';
 
 /** What a failed call was doing, for error messages. Ids only, never message text. */
 export interface Mem0CallSite {
@@ -98,12 +98,10 @@ export function toCtxError(error: unknown, site: Mem0CallSite): CtxError {
 const OTHER_4XX: [string, string] = ['was rejected', 'check `host`, the mem0ai version and the options.'];
 
 /**
- * Runs one mem0 call with a deadline: it rejects with a `BackendUnavailableError` after
+ * Runs one mem0 call with core's `withDeadline`: it rejects with a `BackendUnavailableError` after
  * `timeoutMs`, with the signal's reason when `signal` aborts first, and with `toCtxError` of what
- * the call threw. The call itself cannot be cancelled (the mem0 clients take no signal) and may
- * still complete later. `option` names the timeout option the message tells the user to raise.
- * Core's `withDeadline` would also make an `AbortController` for the call, which no mem0 client
- * reads: up to three of those per run were the largest item of the provider's own CPU time.
+ * the call threw. The call itself cannot be cancelled (the mem0 clients take no signal, so none is
+ * made) and may still complete later. `option` names the timeout option the message tells the user to raise.
  */
 export function callMem0<T>(
   call: () => Promise<T>,
@@ -112,38 +110,12 @@ export function callMem0<T>(
   option: string,
   signal?: AbortSignal,
 ): Promise<T> {
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  let pending: Promise<T>;
-  try {
-    pending = call();
-  } catch (error) {
-    return Promise.reject(toCtxError(error, site));
-  }
-  return new Promise<T>((resolve, reject) => {
-    // The first to happen settles the promise; what comes later is ignored (and never unhandled).
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-    };
-    const onAbort = () => {
-      done();
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      done();
-      const hint = `Check that mem0 (and, for mem0 OSS, its LLM and embedder) is reachable, or raise ${option} if it is just slow.`;
-      reject(new BackendUnavailableError('mem0', `${describeSite(site)} did not answer within ${timeoutMs} ms. ${hint}`));
-    }, timeoutMs);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    Promise.resolve(pending).then(
-      (value) => {
-        done();
-        resolve(value);
-      },
-      (error: unknown) => {
-        done();
-        reject(toCtxError(error, site));
-      },
-    );
+  return withDeadline(call, {
+    timeoutMs,
+    signal,
+    backend: 'mem0',
+    operation: describeSite(site),
+    hint: `Check that mem0 (and, for mem0 OSS, its LLM and embedder) is reachable, or raise ${option} if it is just slow.`,
+    mapError: (error) => toCtxError(error, site),
   });
 }

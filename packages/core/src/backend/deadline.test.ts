@@ -102,6 +102,18 @@ describe('withDeadline', () => {
     ).catch((e: unknown) => e);
     expect(BackendUnavailableError.isInstance(error)).toBe(true);
   });
+
+  it('a call that takes no signal is bounded alike: the deadline and the abort win over a later failure', async () => {
+    const late = () => new Promise<never>((_, reject) => setTimeout(() => reject(new Error('late')), 60));
+    const timedOut = await withDeadline(late, { ...site, timeoutMs: 20 }).catch((e: unknown) => e);
+    expect(BackendUnavailableError.isInstance(timedOut)).toBe(true);
+    expect((timedOut as Error).message).toContain('did not answer within 20 ms');
+    const controller = new AbortController();
+    const aborted = withDeadline(late, { ...site, timeoutMs: 1000, signal: controller.signal }).catch((e: unknown) => e);
+    controller.abort(new Error('stop'));
+    expect(((await aborted) as Error).message).toBe('stop');
+    await new Promise((resolve) => setTimeout(resolve, 80)); // the late failures are never unhandled
+  });
 });
 
 describe('abortable', () => {

@@ -24,36 +24,38 @@ export interface DeadlineOptions {
  * when the caller's `signal` does; `withDeadline` settles at that moment even if `call` ignores its
  * signal, so nothing a backend does can hang a run. It rejects with the caller's abort reason when
  * the caller aborted, with a `BackendUnavailableError` at the deadline, and with
- * `mapError(error)` when the call failed.
+ * `mapError(error)` when the call failed. A `call` that declares no parameter gets no signal, and
+ * none is made for it (an `AbortController` costs more than the rest of this function).
  */
 export async function withDeadline<T>(call: (signal: AbortSignal) => Promise<T>, options: DeadlineOptions): Promise<T> {
   const { timeoutMs, signal, backend, operation } = options;
   signal?.throwIfAborted();
-  const controller = new AbortController();
+  const controller = call.length > 0 ? new AbortController() : undefined;
+  let ended: { reason: unknown } | undefined; // the deadline passed or the caller aborted
   let timer: ReturnType<typeof setTimeout> | undefined;
   let onAbort: (() => void) | undefined;
   const deadline = new Promise<never>((_, reject) => {
+    const end = (reason: unknown) => {
+      ended = { reason };
+      controller?.abort(reason);
+      reject(reason);
+    };
     timer = setTimeout(() => {
       const hint = options.hint ?? 'Check that the service is reachable, or raise timeoutMs if it is just slow.';
-      const error = new BackendUnavailableError(backend, `${operation} did not answer within ${timeoutMs} ms. ${hint}`);
-      controller.abort(error);
-      reject(error);
+      end(new BackendUnavailableError(backend, `${operation} did not answer within ${timeoutMs} ms. ${hint}`));
     }, timeoutMs);
     if (signal) {
-      onAbort = () => {
-        controller.abort(signal.reason);
-        reject(signal.reason);
-      };
+      onAbort = () => end(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
     }
   });
   let pending: Promise<T> | undefined;
   try {
-    pending = call(controller.signal);
+    pending = controller ? call(controller.signal) : (call as () => Promise<T>)();
     return await Promise.race([pending, deadline]);
   } catch (error) {
     // Once the deadline passed or the caller aborted, that is the outcome, whatever the call threw on its way out.
-    if (controller.signal.aborted) throw controller.signal.reason;
+    if (ended) throw ended.reason;
     throw (options.mapError ?? defaultMapError(backend, operation))(error);
   } finally {
     clearTimeout(timer);

@@ -2,6 +2,9 @@ import { ConfigurationError } from '../errors.js';
 import type { Message } from '../messages/message.js';
 import type { Redactor } from './agent.js';
 
+/** Without a redactor: the messages as they are (one function for every provider and run). */
+const unchanged = async (messages: readonly Message[]): Promise<Message[]> => [...messages];
+
 /**
  * `ProviderRunArgs.redact` for one provider of one run: the agent's `redact` applied and checked
  * (one message per message, same ids, in order), or the messages unchanged without one.
@@ -12,7 +15,7 @@ export function redactorFor(
   sourceId: string,
   signal: AbortSignal,
 ): (messages: readonly Message[]) => Promise<Message[]> {
-  if (!redact) return async (messages) => [...messages];
+  if (!redact) return unchanged;
   return async (messages) => {
     if (messages.length === 0) return [];
     const out = await redact(messages, { sessionId, sourceId, signal });
