@@ -61,6 +61,7 @@ export type {
   AgentOptions,
   AgentRunOptions,
   AgentRunStream,
+  ForkSessionOptions,
   RedactInfo,
   Redactor,
   ToolApproval,
