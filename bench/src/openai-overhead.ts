@@ -6,42 +6,17 @@
  * two cores made wall-clock ratios swing from 0.7x to 1.9x. Sides alternate call by call.
  * Prints figures and ratios; asserts nothing.
  */
-import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { type Agent, type ChatClient, createAgent, Message } from '@ctx/core';
 import { OpenAIChatClient, OpenAIResponsesClient } from '@ctx/openai';
 import OpenAI from 'openai';
+import { jsonBody, replay, sseBody } from './replay-fetch.js';
 import { fmtRatio, printTable, settle } from './timing.js';
 
-const FIXTURES = new URL('../../tooling/openai-test-server/fixtures/', import.meta.url);
 const QUESTION = 'Explain context engineering.';
 const INSTRUCTIONS = 'Be thorough.';
 const WARMUP = 50;
 const CALLS = 300;
-
-/** A recorded stream as the service sends it: SSE frames, delivered a few frames per network read. */
-function sseBody(file: string, named: boolean): Uint8Array[] {
-  const events = readFileSync(new URL(file, FIXTURES), 'utf8').split('\n').filter(Boolean);
-  const frames = events.map((data) => `${named ? `event: ${(JSON.parse(data) as { type: string }).type}\n` : ''}data: ${data}\n\n`);
-  if (!named) frames.push('data: [DONE]\n\n');
-  const reads: Uint8Array[] = [];
-  for (let i = 0; i < frames.length; i += 4) reads.push(Buffer.from(frames.slice(i, i + 4).join('')));
-  return reads;
-}
-
-/** A `fetch` that answers every request with `reads` (no network, no server). */
-function replay(reads: Uint8Array[], contentType: string): typeof fetch {
-  return async (_input, init) => {
-    if (init?.body !== undefined) await new Response(init.body as BodyInit).arrayBuffer(); // the SDK's request is built and read, as on the wire
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        for (const read of reads) controller.enqueue(read);
-        controller.close();
-      },
-    });
-    return new Response(body, { status: 200, headers: { 'content-type': contentType } });
-  };
-}
 
 function sdkFor(reads: Uint8Array[], contentType: string): OpenAI {
   return new OpenAI({ apiKey: 'bench-key', baseURL: 'http://replay.invalid/v1', maxRetries: 0, fetch: replay(reads, contentType) });
@@ -66,9 +41,9 @@ function cases(): { name: string; sides: Side[] }[] {
   const messages = [Message.user(QUESTION)];
   const options = { instructions: INSTRUCTIONS };
   const chatStream = sdkFor(sseBody('chat-text-stream.chunks.txt', false), 'text/event-stream');
-  const chatPlain = sdkFor([readFileSync(new URL('chat-text.json', FIXTURES))], 'application/json');
+  const chatPlain = sdkFor(jsonBody('chat-text.json'), 'application/json');
   const respStream = sdkFor(sseBody('responses-web-search-stream.chunks.txt', true), 'text/event-stream');
-  const respPlain = sdkFor([readFileSync(new URL('responses-text.json', FIXTURES))], 'application/json');
+  const respPlain = sdkFor(jsonBody('responses-text.json'), 'application/json');
   const chatInput = [
     { role: 'system' as const, content: INSTRUCTIONS },
     { role: 'user' as const, content: QUESTION },
