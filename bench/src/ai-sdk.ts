@@ -1,65 +1,46 @@
 /**
  * @ctx/ai-sdk: what ctx adds to a model call beside the bare AI SDK call, in client CPU time
- * (`cpu-compare.ts`: one process, sides alternating call by call, median and p90). The model is the
- * AI SDK's own MockLanguageModelV3 answering with a recorded OpenAI reply (`chat-text-stream.chunks.txt`:
- * its 300 text deltas one stream part each, with the recorded usage; `chat-text.json` for
- * `generateText`), so both sides get the same realistic answer and nothing but client work is
- * timed. The mock parses nothing, where a real provider parses and validates every chunk, so the
- * ratios are an upper bound. A last table is the worst case: a one-line reply, the pure overhead in
- * microseconds. Prints tables; never asserts timings.
+ * (`cpu-compare.ts`: one process, sides alternating call by call, median and p90). The realistic
+ * rows use `@ai-sdk/openai`'s Chat Completions model, its `fetch` answering with what the real
+ * service sent (`replay-fetch.ts`: the recorded 302-chunk SSE stream, four frames per read, and the
+ * recorded JSON reply), so every side parses and validates the same real traffic and nothing but
+ * client work is timed. The worst-case rows use the AI SDK's `MockLanguageModelV3` answering a
+ * one-line reply at once: ctx's own work over almost nothing. Prints tables; never asserts timings.
  */
-import { readFileSync } from 'node:fs';
+import { createOpenAI } from '@ai-sdk/openai';
 import { aiSdkChatClient, ctxMiddleware } from '@ctx/ai-sdk';
 import { AgentSession, createAgent, type JsonObject } from '@ctx/core';
-import { generateText, type LanguageModel, streamText, wrapLanguageModel } from 'ai';
+import { generateText, type LanguageModel, type ModelMessage, streamText, wrapLanguageModel } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { CPU_HEADERS, type CpuSide, compareCpu, cpuCells } from './cpu-compare.js';
+import { jsonBody, replay, sseBody } from './replay-fetch.js';
 import { printTable } from './timing.js';
 
-const FIXTURES = new URL('../../tooling/openai-test-server/fixtures/', import.meta.url);
 const QUESTION = 'Invent a new holiday and describe its traditions.';
 const SHORT_REPLY = 'Shipping to Norway takes 5 working days.';
 
-type Chunk = { choices: { delta?: { content?: string } }[]; usage: { prompt_tokens: number; completion_tokens: number } | null };
-
-/** The recorded answer: its text deltas in order, the whole text, and its token counts. */
-function recorded() {
-  const chunks = readFileSync(new URL('chat-text-stream.chunks.txt', FIXTURES), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as Chunk);
-  const deltas = chunks.flatMap((c) => c.choices.flatMap((choice) => (choice.delta?.content ? [choice.delta.content] : [])));
-  const usage = chunks.find((c) => c.usage)?.usage ?? { prompt_tokens: 0, completion_tokens: 0 };
-  const plain = JSON.parse(readFileSync(new URL('chat-text.json', FIXTURES), 'utf8')) as {
-    choices: { message: { content: string } }[];
-    usage: { prompt_tokens: number; completion_tokens: number };
-  };
-  return { deltas, usage, text: plain.choices[0]!.message.content, plainUsage: plain.usage };
+/** `@ai-sdk/openai`'s Chat Completions model answering every call with the recorded `reads`. */
+function recordedModel(reads: Uint8Array[], contentType: string) {
+  return createOpenAI({ apiKey: 'bench-key', baseURL: 'http://replay.invalid/v1', fetch: replay(reads, contentType) }).chat('gpt-4o-mini');
 }
 
-const v3Usage = (input: number, output: number) => ({
-  inputTokens: { total: input, noCache: input, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: output, text: output, reasoning: undefined },
-});
-
-/** A mock model that answers `text` from `doGenerate` and `deltas` (one part each) from `doStream`, at once. */
-function mockModel(answer: { text: string; deltas: string[]; input: number; output: number }) {
-  const usage = v3Usage(answer.input, answer.output);
+/** A mock model that answers `text` at once, from `doGenerate` and (one delta) from `doStream`. */
+function instantModel(text: string) {
+  const usage = {
+    inputTokens: { total: 20, noCache: 20, cacheRead: undefined, cacheWrite: undefined },
+    outputTokens: { total: 9, text: 9, reasoning: undefined },
+  };
+  const finishReason = { unified: 'stop', raw: 'stop' } as const;
   return new MockLanguageModelV3({
-    doGenerate: async () => ({
-      content: [{ type: 'text', text: answer.text }],
-      finishReason: { unified: 'stop', raw: 'stop' },
-      usage,
-      warnings: [],
-    }),
+    doGenerate: async () => ({ content: [{ type: 'text', text }], finishReason, usage, warnings: [] }),
     doStream: async () => ({
       stream: new ReadableStream({
         start(controller) {
           controller.enqueue({ type: 'stream-start', warnings: [] });
           controller.enqueue({ type: 'text-start', id: 't' });
-          for (const delta of answer.deltas) controller.enqueue({ type: 'text-delta', id: 't', delta });
+          controller.enqueue({ type: 'text-delta', id: 't', delta: text });
           controller.enqueue({ type: 'text-end', id: 't' });
-          controller.enqueue({ type: 'finish', finishReason: { unified: 'stop', raw: 'stop' }, usage });
+          controller.enqueue({ type: 'finish', finishReason, usage });
           controller.close();
         },
       }),
@@ -67,14 +48,17 @@ function mockModel(answer: { text: string; deltas: string[]; input: number; outp
   });
 }
 
-/** A session holding 10 stored messages before every call: `reset` removes the turn the last call stored, untimed. */
+/** The 10 messages of history both session sides hold, as ctx stored messages and as the AI SDK messages an app would keep. */
+const HISTORY = Array.from({ length: 10 }, (_, i) => ({ role: i % 2 ? ('assistant' as const) : ('user' as const), text: `message ${i}` }));
+
+/** A session holding the 10 messages of `HISTORY` before every call: `reset` removes the turn the last call stored, untimed. */
 function sessionOf10() {
   const session = new AgentSession();
-  const messages = Array.from({ length: 10 }, (_, i) => ({
+  const messages = HISTORY.map(({ role, text }, i) => ({
     id: `m${i}`,
-    role: i % 2 ? 'assistant' : 'user',
-    contents: [{ type: 'text', text: `message ${i}` }],
-    metadata: { ctx: i % 2 ? { sourceId: 'response', sourceType: 'response' } : { sourceId: 'input', sourceType: 'input' } },
+    role,
+    contents: [{ type: 'text', text }],
+    metadata: { ctx: role === 'assistant' ? { sourceId: 'response', sourceType: 'response' } : { sourceId: 'input', sourceType: 'input' } },
   }));
   session.state.memory = { messages } as unknown as JsonObject;
   const reset = () => {
@@ -84,72 +68,63 @@ function sessionOf10() {
   return { session, stored: () => messages.length, reset };
 }
 
-/** Fewer calls for the streamed rows, whose calls take milliseconds. */
-const streamedCalls = (title: string) => (title.startsWith('streamText') ? { warmup: 30, calls: 200 } : {});
-
 async function drain(stream: AsyncIterable<unknown>): Promise<void> {
   for await (const _ of stream);
 }
 
 export async function aiSdkBench(): Promise<void> {
-  console.log('\n## @ctx/ai-sdk: overhead over the bare AI SDK call (ai 6, MockLanguageModelV3), client CPU time\n');
-  const answer = recorded();
-  const realistic = mockModel({
-    text: answer.text,
-    deltas: answer.deltas,
-    input: answer.usage.prompt_tokens,
-    output: answer.usage.completion_tokens,
-  });
-  const instant = mockModel({ text: SHORT_REPLY, deltas: [SHORT_REPLY], input: 20, output: 9 });
+  console.log('\n## @ctx/ai-sdk: overhead over the bare AI SDK call (ai 6), client CPU time\n');
+  const recordedStream = recordedModel(sseBody('chat-text-stream.chunks.txt', false), 'text/event-stream');
+  const recordedReply = recordedModel(jsonBody('chat-text.json'), 'application/json');
+  const instant = instantModel(SHORT_REPLY);
 
   const rows: string[][] = [];
-  const section = async (title: string, sides: CpuSide[], check: () => Promise<void>) => {
-    await check();
-    const stats = await compareCpu(sides, streamedCalls(title));
-    rows.push([title, '', '', '', '', '']);
-    for (const s of stats) rows.push([`  ${s.name}`, ...cpuCells(s, stats[0]!)]);
-  };
-
-  for (const [label, model] of [
-    [`streamText, recorded reply (${answer.deltas.length} text deltas)`, realistic],
-    ['generateText, recorded reply', realistic],
-    ['worst case: generateText, instant one-line reply', instant],
+  for (const [label, model, streamed] of [
+    ['streamText, @ai-sdk/openai on the recorded stream (302 chunks)', recordedStream, true],
+    ['generateText, @ai-sdk/openai on the recorded reply', recordedReply, false],
+    ['worst case: streamText, mock model, instant one-line reply', instant, true],
+    ['worst case: generateText, mock model, instant one-line reply', instant, false],
   ] as const) {
-    const streamed = label.startsWith('streamText');
     const stateless = wrapLanguageModel({ model, middleware: ctxMiddleware() });
     const { session, stored, reset } = sessionOf10();
     const withSession = wrapLanguageModel({ model, middleware: ctxMiddleware({ session }) });
     const agent = createAgent({ client: aiSdkChatClient(model) });
-    const call = streamed
-      ? (m: LanguageModel) => async () => {
-          const result = streamText({ model: m, prompt: QUESTION });
-          await drain(result.fullStream);
-          return result.text;
-        }
-      : (m: LanguageModel) => async () => (await generateText({ model: m, prompt: QUESTION })).text;
-    const expected = streamed ? answer.deltas.join('') : model === instant ? SHORT_REPLY : answer.text;
-    await section(
-      label,
-      [
-        { name: `AI SDK ${streamed ? 'streamText' : 'generateText'}, bare model`, call: call(model) },
-        { name: 'through ctxMiddleware(), no session', call: call(stateless) },
-        { name: 'through ctxMiddleware({ session }), 10 messages of history', call: call(withSession), setup: reset },
-        {
-          name: `ctx agent.${streamed ? 'runStream' : 'run'} on aiSdkChatClient(model)`,
-          call: streamed ? () => drain(agent.runStream(QUESTION)) : () => agent.run(QUESTION),
-        },
-      ],
-      async () => {
-        reset();
-        for (const m of [model, stateless, withSession]) {
-          if ((await call(m)()) !== expected) throw new Error(`${label}: a side did not answer the recorded reply.`);
-        }
-        if (stored() !== 12) throw new Error('The session call did not store its turn.');
+    const appHistory: ModelMessage[] = [...HISTORY.map(({ role, text }) => ({ role, content: text })), { role: 'user', content: QUESTION }];
+    const call = (m: LanguageModel, input: { prompt: string } | { messages: ModelMessage[] }) =>
+      streamed
+        ? async () => {
+            const result = streamText({ model: m, ...input });
+            await drain(result.fullStream);
+            return result.text;
+          }
+        : async () => (await generateText({ model: m, ...input })).text;
+    const ask = { prompt: QUESTION };
+    const sides: (CpuSide & { base?: number })[] = [
+      { name: `AI SDK ${streamed ? 'streamText' : 'generateText'}, bare model`, call: call(model, ask) },
+      { name: 'through ctxMiddleware(), no session', call: call(stateless, ask) },
+      { name: 'bare model, the app passing 10 messages of history itself', call: call(model, { messages: appHistory }) },
+      { name: 'through ctxMiddleware({ session }) holding those 10 messages', call: call(withSession, ask), setup: reset, base: 2 },
+      {
+        name: `ctx agent.${streamed ? 'runStream' : 'run'} on aiSdkChatClient(model)`,
+        call: streamed ? () => drain(agent.runStream(QUESTION)) : () => agent.run(QUESTION),
       },
-    );
+    ];
+    reset();
+    const expected = await call(model, ask)();
+    if (!expected) throw new Error(`${label}: the bare model gave no text.`);
+    for (const side of sides.slice(1, 4)) {
+      await side.setup?.();
+      if ((await side.call()) !== expected) throw new Error(`${label}: "${side.name}" did not answer the recorded reply.`);
+    }
+    if (stored() !== 12) throw new Error('The session call did not store its turn.');
+    const stats = await compareCpu(sides, streamed && model !== instant ? { warmup: 30, calls: 200 } : {});
+    rows.push([label, '', '', '', '', '']);
+    for (const [i, s] of stats.entries()) rows.push([`  ${s.name}`, ...cpuCells(s, stats[sides[i]!.base ?? 0]!)]);
   }
   printTable(['call', ...CPU_HEADERS], rows);
-  console.log(`\nNode ${process.version}. CPU µs per call (user + system); 400 calls per side after 100 warm-up rounds, sides in turn.\n`);
+  console.log(
+    `\nNode ${process.version}. CPU µs per call (user + system); the recorded stream 200 calls per side after 30 warm-up rounds, the others 400 after 100, sides in turn. The session row's ratio is against the bare call holding the same history.\n`,
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await aiSdkBench();
