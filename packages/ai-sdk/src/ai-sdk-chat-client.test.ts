@@ -233,6 +233,45 @@ describe.each(VERSIONS)('aiSdkChatClient on a %s model', (version) => {
     await expect(aiSdkChatClient(model).getResponse([Message.user('x')], { signal: aborted })).rejects.toThrow('gone');
   });
 
+  it('cancels the model stream when the reader stops early, and refuses an aborted signal before calling', async () => {
+    let cancelled = 0;
+    let streams = 0;
+    const model = {
+      specificationVersion: version,
+      provider: 'test',
+      modelId: 'endless',
+      supportedUrls: {},
+      doGenerate: () => Promise.reject(new Error('not used')),
+      doStream: async () => {
+        streams++;
+        let i = 0;
+        const stream = new ReadableStream({
+          pull(controller) {
+            controller.enqueue(i++ === 0 ? { type: 'text-start', id: 't' } : { type: 'text-delta', id: 't', delta: `${i} ` });
+          },
+          cancel() {
+            cancelled++;
+          },
+        });
+        return { stream };
+      },
+    } as never;
+    const client = aiSdkChatClient(model);
+    const texts: string[] = [];
+    for await (const u of client.getStreamingResponse([Message.user('count')], {})) {
+      for (const c of u.contents) if (c.type === 'text') texts.push(c.text);
+      if (texts.length === 3) break;
+    }
+    expect(texts).toEqual(['2 ', '3 ', '4 ']);
+    expect(cancelled).toBe(1);
+    const updates = client.getStreamingResponse([Message.user('count')], { signal: AbortSignal.abort(new Error('gone')) });
+    await expect(updates[Symbol.asyncIterator]().next()).rejects.toThrow('gone');
+    const iterator = client.getStreamingResponse([Message.user('count')], {})[Symbol.asyncIterator]();
+    await iterator.return?.();
+    await expect(iterator.next()).resolves.toEqual({ done: true, value: undefined });
+    expect(streams).toBe(1);
+  });
+
   it('refuses what is not an AI SDK language model', () => {
     expect(() => aiSdkChatClient({ specificationVersion: 'v1' } as never)).toThrow(ConfigurationError);
     expect(() => aiSdkChatClient(undefined as never)).toThrow(/specification v2 \(ai 5\) or v3 \(ai 6\)/);

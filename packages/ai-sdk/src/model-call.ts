@@ -41,11 +41,12 @@ export function toFunctionTool(tool: { name: string; description?: string; param
 /**
  * Runs `call` (a model call), retrying what the AI SDK marks retryable (429, 5xx, a lost
  * connection) up to `maxRetries` times: after the service's `retry-after-ms` / `retry-after` when
- * it gives one under a minute, else after 2 s, 4 s, 8 s... Settles with the abort reason as soon as
- * `signal` aborts.
+ * it gives one under a minute, else after 2 s, 4 s, 8 s... Never calls with `signal` aborted, and
+ * settles with the abort reason as soon as it aborts.
  */
 export async function withRetries<T>(call: () => PromiseLike<T>, maxRetries: number, signal: AbortSignal | undefined): Promise<T> {
   for (let attempt = 0; ; attempt++) {
+    if (signal?.aborted) throw signal.reason;
     try {
       return await abortable(Promise.resolve(call()), signal);
     } catch (error) {
@@ -96,42 +97,74 @@ export interface StreamObserver {
 /**
  * Streams one model call as ctx updates, the call options made by `prepare` once the stream is
  * first read. Reading honours `signal`, and a consumer that stops early cancels the model's
- * stream. A stream that ends without its `finish` part fails with `truncatedStream`.
+ * stream. A stream that ends without its `finish` part fails with `truncatedStream`. Reads go
+ * one at a time, as `for await` makes them; each costs one read of the model's stream.
  */
-export async function* streamModel(
+export function streamModel(
   model: AiSdkLanguageModel,
   prepare: () => CallOptions,
   maxRetries: number,
   signal: AbortSignal | undefined,
   observer: StreamObserver = {},
-): AsyncGenerator<ChatResponseUpdate, void> {
-  let finished = false;
-  try {
-    const call = prepare();
-    const result = await withRetries(() => doStream(model, call), maxRetries, signal);
-    observer.onStart?.(result);
-    const reader = (result.stream as ReadableStream<StreamPart>).getReader();
-    // One listener for the whole stream, not one per part: an abort cancels the reader, which ends a pending read at once.
-    const onAbort = () => void reader.cancel(signal?.reason).catch(() => {});
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const map = createStreamMapper();
-    try {
-      while (true) {
-        if (signal?.aborted) throw signal.reason;
-        const { done, value } = await reader.read();
-        if (signal?.aborted) throw signal.reason;
-        if (done) break;
-        observer.onPart?.(value);
-        finished ||= value.type === 'finish';
-        const update = map(value);
-        if (update) yield update;
-      }
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-      reader.cancel().catch(() => {});
-    }
-  } catch (error) {
-    throw observer.mapError ? observer.mapError(error) : error;
-  }
-  if (!finished) throw truncatedStream(`${model.provider} ${model.modelId}`);
+): AsyncIterable<ChatResponseUpdate> {
+  return {
+    [Symbol.asyncIterator]() {
+      const map = createStreamMapper();
+      let reader: ReadableStreamDefaultReader<StreamPart> | undefined;
+      let finished = false;
+      let closed = false;
+      // One listener for the whole stream, not one per part: an abort cancels the reader, which ends a pending read at once.
+      const onAbort = () => void reader?.cancel(signal?.reason).catch(() => {});
+      const close = () => {
+        if (closed) return;
+        closed = true;
+        signal?.removeEventListener('abort', onAbort);
+        reader?.cancel().catch(() => {});
+      };
+      const fail = (error: unknown): never => {
+        close();
+        throw observer.mapError ? observer.mapError(error) : error;
+      };
+      const start = async () => {
+        const call = prepare();
+        const result = await withRetries(() => doStream(model, call), maxRetries, signal);
+        if (closed) return void (result.stream as ReadableStream<StreamPart>).cancel().catch(() => {});
+        observer.onStart?.(result);
+        reader = (result.stream as ReadableStream<StreamPart>).getReader();
+        signal?.addEventListener('abort', onAbort, { once: true });
+      };
+      const onRead = (
+        result: ReadableStreamReadResult<StreamPart>,
+      ): IteratorResult<ChatResponseUpdate> | Promise<IteratorResult<ChatResponseUpdate>> => {
+        if (signal?.aborted) return fail(signal.reason);
+        if (result.done) {
+          close();
+          if (!finished) throw truncatedStream(`${model.provider} ${model.modelId}`);
+          return { done: true, value: undefined };
+        }
+        const part = result.value;
+        let update: ChatResponseUpdate | undefined;
+        try {
+          observer.onPart?.(part);
+          finished ||= part.type === 'finish';
+          update = map(part);
+        } catch (error) {
+          return fail(error);
+        }
+        return update ? { done: false, value: update } : read();
+      };
+      const read = (): Promise<IteratorResult<ChatResponseUpdate>> => {
+        if (closed) return Promise.resolve({ done: true, value: undefined });
+        if (signal?.aborted) return Promise.reject(signal.reason).catch(fail);
+        return reader!.read().then(onRead, fail);
+      };
+      return {
+        next: () => (reader || closed ? read() : start().then(read, fail)),
+        return: () => {
+          close();
+          return Promise.resolve({ done: true, value: undefined });
+        },
+      };
+    },
+  };
 }
