@@ -118,7 +118,7 @@ export async function aiSdkBench(): Promise<void> {
     }
     if (stored() !== 12) throw new Error('The session call did not store its turn.');
     const stats = await compareCpu(sides, streamed && model !== instant ? { warmup: 30, calls: 200 } : {});
-    rows.push([label, '', '', '', '', '']);
+    rows.push([label, ...CPU_HEADERS.map(() => '')]);
     for (const [i, s] of stats.entries()) rows.push([`  ${s.name}`, ...cpuCells(s, stats[sides[i]!.base ?? 0]!)]);
   }
   printTable(['call', ...CPU_HEADERS], rows);

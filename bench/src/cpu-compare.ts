@@ -20,6 +20,8 @@ export interface CpuStats {
   calls: number;
   medianUs: number;
   p90Us: number;
+  /** Every timed call's µs, in round order: round i of every side ran back to back. */
+  samples: readonly number[];
 }
 
 /** Bounds of one comparison. */
@@ -59,11 +61,21 @@ export async function compareCpu(sides: readonly CpuSide[], options: CpuCompareO
   }
   return sides.map((side, i) => {
     const sorted = [...samples[i]!].sort((a, b) => a - b);
-    return { name: side.name, calls: sorted.length, medianUs: quantile(sorted, 0.5), p90Us: quantile(sorted, 0.9) };
+    return { name: side.name, calls: sorted.length, medianUs: quantile(sorted, 0.5), p90Us: quantile(sorted, 0.9), samples: samples[i]! };
   });
 }
 
-/** Table cells for `stats` against `base`: median µs, p90 µs, added µs (median), ratio of medians, ratio of p90s. */
+/**
+ * The median over rounds of `stats`'s call divided by `base`'s call of the same round. The two
+ * calls of a round ran back to back, so a change of load between rounds cancels out: steadier
+ * than the ratio of the two medians when the machine is shared.
+ */
+export function pairedRatio(stats: CpuStats, base: CpuStats): number {
+  const ratios = stats.samples.map((us, i) => us / base.samples[i]!).sort((a, b) => a - b);
+  return quantile(ratios, 0.5);
+}
+
+/** Table cells for `stats` against `base`: median µs, p90 µs, added µs (median), ratio of medians, ratio of p90s, paired ratio. */
 export function cpuCells(stats: CpuStats, base: CpuStats): string[] {
   return [
     stats.medianUs.toFixed(0),
@@ -71,8 +83,9 @@ export function cpuCells(stats: CpuStats, base: CpuStats): string[] {
     stats === base ? '' : (stats.medianUs - base.medianUs).toFixed(0),
     fmtRatio(stats.medianUs / base.medianUs),
     fmtRatio(stats.p90Us / base.p90Us),
+    fmtRatio(pairedRatio(stats, base)),
   ];
 }
 
 /** The headers that go with `cpuCells`. */
-export const CPU_HEADERS = ['median µs', 'p90 µs', 'added µs', 'ratio (median)', 'ratio (p90)'];
+export const CPU_HEADERS = ['median µs', 'p90 µs', 'added µs', 'ratio (median)', 'ratio (p90)', 'ratio (paired)'];

@@ -117,7 +117,7 @@ export async function openaiAgentsSessionBench(): Promise<void> {
         ],
         size >= 1_000 ? { warmup: 20, calls: 100 } : { warmup: 100, calls: size >= 100 ? 500 : 1_000 },
       );
-      rows.push([`${label}, ${size.toLocaleString('en-US')} items`, '', '', '', '', '']);
+      rows.push([`${label}, ${size.toLocaleString('en-US')} items`, ...CPU_HEADERS.map(() => '')]);
       for (const st of stats) rows.push([`  ${st.name}`, ...cpuCells(st, stats[0]!)]);
     }
   }

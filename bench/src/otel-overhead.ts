@@ -99,7 +99,7 @@ export async function otelOverhead(): Promise<void> {
         c.streamed ? { warmup: 50, calls: 300 } : { warmup: 200, calls: 2000 },
       );
       await provider.forceFlush();
-      rows.push([c.name, '', '', '', '', '']);
+      rows.push([c.name, ...CPU_HEADERS.map(() => '')]);
       for (const s of stats) rows.push([`  ${s.name}`, ...cpuCells(s, stats[0]!)]);
     }
     printTable(['agent run', ...CPU_HEADERS], rows);
