@@ -1,10 +1,15 @@
 /**
- * Runs the core benchmarks in one process: pipeline overhead, pipeline cost by providers and
- * tools, memory, the session round trip, the OpenAI clients' overhead, contextual tool selection,
- * compaction and import time. Backend benchmarks (Redis, Cosmos, Azure AI Search, mem0) start
- * their own servers and run with their own scripts (`bench:redis`...). Prints tables; never
- * asserts timings.
+ * Every benchmark in one run: the core benchmarks in this process (pipeline overhead, pipeline
+ * cost by providers and tools, memory, the session round trip, the OpenAI clients' overhead,
+ * contextual tool selection, compaction, import time), then each backend and adapter benchmark in
+ * a child process of its own, one after another (Redis, durable runs, session listing, Cosmos,
+ * mem0, Azure AI Search, the AI SDK, OpenTelemetry, the Agents SDK session), each starting and
+ * stopping its own servers. The load average is sampled every 20 s and printed per section, since
+ * the machine may be shared. Prints tables; never asserts timings.
  */
+import { spawn } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { compactionBench } from './compaction.js';
 import { contextualTools } from './contextual-tools.js';
 import { importTime } from './import-time.js';
@@ -14,14 +19,50 @@ import { pipelineOverhead } from './pipeline-overhead.js';
 import { pipelineScaling } from './pipeline-scaling.js';
 import { sessionRoundtrip } from './session-roundtrip.js';
 
+/** The benchmarks that run in a child process of their own, relative to the package. */
+const SCRIPTS = [
+  'redis/redis-history.ts',
+  'redis/durable-runs.ts',
+  'redis/session-listing.ts',
+  'src/cosmos-history.ts',
+  'src/mem0.ts',
+  'src/azure-search.ts',
+  'src/ai-sdk.ts',
+  'src/otel-overhead.ts',
+  'src/openai-agents-session.ts',
+];
+
+const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
 const started = process.hrtime.bigint();
-console.log('# ctx benchmarks');
-await pipelineOverhead();
-await pipelineScaling();
-await memoryBench();
-await sessionRoundtrip();
-await openaiOverhead();
-await contextualTools();
-await compactionBench();
-await importTime();
+let loads: number[] = [];
+const sampler = setInterval(() => loads.push(loadavg()[0]!), 20_000);
+const section = async (name: string, run: () => unknown) => {
+  loads = [loadavg()[0]!];
+  const t0 = process.hrtime.bigint();
+  await run();
+  const range = `${Math.min(...loads).toFixed(1)}-${Math.max(...loads, loadavg()[0]!).toFixed(1)}`;
+  console.log(`[${name}: ${(Number(process.hrtime.bigint() - t0) / 1e9).toFixed(0)} s, load average ${range}]`);
+};
+
+console.log(`# ctx benchmarks (Node ${process.version}, ${process.platform}/${process.arch})`);
+await section('pipeline overhead', pipelineOverhead);
+await section('pipeline scaling', pipelineScaling);
+await section('memory', memoryBench);
+await section('session round trip', sessionRoundtrip);
+await section('OpenAI clients', openaiOverhead);
+await section('contextual tools', contextualTools);
+await section('compaction', compactionBench);
+await section('import time', importTime);
+for (const script of SCRIPTS) {
+  await section(
+    script,
+    () =>
+      new Promise<void>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', script], { cwd: PACKAGE_DIR, stdio: 'inherit' });
+        child.on('error', reject);
+        child.on('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`${script} failed (exit ${code ?? signal}).`))));
+      }),
+  );
+}
+clearInterval(sampler);
 console.log(`Total wall time: ${(Number(process.hrtime.bigint() - started) / 1e9).toFixed(1)} s`);
