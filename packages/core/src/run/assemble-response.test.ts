@@ -32,6 +32,37 @@ describe('assembleResponse', () => {
     expect(res).toMatchObject({ finishReason: 'tool-calls', conversationId: 'conv', usage: { inputTokens: 5, outputTokens: 1 } });
   });
 
+  it('appends a delta to the last text piece only when it continues it (same message, role, phase, no annotations)', () => {
+    const note = { type: 'url-citation', url: 'https://example.com', title: 'ex', startIndex: 0, endIndex: 2 } as const;
+    const res = assembleResponse(
+      [
+        { messageId: 'm1', role: 'assistant', contents: [{ type: 'text', text: 'a' }] },
+        { messageId: 'm1', role: 'assistant', contents: [{ type: 'text', text: 'b' }] },
+        { messageId: 'm1', contents: [{ type: 'text', text: 'c', annotations: [note] }] },
+        { contents: [{ type: 'text', text: 'd' }], usage: { outputTokens: 4 } },
+        { messageId: 'm1', contents: [{ type: 'text', text: 'p', phase: 'commentary' }] },
+        { messageId: 'm2', contents: [{ type: 'text', text: 'x' }] },
+        { messageId: 'm1', contents: [{ type: 'text', text: 'q', phase: 'commentary' }] },
+        { messageId: 'm1', role: 'user', contents: [{ type: 'text', text: 'u' }] },
+        { messageId: 'm2', role: 'assistant', contents: [{ type: 'text', text: 'y' }], finishReason: 'stop' },
+      ],
+      newId,
+    );
+    expect(res.messages.map((m) => [m.id, m.role, m.contents])).toEqual([
+      [
+        'm1',
+        'assistant',
+        [
+          { type: 'text', text: 'abcd', annotations: [note] },
+          { type: 'text', text: 'pq', phase: 'commentary' },
+        ],
+      ],
+      ['m2', 'assistant', [{ type: 'text', text: 'xy' }]],
+      [expect.any(String), 'user', [{ type: 'text', text: 'u' }]],
+    ]);
+    expect(res).toMatchObject({ finishReason: 'stop', usage: { outputTokens: 4 } });
+  });
+
   it('starts a new message on a new id or role', () => {
     const res = assembleResponse(
       [

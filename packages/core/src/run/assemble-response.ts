@@ -42,7 +42,26 @@ export function createResponseAssembler(newId: () => string): ResponseAssembler 
   let current: Message | undefined;
   let currentKey: string | undefined;
   let byId: Map<string, Message> | undefined;
+  /** The text piece the next delta of `currentKey` most likely continues: one check and an append then. */
+  let text: Extract<Content, { type: 'text' }> | undefined;
   const add = (update: ChatResponseUpdate): void => {
+    const { contents } = update;
+    if (
+      text !== undefined &&
+      contents.length === 1 &&
+      (update.messageId === undefined || update.messageId === currentKey) &&
+      update.usage === undefined &&
+      update.finishReason === undefined &&
+      update.conversationId === undefined &&
+      (update.role === undefined || update.role === current!.role)
+    ) {
+      const piece = contents[0]!;
+      if (piece.type === 'text' && piece.phase === text.phase && piece.annotations === undefined) {
+        text.text += piece.text;
+        return;
+      }
+    }
+    text = undefined;
     if (update.conversationId !== undefined) response.conversationId = update.conversationId;
     if (update.finishReason !== undefined) response.finishReason = update.finishReason;
     if (update.usage) response.usage = addUsage(response.usage, update.usage);
@@ -59,7 +78,9 @@ export function createResponseAssembler(newId: () => string): ResponseAssembler 
       }
       currentKey = update.messageId ?? current.id;
     }
-    for (const piece of update.contents) appendContent(current.contents, piece);
+    for (const piece of contents) appendContent(current.contents, piece);
+    const last = current.contents[current.contents.length - 1];
+    if (last?.type === 'text') text = last;
   };
   return { add, response };
 }
