@@ -28,7 +28,7 @@ export function createAgent(agentOptions: AgentOptions): Agent {
       console.warn(`[ctx] The onEvent handler of agent "${name}" threw on a "${event.type}" event:`, error);
     }
   };
-  const runtime: AgentRuntime = { options, history, emit };
+  const runtime: AgentRuntime = { options, history, emit, quiet: !onEvent };
   return {
     name,
     client,

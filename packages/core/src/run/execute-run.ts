@@ -22,6 +22,8 @@ export interface AgentRuntime {
   options: CheckedAgentOptions;
   history: DefaultHistory;
   emit: (event: AgentEvent) => void;
+  /** Whether nobody listens to events (no `onEvent`): runs then skip building the per-run ones. */
+  quiet: boolean;
 }
 
 /**
@@ -36,7 +38,7 @@ export async function executeRun(
   stream?: RunStreamSink,
   controller = new AbortController(),
 ): Promise<AgentResponse> {
-  const { options, emit } = runtime;
+  const { options, emit, quiet } = runtime;
   const { client, name, maxToolRoundtrips, compaction, toolValidator } = options;
   const history = runOptions.contextProviders
     ? defaultHistory(client, checkContextProviders(runOptions.contextProviders))
@@ -51,14 +53,15 @@ export async function executeRun(
   const hasInput = typeof input === 'string' || !Array.isArray(input) || input.length > 0;
   const approvals = approvalRound(runOptions.session, runOptions.approvals, hasInput);
   const runId = generateId();
-  const started = performance.now();
+  const started = quiet ? 0 : performance.now();
   const onAbort = () => controller.abort(runOptions.signal?.reason);
   if (runOptions.signal?.aborted) onAbort();
   runOptions.signal?.addEventListener('abort', onAbort, { once: true });
   const signal = controller.signal;
 
-  const { instructions: runInstructions, tools: runTools, ...chatOptions } = runOptions.options ?? {};
-  const instructions = [options.instructions, runInstructions].filter(Boolean).join('\n\n');
+  const { instructions: runInstructions, tools: runTools, ...chatOptions } = runOptions.options ?? NO_OPTIONS;
+  const instructions =
+    options.instructions && runInstructions ? `${options.instructions}\n\n${runInstructions}` : options.instructions || runInstructions;
   const providers = history.providersFor(runOptions.session, chatOptions);
   const context = new RunContext({
     sessionId: session.sessionId,
@@ -71,17 +74,18 @@ export async function executeRun(
     stability: stabilityOf(providers),
   });
   const agent: AgentView = { name, client, contextProviders: providers };
-  const slotsBefore = new Set(Object.keys(session.state));
+  const slotsBefore = providers.length ? new Set(Object.keys(session.state)) : undefined;
   const created = new Set<ContextProvider>();
-  emit({
-    type: 'run-start',
-    runId,
-    sessionId: session.sessionId,
-    agentName: name,
-    providers: providers.map((p) => p.sourceId),
-    provider: client.provider,
-    modelId: client.modelId,
-  });
+  if (!quiet)
+    emit({
+      type: 'run-start',
+      runId,
+      sessionId: session.sessionId,
+      agentName: name,
+      providers: providers.map((p) => p.sourceId),
+      provider: client.provider,
+      modelId: client.modelId,
+    });
   const { loaders } = history;
   if (loaders.length > 1) {
     emit({
@@ -106,7 +110,7 @@ export async function executeRun(
       emit,
       timeoutMs: options.providerTimeoutMs,
       args,
-      isNewTo: (provider) => !slotsBefore.has(provider.sourceId),
+      isNewTo: (provider) => !slotsBefore!.has(provider.sourceId),
       created: (provider) => created.add(provider),
       invoke: async (inside) => {
         const timeoutMs = options.providerTimeoutMs;
@@ -125,6 +129,7 @@ export async function executeRun(
             compaction,
             toolValidator,
             emit,
+            quiet,
             stream,
             onModelCall,
             approvals,
@@ -140,20 +145,21 @@ export async function executeRun(
     // A slot made for this run is kept when the provider's onSessionCreated ran on it (even empty,
     // so it is not called again), else when it holds something (a gated-off provider's stays out).
     for (const p of providers) {
-      if (slotsBefore.has(p.sourceId)) continue;
+      if (slotsBefore!.has(p.sourceId)) continue;
       const keep = p.onSessionCreated ? created.has(p) : Object.keys(session.state[p.sourceId] ?? {}).length > 0;
       if (!keep) delete session.state[p.sourceId];
     }
   }
   const { response, error } = context;
-  emit({
-    type: 'run-end',
-    runId,
-    sessionId: session.sessionId,
-    durationMs: performance.now() - started,
-    ...(error !== undefined ? { error } : {}),
-    ...(response?.usage ? { usage: response.usage } : {}),
-  });
+  if (!quiet)
+    emit({
+      type: 'run-end',
+      runId,
+      sessionId: session.sessionId,
+      durationMs: performance.now() - started,
+      ...(error !== undefined ? { error } : {}),
+      ...(response?.usage ? { usage: response.usage } : {}),
+    });
   if (error !== undefined) throw error;
   if (!response) throw new CtxError(`Run ${runId} ended without a response: a wrap provider did not call next().`);
   session.pending = approvals.next; // calls waiting for approval, kept once the run succeeded
@@ -165,12 +171,15 @@ export async function executeRun(
   return response;
 }
 
+const NO_OPTIONS: NonNullable<AgentRunOptions['options']> = Object.freeze({});
+
 /**
  * The run's input as validated messages.
  * @throws ConfigurationError naming the offending path.
  */
 function toMessages(input: AgentInput): Message[] {
-  const list = typeof input === 'string' ? [Message.user(input)] : Array.isArray(input) ? [...input] : [input as Message];
+  if (typeof input === 'string') return [Message.user(input)]; // valid as made
+  const list = Array.isArray(input) ? [...input] : [input as Message];
   list.forEach((m, i) => {
     try {
       Message.parse(m, `$.input[${i}]`);

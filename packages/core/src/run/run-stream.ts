@@ -173,11 +173,20 @@ export function createRunStream(start: (sink: RunStreamSink, controller: AbortCo
       return Promise.resolve({ done: true, value: undefined });
     },
   };
-  return {
-    response,
-    [Symbol.asyncIterator]() {
-      iterating = true;
-      return iterator;
-    },
-  };
+  return new RunStream(response, () => {
+    iterating = true;
+    return iterator;
+  });
+}
+
+/** The stream handed to the caller (a class, so no object with a computed key is made per run). */
+class RunStream implements AgentRunStream {
+  constructor(
+    readonly response: Promise<AgentResponse>,
+    private readonly open: () => AsyncIterator<ChatResponseUpdate>,
+  ) {}
+
+  [Symbol.asyncIterator](): AsyncIterator<ChatResponseUpdate> {
+    return this.open();
+  }
 }

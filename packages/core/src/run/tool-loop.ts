@@ -32,6 +32,8 @@ export interface ToolLoopRun {
   /** Checks the arguments of tools without their own `validate`. */
   toolValidator: ToolValidator | undefined;
   emit: (event: AgentEvent) => void;
+  /** Set when nobody listens to events: the loop then skips building its per-call ones. */
+  quiet?: boolean | undefined;
   /** Set for streaming runs: where model calls stream and tool messages go. */
   stream: RunStreamSink | undefined;
   /**
@@ -110,31 +112,33 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
         emit({ type: 'warning', runId, code: 'compaction-failed', message: `${d.code}: ${d.message}` });
       messages = await runCompaction(run.compaction, messages, { signal, report });
     }
-    emit({
-      type: 'model-call',
-      runId,
-      roundtrip,
-      messages: messages.length,
-      instructions: sentInstructions,
-      tools: tools.length,
-      content: instructions === undefined ? { messages } : { messages, instructions },
-    });
-    const started = performance.now();
+    if (!run.quiet)
+      emit({
+        type: 'model-call',
+        runId,
+        roundtrip,
+        messages: messages.length,
+        instructions: sentInstructions,
+        tools: tools.length,
+        content: instructions === undefined ? { messages } : { messages, instructions },
+      });
+    const started = run.quiet ? 0 : performance.now();
     const response = run.stream
       ? await run.stream.pipe(client.getStreamingResponse(messages, options))
       : await abortable(client.getResponse(messages, options), signal);
     signal.throwIfAborted(); // a client that ignored the signal must not complete an aborted run
     const calls = openCalls(response);
-    emit({
-      type: 'model-response',
-      runId,
-      roundtrip,
-      durationMs: performance.now() - started,
-      functionCalls: calls.length,
-      ...(response.usage ? { usage: response.usage } : {}),
-      ...(response.finishReason ? { finishReason: response.finishReason } : {}),
-      content: { messages: response.messages },
-    });
+    if (!run.quiet)
+      emit({
+        type: 'model-response',
+        runId,
+        roundtrip,
+        durationMs: performance.now() - started,
+        functionCalls: calls.length,
+        ...(response.usage ? { usage: response.usage } : {}),
+        ...(response.finishReason ? { finishReason: response.finishReason } : {}),
+        content: { messages: response.messages },
+      });
 
     produced.push(...response.messages);
     if (run.onModelCall) await run.onModelCall(produced);
@@ -174,12 +178,12 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     }
     if (limitReached) break;
   }
-  return createAgentResponse(produced, {
-    ...(usage ? { usage } : {}),
-    ...(serviceConversation !== undefined ? { conversationId: serviceConversation } : {}),
-    ...(finishReason ? { finishReason } : {}),
-    ...(pendingApprovals ? { pendingApprovals } : {}),
-  });
+  const extra: Parameters<typeof createAgentResponse>[1] = {};
+  if (usage) extra.usage = usage;
+  if (serviceConversation !== undefined) extra.conversationId = serviceConversation;
+  if (finishReason) extra.finishReason = finishReason;
+  if (pendingApprovals) extra.pendingApprovals = pendingApprovals;
+  return createAgentResponse(produced, extra);
 }
 
 /**
