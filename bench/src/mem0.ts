@@ -116,7 +116,9 @@ export async function mem0Bench(): Promise<void> {
 
   // 1. Latency added per run, beside calling the client directly.
   console.log('\n## @ctx/mem0: latency added per run beside calling the mem0 client directly (loopback, 50 stored memories)\n');
-  console.log('direct = search with the client, put the results in a message, run a plain agent, add the turn with the client (awaited).');
+  console.log(
+    'direct = search with the client, put the results in a message, run a plain agent on a new session (as the provider side), add the turn with the client (awaited).',
+  );
   console.log(
     'provider = the same run through Mem0ContextProvider (writeMode await, one scope). The turn repeats, so mem0 de-duplicates it.\n',
   );
@@ -126,7 +128,7 @@ export async function mem0Bench(): Promise<void> {
     const direct = async () => {
       const found = (await c.direct.search()) as { results: { memory?: string }[] };
       const memories = Message.user(['Memories:', ...found.results.map((m) => `- ${m.memory}`)].join('\n'));
-      const res = await plain.run([memories, Message.user(QUESTION)]);
+      const res = await plain.run([memories, Message.user(QUESTION)], { session: plain.createSession({ sessionId: 'bench-session' }) });
       await c.direct.add([
         { role: 'user', content: QUESTION },
         { role: 'assistant', content: res.text },
