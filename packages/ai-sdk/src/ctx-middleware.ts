@@ -37,8 +37,8 @@ import {
   type StreamPart,
   type StreamResult,
 } from './language-model.js';
-import { streamModel, toCallOptions } from './model-call.js';
-import { fromPromptMessage, type PromptMessage } from './prompt.js';
+import { streamModel, toCallOptions, toFunctionTool } from './model-call.js';
+import { fromPromptMessage, type PromptMessage, toPrompt } from './prompt.js';
 import { toChatResponse } from './results.js';
 import { newMessages, TURN_SLOT } from './turn.js';
 import { sumUsage } from './usage.js';
@@ -126,27 +126,35 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
     const calls = record();
     const signal = params.abortSignal;
     const session = fixedSession ?? (sessionId === undefined ? undefined : await sessions.getSession(sessionId, { signal }));
-    const system = params.prompt.filter((m) => m.role === 'system').map((m) => m.content as string);
-    const turn = newMessages(
-      session,
-      params.prompt.filter((m) => m.role !== 'system'),
-    );
-    const appTools = new Set((params.tools ?? []).map((t) => t.name));
-    const runTools: Tool[] = (params.tools ?? []).flatMap((t) =>
-      t.type === 'function'
-        ? [{ name: t.name, parameters: t.inputSchema as JsonObject, ...(t.description ? { description: t.description } : {}) }]
-        : [],
-    );
+    const system: string[] = [];
+    const conversation: PromptMessage[] = [];
+    for (const m of params.prompt) {
+      if (m.role === 'system') system.push(m.content);
+      else conversation.push(m);
+    }
+    const turn = newMessages(session, conversation);
+    const appTools = params.tools?.length ? new Set(params.tools.map((t) => t.name)) : NO_TOOLS;
+    const runTools: Tool[] = [];
+    for (const t of params.tools ?? []) {
+      if (t.type === 'function') {
+        runTools.push({ name: t.name, parameters: t.inputSchema as JsonObject, ...(t.description ? { description: t.description } : {}) });
+      }
+    }
     const state: CallState = { params: modelParams, appTools, calls, observer: {} };
     const runOptions: AgentRunOptions = {
       options: { instructions: system.join('\n\n') || undefined, tools: runTools, additional: { [CALL]: state } },
-      ...(session ? { session } : {}),
-      ...(signal ? { signal } : {}),
     };
+    if (session) runOptions.session = session;
+    if (signal) runOptions.signal = signal;
+    const input: Message[] = [];
+    for (const m of turn.input) {
+      const message = fromPromptMessage(m);
+      if (message) input.push(message);
+    }
     return {
       calls,
       runOptions,
-      input: turn.input.flatMap((m) => fromPromptMessage(m as PromptMessage) ?? []),
+      input,
       /** Starts the call's run (streamed or not) on the model's agent, `observer` told of the model's stream. */
       start<T>(go: (agent: Agent) => T, observer: CallState['observer'] = {}): T {
         state.observer = observer;
@@ -181,12 +189,16 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
       const { results } = call.calls;
       const last = results[results.length - 1];
       if (!last) return answerWithoutModel(model, response, call.metadata());
+      const providerMetadata = { ...last.providerMetadata, ctx: call.metadata() };
+      const shown = (part: ContentPart) => part.type !== 'tool-call' || call.visible(part);
+      // One model call whose tool calls all go to the app (the usual case) is its result as it came.
+      if (results.length === 1 && last.content.every(shown)) return { ...last, providerMetadata } as GenerateResult;
       return {
         ...last,
-        content: results.flatMap((r) => r.content.filter((part: ContentPart) => part.type !== 'tool-call' || call.visible(part))),
+        content: results.flatMap((r) => r.content.filter(shown)),
         usage: sumUsage(results.map((r) => r.usage)) ?? last.usage,
         warnings: results.flatMap((r): unknown[] => r.warnings),
-        providerMetadata: { ...last.providerMetadata, ctx: call.metadata() },
+        providerMetadata,
       } as GenerateResult;
     },
     async wrapStream({ model, params }: { model: AiSdkLanguageModel; params: CallOptions }): Promise<StreamResult> {
@@ -276,8 +288,8 @@ function record(): CallRecord {
 
 /** The app's `providerOptions.ctx.sessionId`, and the call options without `providerOptions.ctx`. */
 function takeSessionId(params: CallOptions): { sessionId: string | undefined; params: CallOptions } {
-  const { ctx, ...providerOptions } = params.providerOptions ?? {};
-  if (ctx === undefined) return { sessionId: undefined, params };
+  if (params.providerOptions?.ctx === undefined) return { sessionId: undefined, params };
+  const { ctx, ...providerOptions } = params.providerOptions;
   const keys = isPlainObject(ctx) ? Object.keys(ctx) : [];
   if (keys.some((k) => k !== 'sessionId')) {
     throw new ConfigurationError(`providerOptions.ctx takes only { sessionId: string }, got the fields ${keys.join(', ')}.`);
@@ -307,6 +319,9 @@ function observe(
   return onEvent?.includeContent ? Object.assign(handler, { includeContent: true as const }) : handler;
 }
 
+/** The app's tool names of a call without tools. */
+const NO_TOOLS: ReadonlySet<string> = new Set();
+
 /** Where a call's state travels in the chat options of its run (`additional` never reaches the model). */
 const CALL = Symbol('ctx.ai-sdk.call');
 
@@ -331,9 +346,10 @@ function bind(model: AiSdkLanguageModel): ChatClient {
     const state = options.additional?.[CALL as unknown as string] as CallState;
     const { params, appTools, calls } = state;
     calls.modelCalls++;
-    const { prompt, tools = [] } = toCallOptions(messages, { ...options, additional: undefined, toolChoice: undefined });
-    const all = [...(params.tools ?? []), ...tools.filter((t) => !appTools.has(t.name))];
-    const call = { ...params, prompt, tools: all.length ? all : undefined } as CallOptions;
+    const prompt = toPrompt(messages, options.instructions) as CallOptions['prompt'];
+    const added = (options.tools ?? []).filter((t) => !appTools.has(t.name)).map(toFunctionTool);
+    const all = added.length ? [...(params.tools ?? []), ...added] : params.tools;
+    const call = { ...params, prompt, tools: all?.length ? all : undefined } as CallOptions;
     if (options.toolChoice !== undefined) call.toolChoice = toCallOptions([], { toolChoice: options.toolChoice }).toolChoice;
     if (options.signal) call.abortSignal = options.signal;
     return { call, state };
