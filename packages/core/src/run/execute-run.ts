@@ -104,42 +104,46 @@ export async function executeRun(
     report: (d) => emit({ type: 'provider-diagnostic', runId, sourceId: provider.sourceId, ...d }),
     redact: redactorFor(options.redact, session.sessionId, provider.sourceId, signal),
   });
+  const invoke = async (inside: readonly ContextProvider[]): Promise<void> => {
+    const timeoutMs = options.providerTimeoutMs;
+    const onModelCall =
+      options.persistence === 'model-call'
+        ? persistModelCalls({ runId, inside, args, signal, timeoutMs, emit, session: runOptions.session, store: options.sessionStore })
+        : undefined;
+    try {
+      context.response = await runToolLoop({
+        runId,
+        agent,
+        session,
+        context,
+        signal,
+        maxToolRoundtrips,
+        compaction,
+        toolValidator,
+        emit,
+        quiet,
+        stream,
+        onModelCall,
+        approvals,
+        leaveOpen: pendingCallIds(session),
+      });
+    } catch (error) {
+      context.error = error;
+    }
+  };
   try {
-    await runPipeline(providers, {
-      runId,
-      emit,
-      timeoutMs: options.providerTimeoutMs,
-      args,
-      isNewTo: (provider) => !slotsBefore!.has(provider.sourceId),
-      created: (provider) => created.add(provider),
-      invoke: async (inside) => {
-        const timeoutMs = options.providerTimeoutMs;
-        const onModelCall =
-          options.persistence === 'model-call'
-            ? persistModelCalls({ runId, inside, args, signal, timeoutMs, emit, session: runOptions.session, store: options.sessionStore })
-            : undefined;
-        try {
-          context.response = await runToolLoop({
-            runId,
-            agent,
-            session,
-            context,
-            signal,
-            maxToolRoundtrips,
-            compaction,
-            toolValidator,
-            emit,
-            quiet,
-            stream,
-            onModelCall,
-            approvals,
-            leaveOpen: pendingCallIds(session),
-          });
-        } catch (error) {
-          context.error = error;
-        }
-      },
-    });
+    // Without providers there is no onion to run: the tool loop is the whole pipeline.
+    if (providers.length === 0) await invoke([]);
+    else
+      await runPipeline(providers, {
+        runId,
+        emit,
+        timeoutMs: options.providerTimeoutMs,
+        args,
+        isNewTo: (provider) => !slotsBefore!.has(provider.sourceId),
+        created: (provider) => created.add(provider),
+        invoke,
+      });
   } finally {
     runOptions.signal?.removeEventListener('abort', onAbort);
     // A slot made for this run is kept when the provider's onSessionCreated ran on it (even empty,
