@@ -1,7 +1,8 @@
 /**
  * Client CPU time of several ways to make the same call, measured the way `openai-overhead.ts`
- * does: one process, the sides alternating call by call with the side that goes first rotating,
- * so drift, GC and the other work on a shared machine hit every side alike. Each call's cost is
+ * does: one process, the sides alternating call by call in a new shuffled order every round (so
+ * no side always follows the same one and pays for its garbage), so drift, GC and the other work
+ * on a shared machine hit every side alike. Each call's cost is
  * `process.cpuUsage()` (user + system) around it, not wall time, so time the process spends
  * waiting for a core it shares is not counted.
  */
@@ -44,15 +45,24 @@ function quantile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? Number.NaN;
 }
 
-/** Runs the sides in turn, call by call, and returns each side's median and p90 CPU time. */
+/** Runs the sides in turn, call by call, in a shuffled order each round (seeded, so runs repeat it), and returns each side's median and p90 CPU time. */
 export async function compareCpu(sides: readonly CpuSide[], options: CpuCompareOptions = {}): Promise<CpuStats[]> {
   const warmup = options.warmup ?? 100;
   const calls = options.calls ?? 400;
   const samples = sides.map(() => [] as number[]);
   settle();
+  const order = sides.map((_, i) => i);
+  let seed = 0x2545f491;
+  const random = () => {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    return seed / 2 ** 32;
+  };
   for (let i = 0; i < warmup + calls; i++) {
-    for (let k = 0; k < sides.length; k++) {
-      const s = (i + k) % sides.length;
+    for (let k = order.length - 1; k > 0; k--) {
+      const j = Math.floor(random() * (k + 1));
+      [order[k], order[j]] = [order[j]!, order[k]!];
+    }
+    for (const s of order) {
       const side = sides[s]!;
       await side.setup?.();
       const us = await cpuUs(side.call);

@@ -11,7 +11,8 @@ import { type Agent, type ChatClient, createAgent, Message } from '@ctx/core';
 import { OpenAIChatClient, OpenAIResponsesClient } from '@ctx/openai';
 import OpenAI from 'openai';
 import { jsonBody, replay, sseBody } from './replay-fetch.js';
-import { fmtRatio, printTable, settle } from './timing.js';
+import { type CpuSide, compareCpu, pairedRatio } from './cpu-compare.js';
+import { fmtRatio, printTable } from './timing.js';
 
 const QUESTION = 'Explain context engineering.';
 const INSTRUCTIONS = 'Be thorough.';
@@ -21,8 +22,6 @@ const CALLS = 300;
 function sdkFor(reads: Uint8Array[], contentType: string): OpenAI {
   return new OpenAI({ apiKey: 'bench-key', baseURL: 'http://replay.invalid/v1', maxRetries: 0, fetch: replay(reads, contentType) });
 }
-
-type Side = { name: string; call: () => Promise<unknown> };
 
 async function drain(iterable: AsyncIterable<unknown>): Promise<number> {
   let n = 0;
@@ -37,7 +36,7 @@ async function drainRun(agent: Agent): Promise<number> {
   return n;
 }
 
-function cases(): { name: string; sides: Side[] }[] {
+function cases(): { name: string; sides: CpuSide[] }[] {
   const messages = [Message.user(QUESTION)];
   const options = { instructions: INSTRUCTIONS };
   const chatStream = sdkFor(sseBody('chat-text-stream.chunks.txt', false), 'text/event-stream');
@@ -100,14 +99,6 @@ function cases(): { name: string; sides: Side[] }[] {
   ];
 }
 
-/** CPU time (user + system) of one call, in ms. */
-async function cpuMs(call: () => Promise<unknown>): Promise<number> {
-  const before = process.cpuUsage();
-  await call();
-  const used = process.cpuUsage(before);
-  return (used.user + used.system) / 1000;
-}
-
 /** Mean of the middle 80% (drops the GC pauses and the outliers at both ends alike). */
 function trimmedMean(samples: number[]): number {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -122,16 +113,8 @@ export async function openaiOverhead(): Promise<Map<string, { client: number; ag
   const out = new Map<string, { client: number; agent: number; agentVsClient: number }>();
   const rows: string[][] = [];
   for (const c of cases()) {
-    const samples = c.sides.map(() => [] as number[]);
-    settle();
-    for (let i = 0; i < WARMUP + CALLS; i++) {
-      // Alternate call by call, the side that goes first rotating, so drift and GC hit every side alike.
-      for (let k = 0; k < c.sides.length; k++) {
-        const s = (i + k) % c.sides.length;
-        const ms = await cpuMs(c.sides[s]!.call);
-        if (i >= WARMUP) samples[s]!.push(ms);
-      }
-    }
+    const stats = await compareCpu(c.sides, { warmup: WARMUP, calls: CALLS });
+    const samples = stats.map((st) => st.samples.map((us) => us / 1000));
     const [sdk, client, agent] = samples.map(trimmedMean) as [number, number, number];
     out.set(c.name, { client: client / sdk, agent: agent / sdk, agentVsClient: agent / client });
     rows.push([
@@ -142,14 +125,24 @@ export async function openaiOverhead(): Promise<Map<string, { client: number; ag
       fmtRatio(client / sdk),
       fmtRatio(agent / sdk),
       fmtRatio(agent / client),
+      fmtRatio(pairedRatio(stats[2]!, stats[1]!)),
     ]);
   }
   printTable(
-    ['call', 'openai SDK ms', '@ctx/openai client ms', 'agent.run(Stream) ms', 'client / SDK', 'agent / SDK', 'agent / client'],
+    [
+      'call',
+      'openai SDK ms',
+      '@ctx/openai client ms',
+      'agent.run(Stream) ms',
+      'client / SDK',
+      'agent / SDK',
+      'agent / client',
+      'agent / client (paired)',
+    ],
     rows,
   );
   console.log(
-    `\nCPU ms per call (user + system), trimmed mean of ${CALLS} calls per side. "agent" is agent.runStream for streamed rows, agent.run for plain ones:`,
+    `\nCPU ms per call (user + system), trimmed mean (middle 80%) of ${CALLS} calls per side, the sides in a shuffled order each round; paired = the median of each round's ratio. "agent" is agent.runStream for streamed rows, agent.run for plain ones:`,
   );
   console.log('the whole pipeline (no session) around the same client. Target: agent.runStream at most 1.03x of the client stream.\n');
   return out;
