@@ -11,17 +11,15 @@
  * and the worst case, a model that answers at once without any SDK. Prints tables; asserts nothing
  * about timings.
  */
-import { readFileSync } from 'node:fs';
 import { InMemoryHistoryProvider } from '@ctx/core';
 import { Agent, type AgentInputItem, MemorySession, type Model, run, type Session, setTracingDisabled, Usage } from '@openai/agents-core';
 import OpenAI from 'openai';
 import { CtxSession } from '../../packages/openai-agents/src/index.js';
 import { CPU_HEADERS, compareCpu, cpuCells } from './cpu-compare.js';
+import { jsonBody, replay } from './replay-fetch.js';
 import { printTable } from './timing.js';
 
 setTracingDisabled(true);
-
-const FIXTURES = new URL('../../tooling/openai-test-server/fixtures/', import.meta.url);
 
 /** A model that answers at once, without any SDK: the Agents runner and the session only. */
 const instant: Model = {
@@ -38,11 +36,7 @@ const instant: Model = {
 
 /** A model that makes a real `openai` SDK call (request built and sent, response parsed), answered from a recording. */
 function recordedModel(): Model {
-  const body = readFileSync(new URL('responses-text.json', FIXTURES));
-  const fetch: typeof globalThis.fetch = async (_input, init) => {
-    if (init?.body !== undefined) await new Response(init.body as BodyInit).arrayBuffer(); // the request is built and read, as on the wire
-    return new Response(body, { status: 200, headers: { 'content-type': 'application/json' } });
-  };
+  const fetch = replay(jsonBody('responses-text.json'), 'application/json');
   const sdk = new OpenAI({ apiKey: 'bench-key', baseURL: 'http://replay.invalid/v1', maxRetries: 0, fetch });
   return {
     async getResponse(request) {

@@ -8,7 +8,6 @@
  * like, nothing but client work), and the worst case, a tool loop with two parallel tools on core's
  * instant `ScriptedChatClient` (ctx's own work only). Prints tables; never asserts timings.
  */
-import { readFileSync } from 'node:fs';
 import { type AgentOptions, createAgent, defineTool } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { OpenAIChatClient } from '@ctx/openai';
@@ -16,9 +15,8 @@ import { createOtelEventHandler } from '@ctx/otel';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import OpenAI from 'openai';
 import { CPU_HEADERS, compareCpu, cpuCells } from './cpu-compare.js';
+import { replay, sseBody } from './replay-fetch.js';
 import { printTable } from './timing.js';
-
-const FIXTURES = new URL('../../tooling/openai-test-server/fixtures/', import.meta.url);
 
 /** An exporter that drops what it is given, so only the handler and the SDK's span work are timed. */
 const dropExporter: SpanExporter = {
@@ -26,25 +24,9 @@ const dropExporter: SpanExporter = {
   shutdown: async () => {},
 };
 
-/** The recorded stream as SSE, a few frames per network read, answered by an in-process `fetch`. */
+/** The `openai` SDK answering every call with the recorded stream (`replay-fetch.ts`). */
 function replayedOpenAI(): OpenAI {
-  const frames = readFileSync(new URL('chat-text-stream.chunks.txt', FIXTURES), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((data) => `data: ${data}\n\n`);
-  frames.push('data: [DONE]\n\n');
-  const reads: Uint8Array[] = [];
-  for (let i = 0; i < frames.length; i += 4) reads.push(Buffer.from(frames.slice(i, i + 4).join('')));
-  const fetch: typeof globalThis.fetch = async (_input, init) => {
-    if (init?.body !== undefined) await new Response(init.body as BodyInit).arrayBuffer(); // the request is built and read, as on the wire
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        for (const read of reads) controller.enqueue(read);
-        controller.close();
-      },
-    });
-    return new Response(body, { status: 200, headers: { 'content-type': 'text/event-stream' } });
-  };
+  const fetch = replay(sseBody('chat-text-stream.chunks.txt', false), 'text/event-stream');
   return new OpenAI({ apiKey: 'bench-key', baseURL: 'http://replay.invalid/v1', maxRetries: 0, fetch });
 }
 
