@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 
-export const FIXTURES = new URL('../../tooling/openai-test-server/fixtures/', import.meta.url);
+const FIXTURES = new URL('../../tooling/openai-test-server/fixtures/', import.meta.url);
 
 /** A recorded stream as the service sends it: SSE frames, delivered a few frames per network read. */
 export function sseBody(file: string, named: boolean): Uint8Array[] {
