@@ -4,31 +4,36 @@ import type { ChatClient, ChatResponseUpdate } from '../spec/chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
 import { createAgent } from './create-agent.js';
 
+/** A client whose streaming calls go to `stream`; plain calls are not used. */
+function streamingClient(modelId: string, stream: ChatClient['getStreamingResponse']): ChatClient {
+  return {
+    specificationVersion: 'v1',
+    provider: 'test',
+    modelId,
+    getResponse: async () => ({ messages: [Message.assistant('unused')] }),
+    getStreamingResponse: stream,
+  };
+}
+
 /**
  * A streaming client of `count` one-word updates that counts how many it has produced, and
  * whether its stream was closed. With `hangAt`, it never answers that read.
  */
 function countingClient(count: number, options: { ignoreAbort?: boolean; hangAt?: number } = {}) {
   const state = { produced: 0, closed: false };
-  const client: ChatClient = {
-    specificationVersion: 'v1',
-    provider: 'test',
-    modelId: 'counting',
-    getResponse: async () => ({ messages: [Message.assistant('unused')] }),
-    async *getStreamingResponse(_messages, chatOptions): AsyncIterable<ChatResponseUpdate> {
-      try {
-        for (let i = 0; i < count; i++) {
-          if (!options.ignoreAbort) chatOptions.signal?.throwIfAborted();
-          if (i === options.hangAt) await new Promise(() => {});
-          await new Promise((resolve) => setImmediate(resolve));
-          state.produced++;
-          yield { messageId: 'm1', role: 'assistant', contents: [{ type: 'text', text: `w${i} ` }] };
-        }
-      } finally {
-        state.closed = true;
+  const client = streamingClient('counting', async function* (_messages, chatOptions): AsyncIterable<ChatResponseUpdate> {
+    try {
+      for (let i = 0; i < count; i++) {
+        if (!options.ignoreAbort) chatOptions.signal?.throwIfAborted();
+        if (i === options.hangAt) await new Promise(() => {});
+        await new Promise((resolve) => setImmediate(resolve));
+        state.produced++;
+        yield { messageId: 'm1', role: 'assistant', contents: [{ type: 'text', text: `w${i} ` }] };
       }
-    },
-  };
+    } finally {
+      state.closed = true;
+    }
+  });
   return { client, state };
 }
 
@@ -92,27 +97,21 @@ describe('runStream', () => {
 
   it('streams tool messages between model calls, and the second call through the caller too', async () => {
     let call = 0;
-    const client: ChatClient = {
-      specificationVersion: 'v1',
-      provider: 'test',
-      modelId: 'tools',
-      getResponse: async () => ({ messages: [] }),
-      async *getStreamingResponse() {
-        if (call++ === 0) {
-          yield {
-            messageId: 'a1',
-            role: 'assistant',
-            contents: [{ type: 'function-call', callId: 'c1', name: 'add', arguments: '{"a":2,' }],
-          };
-          yield { messageId: 'a1', contents: [{ type: 'function-call', callId: 'c1', name: '', arguments: '"b":3}' }] };
-          yield { contents: [], finishReason: 'tool-calls', usage: { inputTokens: 4, outputTokens: 2 } };
-        } else {
-          yield { messageId: 'a2', role: 'assistant', contents: [{ type: 'text', text: 'It is ' }] };
-          yield { messageId: 'a2', contents: [{ type: 'text', text: '5.' }] };
-          yield { contents: [], finishReason: 'stop', usage: { inputTokens: 9, outputTokens: 3 } };
-        }
-      },
-    };
+    const client = streamingClient('tools', async function* (): AsyncIterable<ChatResponseUpdate> {
+      if (call++ === 0) {
+        yield {
+          messageId: 'a1',
+          role: 'assistant',
+          contents: [{ type: 'function-call', callId: 'c1', name: 'add', arguments: '{"a":2,' }],
+        };
+        yield { messageId: 'a1', contents: [{ type: 'function-call', callId: 'c1', name: '', arguments: '"b":3}' }] };
+        yield { contents: [], finishReason: 'tool-calls', usage: { inputTokens: 4, outputTokens: 2 } };
+      } else {
+        yield { messageId: 'a2', role: 'assistant', contents: [{ type: 'text', text: 'It is ' }] };
+        yield { messageId: 'a2', contents: [{ type: 'text', text: '5.' }] };
+        yield { contents: [], finishReason: 'stop', usage: { inputTokens: 9, outputTokens: 3 } };
+      }
+    });
     const add = defineTool({ name: 'add', parameters: { type: 'object' }, execute: ({ a, b }: { a: number; b: number }) => a + b });
     const agent = createAgent({ client, tools: [add] });
     const stream = agent.runStream('2 + 3?');
@@ -157,16 +156,10 @@ describe('runStream', () => {
   });
 
   it('fails the run with the error of a client that fails mid-stream, through iteration and response', async () => {
-    const client: ChatClient = {
-      specificationVersion: 'v1',
-      provider: 'test',
-      modelId: 'failing',
-      getResponse: async () => ({ messages: [] }),
-      async *getStreamingResponse() {
-        yield { messageId: 'm1', role: 'assistant', contents: [{ type: 'text', text: 'Hal' }] };
-        throw new Error('connection reset');
-      },
-    };
+    const client = streamingClient('failing', async function* (): AsyncIterable<ChatResponseUpdate> {
+      yield { messageId: 'm1', role: 'assistant', contents: [{ type: 'text', text: 'Hal' }] };
+      throw new Error('connection reset');
+    });
     const stream = createAgent({ client }).runStream('go');
     const texts: string[] = [];
     const iterated = (async () => {
