@@ -74,7 +74,7 @@ export async function executeRun(
     stability: stabilityOf(providers),
   });
   const agent: AgentView = { name, client, contextProviders: providers };
-  const slotsBefore = providers.length ? new Set(Object.keys(session.state)) : undefined;
+  const slotsBefore = new Set(Object.keys(session.state));
   const created = new Set<ContextProvider>();
   if (!quiet)
     emit({
@@ -132,24 +132,21 @@ export async function executeRun(
     }
   };
   try {
-    // Without providers there is no onion to run: the tool loop is the whole pipeline.
-    if (providers.length === 0) await invoke([]);
-    else
-      await runPipeline(providers, {
-        runId,
-        emit,
-        timeoutMs: options.providerTimeoutMs,
-        args,
-        isNewTo: (provider) => !slotsBefore!.has(provider.sourceId),
-        created: (provider) => created.add(provider),
-        invoke,
-      });
+    await runPipeline(providers, {
+      runId,
+      emit,
+      timeoutMs: options.providerTimeoutMs,
+      args,
+      isNewTo: (provider) => !slotsBefore.has(provider.sourceId),
+      created: (provider) => created.add(provider),
+      invoke,
+    });
   } finally {
     runOptions.signal?.removeEventListener('abort', onAbort);
     // A slot made for this run is kept when the provider's onSessionCreated ran on it (even empty,
     // so it is not called again), else when it holds something (a gated-off provider's stays out).
     for (const p of providers) {
-      if (slotsBefore!.has(p.sourceId)) continue;
+      if (slotsBefore.has(p.sourceId)) continue;
       const keep = p.onSessionCreated ? created.has(p) : Object.keys(session.state[p.sourceId] ?? {}).length > 0;
       if (!keep) delete session.state[p.sourceId];
     }
