@@ -172,7 +172,7 @@ export function truncate(text: string, max = 80): string {
 }
 
 /** Whether `error` ended a run because its `signal` was aborted (a backend's own timeout is not an abort). */
-export function isAbortError(error: unknown, signal: AbortSignal): boolean {
-  if (!signal.aborted) return false;
+export function isAbortError(error: unknown, signal: AbortSignal | undefined): boolean {
+  if (!signal?.aborted) return false;
   return error === signal.reason || (error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError'));
 }

@@ -5,6 +5,7 @@ import type { ChatClient } from '../spec/chat-client.js';
 import type { CompactionStrategy } from '../spec/compaction-strategy.js';
 import { flattenGroups, groupMessages, isSummary, splitProtected } from './message-groups.js';
 import { type CompactionTrigger, compactWhen } from './triggers.js';
+import { isoNow } from '../messages/iso-now.js';
 
 /** What `metadata.ctx.summary` of a summary message holds. */
 export interface SummaryInfo {
@@ -83,7 +84,7 @@ export function summarization(options: SummarizationOptions): CompactionStrategy
       if (!text) return failed(`The summarizer answered with blank text, so ${foldedMessages.length} messages were not summarized.`);
       const replaces = foldedMessages.flatMap((m) => summaryInfo(m)?.replaces ?? [m.id]);
       const summary = Message.system(`Summary of the earlier conversation:\n${text}`, {
-        metadata: { ctx: { sourceId: 'compaction', sourceType: 'context', summary: { replaces, createdAt: new Date().toISOString() } } },
+        metadata: { ctx: { sourceId: 'compaction', sourceType: 'context', summary: { replaces, createdAt: isoNow() } } },
       });
       return [...flattenGroups(system), summary, ...flattenGroups([...older.slice(cut), ...recent])];
     },

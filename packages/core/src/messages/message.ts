@@ -10,6 +10,7 @@ import type {
 } from '../spec/message.js';
 import { generateId } from './id.js';
 import { at, describeThrown, describeValue, formatPath, isPlainObject, jsonProblem, type Problem } from './json.js';
+import { isoNow } from './iso-now.js';
 
 /** A chat message (see the spec); also the namespace of helpers that build and read messages. */
 export type Message = MessageData;
@@ -19,7 +20,7 @@ export type MessageInit = Partial<Omit<Message, 'role' | 'contents'>>;
 
 function create(role: Role, contents: string | Content | Content[], init: MessageInit = {}): Message {
   const list = typeof contents === 'string' ? [{ type: 'text', text: contents } as const] : Array.isArray(contents) ? contents : [contents];
-  return { id: init.id ?? generateId(), role, contents: [...list], createdAt: init.createdAt ?? new Date().toISOString(), ...rest(init) };
+  return { id: init.id ?? generateId(), role, contents: [...list], createdAt: init.createdAt ?? isoNow(), ...rest(init) };
 }
 
 function rest(init: MessageInit): Partial<Message> {

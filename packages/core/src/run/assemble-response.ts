@@ -1,6 +1,7 @@
 import type { Message } from '../messages/message.js';
 import type { ChatResponse, ChatResponseUpdate, Usage } from '../spec/chat-client.js';
 import type { Content } from '../spec/message.js';
+import { isoNow } from '../messages/iso-now.js';
 
 const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'totalTokens', 'cachedInputTokens', 'reasoningTokens'] as const;
 
@@ -72,7 +73,7 @@ export function createResponseAssembler(newId: () => string): ResponseAssembler 
       const known = update.messageId === undefined ? undefined : byId?.get(update.messageId);
       if (known?.role === role) current = known;
       else {
-        current = { id: update.messageId ?? newId(), role, contents: [], createdAt: new Date().toISOString() };
+        current = { id: update.messageId ?? newId(), role, contents: [], createdAt: isoNow() };
         if (update.messageId !== undefined) (byId ??= new Map()).set(update.messageId, current);
         messages.push(current);
       }

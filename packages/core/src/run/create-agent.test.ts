@@ -340,6 +340,32 @@ describe('abort', () => {
     await expect(agent.run('hi', { signal: AbortSignal.abort(new Error('early')) })).rejects.toThrow('early');
     expect(log).toEqual([]);
   });
+
+  it("a run nothing can abort gives providers and tools a signal that never aborts, and the model none; the caller's signal reaches them all", async () => {
+    const seen: Array<[string, AbortSignal | undefined]> = [];
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'probe' }] }, 'done'] });
+    const probe = defineTool({
+      name: 'probe',
+      parameters: { type: 'object' },
+      execute: (_args, { signal }) => void seen.push(['tool', signal]),
+    });
+    const provider: ContextProvider = { sourceId: 'probe', beforeRun: ({ signal }) => void seen.push(['provider', signal]) };
+    const agent = createAgent({ client, tools: [probe], contextProviders: [provider] });
+    await agent.run('hi');
+    expect(seen.map(([who, signal]) => [who, signal instanceof AbortSignal && !signal.aborted])).toEqual([
+      ['provider', true],
+      ['tool', true],
+    ]);
+    expect(client.calls.map((c) => c.options.signal)).toEqual([undefined, undefined]);
+
+    const controller = new AbortController();
+    const slow = new ScriptedChatClient({ replies: [{ text: 'slow', delayMs: 5_000 }] });
+    const aborting = createAgent({ client: slow, contextProviders: [provider] }).run('hi', { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('stop')), 10);
+    await expect(aborting).rejects.toThrow('stop');
+    expect(seen.at(-1)![1]?.aborted).toBe(true);
+    expect(slow.calls[0]!.options.signal?.aborted).toBe(true);
+  });
 });
 
 describe('runStream', () => {

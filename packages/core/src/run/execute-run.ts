@@ -13,9 +13,11 @@ import { type DefaultHistory, defaultHistory } from './default-history.js';
 import { persistModelCalls } from './persist-model-calls.js';
 import { redactorFor } from './redact.js';
 import { runPipeline } from './pipeline.js';
+import { RunAbort } from './run-abort.js';
 import { RunContext } from './run-context.js';
 import type { RunStreamSink } from './run-stream.js';
 import { runToolLoop } from './tool-loop.js';
+import { isoNow } from '../messages/iso-now.js';
 
 /** What every run of one agent shares. */
 export interface AgentRuntime {
@@ -36,7 +38,7 @@ export async function executeRun(
   input: AgentInput,
   runOptions: AgentRunOptions,
   stream?: RunStreamSink,
-  controller = new AbortController(),
+  controller: AbortController | undefined = runOptions.signal ? new AbortController() : undefined,
 ): Promise<AgentResponse> {
   const { options, emit, quiet } = runtime;
   const { client, name, maxToolRoundtrips, compaction, toolValidator } = options;
@@ -54,10 +56,11 @@ export async function executeRun(
   const approvals = approvalRound(runOptions.session, runOptions.approvals, hasInput);
   const runId = generateId();
   const started = quiet ? 0 : performance.now();
-  const onAbort = () => controller.abort(runOptions.signal?.reason);
+  const onAbort = () => controller?.abort(runOptions.signal?.reason);
   if (runOptions.signal?.aborted) onAbort();
   runOptions.signal?.addEventListener('abort', onAbort, { once: true });
-  const signal = controller.signal;
+  const abort = new RunAbort(controller);
+  const signal = abort.cancel;
 
   const { instructions: runInstructions, tools: runTools, ...chatOptions } = runOptions.options ?? NO_OPTIONS;
   const instructions =
@@ -99,10 +102,12 @@ export async function executeRun(
     agent,
     session,
     context,
-    signal,
+    get signal() {
+      return abort.signal;
+    },
     state: session.stateOf(provider.sourceId),
     report: (d) => emit({ type: 'provider-diagnostic', runId, sourceId: provider.sourceId, ...d }),
-    redact: redactorFor(options.redact, session.sessionId, provider.sourceId, signal),
+    redact: redactorFor(options.redact, session.sessionId, provider.sourceId, abort),
   });
   const invoke = async (inside: readonly ContextProvider[]): Promise<void> => {
     const timeoutMs = options.providerTimeoutMs;
@@ -116,7 +121,7 @@ export async function executeRun(
         agent,
         session,
         context,
-        signal,
+        abort,
         maxToolRoundtrips,
         compaction,
         toolValidator,
@@ -134,6 +139,7 @@ export async function executeRun(
   try {
     await runPipeline(providers, {
       runId,
+      signal,
       emit,
       timeoutMs: options.providerTimeoutMs,
       args,
@@ -164,7 +170,7 @@ export async function executeRun(
   if (error !== undefined) throw error;
   if (!response) throw new CtxError(`Run ${runId} ended without a response: a wrap provider did not call next().`);
   session.pending = approvals.next; // calls waiting for approval, kept once the run succeeded
-  if (runOptions.session) session.metadata.updatedAt = new Date().toISOString();
+  if (runOptions.session) session.metadata.updatedAt = isoNow();
   if (response.conversationId !== undefined) {
     session.serviceSessionId = response.conversationId;
     history.dropLocalCopy(session, providers); // the service keeps the conversation from now on

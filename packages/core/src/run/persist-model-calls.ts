@@ -14,7 +14,8 @@ export interface ModelCallPersistence {
   /** The providers taking part in the run, outermost first. */
   inside: readonly ContextProvider[];
   args: (provider: ContextProvider) => ProviderRunArgs;
-  signal: AbortSignal;
+  /** The run's signal when something can abort the run. */
+  signal: AbortSignal | undefined;
   /** The agent's `providerTimeoutMs`. */
   timeoutMs: number | undefined;
   emit: (event: AgentEvent) => void;
@@ -52,7 +53,7 @@ export function persistModelCalls(run: ModelCallPersistence): (produced: readonl
     }
     const { session, store } = run;
     if (inSession && session && store) {
-      session.etag = await store.set(session.toJSON(), { ifMatch: session.etag ?? null, signal: run.signal });
+      session.etag = await store.set(session.toJSON(), { ifMatch: session.etag ?? null, ...(run.signal ? { signal: run.signal } : {}) });
     }
   };
 }

@@ -7,6 +7,8 @@ type Outcome = 'ok' | 'skipped' | 'failed';
 /** What `runPipeline` needs besides the providers. */
 export interface PipelineRun {
   runId: string;
+  /** The run's signal when something can abort the run: hooks are abandoned when it aborts. */
+  signal: AbortSignal | undefined;
   args: (provider: ContextProvider) => ProviderRunArgs;
   /**
    * The innermost step: the model call and the tool loop. Must not throw; failures go to
@@ -45,8 +47,8 @@ export async function runPipeline(providers: readonly ContextProvider[], run: Pi
     const provider = providers[index];
     if (!provider) return run.invoke([...inside]);
     const args = run.args(provider);
-    if (args.signal.aborted) {
-      args.context.error ??= args.signal.reason;
+    if (run.signal?.aborted) {
+      args.context.error ??= run.signal.reason;
       return;
     }
     if (provider.onSessionCreated && run.isNewTo?.(provider)) {
@@ -100,7 +102,7 @@ async function guard(
   const started = performance.now();
   const before = context.contributionOf(provider.sourceId);
   try {
-    await clock.bound(body, args.signal, provider.sourceId, phase);
+    await clock.bound(body, run.signal, provider.sourceId, phase);
     const after = context.contributionOf(provider.sourceId);
     run.emit({
       type: 'provider-end',
@@ -116,7 +118,7 @@ async function guard(
     });
     return 'ok';
   } catch (error) {
-    if (isAbortError(error, args.signal)) {
+    if (isAbortError(error, run.signal)) {
       context.error ??= error;
       return 'failed';
     }
@@ -137,7 +139,7 @@ async function guard(
 export function boundHook(
   provider: ContextProvider,
   phase: ProviderPhase,
-  signal: AbortSignal,
+  signal: AbortSignal | undefined,
   timeoutMs: number | undefined,
   body: () => void | Promise<void>,
 ): Promise<void> {
@@ -158,16 +160,18 @@ class HookClock {
     this.#left = timeoutMs;
   }
 
-  bound(body: () => void | Promise<void>, signal: AbortSignal, sourceId: string, phase: ProviderPhase): Promise<void> {
+  bound(body: () => void | Promise<void>, signal: AbortSignal | undefined, sourceId: string, phase: ProviderPhase): Promise<void> {
+    // Nothing to race: no limit, and nothing can abort the run.
+    if (this.#left === undefined && !signal) return new Promise<void>((resolve) => resolve(body()));
     return new Promise<void>((resolve, reject) => {
       const finish = (settle: () => void) => {
         this.pause();
         this.#onTimeout = undefined;
-        signal.removeEventListener('abort', onAbort);
+        signal?.removeEventListener('abort', onAbort);
         settle();
       };
-      const onAbort = () => finish(() => reject(signal.reason));
-      signal.addEventListener('abort', onAbort, { once: true });
+      const onAbort = () => finish(() => reject(signal?.reason));
+      signal?.addEventListener('abort', onAbort, { once: true });
       const limit = this.#left;
       this.#onTimeout = () =>
         finish(() => reject(new CtxError(`Context provider "${sourceId}" did not finish ${phase} within ${limit} ms (timeoutMs).`)));

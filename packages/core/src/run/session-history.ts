@@ -11,6 +11,7 @@ import { checkContextProviders } from './agent-options.js';
 import type { Agent } from './agent.js';
 import { type DefaultHistory, defaultHistory } from './default-history.js';
 import { type AgentRuntime, executeRun } from './execute-run.js';
+import { isoNow } from '../messages/iso-now.js';
 
 /** The history providers of one session. */
 interface Histories {
@@ -165,7 +166,7 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
           ...others.map(({ provider, messages: stored, cut }) => ({ provider, at: stored[cut - 1]?.id, empty: cut === 0 })),
         ];
       }
-      const now = new Date().toISOString();
+      const now = isoNow();
       const { title, userId, custom } = session.metadata;
       const metadata: SessionMetadata = {
         createdAt: now,

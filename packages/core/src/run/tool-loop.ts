@@ -17,6 +17,7 @@ import type { ApprovalRound } from './approvals.js';
 import { answerInterruptedCalls } from './interrupted-calls.js';
 import { addUsage } from './assemble-response.js';
 import { pairResults } from './pair-results.js';
+import type { RunAbort } from './run-abort.js';
 import type { RunStreamSink } from './run-stream.js';
 import { isMarkedSettled } from '../messages/settled-calls.js';
 
@@ -26,7 +27,7 @@ export interface ToolLoopRun {
   agent: AgentView;
   session: SessionView;
   context: SessionContext;
-  signal: AbortSignal;
+  abort: RunAbort;
   maxToolRoundtrips: number;
   compaction: CompactionStrategy | undefined;
   /** Checks the arguments of tools without their own `validate`. */
@@ -58,12 +59,14 @@ export interface ToolLoopRun {
  * when no call waits any more.
  */
 export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
-  const { agent, context, signal, emit, runId } = run;
+  const { agent, context, emit, runId } = run;
+  const signal = run.abort.cancel;
   const { client } = agent;
   const tools = context.tools;
   const byName = new Map(tools.map((t) => [t.name, t]));
   const checks = compileToolChecks(tools, run.toolValidator);
-  const base: ChatOptions = { ...context.options, signal };
+  const base: ChatOptions = { ...context.options };
+  if (signal) base.signal = signal;
   const instructions = context.getInstructions();
   // Instructions of per-run providers travel as a message before the input, not as instructions.
   const perRun = agent.contextProviders.filter((p) => p.stability === 'per-run').map((p) => p.sourceId);
@@ -126,7 +129,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     const response = run.stream
       ? await run.stream.pipe(client.getStreamingResponse(messages, options))
       : await abortable(client.getResponse(messages, options), signal);
-    signal.throwIfAborted(); // a client that ignored the signal must not complete an aborted run
+    signal?.throwIfAborted(); // a client that ignored the signal must not complete an aborted run
     const calls = openCalls(response);
     if (!run.quiet)
       emit({
@@ -275,10 +278,10 @@ async function parseArguments(
 }
 
 /** Whether a call with these checked arguments waits for approval; a check that ignores the signal does not hold up an aborted run. */
-async function needsApproval(tool: Tool, args: unknown, options: ToolExecuteOptions): Promise<boolean> {
+async function needsApproval(tool: Tool, args: unknown, options: ToolExecuteOptions, cancel: AbortSignal | undefined): Promise<boolean> {
   const rule = tool.needsApproval;
   if (typeof rule !== 'function') return rule === true;
-  return Boolean(await abortable(new Promise<boolean>((resolve) => resolve(rule(args, options))), options.signal));
+  return Boolean(await abortable(new Promise<boolean>((resolve) => resolve(rule(args, options))), cancel));
 }
 
 function errorResult(call: FunctionCallContent, message: string): FunctionResultContent {
@@ -297,9 +300,12 @@ async function executeTool(
   run: ToolLoopRun,
   approved = false,
 ): Promise<FunctionResultContent | PendingApproval> {
+  const { abort } = run;
   const options: ToolExecuteOptions = {
     callId: call.callId,
-    signal: run.signal,
+    get signal() {
+      return abort.signal;
+    },
     agent: run.agent,
     session: run.session,
     context: run.context,
@@ -310,10 +316,10 @@ async function executeTool(
   if (!approved && tool?.execute && tool.needsApproval) {
     parsed = await parseArguments(call, tool, check);
     try {
-      if (!('problem' in parsed) && (await needsApproval(tool, parsed.args, options)))
+      if (!('problem' in parsed) && (await needsApproval(tool, parsed.args, options, abort.cancel)))
         return { callId: call.callId, toolName: call.name, arguments: call.arguments };
     } catch (error) {
-      if (isAbortError(error, run.signal)) throw error;
+      if (isAbortError(error, abort.cancel)) throw error;
       checkFailed = { error };
     }
   }
@@ -342,9 +348,9 @@ async function executeTool(
   try {
     // A tool that ignores the signal must not hold up an aborted run.
     const execute = tool.execute;
-    value = await abortable(new Promise((resolve) => resolve(execute(args, options))), run.signal);
+    value = await abortable(new Promise((resolve) => resolve(execute(args, options))), abort.cancel);
   } catch (error) {
-    if (isAbortError(error, run.signal)) throw error;
+    if (isAbortError(error, abort.cancel)) throw error;
     return fail(`Tool "${call.name}" failed: ${describe(error)}`, error);
   }
   const result = toJsonResult(value);

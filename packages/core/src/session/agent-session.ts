@@ -8,6 +8,7 @@ import type { PendingApproval } from '../spec/agent-response.js';
 import type { JsonObject } from '../spec/json.js';
 import type { SessionView } from '../spec/run-view.js';
 import type { PendingToolCalls, SessionJson, SessionMetadata } from '../spec/session.js';
+import { isoNow } from '../messages/iso-now.js';
 
 /** Fields to start a session with. */
 export interface AgentSessionInit {
@@ -87,7 +88,7 @@ export class AgentSession implements SessionView {
       // Restored metadata was checked as it was read; any other is a caller's (a fork's, say).
       this.metadata = init[adopt] ? init.metadata : structuredClone(checkMetadata(init.metadata, '', ConfigurationError));
     } else {
-      const now = new Date().toISOString();
+      const now = isoNow();
       const metadata: SessionMetadata = { createdAt: now, updatedAt: now };
       if (init.userId !== undefined) metadata.userId = init.userId;
       if (init.title !== undefined) metadata.title = init.title;
@@ -278,7 +279,7 @@ function checkPending(value: unknown): PendingToolCalls | undefined {
 
 /** The metadata of a version-1 session, which kept none: both times are now. */
 function migratedMetadata(): SessionMetadata {
-  const now = new Date().toISOString();
+  const now = isoNow();
   return { createdAt: now, updatedAt: now };
 }
 
