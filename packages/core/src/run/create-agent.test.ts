@@ -115,6 +115,7 @@ describe('the pipeline', () => {
     expect(skipped).toMatchObject({ sourceId: 'half', phase: 'beforeRun' });
     expect(String((skipped as { error: Error }).error.message)).toBe('gave up halfway');
     expect(session.state.memory!.messages).toHaveLength(2);
+    expect(res.added).toEqual({ memory: { messages: 0, instructions: 0, tools: 0 }, half: { messages: 0, instructions: 0, tools: 0 } });
   });
 
   it('a skipped wrap provider that never called next() does not stop the run', async () => {
@@ -141,11 +142,12 @@ describe('the pipeline', () => {
         context.extendTools('toolbox', [defineTool({ name: 'noop', parameters: { type: 'object' }, execute: () => 'ok' })]),
     };
     const agent = createAgent({
-      client: new ScriptedChatClient({ replies: ['secret answer'] }),
+      client: new ScriptedChatClient({ replies: ['secret answer', 'another'] }),
       contextProviders: [tools],
       onEvent: (e) => events.push(e),
     });
-    await agent.run('secret question', { session: agent.createSession() });
+    const session = agent.createSession();
+    await agent.run('secret question', { session });
     const ends = events.filter((e) => e.type === 'provider-end');
     expect(ends.map((e) => [e.sourceId, e.phase, e.added])).toEqual([
       ['memory', 'beforeRun', { messages: 0, instructions: 0, tools: 0 }],
@@ -162,6 +164,9 @@ describe('the pipeline', () => {
       'run-end',
     ]);
     expect(JSON.stringify(events)).not.toMatch(/secret/);
+    // the response says the same without events: the second run loads the first turn
+    const second = await agent.run('again', { session });
+    expect(second.added).toEqual({ memory: { messages: 2, instructions: 0, tools: 0 }, toolbox: { messages: 0, instructions: 0, tools: 1 } });
   });
 
   it('a throwing event handler does not break the run', async () => {

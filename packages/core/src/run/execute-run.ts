@@ -5,7 +5,7 @@ import { Message } from '../messages/message.js';
 import { AgentSession } from '../session/agent-session.js';
 import type { AgentResponse } from '../spec/agent-response.js';
 import type { AgentEvent } from '../spec/events.js';
-import type { AgentView, ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
+import type { AgentView, ContextProvider, Contribution, ProviderRunArgs } from '../spec/run-view.js';
 import { type CheckedAgentOptions, checkContextProviders } from './agent-options.js';
 import type { AgentInput, AgentRunOptions } from './agent.js';
 import { approvalRound, pendingCallIds } from './approvals.js';
@@ -169,6 +169,9 @@ export async function executeRun(
     });
   if (error !== undefined) throw error;
   if (!response) throw new CtxError(`Run ${runId} ended without a response: a wrap provider did not call next().`);
+  const added: Record<string, Contribution> = {};
+  for (const p of providers) added[p.sourceId] = context.contributionOf(p.sourceId);
+  response.added = added;
   session.pending = approvals.next; // calls waiting for approval, kept once the run succeeded
   if (runOptions.session) session.metadata.updatedAt = isoNow();
   if (response.conversationId !== undefined) {

@@ -1,5 +1,6 @@
 import type { FinishReason, Usage } from './chat-client.js';
 import type { Message } from './message.js';
+import type { Contribution } from './run-view.js';
 
 /** The outcome of `agent.run`. */
 export interface AgentResponse {
@@ -19,6 +20,11 @@ export interface AgentResponse {
    * `agent.run([], { session, approvals: [{ callId, approved, reason? }] })`.
    */
   pendingApprovals?: PendingApproval[];
+  /**
+   * What each of the run's context providers had added to the context when the run ended
+   * (messages, instructions, tools), by `sourceId`; a provider left out of the run counts zero.
+   */
+  added?: Record<string, Contribution>;
 }
 
 /** A tool call that waits for the caller's approval before it runs. */
