@@ -7,7 +7,6 @@ import type {
 } from '@ai-sdk/provider';
 import {
   type Agent,
-  type AgentEvent,
   type AgentOptions,
   type AgentResponse,
   type AgentRunOptions,
@@ -99,20 +98,9 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
   const sessions = createAgent({ ...agentOptions, sessionStore, client: PLACEHOLDER });
   /** One agent per wrapped model, made on its first call; each call's own state travels in its chat options. */
   const agents = new WeakMap<AiSdkLanguageModel, Agent>();
-  /** The calls whose runs are under way, by run id; `starting` is the one whose run is being started. */
-  const runs = new Map<string, CallRecord>();
-  let starting: CallRecord | undefined;
-  const onEvent = observe(agentOptions.onEvent, (event) => {
-    // A run emits run-start before agent.run or agent.runStream returns: that is how a run finds its call.
-    if (event.type === 'run-start' && starting) runs.set(event.runId, starting);
-    const { runId } = event as { runId?: string };
-    const calls = runId === undefined ? undefined : runs.get(runId);
-    if (event.type === 'run-end') runs.delete(event.runId);
-    return calls?.added;
-  });
   const agentOf = (model: AiSdkLanguageModel): Agent => {
     let agent = agents.get(model);
-    if (!agent) agents.set(model, (agent = createAgent({ ...agentOptions, sessionStore, client: bind(model), onEvent })));
+    if (!agent) agents.set(model, (agent = createAgent({ ...agentOptions, sessionStore, client: bind(model) })));
     return agent;
   };
 
@@ -158,20 +146,19 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
       /** Starts the call's run (streamed or not) on the model's agent, `observer` told of the model's stream. */
       start<T>(go: (agent: Agent) => T, observer: CallState['observer'] = {}): T {
         state.observer = observer;
-        starting = calls;
-        try {
-          return go(agentOf(model));
-        } finally {
-          starting = undefined;
-        }
+        return go(agentOf(model));
       },
       /** Keeps the turn and saves a stored session; the answer goes to the AI SDK only after this. */
       async finish() {
         turn.commit();
         if (session && !fixedSession) await sessions.saveSession(session, { signal });
       },
-      metadata: (): JSONObject => {
-        const metadata: CtxCallMetadata = { sessionId: session?.sessionId ?? null, added: calls.added, modelCalls: calls.modelCalls };
+      metadata: (response: AgentResponse): JSONObject => {
+        const metadata: CtxCallMetadata = {
+          sessionId: session?.sessionId ?? null,
+          added: response.added ?? {},
+          modelCalls: calls.modelCalls,
+        };
         return metadata as unknown as JSONObject;
       },
       /** Whether a tool call goes to the AI SDK: the app's tools and the provider's own do, those ctx runs do not. */
@@ -188,8 +175,8 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
       await call.finish();
       const { results } = call.calls;
       const last = results[results.length - 1];
-      if (!last) return answerWithoutModel(model, response, call.metadata());
-      const providerMetadata = { ...last.providerMetadata, ctx: call.metadata() };
+      if (!last) return answerWithoutModel(model, response, call.metadata(response));
+      const providerMetadata = { ...last.providerMetadata, ctx: call.metadata(response) };
       const shown = (part: ContentPart) => part.type !== 'tool-call' || call.visible(part);
       // One model call whose tool calls all go to the app (the usual case) is its result as it came.
       if (results.length === 1 && last.content.every(shown)) return { ...last, providerMetadata } as GenerateResult;
@@ -242,7 +229,7 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
               type: 'finish',
               usage: (sumUsage(call.calls.usages) ?? emptyUsage(model)) as never,
               finishReason: (finish?.finishReason ?? finishReason(model, response)) as never,
-              providerMetadata: { ...finish?.providerMetadata, ctx: call.metadata() },
+              providerMetadata: { ...finish?.providerMetadata, ctx: call.metadata(response) },
             });
             controller.close();
           } catch (error) {
@@ -279,11 +266,10 @@ interface CallRecord {
   usages: ModelUsage[];
   finish: { finishReason: ModelFinishReason; providerMetadata?: SharedV2ProviderMetadata | SharedV3ProviderMetadata } | undefined;
   modelCalls: number;
-  added: Record<string, Contribution>;
 }
 
 function record(): CallRecord {
-  return { results: [], usages: [], finish: undefined, modelCalls: 0, added: {} };
+  return { results: [], usages: [], finish: undefined, modelCalls: 0 };
 }
 
 /** The app's `providerOptions.ctx.sessionId`, and the call options without `providerOptions.ctx`. */
@@ -296,27 +282,6 @@ function takeSessionId(params: CallOptions): { sessionId: string | undefined; pa
   }
   const sessionId = ctx.sessionId === undefined ? undefined : checkSessionId(ctx.sessionId);
   return { sessionId, params: { ...params, providerOptions } as CallOptions };
-}
-
-/**
- * Counts what each provider added (from the agent's events) into the record `addedOf` finds for the
- * event's run, then hands the event to the app's handler.
- */
-function observe(
-  onEvent: AgentOptions['onEvent'],
-  addedOf: (event: AgentEvent) => Record<string, Contribution> | undefined,
-): NonNullable<AgentOptions['onEvent']> {
-  const handler = (event: AgentEvent) => {
-    const added = addedOf(event);
-    if (added && event.type === 'provider-end') {
-      const sum = (added[event.sourceId] ??= { messages: 0, instructions: 0, tools: 0 });
-      sum.messages += event.added.messages;
-      sum.instructions += event.added.instructions;
-      sum.tools += event.added.tools;
-    }
-    onEvent?.(event);
-  };
-  return onEvent?.includeContent ? Object.assign(handler, { includeContent: true as const }) : handler;
 }
 
 /** The app's tool names of a call without tools. */

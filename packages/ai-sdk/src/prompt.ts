@@ -5,7 +5,7 @@ import type {
   LanguageModelV3Message,
   SharedV2ProviderOptions,
 } from '@ai-sdk/provider';
-import { generateId, type Content, type FunctionResultContent, type JsonValue, type Message } from '@ctx/core';
+import { generateId, type Content, type FunctionResultContent, type JsonValue, Message } from '@ctx/core';
 import { isPlainObject } from '@ctx/core/backend';
 import type { ProviderMetadata } from './language-model.js';
 
@@ -215,7 +215,8 @@ export function fromPromptMessage(message: PromptMessage): Message | undefined {
     }
   }
   if (!contents.length) return undefined;
-  return { id: generateId(), role: message.role, contents, createdAt: new Date().toISOString() };
+  if (message.role === 'tool') return Message.tool(contents as FunctionResultContent[]);
+  return message.role === 'user' ? Message.user(contents) : Message.assistant(contents);
 }
 
 function fromFilePart(part: { data: Uint8Array | string | URL; mediaType: string; filename?: string }): Content {

@@ -5,6 +5,7 @@ import {
   type Content,
   type FinishReason,
   type JsonValue,
+  Message,
   type Usage,
 } from '@ctx/core';
 import type { ContentPart, GenerateResult, ModelFinishReason, ModelUsage, ProviderMetadata, StreamPart } from './language-model.js';
@@ -91,22 +92,17 @@ export function toChatResponse(result: GenerateResult): ChatResponse {
     const content = toContent(part);
     if (content) contents.push(content);
   }
-  const message = {
-    id: result.response?.id ?? generateId(),
-    role: 'assistant' as const,
-    contents,
-    createdAt: createdAt(result.response?.timestamp),
-  };
+  const { id, timestamp } = result.response ?? {};
+  const message = Message.assistant(contents, {
+    ...(id ? { id } : {}),
+    ...(timestamp instanceof Date && !Number.isNaN(timestamp.getTime()) ? { createdAt: timestamp.toISOString() } : {}),
+  });
   const response: ChatResponse = { messages: [message], raw: result };
   const usage = toUsage(result.usage);
   if (usage) response.usage = usage;
   const finishReason = toFinishReason(result.finishReason);
   if (finishReason) response.finishReason = finishReason;
   return response;
-}
-
-function createdAt(timestamp: Date | undefined): string {
-  return (timestamp instanceof Date && !Number.isNaN(timestamp.getTime()) ? timestamp : new Date()).toISOString();
 }
 
 /**
