@@ -219,8 +219,7 @@ export abstract class HistoryProvider implements ContextProvider {
    * one `saveMessages` call carrying `turn`, of the messages as `redact` gives them. Resolves to
    * whether it saved anything.
    */
-  async storeProgress(args: ProviderRunArgs, produced: readonly Message[]): Promise<boolean> {
-    const { context, state, report, redact } = args;
+  async storeProgress({ context, state, signal, report, redact }: ProviderRunArgs, produced: readonly Message[]): Promise<boolean> {
     const done = this.#stored.get(context);
     const toStore: Message[] = [];
     if (done === undefined) {
@@ -238,16 +237,7 @@ export abstract class HistoryProvider implements ContextProvider {
       for (let i = done ?? 0; i < produced.length; i++) toStore.push(Message.withSource(produced[i]!, 'response', 'response'));
     if (toStore.length) {
       const turn = { inputIds: context.inputMessages.map((m) => m.id), opens: done === undefined };
-      // The run's signal is read only by a backend that uses it: a run nothing can abort then makes none.
-      const save = {
-        state,
-        report,
-        turn,
-        get signal() {
-          return args.signal;
-        },
-      };
-      await this.saveMessages(context.sessionId, await redact(toStore), save);
+      await this.saveMessages(context.sessionId, await redact(toStore), { state, signal, report, turn });
     }
     this.#stored.set(context, produced.length);
     return toStore.length > 0;

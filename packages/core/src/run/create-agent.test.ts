@@ -166,7 +166,10 @@ describe('the pipeline', () => {
     expect(JSON.stringify(events)).not.toMatch(/secret/);
     // the response says the same without events: the second run loads the first turn
     const second = await agent.run('again', { session });
-    expect(second.added).toEqual({ memory: { messages: 2, instructions: 0, tools: 0 }, toolbox: { messages: 0, instructions: 0, tools: 1 } });
+    expect(second.added).toEqual({
+      memory: { messages: 2, instructions: 0, tools: 0 },
+      toolbox: { messages: 0, instructions: 0, tools: 1 },
+    });
   });
 
   it('a throwing event handler does not break the run', async () => {

@@ -16,6 +16,8 @@ export interface PipelineRun {
    */
   invoke: (inside: readonly ContextProvider[]) => Promise<void>;
   emit: (event: AgentEvent) => void;
+  /** Set when nobody listens to events: hooks then build no `provider-end` events. */
+  quiet?: boolean | undefined;
   /** Bounds the hooks of providers without their own `timeoutMs`. Default: no limit. */
   timeoutMs?: number | undefined;
   /**
@@ -99,10 +101,11 @@ async function guard(
   clock = new HookClock(provider.timeoutMs ?? run.timeoutMs),
 ): Promise<Outcome> {
   const { context } = args;
-  const started = performance.now();
-  const before = context.contributionOf(provider.sourceId);
+  const started = run.quiet ? 0 : performance.now();
+  const before = run.quiet ? undefined : context.contributionOf(provider.sourceId);
   try {
     await clock.bound(body, run.signal, provider.sourceId, phase);
+    if (!before) return 'ok';
     const after = context.contributionOf(provider.sourceId);
     run.emit({
       type: 'provider-end',

@@ -303,9 +303,7 @@ async function executeTool(
   const { abort } = run;
   const options: ToolExecuteOptions = {
     callId: call.callId,
-    get signal() {
-      return abort.signal;
-    },
+    signal: abort.signal,
     agent: run.agent,
     session: run.session,
     context: run.context,
