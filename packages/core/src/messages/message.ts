@@ -18,16 +18,12 @@ export type Message = MessageData;
 /** Optional fields for the `Message` helpers. */
 export type MessageInit = Partial<Omit<Message, 'role' | 'contents'>>;
 
-function create(role: Role, contents: string | Content | Content[], init: MessageInit = {}): Message {
-  const list = typeof contents === 'string' ? [{ type: 'text', text: contents } as const] : Array.isArray(contents) ? contents : [contents];
-  return { id: init.id ?? generateId(), role, contents: [...list], createdAt: init.createdAt ?? isoNow(), ...rest(init) };
-}
-
-function rest(init: MessageInit): Partial<Message> {
-  const out: Partial<Message> = {};
-  if (init.authorName !== undefined) out.authorName = init.authorName;
-  if (init.metadata !== undefined) out.metadata = init.metadata;
-  return out;
+function create(role: Role, contents: string | Content | Content[], init?: MessageInit): Message {
+  const list = typeof contents === 'string' ? [{ type: 'text', text: contents } as const] : Array.isArray(contents) ? [...contents] : [contents];
+  const message: Message = { id: init?.id ?? generateId(), role, contents: list, createdAt: init?.createdAt ?? isoNow() };
+  if (init?.authorName !== undefined) message.authorName = init.authorName;
+  if (init?.metadata !== undefined) message.metadata = init.metadata;
+  return message;
 }
 
 const ROLES: ReadonlySet<string> = new Set(['system', 'user', 'assistant', 'tool']);
