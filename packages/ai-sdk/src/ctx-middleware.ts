@@ -7,6 +7,7 @@ import type {
 } from '@ai-sdk/provider';
 import {
   type Agent,
+  type AgentInput,
   type AgentOptions,
   type AgentResponse,
   type AgentRunOptions,
@@ -134,15 +135,10 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
     };
     if (session) runOptions.session = session;
     if (signal) runOptions.signal = signal;
-    const input: Message[] = [];
-    for (const m of turn.input) {
-      const message = fromPromptMessage(m);
-      if (message) input.push(message);
-    }
     return {
       calls,
       runOptions,
-      input,
+      input: toInput(turn.input),
       /** Starts the call's run (streamed or not) on the model's agent, `observer` told of the model's stream. */
       start<T>(go: (agent: Agent) => T, observer: CallState['observer'] = {}): T {
         state.observer = observer;
@@ -247,6 +243,19 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
     },
   };
   return middleware as unknown as CtxMiddleware;
+}
+
+/** The run's input: the prompt messages as ctx messages, or the text of the usual single user text message (made into a message by the agent, unchecked). */
+function toInput(prompt: readonly PromptMessage[]): AgentInput {
+  const [first] = prompt;
+  if (prompt.length === 1 && first?.role === 'user' && first.content.length === 1 && first.content[0]!.type === 'text')
+    return first.content[0]!.text;
+  const input: Message[] = [];
+  for (const m of prompt) {
+    const message = fromPromptMessage(m);
+    if (message) input.push(message);
+  }
+  return input;
 }
 
 /** A client that stands in where only the agent's session methods are used. */

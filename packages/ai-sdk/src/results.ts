@@ -92,11 +92,9 @@ export function toChatResponse(result: GenerateResult): ChatResponse {
     const content = toContent(part);
     if (content) contents.push(content);
   }
-  const { id, timestamp } = result.response ?? {};
-  const message = Message.assistant(contents, {
-    ...(id ? { id } : {}),
-    ...(timestamp instanceof Date && !Number.isNaN(timestamp.getTime()) ? { createdAt: timestamp.toISOString() } : {}),
-  });
+  // Stamped when it arrived, as a streamed answer is.
+  const id = result.response?.id;
+  const message = Message.assistant(contents, id ? { id } : undefined);
   const response: ChatResponse = { messages: [message], raw: result };
   const usage = toUsage(result.usage);
   if (usage) response.usage = usage;
