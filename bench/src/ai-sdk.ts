@@ -48,13 +48,15 @@ function instantModel(text: string) {
   });
 }
 
-/** The 10 messages of history both session sides hold, as ctx stored messages and as the AI SDK messages an app would keep. */
-const HISTORY = Array.from({ length: 10 }, (_, i) => ({ role: i % 2 ? ('assistant' as const) : ('user' as const), text: `message ${i}` }));
+/** `length` messages of history, as both sides of a session comparison hold them. */
+function historyOf(length: number) {
+  return Array.from({ length }, (_, i) => ({ role: i % 2 ? ('assistant' as const) : ('user' as const), text: `message ${i}` }));
+}
 
-/** A session holding the 10 messages of `HISTORY` before every call: `reset` removes the turn the last call stored, untimed. */
-function sessionOf10() {
+/** A session holding `history` before every call: `reset` removes the turn the last call stored, untimed. */
+function sessionHolding(history: ReturnType<typeof historyOf>) {
   const session = new AgentSession();
-  const messages = HISTORY.map(({ role, text }, i) => ({
+  const messages = history.map(({ role, text }, i) => ({
     id: `m${i}`,
     role,
     contents: [{ type: 'text', text }],
@@ -62,7 +64,7 @@ function sessionOf10() {
   }));
   session.state.memory = { messages } as unknown as JsonObject;
   const reset = () => {
-    messages.length = 10;
+    messages.length = history.length;
     delete session.state['ai-sdk'];
   };
   return { session, stored: () => messages.length, reset };
@@ -86,10 +88,8 @@ export async function aiSdkBench(): Promise<void> {
     ['worst case: generateText, mock model, instant one-line reply', instant, false],
   ] as const) {
     const stateless = wrapLanguageModel({ model, middleware: ctxMiddleware() });
-    const { session, stored, reset } = sessionOf10();
-    const withSession = wrapLanguageModel({ model, middleware: ctxMiddleware({ session }) });
+    const empty = wrapLanguageModel({ model, middleware: { specificationVersion: 'v3' } });
     const agent = createAgent({ client: aiSdkChatClient(model) });
-    const appHistory: ModelMessage[] = [...HISTORY.map(({ role, text }) => ({ role, content: text })), { role: 'user', content: QUESTION }];
     const call = (m: LanguageModel, input: { prompt: string } | { messages: ModelMessage[] }) =>
       streamed
         ? async () => {
@@ -99,31 +99,48 @@ export async function aiSdkBench(): Promise<void> {
           }
         : async () => (await generateText({ model: m, ...input })).text;
     const ask = { prompt: QUESTION };
-    const sides: (CpuSide & { base?: number })[] = [
+    /** The app passing `length` messages of history itself, and ctxMiddleware({ session }) holding them. */
+    const withHistory = (length: number, base: number): Array<CpuSide & { base?: number; storedTurn?: () => boolean }> => {
+      const history = historyOf(length);
+      const { session, stored, reset } = sessionHolding(history);
+      const messages: ModelMessage[] = [...history.map(({ role, text }) => ({ role, content: text })), { role: 'user', content: QUESTION }];
+      const withSession = wrapLanguageModel({ model, middleware: ctxMiddleware({ session }) });
+      return [
+        { name: `bare model, the app passing ${length} messages of history itself`, call: call(model, { messages }) },
+        {
+          name: `through ctxMiddleware({ session }) holding those ${length} messages`,
+          call: call(withSession, ask),
+          setup: reset,
+          base,
+          storedTurn: () => stored() === length + 2,
+        },
+      ];
+    };
+    const sides: (CpuSide & { base?: number; storedTurn?: () => boolean })[] = [
       { name: `AI SDK ${streamed ? 'streamText' : 'generateText'}, bare model`, call: call(model, ask) },
+      { name: 'through wrapLanguageModel with an empty middleware (the AI SDK alone)', call: call(empty, ask) },
       { name: 'through ctxMiddleware(), no session', call: call(stateless, ask) },
-      { name: 'bare model, the app passing 10 messages of history itself', call: call(model, { messages: appHistory }) },
-      { name: 'through ctxMiddleware({ session }) holding those 10 messages', call: call(withSession, ask), setup: reset, base: 2 },
+      ...withHistory(10, 3),
+      ...withHistory(100, 5),
       {
         name: `ctx agent.${streamed ? 'runStream' : 'run'} on aiSdkChatClient(model)`,
         call: streamed ? () => drain(agent.runStream(QUESTION)) : () => agent.run(QUESTION),
       },
     ];
-    reset();
     const expected = await call(model, ask)();
     if (!expected) throw new Error(`${label}: the bare model gave no text.`);
-    for (const side of sides.slice(1, 4)) {
+    for (const side of sides.slice(1, -1)) {
       await side.setup?.();
       if ((await side.call()) !== expected) throw new Error(`${label}: "${side.name}" did not answer the recorded reply.`);
+      if (side.storedTurn?.() === false) throw new Error(`${label}: "${side.name}" did not store its turn.`);
     }
-    if (stored() !== 12) throw new Error('The session call did not store its turn.');
     const stats = await compareCpu(sides, streamed && model !== instant ? { warmup: 30, calls: 200 } : {});
     rows.push([label, ...CPU_HEADERS.map(() => '')]);
     for (const [i, s] of stats.entries()) rows.push([`  ${s.name}`, ...cpuCells(s, stats[sides[i]!.base ?? 0]!)]);
   }
   printTable(['call', ...CPU_HEADERS], rows);
   console.log(
-    `\nNode ${process.version}. CPU µs per call (user + system); the recorded stream 200 calls per side after 30 warm-up rounds, the others 400 after 100, sides in turn. The session row's ratio is against the bare call holding the same history.\n`,
+    `\nNode ${process.version}. CPU µs per call (user + system); the recorded stream 200 calls per side after 30 warm-up rounds, the others 400 after 100, sides in turn. Each session row's ratio is against the bare call holding the same history.\n`,
   );
 }
 
