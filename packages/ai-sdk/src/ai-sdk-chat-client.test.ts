@@ -11,7 +11,7 @@ import {
 } from '@ctx/core';
 import { describe, expect, it } from 'vitest';
 import { aiSdkChatClient } from './ai-sdk-chat-client.js';
-import { promptLines, scriptedModel, VERSIONS } from './test-helpers.js';
+import { endlessModel, promptLines, scriptedModel, VERSIONS } from './test-helpers.js';
 
 const apiError = (statusCode: number, message: string, extra: Partial<ConstructorParameters<typeof APICallError>[0]> = {}) =>
   new APICallError({ message, url: 'http://127.0.0.1/v1/chat', requestBodyValues: {}, statusCode, ...extra });
@@ -234,28 +234,7 @@ describe.each(VERSIONS)('aiSdkChatClient on a %s model', (version) => {
   });
 
   it('cancels the model stream when the reader stops early, and refuses an aborted signal before calling', async () => {
-    let cancelled = 0;
-    let streams = 0;
-    const model = {
-      specificationVersion: version,
-      provider: 'test',
-      modelId: 'endless',
-      supportedUrls: {},
-      doGenerate: () => Promise.reject(new Error('not used')),
-      doStream: async () => {
-        streams++;
-        let i = 0;
-        const stream = new ReadableStream({
-          pull(controller) {
-            controller.enqueue(i++ === 0 ? { type: 'text-start', id: 't' } : { type: 'text-delta', id: 't', delta: `${i} ` });
-          },
-          cancel() {
-            cancelled++;
-          },
-        });
-        return { stream };
-      },
-    } as never;
+    const { model, stats } = endlessModel(version);
     const client = aiSdkChatClient(model);
     const texts: string[] = [];
     for await (const u of client.getStreamingResponse([Message.user('count')], {})) {
@@ -263,13 +242,13 @@ describe.each(VERSIONS)('aiSdkChatClient on a %s model', (version) => {
       if (texts.length === 3) break;
     }
     expect(texts).toEqual(['2 ', '3 ', '4 ']);
-    expect(cancelled).toBe(1);
+    expect(stats.cancelled).toBe(1);
     const updates = client.getStreamingResponse([Message.user('count')], { signal: AbortSignal.abort(new Error('gone')) });
     await expect(updates[Symbol.asyncIterator]().next()).rejects.toThrow('gone');
     const iterator = client.getStreamingResponse([Message.user('count')], {})[Symbol.asyncIterator]();
     await iterator.return?.();
     await expect(iterator.next()).resolves.toEqual({ done: true, value: undefined });
-    expect(streams).toBe(1);
+    expect(stats.streams).toBe(1);
   });
 
   it('refuses what is not an AI SDK language model', () => {

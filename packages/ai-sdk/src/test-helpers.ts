@@ -159,3 +159,33 @@ export function promptLines(call: CallOptions | undefined): string[] {
     return `${m.role}: ${parts.join(' | ')}`;
   });
 }
+
+/**
+ * A model of `version` whose stream counts on for ever (`text-start`, then the deltas "2 ", "3 ",
+ * ...), one part per pull; `stats` counts the streams it opened, the parts pulled and the cancels.
+ */
+export function endlessModel(version: Version) {
+  const stats = { streams: 0, pulled: 0, cancelled: 0 };
+  const model = {
+    specificationVersion: version,
+    provider: 'test',
+    modelId: 'endless',
+    supportedUrls: {},
+    doGenerate: () => Promise.reject(new Error('not used')),
+    doStream: async () => {
+      stats.streams++;
+      let i = 0;
+      const stream = new ReadableStream({
+        pull(controller) {
+          stats.pulled++;
+          controller.enqueue(i++ === 0 ? { type: 'text-start', id: 't' } : { type: 'text-delta', id: 't', delta: `${i} ` });
+        },
+        cancel() {
+          stats.cancelled++;
+        },
+      });
+      return { stream };
+    },
+  };
+  return { model: model as never, stats };
+}
