@@ -98,8 +98,8 @@ export async function executeRun(
       message: `${loaders.length} history providers load messages (${loaders.map((p) => p.sourceId).join(', ')}); the model sees each one's copy of the conversation.`,
     });
   }
-  // Plain data properties only: a getter in an object literal made per run costs V8 a new hidden
-  // class per run, which keeps each run's garbage alive through minor GCs (measured: 5x their cost).
+  // Plain data properties only: a getter in an object literal made per run gives V8 a new hidden
+  // class per run, which keeps each run's garbage alive through minor GCs (they took 5x as long).
   const args = (provider: ContextProvider): ProviderRunArgs => ({
     agent,
     session,
