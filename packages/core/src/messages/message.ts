@@ -19,7 +19,8 @@ export type Message = MessageData;
 export type MessageInit = Partial<Omit<Message, 'role' | 'contents'>>;
 
 function create(role: Role, contents: string | Content | Content[], init?: MessageInit): Message {
-  const list = typeof contents === 'string' ? [{ type: 'text', text: contents } as const] : Array.isArray(contents) ? [...contents] : [contents];
+  const list =
+    typeof contents === 'string' ? [{ type: 'text', text: contents } as const] : Array.isArray(contents) ? [...contents] : [contents];
   const message: Message = { id: init?.id ?? generateId(), role, contents: list, createdAt: init?.createdAt ?? isoNow() };
   if (init?.authorName !== undefined) message.authorName = init.authorName;
   if (init?.metadata !== undefined) message.metadata = init.metadata;
