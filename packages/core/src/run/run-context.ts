@@ -5,7 +5,8 @@ import { isSettled, markSettled } from '../messages/settled-calls.js';
 import type { AgentResponse } from '../spec/agent-response.js';
 import type { ChatOptions } from '../spec/chat-client.js';
 import type { SourceType } from '../spec/message.js';
-import type { Contribution, GetMessagesOptions, SessionContext, SourcedInstructions, Tool } from '../spec/run-view.js';
+import type { Contribution } from '../spec/agent-response.js';
+import type { GetMessagesOptions, SessionContext, SourcedInstructions, Tool } from '../spec/run-view.js';
 
 /** Fields a `RunContext` is created with: the run's ids, input, options, and the agent's instructions and tools. */
 export interface RunContextInit {

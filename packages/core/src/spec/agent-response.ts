@@ -1,6 +1,5 @@
 import type { FinishReason, Usage } from './chat-client.js';
 import type { Message } from './message.js';
-import type { Contribution } from './run-view.js';
 
 /** The outcome of `agent.run`. */
 export interface AgentResponse {
@@ -34,4 +33,14 @@ export interface PendingApproval {
   toolName: string;
   /** The arguments as the model sent them (JSON text). */
   arguments: string;
+}
+
+/** What the counts of a source's contributions are, for diagnostics. */
+export interface Contribution {
+  /** Messages added. */
+  messages: number;
+  /** Instruction texts added. */
+  instructions: number;
+  /** Tools added. */
+  tools: number;
 }

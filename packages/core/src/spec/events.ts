@@ -1,7 +1,7 @@
 import type { FinishReason, Usage } from './chat-client.js';
 import type { JsonObject, JsonValue } from './json.js';
 import type { Message } from './message.js';
-import type { Contribution } from './run-view.js';
+import type { Contribution } from './agent-response.js';
 
 /**
  * A diagnostic event. Events carry ids, counts and timings, never message text or secrets, unless

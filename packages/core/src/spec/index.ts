@@ -1,6 +1,6 @@
 // The contracts of ctx: types only, importing nothing outside this folder. Third parties implement
 // them; the rest of @ctx/core is one implementation of the engine around them.
-export type { AgentResponse, PendingApproval } from './agent-response.js';
+export type { AgentResponse, Contribution, PendingApproval } from './agent-response.js';
 export type {
   ChatClient,
   ChatOptions,
@@ -37,7 +37,6 @@ export type { RetrievalResult, Retriever, RetrieverSearchOptions } from './retri
 export type {
   AgentView,
   ContextProvider,
-  Contribution,
   GetMessagesOptions,
   ProviderDiagnostic,
   ProviderRunArgs,

@@ -1,7 +1,7 @@
 // What providers and tools see of a run. These contracts refer to one another (a tool's `execute`
 // sees the context, which lists the tools; a provider sees the agent, which lists the providers),
 // so they share one file.
-import type { AgentResponse } from './agent-response.js';
+import type { AgentResponse, Contribution } from './agent-response.js';
 import type { ChatClient, ChatOptions } from './chat-client.js';
 import type { JsonObject, JsonValue } from './json.js';
 import type { Message, SourceType } from './message.js';
@@ -50,16 +50,6 @@ export interface GetMessagesOptions {
   includeInput?: boolean;
   /** Append the response messages, once there is a response. Default false. */
   includeResponse?: boolean;
-}
-
-/** What the counts of a source's contributions are, for diagnostics. */
-export interface Contribution {
-  /** Messages added. */
-  messages: number;
-  /** Instruction texts added. */
-  instructions: number;
-  /** Tools added. */
-  tools: number;
 }
 
 /**
