@@ -20,15 +20,16 @@ export function createAgent(agentOptions: AgentOptions): Agent {
   const { name, client, contextProviders, onEvent } = options;
   const history = defaultHistory(client, contextProviders);
   const includeContent = onEvent?.includeContent === true;
-  const emit = (event: AgentEvent) => {
-    if (!onEvent) return;
-    try {
-      onEvent(includeContent || !('content' in event) ? event : withoutContent(event));
-    } catch (error) {
-      console.warn(`[ctx] The onEvent handler of agent "${name}" threw on a "${event.type}" event:`, error);
-    }
-  };
-  const runtime: AgentRuntime = { options, history, emit, quiet: !onEvent };
+  const emit = onEvent
+    ? (event: AgentEvent) => {
+        try {
+          onEvent(includeContent || !('content' in event) ? event : withoutContent(event));
+        } catch (error) {
+          console.warn(`[ctx] The onEvent handler of agent "${name}" threw on a "${event.type}" event:`, error);
+        }
+      }
+    : undefined;
+  const runtime: AgentRuntime = { options, history, emit };
   return {
     name,
     client,

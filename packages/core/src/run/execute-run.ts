@@ -23,9 +23,8 @@ import { isoNow } from '../messages/iso-now.js';
 export interface AgentRuntime {
   options: CheckedAgentOptions;
   history: DefaultHistory;
-  emit: (event: AgentEvent) => void;
-  /** Whether nobody listens to events (no `onEvent`): runs then skip building the per-run ones. */
-  quiet: boolean;
+  /** Where events go; undefined when nobody listens (no `onEvent`), so `emit?.({ ... })` builds none. */
+  emit: ((event: AgentEvent) => void) | undefined;
 }
 
 /**
@@ -40,7 +39,7 @@ export async function executeRun(
   stream?: RunStreamSink,
   controller: AbortController | undefined = runOptions.signal ? new AbortController() : undefined,
 ): Promise<AgentResponse> {
-  const { options, emit, quiet } = runtime;
+  const { options, emit } = runtime;
   const { client, name, maxToolRoundtrips, compaction, toolValidator } = options;
   const history = runOptions.contextProviders
     ? defaultHistory(client, checkContextProviders(runOptions.contextProviders))
@@ -55,7 +54,7 @@ export async function executeRun(
   const hasInput = typeof input === 'string' || !Array.isArray(input) || input.length > 0;
   const approvals = approvalRound(runOptions.session, runOptions.approvals, hasInput);
   const runId = generateId();
-  const started = quiet ? 0 : performance.now();
+  const started = emit ? performance.now() : 0;
   const onAbort = () => controller?.abort(runOptions.signal?.reason);
   if (runOptions.signal?.aborted) onAbort();
   runOptions.signal?.addEventListener('abort', onAbort, { once: true });
@@ -79,19 +78,18 @@ export async function executeRun(
   const agent: AgentView = { name, client, contextProviders: providers };
   const slotsBefore = new Set(Object.keys(session.state));
   const created = new Set<ContextProvider>();
-  if (!quiet)
-    emit({
-      type: 'run-start',
-      runId,
-      sessionId: session.sessionId,
-      agentName: name,
-      providers: providers.map((p) => p.sourceId),
-      provider: client.provider,
-      modelId: client.modelId,
-    });
+  emit?.({
+    type: 'run-start',
+    runId,
+    sessionId: session.sessionId,
+    agentName: name,
+    providers: providers.map((p) => p.sourceId),
+    provider: client.provider,
+    modelId: client.modelId,
+  });
   const { loaders } = history;
   if (loaders.length > 1) {
-    emit({
+    emit?.({
       type: 'warning',
       runId,
       code: 'multiple-history-loaders',
@@ -106,7 +104,7 @@ export async function executeRun(
     context,
     signal: abort.signal,
     state: session.stateOf(provider.sourceId),
-    report: (d) => emit({ type: 'provider-diagnostic', runId, sourceId: provider.sourceId, ...d }),
+    report: (d) => emit?.({ type: 'provider-diagnostic', runId, sourceId: provider.sourceId, ...d }),
     redact: redactorFor(options.redact, session.sessionId, provider.sourceId, abort),
   });
   const invoke = async (inside: readonly ContextProvider[]): Promise<void> => {
@@ -126,7 +124,6 @@ export async function executeRun(
         compaction,
         toolValidator,
         emit,
-        quiet,
         stream,
         onModelCall,
         approvals,
@@ -141,7 +138,6 @@ export async function executeRun(
       runId,
       signal,
       emit,
-      quiet,
       timeoutMs: options.providerTimeoutMs,
       args,
       isNewTo: (provider) => !slotsBefore.has(provider.sourceId),
@@ -159,15 +155,14 @@ export async function executeRun(
     }
   }
   const { response, error } = context;
-  if (!quiet)
-    emit({
-      type: 'run-end',
-      runId,
-      sessionId: session.sessionId,
-      durationMs: performance.now() - started,
-      ...(error !== undefined ? { error } : {}),
-      ...(response?.usage ? { usage: response.usage } : {}),
-    });
+  emit?.({
+    type: 'run-end',
+    runId,
+    sessionId: session.sessionId,
+    durationMs: performance.now() - started,
+    ...(error !== undefined ? { error } : {}),
+    ...(response?.usage ? { usage: response.usage } : {}),
+  });
   if (error !== undefined) throw error;
   if (!response) throw new CtxError(`Run ${runId} ended without a response: a wrap provider did not call next().`);
   const added: Record<string, Contribution> = {};

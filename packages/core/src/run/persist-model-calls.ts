@@ -18,7 +18,8 @@ export interface ModelCallPersistence {
   signal: AbortSignal | undefined;
   /** The agent's `providerTimeoutMs`. */
   timeoutMs: number | undefined;
-  emit: (event: AgentEvent) => void;
+  /** Where events go; undefined when nobody listens (no `onEvent`), so `emit?.({ ... })` builds none. */
+  emit: ((event: AgentEvent) => void) | undefined;
   /** The run's session and the agent's store, when both exist: the session is saved after a write of history kept in it. */
   session: AgentSession | undefined;
   store: SessionStore | undefined;
@@ -48,7 +49,7 @@ export function persistModelCalls(run: ModelCallPersistence): (produced: readonl
         if (isAbortError(error, run.signal)) throw error;
         if (provider.onError !== 'skip') throw new ProviderError(provider.sourceId, 'afterRun', error);
         skipped.add(provider);
-        run.emit({ type: 'provider-skipped', runId: run.runId, sourceId: provider.sourceId, phase: 'afterRun', error });
+        run.emit?.({ type: 'provider-skipped', runId: run.runId, sourceId: provider.sourceId, phase: 'afterRun', error });
       }
     }
     const { session, store } = run;

@@ -15,9 +15,8 @@ export interface PipelineRun {
    * `context.error`. Gets the providers taking part in the run, outermost first (not those skipped).
    */
   invoke: (inside: readonly ContextProvider[]) => Promise<void>;
-  emit: (event: AgentEvent) => void;
-  /** Set when nobody listens to events: hooks then build no `provider-end` events. */
-  quiet?: boolean | undefined;
+  /** Where events go; undefined when nobody listens (no `onEvent`), so `emit?.({ ... })` builds none. */
+  emit: ((event: AgentEvent) => void) | undefined;
   /** Bounds the hooks of providers without their own `timeoutMs`. Default: no limit. */
   timeoutMs?: number | undefined;
   /**
@@ -101,13 +100,13 @@ async function guard(
   clock = new HookClock(provider.timeoutMs ?? run.timeoutMs),
 ): Promise<Outcome> {
   const { context } = args;
-  const started = run.quiet ? 0 : performance.now();
-  const before = run.quiet ? undefined : context.contributionOf(provider.sourceId);
+  const started = run.emit ? performance.now() : 0;
+  const before = run.emit ? context.contributionOf(provider.sourceId) : undefined;
   try {
     await clock.bound(body, run.signal, provider.sourceId, phase);
     if (!before) return 'ok';
     const after = context.contributionOf(provider.sourceId);
-    run.emit({
+    run.emit?.({
       type: 'provider-end',
       runId: run.runId,
       sourceId: provider.sourceId,
@@ -127,7 +126,7 @@ async function guard(
     }
     if (provider.onError === 'skip') {
       context.removeSource(provider.sourceId);
-      run.emit({ type: 'provider-skipped', runId: run.runId, sourceId: provider.sourceId, phase, error });
+      run.emit?.({ type: 'provider-skipped', runId: run.runId, sourceId: provider.sourceId, phase, error });
       return 'skipped';
     }
     context.error ??= new ProviderError(provider.sourceId, phase, error);

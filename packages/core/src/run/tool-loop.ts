@@ -32,9 +32,8 @@ export interface ToolLoopRun {
   compaction: CompactionStrategy | undefined;
   /** Checks the arguments of tools without their own `validate`. */
   toolValidator: ToolValidator | undefined;
-  emit: (event: AgentEvent) => void;
-  /** Set when nobody listens to events: the loop then skips building its per-call ones. */
-  quiet?: boolean | undefined;
+  /** Where events go; undefined when nobody listens (no `onEvent`), so `emit?.({ ... })` builds none. */
+  emit: ((event: AgentEvent) => void) | undefined;
   /** Set for streaming runs: where model calls stream and tool messages go. */
   stream: RunStreamSink | undefined;
   /**
@@ -88,7 +87,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
   // Settled messages (every call answered in place) need neither pass: most runs skip both.
   const repaired = isMarkedSettled(first) ? { messages: first, answered: 0 } : answerInterruptedCalls(pairResults(first), run.leaveOpen);
   if (repaired.answered > 0) {
-    emit({
+    emit?.({
       type: 'warning',
       runId,
       code: 'interrupted-calls',
@@ -112,36 +111,34 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     let messages = serviceKeeps || sent.length === 0 ? pending : [...sent, ...pending];
     if (run.compaction) {
       const report = (d: { code: string; message: string }) =>
-        emit({ type: 'warning', runId, code: 'compaction-failed', message: `${d.code}: ${d.message}` });
+        emit?.({ type: 'warning', runId, code: 'compaction-failed', message: `${d.code}: ${d.message}` });
       messages = await runCompaction(run.compaction, messages, { signal, report });
     }
-    if (!run.quiet)
-      emit({
-        type: 'model-call',
-        runId,
-        roundtrip,
-        messages: messages.length,
-        instructions: sentInstructions,
-        tools: tools.length,
-        content: instructions === undefined ? { messages } : { messages, instructions },
-      });
-    const started = run.quiet ? 0 : performance.now();
+    emit?.({
+      type: 'model-call',
+      runId,
+      roundtrip,
+      messages: messages.length,
+      instructions: sentInstructions,
+      tools: tools.length,
+      content: instructions === undefined ? { messages } : { messages, instructions },
+    });
+    const started = emit ? performance.now() : 0;
     const response = run.stream
       ? await run.stream.pipe(client.getStreamingResponse(messages, options))
       : await abortable(client.getResponse(messages, options), signal);
     signal?.throwIfAborted(); // a client that ignored the signal must not complete an aborted run
     const calls = openCalls(response);
-    if (!run.quiet)
-      emit({
-        type: 'model-response',
-        runId,
-        roundtrip,
-        durationMs: performance.now() - started,
-        functionCalls: calls.length,
-        ...(response.usage ? { usage: response.usage } : {}),
-        ...(response.finishReason ? { finishReason: response.finishReason } : {}),
-        content: { messages: response.messages },
-      });
+    emit?.({
+      type: 'model-response',
+      runId,
+      roundtrip,
+      durationMs: performance.now() - started,
+      functionCalls: calls.length,
+      ...(response.usage ? { usage: response.usage } : {}),
+      ...(response.finishReason ? { finishReason: response.finishReason } : {}),
+      content: { messages: response.messages },
+    });
 
     produced.push(...response.messages);
     if (run.onModelCall) await run.onModelCall(produced);
@@ -155,7 +152,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
 
     const limitReached = roundtrip >= run.maxToolRoundtrips;
     if (limitReached) {
-      emit({
+      emit?.({
         type: 'warning',
         runId,
         code: 'tool-roundtrip-limit',
@@ -321,11 +318,11 @@ async function executeTool(
       checkFailed = { error };
     }
   }
-  run.emit({ type: 'tool-start', runId: run.runId, toolName: call.name, callId: call.callId, content: { arguments: call.arguments } });
+  run.emit?.({ type: 'tool-start', runId: run.runId, toolName: call.name, callId: call.callId, content: { arguments: call.arguments } });
   const started = performance.now();
   const fail = (message: string, cause?: unknown): FunctionResultContent => {
     const error = new ToolExecutionError(call.name, call.callId, message, cause === undefined ? undefined : { cause });
-    run.emit({
+    run.emit?.({
       type: 'tool-end',
       runId: run.runId,
       toolName: call.name,
@@ -359,7 +356,7 @@ async function executeTool(
   // Checked where it will sit in a message, so a result history can store never fails the run later.
   const tooDeep = jsonProblem(result, RESULT_DEPTH);
   if (tooDeep) return fail(`Tool "${call.name}" returned a value that cannot be stored: ${formatPath('$', tooDeep[0])} ${tooDeep[1]}.`);
-  run.emit({
+  run.emit?.({
     type: 'tool-end',
     runId: run.runId,
     toolName: call.name,
