@@ -34,7 +34,11 @@ export interface PipelineRun {
  * (failed: the run fails; skipped: the provider is left out). Never throws: the first failure lands in `context.error`.
  * A hook that outlives its timeout or the run's signal is abandoned, so the run never waits for it.
  */
-export async function runPipeline(providers: readonly ContextProvider[], run: PipelineRun): Promise<void> {
+export function runPipeline(providers: readonly ContextProvider[], run: PipelineRun): Promise<void> {
+  return providers.length === 0 ? run.invoke([]) : runOnion(providers, run);
+}
+
+async function runOnion(providers: readonly ContextProvider[], run: PipelineRun): Promise<void> {
   const inside: ContextProvider[] = [];
   const enter = async (provider: ContextProvider, index: number) => {
     inside.push(provider);
@@ -46,7 +50,10 @@ export async function runPipeline(providers: readonly ContextProvider[], run: Pi
   };
   const step = async (index: number): Promise<void> => {
     const provider = providers[index];
-    if (!provider) return run.invoke([...inside]);
+    if (!provider) {
+      await run.invoke([...inside]); // awaited, not returned: an async function returning a promise takes two more ticks
+      return;
+    }
     const args = run.args(provider);
     if (run.signal?.aborted) {
       args.context.error ??= run.signal.reason;
