@@ -44,7 +44,9 @@ export async function executeRun(
   const history = runOptions.contextProviders
     ? defaultHistory(client, checkContextProviders(runOptions.contextProviders))
     : runtime.history;
-  const session = runOptions.session ?? new AgentSession();
+  const runId = generateId();
+  // A run without a session gets one of its own, named after the run: one random id for both.
+  const session = runOptions.session ?? new AgentSession({ sessionId: runId });
   if (session.serviceSessionId !== undefined && client.continuesConversations === false) {
     throw new ConfigurationError(
       `Session "${shortId(session.sessionId)}" continues a conversation the service keeps (serviceSessionId "${shortId(session.serviceSessionId)}"), but the ${client.provider} client for ${client.modelId} cannot continue one, so the model would see no history. Run it on a client that can (e.g. OpenAIResponsesClient), or start a new session.`,
@@ -53,7 +55,6 @@ export async function executeRun(
   // Answers to calls waiting for approval are checked before anything runs.
   const hasInput = typeof input === 'string' || !Array.isArray(input) || input.length > 0;
   const approvals = approvalRound(runOptions.session, runOptions.approvals, hasInput);
-  const runId = generateId();
   const started = emit ? performance.now() : 0;
   const onAbort = () => controller?.abort(runOptions.signal?.reason);
   if (runOptions.signal?.aborted) onAbort();
