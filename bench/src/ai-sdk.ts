@@ -5,12 +5,15 @@
  * service sent (`replay-fetch.ts`: the recorded 302-chunk SSE stream, four frames per read, and the
  * recorded JSON reply), so every side parses and validates the same real traffic and nothing but
  * client work is timed. The worst-case rows use the AI SDK's `MockLanguageModelV3` answering a
- * one-line reply at once: ctx's own work over almost nothing. Prints tables; never asserts timings.
+ * one-line reply at once: ctx's own work over almost nothing. Beside ctx, two references: the
+ * logging middleware of the AI SDK's own guide (what keeping the model's answer costs any
+ * middleware) and, for `generateText`, ctx's messages alone without a run (what any middleware
+ * built on ctx messages costs). Prints tables; never asserts timings.
  */
 import { createOpenAI } from '@ai-sdk/openai';
 import { aiSdkChatClient, ctxMiddleware } from '@ctx/ai-sdk';
-import { AgentSession, createAgent, type JsonObject } from '@ctx/core';
-import { generateText, type LanguageModel, type ModelMessage, streamText, wrapLanguageModel } from 'ai';
+import { AgentSession, createAgent, type JsonObject, Message } from '@ctx/core';
+import { generateText, type LanguageModel, type LanguageModelMiddleware, type ModelMessage, streamText, wrapLanguageModel } from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { CPU_HEADERS, type CpuSide, compareCpu, cpuCells } from './cpu-compare.js';
 import { jsonBody, replay, sseBody } from './replay-fetch.js';
@@ -47,6 +50,71 @@ function instantModel(text: string) {
     }),
   });
 }
+
+/**
+ * The logging middleware of the AI SDK's own middleware guide (`ai` 6, "Logging"), its console
+ * output left out: it reads every part of a stream through a `TransformStream`, collecting the text
+ * of each block, and the text of a generated answer. The least any middleware that keeps what the
+ * model answered does, as ctx must to store it.
+ */
+type StreamPart =
+  Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapStream']>>>['stream'] extends ReadableStream<infer P> ? P : never;
+
+function loggingMiddleware(): LanguageModelMiddleware {
+  const logged: string[] = [];
+  return {
+    specificationVersion: 'v3',
+    wrapGenerate: async ({ doGenerate }) => {
+      const result = await doGenerate();
+      logged[0] = result.content
+        .filter((part) => part.type === 'text')
+        .map((part) => part.text)
+        .join('');
+      return result;
+    },
+    wrapStream: async ({ doStream }) => {
+      const { stream, ...rest } = await doStream();
+      let generatedText = '';
+      const textBlocks = new Map<string, string>();
+      const transformStream = new TransformStream<StreamPart, StreamPart>({
+        transform(chunk, controller) {
+          if (chunk.type === 'text-start') textBlocks.set(chunk.id, '');
+          else if (chunk.type === 'text-delta') {
+            textBlocks.set(chunk.id, (textBlocks.get(chunk.id) || '') + chunk.delta);
+            generatedText += chunk.delta;
+          } else if (chunk.type === 'text-end') logged[1] = textBlocks.get(chunk.id) ?? '';
+          controller.enqueue(chunk);
+        },
+        flush() {
+          logged[0] = generatedText;
+        },
+      });
+      return { stream: stream.pipeThrough(transformStream), ...rest };
+    },
+  };
+}
+
+/**
+ * The least a middleware built on ctx messages does: the question becomes a ctx message, and
+ * `aiSdkChatClient` makes the prompt from it and a ctx message of the answer, with no run, no
+ * pipeline and nothing stored. The generated result goes back to the AI SDK as it came.
+ */
+function ctxMessagesOnly(): LanguageModelMiddleware {
+  const clients = new WeakMap<object, ReturnType<typeof aiSdkChatClient>>();
+  return {
+    specificationVersion: 'v3',
+    wrapGenerate: async ({ model, params }) => {
+      const { prompt, ...rest } = params;
+      const question = prompt.flatMap((m) => (m.role === 'user' ? m.content : [])).find((part) => part.type === 'text');
+      let client = clients.get(model);
+      if (!client) clients.set(model, (client = aiSdkChatClient(model, { maxRetries: 0 })));
+      const response = await client.getResponse([Message.user(question?.text ?? '')], { additional: rest as JsonObject });
+      return response.raw as Awaited<ReturnType<typeof model.doGenerate>>;
+    },
+  };
+}
+
+type Side = CpuSide & { base?: number; storedTurn?: () => boolean };
 
 /** `length` messages of history, as both sides of a session comparison hold them. */
 function historyOf(length: number) {
@@ -89,6 +157,7 @@ export async function aiSdkBench(): Promise<void> {
   ] as const) {
     const stateless = wrapLanguageModel({ model, middleware: ctxMiddleware() });
     const empty = wrapLanguageModel({ model, middleware: { specificationVersion: 'v3' } });
+    const logging = wrapLanguageModel({ model, middleware: loggingMiddleware() });
     const agent = createAgent({ client: aiSdkChatClient(model) });
     const call = (m: LanguageModel, input: { prompt: string } | { messages: ModelMessage[] }) =>
       streamed
@@ -99,14 +168,25 @@ export async function aiSdkBench(): Promise<void> {
           }
         : async () => (await generateText({ model: m, ...input })).text;
     const ask = { prompt: QUESTION };
-    /** The app passing `length` messages of history itself, and ctxMiddleware({ session }) holding them. */
-    const withHistory = (length: number, base: number): Array<CpuSide & { base?: number; storedTurn?: () => boolean }> => {
+    const sides: Side[] = [
+      { name: `AI SDK ${streamed ? 'streamText' : 'generateText'}, bare model`, call: call(model, ask) },
+      { name: 'through wrapLanguageModel with an empty middleware (the AI SDK alone)', call: call(empty, ask) },
+      { name: "through the AI SDK guide's logging middleware (keeps what the model answered)", call: call(logging, ask) },
+      { name: 'through ctxMiddleware(), no session', call: call(stateless, ask) },
+    ];
+    if (!streamed) {
+      const messagesOnly = wrapLanguageModel({ model, middleware: ctxMessagesOnly() });
+      sides.push({ name: "ctx's messages alone: the question and answer as ctx messages, no run", call: call(messagesOnly, ask) });
+    }
+    /** The app passing `length` messages of history itself, and ctxMiddleware({ session }) holding them (its ratio against the app's). */
+    const withHistory = (length: number) => {
       const history = historyOf(length);
       const { session, stored, reset } = sessionHolding(history);
       const messages: ModelMessage[] = [...history.map(({ role, text }) => ({ role, content: text })), { role: 'user', content: QUESTION }];
       const withSession = wrapLanguageModel({ model, middleware: ctxMiddleware({ session }) });
-      return [
-        { name: `bare model, the app passing ${length} messages of history itself`, call: call(model, { messages }) },
+      const base = sides.length;
+      sides.push(
+        { name: `bare model, the app passing ${length} messages of history itself`, call: call(model, { messages }), base },
         {
           name: `through ctxMiddleware({ session }) holding those ${length} messages`,
           call: call(withSession, ask),
@@ -114,19 +194,14 @@ export async function aiSdkBench(): Promise<void> {
           base,
           storedTurn: () => stored() === length + 2,
         },
-      ];
+      );
     };
-    const sides: (CpuSide & { base?: number; storedTurn?: () => boolean })[] = [
-      { name: `AI SDK ${streamed ? 'streamText' : 'generateText'}, bare model`, call: call(model, ask) },
-      { name: 'through wrapLanguageModel with an empty middleware (the AI SDK alone)', call: call(empty, ask) },
-      { name: 'through ctxMiddleware(), no session', call: call(stateless, ask) },
-      ...withHistory(10, 3),
-      ...withHistory(100, 5),
-      {
-        name: `ctx agent.${streamed ? 'runStream' : 'run'} on aiSdkChatClient(model)`,
-        call: streamed ? () => drain(agent.runStream(QUESTION)) : () => agent.run(QUESTION),
-      },
-    ];
+    withHistory(10);
+    withHistory(100);
+    sides.push({
+      name: `ctx agent.${streamed ? 'runStream' : 'run'} on aiSdkChatClient(model)`,
+      call: streamed ? () => drain(agent.runStream(QUESTION)) : () => agent.run(QUESTION),
+    });
     const expected = await call(model, ask)();
     if (!expected) throw new Error(`${label}: the bare model gave no text.`);
     for (const side of sides.slice(1, -1)) {
@@ -134,13 +209,14 @@ export async function aiSdkBench(): Promise<void> {
       if ((await side.call()) !== expected) throw new Error(`${label}: "${side.name}" did not answer the recorded reply.`);
       if (side.storedTurn?.() === false) throw new Error(`${label}: "${side.name}" did not store its turn.`);
     }
-    const stats = await compareCpu(sides, streamed && model !== instant ? { warmup: 30, calls: 200 } : {});
+    const stats = await compareCpu(sides, streamed && model !== instant ? { warmup: 30, calls: 300 } : {});
     rows.push([label, ...CPU_HEADERS.map(() => '')]);
     for (const [i, s] of stats.entries()) rows.push([`  ${s.name}`, ...cpuCells(s, stats[sides[i]!.base ?? 0]!)]);
+    rows.push(['  ctxMiddleware(), no session, against the logging middleware', ...cpuCells(stats[3]!, stats[2]!)]);
   }
   printTable(['call', ...CPU_HEADERS], rows);
   console.log(
-    `\nNode ${process.version}. CPU µs per call (user + system); the recorded stream 200 calls per side after 30 warm-up rounds, the others 400 after 100, sides in turn. Each session row's ratio is against the bare call holding the same history.\n`,
+    `\nNode ${process.version}. CPU µs per call (user + system); the recorded stream 300 calls per side after 30 warm-up rounds, the others 400 after 100, sides in turn. Each session row's ratio is against the bare call holding the same history.\n`,
   );
 }
 
