@@ -35,7 +35,8 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const plan = releasePlan(root);
   const wrong = accidentalMajors(plan);
   if (wrong.length === 0) {
-    console.log(`check-release: OK, ${plan.releases.length} packages to release, none taken to 1.0 unasked`);
+    const released = plan.releases.filter((r) => r.type !== 'none').map((r) => `${r.name} ${r.newVersion}`);
+    console.log(`check-release: OK, none taken to 1.0 unasked: ${released.join(', ') || 'nothing to release'}`);
   } else {
     console.error('check-release: FAIL, these packages would be released as 1.0 or more without a changeset asking for it:');
     for (const r of wrong) console.error(`  ${r.name} ${r.oldVersion} -> ${r.newVersion}`);

@@ -51,15 +51,16 @@ function instantModel(text: string) {
   });
 }
 
+/** One part of a model's stream, as a middleware's `wrapStream` passes it on. */
+type StreamPart =
+  Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapStream']>>>['stream'] extends ReadableStream<infer P> ? P : never;
+
 /**
  * The logging middleware of the AI SDK's own middleware guide (`ai` 6, "Logging"), its console
  * output left out: it reads every part of a stream through a `TransformStream`, collecting the text
  * of each block, and the text of a generated answer. The least any middleware that keeps what the
  * model answered does, as ctx must to store it.
  */
-type StreamPart =
-  Awaited<ReturnType<NonNullable<LanguageModelMiddleware['wrapStream']>>>['stream'] extends ReadableStream<infer P> ? P : never;
-
 function loggingMiddleware(): LanguageModelMiddleware {
   const logged: string[] = [];
   return {
