@@ -32,7 +32,13 @@ function releasePlan(root) {
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-  const plan = releasePlan(root);
+  let plan;
+  try {
+    plan = releasePlan(root);
+  } catch {
+    console.error('check-release: FAIL, `changeset status` failed (its message is above): no release plan to check.');
+    process.exit(1);
+  }
   const wrong = accidentalMajors(plan);
   if (wrong.length === 0) {
     const released = plan.releases.filter((r) => r.type !== 'none').map((r) => `${r.name} ${r.newVersion}`);
