@@ -6,9 +6,9 @@
  * recorded JSON reply), so every side parses and validates the same real traffic and nothing but
  * client work is timed. The worst-case rows use the AI SDK's `MockLanguageModelV3` answering a
  * one-line reply at once: ctx's own work over almost nothing. Beside ctx, two references: the
- * logging middleware of the AI SDK's own guide (what keeping the model's answer costs any
- * middleware) and, for `generateText`, ctx's messages alone without a run (what any middleware
- * built on ctx messages costs). Prints tables; never asserts timings.
+ * logging middleware of the AI SDK's own guide (a simple middleware that reads the whole answer)
+ * and, for `generateText`, ctx's message conversion alone, without a run. Prints tables; never
+ * asserts timings.
  */
 import { createOpenAI } from '@ai-sdk/openai';
 import { aiSdkChatClient, ctxMiddleware } from '@ctx/ai-sdk';
@@ -57,9 +57,10 @@ type StreamPart =
 
 /**
  * The logging middleware of the AI SDK's own middleware guide (`ai` 6, "Logging"), its console
- * output left out: it reads every part of a stream through a `TransformStream`, collecting the text
- * of each block, and the text of a generated answer. The least any middleware that keeps what the
- * model answered does, as ctx must to store it.
+ * output (and the `JSON.stringify` of the call's options that goes into it) left out: it reads every
+ * part of a stream through a `TransformStream`, collecting the text of each block, and the text of
+ * a generated answer. A simple, documented middleware that reads the whole answer, as ctx must to
+ * assemble it.
  */
 function loggingMiddleware(): LanguageModelMiddleware {
   const logged: string[] = [];
@@ -96,9 +97,9 @@ function loggingMiddleware(): LanguageModelMiddleware {
 }
 
 /**
- * The least a middleware built on ctx messages does: the question becomes a ctx message, and
- * `aiSdkChatClient` makes the prompt from it and a ctx message of the answer, with no run, no
- * pipeline and nothing stored. The generated result goes back to the AI SDK as it came.
+ * ctx's message conversion on its own: the question becomes a ctx message, and `aiSdkChatClient`
+ * makes the prompt from it and a ctx message of the answer, with no run, no pipeline and nothing
+ * stored. The generated result goes back to the AI SDK as it came.
  */
 function ctxMessagesOnly(): LanguageModelMiddleware {
   const clients = new WeakMap<object, ReturnType<typeof aiSdkChatClient>>();
@@ -172,7 +173,7 @@ export async function aiSdkBench(): Promise<void> {
     const sides: Side[] = [
       { name: `AI SDK ${streamed ? 'streamText' : 'generateText'}, bare model`, call: call(model, ask) },
       { name: 'through wrapLanguageModel with an empty middleware (the AI SDK alone)', call: call(empty, ask) },
-      { name: "through the AI SDK guide's logging middleware (keeps what the model answered)", call: call(logging, ask) },
+      { name: "through the AI SDK guide's logging middleware (reads the whole answer)", call: call(logging, ask) },
       { name: 'through ctxMiddleware(), no session', call: call(stateless, ask) },
     ];
     if (!streamed) {
