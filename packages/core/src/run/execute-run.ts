@@ -106,7 +106,7 @@ export async function executeRun(
     signal: abort.signal,
     state: session.stateOf(provider.sourceId),
     report: (d) => emit?.({ type: 'provider-diagnostic', runId, sourceId: provider.sourceId, ...d }),
-    redact: redactorFor(options.redact, session.sessionId, provider.sourceId, abort),
+    redact: redactorFor(options.redact, session.sessionId, provider.sourceId, abort.signal),
   });
   const invoke = async (inside: readonly ContextProvider[]): Promise<void> => {
     const timeoutMs = options.providerTimeoutMs;

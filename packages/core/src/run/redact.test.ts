@@ -11,7 +11,6 @@ import { defineTool } from '../tools/define-tool.js';
 import type { RedactInfo, Redactor } from './agent.js';
 import { createAgent } from './create-agent.js';
 import { redactorFor } from './redact.js';
-import { RunAbort } from './run-abort.js';
 
 const EMAIL = /[\w.+-]+@[\w-]+(?:\.[\w-]+)+/g;
 
@@ -56,16 +55,16 @@ async function fileStore() {
 
 describe('redactorFor', () => {
   it("returns the messages unchanged without a redact, and checks the redact's answer: one message per message, same ids, in order", async () => {
-    const abort = new RunAbort();
+    const signal = new AbortController().signal;
     const [a, b] = [Message.user('a'), Message.user('b')];
-    expect(await redactorFor(undefined, 's', 'memory', abort)([a, b])).toEqual([a, b]);
+    expect(await redactorFor(undefined, 's', 'memory', signal)([a, b])).toEqual([a, b]);
 
     let calls = 0;
     const counting: Redactor = (messages) => {
       calls++;
       return messages;
     };
-    expect(await redactorFor(counting, 's', 'memory', abort)([])).toEqual([]);
+    expect(await redactorFor(counting, 's', 'memory', signal)([])).toEqual([]);
     expect(calls).toBe(0); // nothing to write, nothing to ask
 
     const wrong: Array<[string, Redactor]> = [
@@ -75,7 +74,7 @@ describe('redactorFor', () => {
       ['not a list', () => 'redacted' as never],
     ];
     for (const [what, redact] of wrong) {
-      const error = await redactorFor(redact, 's', 'memory', abort)([a, b]).catch((e: unknown) => e);
+      const error = await redactorFor(redact, 's', 'memory', signal)([a, b]).catch((e: unknown) => e);
       expect(ConfigurationError.isInstance(error), what).toBe(true);
       expect(String(error), what).toMatch(/must return one message per message, with the same ids, in order/);
     }

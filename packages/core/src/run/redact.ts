@@ -1,7 +1,6 @@
 import { ConfigurationError } from '../errors.js';
 import type { Message } from '../messages/message.js';
 import type { Redactor } from './agent.js';
-import type { RunAbort } from './run-abort.js';
 
 /** Without a redactor: the messages as they are (one function for every provider and run). */
 const unchanged = async (messages: readonly Message[]): Promise<Message[]> => [...messages];
@@ -14,12 +13,12 @@ export function redactorFor(
   redact: Redactor | undefined,
   sessionId: string,
   sourceId: string,
-  abort: RunAbort,
+  signal: AbortSignal,
 ): (messages: readonly Message[]) => Promise<Message[]> {
   if (!redact) return unchanged;
   return async (messages) => {
     if (messages.length === 0) return [];
-    const out = await redact(messages, { sessionId, sourceId, signal: abort.signal });
+    const out = await redact(messages, { sessionId, sourceId, signal });
     if (!Array.isArray(out) || out.length !== messages.length || out.some((m, i) => m?.id !== messages[i]!.id)) {
       throw new ConfigurationError(
         `The agent's redact returned ${Array.isArray(out) ? `${out.length} messages` : typeof out} for ${messages.length}; it must return one message per message, with the same ids, in order.`,
