@@ -86,15 +86,28 @@ export class ProviderError extends CtxError {
 
 const CONCURRENCY = `${BASE}.concurrency`;
 const concurrencySymbol = Symbol.for(CONCURRENCY);
-/** A write lost an optimistic-concurrency race: the stored value changed since it was read. Reload and retry. */
+/**
+ * A write lost an optimistic-concurrency race: the stored value changed since it was read, and the
+ * two could not be merged. `agent.saveSession` and a hosted run (`agent.run(input, { sessionId })`)
+ * merge first, so from them it means a real conflict; `turnStored` then says what to do.
+ */
 export class ConcurrencyError extends CtxError {
   private readonly [concurrencySymbol] = true;
   /** The session whose write conflicted. */
   readonly sessionId: string;
-  constructor(sessionId: string, message?: string, options?: { cause?: unknown }) {
+  /**
+   * Whether the turn of the run whose save failed is stored anyway, where that is known: `true` when
+   * a history provider that keeps messages outside the session (Redis, Cosmos DB) stored it (do not
+   * run it again: only the session's own changes were lost), `false` when nothing of it was stored
+   * (run it again with the same input message, same id: it is stored once). Undefined when the
+   * write was not a run's (a store's own `set`, a save with no run since the last save).
+   */
+  readonly turnStored: boolean | undefined;
+  constructor(sessionId: string, message?: string, options?: { cause?: unknown; turnStored?: boolean }) {
     super(message ?? `Session "${truncate(sessionId)}" was changed by another writer since it was read; reload it and retry.`, options);
     this.name = 'ConcurrencyError';
     this.sessionId = sessionId;
+    this.turnStored = options?.turnStored;
   }
   static override isInstance(error: unknown): error is ConcurrencyError {
     return hasMarker(error, CONCURRENCY);
@@ -149,6 +162,23 @@ export class ToolExecutionError extends CtxError {
   }
   static override isInstance(error: unknown): error is ToolExecutionError {
     return hasMarker(error, TOOL);
+  }
+}
+
+const INVALID_INPUT = `${BASE}.invalid-input`;
+const invalidInputSymbol = Symbol.for(INVALID_INPUT);
+/**
+ * The caller's request is wrong (not the agent's setup): answer it with a 4xx. Among others, a
+ * hosted run naming a session that belongs to another user.
+ */
+export class InvalidInputError extends CtxError {
+  private readonly [invalidInputSymbol] = true;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'InvalidInputError';
+  }
+  static override isInstance(error: unknown): error is InvalidInputError {
+    return hasMarker(error, INVALID_INPUT);
   }
 }
 

@@ -22,6 +22,7 @@ export {
   ConfigurationError,
   ContextWindowExceededError,
   CtxError,
+  InvalidInputError,
   ProviderError,
   SessionStateError,
   ToolExecutionError,

@@ -26,6 +26,6 @@ const agent = createAgent({
   sessionStore: new FileSessionStore({ directory: dir }),
   persistence: 'model-call',
 });
-const session = await agent.getSession(sessionId);
+const session = (await agent.getSession(sessionId)) ?? agent.createSession({ sessionId });
 await agent.run(Message.user('Pay my bill.', { id: 'turn-1' }), { session });
 process.stdout.write('run-finished\n');

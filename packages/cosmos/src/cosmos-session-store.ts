@@ -5,6 +5,7 @@ import {
   ConcurrencyError,
   ConfigurationError,
   SessionStateError,
+  type GetSessionOptions,
   type ListSessionsOptions,
   type SessionJson,
   type SessionPage,
@@ -21,6 +22,7 @@ import {
   describeError,
   encodeSessionCursor,
   parseSessionJson,
+  sessionOfUser,
   shortId,
 } from '@ctx/core/backend';
 import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
@@ -97,16 +99,21 @@ export class CosmosSessionStore implements SessionStore {
   }
 
   /**
-   * The stored session and its ETag, or undefined (one point read).
+   * The stored session and its ETag, or undefined (one point read); with `userId`, undefined too
+   * for a session of another user or of none.
    * @throws SessionStateError when the stored item is not valid session JSON of that id.
+   * @throws ConfigurationError for a blank id or `userId`, before any request.
    * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`.
    */
-  async get(sessionId: string, options: { signal?: AbortSignal } = {}): Promise<StoredSession | undefined> {
+  async get(sessionId: string, options: GetSessionOptions = {}): Promise<StoredSession | undefined> {
     const id = this.itemId(sessionId);
-    return this.#connection.run({ operation: 'get', sessionId }, options.signal, async (op) => {
+    const { userId } = options;
+    if (userId !== undefined) sessionOfUser(undefined, userId);
+    const stored = await this.#connection.run({ operation: 'get', sessionId }, options.signal, async (op) => {
       const item = await this.#read(op, id);
       return item && { session: this.#decode(item, id, sessionId), etag: item._etag! };
     });
+    return sessionOfUser(stored, userId);
   }
 
   /**

@@ -231,10 +231,12 @@ export class Mem0ContextProvider implements ContextProvider {
   readonly #writeTimeoutMs: number;
   readonly #forgetOnSessionDelete: boolean;
   readonly #mapUserId: (userId: string) => string;
-  readonly #pending = new Set<Promise<void>>();
+  /** Writes not yet settled, with the id of the session each came from. */
+  readonly #pending = new Map<Promise<void>, string>();
   /** The writes of each scope, chained (by `scopeKey`): the last one's settling, and the scope. */
   readonly #chains = new Map<string, { scope: Mem0Scope; settled: Promise<void> }>();
-  #settled = 0;
+  /** Background writes settled since the last flush, by session id. */
+  readonly #settled = new Map<string, number>();
   #failures: Mem0WriteFailure[] = [];
 
   constructor(options: Mem0ContextProviderOptions) {
@@ -316,16 +318,29 @@ export class Mem0ContextProvider implements ContextProvider {
 
   /**
    * Waits until every background write (including those started while waiting) has settled, and
-   * returns how many settled since the last flush and which failed. Call it before the process
-   * exits, or between turns that must see each other's memories. Rejects only with the reason of
-   * `signal` when it aborts first; the writes carry on and a later flush reports them.
+   * returns how many settled since the last flush and which failed; with `sessionId`
+   * (`agent.flush({ session })`), only the writes of that session, and only those are counted and
+   * reported (the others' wait for a later flush). Call it before the process exits, or between
+   * turns that must see each other's memories. Rejects only with the reason of `signal` when it
+   * aborts first; the writes carry on and a later flush reports them.
    */
-  async flush(options: { signal?: AbortSignal } = {}): Promise<Mem0FlushResult> {
-    while (this.#pending.size > 0) await abortable(Promise.allSettled([...this.#pending]), options.signal);
-    const result = { settled: this.#settled, failed: this.#failures };
-    this.#settled = 0;
-    this.#failures = [];
-    return result;
+  async flush(options: { signal?: AbortSignal; sessionId?: string } = {}): Promise<Mem0FlushResult> {
+    const { sessionId } = options;
+    const ofSession = (id: string) => sessionId === undefined || id === sessionId;
+    for (;;) {
+      const waiting = [...this.#pending].filter(([, id]) => ofSession(id)).map(([write]) => write);
+      if (waiting.length === 0) break;
+      await abortable(Promise.allSettled(waiting), options.signal);
+    }
+    let settled = 0;
+    for (const [id, count] of this.#settled) {
+      if (!ofSession(id)) continue;
+      settled += count;
+      this.#settled.delete(id);
+    }
+    const failed = this.#failures.filter((f) => ofSession(f.sessionId));
+    this.#failures = this.#failures.filter((f) => !ofSession(f.sessionId));
+    return { settled, failed };
   }
 
   /** Checks a restored session's state slot: each id present must be a valid mem0 id. */
@@ -461,16 +476,16 @@ export class Mem0ContextProvider implements ContextProvider {
         () => {},
         () => {},
       );
-      this.#pending.add(settled);
+      this.#pending.set(settled, session.sessionId);
       void settled.finally(() => this.#pending.delete(settled));
       // Bounds the wait in the queue too, and lets the run's signal end it.
       await callMem0(() => write, site, this.#writeTimeoutMs + 1000, 'writeTimeoutMs', signal);
       return note('stored');
     }
     const tracked = write.then(
-      () => void this.#settled++,
+      () => this.#countSettled(session.sessionId),
       (error: unknown) => {
-        this.#settled++;
+        this.#countSettled(session.sessionId);
         const failure: Mem0WriteFailure = {
           sourceId: this.sourceId,
           sessionId: session.sessionId,
@@ -490,9 +505,13 @@ export class Mem0ContextProvider implements ContextProvider {
         );
       },
     );
-    this.#pending.add(tracked);
+    this.#pending.set(tracked, session.sessionId);
     void tracked.finally(() => this.#pending.delete(tracked));
     note('queued');
+  }
+
+  #countSettled(sessionId: string): void {
+    this.#settled.set(sessionId, (this.#settled.get(sessionId) ?? 0) + 1);
   }
 
   /** The search query: the input's text, after the last `queryMessages` conversation messages. */

@@ -3,6 +3,7 @@ import {
   BackendUnavailableError,
   ConcurrencyError,
   SessionStateError,
+  type GetSessionOptions,
   type ListSessionsOptions,
   type SessionJson,
   type SessionMetadata,
@@ -20,6 +21,7 @@ import {
   describeError,
   encodeSessionCursor,
   parseSessionJson,
+  sessionOfUser,
   shortId,
 } from '@ctx/core/backend';
 import { Cluster, type Redis } from 'ioredis';
@@ -113,19 +115,25 @@ export class RedisSessionStore implements SessionStore {
   }
 
   /**
-   * The stored session and its etag, or undefined (one `HMGET`).
+   * The stored session and its etag, or undefined (one `HMGET`); with `userId`, undefined too for a
+   * session of another user or of none (its JSON is not even parsed).
    * @throws SessionStateError when the stored value is not valid session JSON of that id.
+   * @throws ConfigurationError for a blank id or `userId`, before any round trip.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
    */
-  async get(sessionId: string, options: { signal?: AbortSignal } = {}): Promise<StoredSession | undefined> {
+  async get(sessionId: string, options: GetSessionOptions = {}): Promise<StoredSession | undefined> {
     const key = this.key(sessionId);
-    const [json, etag] = await this.#connection.call({ operation: 'get', sessionId, key }, options.signal, (c) =>
-      c.hmget(key, 'json', 'etag'),
+    const { userId } = options;
+    if (userId !== undefined) sessionOfUser(undefined, userId);
+    const [json, etag, user] = await this.#connection.call({ operation: 'get', sessionId, key }, options.signal, (c) =>
+      c.hmget(key, 'json', 'etag', 'user'),
     );
     if (json == null && etag == null) return undefined;
+    // `user` is the owner `set` wrote beside the JSON; the parsed metadata decides all the same.
+    if (userId !== undefined && user != null && user !== userId) return undefined;
     const session = readSession(key, sessionId, json ?? null, etag ?? null);
     this.#remember(sessionId, session.metadata.userId);
-    return { session, etag: etag! };
+    return sessionOfUser({ session, etag: etag! }, userId);
   }
 
   /**

@@ -20,6 +20,7 @@ export { checkId, checkInteger, checkPositiveNumber, checkSessionId, shortId } f
 export { abortable, withDeadline } from './deadline.js';
 export type { DeadlineOptions } from './deadline.js';
 export { encodeIdSegment } from './id-segment.js';
+export { sessionOfUser } from './session-owner.js';
 export type { IdSegmentOptions } from './id-segment.js';
 export {
   checkListOptions,

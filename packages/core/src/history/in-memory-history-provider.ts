@@ -2,11 +2,11 @@ import { checkInteger } from '../backend/checks.js';
 import { dropLeadingResults } from '../compaction/message-groups.js';
 import { SessionStateError } from '../errors.js';
 import { frozenMessage, markAttributed } from '../messages/frozen.js';
-import { describeValue, formatPath, pathJoin } from '../messages/json.js';
+import { describeValue, formatPath, jsonEqual, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
 import type { ClearHistoryArgs, ForkHistoryArgs, GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { JsonObject, JsonValue } from '../spec/json.js';
-import type { ProviderRunArgs } from '../spec/run-view.js';
+import type { MergeStateArgs, ProviderRunArgs } from '../spec/run-view.js';
 import { forkLength, HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
 import { HistoryViews } from './history-views.js';
 import { findRetriedTurn } from './retried-turn.js';
@@ -15,6 +15,11 @@ import { findRetriedTurn } from './retried-turn.js';
 function checkMessages(messages: readonly Message[]): void {
   if (!Array.isArray(messages)) throw new SessionStateError('$.messages', `must be an array of messages, got ${describeValue(messages)}`);
   for (let i = 0; i < messages.length; i++) Message.parse(messages[i], formatPath('$.messages', [i]));
+}
+
+/** The id of a stored entry, read defensively (a slot restored from JSON may hold anything). */
+function idOf(entry: unknown): unknown {
+  return (entry as { id?: unknown } | null)?.id;
 }
 
 /** How many of the newest stored ids a save checks, so a retried turn is not stored twice. */
@@ -131,6 +136,38 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     for (let i = 0; i < end; i++) kept.push(this.#prepare(all, i) as unknown as JsonValue);
     args.toState.messages = kept;
     return end;
+  }
+
+  /**
+   * Merges the slot of two saves of one session made at once (`agent.saveSession` calls it on a
+   * conflict): their messages, then the messages this save added that they lack. When this save
+   * rewrote its history instead of appending (a retried turn, a rewind, compaction) and they only
+   * appended, the other way round: ours, then what they added. Undefined (a `ConcurrencyError`)
+   * when both rewrote, when both added a message with the same id (one input run twice at once), or
+   * when both changed another field of the slot differently.
+   */
+  mergeState({ base, ours, theirs }: MergeStateArgs): JsonObject | undefined {
+    const [b, o, t] = [base.messages ?? [], ours.messages ?? [], theirs.messages ?? []];
+    if (!Array.isArray(b) || !Array.isArray(o) || !Array.isArray(t)) return undefined;
+    const merged: JsonObject = {};
+    for (const key of new Set([...Object.keys(base), ...Object.keys(ours), ...Object.keys(theirs)])) {
+      if (key === 'messages') continue;
+      const value = jsonEqual(base[key], ours[key]) ? theirs[key] : ours[key];
+      if (!jsonEqual(base[key], ours[key]) && !jsonEqual(base[key], theirs[key]) && !jsonEqual(ours[key], theirs[key])) return undefined;
+      if (value !== undefined) merged[key] = value;
+    }
+    const baseIds = new Set(b.map(idOf));
+    const added = (list: JsonValue[]) => list.filter((m) => !baseIds.has(idOf(m)));
+    const [oursAdded, theirsAdded] = [added(o), added(t)];
+    const theirsAddedIds = new Set(theirsAdded.map(idOf));
+    if (oursAdded.some((m) => theirsAddedIds.has(idOf(m)))) return undefined;
+    const extends_ = (list: JsonValue[]) => list.length >= b.length && b.every((m, i) => idOf(list[i]) === idOf(m));
+    let messages: JsonValue[];
+    if (extends_(o)) messages = [...t, ...oursAdded];
+    else if (extends_(t)) messages = [...o, ...theirsAdded];
+    else return undefined;
+    merged.messages = messages;
+    return merged;
   }
 
   /** Checks the `messages` of a restored state slot; a `SessionStateError` names what is wrong. */

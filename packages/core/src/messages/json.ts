@@ -175,3 +175,25 @@ export function describeThrown(error: unknown): string {
   }
   return describeValue(error);
 }
+
+/**
+ * Whether two JSON values are equal: same types, arrays element by element, objects key by key in
+ * any order (a key holding `undefined` counts as absent, as in JSON text).
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!jsonEqual(a[i], b[i])) return false;
+    return true;
+  }
+  if (Array.isArray(b)) return false;
+  const ra = a as Record<string, unknown>;
+  const rb = b as Record<string, unknown>;
+  const keys = (o: Record<string, unknown>) => Object.keys(o).filter((k) => o[k] !== undefined);
+  const ka = keys(ra);
+  if (ka.length !== keys(rb).length) return false;
+  for (const k of ka) if (!Object.hasOwn(rb, k) || !jsonEqual(ra[k], rb[k])) return false;
+  return true;
+}

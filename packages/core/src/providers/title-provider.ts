@@ -51,8 +51,8 @@ export class TitleProvider implements ContextProvider {
   readonly #timeoutMs: number;
   /** The request in flight for a session object, so concurrent runs on it send one. */
   readonly #pending = new WeakMap<SessionView, Promise<void>>();
-  /** Every request in flight, for `flush`. */
-  readonly #inFlight = new Set<Promise<void>>();
+  /** Every request in flight, with the id of its session, for `flush`. */
+  readonly #inFlight = new Map<Promise<void>, string>();
 
   constructor(options: TitleProviderOptions) {
     this.sourceId = checkId(options?.sourceId ?? 'title', 'sourceId of TitleProvider');
@@ -92,12 +92,16 @@ export class TitleProvider implements ContextProvider {
       this.#inFlight.delete(settled);
     });
     this.#pending.set(session, settled);
-    this.#inFlight.add(settled);
+    this.#inFlight.set(settled, session.sessionId);
   }
 
-  /** Waits for the titles still being written. An aborted `signal` rejects at once; the requests go on. */
-  async flush({ signal }: { signal?: AbortSignal } = {}): Promise<void> {
-    await abortable(Promise.all([...this.#inFlight]), signal);
+  /**
+   * Waits for the titles still being written: of the session `sessionId` only, when given. An
+   * aborted `signal` rejects at once; the requests go on.
+   */
+  async flush({ signal, sessionId }: { signal?: AbortSignal; sessionId?: string } = {}): Promise<void> {
+    const waited = [...this.#inFlight].filter(([, id]) => sessionId === undefined || id === sessionId).map(([request]) => request);
+    await abortable(Promise.all(waited), signal);
   }
 
   /** The model's title for a conversation opening with `first`, cleaned; empty when it gave none. */

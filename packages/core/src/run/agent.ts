@@ -6,7 +6,7 @@ import type { CompactionStrategy } from '../spec/compaction-strategy.js';
 import type { EventHandler } from '../spec/events.js';
 import type { ContextProvider, Tool } from '../spec/run-view.js';
 import type { JsonValue } from '../spec/json.js';
-import type { ListSessionsOptions, SessionPage, SessionStore } from '../spec/session-store.js';
+import type { GetSessionOptions, ListSessionsOptions, SessionPage, SessionStore } from '../spec/session-store.js';
 import type { SessionJson } from '../spec/session.js';
 import type { ToolValidator } from '../spec/tool-validator.js';
 
@@ -111,6 +111,23 @@ export interface AgentRunOptions {
   /** The conversation. Without one the run is stateless: no default history, throwaway state. */
   session?: AgentSession;
   /**
+   * The hosted cycle in one call: the id of the conversation in the agent's `sessionStore`. The run
+   * loads it (a new session, owned by `userId`, when the store does not hold the id: stored before
+   * the run so the id is taken), runs, and saves it, merging what other runs on it saved meanwhile.
+   * `response.sessionId` echoes it. With `session` too, or without a `sessionStore`, it is a
+   * `ConfigurationError`. A save that cannot merge is a `ConcurrencyError` whose `turnStored` says
+   * whether to run again (see the core README). For a new conversation, let the server generate the
+   * id (`generateId()`) and hand it to the client: an id a client made up may be another user's.
+   */
+  sessionId?: string;
+  /**
+   * With `sessionId`: the user the run is for (the signed-in user, never a value the client sends).
+   * A session of another user (or of none) is refused with an `InvalidInputError` before anything
+   * runs; a new session is created owned by this user (`metadata.userId`). Without `sessionId`, a
+   * `ConfigurationError`.
+   */
+  userId?: string;
+  /**
    * Per-run model options. `tools` are offered besides the agent's for this run only; one name, one
    * tool: a run tool named like one of the agent's (or like another run tool) is a `ConfigurationError`
    * and the run does not start. `instructions` follow the agent's.
@@ -162,7 +179,8 @@ export interface Agent {
   /** Its providers, in order. */
   readonly contextProviders: readonly ContextProvider[];
   /**
-   * Runs one turn. Rejects with the first failure (`ProviderError`, a model error, the abort reason);
+   * Runs one turn: on `session`, or, hosted, on the session `sessionId` of the `sessionStore`, which
+   * it loads and saves. Rejects with the first failure (`ProviderError`, a model error, the abort reason);
    * history providers store nothing more for a failed run (with `persistence: 'model-call'`, what
    * was stored before the failure stays). To retry a failed run safely, pass the same input
    * `Message` (same id): a turn is identified by its input message ids and is stored once.
@@ -182,13 +200,25 @@ export interface Agent {
    */
   restoreSession(json: unknown): AgentSession;
   /**
-   * Loads a session from the `sessionStore`, or a new one with that id when none is stored.
-   * @throws ConfigurationError without a `sessionStore`.
+   * Loads a session from the `sessionStore`; undefined when the store does not hold the id, and,
+   * with `userId`, also when the session belongs to another user or to none (as if it were not
+   * stored, so its existence is not revealed). The owner is checked here as well as by the store,
+   * so a store that does not know `userId` is still safe. Start a new conversation with
+   * `createSession({ userId })`, or run with `{ sessionId, userId }` and let the run load and save.
+   * @throws ConfigurationError without a `sessionStore`, or for a blank `userId`.
    */
-  getSession(sessionId: string, options?: { signal?: AbortSignal }): Promise<AgentSession>;
+  getSession(sessionId: string, options?: GetSessionOptions): Promise<AgentSession | undefined>;
   /**
-   * Saves a session to the `sessionStore`, only if nobody saved it since it was loaded.
-   * @throws ConcurrencyError when it changed in the store meanwhile.
+   * Saves a session to the `sessionStore`. When another run saved it since it was loaded, reloads
+   * it and merges three ways against what it was loaded from: a state slot only one side changed
+   * takes that side's, a slot both changed is merged by its provider's `mergeState` (the in-memory
+   * history keeps both turns), `metadata.updatedAt` is the later, `title`, `custom`, `userId` and
+   * `pending` are ours when we changed them. Tried up to 8 times while the session keeps changing.
+   * Saves of one session by this agent run one at a time. On success the session holds what was
+   * stored (the merge included).
+   * @throws ConcurrencyError when both changed a slot that cannot be merged, the session was deleted
+   *   meanwhile, or it kept changing; nothing of this save is stored, and `turnStored` says whether
+   *   the last run's turn is stored anyway (in a history outside the session).
    */
   saveSession(session: AgentSession, options?: { signal?: AbortSignal }): Promise<void>;
   /**
@@ -253,8 +283,10 @@ export interface Agent {
    */
   deleteUserData(userId: string, options?: { signal?: AbortSignal }): Promise<{ sessions: number }>;
   /**
-   * Waits for every provider's background work (`provider.flush()`), e.g. before a process exits.
-   * An aborted `signal` rejects with its reason at once; the background work itself goes on.
+   * Waits for every provider's background work (`provider.flush()`), e.g. before a process exits;
+   * with `session` (a session or its id), only for that session's (a title being written, memories
+   * being stored), e.g. before saving it. An aborted `signal` rejects with its reason at once; the
+   * background work itself goes on.
    */
-  flush(options?: { signal?: AbortSignal }): Promise<void>;
+  flush(options?: { signal?: AbortSignal; session?: AgentSession | string }): Promise<void>;
 }

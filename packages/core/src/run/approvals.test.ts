@@ -289,12 +289,12 @@ describe('tool approvals', () => {
     try {
       const history = (): ContextProvider => new InMemoryHistoryProvider({ sourceId: 'chat' });
       const first = setup([asksBoth], { contextProviders: [history()], sessionStore: new FileSessionStore({ directory: dir }) });
-      const session = await first.agent.getSession('user:1');
+      const session = first.agent.createSession({ sessionId: 'user:1' });
       await first.agent.run('pay 300', { session });
       await first.agent.saveSession(session);
 
       const second = setup(['Sent.'], { contextProviders: [history()], sessionStore: new FileSessionStore({ directory: dir }) });
-      const loaded = await second.agent.getSession('user:1');
+      const loaded = (await second.agent.getSession('user:1'))!;
       expect(loaded.pending?.approvals.map((a) => a.callId)).toEqual(['c_big']);
       await second.agent.run([], { session: loaded, approvals: [{ callId: 'c_big', approved: true }] });
       await second.agent.saveSession(loaded);
@@ -303,7 +303,7 @@ describe('tool approvals', () => {
       expectPaired(second.client);
       expect(loaded.state.memory).toBeUndefined();
       expect((loaded.state.chat!.messages as Message[]).map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant']);
-      expect((await second.agent.getSession('user:1')).pending).toBeUndefined();
+      expect((await second.agent.getSession('user:1'))?.pending).toBeUndefined();
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

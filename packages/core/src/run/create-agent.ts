@@ -1,10 +1,12 @@
 import { abortable } from '../backend/deadline.js';
+import { saveQueue } from '../session/session-merge.js';
 import { sessionMethods } from '../session/session-methods.js';
 import type { AgentEvent } from '../spec/events.js';
 import { checkAgentOptions } from './agent-options.js';
 import type { Agent, AgentOptions } from './agent.js';
 import { defaultHistory } from './default-history.js';
 import { type AgentRuntime, executeRun } from './execute-run.js';
+import { hostedRun } from './hosted-run.js';
 import { createRunStream } from './run-stream.js';
 import { sessionHistory } from './session-history.js';
 import { sessionLifecycle } from './session-lifecycle.js';
@@ -30,16 +32,23 @@ export function createAgent(agentOptions: AgentOptions): Agent {
       }
     : undefined;
   const runtime: AgentRuntime = { options, history, emit };
+  // Saves of one session by this agent wait for each other; other agents' saves are merged.
+  const queue = saveQueue();
   return {
     name,
     client,
     contextProviders,
-    run: (input, runOptions = {}) => executeRun(runtime, input, runOptions),
-    runStream: (input, runOptions = {}) => createRunStream((sink, controller) => executeRun(runtime, input, runOptions, sink, controller)),
-    flush: async ({ signal } = {}) => {
-      await abortable(Promise.all(contextProviders.map((p) => p.flush?.(signal ? { signal } : {}))), signal);
+    run: (input, runOptions = {}) => hostedRun(runtime, runOptions, queue, (run) => executeRun(runtime, input, run)),
+    runStream: (input, runOptions = {}) =>
+      createRunStream((sink, controller) =>
+        hostedRun(runtime, runOptions, queue, (run) => executeRun(runtime, input, run, sink, controller)),
+      ),
+    flush: async ({ signal, session } = {}) => {
+      const sessionId = typeof session === 'string' ? session : session?.sessionId;
+      const flushOptions = { ...(signal ? { signal } : {}), ...(sessionId === undefined ? {} : { sessionId }) };
+      await abortable(Promise.all(contextProviders.map((p) => p.flush?.(flushOptions))), signal);
     },
-    ...sessionMethods(name, history.validators, options.sessionStore),
+    ...sessionMethods(name, history.validators, options.sessionStore, queue),
     ...sessionLifecycle(runtime),
     ...sessionHistory(runtime),
   };

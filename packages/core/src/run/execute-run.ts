@@ -17,6 +17,7 @@ import { RunAbort } from './run-abort.js';
 import { RunContext } from './run-context.js';
 import type { RunStreamSink } from './run-stream.js';
 import { runToolLoop } from './tool-loop.js';
+import { noteTurn } from './turn-stored.js';
 import { isoNow } from '../messages/iso-now.js';
 
 /** What every run of one agent shares. */
@@ -170,7 +171,11 @@ export async function executeRun(
   for (const p of providers) added[p.sourceId] = context.contributionOf(p.sourceId);
   response.added = added;
   session.pending = approvals.next; // calls waiting for approval, kept once the run succeeded
-  if (runOptions.session) session.metadata.updatedAt = isoNow();
+  if (runOptions.session) {
+    session.metadata.updatedAt = isoNow();
+    response.sessionId = session.sessionId;
+    noteTurn(session, providers);
+  }
   if (response.conversationId !== undefined) {
     session.serviceSessionId = response.conversationId;
     history.dropLocalCopy(session, providers); // the service keeps the conversation from now on

@@ -67,7 +67,7 @@ describe("a process killed in the middle of a run (persistence: 'model-call')", 
 
     const client = new ScriptedChatClient({ replies: ['The payment was interrupted; shall I check and try again?'] });
     const agent = createAgent({ client, sessionStore: store, persistence: 'model-call' });
-    const session = await agent.getSession('bill-1');
+    const session = (await agent.getSession('bill-1'))!;
     await agent.run('Did it go through?', { session });
     const sent = client.calls[0]!.messages;
     expect(sent.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'user']);

@@ -100,7 +100,7 @@ describe('AgentOptions.redact', () => {
     expect(file).toContain('My email is [email]');
     expect(file).not.toMatch(EMAIL);
 
-    await agent.run('Thanks', { session: await agent.getSession('s1') });
+    await agent.run('Thanks', { session: (await agent.getSession('s1'))! });
     expect(texts(client.calls[1]!.messages)).toEqual(['My email is [email]', 'I will write to [email].', 'Thanks']);
   });
 

@@ -533,21 +533,21 @@ describe('with a FileSessionStore', () => {
   it('a fork and a rewind survive saving and loading in another agent', async () => {
     const options = () => ({ client: echo(), sessionStore: new FileSessionStore({ directory }), contextProviders: [counter] });
     const agent = createAgent(options());
-    const session = await agent.getSession('s1');
+    const session = agent.createSession({ sessionId: 's1' });
     await converse(agent, session, 'one', 'two');
     await agent.saveSession(session);
     const stored = await agent.getHistory(session);
-    const fork = await agent.forkSession(await agent.getSession('s1'), { atMessageId: stored[1]!.id, sessionId: 's1-fork' });
+    const fork = await agent.forkSession((await agent.getSession('s1'))!, { atMessageId: stored[1]!.id, sessionId: 's1-fork' });
     await agent.saveSession(fork);
 
     const later = createAgent(options());
-    const loaded = await later.getSession('s1-fork');
+    const loaded = (await later.getSession('s1-fork'))!;
     expect(loaded.metadata.forkedFrom).toEqual({ sessionId: 's1', messageId: stored[1]!.id });
     expect(await later.getHistory(loaded)).toEqual(stored.slice(0, 2));
     expect(loaded.state.counter).toEqual({ runs: 2 });
-    const source = await later.getSession('s1');
+    const source = (await later.getSession('s1'))!;
     expect(await later.rewindSession(source, stored[2]!.id)).toEqual(stored.slice(2));
     await later.saveSession(source);
-    expect(await createAgent(options()).getHistory(await later.getSession('s1'))).toEqual(stored.slice(0, 2));
+    expect(await createAgent(options()).getHistory((await later.getSession('s1'))!)).toEqual(stored.slice(0, 2));
   });
 });

@@ -2,10 +2,12 @@ import { checkIfMatch } from '../backend/check-if-match.js';
 import { checkSessionId, shortId } from '../backend/checks.js';
 import { encodeIdSegment } from '../backend/id-segment.js';
 import { checkListOptions, pageOfSessions } from '../backend/session-cursor.js';
+import { sessionOfUser } from '../backend/session-owner.js';
 import { BackendUnavailableError, ConfigurationError, SessionStateError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import { describeThrown, describeValue } from '../messages/json.js';
 import type {
+  GetSessionOptions,
   ListSessionsOptions,
   SessionPage,
   SessionStore,
@@ -175,13 +177,18 @@ export class FileSessionStore implements SessionStore {
   }
 
   /**
-   * The stored session and its etag, or undefined.
-   * @throws ConfigurationError for an empty or whitespace-only id, or a symbolic link at the session's path.
+   * The stored session and its etag, or undefined; with `userId`, undefined too for a session of
+   * another user or of none.
+   * @throws ConfigurationError for an empty or whitespace-only id or `userId`, or a symbolic link at the session's path.
    * @throws SessionStateError when the file is not a session of that id (unless `onCorrupt: 'quarantine'`).
    * @throws BackendUnavailableError when the file cannot be read (permissions, I/O, a directory in its place).
    */
-  async get(sessionId: string, options: { signal?: AbortSignal } = {}): Promise<StoredSession | undefined> {
+  async get(sessionId: string, options: GetSessionOptions = {}): Promise<StoredSession | undefined> {
     checkSessionId(sessionId);
+    return sessionOfUser(await this.#get(sessionId, options), options.userId);
+  }
+
+  async #get(sessionId: string, options: GetSessionOptions): Promise<StoredSession | undefined> {
     const paths = await this.#paths(sessionId);
     let found = await this.#current(paths, sessionId);
     if (found.kind === 'ok' && found.file === paths.legacy) found = await this.#migrate(paths, sessionId, options.signal);

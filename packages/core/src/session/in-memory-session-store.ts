@@ -1,7 +1,9 @@
 import { checkIfMatch } from '../backend/check-if-match.js';
 import { checkSessionId } from '../backend/checks.js';
 import { checkListOptions, pageOfSessions } from '../backend/session-cursor.js';
+import { sessionOfUser } from '../backend/session-owner.js';
 import type {
+  GetSessionOptions,
   ListSessionsOptions,
   SessionPage,
   SessionStore,
@@ -22,9 +24,14 @@ export class InMemorySessionStore implements SessionStore {
   readonly #items = new Map<string, { json: string; etag: string; summary: SessionSummary }>();
   #version = 0;
 
-  /** The stored session and its etag, or undefined. @throws ConfigurationError for a blank id. */
-  async get(sessionId: string): Promise<StoredSession | undefined> {
+  /**
+   * The stored session and its etag, or undefined; with `userId`, undefined too for a session of
+   * another user or of none.
+   * @throws ConfigurationError for a blank id or `userId`.
+   */
+  async get(sessionId: string, options: GetSessionOptions = {}): Promise<StoredSession | undefined> {
     const item = this.#items.get(checkSessionId(sessionId));
+    if (options.userId !== undefined && item?.summary.metadata.userId !== options.userId) return sessionOfUser(undefined, options.userId);
     return item && { session: parseSessionJson(item.json), etag: item.etag };
   }
 

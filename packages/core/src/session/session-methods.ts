@@ -1,9 +1,11 @@
 import { ConfigurationError, describe, SessionStateError } from '../errors.js';
 import { pathJoin } from '../messages/json.js';
 import type { ContextProvider } from '../spec/run-view.js';
-import type { SessionStore } from '../spec/session-store.js';
+import type { GetSessionOptions, SessionStore } from '../spec/session-store.js';
+import { sessionOfUser } from '../backend/session-owner.js';
 import type { SessionJson } from '../spec/session.js';
 import { AgentSession, type AgentSessionInit } from './agent-session.js';
+import { type SaveQueue, saveMerging, saveQueue, setSessionBase } from './session-merge.js';
 
 /** The session methods of an agent: create, restore, and load and save through its store. */
 export interface SessionMethods {
@@ -11,15 +13,21 @@ export interface SessionMethods {
   getSessionById(sessionId: string): AgentSession;
   serializeSession(session: AgentSession): SessionJson;
   restoreSession(json: unknown): AgentSession;
-  getSession(sessionId: string, options?: { signal?: AbortSignal }): Promise<AgentSession>;
+  getSession(sessionId: string, options?: GetSessionOptions): Promise<AgentSession | undefined>;
   saveSession(session: AgentSession, options?: { signal?: AbortSignal }): Promise<void>;
 }
 
 /**
  * The session methods of agent `name`: restored sessions are checked by each of `validators`
- * (`validateState` on its own slot); `store` backs `getSession` and `saveSession`.
+ * (`validateState` on its own slot), whose `mergeState` merges a save that conflicts; `store` backs
+ * `getSession` and `saveSession`, whose saves of one session wait in `queue`.
  */
-export function sessionMethods(name: string, validators: readonly ContextProvider[], store: SessionStore | undefined): SessionMethods {
+export function sessionMethods(
+  name: string,
+  validators: readonly ContextProvider[],
+  store: SessionStore | undefined,
+  queue: SaveQueue = saveQueue(),
+): SessionMethods {
   const storeOf = (): SessionStore => {
     if (!store) throw new ConfigurationError(`Agent "${name}" has no sessionStore; pass one to createAgent to use getSession/saveSession.`);
     return store;
@@ -44,15 +52,20 @@ export function sessionMethods(name: string, validators: readonly ContextProvide
     getSessionById: (sessionId) => new AgentSession({ sessionId }),
     serializeSession: (session) => session.toJSON(),
     restoreSession,
-    async getSession(sessionId, options) {
-      const stored = await storeOf().get(sessionId, options);
-      if (!stored) return new AgentSession({ sessionId });
+    async getSession(sessionId, options = {}) {
+      const { userId } = options;
+      // The owner is checked here too, so a store that does not know `userId` is still safe.
+      const stored = sessionOfUser(await storeOf().get(sessionId, options), userId);
+      if (!stored) return undefined;
       const session = restoreSession(stored.session);
       session.etag = stored.etag;
+      setSessionBase(session, stored.session);
       return session;
     },
-    async saveSession(session, options) {
-      session.etag = await storeOf().set(session.toJSON(), { ifMatch: session.etag ?? null, ...options });
+    async saveSession(session, options = {}) {
+      const target = storeOf();
+      const { signal } = options;
+      await queue(session.sessionId, signal, () => saveMerging(target, session, { providers: validators, signal }));
     },
   };
 }

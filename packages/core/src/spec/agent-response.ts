@@ -11,6 +11,11 @@ export interface AgentResponse {
   usage?: Usage;
   /** The service's conversation id, when the service keeps the conversation. */
   conversationId?: string;
+  /**
+   * The id of the session the run belonged to (`session.sessionId`, or the `sessionId` of a hosted
+   * run); absent for a run without a session.
+   */
+  sessionId?: string;
   /** Why the model stopped in the run's last model call. */
   finishReason?: FinishReason;
   /**

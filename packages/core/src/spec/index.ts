@@ -38,6 +38,7 @@ export type {
   AgentView,
   ContextProvider,
   GetMessagesOptions,
+  MergeStateArgs,
   ProviderDiagnostic,
   ProviderRunArgs,
   SessionContext,
@@ -52,6 +53,7 @@ export type {
 } from './run-view.js';
 export type { PendingToolCalls, SessionJson, SessionMetadata } from './session.js';
 export type {
+  GetSessionOptions,
   ListSessionsOptions,
   SessionPage,
   SessionStore,

@@ -217,6 +217,20 @@ export interface UserDataArgs {
   signal: AbortSignal;
 }
 
+/** What `ContextProvider.mergeState` receives: the three versions of the provider's state slot. */
+export interface MergeStateArgs<TState extends JsonObject = JsonObject> {
+  /** The slot as the session was loaded from the store (`{}` when it had none, or was new). */
+  base: TState;
+  /** The slot as the session being saved has it (this process's run). */
+  ours: TState;
+  /** The slot as it is stored now (written by another run since the session was loaded). */
+  theirs: TState;
+  /** The slot's JSON path, e.g. `$.state.memory`, for error messages. */
+  path: string;
+  /** The session's id. */
+  sessionId: string;
+}
+
 /** What a provider reports through `ProviderRunArgs.report`. */
 export interface ProviderDiagnostic {
   /** Machine-readable kind, e.g. `context-audit` or `background-write-failed`. */
@@ -268,9 +282,20 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
   /**
    * Waits for work the provider does in the background (e.g. memory writes); `agent.flush()` calls
    * it with its signal. Should stop waiting (and reject with the reason) when `signal` aborts, while
-   * the work itself carries on.
+   * the work itself carries on. With `sessionId` (`agent.flush({ session })`), it need only wait for
+   * that session's work; a provider that ignores it waits for all of it, which is also correct.
    */
-  flush?(options?: { signal?: AbortSignal }): Promise<unknown>;
+  flush?(options?: { signal?: AbortSignal; sessionId?: string }): Promise<unknown>;
+  /**
+   * Merges this provider's state slot when two saves of one session both changed it (two runs at
+   * once on one conversation): `agent.saveSession` calls it with the slot as the session was loaded
+   * (`base`), as this save has it (`ours`) and as it is stored now (`theirs`); an absent slot is
+   * `{}`. Return the merged slot (plain JSON, not one of the arguments changed in place), or
+   * undefined when the two cannot be merged: the save is then a `ConcurrencyError`. Without it, a
+   * slot changed by both saves is always a `ConcurrencyError`. Must be pure: it may run more than
+   * once for one save (when the stored session changes again meanwhile).
+   */
+  mergeState?(args: MergeStateArgs<TState>): TState | undefined;
   /**
    * Runs once per session, before this provider's first hook on it (its state slot is new): prepare
    * the slot or anything the provider keeps elsewhere. The slot is kept from then on, even empty,

@@ -8,6 +8,18 @@ export interface StoredSession {
   etag: string;
 }
 
+/** Options of `SessionStore.get` (and `agent.getSession`). */
+export interface GetSessionOptions {
+  /**
+   * Only a session of this user (`metadata.userId`): a session of another user, or of none, reads as
+   * not stored, so a caller cannot learn that it exists. Pass the signed-in user whenever the
+   * session id comes from a client.
+   */
+  userId?: string;
+  /** Aborts the read. */
+  signal?: AbortSignal;
+}
+
 /** Options of `SessionStore.set`. */
 export interface SetSessionOptions {
   /**
@@ -64,8 +76,13 @@ export interface SessionPage {
 export interface SessionStore {
   /** The contract version this store implements. Absent means `'v1'`. */
   readonly specificationVersion?: 'v1';
-  /** The stored session, or undefined. */
-  get(sessionId: string, options?: { signal?: AbortSignal }): Promise<StoredSession | undefined>;
+  /**
+   * The stored session, or undefined. With `userId`, also undefined when the session belongs to
+   * another user or to none (`metadata.userId` is not `userId`), exactly as if it were not stored.
+   * A store written before `userId` existed ignores it; `agent.getSession` checks the owner again.
+   * @throws ConfigurationError for a blank `userId`.
+   */
+  get(sessionId: string, options?: GetSessionOptions): Promise<StoredSession | undefined>;
   /** Stores a session and returns its new etag. */
   set(session: SessionJson, options?: SetSessionOptions): Promise<string>;
   /** Deletes a session; resolves to whether one was stored. */
