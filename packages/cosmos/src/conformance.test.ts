@@ -1,4 +1,4 @@
-import { describeHistoryProvider, describeSessionStore } from '@ctx/provider-tests';
+import { describeHistoryProvider, describeHostedConcurrency, describeSessionStore } from '@ctx/provider-tests';
 import { cosmosClient, env, standInClientOptions, uniqueId } from '../test/helpers.js';
 import { CosmosHistoryProvider } from './cosmos-history-provider.js';
 import { CosmosSessionStore } from './cosmos-session-store.js';
@@ -57,4 +57,10 @@ describeSessionStore('CosmosSessionStore (owned client from endpoint + key)', {
       createIfNotExists: true,
     }),
   cleanup: (store) => store.close(),
+});
+
+describeHostedConcurrency('CosmosSessionStore with CosmosHistoryProvider', {
+  createStore: () => new CosmosSessionStore({ client, databaseId, containerId: 'hosted-sessions', createIfNotExists: true }),
+  createHistory: (options) => new CosmosHistoryProvider({ ...options, client, databaseId, containerId: 'hosted-history', createIfNotExists: true }),
+  timeout: 120_000,
 });

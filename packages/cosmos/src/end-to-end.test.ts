@@ -48,17 +48,18 @@ describe('two agents on two CosmosClients', () => {
     const a = build();
     const b = build();
     const sessionId = `hosted-${Math.random().toString(36).slice(2)}`;
-    const sa = await a.agent.getSession(sessionId);
+    expect(await a.agent.getSession(sessionId)).toBeUndefined();
+    const sa = a.agent.createSession({ sessionId });
     sa.state.profile = { name: 'Ada' };
     await a.agent.run('hello', { session: sa });
     await a.agent.saveSession(sa);
-    const sb = await b.agent.getSession(sessionId);
+    const sb = (await b.agent.getSession(sessionId))!;
     expect(sb.state.profile).toEqual({ name: 'Ada' });
     sb.state.profile = { name: 'Grace' };
     await b.agent.saveSession(sb);
     sa.state.profile = { name: 'stale' };
     await expect(a.agent.saveSession(sa)).rejects.toSatisfy(ConcurrencyError.isInstance);
-    expect((await b.agent.getSession(sessionId)).state.profile).toEqual({ name: 'Grace' });
+    expect((await b.agent.getSession(sessionId))?.state.profile).toEqual({ name: 'Grace' });
   });
 
   it("core's CompactionProvider rewrites the stored history through replaceMessages; a store-only audit provider keeps everything", async () => {
@@ -150,7 +151,7 @@ describe("sessions as a product: list, fork, delete, delete a user's data", () =
       [d, 'd'],
     ] as const) {
       expect((await itemsOf(s.sessionId)).length).toBe(6);
-      expect((await agent.getSession(s.sessionId)).metadata.userId).toBe('u2');
+      expect((await agent.getSession(s.sessionId))?.metadata.userId).toBe('u2');
       expect((await history.getMessages(s.sessionId, { state: {} })).map((m) => Message.text(m))).toEqual([
         `${title}: first`,
         `re: ${title}: first`,

@@ -224,7 +224,7 @@ describe('Cosmos DB goes away in the middle of a conversation and comes back', (
     const store = new CosmosSessionStore({ client, databaseId, containerId: 'sessions', timeoutMs: 1500 });
     const chat = new ScriptedChatClient({ replies: (messages) => `re: ${Message.text(messages.at(-1)!)}` });
     const agent = createAgent({ client: chat, contextProviders: [provider], sessionStore: store });
-    const session = await agent.getSession(sid());
+    const session = agent.createSession({ sessionId: sid() });
     for (const text of ['turn 1', 'turn 2', 'turn 3']) {
       await agent.run(text, { session });
       await agent.saveSession(session);

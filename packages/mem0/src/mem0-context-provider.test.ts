@@ -382,6 +382,37 @@ describe('after the run: writes', () => {
     await expect(provider.flush()).resolves.toEqual({ settled: 0, failed: [] });
   });
 
+  it("flush({ sessionId }) (agent.flush({ session })) waits for that session's writes only, and counts only them", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const a = fakeAdapter();
+    const add = a.add.bind(a);
+    a.add = async (request) => {
+      if (request.messages[0]!.content === 'slow') await held;
+      return add(request);
+    };
+    const { agent, provider, session } = setup(a, { writeMode: 'background' });
+    const slow = session({ userId: 'alice' }, 'sess-slow');
+    const quick = session({ userId: 'bob' }, 'sess-quick');
+    await agent.run('slow', { session: slow });
+    await agent.run('quick', { session: quick });
+    await expect(provider.flush({ sessionId: 'sess-quick' })).resolves.toEqual({ settled: 1, failed: [] });
+    await agent.flush({ session: quick });
+    expect(provider.pendingWrites).toBe(1);
+    let done = false;
+    const waiting = provider.flush({ sessionId: 'sess-slow' }).then((result) => {
+      done = true;
+      return result;
+    });
+    await sleep(20);
+    expect(done, 'the slow write is still held').toBe(false);
+    release();
+    await expect(waiting).resolves.toEqual({ settled: 1, failed: [] });
+    await expect(provider.flush()).resolves.toEqual({ settled: 0, failed: [] });
+  });
+
   it("background failures reach the agent's onEvent as provider-diagnostic events and flush(), typed, never with message text", async () => {
     const a = fakeAdapter(() => [], { addError: new TypeError('fetch failed') });
     const { agent, provider, session, events, diagnostics } = setup(a, { writeMode: 'background' });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConcurrencyError, FileSessionStore, type SessionJson } from '@ctx/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeSessionStore } from './index.js';
+import { describeHostedConcurrency, describeSessionStore } from './index.js';
 
 /** Fails when a lock or temporary file outlived the writes that made it. */
 async function expectOnlySessionFiles(directory: string): Promise<void> {
@@ -33,6 +33,20 @@ describeSessionStore('FileSessionStore (one directory shared by every instance)'
   },
   create: () => new FileSessionStore({ directory: shared }),
   cleanup: (store) => expectOnlySessionFiles(store.directory),
+});
+
+// Each simulated server has its own store instance over one directory, as separate processes would.
+let hosted = '';
+describeHostedConcurrency('FileSessionStore with the default in-memory history', {
+  setup: async () => {
+    hosted = await mkdtemp(join(tmpdir(), 'ctx-provider-tests-hosted-'));
+  },
+  teardown: async () => {
+    await rm(hosted, { recursive: true, force: true });
+  },
+  createStore: () => new FileSessionStore({ directory: hosted }),
+  cleanup: (store) => expectOnlySessionFiles((store as FileSessionStore).directory),
+  timeout: 60_000,
 });
 
 describe('FileSessionStore across instances', () => {

@@ -1,5 +1,5 @@
 import { InMemoryHistoryProvider, InMemorySessionStore } from '@ctx/core';
-import { describeHistoryProvider, describeSessionStore } from './index.js';
+import { describeHistoryProvider, describeHostedConcurrency, describeSessionStore } from './index.js';
 
 describeHistoryProvider('InMemoryHistoryProvider', {
   create: (options) => new InMemoryHistoryProvider(options),
@@ -9,4 +9,10 @@ describeHistoryProvider('InMemoryHistoryProvider', {
 
 describeSessionStore('InMemorySessionStore', {
   create: () => new InMemorySessionStore(),
+});
+
+// One store shared by every agent of a test, as one process's store would be.
+const sharedStore = new InMemorySessionStore();
+describeHostedConcurrency('InMemorySessionStore with the default in-memory history', {
+  createStore: () => sharedStore,
 });

@@ -318,7 +318,7 @@ export function describeListing<S extends SessionStore>(context: ListingTestCont
       ]);
 
       await tick();
-      const resumed = await agent.getSession(session.sessionId);
+      const resumed = (await agent.getSession(session.sessionId, { userId }))!;
       await agent.run('again', { session: resumed });
       await agent.saveSession(resumed);
       const [entry] = (await list({ userId })).sessions;

@@ -6,6 +6,7 @@
  */
 import {
   ConfigurationError,
+  type GetSessionOptions,
   type ListSessionsOptions,
   type SessionJson,
   type SessionMetadata,
@@ -26,6 +27,7 @@ import {
   encodeSessionCursor,
   isAfterCursor,
   parseSessionJson,
+  sessionOfUser,
 } from '@ctx/core/backend';
 import { expect, test } from 'vitest';
 import { describeSessionStore } from './index.js';
@@ -57,7 +59,9 @@ type StoreFault =
   | 'list-cursor-on-last-page'
   | 'list-total-all-users'
   | 'list-includes-state'
-  | 'list-stale-metadata';
+  | 'list-stale-metadata'
+  | 'get-ignores-user'
+  | 'get-hides-from-owner';
 
 interface Item {
   json: string;
@@ -82,7 +86,14 @@ class MapSessionStore implements SessionStore {
     return this.#fault === 'case-insensitive-ids' ? sessionId.toLowerCase() : sessionId;
   }
 
-  async get(sessionId: string): Promise<StoredSession | undefined> {
+  async get(sessionId: string, options: GetSessionOptions = {}): Promise<StoredSession | undefined> {
+    const stored = await this.#get(sessionId);
+    if (this.#fault === 'get-ignores-user') return stored;
+    if (this.#fault === 'get-hides-from-owner' && options.userId !== undefined) return undefined;
+    return sessionOfUser(stored, options.userId);
+  }
+
+  async #get(sessionId: string): Promise<StoredSession | undefined> {
     if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
     await tick();
     const cached = this.#fault === 'caches-reads' ? this.#cache.get(sessionId) : undefined;
@@ -241,8 +252,13 @@ const store = {
   raceBlind: '20 concurrent unconditional sets leave one whole session with the etag its writer got',
   hostile: 'keeps every hostile session id apart and round-trips it',
   agents: 'continues a conversation across two agent instances',
-  agentConflict: 'saveSession throws ConcurrencyError when someone saved the session after it was loaded',
-  agentNew: 'two agents starting the same new session: the second saveSession throws ConcurrencyError',
+  getUser: "get with userId gives a session to its owner only: another user's, or one with no user, reads as not stored",
+  agentUser: "agent.getSession with userId resolves to undefined for another user's session, and to the session for its owner",
+  agentMerge:
+    'saveSession merges a save made since the session was loaded: both turns are kept, each slot takes the side that changed it',
+  agentConflict:
+    'saveSession throws ConcurrencyError when both saves changed a slot its provider cannot merge, and stores nothing of its own',
+  agentNew: 'two agents starting the same new session: both saves land, with both turns',
   blankIds: 'get, set and delete refuse empty and whitespace-only session ids with ConfigurationError and touch nothing',
   nonJson: 'set of a session holding NaN, a Map, a Date or an array state slot throws SessionStateError and writes nothing',
   badMetadata: 'set of a session with malformed metadata throws SessionStateError naming the path and writes nothing',
@@ -267,6 +283,7 @@ const ifMatchTests = [
   store.missing,
   store.raceIfMatch,
   store.raceCreate,
+  store.agentMerge,
   store.agentConflict,
   store.agentNew,
 ] as const;
@@ -300,10 +317,12 @@ const storeFaults: Record<StoreFault, readonly string[]> = {
     store.nonJson,
     store.badMetadata,
     store.tooDeep,
+    store.getUser,
+    store.agentConflict,
   ],
   'drops-forked-from': [store.metadata],
   'null-when-missing': [store.unknown, store.delete, store.missing, store.hostile, store.nonJson, store.badMetadata],
-  'caches-reads': [store.hostile, store.agents, store.agentConflict],
+  'caches-reads': [store.hostile, store.agents, store.agentMerge, store.agentConflict, store.agentNew],
   'accepts-blank-ids': [store.blankIds],
   'stores-non-json': [store.nonJson, store.badMetadata, store.tooDeep],
   'validates-after-write': [store.nonJson, store.badMetadata, store.tooDeep],
@@ -326,6 +345,8 @@ const storeFaults: Record<StoreFault, readonly string[]> = {
   'list-total-all-users': [store.listUsers, store.listTotal],
   'list-includes-state': [store.listOrder, store.listChanges, store.listAgent],
   'list-stale-metadata': [store.listChanges, store.listUsers, store.listAgent],
+  'get-ignores-user': [store.getUser],
+  'get-hides-from-owner': [store.getUser, store.agentUser, store.listAgent],
 };
 
 for (const [fault, expectedFailures] of Object.entries(storeFaults)) {

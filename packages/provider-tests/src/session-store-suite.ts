@@ -4,6 +4,7 @@ import {
   createAgent,
   Message,
   SessionStateError,
+  type ContextProvider,
   type JsonValue,
   type SessionJson,
   type SessionMetadata,
@@ -353,21 +354,36 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
 
     describeListing({ name, test, make, newId, maxSessionIdLength });
 
+    describe('reading for a user', () => {
+      test("get with userId gives a session to its owner only: another user's, or one with no user, reads as not stored", async () => {
+        const store = await make();
+        const [alices, nobodys] = [newId(), newId()];
+        const etag = await store.set(ownedSession(alices, 'alice'));
+        await store.set(ownedSession(nobodys, undefined));
+        expect(await store.get(alices, { userId: 'alice' })).toEqual({ session: jsonCopy(ownedSession(alices, 'alice')), etag });
+        expect(await store.get(alices, { userId: 'bob' }), "bob reads alice's session").toBeUndefined();
+        expect(await store.get(alices, { userId: 'alic' }), 'a prefix of the owner reads it').toBeUndefined();
+        expect(await store.get(nobodys, { userId: 'alice' }), 'a session with no user is read for a user').toBeUndefined();
+        expect(await store.get(newId(), { userId: 'alice' })).toBeUndefined();
+        expect((await store.get(nobodys))?.session.sessionId, 'without userId any session is read').toBe(nobodys);
+        expect((await store.get(alices))?.etag).toBe(etag);
+      });
+    });
+
     describe('through an agent', () => {
       test('continues a conversation across two agent instances', async () => {
         const store = await make();
         const id = newId();
         const first = createAgent({ client: echoClient(), sessionStore: store });
-        const session = await first.getSession(id);
-        expect(session.sessionId).toBe(id);
-        expect(session.state).toEqual({});
+        expect(await first.getSession(id), 'an id the store does not hold').toBeUndefined();
+        const session = first.createSession({ sessionId: id });
         await first.run('first', { session });
         await first.saveSession(session);
         expect(session.etag).toBe((await store.get(id))?.etag);
 
         const client = echoClient();
         const second = createAgent({ client, sessionStore: store });
-        const resumed = await second.getSession(id);
+        const resumed = (await second.getSession(id))!;
         expect(resumed.etag).toBe(session.etag);
         await second.run('second', { session: resumed });
         expect(texts(client.calls[0]!.messages)).toEqual(['user:first', 'assistant:re: first', 'user:second']);
@@ -378,53 +394,104 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
         expect(texts(memoryOf(stored))).toEqual(['user:first', 'assistant:re: first', 'user:second', 'assistant:re: second']);
       });
 
-      test('saveSession throws ConcurrencyError when someone saved the session after it was loaded', async () => {
+      test("agent.getSession with userId resolves to undefined for another user's session, and to the session for its owner", async () => {
         const store = await make();
         const id = newId();
-        const a = createAgent({ client: echoClient(), sessionStore: store });
-        const b = createAgent({ client: echoClient(), sessionStore: store });
-        const seed = await a.getSession(id);
+        const agent = createAgent({ client: echoClient(), sessionStore: store });
+        const session = agent.createSession({ sessionId: id, userId: 'alice' });
+        await agent.run('my secret plan', { session });
+        await agent.saveSession(session);
+        expect(await agent.getSession(id, { userId: 'bob' })).toBeUndefined();
+        const mine = await agent.getSession(id, { userId: 'alice' });
+        expect(texts(memoryOf({ session: mine!.toJSON(), etag: '' }))).toEqual(['user:my secret plan', 'assistant:re: my secret plan']);
+      });
+
+      test('saveSession merges a save made since the session was loaded: both turns are kept, each slot takes the side that changed it', async () => {
+        const store = await make();
+        const id = newId();
+        const a = createAgent({ client: echoClient(), sessionStore: store, contextProviders: [counterProvider('a-runs')] });
+        const b = createAgent({ client: echoClient(), sessionStore: store, contextProviders: [counterProvider('b-runs')] });
+        const seed = a.createSession({ sessionId: id, userId: 'user 7', title: 'seeded' });
         await a.run('seed', { session: seed });
         await a.saveSession(seed);
 
-        const mine = await a.getSession(id);
-        const theirs = await b.getSession(id);
+        const mine = (await a.getSession(id))!;
+        const theirs = (await b.getSession(id))!;
         await a.run('from a', { session: mine });
+        mine.metadata.title = 'renamed by a';
         await b.run('from b', { session: theirs });
+        theirs.metadata.custom = { by: 'b' };
         await b.saveSession(theirs);
-        await expectConcurrencyError(a.saveSession(mine), id);
+        await a.saveSession(mine);
         const stored = await store.get(id);
-        expect(stored?.etag).toBe(theirs.etag);
-        expect(texts(memoryOf(stored))).toEqual(['user:seed', 'assistant:re: seed', 'user:from b', 'assistant:re: from b']);
-
-        const reloaded = await a.getSession(id);
-        await a.run('from a again', { session: reloaded });
-        await a.saveSession(reloaded);
-        expect(texts(memoryOf(await store.get(id)))).toEqual([
+        expect(stored?.etag).toBe(mine.etag);
+        expect(texts(memoryOf(stored))).toEqual([
           'user:seed',
           'assistant:re: seed',
           'user:from b',
           'assistant:re: from b',
-          'user:from a again',
-          'assistant:re: from a again',
+          'user:from a',
+          'assistant:re: from a',
         ]);
+        expect(stored?.session.state['a-runs']).toEqual({ runs: 2, last: 'from a' });
+        expect(stored?.session.state['b-runs']).toEqual({ runs: 1, last: 'from b' });
+        expect(stored?.session.metadata).toMatchObject({ title: 'renamed by a', custom: { by: 'b' }, userId: 'user 7' });
+        expect(stored?.session, 'the saved session holds what was stored').toEqual(jsonCopy(mine.toJSON()));
       });
 
-      test('two agents starting the same new session: the second saveSession throws ConcurrencyError', async () => {
+      test('saveSession throws ConcurrencyError when both saves changed a slot its provider cannot merge, and stores nothing of its own', async () => {
+        const store = await make();
+        const id = newId();
+        const a = createAgent({ client: echoClient(), sessionStore: store, contextProviders: [counterProvider('runs')] });
+        const b = createAgent({ client: echoClient(), sessionStore: store, contextProviders: [counterProvider('runs')] });
+        const seed = a.createSession({ sessionId: id });
+        await a.saveSession(seed);
+        const mine = (await a.getSession(id))!;
+        const theirs = (await b.getSession(id))!;
+        await a.run('from a', { session: mine });
+        await b.run('from b', { session: theirs });
+        await b.saveSession(theirs);
+        const error = await expectConcurrencyError(a.saveSession(mine), id);
+        expect(error.turnStored, 'the history lives in the session, so the turn was not stored').toBe(false);
+        expect(error.message).toContain('$.state.runs');
+        const stored = await store.get(id);
+        expect(stored?.etag).toBe(theirs.etag);
+        expect(texts(memoryOf(stored))).toEqual(['user:from b', 'assistant:re: from b']);
+      });
+
+      test('two agents starting the same new session: both saves land, with both turns', async () => {
         const store = await make();
         const id = newId();
         const a = createAgent({ client: echoClient(), sessionStore: store });
         const b = createAgent({ client: echoClient(), sessionStore: store });
-        const mine = await a.getSession(id);
-        const theirs = await b.getSession(id);
+        const mine = a.createSession({ sessionId: id });
+        const theirs = b.createSession({ sessionId: id });
         await a.run('from a', { session: mine });
         await b.run('from b', { session: theirs });
         await a.saveSession(mine);
-        await expectConcurrencyError(b.saveSession(theirs), id);
-        expect(texts(memoryOf(await store.get(id)))).toEqual(['user:from a', 'assistant:re: from a']);
+        await b.saveSession(theirs);
+        expect(texts(memoryOf(await store.get(id)))).toEqual(['user:from a', 'assistant:re: from a', 'user:from b', 'assistant:re: from b']);
       });
     });
   });
+}
+
+/** A provider counting the runs of a session in its slot, with the last input (`{ runs, last }`); it cannot merge. */
+function counterProvider(sourceId: string): ContextProvider {
+  return {
+    sourceId,
+    afterRun: ({ state, context }) => {
+      state.runs = ((state.runs as number | undefined) ?? 0) + 1;
+      state.last = Message.text(context.inputMessages[0]!);
+    },
+  };
+}
+
+/** Session JSON owned by `userId` (none when undefined). */
+function ownedSession(sessionId: string, userId: string | undefined): SessionJson {
+  const json = sessionJson(sessionId);
+  const { userId: _, ...metadata } = json.metadata;
+  return { ...json, metadata: userId === undefined ? metadata : { ...metadata, userId } };
 }
 
 /** Metadata with only the required fields. */
@@ -475,8 +542,8 @@ function echoClient(): ScriptedChatClient {
   return new ScriptedChatClient({ replies: (messages) => `re: ${Message.text(messages.at(-1)!)}` });
 }
 
-/** Awaits `promise` and checks it rejected with a `ConcurrencyError` naming `sessionId`. */
-async function expectConcurrencyError(promise: Promise<unknown>, sessionId: string): Promise<void> {
+/** Awaits `promise` and checks it rejected with a `ConcurrencyError` naming `sessionId`; resolves to it. */
+async function expectConcurrencyError(promise: Promise<unknown>, sessionId: string): Promise<ConcurrencyError> {
   const outcome = await promise.then(
     (value) => ({ resolved: true as const, value }),
     (error: unknown) => ({ resolved: false as const, error }),
@@ -487,4 +554,5 @@ async function expectConcurrencyError(promise: Promise<unknown>, sessionId: stri
     );
   expect(ConcurrencyError.isInstance(outcome.error), `expected a ConcurrencyError, got ${String(outcome.error)}`).toBe(true);
   expect((outcome.error as ConcurrencyError).sessionId).toBe(sessionId);
+  return outcome.error as ConcurrencyError;
 }

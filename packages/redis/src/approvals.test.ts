@@ -37,13 +37,13 @@ for (const [topology, connect] of [
     it('a call waiting in a session saved by one agent is approved by another, and the model sees its result after the call', async () => {
       const sessionId = `s-${Math.random().toString(36).slice(2)}`;
       const a = build([{ toolCalls: [{ name: 'transfer', arguments: { amount: 300 }, callId: 'c_1' }] }]);
-      const session = await a.agent.getSession(sessionId);
+      const session = a.agent.createSession({ sessionId });
       const first = await a.agent.run('send 300', { session });
       expect(first.pendingApprovals?.map((p) => p.callId)).toEqual(['c_1']);
       await a.agent.saveSession(session);
 
       const b = build(['Sent 300.']);
-      const loaded = await b.agent.getSession(sessionId);
+      const loaded = (await b.agent.getSession(sessionId))!;
       expect(loaded.pending?.approvals).toEqual([{ callId: 'c_1', toolName: 'transfer', arguments: '{"amount":300}' }]);
       const done = await b.agent.run([], { session: loaded, approvals: [{ callId: 'c_1', approved: true }] });
       await b.agent.saveSession(loaded);
@@ -53,7 +53,7 @@ for (const [topology, connect] of [
       const sent = b.chat.calls[0]!.messages;
       expect(sent.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
       expect((sent[2]!.contents[0] as FunctionResultContent).callId).toBe('c_1');
-      expect((await b.agent.getSession(sessionId)).pending).toBeUndefined();
+      expect((await b.agent.getSession(sessionId))?.pending).toBeUndefined();
       // The stored history holds the whole turn once, the result after its call.
       const stored = await new RedisHistoryProvider({ client: b.client, prefix }).getMessages(sessionId, { state: {} });
       expect(stored.map((m) => `${m.role}:${Message.text(m)}`)).toEqual(['user:send 300', 'assistant:', 'tool:', 'assistant:Sent 300.']);

@@ -1,4 +1,4 @@
-import { describeHistoryProvider, describeSessionStore } from '@ctx/provider-tests';
+import { describeHistoryProvider, describeHostedConcurrency, describeSessionStore } from '@ctx/provider-tests';
 import { clusterClient, env, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisHistoryProvider } from './redis-history-provider.js';
 import { RedisSessionStore } from './redis-session-store.js';
@@ -32,4 +32,16 @@ describeSessionStore('RedisSessionStore (cluster)', {
 describeSessionStore('RedisSessionStore (owned cluster connection from nodes)', {
   create: () => new RedisSessionStore({ nodes: env.clusterNodes, prefix }),
   cleanup: (store) => store.close(),
+});
+
+describeHostedConcurrency('RedisSessionStore with RedisHistoryProvider (single node)', {
+  createStore: () => new RedisSessionStore({ client: single, prefix }),
+  createHistory: (options) => new RedisHistoryProvider({ ...options, client: single, prefix }),
+  timeout: 60_000,
+});
+
+describeHostedConcurrency('RedisSessionStore with RedisHistoryProvider (cluster)', {
+  createStore: () => new RedisSessionStore({ client: cluster, prefix }),
+  createHistory: (options) => new RedisHistoryProvider({ ...options, client: cluster, prefix }),
+  timeout: 60_000,
 });

@@ -52,17 +52,18 @@ for (const [topology, connect] of [
       const a = build();
       const b = build();
       const sessionId = `hosted-${Math.random().toString(36).slice(2)}`;
-      const sa = await a.agent.getSession(sessionId);
+      expect(await a.agent.getSession(sessionId)).toBeUndefined();
+      const sa = a.agent.createSession({ sessionId });
       sa.state.profile = { name: 'Ada' };
       await a.agent.run('hello', { session: sa });
       await a.agent.saveSession(sa);
-      const sb = await b.agent.getSession(sessionId);
+      const sb = (await b.agent.getSession(sessionId))!;
       expect(sb.state.profile).toEqual({ name: 'Ada' });
       sb.state.profile = { name: 'Grace' };
       await b.agent.saveSession(sb);
       sa.state.profile = { name: 'stale' };
       await expect(a.agent.saveSession(sa)).rejects.toSatisfy(ConcurrencyError.isInstance);
-      expect((await b.agent.getSession(sessionId)).state.profile).toEqual({ name: 'Grace' });
+      expect((await b.agent.getSession(sessionId))?.state.profile).toEqual({ name: 'Grace' });
     });
   });
 }
@@ -127,7 +128,7 @@ for (const [topology, connect] of [
       expect(await listed()).toEqual([d.sessionId, c.sessionId]);
       for (const s of [c, d]) {
         expect((await keysOf(s.sessionId)).length).toBe(3);
-        expect((await agent.getSession(s.sessionId)).metadata.userId).toBe('u2');
+        expect((await agent.getSession(s.sessionId))?.metadata.userId).toBe('u2');
         expect(await history.countMessages(s.sessionId)).toBe(4);
       }
       const u2Index = store.indexKeys('u2');

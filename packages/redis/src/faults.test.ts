@@ -59,7 +59,7 @@ describe('Redis goes away in the middle of a conversation and comes back', () =>
     try {
       const chat = new ScriptedChatClient({ replies: (messages) => `re: ${Message.text(messages.at(-1)!)}` });
       const agent = createAgent({ client: chat, contextProviders: [history], sessionStore: store });
-      const session = await agent.getSession('fault-session');
+      const session = agent.createSession({ sessionId: 'fault-session' });
       for (const text of ['turn 1', 'turn 2', 'turn 3']) {
         await agent.run(text, { session });
         await agent.saveSession(session);

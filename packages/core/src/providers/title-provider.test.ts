@@ -128,6 +128,36 @@ describe('TitleProvider', () => {
     expect(session.metadata.title).toBe('Chosen by the user');
   });
 
+  it("agent.flush({ session }) waits for that session's title only, not another session's still in flight", async () => {
+    let releaseSlow!: () => void;
+    const slowGate = new Promise<void>((resolve) => {
+      releaseSlow = resolve;
+    });
+    const titles = new ScriptedChatClient({
+      replies: async (messages) => {
+        if (Message.text(messages[0]!) === 'slow one') await slowGate;
+        return `Title of ${Message.text(messages[0]!)}`;
+      },
+    });
+    const { agent } = setup(titles);
+    const slow = agent.createSession();
+    const quick = agent.createSession();
+    await agent.run('slow one', { session: slow });
+    await agent.run('quick one', { session: quick });
+    await agent.flush({ session: quick });
+    expect(quick.metadata.title).toBe('Title of quick one');
+    expect(slow.metadata.title).toBeUndefined();
+    let flushedSlow = false;
+    const waiting = agent.flush({ session: slow.sessionId }).then(() => {
+      flushedSlow = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(flushedSlow, 'the slow title is still in flight').toBe(false);
+    releaseSlow();
+    await waiting;
+    expect(slow.metadata.title).toBe('Title of slow one');
+  });
+
   it('flush stops waiting when its signal aborts', async () => {
     const titles = new ScriptedChatClient({ replies: [{ text: 'Later', delayMs: 500 }] });
     const { agent, provider } = setup(titles);
