@@ -63,7 +63,7 @@ export function createHostedAgent(target: CosmosTarget, client: ChatClient, prin
 
 /** Runs `questions` as turns of one session kept in Cosmos DB: load it, run, save it after each turn. */
 export async function runTurns(hosted: HostedAgent, sessionId: string, questions: readonly string[], print: (line: string) => void) {
-  const session = await hosted.agent.getSession(sessionId);
+  const session = (await hosted.agent.getSession(sessionId)) ?? hosted.agent.createSession({ sessionId });
   const answers: string[] = [];
   for (const question of questions) {
     print(`> ${question}`);

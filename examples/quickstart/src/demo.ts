@@ -79,8 +79,9 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const existed = await store.delete(SESSION_ID);
     print(existed ? `Reset: deleted session "${SESSION_ID}" from ${where}` : `Reset: no session "${SESSION_ID}" in ${where} yet`);
   }
-  const session = await agent.getSession(SESSION_ID);
-  const continued = session.etag !== undefined;
+  const stored = await agent.getSession(SESSION_ID);
+  const continued = stored !== undefined;
+  const session = stored ?? agent.createSession({ sessionId: SESSION_ID });
   const before = readTurns(session);
   print(`ctx quickstart · session "${SESSION_ID}" in ${where} · model ${options.client.provider}/${options.client.modelId}`);
   print(

@@ -114,7 +114,11 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
     }
     const calls = record();
     const signal = params.abortSignal;
-    const session = fixedSession ?? (sessionId === undefined ? undefined : await sessions.getSession(sessionId, { signal }));
+    const session =
+      fixedSession ??
+      (sessionId === undefined
+        ? undefined
+        : ((await sessions.getSession(sessionId, signal ? { signal } : {})) ?? sessions.createSession({ sessionId })));
     const system: string[] = [];
     const conversation: PromptMessage[] = [];
     for (const m of params.prompt) {

@@ -61,6 +61,7 @@ describeSessionStore('CosmosSessionStore (owned client from endpoint + key)', {
 
 describeHostedConcurrency('CosmosSessionStore with CosmosHistoryProvider', {
   createStore: () => new CosmosSessionStore({ client, databaseId, containerId: 'hosted-sessions', createIfNotExists: true }),
-  createHistory: (options) => new CosmosHistoryProvider({ ...options, client, databaseId, containerId: 'hosted-history', createIfNotExists: true }),
+  createHistory: (options) =>
+    new CosmosHistoryProvider({ ...options, client, databaseId, containerId: 'hosted-history', createIfNotExists: true }),
   timeout: 120_000,
 });

@@ -1,12 +1,4 @@
-import {
-  ConcurrencyError,
-  createAgent,
-  type HistoryProvider,
-  Message,
-  type Agent,
-  type AgentResponse,
-  type SessionStore,
-} from '@ctx/core';
+import { ConcurrencyError, createAgent, type HistoryProvider, Message, type Agent, type AgentResponse, type SessionStore } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import type { HistoryProviderCreateOptions } from './history-provider-suite.js';
@@ -122,7 +114,10 @@ export function describeHostedConcurrency(name: string, options: HostedConcurren
         inputs.forEach((input, i) => {
           const at = history.findIndex((m) => m.id === input.id);
           expect(at, `question ${i} is stored`).toBeGreaterThanOrEqual(0);
-          expect(history.filter((m) => m.id === input.id), `question ${i} is stored once`).toHaveLength(1);
+          expect(
+            history.filter((m) => m.id === input.id),
+            `question ${i} is stored once`,
+          ).toHaveLength(1);
           const replies = history.filter((m) => m.role === 'assistant' && Message.text(m) === `re: question ${i}`);
           expect(replies, `question ${i} has one reply`).toHaveLength(1);
           expect(history[at + 1], `the reply follows question ${i}`).toBe(replies[0]);

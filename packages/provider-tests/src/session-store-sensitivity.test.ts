@@ -254,8 +254,7 @@ const store = {
   agents: 'continues a conversation across two agent instances',
   getUser: "get with userId gives a session to its owner only: another user's, or one with no user, reads as not stored",
   agentUser: "agent.getSession with userId resolves to undefined for another user's session, and to the session for its owner",
-  agentMerge:
-    'saveSession merges a save made since the session was loaded: both turns are kept, each slot takes the side that changed it',
+  agentMerge: 'saveSession merges a save made since the session was loaded: both turns are kept, each slot takes the side that changed it',
   agentConflict:
     'saveSession throws ConcurrencyError when both saves changed a slot its provider cannot merge, and stores nothing of its own',
   agentNew: 'two agents starting the same new session: both saves land, with both turns',

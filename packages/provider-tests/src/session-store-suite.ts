@@ -470,7 +470,12 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
         await b.run('from b', { session: theirs });
         await a.saveSession(mine);
         await b.saveSession(theirs);
-        expect(texts(memoryOf(await store.get(id)))).toEqual(['user:from a', 'assistant:re: from a', 'user:from b', 'assistant:re: from b']);
+        expect(texts(memoryOf(await store.get(id)))).toEqual([
+          'user:from a',
+          'assistant:re: from a',
+          'user:from b',
+          'assistant:re: from b',
+        ]);
       });
     });
   });

@@ -251,4 +251,3 @@ describe('InMemoryHistoryProvider.mergeState', () => {
     expect(merge({ ...slot('1'), k: 1 }, { ...slot('1', 'a'), k: 1 }, { ...slot('1'), k: 3 })).toMatchObject({ k: 3 });
   });
 });
-

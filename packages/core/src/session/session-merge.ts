@@ -193,7 +193,8 @@ export function mergeSessionJson(
   }
   const metadata: SessionMetadata = {
     createdAt: theirs.metadata.createdAt,
-    updatedAt: Date.parse(ours.metadata.updatedAt) >= Date.parse(theirs.metadata.updatedAt) ? ours.metadata.updatedAt : theirs.metadata.updatedAt,
+    updatedAt:
+      Date.parse(ours.metadata.updatedAt) >= Date.parse(theirs.metadata.updatedAt) ? ours.metadata.updatedAt : theirs.metadata.updatedAt,
   };
   for (const field of ['title', 'userId', 'custom', 'forkedFrom'] as const) {
     const value = pick(baseMeta?.[field], ours.metadata[field], theirs.metadata[field]);
