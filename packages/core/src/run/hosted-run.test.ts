@@ -75,7 +75,8 @@ describe('agent.run with a sessionId (the hosted cycle)', () => {
     });
     const client = new ScriptedChatClient({
       replies: async (messages) => {
-        await held;
+        // Alice's run holds the model until Bob's request is answered.
+        if (Message.text(messages.at(-1)!) === 'alice here') await held;
         return `re: ${Message.text(messages.at(-1)!)}`;
       },
     });
