@@ -111,6 +111,28 @@ describe('agent.run with a sessionId (the hosted cycle)', () => {
     for (let i = 0; i < 5; i++) expect(stored.indexOf(`assistant:re: q${i}`)).toBe(stored.indexOf(`user:q${i}`) + 1);
   });
 
+  it("with persistence 'model-call', the saves during concurrent runs merge too: 3 runs at once, every turn stored once", async () => {
+    const store = new InMemorySessionStore();
+    let waiting: (() => void)[] = [];
+    const client = new ScriptedChatClient({
+      replies: async (messages) => {
+        await new Promise<void>((resolve) => {
+          waiting.push(resolve);
+          if (waiting.length === 3) for (const go of waiting.splice(0)) go();
+        });
+        return `re: ${Message.text(messages.at(-1)!)}`;
+      },
+    });
+    const agents = Array.from({ length: 3 }, () => createAgent({ client, sessionStore: store, persistence: 'model-call' }));
+    await agents[0]!.saveSession(agents[0]!.createSession({ sessionId: 'mc' }));
+    const responses = await Promise.all(agents.map((agent, i) => agent.run(`q${i}`, { sessionId: 'mc' })));
+    waiting = [];
+    expect(responses.map((r) => r.text)).toEqual(['re: q0', 're: q1', 're: q2']);
+    const stored = texts((await store.get('mc'))!.session.state.memory!.messages);
+    expect([...stored].sort()).toEqual(['assistant:re: q0', 'assistant:re: q1', 'assistant:re: q2', 'user:q0', 'user:q1', 'user:q2']);
+    for (let i = 0; i < 3; i++) expect(stored.indexOf(`assistant:re: q${i}`)).toBe(stored.indexOf(`user:q${i}`) + 1);
+  });
+
   it('a real conflict ends the call in a ConcurrencyError with turnStored false; running it again with the same message stores it once', async () => {
     const store = new InMemorySessionStore();
     let go!: () => void;

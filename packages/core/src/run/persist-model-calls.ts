@@ -3,6 +3,7 @@ import { HistoryProvider } from '../history/history-provider.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import type { Message } from '../messages/message.js';
 import type { AgentSession } from '../session/agent-session.js';
+import { saveMerging } from '../session/session-merge.js';
 import type { AgentEvent } from '../spec/events.js';
 import type { ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
 import type { SessionStore } from '../spec/session-store.js';
@@ -29,7 +30,8 @@ export interface ModelCallPersistence {
  * The tool loop's `onModelCall` for `persistence: 'model-call'`: every history provider of the run
  * stores what is new (`HistoryProvider.storeProgress`), innermost first as `afterRun` runs, each
  * bounded like its hooks; then, when a history that lives in the session stored something, the
- * session is saved to the agent's store. A failed save fails the run with a `ProviderError`; under
+ * session is saved to the agent's store, merging what other runs saved meanwhile (as `agent.saveSession`
+ * does). A failed save fails the run with a `ProviderError`; under
  * `onError: 'skip'` that provider stores nothing more during the run (a `provider-skipped` event
  * says so) and its `afterRun` stores what is left.
  */
@@ -53,8 +55,7 @@ export function persistModelCalls(run: ModelCallPersistence): (produced: readonl
       }
     }
     const { session, store } = run;
-    if (inSession && session && store) {
-      session.etag = await store.set(session.toJSON(), { ifMatch: session.etag ?? null, ...(run.signal ? { signal: run.signal } : {}) });
-    }
+    // Merged like agent.saveSession, so concurrent runs on the session do not fail each other.
+    if (inSession && session && store) await saveMerging(store, session, { providers: run.inside, signal: run.signal });
   };
 }

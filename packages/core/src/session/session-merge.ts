@@ -115,9 +115,18 @@ function advice(turnStored: boolean | undefined): string {
 export function markSaved(session: AgentSession, json: SessionJson, etag: string): void {
   const saved = snapshot(json) as SessionJson;
   if (json.state !== session.state) {
-    // A merged version: the session takes it, so the caller sees what was stored.
-    for (const key of Object.keys(session.state)) delete session.state[key];
-    Object.assign(session.state, json.state);
+    // A merged version: the session takes it, so the caller sees what was stored. Slots are changed
+    // in place, so a provider holding its slot (a run still going on) keeps the live one.
+    for (const key of Object.keys(session.state)) if (!(key in json.state)) delete session.state[key];
+    for (const [key, slot] of Object.entries(json.state)) {
+      const live = session.state[key];
+      if (live === slot) continue;
+      if (live === undefined) session.state[key] = slot;
+      else {
+        for (const field of Object.keys(live)) delete live[field];
+        Object.assign(live, slot);
+      }
+    }
     for (const key of Object.keys(session.metadata) as (keyof SessionMetadata)[]) delete session.metadata[key];
     Object.assign(session.metadata, json.metadata);
     session.pending = json.pending;
