@@ -273,7 +273,7 @@ export interface Agent {
    */
   regenerate(
     session: AgentSession,
-    options?: Omit<AgentRunOptions, 'session' | 'approvals'> & { messageId?: string },
+    options?: Omit<AgentRunOptions, 'session' | 'sessionId' | 'userId' | 'approvals'> & { messageId?: string },
   ): Promise<AgentResponse>;
   /** Everything kept about a user: each session of theirs (by `metadata.userId`) with its history, and each provider's `exportUserData`. */
   exportUserData(userId: string, options?: { signal?: AbortSignal }): Promise<UserDataExport>;
