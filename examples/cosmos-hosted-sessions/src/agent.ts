@@ -61,16 +61,17 @@ export function createHostedAgent(target: CosmosTarget, client: ChatClient, prin
   return { agent, history, close: () => cosmos.dispose() };
 }
 
-/** Runs `questions` as turns of one session kept in Cosmos DB: load it, run, save it after each turn. */
+/**
+ * Runs `questions` as turns of one session kept in Cosmos DB, each in one call that loads the
+ * session (or creates it), runs and saves it.
+ */
 export async function runTurns(hosted: HostedAgent, sessionId: string, questions: readonly string[], print: (line: string) => void) {
-  const session = (await hosted.agent.getSession(sessionId)) ?? hosted.agent.createSession({ sessionId });
   const answers: string[] = [];
   for (const question of questions) {
     print(`> ${question}`);
-    const response = await hosted.agent.run(question, { session });
+    const response = await hosted.agent.run(question, { sessionId });
     print(`  ${response.text}`);
     answers.push(response.text);
-    await hosted.agent.saveSession(session);
   }
   return answers;
 }
