@@ -1,6 +1,7 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import { Message } from './messages/message.js';
 import { createAgent } from './run/create-agent.js';
+import type { AgentSession } from './session/agent-session.js';
 import type { JsonValue } from './spec/json.js';
 import type { ContextProvider, Tool } from './spec/run-view.js';
 import { ScriptedChatClient } from './testing/scripted-chat-client.js';
@@ -37,5 +38,20 @@ describe('providers with typed state', () => {
       },
     };
     createAgent({ client: new ScriptedChatClient({ replies: [] }), contextProviders: [profile] });
+  });
+});
+
+describe('hosted sessions', () => {
+  it('getSession may resolve to undefined; a typed provider merges its own state type', () => {
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: [] }) });
+    expectTypeOf(agent.getSession('s', { userId: 'u' })).resolves.toEqualTypeOf<AgentSession | undefined>();
+    const counter: ContextProvider<{ runs?: number }> = {
+      sourceId: 'counter',
+      mergeState: ({ base, ours, theirs }) => {
+        expectTypeOf(ours.runs).toEqualTypeOf<number | undefined>();
+        return { runs: (ours.runs ?? 0) + (theirs.runs ?? 0) - (base.runs ?? 0) };
+      },
+    };
+    createAgent({ client: new ScriptedChatClient({ replies: [] }), contextProviders: [counter] });
   });
 });

@@ -51,7 +51,8 @@ export interface AgentOptions {
    * process that dies mid-run leaves the exact prefix that happened (each message once), and the
    * next run answers calls left without results as interrupted. One history write per model call.
    * With a `sessionStore`, the session is saved there after each write of a history that lives in
-   * the session (the in-memory history). A run that fails keeps what it stored.
+   * the session (the in-memory history), merging as `saveSession` does. A run that fails keeps what
+   * it stored.
    */
   persistence?: 'run' | 'model-call';
   /**
