@@ -11,6 +11,8 @@ const RESERVED_SOURCE_IDS = new Set(['agent', 'input', 'response']);
 /** `AgentOptions` checked, with defaults filled in. */
 export interface CheckedAgentOptions extends AgentOptions {
   name: string;
+  /** The `name` the agent was given, if any: its response messages carry it as `authorName`. */
+  authorName: string | undefined;
   contextProviders: readonly ContextProvider[];
   maxToolRoundtrips: number;
   persistence: 'run' | 'model-call';
@@ -43,7 +45,7 @@ export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
   }
   checkTools(options);
   const contextProviders = checkContextProviders(options.contextProviders ?? []);
-  return { ...options, name: options.name ?? 'agent', contextProviders, maxToolRoundtrips, persistence };
+  return { ...options, name: options.name ?? 'agent', authorName: options.name, contextProviders, maxToolRoundtrips, persistence };
 }
 
 /**

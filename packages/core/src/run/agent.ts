@@ -14,13 +14,17 @@ import type { ToolValidator } from '../spec/tool-validator.js';
 export interface AgentOptions {
   /** The model: any `ChatClient` (`OpenAIChatClient`, `ScriptedChatClient`, ...). */
   client: ChatClient;
-  /** Default `agent`. Appears in diagnostics. */
+  /**
+   * Default `agent`. Appears in diagnostics. When given, the agent's response messages carry it as
+   * `authorName` (unless the client set one), so a transcript of several agents says who spoke.
+   */
   name?: string;
   /** System instructions, sent before those providers add. */
   instructions?: string;
   /**
    * The agent's tools. Names are unique (else `ConfigurationError`), and so are they within a run:
-   * a run's `options.tools` or a provider's `extendTools` reusing one of these names is a `ConfigurationError`.
+   * another tool that a run's `options.tools` or a provider's `extendTools` names like one of these is a
+   * `ConfigurationError` (the same tool object given again is offered once).
    */
   tools?: readonly Tool[];
   /**
@@ -112,8 +116,9 @@ export interface AgentRunOptions {
   session?: AgentSession;
   /**
    * Per-run model options. `tools` are offered besides the agent's for this run only; one name, one
-   * tool: a run tool named like one of the agent's (or like another run tool) is a `ConfigurationError`
-   * and the run does not start. `instructions` follow the agent's.
+   * tool: a run tool named like another of the agent's (or like another run tool) is a
+   * `ConfigurationError` and the run does not start; the agent's own tool object passed again is
+   * offered once. `instructions` follow the agent's.
    */
   options?: Omit<ChatOptions, 'signal' | 'conversationId' | 'tools'> & { tools?: readonly Tool[] };
   /**

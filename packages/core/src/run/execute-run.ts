@@ -122,6 +122,7 @@ export async function executeRun(
         context,
         abort,
         maxToolRoundtrips,
+        authorName: options.authorName,
         compaction,
         toolValidator,
         emit,
@@ -133,6 +134,7 @@ export async function executeRun(
     } catch (error) {
       context.error = error;
     }
+    context.finishResponse();
   };
   try {
     await runPipeline(providers, {

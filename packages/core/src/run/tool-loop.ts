@@ -9,6 +9,7 @@ import type { JsonValue } from '../spec/json.js';
 import type { FunctionCallContent, FunctionResultContent } from '../spec/message.js';
 import type { AgentView, SessionContext, SessionView, Tool, ToolExecuteOptions } from '../spec/run-view.js';
 import type { ToolArgumentsCheck, ToolValidator } from '../spec/tool-validator.js';
+import { shortId } from '../backend/checks.js';
 import { abortable } from '../backend/deadline.js';
 import { runCompaction } from '../compaction/run-compaction.js';
 import { compileToolChecks } from '../tools/tool-validator.js';
@@ -29,6 +30,8 @@ export interface ToolLoopRun {
   context: SessionContext;
   abort: RunAbort;
   maxToolRoundtrips: number;
+  /** Set on the model's messages that carry no `authorName` (the agent's given `name`). */
+  authorName?: string | undefined;
   compaction: CompactionStrategy | undefined;
   /** Checks the arguments of tools without their own `validate`. */
   toolValidator: ToolValidator | undefined;
@@ -101,6 +104,8 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
   let finishReason: FinishReason | undefined;
   let serviceConversation: string | undefined;
   let pendingApprovals: PendingApproval[] | undefined;
+  /** Whether the model answered at least once (a run that only answers approvals may not call it). */
+  let answered = false;
 
   for (let roundtrip = 0; ; roundtrip++) {
     const options: ChatOptions = { ...base };
@@ -140,7 +145,9 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       content: { messages: response.messages },
     });
 
-    produced.push(...response.messages);
+    answered = true;
+    const answer = run.authorName === undefined ? response.messages : withAuthor(response.messages, run.authorName);
+    produced.push(...answer);
     if (run.onModelCall) await run.onModelCall(produced);
     pending = [];
     usage = addUsage(usage, response.usage);
@@ -148,7 +155,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     if (response.conversationId !== undefined) conversationId = serviceConversation = response.conversationId;
     if (calls.length === 0) break;
     // What was sent, compacted if it was, is the base of the next call: a summary is made once, not per call.
-    sent = [...messages, ...response.messages];
+    sent = [...messages, ...answer];
 
     const limitReached = roundtrip >= run.maxToolRoundtrips;
     if (limitReached) {
@@ -178,12 +185,25 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     }
     if (limitReached) break;
   }
+  if (context.serviceSessionId !== undefined && serviceConversation === undefined && answered) {
+    emit?.({
+      type: 'warning',
+      runId,
+      code: 'conversation-id-missing',
+      message: `The session continues the service's conversation ${shortId(context.serviceSessionId)}, but the ${client.provider} client's response carried no conversation id; the session keeps the old id, so the service's copy of the conversation may not hold this turn.`,
+    });
+  }
   const extra: Parameters<typeof createAgentResponse>[1] = {};
   if (usage) extra.usage = usage;
   if (serviceConversation !== undefined) extra.conversationId = serviceConversation;
   if (finishReason) extra.finishReason = finishReason;
   if (pendingApprovals) extra.pendingApprovals = pendingApprovals;
   return createAgentResponse(produced, extra);
+}
+
+/** `messages`, each without an `authorName` given `name`. */
+function withAuthor(messages: readonly Message[], name: string): Message[] {
+  return messages.map((m) => (m.authorName === undefined ? { ...m, authorName: name } : m));
 }
 
 /**
