@@ -9,6 +9,7 @@ import type { JsonValue } from '../spec/json.js';
 import type { ListSessionsOptions, SessionPage, SessionStore } from '../spec/session-store.js';
 import type { SessionJson } from '../spec/session.js';
 import type { ToolValidator } from '../spec/tool-validator.js';
+import type { AgentLimits } from './limits.js';
 
 /** What `createAgent` takes. */
 export interface AgentOptions {
@@ -62,6 +63,13 @@ export interface AgentOptions {
    * the provider's failure). The model still sees the originals in the run that produced them.
    */
   redact?: Redactor;
+  /**
+   * Size limits on a run's input and on tool results (`maxMessageBytes`, default 8 MiB;
+   * `maxInputBytes`, default 16 MiB; bytes of JSON, data parts included). Input over a limit fails
+   * the run with an `InvalidInputError` before any provider, store or model sees it; a tool result
+   * over `maxMessageBytes` becomes an error result the model sees.
+   */
+  limits?: AgentLimits;
   /** Diagnostics: provider timings and contributions, tool calls, warnings, skips. */
   onEvent?: EventHandler;
 }
@@ -129,8 +137,8 @@ export interface AgentRunOptions {
    * no call of the session waits any more; a run that leaves some unanswered runs what it answered
    * and ends with the rest in `pendingApprovals`, without a model call (new input is refused then).
    * Checked before anything runs: a call id that does not wait (unknown, already answered, or one
-   * that needed no approval), an id answered twice, or approvals without the session are a
-   * `ConfigurationError`. A run that fails leaves the calls waiting, so the answers can be sent again.
+   * that needed no approval), an id answered twice, or approvals without the session are an
+   * `InvalidInputError`. A run that fails leaves the calls waiting, so the answers can be sent again.
    */
   approvals?: readonly ToolApproval[];
   /** Aborts the run: it ends at once, rejecting with the signal's reason, and stores nothing. */

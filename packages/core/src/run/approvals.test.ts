@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError, isAbortError } from '../errors.js';
+import { ConfigurationError, InvalidInputError, isAbortError } from '../errors.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { Message } from '../messages/message.js';
 import { FileSessionStore } from '../session/file-session-store.js';
@@ -173,7 +173,7 @@ describe('tool approvals', () => {
       'c_big',
     ];
     for (const approvals of attempts) {
-      await expect(agent.run([], { session, approvals: approvals as never })).rejects.toThrow(ConfigurationError);
+      await expect(agent.run([], { session, approvals: approvals as never })).rejects.toThrow(InvalidInputError);
     }
     await expect(agent.run([], { approvals: [{ callId: 'c_big', approved: true }] })).rejects.toThrow(/pass that session/);
     expect(client.calls).toHaveLength(1);
@@ -205,6 +205,7 @@ describe('tool approvals', () => {
     expect(partial.pendingApprovals?.map((a) => a.callId)).toEqual(['c_b']);
     expect(resultsIn(partial.messages).map((r) => r.callId)).toEqual(['c_a']);
     // New input while a call still waits is refused; the caller answers first.
+    await expect(agent.run('something else', { session })).rejects.toThrow(InvalidInputError);
     await expect(agent.run('something else', { session })).rejects.toThrow(/waiting for approval/);
     // Survives the session JSON between the two answers.
     const again = agent.restoreSession(JSON.stringify(session));

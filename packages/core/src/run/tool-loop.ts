@@ -20,6 +20,7 @@ import { pairResults } from './pair-results.js';
 import type { RunAbort } from './run-abort.js';
 import type { RunStreamSink } from './run-stream.js';
 import { isMarkedSettled } from '../messages/settled-calls.js';
+import { toolResultTooLarge } from './limits.js';
 
 /** Everything one tool loop needs. */
 export interface ToolLoopRun {
@@ -29,6 +30,8 @@ export interface ToolLoopRun {
   context: SessionContext;
   abort: RunAbort;
   maxToolRoundtrips: number;
+  /** A tool result larger than this (bytes of JSON) becomes an error result. Default: no limit. */
+  maxMessageBytes?: number | undefined;
   compaction: CompactionStrategy | undefined;
   /** Checks the arguments of tools without their own `validate`. */
   toolValidator: ToolValidator | undefined;
@@ -356,6 +359,8 @@ async function executeTool(
   // Checked where it will sit in a message, so a result history can store never fails the run later.
   const tooDeep = jsonProblem(result, RESULT_DEPTH);
   if (tooDeep) return fail(`Tool "${call.name}" returned a value that cannot be stored: ${formatPath('$', tooDeep[0])} ${tooDeep[1]}.`);
+  const tooLarge = run.maxMessageBytes === undefined ? undefined : toolResultTooLarge(call.name, result, run.maxMessageBytes);
+  if (tooLarge) return fail(tooLarge);
   run.emit?.({
     type: 'tool-end',
     runId: run.runId,
