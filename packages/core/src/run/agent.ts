@@ -47,10 +47,11 @@ export interface AgentOptions {
   providerTimeoutMs?: number;
   /**
    * When history providers store a turn. `'run'` (default): once, after the run succeeded.
-   * `'model-call'`: after every model call, before any tool runs: the first call stores the input
-   * with the model's response, each later call the tool results it was sent and its response, so a
-   * process that dies mid-run leaves the exact prefix that happened (each message once), and the
-   * next run answers calls left without results as interrupted. One history write per model call.
+   * `'model-call'`: after every model call, before any tool runs (the first call stores the input
+   * with the model's response), and after every batch of tool calls, before the next model call
+   * (their results, which were paid for, stay stored when that call fails), so a process that dies
+   * mid-run leaves the exact prefix that happened (each message once), and the next run answers
+   * calls left without results as interrupted. At most two history writes per tool-loop step.
    * With a `sessionStore`, the session is saved there after each write of a history that lives in
    * the session (the in-memory history). A run that fails keeps what it stored.
    */

@@ -41,7 +41,8 @@ export interface ToolLoopRun {
   stream: RunStreamSink | undefined;
   /**
    * Set with `persistence: 'model-call'`: stores the run's response messages so far (model replies,
-   * function calls, tool results) after each model call, before any tool runs; the loop waits for it.
+   * function calls, tool results) after each model call, before any tool runs, and again once a
+   * batch of tool calls has its results, before the next model call; the loop waits for it.
    */
   onModelCall?: ((produced: readonly Message[]) => Promise<void>) | undefined;
   /** Call ids the session holds open on purpose (pending approvals): never answered as interrupted. */
@@ -171,6 +172,8 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       : await Promise.all(calls.map((call) => executeTool(call, byName.get(call.name), checks.get(call.name), run)));
     const results = outcomes.filter(isResult);
     const resultMessage = results.length ? await addResults(results, produced, run) : undefined;
+    // Results are paid for: stored before the next model call, which may fail.
+    if (resultMessage && run.onModelCall) await run.onModelCall(produced);
     pending = resultMessage ? [resultMessage] : [];
     if (results.length < outcomes.length) {
       // Some calls wait for approval: the model is sent nothing until every call of this response has a result.
@@ -217,6 +220,7 @@ async function resumeApprovals(
       }),
   );
   const resultMessage = results.length ? await addResults(results, produced, run) : undefined;
+  if (resultMessage && run.onModelCall) await run.onModelCall(produced);
   const kept = resultMessage ? [...held.messages, resultMessage] : held.messages;
   const waiting = held.approvals.filter((a) => !round.answers.has(a.callId) && !answered.has(a.callId));
   if (waiting.length > 0) {
