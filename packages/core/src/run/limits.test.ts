@@ -39,14 +39,16 @@ describe('limits: a run input over a limit', () => {
     const store = new InMemorySessionStore();
     const history = new InMemoryHistoryProvider({ sourceId: 'history' });
     const { seen, provider } = probe();
-    const agent = createAgent({ client, contextProviders: [history, provider], sessionStore: store });
+    const agent = createAgent({ client, contextProviders: [history, provider], sessionStore: store, persistence: 'model-call' });
+    const session = agent.createSession({ sessionId: 'big' });
     const pasted = Message.user('x'.repeat(30 * MiB), { id: 'paste-1' });
-    const error = await rejection(agent.run([Message.user('hi', { id: 'hi-1' }), pasted], { sessionId: 'big' }));
+    const error = await rejection(agent.run([Message.user('hi', { id: 'hi-1' }), pasted], { session }));
     expect(error.limit).toBe('maxMessageBytes');
     expect(error.message).toMatch(/^Run input message 1 \(id "paste-1"\) is at least 31457\d+ bytes of JSON, over limits\.maxMessageBytes \(8388608 bytes, 8 MiB\)/);
     expect(client.calls).toHaveLength(0);
     expect(seen).toEqual([]);
     expect(await store.get('big')).toBeUndefined();
+    expect(session.state).toEqual({});
 
     // A plain string is measured the same way; a streaming run fails the same.
     await rejection(agent.run('y'.repeat(9 * MiB), { session: agent.createSession() }));
@@ -122,6 +124,6 @@ describe('limits: a tool result over maxMessageBytes', () => {
     );
     const ended = events.filter((e) => e.type === 'tool-end' && e.callId === 'c1');
     expect(ended).toHaveLength(1);
-    expect(ended[0]!.type === 'tool-end' && ended[0]!.error?.name).toBe('ToolExecutionError');
+    expect(ended[0]!.type === 'tool-end' && (ended[0]!.error as Error).name).toBe('ToolExecutionError');
   });
 });
