@@ -183,6 +183,10 @@ describe('tool approvals', () => {
     await agent.run([], { session, approvals: [{ callId: 'c_big', approved: true }] });
     // Already answered: refused, and nothing runs twice.
     await expect(agent.run([], { session, approvals: [{ callId: 'c_big', approved: true }] })).rejects.toThrow(/already answered/);
+    // The session id is quoted once.
+    await expect(agent.run([], { session, approvals: [{ callId: 'c_big', approved: true }] })).rejects.toThrow(
+      `does not wait for approval in session ${JSON.stringify(session.sessionId)} (unknown`,
+    );
     expect(ran).toEqual(['balance', 'transfer 300']);
     expect(client.calls).toHaveLength(2);
   });
@@ -206,7 +210,7 @@ describe('tool approvals', () => {
     expect(resultsIn(partial.messages).map((r) => r.callId)).toEqual(['c_a']);
     // New input while a call still waits is refused; the caller answers first.
     await expect(agent.run('something else', { session })).rejects.toThrow(InvalidInputError);
-    await expect(agent.run('something else', { session })).rejects.toThrow(/waiting for approval/);
+    await expect(agent.run('something else', { session })).rejects.toThrow(`Session ${JSON.stringify(session.sessionId)} has 1 tool call(s) waiting for approval ("c_b")`);
     // Survives the session JSON between the two answers.
     const again = agent.restoreSession(JSON.stringify(session));
     const res = await agent.run([], { session: again, approvals: [{ callId: 'c_b', approved: false }] });

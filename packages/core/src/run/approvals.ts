@@ -52,7 +52,7 @@ export function approvalRound(
       if (!waiting.has(approval.callId)) {
         const list = waiting.size ? `it waits for ${[...waiting].map((id) => JSON.stringify(id)).join(', ')}` : 'no call waits in it';
         throw new InvalidInputError(
-          `approvals[${i}]: call ${JSON.stringify(approval.callId)} does not wait for approval in session "${shortId(session!.sessionId)}" (unknown, already answered, or a call that needed none); ${list}.`,
+          `approvals[${i}]: call ${JSON.stringify(approval.callId)} does not wait for approval in session ${shortId(session!.sessionId)} (unknown, already answered, or a call that needed none); ${list}.`,
         );
       }
       answers.set(approval.callId, approval);
@@ -61,7 +61,7 @@ export function approvalRound(
   const left = pending?.approvals.filter((a) => !answers.has(a.callId)) ?? [];
   if (hasInput && left.length > 0) {
     throw new InvalidInputError(
-      `Session "${shortId(session!.sessionId)}" has ${left.length} tool call(s) waiting for approval (${left.map((a) => JSON.stringify(a.callId)).join(', ')}): answer every one in \`approvals\` to send new input, or pass [] as input to answer only some.`,
+      `Session ${shortId(session!.sessionId)} has ${left.length} tool call(s) waiting for approval (${left.map((a) => JSON.stringify(a.callId)).join(', ')}): answer every one in \`approvals\` to send new input, or pass [] as input to answer only some.`,
     );
   }
   return { pending, answers, next: pending };

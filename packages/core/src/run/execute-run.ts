@@ -50,7 +50,7 @@ export async function executeRun(
   const session = runOptions.session ?? new AgentSession({ sessionId: runId });
   if (session.serviceSessionId !== undefined && client.continuesConversations === false) {
     throw new ConfigurationError(
-      `Session "${shortId(session.sessionId)}" continues a conversation the service keeps (serviceSessionId "${shortId(session.serviceSessionId)}"), but the ${client.provider} client for ${client.modelId} cannot continue one, so the model would see no history. Run it on a client that can (e.g. OpenAIResponsesClient), or start a new session.`,
+      `Session ${shortId(session.sessionId)} continues a conversation the service keeps (serviceSessionId ${shortId(session.serviceSessionId)}), but the ${client.provider} client for ${client.modelId} cannot continue one, so the model would see no history. Run it on a client that can (e.g. OpenAIResponsesClient), or start a new session.`,
     );
   }
   // Answers to calls waiting for approval are checked before anything runs.
