@@ -109,7 +109,7 @@ describe("items over Cosmos DB's 2 MB", async () => {
     expect((await store.get('s-fits'))?.session.state).toEqual(fits.state);
   });
 
-  it("a failed listing names the user whose sessions it read", async () => {
+  it('a failed listing names the user whose sessions it read', async () => {
     proxy.inject({ match: (r) => r.kind === 'query', times: Infinity, fault: { status: 503 } });
     try {
       const error = await store.list({ userId: 'u-size' }).catch((e: unknown) => e);

@@ -219,17 +219,20 @@ export class RedisConnection {
         `${site.operation} for session ${shortId(site.sessionId)} was called after close(); create a new instance.`,
       );
     }
-    return withDeadline(async () => {
-      await this.#checkDatabase(this.client);
-      return fn(this.client);
-    }, {
-      timeoutMs: this.timeoutMs,
-      signal,
-      backend: 'redis',
-      operation: `Redis ${where(site)} on ${this.describe()}`,
-      hint: 'Check that the server is up and reachable, or raise timeoutMs.',
-      mapError: (error) => this.translate(error, site),
-    });
+    return withDeadline(
+      async () => {
+        await this.#checkDatabase(this.client);
+        return fn(this.client);
+      },
+      {
+        timeoutMs: this.timeoutMs,
+        signal,
+        backend: 'redis',
+        operation: `Redis ${where(site)} on ${this.describe()}`,
+        hint: 'Check that the server is up and reachable, or raise timeoutMs.',
+        mapError: (error) => this.translate(error, site),
+      },
+    );
   }
 
   /**

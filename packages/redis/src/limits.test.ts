@@ -52,7 +52,9 @@ describe('the database index of a url', () => {
         const error = await failure(call);
         expect(ConfigurationError.isInstance(error)).toBe(true);
         expect(error.message).toMatch(
-          new RegExp(`^Redis(History|Session)\\w+: the Redis server at 127\\.0\\.0\\.1:${env.port} has no database 99: its \`databases\` setting is 16 \\(databases 0-15\\)\\.`),
+          new RegExp(
+            `^Redis(History|Session)\\w+: the Redis server at 127\\.0\\.0\\.1:${env.port} has no database 99: its \`databases\` setting is 16 \\(databases 0-15\\)\\.`,
+          ),
         );
       }
       expect(await singleClient(0).keys(`${prefix}:*`)).toEqual([]);
@@ -63,7 +65,9 @@ describe('the database index of a url', () => {
 
   it('is refused on a cluster, which has database 0 only', async () => {
     expect(() => new RedisHistoryProvider({ nodes: env.clusterNodes, redisOptions: { db: 2 } })).toThrow(ConfigurationError);
-    expect(() => new RedisSessionStore({ nodes: env.clusterNodes, redisOptions: { db: 2 } })).toThrow(/database 2 was asked of a Redis Cluster/);
+    expect(() => new RedisSessionStore({ nodes: env.clusterNodes, redisOptions: { db: 2 } })).toThrow(
+      /database 2 was asked of a Redis Cluster/,
+    );
     const cluster = clusterClient();
     (cluster.options as { redisOptions?: { db?: number } }).redisOptions = { ...cluster.options.redisOptions, db: 3 };
     expect(() => new RedisHistoryProvider({ client: cluster })).toThrow(/database 3 was asked of a Redis Cluster/);

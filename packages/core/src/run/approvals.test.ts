@@ -210,7 +210,9 @@ describe('tool approvals', () => {
     expect(resultsIn(partial.messages).map((r) => r.callId)).toEqual(['c_a']);
     // New input while a call still waits is refused; the caller answers first.
     await expect(agent.run('something else', { session })).rejects.toThrow(InvalidInputError);
-    await expect(agent.run('something else', { session })).rejects.toThrow(`Session ${JSON.stringify(session.sessionId)} has 1 tool call(s) waiting for approval ("c_b")`);
+    await expect(agent.run('something else', { session })).rejects.toThrow(
+      `Session ${JSON.stringify(session.sessionId)} has 1 tool call(s) waiting for approval ("c_b")`,
+    );
     // Survives the session JSON between the two answers.
     const again = agent.restoreSession(JSON.stringify(session));
     const res = await agent.run([], { session: again, approvals: [{ callId: 'c_b', approved: false }] });

@@ -73,8 +73,7 @@ function checkApproval(entry: unknown, path: string): ToolApproval {
   if (typeof callId !== 'string' || callId.length === 0) {
     throw new InvalidInputError(`${path}.callId must be a non-empty string, got ${describeValue(callId)}.`);
   }
-  if (typeof approved !== 'boolean')
-    throw new InvalidInputError(`${path}.approved must be true or false, got ${describeValue(approved)}.`);
+  if (typeof approved !== 'boolean') throw new InvalidInputError(`${path}.approved must be true or false, got ${describeValue(approved)}.`);
   if (reason !== undefined && typeof reason !== 'string') {
     throw new InvalidInputError(`${path}.reason must be a string when present, got ${describeValue(reason)}.`);
   }

@@ -44,7 +44,9 @@ describe('limits: a run input over a limit', () => {
     const pasted = Message.user('x'.repeat(30 * MiB), { id: 'paste-1' });
     const error = await rejection(agent.run([Message.user('hi', { id: 'hi-1' }), pasted], { session }));
     expect(error.limit).toBe('maxMessageBytes');
-    expect(error.message).toMatch(/^Run input message 1 \(id "paste-1"\) is at least 31457\d+ bytes of JSON, over limits\.maxMessageBytes \(8388608 bytes, 8 MiB\)/);
+    expect(error.message).toMatch(
+      /^Run input message 1 \(id "paste-1"\) is at least 31457\d+ bytes of JSON, over limits\.maxMessageBytes \(8388608 bytes, 8 MiB\)/,
+    );
     expect(client.calls).toHaveLength(0);
     expect(seen).toEqual([]);
     expect(await store.get('big')).toBeUndefined();
@@ -60,15 +62,18 @@ describe('limits: a run input over a limit', () => {
   it('counts data parts (base64 files) and the whole input against maxInputBytes', async () => {
     const client = new ScriptedChatClient({ replies: ['ok'] });
     const agent = createAgent({ client, limits: { maxMessageBytes: 2000, maxInputBytes: 3000 } });
-    const image = (id: string, bytes: number) =>
-      Message.user([{ type: 'data', mediaType: 'image/png', data: 'A'.repeat(bytes) }], { id });
+    const image = (id: string, bytes: number) => Message.user([{ type: 'data', mediaType: 'image/png', data: 'A'.repeat(bytes) }], { id });
     const one = await rejection(agent.run(image('img', 2500)));
     expect(one.limit).toBe('maxMessageBytes');
-    expect(one.message).toMatch(/message 0 \(id "img"\) is at least 25\d\d bytes of JSON, over limits\.maxMessageBytes \(2000 bytes, 2 KiB\)/);
+    expect(one.message).toMatch(
+      /message 0 \(id "img"\) is at least 25\d\d bytes of JSON, over limits\.maxMessageBytes \(2000 bytes, 2 KiB\)/,
+    );
 
     const total = await rejection(agent.run([image('a', 1200), image('b', 1200), image('c', 1200)]));
     expect(total.limit).toBe('maxInputBytes');
-    expect(total.message).toMatch(/Run input of 3 messages is at least \d+ bytes of JSON by message 2 \(id "c"\), over limits\.maxInputBytes \(3000 bytes/);
+    expect(total.message).toMatch(
+      /Run input of 3 messages is at least \d+ bytes of JSON by message 2 \(id "c"\), over limits\.maxInputBytes \(3000 bytes/,
+    );
     expect(client.calls).toHaveLength(0);
 
     // Within both limits: it runs.
@@ -114,7 +119,9 @@ describe('limits: a tool result over maxMessageBytes', () => {
     const agent = createAgent({ client, tools: [dump, small], limits: { maxMessageBytes: 4000 }, onEvent: (e) => events.push(e) });
     const res = await agent.run('go', { session: agent.createSession() });
     expect(res.text).toBe('Too much data; here is what fit.');
-    const sent = client.calls[1]!.messages.flatMap((m) => m.contents.filter((c): c is FunctionResultContent => c.type === 'function-result'));
+    const sent = client.calls[1]!.messages.flatMap((m) =>
+      m.contents.filter((c): c is FunctionResultContent => c.type === 'function-result'),
+    );
     expect(sent.map((r) => [r.callId, r.isError ?? false])).toEqual([
       ['c1', true],
       ['c2', false],
