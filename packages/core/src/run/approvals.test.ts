@@ -368,6 +368,23 @@ describe('tool approvals', () => {
     expect(resultsIn(stored).filter((r) => r.callId === 'c_big')).toHaveLength(1);
     expectPaired(client);
   });
+
+  it("with persistence 'model-call', stores the approved results before the model call that follows: that call failing runs nothing twice", async () => {
+    const { ran, tools } = bank();
+    const client = new ScriptedChatClient({ replies: [asksBoth, { error: new Error('rate limited') }, 'Sent 300.'] });
+    const agent = createAgent({ client, tools, persistence: 'model-call' });
+    const session = agent.createSession();
+    await agent.run('pay 300', { session });
+    await expect(agent.run([], { session, approvals: [{ callId: 'c_big', approved: true }] })).rejects.toThrow('rate limited');
+    // The transfer ran and its result is on record, though the model never saw it.
+    const stored = () => session.state.memory!.messages as Message[];
+    expect(resultsIn(stored()).map((r) => r.callId)).toEqual(['c_bal', 'c_big']);
+    const res = await agent.run([], { session, approvals: [{ callId: 'c_big', approved: true }] });
+    expect(res.text).toBe('Sent 300.');
+    expect(ran).toEqual(['balance', 'transfer 300']);
+    expect(resultsIn(stored()).filter((r) => r.callId === 'c_big')).toHaveLength(1);
+    expectPaired(client);
+  });
 });
 
 describe('defineTool needsApproval', () => {
