@@ -1,5 +1,6 @@
 import { join } from 'node:path';
-import { BackendUnavailableError, ConfigurationError, Message, SessionStateError } from '@ctx/core';
+import { BackendUnavailableError, ConfigurationError, createAgent, InvalidInputError, Message, SessionStateError } from '@ctx/core';
+import { ScriptedChatClient } from '@ctx/core/testing';
 import { findFreePort, startRedisServer, type RedisServer } from '@ctx/redis-test-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterClient, env, singleClient, uniquePrefix } from '../test/helpers.js';
@@ -151,5 +152,22 @@ describe('maxValueBytes: values over what Redis takes are refused before any rou
     expect(() => new RedisHistoryProvider({ url: 'redis://127.0.0.1:1', maxValueBytes: 0 })).toThrow(
       'RedisHistoryProvider: maxValueBytes must be a positive integer, got 0.',
     );
+  });
+});
+
+describe("the agent's limits in front of Redis", () => {
+  it('a pasted 30 MB message fails the run with InvalidInputError; Redis never sees it', async () => {
+    const prefix = uniquePrefix('paste');
+    const client = singleClient();
+    const history = new RedisHistoryProvider({ client, prefix });
+    const store = new RedisSessionStore({ client, prefix });
+    const chat = new ScriptedChatClient({ replies: ['never'] });
+    const agent = createAgent({ client: chat, contextProviders: [history], sessionStore: store, persistence: 'model-call' });
+    const session = agent.createSession({ sessionId: 's-paste' });
+    const error = await failure(() => agent.run('x'.repeat(30 * 1024 * 1024), { session }));
+    expect(InvalidInputError.isInstance(error)).toBe(true);
+    expect((error as InvalidInputError).limit).toBe('maxMessageBytes');
+    expect(chat.calls).toHaveLength(0);
+    expect(await client.keys(`${prefix}:*`)).toEqual([]);
   });
 });
