@@ -18,7 +18,10 @@ export interface AgentLimits {
    * result (a larger result is replaced by an error result the model sees). Default 8 MiB.
    */
   maxMessageBytes?: number;
-  /** The most a run's input may weigh in all, in bytes of JSON. Default 16 MiB. */
+  /**
+   * The most a run's input may weigh in all, in bytes of JSON. Default 16 MiB, or `maxMessageBytes`
+   * when only that is given and it is larger. Below `maxMessageBytes` it is a `ConfigurationError`.
+   */
   maxInputBytes?: number;
 }
 
