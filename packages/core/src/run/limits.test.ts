@@ -89,14 +89,16 @@ describe('limits: a run input over a limit', () => {
     expect(error.limit).toBeUndefined();
   });
 
-  it('checks the limits given to createAgent', () => {
+  it('checks the limits given to createAgent', async () => {
     const client = new ScriptedChatClient({ replies: [] });
     for (const limits of [{ maxMessageBytes: 0 }, { maxInputBytes: 1.5 }, { maxMessageBytes: 10, maxInputBytes: 5 }, 'big']) {
       expect(() => createAgent({ client, limits: limits as never })).toThrow(ConfigurationError);
     }
     expect(DEFAULT_LIMITS).toEqual({ maxMessageBytes: 8 * MiB, maxInputBytes: 16 * MiB });
-    // A larger message limit alone raises the input limit with it.
-    expect(() => createAgent({ client, limits: { maxMessageBytes: 32 * MiB } })).not.toThrow();
+    // A larger message limit alone raises the input limit with it: 18 MiB of input passes the 16 MiB default.
+    const roomy = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), limits: { maxMessageBytes: 20 * MiB } });
+    const res = await roomy.run([Message.user('a'.repeat(9 * MiB)), Message.user('b'.repeat(9 * MiB))]);
+    expect(res.text).toBe('ok');
   });
 });
 
