@@ -281,6 +281,9 @@ describe('service-managed conversations', () => {
     const session = agent.createSession({ serviceSessionId: 'resp_1' });
     await expect(agent.run('hi', { session })).rejects.toThrow(ConfigurationError);
     await expect(agent.run('hi', { session })).rejects.toThrow(/cannot continue one, so the model would see no history/);
+    await expect(agent.run('hi', { session })).rejects.toThrow(
+      `Session ${JSON.stringify(session.sessionId)} continues a conversation the service keeps (serviceSessionId "resp_1")`,
+    );
     expect(client.calls).toHaveLength(0);
     // a new session on the same client runs, with the default history
     await agent.run('hi', { session: agent.createSession() });

@@ -21,6 +21,7 @@ import { pairResults } from './pair-results.js';
 import type { RunAbort } from './run-abort.js';
 import type { RunStreamSink } from './run-stream.js';
 import { isMarkedSettled } from '../messages/settled-calls.js';
+import { toolResultTooLarge } from './limits.js';
 
 /** Everything one tool loop needs. */
 export interface ToolLoopRun {
@@ -32,6 +33,8 @@ export interface ToolLoopRun {
   maxToolRoundtrips: number;
   /** Set on the model's messages that carry no `authorName` (the agent's given `name`). */
   authorName?: string | undefined;
+  /** A tool result larger than this (bytes of JSON) becomes an error result. Default: no limit. */
+  maxMessageBytes?: number | undefined;
   compaction: CompactionStrategy | undefined;
   /** Checks the arguments of tools without their own `validate`. */
   toolValidator: ToolValidator | undefined;
@@ -41,7 +44,8 @@ export interface ToolLoopRun {
   stream: RunStreamSink | undefined;
   /**
    * Set with `persistence: 'model-call'`: stores the run's response messages so far (model replies,
-   * function calls, tool results) after each model call, before any tool runs; the loop waits for it.
+   * function calls, tool results) after each model call, before any tool runs, and again once a
+   * batch of tool calls has its results, before the next model call; the loop waits for it.
    */
   onModelCall?: ((produced: readonly Message[]) => Promise<void>) | undefined;
   /** Call ids the session holds open on purpose (pending approvals): never answered as interrupted. */
@@ -175,6 +179,8 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       : await Promise.all(calls.map((call) => executeTool(call, byName.get(call.name), checks.get(call.name), run)));
     const results = outcomes.filter(isResult);
     const resultMessage = results.length ? await addResults(results, produced, run) : undefined;
+    // Results are paid for: stored before the next model call, which may fail.
+    if (resultMessage && run.onModelCall) await run.onModelCall(produced);
     pending = resultMessage ? [resultMessage] : [];
     if (results.length < outcomes.length) {
       // Some calls wait for approval: the model is sent nothing until every call of this response has a result.
@@ -234,6 +240,7 @@ async function resumeApprovals(
       }),
   );
   const resultMessage = results.length ? await addResults(results, produced, run) : undefined;
+  if (resultMessage && run.onModelCall) await run.onModelCall(produced);
   const kept = resultMessage ? [...held.messages, resultMessage] : held.messages;
   const waiting = held.approvals.filter((a) => !round.answers.has(a.callId) && !answered.has(a.callId));
   if (waiting.length > 0) {
@@ -376,6 +383,8 @@ async function executeTool(
   // Checked where it will sit in a message, so a result history can store never fails the run later.
   const tooDeep = jsonProblem(result, RESULT_DEPTH);
   if (tooDeep) return fail(`Tool "${call.name}" returned a value that cannot be stored: ${formatPath('$', tooDeep[0])} ${tooDeep[1]}.`);
+  const tooLarge = run.maxMessageBytes === undefined ? undefined : toolResultTooLarge(call.name, result, run.maxMessageBytes);
+  if (tooLarge) return fail(tooLarge);
   run.emit?.({
     type: 'tool-end',
     runId: run.runId,

@@ -197,8 +197,10 @@ export interface ProviderRunArgs<TState extends JsonObject = JsonObject> {
    * The messages as this provider may write them anywhere (a history, a memory service): the agent's
    * `redact` applied (e.g. personal data masked), or the same messages when it has none. Ids and
    * order are kept. The model still sees the originals in this run. Call it before every write.
+   * The agent always sets it; a caller that builds these arguments itself (a provider's unit test)
+   * may leave it out, which means the messages as they are: write `redact ? await redact(m) : m`.
    */
-  redact(messages: readonly Message[]): Promise<Message[]>;
+  redact?(messages: readonly Message[]): Promise<Message[]>;
 }
 
 /** What `onSessionDeleted` receives. */
