@@ -168,14 +168,20 @@ export class ToolExecutionError extends CtxError {
 const INVALID_INPUT = `${BASE}.invalid-input`;
 const invalidInputSymbol = Symbol.for(INVALID_INPUT);
 /**
- * The caller's request is wrong (not the agent's setup): answer it with a 4xx. Among others, a
- * hosted run naming a session that belongs to another user.
+ * The caller's request is wrong, not the setup: input over a limit (`limit` names it), a run input
+ * that is not a valid message, an unknown or repeated approval id, approvals without their session,
+ * new input while calls wait for approval, a hosted run naming a session that belongs to another
+ * user. Nothing ran and nothing was stored; fix the request and send it again. An HTTP app answers
+ * it with 400 (413 when `limit` is set).
  */
 export class InvalidInputError extends CtxError {
   private readonly [invalidInputSymbol] = true;
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  /** The limit the input broke, e.g. `maxMessageBytes`; undefined when the input is malformed rather than too large. */
+  readonly limit: string | undefined;
+  constructor(message: string, options?: { cause?: unknown; limit?: string }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'InvalidInputError';
+    this.limit = options?.limit;
   }
   static override isInstance(error: unknown): error is InvalidInputError {
     return hasMarker(error, INVALID_INPUT);

@@ -69,6 +69,8 @@ export type {
   UserDataExport,
 } from './run/agent.js';
 export { createAgent } from './run/create-agent.js';
+export { DEFAULT_LIMITS } from './run/limits.js';
+export type { AgentLimits } from './run/limits.js';
 export { AgentSession } from './session/agent-session.js';
 export type { AgentSessionInit } from './session/agent-session.js';
 export { FileSessionStore } from './session/file-session-store.js';

@@ -4,6 +4,7 @@ import { createAgent } from './run/create-agent.js';
 import type { AgentSession } from './session/agent-session.js';
 import type { JsonValue } from './spec/json.js';
 import type { ContextProvider, Tool } from './spec/run-view.js';
+import { createProviderRunArgs } from './testing/create-provider-run-args.js';
 import { ScriptedChatClient } from './testing/scripted-chat-client.js';
 import { defineTool, type StandardSchemaV1 } from './tools/define-tool.js';
 
@@ -53,5 +54,21 @@ describe('hosted sessions', () => {
       },
     };
     createAgent({ client: new ScriptedChatClient({ replies: [] }), contextProviders: [counter] });
+  });
+});
+
+describe('provider hook arguments', () => {
+  it('redact is optional, so a test can build ProviderRunArgs without it; createProviderRunArgs types the state slot', () => {
+    type Args = import('./spec/run-view.js').ProviderRunArgs;
+    expectTypeOf<Omit<Args, 'redact'>>().toExtend<Args>();
+    const args = createProviderRunArgs<{ count: number }>({ state: { count: 1 } });
+    expectTypeOf(args.state).toEqualTypeOf<{ count: number }>();
+    expectTypeOf(args).toExtend<Args>();
+  });
+
+  it('limits take byte counts', () => {
+    createAgent({ client: new ScriptedChatClient({ replies: [] }), limits: { maxMessageBytes: 1024 } });
+    // @ts-expect-error a limit is a number of bytes
+    createAgent({ client: new ScriptedChatClient({ replies: [] }), limits: { maxMessageBytes: '8mb' } });
   });
 });

@@ -88,6 +88,8 @@ export interface CallSite {
   operation: string;
   /** The session it worked on, when there is one. */
   sessionId?: string;
+  /** The user whose sessions a listing read, when it was one user's. */
+  userId?: string;
 }
 
 /** One step of an operation: gets the container and the abort signal to pass to the SDK. */
@@ -453,7 +455,8 @@ function passConflict(error: unknown): undefined {
 }
 
 function describeSession(site: CallSite): string {
-  return site.sessionId === undefined ? '' : ` for session ${shortId(site.sessionId)}`;
+  if (site.sessionId !== undefined) return ` for session ${shortId(site.sessionId)}`;
+  return site.userId === undefined ? '' : ` for user ${shortId(site.userId)}`;
 }
 
 function checkResourceId(owner: string, name: string, id: unknown): string {

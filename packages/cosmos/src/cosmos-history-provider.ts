@@ -27,7 +27,7 @@ import {
 } from './history-layout.js';
 import { checkScopePart, encodeItemId, sessionPartitionValue } from './ids.js';
 import { HISTORY_RANGE_INDEXES } from './indexing.js';
-import { MAX_ITEM_DEPTH, nestingDepth } from './limits.js';
+import { itemTooLarge, MAX_ITEM_DEPTH, nestingDepth } from './limits.js';
 
 /** Options of `CosmosHistoryProvider`: the history options of `@ctx/core`, the connection, partitioning and retention. */
 export interface CosmosHistoryProviderOptions extends HistoryProviderOptions, CosmosConnectionOptions {
@@ -130,8 +130,6 @@ interface Location {
   prefix: string;
 }
 
-/** Cosmos DB's item size limit (2 MB), less room for system properties. */
-const MAX_ITEM_BYTES = 2 * 1024 * 1024 - 1024;
 /** Cosmos DB's limits of one transactional batch. */
 const MAX_BATCH_OPERATIONS = 100;
 const MAX_BATCH_BYTES = 2 * 1024 * 1024 - 16 * 1024;
@@ -1061,12 +1059,8 @@ function checkMessages(messages: readonly Message[]): Message[] {
   messages.forEach((m, i) => {
     Message.parse(m, `$.messages[${i}]`);
     if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
-    const bytes = Buffer.byteLength(JSON.stringify(m), 'utf8');
-    if (bytes > MAX_ITEM_BYTES)
-      throw new SessionStateError(
-        `$.messages[${i}]`,
-        `is ${bytes} bytes of JSON; a Cosmos DB item holds at most 2 MB (store large data by uri instead)`,
-      );
+    const tooLarge = itemTooLarge(`message ${shortId(m.id)}`, Buffer.byteLength(JSON.stringify(m), 'utf8'));
+    if (tooLarge) throw new SessionStateError(`$.messages[${i}]`, tooLarge);
     // The item adds a level above the message: a message core accepts at its limit would be refused by Cosmos DB.
     const depth = nestingDepth(m, MAX_ITEM_DEPTH);
     if (depth >= MAX_ITEM_DEPTH)

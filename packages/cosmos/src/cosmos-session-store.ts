@@ -29,6 +29,7 @@ import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operatio
 import { SESSION_STORE_INDEXING_POLICY, SESSION_STORE_PARTITION_KEY } from './history-layout.js';
 import { encodeItemId } from './ids.js';
 import { missingCompositeIndexes, SESSION_LIST_COMPOSITE_INDEXES } from './indexing.js';
+import { itemTooLarge } from './limits.js';
 
 /** Options of `CosmosSessionStore`: the connection, and how long sessions live. */
 export interface CosmosSessionStoreOptions extends CosmosConnectionOptions {
@@ -122,7 +123,8 @@ export class CosmosSessionStore implements SessionStore {
    * @throws ConcurrencyError when `ifMatch` does not hold (nothing is written).
    * @throws SessionStateError when `session` is not session JSON that `get` could read back (a NaN,
    *   Map, Date, `undefined`, an array as a state slot, a cycle, nesting past core's limit, JSON
-   *   text instead of the object), naming the path; nothing is written.
+   *   text instead of the object), naming the path, or an item over Cosmos DB's 2 MB item size limit;
+   *   nothing is written.
    * @throws ConfigurationError for an empty or whitespace-only session id, before any request.
    * @throws BackendUnavailableError when Cosmos DB fails or does not answer in time.
    */
@@ -147,6 +149,8 @@ export class CosmosSessionStore implements SessionStore {
     };
     if (json.metadata.userId !== undefined) item.userId = json.metadata.userId;
     if (this.ttlSeconds !== undefined) item.ttl = this.ttlSeconds;
+    const tooLarge = itemTooLarge(`the item of session ${shortId(sessionId)}`, Buffer.byteLength(JSON.stringify(item), 'utf8'));
+    if (tooLarge) throw new SessionStateError('$', tooLarge);
     return this.#connection.run({ operation: 'set', sessionId }, options.signal, async (op) => {
       try {
         const written =
@@ -215,7 +219,7 @@ export class CosmosSessionStore implements SessionStore {
    */
   async list(options: ListSessionsOptions = {}): Promise<SessionPage> {
     const { userId, limit, cursor } = checkListOptions(options);
-    return this.#connection.run({ operation: 'list' }, options.signal, async (op) => {
+    return this.#connection.run({ operation: 'list', ...(userId === undefined ? {} : { userId }) }, options.signal, async (op) => {
       this.#checkListIndexes(userId);
       const parameters = [
         { name: '@t', value: cursor?.updatedAtMs ?? AFTER_EVERY_TIME },

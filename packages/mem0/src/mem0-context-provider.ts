@@ -458,7 +458,7 @@ export class Mem0ContextProvider implements ContextProvider {
       return note('missing-scope');
     }
     // What mem0 gets is what the agent's `redact` lets out, never the original text.
-    const messages = addMessages(await redact(turn), turn);
+    const messages = addMessages(redact ? await redact(turn) : turn, turn);
     if (messages.length === 0) return note('nothing-to-store');
     const adapter = await this.#adapter();
     const site: Mem0CallSite = { operation: 'add', kind: adapter.kind, sessionId: session.sessionId };

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { BackendUnavailableError, ConfigurationError, CtxError, SessionStateError } from '@ctx/core';
-import { checkPositiveNumber, shortId, withDeadline } from '@ctx/core/backend';
+import { checkInteger, checkPositiveNumber, formatBytes, shortId, withDeadline } from '@ctx/core/backend';
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { checkPrefix } from './keys.js';
 
@@ -20,7 +20,11 @@ export interface RedisConnectionOptions {
    * `error` listener. `timeoutMs` bounds every call anyway.
    */
   client?: RedisClient;
-  /** A Redis URL (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS): opens an owned single-node connection. */
+  /**
+   * A Redis URL (`redis://[user:password@]host:port[/db]`, `rediss://` for TLS): opens an owned
+   * single-node connection to database `db` (default 0). An index the server does not have fails
+   * the first call with a `ConfigurationError` naming it and the server's `databases`.
+   */
   url?: string;
   /** Seed nodes of a Redis Cluster (`[{ host, port }]` or `'host:port'` strings): opens an owned cluster connection. */
   nodes?: readonly ClusterNode[];
@@ -31,7 +35,7 @@ export interface RedisConnectionOptions {
    * retryStrategy: 50 ms more per attempt, at most 500 ms }`.
    */
   redisOptions?: RedisOptions;
-  /** ioredis `Cluster` options for an owned cluster connection, merged over the defaults. */
+  /** ioredis `Cluster` options for an owned cluster connection, merged over the defaults. A cluster has only database 0: a `db` in `redisOptions` is a `ConfigurationError`. */
   clusterOptions?: ClusterOptions;
   /** First part of every key this package writes. Default `ctx`. No braces, glob characters or whitespace. */
   prefix?: string;
@@ -40,12 +44,33 @@ export interface RedisConnectionOptions {
    * call fails with `BackendUnavailableError`. Default 5000.
    */
   timeoutMs?: number;
+  /**
+   * The largest value written to Redis, in UTF-8 bytes: one stored message's JSON (history), one
+   * session's JSON (session store). A larger one is refused before any round trip with a
+   * `SessionStateError` naming this limit. Default 512 MiB, Redis's default `proto-max-bulk-len`
+   * (past which the server drops the connection with a protocol error); set it to your server's
+   * value, or lower to bound memory.
+   */
+  maxValueBytes?: number;
 }
 
 /** The default key prefix. */
 export const DEFAULT_PREFIX = 'ctx';
 /** The default upper bound of one Redis call, in milliseconds. */
 export const DEFAULT_TIMEOUT_MS = 5000;
+/** The default `maxValueBytes`: Redis's default `proto-max-bulk-len`, 512 MiB. */
+export const DEFAULT_MAX_VALUE_BYTES = 512 * 1024 * 1024;
+
+/** What a failed connection attempt's error code means, for error messages. */
+const CONNECT_FAILURES: Record<string, string> = {
+  ECONNREFUSED: 'refused the connection',
+  ENOTFOUND: 'could not be resolved (no such host)',
+  EAI_AGAIN: 'could not be resolved (DNS lookup failed)',
+  ETIMEDOUT: 'did not accept the connection in time',
+  ECONNRESET: 'closed the connection',
+  EHOSTUNREACH: 'is unreachable (no route to host)',
+  ENETUNREACH: 'is unreachable (network unreachable)',
+};
 
 const TRANSIENT_REPLIES = new Set(['LOADING', 'BUSY', 'CLUSTERDOWN', 'MASTERDOWN', 'TRYAGAIN', 'READONLY', 'OOM', 'MISCONF', 'NOREPLICAS']);
 const AUTH_REPLIES = new Set(['NOAUTH', 'WRONGPASS', 'NOPERM']);
@@ -55,6 +80,8 @@ export interface CallSite {
   /** The method, e.g. `saveMessages`. */
   operation: string;
   sessionId: string;
+  /** What the call was for when it is not one session (a listing): e.g. `user "u1"`. */
+  scope?: string;
   /** The Redis key the call touched. */
   key: string;
 }
@@ -65,8 +92,14 @@ export class RedisConnection {
   readonly owned: boolean;
   readonly prefix: string;
   readonly timeoutMs: number;
+  readonly maxValueBytes: number;
+  readonly #owner: string;
   readonly #scripts = new Map<string, string>();
   #closed = false;
+  /** The last error of an owned connection's connect attempts, cleared once it is ready. */
+  #connectError: (Error & { code?: string }) | undefined;
+  /** Settles once the configured database is known to exist (single node, `db` > 0 only). */
+  #database: Promise<void> | undefined;
 
   constructor(options: RedisConnectionOptions, owner: string) {
     const given = [options.client !== undefined, options.url !== undefined, options.nodes !== undefined].filter(Boolean).length;
@@ -78,12 +111,15 @@ export class RedisConnection {
     this.prefix = checkPrefix(options.prefix ?? DEFAULT_PREFIX);
     const timeoutMs = checkPositiveNumber(owner, 'timeoutMs', options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     this.timeoutMs = timeoutMs;
+    this.maxValueBytes = checkInteger(owner, 'maxValueBytes', options.maxValueBytes ?? DEFAULT_MAX_VALUE_BYTES, 1);
+    this.#owner = owner;
     if (options.client !== undefined) {
       if (typeof options.client !== 'object' || options.client === null || typeof (options.client as Redis).evalsha !== 'function') {
         throw new ConfigurationError(`${owner}: \`client\` must be an ioredis Redis or Cluster instance.`);
       }
       this.client = options.client;
       this.owned = false;
+      this.#checkClusterDatabase();
       return;
     }
     const redisOptions: RedisOptions = {
@@ -116,8 +152,59 @@ export class RedisConnection {
       });
     }
     this.owned = true;
-    // Failures reach callers through their commands; without a listener ioredis prints every reconnect error.
-    this.client.on('error', () => {});
+    this.#checkClusterDatabase();
+    // Failures reach callers through their commands; without a listener ioredis prints every
+    // reconnect error. The last one says why commands fail while the connection is down.
+    this.client.on('error', (error: Error & { code?: string }) => {
+      if (error?.code !== undefined && CONNECT_FAILURES[error.code] !== undefined) this.#connectError = error;
+    });
+    this.client.on('ready', () => {
+      this.#connectError = undefined;
+    });
+  }
+
+  /** A cluster has database 0 only: any other index is refused, not silently ignored. */
+  #checkClusterDatabase(): void {
+    if (!this.isCluster) return;
+    const db = (this.client as Cluster).options?.redisOptions?.db;
+    if (db !== undefined && db !== 0) {
+      throw new ConfigurationError(
+        `${this.#owner}: database ${db} was asked of a Redis Cluster, which has database 0 only. Remove \`db\` from redisOptions, or give each application its own key prefix instead.`,
+      );
+    }
+  }
+
+  /**
+   * Checks once, before the first command, that the server has the database the connection
+   * selects (ioredis falls back to database 0 without a word when `SELECT` fails). Database 0 and
+   * clusters need no check. A failure to reach the server is not remembered: the next call checks again.
+   */
+  #checkDatabase(client: RedisClient): Promise<void> {
+    if (this.isCluster) return Promise.resolve();
+    const db = Number((client as Redis).options?.db ?? 0);
+    if (!db) return Promise.resolve();
+    this.#database ??= (async () => {
+      try {
+        await (client as Redis).select(db);
+      } catch (error) {
+        if (!(error instanceof Error) || !/DB index is out of range/i.test(error.message)) {
+          this.#database = undefined;
+          throw error;
+        }
+        let databases = 'a number of databases this connection may not read (CONFIG GET databases was refused)';
+        try {
+          const reply = (await (client as Redis).config('GET', 'databases')) as string[];
+          if (reply?.[1] !== undefined) databases = `${reply[1]} (databases 0-${Number(reply[1]) - 1})`;
+        } catch {
+          // Managed services often refuse CONFIG: the count stays unknown.
+        }
+        throw new ConfigurationError(
+          `${this.#owner}: the Redis server at ${this.describe()} has no database ${db}: its \`databases\` setting is ${databases}. Use an index it has in the url (redis://host:port/<db>), or raise \`databases\` in the server's configuration.`,
+          { cause: error },
+        );
+      }
+    })();
+    return this.#database;
   }
 
   /**
@@ -132,14 +219,20 @@ export class RedisConnection {
         `${site.operation} for session ${shortId(site.sessionId)} was called after close(); create a new instance.`,
       );
     }
-    return withDeadline(() => fn(this.client), {
-      timeoutMs: this.timeoutMs,
-      signal,
-      backend: 'redis',
-      operation: `Redis ${where(site)} on ${this.describe()}`,
-      hint: 'Check that the server is up and reachable, or raise timeoutMs.',
-      mapError: (error) => this.translate(error, site),
-    });
+    return withDeadline(
+      async () => {
+        await this.#checkDatabase(this.client);
+        return fn(this.client);
+      },
+      {
+        timeoutMs: this.timeoutMs,
+        signal,
+        backend: 'redis',
+        operation: `Redis ${where(site)} on ${this.describe()}`,
+        hint: 'Check that the server is up and reachable, or raise timeoutMs.',
+        mapError: (error) => this.translate(error, site),
+      },
+    );
   }
 
   /**
@@ -158,6 +251,20 @@ export class RedisConnection {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
       return client.eval(source, keys.length, ...keys, ...args);
     }
+  }
+
+  /**
+   * Refuses a value over `maxValueBytes` before it is sent.
+   * @throws SessionStateError at `path`, naming the size and the limit.
+   */
+  checkValueSize(text: string, path: string, what: string): void {
+    if (text.length <= this.maxValueBytes / 3) return; // at most 3 UTF-8 bytes per UTF-16 unit: surely within
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes <= this.maxValueBytes) return;
+    throw new SessionStateError(
+      path,
+      `${what} is ${bytes} bytes of JSON, over ${this.#owner}'s maxValueBytes (${this.maxValueBytes} bytes, ${formatBytes(this.maxValueBytes)}; Redis refuses values over its proto-max-bulk-len, 512 MB by default); nothing was written. Store large data by uri, or raise maxValueBytes together with the server's proto-max-bulk-len`,
+    );
   }
 
   /** A ctx error for what an ioredis call threw. */
@@ -181,6 +288,14 @@ export class RedisConnection {
     }
     if (isReply && !TRANSIENT_REPLIES.has(code)) {
       return new BackendUnavailableError('redis', `Redis failed ${at}: ${message}`, { cause: error });
+    }
+    const connect = this.#connectError ?? connectErrorOf(error);
+    if (!isReply && connect?.code !== undefined && CONNECT_FAILURES[connect.code] !== undefined) {
+      return new BackendUnavailableError(
+        'redis',
+        `Redis at ${this.describe()} ${CONNECT_FAILURES[connect.code]} (${connect.code}), so ${at} failed. Check that the server is running there and reachable (host, port, firewall), then retry.`,
+        { cause: connect },
+      );
     }
     return new BackendUnavailableError(
       'redis',
@@ -221,5 +336,10 @@ export class RedisConnection {
 
 /** `<operation> for session "<id>" (key "<key>")`, for error messages. */
 function where(site: CallSite): string {
-  return `${site.operation} for session ${shortId(site.sessionId)} (key ${shortId(site.key, 120)})`;
+  return `${site.operation} for ${site.scope ?? `session ${shortId(site.sessionId)}`} (key ${shortId(site.key, 120)})`;
+}
+
+/** The connect error a command failed with directly (not through the retry limit), if it was one. */
+function connectErrorOf(error: unknown): (Error & { code?: string }) | undefined {
+  return error instanceof Error && typeof (error as { code?: unknown }).code === 'string' ? (error as Error & { code: string }) : undefined;
 }

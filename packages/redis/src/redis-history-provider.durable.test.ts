@@ -54,7 +54,7 @@ describe('the save script: the opening batch of a turn replaces a stored earlier
 });
 
 describe("persistence: 'model-call' on Redis", () => {
-  it('writes once per model call: one script call each, the load and nothing else', async () => {
+  it('writes after each model call and each batch of tool results (at most two per step): one script call each, the load and nothing else', async () => {
     const client = singleClient();
     const history = new RedisHistoryProvider({ client, prefix: uniquePrefix('per-call') });
     const chat = new ScriptedChatClient({
@@ -69,7 +69,8 @@ describe("persistence: 'model-call' on Redis", () => {
     await history.countMessages('warm'); // connect first
     const commands = countCommands(client);
     await agent.run('go', { session: agent.getSessionById('per-call') });
-    expect(commands.names.filter((n) => n !== 'eval')).toEqual(['lrange', 'evalsha', 'evalsha', 'evalsha']);
+    // 3 model calls, 2 batches of tool results: 5 writes for 3 steps.
+    expect(commands.names.filter((n) => n !== 'eval')).toEqual(['lrange', 'evalsha', 'evalsha', 'evalsha', 'evalsha', 'evalsha']);
     expect(shape(await history.getMessages('per-call', { state }))).toEqual([
       'user go',
       'assistant a',

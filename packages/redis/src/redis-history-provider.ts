@@ -237,7 +237,9 @@ export class RedisHistoryProvider extends HistoryProvider {
       // What is stored must read back as what was saved: Message.parse refuses what JSON.stringify would change.
       Message.parse(m, `$.messages[${i}]`);
       if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
-      args.push(m.id, JSON.stringify(m));
+      const text = JSON.stringify(m);
+      this.#connection.checkValueSize(text, `$.messages[${i}]`, `Message ${shortId(m.id)}`);
+      args.push(m.id, text);
     }
     const operation = mode === 'append' ? 'saveMessages' : 'replaceMessages';
     const count = await this.#connection.call({ operation, sessionId, key: keys.messages }, signal, (c) =>

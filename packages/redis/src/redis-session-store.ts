@@ -178,6 +178,7 @@ export class RedisSessionStore implements SessionStore {
     const key = this.key(sessionId);
     const user = metadata.userId;
     const text = mode === 'reindex' ? '' : sessionText(json); // reindex writes no JSON
+    this.#connection.checkValueSize(text, '$', `Session ${shortId(sessionId)}`);
     const args = [mode, expected, text, etag, this.ttlSeconds ?? 0, sessionId, user ?? '', flag(user)];
     const site = { operation: mode === 'reindex' ? 'reindex' : 'set', sessionId, key };
     const ms = String(Date.parse(metadata.updatedAt));
@@ -301,6 +302,7 @@ export class RedisSessionStore implements SessionStore {
         keys,
         [want, after ? String(after.ms) : '', after?.sessionId ?? ''],
         options.signal,
+        userId === undefined ? 'the listing of every session' : `user ${shortId(userId)}`,
       )) as [number, string[], string[], (string | null)[]];
       total = Number(reply[0]);
       const entries = reply[1].map((sessionId, i) => readEntry(keys, sessionId, reply[2][i]!, reply[3][i] ?? null));
@@ -398,8 +400,9 @@ export class RedisSessionStore implements SessionStore {
     keys: IndexKeys,
     args: (string | number)[],
     signal?: AbortSignal,
+    scope?: string,
   ): Promise<unknown> {
-    return this.#connection.call({ operation, sessionId, key: keys.order }, signal, (c) =>
+    return this.#connection.call({ operation, sessionId, key: keys.order, ...(scope === undefined ? {} : { scope }) }, signal, (c) =>
       this.#connection.script(c, script, [keys.order, keys.meta, keys.expires], args),
     );
   }

@@ -8,6 +8,7 @@ export type { MessageGroup, MessageGroupKind } from '../compaction/message-group
 export { isTriggered } from '../compaction/triggers.js';
 export { describe as describeError, isAbortError, truncate } from '../errors.js';
 export { findNonJson, isPlainObject } from '../messages/json.js';
+export { formatBytes, jsonByteLength } from '../messages/json-bytes.js';
 export { countToolTokens, fitPrefix, fitToBudget, priorityOf, recordBudget } from '../policies/budget.js';
 export type { BudgetFit, FitToBudgetOptions } from '../policies/budget.js';
 export { cosineSimilarity } from '../retrieval/vectors.js';

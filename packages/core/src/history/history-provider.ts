@@ -237,7 +237,7 @@ export abstract class HistoryProvider implements ContextProvider {
       for (let i = done ?? 0; i < produced.length; i++) toStore.push(Message.withSource(produced[i]!, 'response', 'response'));
     if (toStore.length) {
       const turn = { inputIds: context.inputMessages.map((m) => m.id), opens: done === undefined };
-      await this.saveMessages(context.sessionId, await redact(toStore), { state, signal, report, turn });
+      await this.saveMessages(context.sessionId, redact ? await redact(toStore) : toStore, { state, signal, report, turn });
     }
     this.#stored.set(context, produced.length);
     return toStore.length > 0;

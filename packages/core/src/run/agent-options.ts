@@ -4,6 +4,7 @@ import { describeValue } from '../messages/json.js';
 import type { ContextProvider } from '../spec/run-view.js';
 import { checkUniqueToolNames, compileToolChecks } from '../tools/tool-validator.js';
 import type { AgentOptions } from './agent.js';
+import { type CheckedLimits, checkLimits } from './limits.js';
 
 /** Source ids the engine itself uses for attribution. */
 const RESERVED_SOURCE_IDS = new Set(['agent', 'input', 'response']);
@@ -11,14 +12,17 @@ const RESERVED_SOURCE_IDS = new Set(['agent', 'input', 'response']);
 /** `AgentOptions` checked, with defaults filled in. */
 export interface CheckedAgentOptions extends AgentOptions {
   name: string;
+  /** The `name` the agent was given, if any: its response messages carry it as `authorName`. */
+  authorName: string | undefined;
   contextProviders: readonly ContextProvider[];
   maxToolRoundtrips: number;
   persistence: 'run' | 'model-call';
+  limits: CheckedLimits;
 }
 
 /**
  * Checks what `createAgent` was given.
- * @throws ConfigurationError for a missing client, a bad `maxToolRoundtrips`, `persistence` or `redact`, duplicate or reserved
+ * @throws ConfigurationError for a missing client, a bad `maxToolRoundtrips`, `persistence`, `redact` or `limits`, duplicate or reserved
  *   source ids, two tools with one name, a `toolValidator` that cannot compile a tool's schema, or
  *   a contract version this copy of `@ctx/core` does not implement.
  */
@@ -41,9 +45,10 @@ export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
       `createAgent: redact must be a function (messages, info) => messages, got ${describeValue(options.redact)}.`,
     );
   }
+  const limits = checkLimits(options.limits);
   checkTools(options);
   const contextProviders = checkContextProviders(options.contextProviders ?? []);
-  return { ...options, name: options.name ?? 'agent', contextProviders, maxToolRoundtrips, persistence };
+  return { ...options, name: options.name ?? 'agent', authorName: options.name, contextProviders, maxToolRoundtrips, persistence, limits };
 }
 
 /**

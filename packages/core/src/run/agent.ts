@@ -9,18 +9,23 @@ import type { JsonValue } from '../spec/json.js';
 import type { GetSessionOptions, ListSessionsOptions, SessionPage, SessionStore } from '../spec/session-store.js';
 import type { SessionJson } from '../spec/session.js';
 import type { ToolValidator } from '../spec/tool-validator.js';
+import type { AgentLimits } from './limits.js';
 
 /** What `createAgent` takes. */
 export interface AgentOptions {
   /** The model: any `ChatClient` (`OpenAIChatClient`, `ScriptedChatClient`, ...). */
   client: ChatClient;
-  /** Default `agent`. Appears in diagnostics. */
+  /**
+   * Default `agent`. Appears in diagnostics. When given, the agent's response messages carry it as
+   * `authorName` (unless the client set one), so a transcript of several agents says who spoke.
+   */
   name?: string;
   /** System instructions, sent before those providers add. */
   instructions?: string;
   /**
    * The agent's tools. Names are unique (else `ConfigurationError`), and so are they within a run:
-   * a run's `options.tools` or a provider's `extendTools` reusing one of these names is a `ConfigurationError`.
+   * another tool that a run's `options.tools` or a provider's `extendTools` names like one of these is a
+   * `ConfigurationError` (the same tool object given again is offered once).
    */
   tools?: readonly Tool[];
   /**
@@ -46,10 +51,11 @@ export interface AgentOptions {
   providerTimeoutMs?: number;
   /**
    * When history providers store a turn. `'run'` (default): once, after the run succeeded.
-   * `'model-call'`: after every model call, before any tool runs: the first call stores the input
-   * with the model's response, each later call the tool results it was sent and its response, so a
-   * process that dies mid-run leaves the exact prefix that happened (each message once), and the
-   * next run answers calls left without results as interrupted. One history write per model call.
+   * `'model-call'`: after every model call, before any tool runs (the first call stores the input
+   * with the model's response), and after every batch of tool calls, before the next model call
+   * (their results, which were paid for, stay stored when that call fails), so a process that dies
+   * mid-run leaves the exact prefix that happened (each message once), and the next run answers
+   * calls left without results as interrupted. At most two history writes per tool-loop step.
    * With a `sessionStore`, the session is saved there after each write of a history that lives in
    * the session (the in-memory history), merging as `saveSession` does. A run that fails keeps what
    * it stored.
@@ -63,6 +69,13 @@ export interface AgentOptions {
    * the provider's failure). The model still sees the originals in the run that produced them.
    */
   redact?: Redactor;
+  /**
+   * Size limits on a run's input and on tool results (`maxMessageBytes`, default 8 MiB;
+   * `maxInputBytes`, default 16 MiB; bytes of JSON, data parts included). Input over a limit fails
+   * the run with an `InvalidInputError` before any provider, store or model sees it; a tool result
+   * over `maxMessageBytes` becomes an error result the model sees.
+   */
+  limits?: AgentLimits;
   /** Diagnostics: provider timings and contributions, tool calls, warnings, skips. */
   onEvent?: EventHandler;
 }
@@ -130,8 +143,9 @@ export interface AgentRunOptions {
   userId?: string;
   /**
    * Per-run model options. `tools` are offered besides the agent's for this run only; one name, one
-   * tool: a run tool named like one of the agent's (or like another run tool) is a `ConfigurationError`
-   * and the run does not start. `instructions` follow the agent's.
+   * tool: a run tool named like another of the agent's (or like another run tool) is a
+   * `ConfigurationError` and the run does not start; the agent's own tool object passed again is
+   * offered once. `instructions` follow the agent's.
    */
   options?: Omit<ChatOptions, 'signal' | 'conversationId' | 'tools'> & { tools?: readonly Tool[] };
   /**
@@ -147,8 +161,8 @@ export interface AgentRunOptions {
    * no call of the session waits any more; a run that leaves some unanswered runs what it answered
    * and ends with the rest in `pendingApprovals`, without a model call (new input is refused then).
    * Checked before anything runs: a call id that does not wait (unknown, already answered, or one
-   * that needed no approval), an id answered twice, or approvals without the session are a
-   * `ConfigurationError`. A run that fails leaves the calls waiting, so the answers can be sent again.
+   * that needed no approval), an id answered twice, or approvals without the session are an
+   * `InvalidInputError`. A run that fails leaves the calls waiting, so the answers can be sent again.
    */
   approvals?: readonly ToolApproval[];
   /** Aborts the run: it ends at once, rejecting with the signal's reason, and stores nothing. */

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError, isAbortError } from '../errors.js';
+import { ConfigurationError, InvalidInputError, isAbortError } from '../errors.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { Message } from '../messages/message.js';
 import { FileSessionStore } from '../session/file-session-store.js';
@@ -173,7 +173,7 @@ describe('tool approvals', () => {
       'c_big',
     ];
     for (const approvals of attempts) {
-      await expect(agent.run([], { session, approvals: approvals as never })).rejects.toThrow(ConfigurationError);
+      await expect(agent.run([], { session, approvals: approvals as never })).rejects.toThrow(InvalidInputError);
     }
     await expect(agent.run([], { approvals: [{ callId: 'c_big', approved: true }] })).rejects.toThrow(/pass that session/);
     expect(client.calls).toHaveLength(1);
@@ -183,6 +183,10 @@ describe('tool approvals', () => {
     await agent.run([], { session, approvals: [{ callId: 'c_big', approved: true }] });
     // Already answered: refused, and nothing runs twice.
     await expect(agent.run([], { session, approvals: [{ callId: 'c_big', approved: true }] })).rejects.toThrow(/already answered/);
+    // The session id is quoted once.
+    await expect(agent.run([], { session, approvals: [{ callId: 'c_big', approved: true }] })).rejects.toThrow(
+      `does not wait for approval in session ${JSON.stringify(session.sessionId)} (unknown`,
+    );
     expect(ran).toEqual(['balance', 'transfer 300']);
     expect(client.calls).toHaveLength(2);
   });
@@ -205,7 +209,10 @@ describe('tool approvals', () => {
     expect(partial.pendingApprovals?.map((a) => a.callId)).toEqual(['c_b']);
     expect(resultsIn(partial.messages).map((r) => r.callId)).toEqual(['c_a']);
     // New input while a call still waits is refused; the caller answers first.
-    await expect(agent.run('something else', { session })).rejects.toThrow(/waiting for approval/);
+    await expect(agent.run('something else', { session })).rejects.toThrow(InvalidInputError);
+    await expect(agent.run('something else', { session })).rejects.toThrow(
+      `Session ${JSON.stringify(session.sessionId)} has 1 tool call(s) waiting for approval ("c_b")`,
+    );
     // Survives the session JSON between the two answers.
     const again = agent.restoreSession(JSON.stringify(session));
     const res = await agent.run([], { session: again, approvals: [{ callId: 'c_b', approved: false }] });
@@ -359,6 +366,23 @@ describe('tool approvals', () => {
     const ids = stored.map((m) => m.id);
     expect(new Set(ids).size).toBe(ids.length);
     expect(resultsIn(stored).filter((r) => r.callId === 'c_big')).toHaveLength(1);
+    expectPaired(client);
+  });
+
+  it("with persistence 'model-call', stores the approved results before the model call that follows: that call failing runs nothing twice", async () => {
+    const { ran, tools } = bank();
+    const client = new ScriptedChatClient({ replies: [asksBoth, { error: new Error('rate limited') }, 'Sent 300.'] });
+    const agent = createAgent({ client, tools, persistence: 'model-call' });
+    const session = agent.createSession();
+    await agent.run('pay 300', { session });
+    await expect(agent.run([], { session, approvals: [{ callId: 'c_big', approved: true }] })).rejects.toThrow('rate limited');
+    // The transfer ran and its result is on record, though the model never saw it.
+    const stored = () => session.state.memory!.messages as Message[];
+    expect(resultsIn(stored()).map((r) => r.callId)).toEqual(['c_bal', 'c_big']);
+    const res = await agent.run([], { session, approvals: [{ callId: 'c_big', approved: true }] });
+    expect(res.text).toBe('Sent 300.');
+    expect(ran).toEqual(['balance', 'transfer 300']);
+    expect(resultsIn(stored()).filter((r) => r.callId === 'c_big')).toHaveLength(1);
     expectPaired(client);
   });
 });

@@ -281,6 +281,9 @@ describe('service-managed conversations', () => {
     const session = agent.createSession({ serviceSessionId: 'resp_1' });
     await expect(agent.run('hi', { session })).rejects.toThrow(ConfigurationError);
     await expect(agent.run('hi', { session })).rejects.toThrow(/cannot continue one, so the model would see no history/);
+    await expect(agent.run('hi', { session })).rejects.toThrow(
+      `Session ${JSON.stringify(session.sessionId)} continues a conversation the service keeps (serviceSessionId "resp_1")`,
+    );
     expect(client.calls).toHaveLength(0);
     // a new session on the same client runs, with the default history
     await agent.run('hi', { session: agent.createSession() });
@@ -563,5 +566,83 @@ describe('flush and backend timeouts', () => {
     expect(seen.tool!.agent).toBe(seen.provider);
     expect(seen.tool!.session).toBe(session);
     expect(seen.tool!.context.inputMessages.map((m) => Message.text(m))).toEqual(['hi']);
+  });
+});
+
+describe('choices where other agent frameworks differ', () => {
+  it('the response is final once the model has answered: a provider cannot replace it, so history stores what the caller gets', async () => {
+    const replacer: ContextProvider = {
+      sourceId: 'replacer',
+      afterRun: ({ context }) => {
+        context.response = { ...context.response!, text: 'replaced' };
+      },
+    };
+    const wrapper: ContextProvider = {
+      sourceId: 'wrapper',
+      async wrap({ context }, next) {
+        await next();
+        context.response = undefined;
+      },
+    };
+    for (const provider of [replacer, wrapper]) {
+      const agent = createAgent({ client: new ScriptedChatClient({ replies: ['original'] }), contextProviders: [provider] });
+      const session = agent.createSession();
+      const error = await agent.run('hi', { session }).catch((e: unknown) => e);
+      expect(ProviderError.isInstance(error)).toBe(true);
+      expect((error as Error).message).toMatch(/context.response is read-only once the model has answered/);
+    }
+    // reading it, and setting it before the model answers (a wrap that answers itself), still work
+    const answers: ContextProvider = {
+      sourceId: 'cache',
+      async wrap({ context }) {
+        context.response = { messages: [Message.assistant('cached')], text: 'cached' };
+      },
+    };
+    const agent = createAgent({ client: new ScriptedChatClient({ replies: [] }), contextProviders: [answers] });
+    expect((await agent.run('hi')).text).toBe('cached');
+  });
+
+  it('the same tool object given to the agent, to a run and by a provider is offered once; another tool of that name is refused', async () => {
+    const clock = defineTool({ name: 'clock', description: 'now', parameters: { type: 'object' }, execute: () => 'noon' });
+    const provider: ContextProvider = { sourceId: 'tools', beforeRun: ({ context }) => context.extendTools('tools', [clock]) };
+    const client = new ScriptedChatClient({ replies: ['ok'] });
+    const agent = createAgent({ client, tools: [clock], contextProviders: [provider] });
+    await agent.run('hi', { options: { tools: [clock] } });
+    expect(client.calls[0]!.options.tools!.map((t) => t.name)).toEqual(['clock']);
+    const other = defineTool({ name: 'clock', description: 'another', parameters: { type: 'object' }, execute: () => 'midnight' });
+    await expect(agent.run('hi', { options: { tools: [other] } })).rejects.toThrow(ConfigurationError);
+  });
+
+  it('an agent given a name signs its response messages with it (authorName), stored and sent back alike; without a name, none', async () => {
+    const call = { callId: 'c1', name: 'clock', arguments: '{}' };
+    const clock = defineTool({ name: 'clock', description: 'now', parameters: { type: 'object' }, execute: () => 'noon' });
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [call] }, 'It is noon.', 'Bye.'] });
+    const agent = createAgent({ client, name: 'planner', tools: [clock] });
+    const session = agent.createSession();
+    const res = await agent.run('time?', { session });
+    expect(res.messages.filter((m) => m.role === 'assistant').map((m) => m.authorName)).toEqual(['planner', 'planner']);
+    expect(res.messages.filter((m) => m.role === 'tool').map((m) => m.authorName)).toEqual([undefined]);
+    // the second model call of the run is sent the signed call, as the next run loads it from history
+    expect(client.calls[1]!.messages.find((m) => m.role === 'assistant')!.authorName).toBe('planner');
+    await agent.run('bye', { session });
+    expect(client.calls[2]!.messages.filter((m) => m.role === 'assistant').map((m) => m.authorName)).toEqual(['planner', 'planner']);
+
+    const unnamed = createAgent({ client: new ScriptedChatClient({ replies: ['hi'] }) });
+    expect((await unnamed.run('hi')).messages[0]!.authorName).toBeUndefined();
+  });
+
+  it('warns when a session continues a service-kept conversation and the response carries no conversation id', async () => {
+    const events: AgentEvent[] = [];
+    const client = new ScriptedChatClient({ replies: ['no id', { text: 'with id', conversationId: 'resp_2' }] });
+    const agent = createAgent({ client, onEvent: (e) => events.push(e) });
+    const session = agent.createSession({ serviceSessionId: 'resp_1' });
+    await agent.run('one', { session });
+    const warning = events.find((e) => e.type === 'warning' && e.code === 'conversation-id-missing');
+    expect(warning).toMatchObject({ message: expect.stringContaining('"resp_1"') });
+    expect(session.serviceSessionId).toBe('resp_1');
+    events.length = 0;
+    await agent.run('two', { session });
+    expect(events.some((e) => e.type === 'warning' && e.code === 'conversation-id-missing')).toBe(false);
+    expect(session.serviceSessionId).toBe('resp_2');
   });
 });

@@ -1,5 +1,5 @@
 import { shortId } from '../backend/checks.js';
-import { ConfigurationError, CtxError, type SessionStateError } from '../errors.js';
+import { ConfigurationError, CtxError, InvalidInputError, type SessionStateError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import { Message } from '../messages/message.js';
 import { AgentSession } from '../session/agent-session.js';
@@ -11,6 +11,7 @@ import type { AgentInput, AgentRunOptions } from './agent.js';
 import { approvalRound, pendingCallIds } from './approvals.js';
 import { type DefaultHistory, defaultHistory } from './default-history.js';
 import { persistModelCalls } from './persist-model-calls.js';
+import { type CheckedLimits, checkInputSize } from './limits.js';
 import { redactorFor } from './redact.js';
 import { runPipeline } from './pipeline.js';
 import { RunAbort } from './run-abort.js';
@@ -50,12 +51,13 @@ export async function executeRun(
   const session = runOptions.session ?? new AgentSession({ sessionId: runId });
   if (session.serviceSessionId !== undefined && client.continuesConversations === false) {
     throw new ConfigurationError(
-      `Session "${shortId(session.sessionId)}" continues a conversation the service keeps (serviceSessionId "${shortId(session.serviceSessionId)}"), but the ${client.provider} client for ${client.modelId} cannot continue one, so the model would see no history. Run it on a client that can (e.g. OpenAIResponsesClient), or start a new session.`,
+      `Session ${shortId(session.sessionId)} continues a conversation the service keeps (serviceSessionId ${shortId(session.serviceSessionId)}), but the ${client.provider} client for ${client.modelId} cannot continue one, so the model would see no history. Run it on a client that can (e.g. OpenAIResponsesClient), or start a new session.`,
     );
   }
   // Answers to calls waiting for approval are checked before anything runs.
   const hasInput = typeof input === 'string' || !Array.isArray(input) || input.length > 0;
   const approvals = approvalRound(runOptions.session, runOptions.approvals, hasInput);
+  const inputMessages = toMessages(input, options.limits);
   const started = emit ? performance.now() : 0;
   const onAbort = () => controller?.abort(runOptions.signal?.reason);
   if (runOptions.signal?.aborted) onAbort();
@@ -70,7 +72,7 @@ export async function executeRun(
   const context = new RunContext({
     sessionId: session.sessionId,
     serviceSessionId: session.serviceSessionId,
-    inputMessages: toMessages(input),
+    inputMessages,
     options: chatOptions,
     instructions: instructions || undefined,
     tools: options.tools ?? [],
@@ -123,6 +125,8 @@ export async function executeRun(
         context,
         abort,
         maxToolRoundtrips,
+        authorName: options.authorName,
+        maxMessageBytes: options.limits.maxMessageBytes,
         compaction,
         toolValidator,
         emit,
@@ -134,6 +138,7 @@ export async function executeRun(
     } catch (error) {
       context.error = error;
     }
+    context.finishResponse();
   };
   try {
     await runPipeline(providers, {
@@ -186,20 +191,22 @@ export async function executeRun(
 const NO_OPTIONS: NonNullable<AgentRunOptions['options']> = Object.freeze({});
 
 /**
- * The run's input as validated messages.
- * @throws ConfigurationError naming the offending path.
+ * The run's input as validated messages, within the agent's `limits`.
+ * @throws InvalidInputError naming the offending path, or the limit, the size and the message.
  */
-function toMessages(input: AgentInput): Message[] {
-  if (typeof input === 'string') return [Message.user(input)]; // valid as made
-  const list = Array.isArray(input) ? [...input] : [input as Message];
-  list.forEach((m, i) => {
-    try {
-      Message.parse(m, `$.input[${i}]`);
-    } catch (error) {
-      const { path, problem } = error as SessionStateError;
-      throw new ConfigurationError(`Invalid run input at ${path}: ${problem}`, { cause: error });
-    }
-  });
+function toMessages(input: AgentInput, limits: CheckedLimits): Message[] {
+  const list = typeof input === 'string' ? [Message.user(input)] : Array.isArray(input) ? [...input] : [input as Message];
+  if (typeof input !== 'string') {
+    list.forEach((m, i) => {
+      try {
+        Message.parse(m, `$.input[${i}]`);
+      } catch (error) {
+        const { path, problem } = error as SessionStateError;
+        throw new InvalidInputError(`Invalid run input at ${path}: ${problem}`, { cause: error });
+      }
+    });
+  }
+  checkInputSize(list, limits);
   return list;
 }
 

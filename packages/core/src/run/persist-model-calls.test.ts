@@ -51,7 +51,7 @@ const stored = (session: { state: Record<string, unknown> }, slot = 'memory') =>
 
 describe("persistence: 'model-call'", () => {
   for (const streaming of [false, true]) {
-    it(`stores the input with the first response, then per model call the results it was sent and its response (${streaming ? 'runStream' : 'run'})`, async () => {
+    it(`stores the input with the first response, then each batch of tool results before the next model call, then its response (${streaming ? 'runStream' : 'run'})`, async () => {
       const history = new RecordingHistory();
       const seenByTool: unknown[] = [];
       const agent = createAgent({
@@ -81,11 +81,14 @@ describe("persistence: 'model-call'", () => {
           { role: 'assistant', type: 'response', calls: ['c2'] },
         ],
       ]);
-      // One write per model call, in order, each message once; the end of the run writes nothing more.
+      // At most two writes per tool-loop step (the model's response, the tool results), in order,
+      // each message once; the end of the run writes nothing more.
       expect(history.batches).toEqual([
         { roles: ['user', 'assistant'], turn: { inputIds: [input.id], opens: true } },
-        { roles: ['tool', 'assistant'], turn: { inputIds: [input.id], opens: false } },
-        { roles: ['tool', 'assistant'], turn: { inputIds: [input.id], opens: false } },
+        { roles: ['tool'], turn: { inputIds: [input.id], opens: false } },
+        { roles: ['assistant'], turn: { inputIds: [input.id], opens: false } },
+        { roles: ['tool'], turn: { inputIds: [input.id], opens: false } },
+        { roles: ['assistant'], turn: { inputIds: [input.id], opens: false } },
       ]);
       expect(stored(session).map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
     });
@@ -106,25 +109,60 @@ describe("persistence: 'model-call'", () => {
       }),
     );
     expect(runs[0]!.batches).toBe(1);
-    expect(runs[1]!.batches).toBe(3);
+    expect(runs[1]!.batches).toBe(5);
     expect(runs[1]!.stored).toEqual(runs[0]!.stored);
     expect(runs[0]!.stored[0]).toEqual({ role: 'system', type: 'context', calls: [] });
   });
 
-  it('keeps what a failed run stored, and the next run answers its open calls as interrupted, the same way every time', async () => {
+  it('stores the tool results before the next model call: a failed call leaves them stored, and the next run sends them, not an interruption', async () => {
     const client = new ScriptedChatClient({
-      replies: [
-        { toolCalls: [{ name: 'lookup', callId: 'c1' }] },
-        { error: new Error('model down') },
-        'Sorry, that was interrupted.',
-        'Fine.',
-      ],
+      replies: [{ toolCalls: [{ name: 'lookup', callId: 'c1' }] }, { error: new Error('rate limited') }, 'Found it.'],
+    });
+    let ran = 0;
+    const events: AgentEvent[] = [];
+    const agent = createAgent({
+      client,
+      persistence: 'model-call',
+      tools: [lookup(() => `result ${++ran}`)],
+      onEvent: (e) => events.push(e),
+    });
+    const session = agent.createSession();
+    await expect(agent.run('find it', { session })).rejects.toThrow('rate limited');
+    // The paid-for result is stored although the model call it was sent to failed.
+    expect(stored(session)).toEqual([
+      { role: 'user', type: 'input', calls: [] },
+      { role: 'assistant', type: 'response', calls: ['c1'] },
+      { role: 'tool', type: 'response', calls: ['=c1'] },
+    ]);
+
+    await agent.run('go on', { session });
+    const next = client.calls[2]!.messages;
+    expect(next.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user']);
+    expect(next[2]!.contents).toEqual([{ type: 'function-result', callId: 'c1', name: 'lookup', result: 'result 1' }]);
+    expect(ran).toBe(1);
+    expect(events.filter((e) => e.type === 'warning' && e.code === 'interrupted-calls')).toEqual([]);
+  });
+
+  it('answers the calls of a run killed while its tools ran as interrupted, the same way every time', async () => {
+    const controller = new AbortController();
+    const client = new ScriptedChatClient({
+      replies: [{ toolCalls: [{ name: 'lookup', callId: 'c1' }] }, 'Sorry, that was interrupted.', 'Fine.'],
     });
     const events: AgentEvent[] = [];
-    const agent = createAgent({ client, persistence: 'model-call', tools: [lookup()], onEvent: (e) => events.push(e) });
+    const agent = createAgent({
+      client,
+      persistence: 'model-call',
+      tools: [
+        lookup(() => {
+          controller.abort(new Error('killed'));
+          return new Promise(() => {});
+        }),
+      ],
+      onEvent: (e) => events.push(e),
+    });
     const session = agent.createSession();
-    await expect(agent.run('find it', { session })).rejects.toThrow('model down');
-    // The call was stored before the tool ran; its result was never sent to a model that answered.
+    await expect(agent.run('find it', { session, signal: controller.signal })).rejects.toThrow('killed');
+    // The call was stored before the tool ran; the tool never finished.
     expect(stored(session)).toEqual([
       { role: 'user', type: 'input', calls: [] },
       { role: 'assistant', type: 'response', calls: ['c1'] },
@@ -132,7 +170,7 @@ describe("persistence: 'model-call'", () => {
 
     await agent.run('again', { session });
     await agent.run('and again', { session });
-    const [second, third] = [client.calls[2]!.messages, client.calls[3]!.messages];
+    const [second, third] = [client.calls[1]!.messages, client.calls[2]!.messages];
     expect(second.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'user']);
     const repair = second[2]!;
     expect(repair.contents).toEqual([

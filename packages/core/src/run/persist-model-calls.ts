@@ -27,8 +27,8 @@ export interface ModelCallPersistence {
 }
 
 /**
- * The tool loop's `onModelCall` for `persistence: 'model-call'`: every history provider of the run
- * stores what is new (`HistoryProvider.storeProgress`), innermost first as `afterRun` runs, each
+ * The tool loop's `onModelCall` for `persistence: 'model-call'` (after each model call and after
+ * each batch of tool results): every history provider of the run stores what is new (`HistoryProvider.storeProgress`), innermost first as `afterRun` runs, each
  * bounded like its hooks; then, when a history that lives in the session stored something, the
  * session is saved to the agent's store, merging what other runs saved meanwhile (as `agent.saveSession`
  * does). A failed save fails the run with a `ProviderError`; under

@@ -33,14 +33,18 @@ export class RunContext implements SessionContext {
   readonly inputMessages: readonly Message[];
   readonly options: Readonly<ChatOptions>;
   readonly metadata: Record<string, unknown> = {};
-  response: AgentResponse | undefined;
   error: unknown;
+  #response: AgentResponse | undefined;
+  /** Set once the model step has answered: from then on the response is what the caller gets. */
+  #responseFinal = false;
 
   readonly #messages = new Map<string, Message[]>();
   readonly #instructions: SourcedInstructions[] = [];
   readonly #tools: Tool[] = [];
   /** Who added each tool, by name, as error messages name them. */
   readonly #toolOwners = new Map<string, string>();
+  /** Each tool as it was given, by name: the same object given twice is offered once. */
+  readonly #givenTools = new Map<string, Tool>();
   /** Instructions and tools added per source, so `contributionOf` does not scan them. */
   readonly #added = new Map<string, { instructions: number; tools: number }>();
   readonly #stability: ReadonlyMap<string, 'stable' | 'per-run'>;
@@ -72,6 +76,7 @@ export class RunContext implements SessionContext {
   }
 
   #addTool(tool: Tool, owner: string, fix: string): void {
+    if (this.#givenTools.get(tool.name) === tool) return; // the same tool given to the agent and the run
     const taken = this.#toolOwners.get(tool.name);
     if (taken !== undefined) {
       throw new ConfigurationError(
@@ -79,6 +84,7 @@ export class RunContext implements SessionContext {
       );
     }
     this.#tools.push(tool);
+    this.#givenTools.set(tool.name, tool);
     // A tool carrying a provider's stamp (taken from another run's context) counts as that provider's.
     const stamp = (tool.metadata?.ctx as { sourceId?: unknown } | undefined)?.sourceId;
     if (typeof stamp === 'string') this.#addedBy(stamp).tools++;
@@ -90,6 +96,30 @@ export class RunContext implements SessionContext {
     let added = this.#added.get(sourceId);
     if (!added) this.#added.set(sourceId, (added = { instructions: 0, tools: 0 }));
     return added;
+  }
+
+  get response(): AgentResponse | undefined {
+    return this.#response;
+  }
+
+  /**
+   * Set by the model step. Once it has answered, the response is final: history stores it and the
+   * caller gets it, so the two never differ.
+   * @throws ConfigurationError when a provider replaces the response after the model step (in `afterRun`,
+   *   or in `wrap` after `next()`).
+   */
+  set response(response: AgentResponse | undefined) {
+    if (this.#responseFinal) {
+      throw new ConfigurationError(
+        'context.response is read-only once the model has answered: what history stores and what the caller gets must be the same response. Shape what the model sees in beforeRun (or in wrap before next()) instead.',
+      );
+    }
+    this.#response = response;
+  }
+
+  /** Makes the response final (the model step calls it once it has set `response` or `error`). */
+  finishResponse(): void {
+    this.#responseFinal = true;
   }
 
   get contextMessages(): ReadonlyMap<string, readonly Message[]> {
@@ -131,7 +161,9 @@ export class RunContext implements SessionContext {
     }
   }
 
-  extendTools(sourceId: string, tools: readonly Tool[]): void {
+  extendTools(sourceId: string, given: readonly Tool[]): void {
+    // A tool object the run already offers (the agent's own, say) is offered once.
+    const tools = given.filter((tool) => this.#givenTools.get(tool.name) !== tool);
     // All or nothing: a clash anywhere in the list adds none of them.
     const names = new Set<string>();
     for (const tool of tools) {
@@ -149,7 +181,10 @@ export class RunContext implements SessionContext {
     if (perRun || this.#perRunTools === 0) this.#tools.push(...stamped);
     else this.#tools.splice(this.#tools.length - this.#perRunTools, 0, ...stamped);
     if (perRun) this.#perRunTools += tools.length;
-    for (const tool of tools) this.#toolOwners.set(tool.name, `context provider "${sourceId}"`);
+    for (const tool of tools) {
+      this.#toolOwners.set(tool.name, `context provider "${sourceId}"`);
+      this.#givenTools.set(tool.name, tool);
+    }
     if (tools.length) this.#addedBy(sourceId).tools += tools.length;
   }
 

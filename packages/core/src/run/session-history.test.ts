@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkSessionId } from '../backend/checks.js';
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError, InvalidInputError } from '../errors.js';
 import { HistoryProvider, type HistoryProviderOptions } from '../history/history-provider.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { findRetriedTurn } from '../history/retried-turn.js';
@@ -437,7 +437,7 @@ describe('rewindSession', () => {
     await agent.run('hello', { session });
     await agent.run('pay', { session });
     expect(session.pending?.approvals).toHaveLength(1);
-    expect(ConfigurationError.isInstance(await rejection(() => agent.run('other', { session })))).toBe(true);
+    expect(InvalidInputError.isInstance(await rejection(() => agent.run('other', { session })))).toBe(true);
     const stored = await agent.getHistory(session);
     await agent.rewindSession(session, stored[1]!.id); // keeps the calls: still waiting
     expect(session.pending).toBeUndefined();

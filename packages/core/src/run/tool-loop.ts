@@ -9,6 +9,7 @@ import type { JsonValue } from '../spec/json.js';
 import type { FunctionCallContent, FunctionResultContent } from '../spec/message.js';
 import type { AgentView, SessionContext, SessionView, Tool, ToolExecuteOptions } from '../spec/run-view.js';
 import type { ToolArgumentsCheck, ToolValidator } from '../spec/tool-validator.js';
+import { shortId } from '../backend/checks.js';
 import { abortable } from '../backend/deadline.js';
 import { runCompaction } from '../compaction/run-compaction.js';
 import { compileToolChecks } from '../tools/tool-validator.js';
@@ -20,6 +21,7 @@ import { pairResults } from './pair-results.js';
 import type { RunAbort } from './run-abort.js';
 import type { RunStreamSink } from './run-stream.js';
 import { isMarkedSettled } from '../messages/settled-calls.js';
+import { toolResultTooLarge } from './limits.js';
 
 /** Everything one tool loop needs. */
 export interface ToolLoopRun {
@@ -29,6 +31,10 @@ export interface ToolLoopRun {
   context: SessionContext;
   abort: RunAbort;
   maxToolRoundtrips: number;
+  /** Set on the model's messages that carry no `authorName` (the agent's given `name`). */
+  authorName?: string | undefined;
+  /** A tool result larger than this (bytes of JSON) becomes an error result. Default: no limit. */
+  maxMessageBytes?: number | undefined;
   compaction: CompactionStrategy | undefined;
   /** Checks the arguments of tools without their own `validate`. */
   toolValidator: ToolValidator | undefined;
@@ -38,7 +44,8 @@ export interface ToolLoopRun {
   stream: RunStreamSink | undefined;
   /**
    * Set with `persistence: 'model-call'`: stores the run's response messages so far (model replies,
-   * function calls, tool results) after each model call, before any tool runs; the loop waits for it.
+   * function calls, tool results) after each model call, before any tool runs, and again once a
+   * batch of tool calls has its results, before the next model call; the loop waits for it.
    */
   onModelCall?: ((produced: readonly Message[]) => Promise<void>) | undefined;
   /** Call ids the session holds open on purpose (pending approvals): never answered as interrupted. */
@@ -101,6 +108,8 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
   let finishReason: FinishReason | undefined;
   let serviceConversation: string | undefined;
   let pendingApprovals: PendingApproval[] | undefined;
+  /** Whether the model answered at least once (a run that only answers approvals may not call it). */
+  let answered = false;
 
   for (let roundtrip = 0; ; roundtrip++) {
     const options: ChatOptions = { ...base };
@@ -140,7 +149,9 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       content: { messages: response.messages },
     });
 
-    produced.push(...response.messages);
+    answered = true;
+    const answer = run.authorName === undefined ? response.messages : withAuthor(response.messages, run.authorName);
+    produced.push(...answer);
     if (run.onModelCall) await run.onModelCall(produced);
     pending = [];
     usage = addUsage(usage, response.usage);
@@ -148,7 +159,7 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     if (response.conversationId !== undefined) conversationId = serviceConversation = response.conversationId;
     if (calls.length === 0) break;
     // What was sent, compacted if it was, is the base of the next call: a summary is made once, not per call.
-    sent = [...messages, ...response.messages];
+    sent = [...messages, ...answer];
 
     const limitReached = roundtrip >= run.maxToolRoundtrips;
     if (limitReached) {
@@ -168,6 +179,8 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       : await Promise.all(calls.map((call) => executeTool(call, byName.get(call.name), checks.get(call.name), run)));
     const results = outcomes.filter(isResult);
     const resultMessage = results.length ? await addResults(results, produced, run) : undefined;
+    // Results are paid for: stored before the next model call, which may fail.
+    if (resultMessage && run.onModelCall) await run.onModelCall(produced);
     pending = resultMessage ? [resultMessage] : [];
     if (results.length < outcomes.length) {
       // Some calls wait for approval: the model is sent nothing until every call of this response has a result.
@@ -178,12 +191,25 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     }
     if (limitReached) break;
   }
+  if (context.serviceSessionId !== undefined && serviceConversation === undefined && answered) {
+    emit?.({
+      type: 'warning',
+      runId,
+      code: 'conversation-id-missing',
+      message: `The session continues the service's conversation ${shortId(context.serviceSessionId)}, but the ${client.provider} client's response carried no conversation id; the session keeps the old id, so the service's copy of the conversation may not hold this turn.`,
+    });
+  }
   const extra: Parameters<typeof createAgentResponse>[1] = {};
   if (usage) extra.usage = usage;
   if (serviceConversation !== undefined) extra.conversationId = serviceConversation;
   if (finishReason) extra.finishReason = finishReason;
   if (pendingApprovals) extra.pendingApprovals = pendingApprovals;
   return createAgentResponse(produced, extra);
+}
+
+/** `messages`, each without an `authorName` given `name`. */
+function withAuthor(messages: readonly Message[], name: string): Message[] {
+  return messages.map((m) => (m.authorName === undefined ? { ...m, authorName: name } : m));
 }
 
 /**
@@ -214,6 +240,7 @@ async function resumeApprovals(
       }),
   );
   const resultMessage = results.length ? await addResults(results, produced, run) : undefined;
+  if (resultMessage && run.onModelCall) await run.onModelCall(produced);
   const kept = resultMessage ? [...held.messages, resultMessage] : held.messages;
   const waiting = held.approvals.filter((a) => !round.answers.has(a.callId) && !answered.has(a.callId));
   if (waiting.length > 0) {
@@ -356,6 +383,8 @@ async function executeTool(
   // Checked where it will sit in a message, so a result history can store never fails the run later.
   const tooDeep = jsonProblem(result, RESULT_DEPTH);
   if (tooDeep) return fail(`Tool "${call.name}" returned a value that cannot be stored: ${formatPath('$', tooDeep[0])} ${tooDeep[1]}.`);
+  const tooLarge = run.maxMessageBytes === undefined ? undefined : toolResultTooLarge(call.name, result, run.maxMessageBytes);
+  if (tooLarge) return fail(tooLarge);
   run.emit?.({
     type: 'tool-end',
     runId: run.runId,

@@ -100,6 +100,14 @@ describe('AgentSession', () => {
     );
   });
 
+  it('takes a session without state as one no provider has written to yet; a state that is not an object is still refused', () => {
+    const { state: _, ...json } = v2({});
+    const restored = agent.restoreSession(json);
+    expect(restored.state).toEqual({});
+    expect(restored.toJSON().state).toEqual({});
+    expectStateError(v2({ state: null }), '$.state');
+  });
+
   it('keeps state of providers the agent does not know', () => {
     const restored = agent.restoreSession(v2({ state: { elsewhere: { x: [1] } } }));
     expect(restored.state.elsewhere).toEqual({ x: [1] });

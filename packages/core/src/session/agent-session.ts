@@ -220,7 +220,9 @@ function checkSession(value: unknown): SessionJson {
       `unsupported session version ${describeValue(value.version)}; this version of @ctx/core reads versions 1 and ${SESSION_VERSION}`,
     );
   }
-  const { sessionId, serviceSessionId, state } = value;
+  const { sessionId, serviceSessionId } = value;
+  // No state at all is a session no provider has written to yet (hand-written JSON, say).
+  const state = value.state === undefined ? {} : value.state;
   if (typeof sessionId !== 'string' || sessionId.length === 0) throw new SessionStateError('$.sessionId', 'must be a non-empty string');
   if (serviceSessionId !== undefined && serviceSessionId !== null && typeof serviceSessionId !== 'string') {
     throw new SessionStateError('$.serviceSessionId', `must be a string when present, got ${describeValue(serviceSessionId)}`);

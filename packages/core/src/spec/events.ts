@@ -193,7 +193,12 @@ export type WarningCode =
   /** The agent's compaction strategy failed or declined (e.g. a blank summary); the uncompacted list was sent. */
   | 'compaction-failed'
   /** Function calls of an earlier, interrupted run had no result; each was answered with an error result saying so. */
-  | 'interrupted-calls';
+  | 'interrupted-calls'
+  /**
+   * The session continues a conversation the service keeps (`serviceSessionId`), but the client's
+   * response carried no conversation id: the session keeps the old one, which may not hold this turn.
+   */
+  | 'conversation-id-missing';
 
 /** Receives diagnostic events; an OpenTelemetry bridge can sit here. Must not throw. */
 export interface EventHandler {

@@ -67,7 +67,11 @@ export interface SessionContext {
   readonly options: Readonly<ChatOptions>;
   /** Free-form data providers may share within one run. */
   readonly metadata: Record<string, unknown>;
-  /** The model's answer, set before `afterRun` hooks run. */
+  /**
+   * The model's answer, set before `afterRun` hooks run. Final from then on: history stores it and
+   * the caller gets it, so replacing it in `afterRun` (or in `wrap` after `next()`) throws a
+   * `ConfigurationError`.
+   */
   response: AgentResponse | undefined;
   /** Why the run failed, set before `afterRun` hooks run; history providers store nothing then. */
   error: unknown;
@@ -77,7 +81,8 @@ export interface SessionContext {
   readonly instructions: readonly SourcedInstructions[];
   /**
    * Tools of this run: the agent's, then the run's own (`options.tools`), then those providers added
-   * (stamped with their `sourceId`). Names are unique: one name, one tool.
+   * (stamped with their `sourceId`). Names are unique: one name, one tool (the same tool object given
+   * twice, to the agent and to a run, say, is offered once).
    */
   readonly tools: readonly Tool[];
   /**
@@ -94,8 +99,9 @@ export interface SessionContext {
   extendInstructions(sourceId: string, text: string | readonly string[]): void;
   /**
    * Adds tools from `sourceId`, stamped `tool.metadata.ctx.sourceId`. One name, one tool: a tool never
-   * replaces another, as a run's `options.tools` never replace the agent's.
-   * @throws ConfigurationError when a tool's name is already taken in this run (by the agent, the
+   * replaces another, as a run's `options.tools` never replace the agent's. A tool object the run
+   * already offers is left out (offered once).
+   * @throws ConfigurationError when a tool's name is already taken in this run by another tool (the agent's, the
    *   run's `options.tools` or another provider) or appears twice in `tools`; none of them is added then.
    */
   extendTools(sourceId: string, tools: readonly Tool[]): void;
@@ -191,8 +197,10 @@ export interface ProviderRunArgs<TState extends JsonObject = JsonObject> {
    * The messages as this provider may write them anywhere (a history, a memory service): the agent's
    * `redact` applied (e.g. personal data masked), or the same messages when it has none. Ids and
    * order are kept. The model still sees the originals in this run. Call it before every write.
+   * The agent always sets it; a caller that builds these arguments itself (a provider's unit test)
+   * may leave it out, which means the messages as they are: write `redact ? await redact(m) : m`.
    */
-  redact(messages: readonly Message[]): Promise<Message[]>;
+  redact?(messages: readonly Message[]): Promise<Message[]>;
 }
 
 /** What `onSessionDeleted` receives. */

@@ -1,0 +1,37 @@
+import { type Agent, type ChatClient, createAgent, defineTool } from '@ctx/core';
+import { RedisHistoryProvider, RedisSessionStore } from '@ctx/redis';
+import type { Redis } from 'ioredis';
+
+/** The largest message a user may send, in bytes of its JSON: a long pasted document, not a 200 MB file. */
+export const MAX_MESSAGE_BYTES = 256 * 1024;
+
+const weather = defineTool({
+  name: 'weather',
+  description: 'The weather in a city today.',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  execute: ({ city }) => `Sunny and 24 °C in ${String(city)}`,
+});
+
+const bookTable = defineTool({
+  name: 'book_table',
+  description: 'Books a table at the restaurant; the user approves each booking.',
+  parameters: { type: 'object', properties: { people: { type: 'number' } }, required: ['people'] },
+  needsApproval: true,
+  execute: ({ people }) => `a table for ${String(people)} at 8 pm`,
+});
+
+/**
+ * The chat agent: history and sessions in Redis under `prefix`, a weather tool, a booking tool that
+ * waits for the user's approval, and input limits an HTTP request cannot get past.
+ */
+export function createChatAgent(options: { redis: Redis; client: ChatClient; prefix?: string }): Agent {
+  const { redis, prefix = 'http-chat' } = options;
+  return createAgent({
+    client: options.client,
+    instructions: 'You are a helpful restaurant assistant.',
+    tools: [weather, bookTable],
+    contextProviders: [new RedisHistoryProvider({ client: redis, prefix })],
+    sessionStore: new RedisSessionStore({ client: redis, prefix }),
+    limits: { maxMessageBytes: MAX_MESSAGE_BYTES, maxInputBytes: MAX_MESSAGE_BYTES },
+  });
+}
