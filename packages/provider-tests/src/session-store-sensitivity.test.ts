@@ -317,7 +317,6 @@ const storeFaults: Record<StoreFault, readonly string[]> = {
     store.badMetadata,
     store.tooDeep,
     store.getUser,
-    store.agentConflict,
   ],
   'drops-forked-from': [store.metadata],
   'null-when-missing': [store.unknown, store.delete, store.missing, store.hostile, store.nonJson, store.badMetadata],
