@@ -48,6 +48,20 @@ describe('withPolicies: when', () => {
     expect(fromSource(client.calls[1]!.messages, 'notes').map(Message.text)).toEqual(['notes says hi']);
   });
 
+  it("keeps the provider's mergeState, so a wrapped slot still merges when two saves changed it", () => {
+    const merging: ContextProvider<{ runs?: number }> = {
+      ...spy('counted', []),
+      mergeState: ({ base, ours, theirs }) => ({ runs: (ours.runs ?? 0) + (theirs.runs ?? 0) - (base.runs ?? 0) }),
+    };
+    const gated = withPolicies(merging, { when: () => false });
+    expect(
+      gated.mergeState?.({ base: { runs: 1 }, ours: { runs: 2 }, theirs: { runs: 3 }, path: '$.state.counted', sessionId: 's' }),
+    ).toEqual({
+      runs: 4,
+    });
+    expect(withPolicies(spy('plain', []), {}).mergeState).toBeUndefined();
+  });
+
   it('gates a wrap provider too', async () => {
     const log: string[] = [];
     const around: ContextProvider = {

@@ -27,8 +27,8 @@ export interface ProviderPolicies {
 /**
  * Gives any provider, yours or a third party's, the `when` and `budget` policies. Returns a
  * provider with the same `sourceId`, `onError`, `stability`, `timeoutMs` and `validateState`, so it keeps the same state
- * slot and attribution, and the same `flush` and session and user-data hooks (`onSessionCreated`, `onSessionDeleted`,
- * `exportUserData`, `deleteUserData`), which are never gated.
+ * slot and attribution, and the same `flush`, `mergeState` and session and user-data hooks (`onSessionCreated`,
+ * `onSessionDeleted`, `exportUserData`, `deleteUserData`), which are never gated.
  *
  * - `when`: decided in `beforeRun` (or before `wrap`); when it declines, the inner provider's hooks
  *   do not run in that run, its `afterRun` included.
@@ -62,6 +62,7 @@ export function withPolicies<TState extends JsonObject = JsonObject>(
   if (provider.timeoutMs !== undefined) wrapped.timeoutMs = provider.timeoutMs;
   if (provider.validateState) wrapped.validateState = (state, path) => provider.validateState!(state, path);
   if (provider.flush) wrapped.flush = (options) => provider.flush!(options);
+  if (provider.mergeState) wrapped.mergeState = (args) => provider.mergeState!(args);
   // The session and user-data hooks are not gated: a session deleted or a user's data exported
   // concerns the provider whether or not it took part in a run.
   if (provider.onSessionCreated) wrapped.onSessionCreated = (args) => provider.onSessionCreated!(args);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SessionStateError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
+import { InMemorySessionStore } from '../session/in-memory-session-store.js';
 import type { ChatOptions } from '../spec/chat-client.js';
 import type { AgentEvent } from '../spec/events.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
@@ -230,6 +231,54 @@ describe('WhiteboardProvider', () => {
     await expect(agent.run('again', { session })).rejects.toThrow('model down');
     expect(client.calls).toHaveLength(3); // no update call after the failed run
     expect(whiteboard.entriesOf(session).map((e) => e.text)).toEqual(['Go']);
+  });
+
+  it('two turns saved at once on one session merge their boards: removals, updates and both new entries, ids kept apart', async () => {
+    const store = new InMemorySessionStore();
+    const boardClient = new ScriptedChatClient({
+      replies: (messages) => {
+        const prompt = Message.text(messages[0]!);
+        if (prompt.includes('seed turn'))
+          return json({
+            add: [
+              { kind: 'requirement', text: 'Trip for 2' },
+              { kind: 'proposal', text: 'Fly on Friday' },
+            ],
+          });
+        if (prompt.includes('from a')) return json({ add: [{ kind: 'decision', text: 'Take the train' }], remove: ['p2'] });
+        return json({ add: [{ kind: 'decision', text: 'Book the hotel' }], update: [{ id: 'r1', text: 'Trip for 3' }] });
+      },
+    });
+    const make = () =>
+      createAgent({
+        client: new ScriptedChatClient({ replies: () => 'Sure.' }),
+        sessionStore: store,
+        contextProviders: [new WhiteboardProvider({ client: boardClient })],
+      });
+    const [a, b] = [make(), make()];
+    await a.run('seed turn', { sessionId: 'trip' });
+    const mine = (await a.getSession('trip'))!;
+    const theirs = (await b.getSession('trip'))!;
+    await a.run('from a', { session: mine });
+    await b.run('from b', { session: theirs });
+    await b.saveSession(theirs);
+    await a.saveSession(mine);
+    const board = new WhiteboardProvider({ client: boardClient }).entriesOf((await a.getSession('trip'))!);
+    expect(board.map(({ id, kind, text }) => ({ id, kind, text }))).toEqual([
+      { id: 'r1', kind: 'requirement', text: 'Trip for 3' },
+      { id: 'd3', kind: 'decision', text: 'Book the hotel' },
+      { id: 'd4', kind: 'decision', text: 'Take the train' },
+    ]);
+    expect((await store.get('trip'))!.session.state.whiteboard!.nextId).toBe(4);
+    // Both turns of the default history are kept too.
+    expect(((await store.get('trip'))!.session.state.memory!.messages as Message[]).map(Message.text)).toEqual([
+      'seed turn',
+      'Sure.',
+      'from b',
+      'Sure.',
+      'from a',
+      'Sure.',
+    ]);
   });
 
   it('rejects malformed state on restore, naming the path', () => {

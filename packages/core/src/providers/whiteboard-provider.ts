@@ -1,5 +1,5 @@
 import { ConfigurationError, CtxError, SessionStateError } from '../errors.js';
-import { isPlainObject, pathJoin } from '../messages/json.js';
+import { isPlainObject, jsonEqual, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
 import { type BudgetPolicy, fitPrefix, recordBudget, resolveBudget, type ResolvedBudget } from '../policies/budget.js';
 import { checkDecayPolicy, DecayingList, type DecayPolicy } from '../policies/decay.js';
@@ -7,7 +7,7 @@ import { type ProviderGate, RunGate } from '../policies/gate.js';
 import type { AgentSession } from '../session/agent-session.js';
 import type { ChatClient } from '../spec/chat-client.js';
 import type { JsonObject, JsonValue } from '../spec/json.js';
-import type { ContextProvider, ProviderRunArgs, SessionContext } from '../spec/run-view.js';
+import type { ContextProvider, MergeStateArgs, ProviderRunArgs, SessionContext } from '../spec/run-view.js';
 
 /** What a whiteboard entry records. */
 export type WhiteboardKind = 'requirement' | 'proposal' | 'decision' | 'action';
@@ -114,6 +114,18 @@ Keep everything else unchanged by not mentioning it. Record only what the turn e
 small talk. Return empty lists when nothing changed.`;
 
 type StoredEntry = { id: string; kind: WhiteboardKind; text: string };
+/** An entry as the state slot holds it. */
+type StoredBoardEntry = { value: StoredEntry; addedAt: number };
+
+/** The entries of a board's state slot, or undefined when they are malformed. */
+function boardOf(slot: JsonObject): readonly StoredBoardEntry[] | undefined {
+  try {
+    DecayingList.validate(slot.entries, '$.entries', checkEntry);
+  } catch {
+    return undefined;
+  }
+  return (slot.entries ?? []) as unknown as StoredBoardEntry[];
+}
 
 /**
  * Keeps the requirements, proposals, decisions and actions of a conversation in the session state,
@@ -228,6 +240,42 @@ export class WhiteboardProvider implements ContextProvider {
     const text = response.messages.map((m) => Message.text(m)).join('');
     const update = parseUpdate(text, this.sourceId); // throws before anything changed
     this.#apply(state, list, update);
+  }
+
+  /**
+   * Merges the board of two saves of one session made at once (`agent.saveSession` calls it on a
+   * conflict), entry by entry: an entry either side removed is gone; one only we changed takes our
+   * version, else theirs; the entries both added are kept, ours renumbered when theirs took the same
+   * id, and dropped when theirs added the same text of the same kind. Undefined when a board is
+   * malformed (a `ConcurrencyError` then).
+   */
+  mergeState({ base, ours, theirs }: MergeStateArgs): JsonObject | undefined {
+    const [b, o, t] = [boardOf(base), boardOf(ours), boardOf(theirs)];
+    if (!b || !o || !t) return undefined;
+    const byId = (list: readonly StoredBoardEntry[]) => new Map(list.map((e) => [e.value.id, e]));
+    const [baseIds, ourIds, theirIds] = [byId(b), byId(o), byId(t)];
+    const entries: StoredBoardEntry[] = [];
+    for (const entry of t) {
+      const before = baseIds.get(entry.value.id);
+      if (!before) {
+        entries.push(entry); // theirs, new
+        continue;
+      }
+      const mine = ourIds.get(entry.value.id);
+      if (!mine) continue; // we removed it
+      entries.push(jsonEqual(mine, before) ? entry : mine);
+    }
+    const numbers = [b, o, t].flatMap((list) => list.map((e) => Number.parseInt(e.value.id.slice(1), 10) || 0));
+    const counters = [base, ours, theirs].map((slot) => (typeof slot.nextId === 'number' ? slot.nextId : 0));
+    let nextId = Math.max(0, ...numbers, ...counters);
+    const theirsAdded = t.filter((e) => !baseIds.has(e.value.id));
+    const same = (x: StoredEntry, y: StoredEntry) => x.kind === y.kind && x.text.toLowerCase() === y.text.toLowerCase();
+    for (const entry of o) {
+      if (baseIds.has(entry.value.id) || theirsAdded.some((e) => same(e.value, entry.value))) continue;
+      const id = theirIds.has(entry.value.id) ? `${ID_PREFIX[entry.value.kind]}${++nextId}` : entry.value.id;
+      entries.push({ ...entry, value: { ...entry.value, id } });
+    }
+    return { ...theirs, entries: entries as unknown as JsonValue[], nextId };
   }
 
   #apply(state: JsonObject, list: DecayingList<StoredEntry>, update: WhiteboardUpdate): void {
