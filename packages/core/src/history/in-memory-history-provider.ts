@@ -9,6 +9,7 @@ import type { JsonObject, JsonValue } from '../spec/json.js';
 import type { ProviderRunArgs } from '../spec/run-view.js';
 import { forkLength, HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
 import { HistoryViews } from './history-views.js';
+import { messageIdConflict, sameMessageContent } from './message-conflict.js';
 import { findRetriedTurn } from './retried-turn.js';
 
 /** Checks every message of a batch before any is stored. */
@@ -16,9 +17,6 @@ function checkMessages(messages: readonly Message[]): void {
   if (!Array.isArray(messages)) throw new SessionStateError('$.messages', `must be an array of messages, got ${describeValue(messages)}`);
   for (let i = 0; i < messages.length; i++) Message.parse(messages[i], formatPath('$.messages', [i]));
 }
-
-/** How many of the newest stored ids a save checks, so a retried turn is not stored twice. */
-const DEDUPE_WINDOW = 256;
 
 /**
  * History kept in the session itself (`state.messages`), so it serializes with the session and
@@ -51,8 +49,10 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const all = this.#list(args.state);
     const start = this.maxMessages === undefined ? 0 : Math.max(0, all.length - this.maxMessages);
     const loaded = this.#views.of(all, start, (i) => this.#prepare(all, i));
-    const retried = this.retriedTurnStart(all, args);
-    const kept = dropLeadingResults(retried === undefined ? loaded : loaded.slice(0, Math.max(0, retried - start)));
+    const retried = this.retriedTurn(all, args);
+    const kept = dropLeadingResults(
+      retried === undefined ? loaded : loaded.filter((_, i) => i + start < retried.start || i + start >= retried.end),
+    );
     args.context.extendMessages(this.sourceId, markAttributed(kept, this.sourceId, 'history'), 'history');
   }
 
@@ -71,23 +71,47 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   }
 
   /**
-   * Appends `messages`, skipping those whose id is among the newest 256 stored. The opening batch
-   * of a turn (`turn.opens`) first removes a stored earlier attempt of that turn (`findRetriedTurn`),
-   * so a retried run stores its turn once, with its own reply.
-   * @throws SessionStateError naming `$.messages[i]...` when a message is not plain JSON (nothing is stored).
+   * Appends `messages`, skipping those whose id is stored with the same content (a retried save).
+   * A batch of a run (`turn`) goes where its turn is stored: the opening batch (`turn.opens`)
+   * replaces a stored earlier attempt of that turn in place (`findRetriedTurn`), so a retried run
+   * stores its turn once, with its own reply; a later batch goes right after the turn.
+   * @throws SessionStateError naming `$.messages[i]...` when a message is not plain JSON, or (from
+   *   `messageIdConflict`, with a `message-id-conflict` diagnostic) when its id is stored with other
+   *   content; nothing is stored either way.
    */
-  async saveMessages(_sessionId: string, messages: readonly Message[], { state, turn }: SaveHistoryArgs): Promise<void> {
+  async saveMessages(sessionId: string, messages: readonly Message[], { state, turn, report }: SaveHistoryArgs): Promise<void> {
     checkMessages(messages);
     const all = this.#list(state);
-    const retried = turn?.opens ? findRetriedTurn(all, turn.inputIds) : undefined;
-    if (retried !== undefined) all.splice(retried);
-    const recentFrom = Math.max(0, all.length - DEDUPE_WINDOW);
-    const stored = (id: string) => {
-      for (let i = all.length - 1; i >= recentFrom; i--) if ((all[i] as { id?: unknown } | null)?.id === id) return true;
-      return false;
-    };
-    // Copies share strings and frozen parts: a stored message costs its structure, not a second copy of its text.
-    for (const m of messages.filter((m) => !stored(m.id))) all.push(frozenMessage(m));
+    const inputs = turn ? messages.filter((m) => turn.inputIds.includes(m.id)) : [];
+    const span = turn ? findRetriedTurn(all, turn.inputIds, inputs) : undefined;
+    const replacing = turn?.opens === true && span !== undefined;
+    const at = new Map<string, number>();
+    for (let i = all.length - 1; i >= 0; i--) {
+      const id = (all[i] as { id?: unknown } | null)?.id;
+      if (typeof id === 'string') at.set(id, i);
+    }
+    const fresh: Message[] = [];
+    const batch = new Map<string, Message>();
+    messages.forEach((m, index) => {
+      const conflict = () => messageIdConflict({ sourceId: this.sourceId, sessionId, messageId: m.id, index, batchSize: messages.length, report });
+      const earlier = batch.get(m.id);
+      if (earlier !== undefined) {
+        if (!sameMessageContent(earlier, m)) throw conflict();
+        return;
+      }
+      batch.set(m.id, m);
+      const stored = at.get(m.id);
+      // The entries of an attempt being replaced give way to the batch, whatever they held.
+      if (stored !== undefined && !(replacing && stored >= span.start && stored < span.end)) {
+        if (!sameMessageContent(all[stored], m)) throw conflict();
+        return;
+      }
+      // Copies share strings and frozen parts: a stored message costs its structure, not a second copy of its text.
+      fresh.push(frozenMessage(m));
+    });
+    if (replacing) all.splice(span.start, span.end - span.start, ...(fresh as unknown as JsonValue[]));
+    else if (span !== undefined && span.end < all.length) all.splice(span.end, 0, ...(fresh as unknown as JsonValue[]));
+    else for (const m of fresh) all.push(m as unknown as JsonValue);
   }
 
   /**
