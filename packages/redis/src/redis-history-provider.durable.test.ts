@@ -15,7 +15,7 @@ import {
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { startRedisServer, type RedisServer } from '@ctx/redis-test-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countCommands, env, singleClient, uniquePrefix } from '../test/helpers.js';
+import { clusterClient, countCommands, env, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisHistoryProvider } from './redis-history-provider.js';
 
 const packageRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -81,6 +81,40 @@ describe('the save script: the opening batch of a turn replaces a stored earlier
     expect((error as SessionStateError).path).toBe('$.messages[1].id');
     expect((await history.getMessages('s4', { state })).map((x) => x.id)).toEqual(['u0', 'r0']);
   });
+});
+
+describe('concurrent turns on one conversation, each retried', () => {
+  for (const [topology, client] of [
+    ['single node', singleClient()],
+    ['cluster', clusterClient()],
+  ] as const) {
+    it(`every retried caller's reply is the one stored for its turn, and no retry is sent its earlier attempt (${topology})`, async () => {
+      const history = new RedisHistoryProvider({ client, prefix: uniquePrefix('concurrent-retries') });
+      let calls = 0;
+      const chat = new ScriptedChatClient({
+        replies: (messages) => ({ text: `${Message.text(messages.at(-1)!)}: reply ${++calls}`, delayMs: calls % 3 }),
+      });
+      const agent = createAgent({ client: chat, contextProviders: [history] });
+      const sessionId = `conversation-${Math.random().toString(36).slice(2)}`;
+      const inputs = Array.from({ length: 5 }, (_, i) => Message.user(`question ${i}`));
+      await Promise.all(inputs.map((input) => agent.run(input, { session: agent.getSessionById(sessionId) })));
+      // Every caller lost its reply and retries with the same input message.
+      const retried = await Promise.all(inputs.map((input) => agent.run(input, { session: agent.getSessionById(sessionId) })));
+      const stored = await history.getMessages(sessionId, { state });
+      expect(stored).toHaveLength(10);
+      inputs.forEach((input, i) => {
+        const at = stored.findIndex((m) => m.id === input.id);
+        expect(stored[at + 1]!.id, `the turn of question ${i}`).toBe(retried[i]!.messages[0]!.id);
+      });
+      for (const call of chat.calls.slice(5)) {
+        const question = call.messages.at(-1)!;
+        expect(
+          call.messages.slice(0, -1).some((m) => Message.text(m).startsWith(`${Message.text(question)}:`) || m.id === question.id),
+          `the retry of ${Message.text(question)} was sent its earlier attempt`,
+        ).toBe(false);
+      }
+    });
+  }
 });
 
 describe("persistence: 'model-call' on Redis", () => {
