@@ -1208,7 +1208,10 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
           const session = agent.createSession();
           await agent.run('one', { session });
           const error = await expectRejection(agent.run('two', { session }), () => true, 'the second turn');
-          expect(causes(error).some((e) => SessionStateError.isInstance(e)), String(error)).toBe(true);
+          expect(
+            causes(error).some((e) => SessionStateError.isInstance(e)),
+            String(error),
+          ).toBe(true);
           expect(texts(await load(provider, session))).toEqual(['user:one', 'assistant:re: one']);
         },
         !capabilities.dedupesByMessageId,

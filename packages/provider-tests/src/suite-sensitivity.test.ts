@@ -136,7 +136,14 @@ class MapHistoryProvider extends HistoryProvider {
       const inSpan = replacing && index !== undefined && index >= span!.start && index < span!.end;
       if (((index !== undefined && !inSpan) || ids.has(m.id) || this.#popped.has(m.id)) && this.#fault !== 'no-dedupe') {
         if (index !== undefined && !inSpan && !sameMessageContent(stored[index], m) && this.#fault !== 'skips-conflicts')
-          throw messageIdConflict({ sourceId: this.sourceId, sessionId, messageId: m.id, index: i, batchSize: messages.length, report: args?.report });
+          throw messageIdConflict({
+            sourceId: this.sourceId,
+            sessionId,
+            messageId: m.id,
+            index: i,
+            batchSize: messages.length,
+            report: args?.report,
+          });
         continue;
       }
       ids.add(m.id);

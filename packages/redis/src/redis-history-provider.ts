@@ -269,7 +269,14 @@ export class RedisHistoryProvider extends HistoryProvider {
     checkIds(reply, keys);
     if (Array.isArray(reply) && reply[0] === CONFLICT) {
       const index = indexes[Number(reply[2])] ?? 0;
-      throw messageIdConflict({ sourceId: this.sourceId, sessionId, messageId: String(reply[1]), index, batchSize: messages.length, report });
+      throw messageIdConflict({
+        sourceId: this.sourceId,
+        sessionId,
+        messageId: String(reply[1]),
+        index,
+        batchSize: messages.length,
+        report,
+      });
     }
     return Number(reply);
   }

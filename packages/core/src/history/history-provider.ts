@@ -199,7 +199,10 @@ export abstract class HistoryProvider implements ContextProvider {
    * conversation without its earlier attempt (the turns stored after it stay); this reports what
    * it leaves out (`retried-turn`, counts only).
    */
-  protected retriedTurn(stored: readonly unknown[], { context, report }: Pick<ProviderRunArgs, 'context' | 'report'>): StoredTurn | undefined {
+  protected retriedTurn(
+    stored: readonly unknown[],
+    { context, report }: Pick<ProviderRunArgs, 'context' | 'report'>,
+  ): StoredTurn | undefined {
     const span = findRetriedTurn(
       stored,
       context.inputMessages.map((m) => m.id),

@@ -93,7 +93,8 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const fresh: Message[] = [];
     const batch = new Map<string, Message>();
     messages.forEach((m, index) => {
-      const conflict = () => messageIdConflict({ sourceId: this.sourceId, sessionId, messageId: m.id, index, batchSize: messages.length, report });
+      const conflict = () =>
+        messageIdConflict({ sourceId: this.sourceId, sessionId, messageId: m.id, index, batchSize: messages.length, report });
       const earlier = batch.get(m.id);
       if (earlier !== undefined) {
         if (!sameMessageContent(earlier, m)) throw conflict();

@@ -66,7 +66,8 @@ export function findRetriedTurn(
       if (input !== undefined && !sameMessageContent(entry, input)) return undefined;
       found.add(id);
     } else if (sourceTypeOf(entry) === 'response') replied = true;
-    else if (!replied && sourceTypeOf(entry) === 'input') return undefined; // stored with other inputs: another turn
+    else if (!replied && sourceTypeOf(entry) === 'input')
+      return undefined; // stored with other inputs: another turn
     else break;
   }
   // A turn stored with only some of these inputs is another turn that reused a message.
