@@ -10,7 +10,9 @@ import {
   SessionStateError,
 } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
-import { describe, expect, it } from 'vitest';
+import { OpenAIChatClient } from '@ctx/openai';
+import { startOpenAITestServer, type OpenAITestServer } from '@ctx/openai-test-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allKeys, clusterClient, singleClient, uniquePrefix } from '../test/helpers.js';
 import { encodeKeyPart } from './keys.js';
 import { RedisHistoryProvider } from './redis-history-provider.js';
@@ -192,3 +194,43 @@ for (const [topology, connect] of [
     }
   });
 }
+
+describe('OpenAIChatClient against a server that answers every completion with one id', () => {
+  let server: OpenAITestServer;
+  beforeAll(async () => {
+    server = await startOpenAITestServer({ reuseIds: true });
+  });
+  afterAll(() => server.close());
+
+  for (const [topology, connect] of [
+    ['single node', () => singleClient()],
+    ['cluster', () => clusterClient()],
+  ] as const) {
+    for (const streaming of [false, true]) {
+      it(`three turns store every reply (${topology}${streaming ? ', streamed' : ''})`, async () => {
+        const history = new RedisHistoryProvider({ client: connect(), prefix: uniquePrefix('reused-ids') });
+        const client = new OpenAIChatClient({ baseURL: server.url, apiKey: 'test-key', model: 'gpt-4o-mini', maxRetries: 0 });
+        const agent = createAgent({ client, contextProviders: [history] });
+        const sessionId = `reused-${Math.random().toString(36).slice(2)}`;
+        for (const text of ['one', 'two', 'three']) {
+          const session = agent.getSessionById(sessionId);
+          await (streaming ? agent.runStream(text, { session }).response : agent.run(text, { session }));
+        }
+        const stored = await history.getMessages(sessionId, { state: {} });
+        expect(stored.map((m) => `${m.role}:${Message.text(m)}`)).toEqual([
+          'user:one',
+          'assistant:You said: one',
+          'user:two',
+          'assistant:You said: two',
+          'user:three',
+          'assistant:You said: three',
+        ]);
+        expect(stored.filter((m) => m.role === 'assistant').map((m) => m.metadata?.serviceMessageId)).toEqual([
+          'chatcmpl-reused',
+          'chatcmpl-reused',
+          'chatcmpl-reused',
+        ]);
+      });
+    }
+  }
+});
