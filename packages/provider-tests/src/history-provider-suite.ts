@@ -23,9 +23,10 @@ import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePro
 /** What a history backend can or cannot do; the suite skips or adapts the tests that depend on it. */
 export interface HistoryProviderCapabilities {
   /**
-   * `saveMessages` skips messages whose id is already stored, so a retried save stores nothing
-   * twice. Default true; set false for an append-only log that cannot check ids, and the retry
-   * tests are skipped.
+   * `saveMessages` skips messages whose id is already stored with the same content, so a retried
+   * save stores nothing twice, and refuses a batch holding one stored with other content
+   * (`messageIdConflict`). Default true; set false for an append-only log that cannot check ids,
+   * and the retry and conflict tests are skipped.
    */
   dedupesByMessageId?: boolean;
   /**
@@ -39,8 +40,9 @@ export interface HistoryProviderCapabilities {
   maxSessionIdLength?: number;
   /**
    * `saveMessages` honours `SaveHistoryArgs.turn`: the opening batch of a turn replaces a stored
-   * earlier attempt of it (`findRetriedTurn` from `@ctx/core/backend`), so a retried run stores its
-   * turn once. Default true; set false and the retried-turn test is skipped.
+   * earlier attempt of it in place, wherever it sits, and a later batch goes right after the turn
+   * (`findRetriedTurn` from `@ctx/core/backend`), so a retried run stores its turn once, in one
+   * piece. Default true; set false and the retried-turn tests are skipped.
    */
   replacesRetriedTurns?: boolean;
 }
