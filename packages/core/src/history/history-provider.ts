@@ -208,15 +208,19 @@ export abstract class HistoryProvider implements ContextProvider {
       context.inputMessages.map((m) => m.id),
       context.inputMessages,
     );
-    if (span === undefined) return undefined;
+    if (span !== undefined) this.reportRetriedTurn(stored.length, span, report);
+    return span;
+  }
+
+  /** Reports (`retried-turn`, counts only) that a load leaves out the stored earlier attempt `span` of `stored` messages. */
+  protected reportRetriedTurn(stored: number, span: StoredTurn, report: ProviderRunArgs['report']): void {
     const count = span.end - span.start;
-    const after = stored.length - span.end;
+    const after = stored - span.end;
     report({
       code: 'retried-turn',
       message: `${count} stored message(s) are an earlier attempt of this turn (same input messages)${after > 0 ? `, with ${after} newer message(s) after them` : ''}; the model is sent the conversation without them, and this run's turn replaces them in place when stored.`,
       data: { messages: count, after },
     });
-    return span;
   }
 
   /** Stores the run's turn, or what `persistence: 'model-call'` has not stored of it yet. Nothing for a failed run. */

@@ -10,7 +10,7 @@ import type { ProviderRunArgs } from '../spec/run-view.js';
 import { forkLength, HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
 import { HistoryViews } from './history-views.js';
 import { messageIdConflict, sameMessageContent } from './message-conflict.js';
-import { findRetriedTurn } from './retried-turn.js';
+import { storedTurnAt, type StoredTurn } from './retried-turn.js';
 
 /** Checks every message of a batch before any is stored. */
 function checkMessages(messages: readonly Message[]): void {
@@ -29,6 +29,9 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   }
 
   readonly #views = new HistoryViews(this.sourceId);
+
+  /** Message ids of a stored list, kept per list while only this provider changes it (rebuilt when its length says otherwise). */
+  readonly #indexes = new WeakMap<JsonValue[], { length: number; byId: Map<string, JsonValue> }>();
 
   async getMessages(_sessionId: string, { state, limit }: GetHistoryArgs): Promise<Message[]> {
     const all = this.#list(state);
@@ -49,7 +52,12 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const all = this.#list(args.state);
     const start = this.maxMessages === undefined ? 0 : Math.max(0, all.length - this.maxMessages);
     const loaded = this.#views.of(all, start, (i) => this.#prepare(all, i));
-    const retried = this.retriedTurn(all, args);
+    const retried = this.#storedTurn(
+      all,
+      args.context.inputMessages.map((m) => m.id),
+      args.context.inputMessages,
+    );
+    if (retried !== undefined) this.reportRetriedTurn(all.length, retried, args.report);
     const kept = dropLeadingResults(
       retried === undefined ? loaded : loaded.filter((_, i) => i + start < retried.start || i + start >= retried.end),
     );
@@ -67,6 +75,8 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     if (Object.isFrozen(m)) return m as unknown as Message;
     const copy = frozenMessage(Message.parse(m, formatPath('$.state', [this.sourceId, 'messages', index])));
     all[index] = copy as unknown as JsonValue;
+    const byId = this.#indexes.get(all)?.byId;
+    if (byId !== undefined && byId.get(copy.id) === m) byId.set(copy.id, copy as unknown as JsonValue);
     return copy;
   }
 
@@ -82,14 +92,10 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   async saveMessages(sessionId: string, messages: readonly Message[], { state, turn, report }: SaveHistoryArgs): Promise<void> {
     checkMessages(messages);
     const all = this.#list(state);
+    const byId = this.#index(all);
     const inputs = turn ? messages.filter((m) => turn.inputIds.includes(m.id)) : [];
-    const span = turn ? findRetriedTurn(all, turn.inputIds, inputs) : undefined;
-    const replacing = turn?.opens === true && span !== undefined;
-    const at = new Map<string, number>();
-    for (let i = all.length - 1; i >= 0; i--) {
-      const id = (all[i] as { id?: unknown } | null)?.id;
-      if (typeof id === 'string') at.set(id, i);
-    }
+    const span = turn ? this.#storedTurn(all, turn.inputIds, inputs) : undefined;
+    const replaced = turn?.opens === true && span !== undefined ? new Set(all.slice(span.start, span.end)) : undefined;
     const fresh: Message[] = [];
     const batch = new Map<string, Message>();
     messages.forEach((m, index) => {
@@ -101,18 +107,63 @@ export class InMemoryHistoryProvider extends HistoryProvider {
         return;
       }
       batch.set(m.id, m);
-      const stored = at.get(m.id);
+      const stored = byId.get(m.id);
       // The entries of an attempt being replaced give way to the batch, whatever they held.
-      if (stored !== undefined && !(replacing && stored >= span.start && stored < span.end)) {
-        if (!sameMessageContent(all[stored], m)) throw conflict();
+      if (stored !== undefined && !replaced?.has(stored)) {
+        if (!sameMessageContent(stored, m)) throw conflict();
         return;
       }
       // Copies share strings and frozen parts: a stored message costs its structure, not a second copy of its text.
       fresh.push(frozenMessage(m));
     });
-    if (replacing) all.splice(span.start, span.end - span.start, ...(fresh as unknown as JsonValue[]));
-    else if (span !== undefined && span.end < all.length) all.splice(span.end, 0, ...(fresh as unknown as JsonValue[]));
-    else for (const m of fresh) all.push(m as unknown as JsonValue);
+    const added = fresh as unknown as JsonValue[];
+    if (replaced !== undefined) {
+      all.splice(span!.start, span!.end - span!.start, ...added);
+      this.#indexes.delete(all);
+    } else if (span !== undefined && span.end < all.length) {
+      all.splice(span.end, 0, ...added);
+      this.#indexes.delete(all);
+    } else {
+      for (const m of added) {
+        all.push(m);
+        const id = (m as unknown as Message).id;
+        if (!byId.has(id)) byId.set(id, m);
+      }
+      const index = this.#indexes.get(all);
+      if (index) index.length = all.length;
+    }
+  }
+
+  /** The stored entries by message id (the first entry of an id stored twice). */
+  #index(all: JsonValue[]): Map<string, JsonValue> {
+    let index = this.#indexes.get(all);
+    if (index === undefined || index.length !== all.length) {
+      const byId = new Map<string, JsonValue>();
+      for (const m of all) {
+        const id = (m as { id?: unknown } | null)?.id;
+        if (typeof id === 'string' && !byId.has(id)) byId.set(id, m);
+      }
+      index = { length: all.length, byId };
+      this.#indexes.set(all, index);
+    }
+    return index.byId;
+  }
+
+  /**
+   * `findRetriedTurn` without reading the whole history: the index says whether an input is stored
+   * at all, and where is found from the newest end (a retried or continued turn is usually recent).
+   */
+  #storedTurn(all: JsonValue[], inputIds: readonly string[], inputs: readonly Message[]): StoredTurn | undefined {
+    if (inputIds.length === 0) return undefined;
+    const byId = this.#index(all);
+    let first = -1;
+    for (const id of inputIds) {
+      const entry = byId.get(id);
+      if (entry === undefined) continue;
+      const at = all.lastIndexOf(entry);
+      if (at !== -1 && (first === -1 || at < first)) first = at;
+    }
+    return first === -1 ? undefined : storedTurnAt(all, first, new Set(inputIds), inputs);
   }
 
   /**
@@ -134,6 +185,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const all = this.#list(state);
     const start = Math.max(0, all.length - count);
     for (let i = start; i < all.length; i++) Message.parse(all[i], formatPath('$.state', [this.sourceId, 'messages', i]));
+    this.#indexes.delete(all);
     return all.splice(start) as Message[];
   }
 

@@ -54,6 +54,19 @@ export function findRetriedTurn(
     }
   }
   if (first < 0) return undefined;
+  return storedTurnAt(stored, first, ids, inputs);
+}
+
+/**
+ * `findRetriedTurn` when the index of the oldest stored input (`first`) is known: the span from
+ * there, or undefined when it is not this turn.
+ */
+export function storedTurnAt(
+  stored: readonly Message[] | readonly unknown[],
+  first: number,
+  ids: ReadonlySet<string>,
+  inputs?: readonly Message[],
+): StoredTurn | undefined {
   const given = inputs && new Map(inputs.map((m) => [m.id, m]));
   const found = new Set<string>();
   let replied = false;
