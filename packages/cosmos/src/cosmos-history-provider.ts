@@ -331,8 +331,8 @@ export class CosmosHistoryProvider extends HistoryProvider {
 
   /**
    * The stored items of a turn read from its oldest stored input on (page by page until the turn
-   * ends), with up to 100 before it, oldest first, limited to positions below `below`; and where
-   * the turn sits among them (`findRetriedTurn`), or undefined when it is not stored.
+   * ends), with up to 100 before it (`withBefore`), oldest first, limited to positions below
+   * `below`; and where the turn sits among them (`findRetriedTurn`), or undefined when it is not stored.
    */
   async #storedTurn(
     op: Operation,
@@ -340,6 +340,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
     inputIds: readonly string[],
     inputs: readonly Message[],
     below: number,
+    withBefore = true,
   ): Promise<{ stored: RawItem[]; span: { start: number; end: number } } | undefined> {
     const filter = this.#messageFilter(loc);
     const options = (abortSignal: AbortSignal, maxItemCount = 1000) => ({ partitionKey: loc.partitionKey, maxItemCount, abortSignal });
@@ -357,16 +358,18 @@ export class CosmosHistoryProvider extends HistoryProvider {
     const from = Math.min(...inputSeqs.filter((s): s is number => typeof s === 'number' && Number.isFinite(s)));
     if (!Number.isFinite(from)) return undefined;
     const withFrom = [...parameters, { name: '@from', value: from }];
-    const before = await op.step((c, abortSignal) =>
-      fetchAll(
-        c,
-        {
-          query: `SELECT TOP 100 c.id, c.seq, c.message FROM c WHERE ${filter.where} AND c.seq < @from ORDER BY c.seq DESC`,
-          parameters: withFrom,
-        },
-        options(abortSignal),
-      ),
-    );
+    const before = !withBefore
+      ? []
+      : await op.step((c, abortSignal) =>
+          fetchAll(
+            c,
+            {
+              query: `SELECT TOP 100 c.id, c.seq, c.message FROM c WHERE ${filter.where} AND c.seq < @from ORDER BY c.seq DESC`,
+              parameters: withFrom,
+            },
+            options(abortSignal),
+          ),
+        );
     const stored = before.reverse();
     const decoded = stored.map((item) => this.#decode(item, loc));
     const after = await op.step((c, abortSignal) =>
@@ -415,7 +418,8 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * not stored.
    */
   async #placeAfterTurn(op: Operation, loc: Location, items: MessageItem[], inputIds: readonly string[]): Promise<MessageItem[]> {
-    const found = await this.#storedTurn(op, loc, inputIds, [], items[0]!.seq);
+    // Only where the turn ends matters here: the messages before it are not read.
+    const found = await this.#storedTurn(op, loc, inputIds, [], items[0]!.seq, false);
     if (found === undefined) return items;
     const seqs = this.#between(found.stored, found.span.end, found.span.end, items.length);
     return seqs ? items.map((item, i) => ({ ...item, seq: seqs[i]! })) : items;
