@@ -107,10 +107,30 @@ describe.each(VERSIONS)('aiSdkChatClient on a %s model', (version) => {
       'assistant: call get_weather',
       'tool: result get_weather {"city":"Oslo","celsius":-3}',
     ]);
-    // The stored turn: input, the call, its result, the answer; the streamed message took the response id.
+    // The stored turn: input, the call, its result, the answer; the streamed message has a fresh id
+    // (the one streamed to the caller), the response id in its metadata.
     const stored = session.state.memory!.messages as unknown as Message[];
     expect(stored.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
-    expect(stored[1]!.id).toBe('resp-1');
+    expect(stored[1]!.id).not.toBe('resp-1');
+    expect(stored[1]!.metadata?.serviceMessageId).toBe('resp-1');
+    expect(new Set(updates.filter((u) => u.contents.length > 0 && u.role === 'assistant').map((u) => u.messageId))).toEqual(
+      new Set([stored[1]!.id, stored[3]!.id]),
+    );
+  });
+
+  it('a model that answers every call with one response id: three turns store every reply, each under a fresh id', async () => {
+    for (const stream of [false, true]) {
+      const { model } = scriptedModel(version, [{ text: 'A.' }, { text: 'B.' }, { text: 'C.' }], { responseId: 'resp-same' });
+      const agent = createAgent({ client: aiSdkChatClient(model) });
+      const session = agent.createSession();
+      const replies: Message[] = [];
+      for (const text of ['one', 'two', 'three'])
+        replies.push(...(stream ? await agent.runStream(text, { session }).response : await agent.run(text, { session })).messages);
+      const stored = session.state.memory!.messages as unknown as Message[];
+      expect(stored.map((m) => Message.text(m))).toEqual(['one', 'A.', 'two', 'B.', 'three', 'C.']);
+      expect(new Set(replies.map((m) => m.id)).size).toBe(3);
+      for (const m of replies) expect(m.metadata?.serviceMessageId).toBe('resp-same');
+    }
   });
 
   it('keeps reasoning and its provider metadata, and sends them back on the next call', async () => {

@@ -11,6 +11,12 @@ import {
 import type { ContentPart, GenerateResult, ModelFinishReason, ModelUsage, ProviderMetadata, StreamPart } from './language-model.js';
 import { encodeReasoningMetadata, toBase64 } from './prompt.js';
 
+/**
+ * The metadata key under which the adapter keeps what the service called a message (the AI SDK's
+ * `response.id`), the same key `@ctx/openai` uses: `message.metadata.serviceMessageId`.
+ */
+export const SERVICE_MESSAGE_ID = 'serviceMessageId';
+
 /** A model's usage as ctx usage: input, output and total tokens, plus cached input and reasoning tokens when reported. */
 export function toUsage(usage: ModelUsage | undefined): Usage | undefined {
   if (!usage) return undefined;
@@ -92,9 +98,9 @@ export function toChatResponse(result: GenerateResult): ChatResponse {
     const content = toContent(part);
     if (content) contents.push(content);
   }
-  // Stamped when it arrived, as a streamed answer is.
+  // A fresh id of ctx's own (services may answer several calls with one id); the service's id rides in metadata.
   const id = result.response?.id;
-  const message = Message.assistant(contents, id ? { id } : undefined);
+  const message = Message.assistant(contents, id ? { metadata: { [SERVICE_MESSAGE_ID]: id } } : undefined);
   const response: ChatResponse = { messages: [message], raw: result };
   const usage = toUsage(result.usage);
   if (usage) response.usage = usage;
@@ -109,13 +115,18 @@ export function toChatResponse(result: GenerateResult): ChatResponse {
  * one `tool-call` part, raw chunks). An `error` part throws its error.
  */
 export function createStreamMapper(): (part: StreamPart) => ChatResponseUpdate | undefined {
-  let messageId: string | undefined;
-  let started = false;
+  // The message's own id, fresh; the service's id (`response-metadata`) rides in its metadata.
+  const messageId = generateId();
+  let serviceId: string | undefined;
+  let announced = false;
   const reasoning = new Map<string, ProviderMetadata>();
   const update = (contents: Content[]): ChatResponseUpdate => {
-    started = true;
-    messageId ??= generateId();
-    return { messageId, role: 'assistant', contents };
+    const out: ChatResponseUpdate = { messageId, role: 'assistant', contents };
+    if (!announced && serviceId !== undefined) {
+      announced = true;
+      out.metadata = { [SERVICE_MESSAGE_ID]: serviceId };
+    }
+    return out;
   };
   const reasoningPart = (id: string, text: string, metadata: ProviderMetadata | undefined) => {
     let merged = reasoning.get(id);
@@ -130,7 +141,7 @@ export function createStreamMapper(): (part: StreamPart) => ChatResponseUpdate |
   return (part) => {
     switch (part.type) {
       case 'response-metadata':
-        if (!started && part.id) messageId = part.id;
+        if (part.id) serviceId ??= part.id;
         return undefined;
       case 'text-delta':
         return part.delta ? update([{ type: 'text', text: part.delta }]) : undefined;
@@ -146,7 +157,7 @@ export function createStreamMapper(): (part: StreamPart) => ChatResponseUpdate |
         return content ? update([content]) : undefined;
       }
       case 'finish': {
-        const done: ChatResponseUpdate = { ...(messageId ? { messageId } : {}), role: 'assistant', contents: [] };
+        const done = update([]);
         const usage = toUsage(part.usage);
         if (usage) done.usage = usage;
         const finishReason = toFinishReason(part.finishReason);

@@ -31,7 +31,11 @@ export interface ScriptedModel {
   push(...turns: ScriptedTurn[]): void;
 }
 
-export function scriptedModel(version: Version, turns: ScriptedTurn[] = [], options: { streamDelayMs?: number } = {}): ScriptedModel {
+export function scriptedModel(
+  version: Version,
+  turns: ScriptedTurn[] = [],
+  options: { streamDelayMs?: number; responseId?: string } = {},
+): ScriptedModel {
   const queue = [...turns];
   const calls: CallOptions[] = [];
   const next = (call: CallOptions) => {
@@ -80,7 +84,7 @@ export function scriptedModel(version: Version, turns: ScriptedTurn[] = [], opti
   const parts = (turn: ScriptedTurn): (LanguageModelV2StreamPart | LanguageModelV3StreamPart)[] => {
     const out: (LanguageModelV2StreamPart | LanguageModelV3StreamPart)[] = [
       { type: 'stream-start', warnings: [] },
-      { type: 'response-metadata', id: `resp-${calls.length}`, modelId: 'mock-model', timestamp: new Date(0) },
+      { type: 'response-metadata', id: options.responseId ?? `resp-${calls.length}`, modelId: 'mock-model', timestamp: new Date(0) },
     ];
     if (turn.reasoning) {
       out.push({ type: 'reasoning-start', id: 'r1' }, { type: 'reasoning-delta', id: 'r1', delta: turn.reasoning.text });
@@ -131,7 +135,7 @@ export function scriptedModel(version: Version, turns: ScriptedTurn[] = [], opti
         finishReason: finish(turn),
         usage: usage(turn),
         warnings: [],
-        response: { id: `resp-${calls.length}`, modelId: 'mock-model', timestamp: new Date(0) },
+        response: { id: options.responseId ?? `resp-${calls.length}`, modelId: 'mock-model', timestamp: new Date(0) },
       };
     },
     doStream: async (call: CallOptions) => {

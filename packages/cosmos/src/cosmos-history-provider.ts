@@ -14,7 +14,18 @@ import {
   type PopHistoryArgs,
   type SaveHistoryArgs,
 } from '@ctx/core';
-import { checkId, checkInteger, checkSessionId, describeError, findRetriedTurn, shortId } from '@ctx/core/backend';
+import {
+  checkId,
+  checkInteger,
+  checkSessionId,
+  describeError,
+  findRetriedTurn,
+  messageIdConflict,
+  sameMessageContent,
+  shortId,
+  type HistoryTurn,
+  type MessageIdConflict,
+} from '@ctx/core/backend';
 import { CosmosConnection, isTransient, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import {
   HIERARCHICAL_PARTITION_KEY,
@@ -248,16 +259,21 @@ export class CosmosHistoryProvider extends HistoryProvider {
   /**
    * Appends messages in order: reserves their sequence numbers with one patch of the session's head
    * item, then writes them in one transactional batch (more than 100 messages, or 2 MB, take more
-   * batches). Ids already stored are skipped.
-   * The opening batch of a turn (`turn.opens`) whose input messages are already stored (its batch
-   * conflicts) replaces a stored earlier attempt of that turn (`findRetriedTurn`): its messages are
-   * upserted after everything stored and the attempt's other items deleted, in one transactional
-   * batch when it fits (all or nothing on Cosmos DB), so a retried run stores its turn once.
-   * @throws SessionStateError when a message is malformed or over 2 MB (nothing is stored).
+   * batches, checked for conflicting ids first). Ids already stored with the same content are
+   * skipped; an id stored with other content refuses the batch.
+   * A batch of a run goes where its turn is stored (`SaveHistoryArgs.turn`, core's
+   * `findRetriedTurn`): the opening batch of a turn whose input messages are already stored (its
+   * batch conflicts) replaces that earlier attempt in place, wherever it sits: its messages are
+   * upserted at positions between the attempt's neighbours (fractional `seq`) and the attempt's
+   * other items deleted, in one transactional batch when it fits (all or nothing on Cosmos DB). A
+   * later batch of a turn (`persistence: 'model-call'`) goes right after the stored turn when
+   * other turns follow it (two more queries per such batch).
+   * @throws SessionStateError when a message is malformed or over 2 MB, or (with a
+   *   `message-id-conflict` diagnostic) when its id is stored with other content; nothing is stored.
    * @throws BackendUnavailableError when Cosmos DB fails or does not answer in time; retrying the same messages is safe.
    */
-  async saveMessages(sessionId: string, messages: readonly Message[], { state, signal, turn }: SaveHistoryArgs): Promise<void> {
-    await this.#append(sessionId, messages, { state, signal }, turn?.opens ? turn.inputIds : []);
+  async saveMessages(sessionId: string, messages: readonly Message[], { state, signal, turn, report }: SaveHistoryArgs): Promise<void> {
+    await this.#append(sessionId, messages, { state, signal }, turn, report);
   }
 
   /**
@@ -265,62 +281,189 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * @throws like `saveMessages`.
    */
   async append(sessionId: string, messages: readonly Message[], options: CosmosCallOptions = {}): Promise<number> {
-    return this.#append(sessionId, messages, options, []);
+    return this.#append(sessionId, messages, options);
   }
 
-  async #append(sessionId: string, messages: readonly Message[], options: CosmosCallOptions, inputIds: readonly string[]): Promise<number> {
+  async #append(
+    sessionId: string,
+    messages: readonly Message[],
+    options: CosmosCallOptions,
+    turn?: HistoryTurn,
+    report?: SaveHistoryArgs['report'],
+  ): Promise<number> {
     checkSessionId(sessionId);
-    const unique = checkMessages(messages);
+    const conflictOf = (messageId: string): SessionStateError => {
+      const index = Array.isArray(messages)
+        ? Math.max(
+            0,
+            messages.findIndex((m) => m?.id === messageId),
+          )
+        : 0;
+      const details: MessageIdConflict = { sourceId: this.sourceId, sessionId, messageId, index, batchSize: messages.length, report };
+      return messageIdConflict(details);
+    };
+    const unique = checkMessages(messages, (index, messageId) =>
+      messageIdConflict({ sourceId: this.sourceId, sessionId, messageId, index, batchSize: messages.length, report }),
+    );
     const loc = await this.#locate(sessionId, options.state, options.scope);
     if (unique.length === 0) return 0;
     return this.#connection.run({ operation: 'saveMessages', sessionId }, options.signal, async (op) => {
       const last = await this.#allocate(op, loc, unique.length);
-      const items = unique.map((m, i) => this.#item(loc, m, last - unique.length + 1 + i));
-      const retried = inputIds.length > 0 ? () => this.#replaceRetriedTurn(op, loc, items, inputIds) : undefined;
-      return this.#createAll(op, loc, items, retried);
+      let items = unique.map((m, i) => this.#item(loc, m, last - unique.length + 1 + i));
+      // Over several batches a conflict found part way would leave the batches before it: look first.
+      if (chunkBySize(items).length > 1) {
+        const stored = await this.#readItems(op, loc, items);
+        const clash = items.find((item) => stored.has(item.id) && !sameMessageContent(stored.get(item.id)!.message, item.message));
+        if (clash) throw conflictOf(clash.message.id);
+      }
+      const inputIds = turn?.inputIds ?? [];
+      if (turn && !turn.opens && inputIds.length > 0) items = await this.#placeAfterTurn(op, loc, items, inputIds);
+      const retried =
+        turn?.opens && inputIds.length > 0
+          ? (stored: Map<string, RawItem>, created: Set<string>) =>
+              this.#replaceRetriedTurn(op, loc, items, inputIds, stored, created, conflictOf)
+          : undefined;
+      return this.#createAll(op, loc, items, conflictOf, retried);
     });
   }
 
   /**
-   * When the newest stored turn is an earlier attempt of the turn `items` open (`findRetriedTurn`
-   * over the items from its oldest stored input, and up to 100 before it), writes `items` in its
-   * place and resolves to their count; resolves to undefined (nothing changed) when it is not.
+   * The stored items of a turn read from its oldest stored input on (page by page until the turn
+   * ends), with up to 100 before it (`withBefore`), oldest first, limited to positions below
+   * `below`; and where the turn sits among them (`findRetriedTurn`), or undefined when it is not stored.
    */
-  async #replaceRetriedTurn(op: Operation, loc: Location, items: MessageItem[], inputIds: readonly string[]): Promise<number | undefined> {
+  async #storedTurn(
+    op: Operation,
+    loc: Location,
+    inputIds: readonly string[],
+    inputs: readonly Message[],
+    below: number,
+    withBefore = true,
+  ): Promise<{ stored: RawItem[]; span: { start: number; end: number } } | undefined> {
     const filter = this.#messageFilter(loc);
-    const options = (abortSignal: AbortSignal) => ({ partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal });
-    const parameters = [...filter.parameters, { name: '@firstNew', value: items[0]!.seq }];
+    const options = (abortSignal: AbortSignal, maxItemCount = 1000) => ({ partitionKey: loc.partitionKey, maxItemCount, abortSignal });
+    const parameters = [...filter.parameters, { name: '@below', value: below }];
     const inputSeqs = await op.step((c, abortSignal) =>
       fetchAll<unknown>(
         c,
         {
-          query: `SELECT VALUE c.seq FROM c WHERE ${filter.where} AND ARRAY_CONTAINS(@ids, c.id) AND c.seq < @firstNew`,
+          query: `SELECT VALUE c.seq FROM c WHERE ${filter.where} AND ARRAY_CONTAINS(@ids, c.id) AND c.seq < @below`,
           parameters: [...parameters, { name: '@ids', value: inputIds.map((id) => encodeItemId(...loc.parts, id)) }],
         },
         options(abortSignal),
       ),
     );
-    const from = Math.min(...inputSeqs.filter((s): s is number => typeof s === 'number'));
+    const from = Math.min(...inputSeqs.filter((s): s is number => typeof s === 'number' && Number.isFinite(s)));
     if (!Number.isFinite(from)) return undefined;
-    const read = (query: string) =>
-      op.step((c, abortSignal) =>
-        fetchAll(c, { query, parameters: [...parameters, { name: '@from', value: from }] }, options(abortSignal)),
-      );
-    const before = await read(`SELECT TOP 100 c.id, c.seq, c.message FROM c WHERE ${filter.where} AND c.seq < @from ORDER BY c.seq DESC`);
-    const tail = await read(
-      `SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where} AND c.seq >= @from AND c.seq < @firstNew ORDER BY c.seq ASC`,
+    const withFrom = [...parameters, { name: '@from', value: from }];
+    const before = !withBefore
+      ? []
+      : await op.step((c, abortSignal) =>
+          fetchAll(
+            c,
+            {
+              query: `SELECT TOP 100 c.id, c.seq, c.message FROM c WHERE ${filter.where} AND c.seq < @from ORDER BY c.seq DESC`,
+              parameters: withFrom,
+            },
+            options(abortSignal),
+          ),
+        );
+    const stored = before.reverse();
+    const decoded = stored.map((item) => this.#decode(item, loc));
+    const after = await op.step((c, abortSignal) =>
+      Promise.resolve(
+        c.items.query<RawItem>(
+          {
+            query: `SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where} AND c.seq >= @from AND c.seq < @below ORDER BY c.seq ASC`,
+            parameters: withFrom,
+          },
+          options(abortSignal, 100),
+        ),
+      ),
     );
-    const stored = [...before.reverse(), ...tail];
-    const start = findRetriedTurn(
-      stored.map((item) => this.#decode(item, loc)),
-      inputIds,
+    // A page at a time: the turn ends at the first message after it, usually on the first page;
+    // its inputs are stored together, so a turn not found within 200 messages of the oldest is not there.
+    for (let read = 0; ; ) {
+      const page = await op.step(() => after.fetchNext());
+      for (const item of page.resources) {
+        stored.push(item);
+        decoded.push(this.#decode(item, loc));
+      }
+      read += page.resources.length;
+      const span = findRetriedTurn(decoded, inputIds, inputs);
+      const more = after.hasMoreResults() && page.resources.length > 0;
+      if (span !== undefined && (span.end < stored.length || !more)) return { stored, span };
+      if (!more || (span === undefined && read >= 200)) return span && { stored, span };
+    }
+  }
+
+  /**
+   * Positions for `items` in place of `stored[start..end)`: between the message before and the one
+   * after, or undefined when nothing follows (the reserved whole numbers at the end do) or floating
+   * point has no room left between them.
+   */
+  #between(stored: readonly RawItem[], start: number, end: number, count: number): number[] | undefined {
+    const next = stored[end]?.seq;
+    if (typeof next !== 'number') return undefined;
+    const previous = start > 0 ? stored[start - 1]!.seq : undefined;
+    const lo = typeof previous === 'number' ? previous : Math.min(next, Number(stored[start]?.seq ?? next)) - 1;
+    return spread(lo, next, count);
+  }
+
+  /**
+   * A later batch of a turn (`persistence: 'model-call'`) at positions right after the stored turn
+   * when other turns were stored after it; `items` as they are when the turn is the newest or is
+   * not stored.
+   */
+  async #placeAfterTurn(op: Operation, loc: Location, items: MessageItem[], inputIds: readonly string[]): Promise<MessageItem[]> {
+    // Only where the turn ends matters here: the messages before it are not read.
+    const found = await this.#storedTurn(op, loc, inputIds, [], items[0]!.seq, false);
+    if (found === undefined) return items;
+    const seqs = this.#between(found.stored, found.span.end, found.span.end, items.length);
+    return seqs ? items.map((item, i) => ({ ...item, seq: seqs[i]! })) : items;
+  }
+
+  /**
+   * When a stored earlier attempt of the turn `items` open is found (`findRetriedTurn`, wherever it
+   * sits), writes `items` in its place and resolves to their count; resolves to undefined (nothing
+   * changed) when there is none. `stored` holds the items of the batch's ids as read after its
+   * conflict, `created` those the failed batch wrote all the same (a store whose batches are not atomic).
+   * @throws SessionStateError (`conflictOf`) when a message of the batch is stored outside the attempt with other content.
+   */
+  async #replaceRetriedTurn(
+    op: Operation,
+    loc: Location,
+    items: MessageItem[],
+    inputIds: readonly string[],
+    stored: Map<string, RawItem>,
+    created: Set<string>,
+    conflictOf: (messageId: string) => SessionStateError,
+  ): Promise<number | undefined> {
+    const ids = new Set(inputIds);
+    const inputs = items.filter((item) => ids.has(item.message.id)).map((item) => item.message);
+    const found = await this.#storedTurn(op, loc, inputIds, inputs, items[0]!.seq);
+    if (found === undefined) return undefined;
+    const attempt = found.stored.slice(found.span.start, found.span.end);
+    const replaced = new Set(attempt.map((item) => item.id as string));
+    const clash = items.find(
+      (item) =>
+        !replaced.has(item.id) &&
+        !created.has(item.id) &&
+        stored.has(item.id) &&
+        !sameMessageContent(stored.get(item.id)!.message, item.message),
     );
-    if (start === undefined) return undefined;
-    const kept = new Set(items.map((item) => item.id));
+    if (clash) {
+      await this.#deleteOwn(op, loc, [...created]);
+      throw conflictOf(clash.message.id);
+    }
+    // Messages stored elsewhere with the same content stay where they are.
+    const writes = items.filter((item) => replaced.has(item.id) || created.has(item.id) || !stored.has(item.id));
+    const seqs = this.#between(found.stored, found.span.start, found.span.end, writes.length);
+    const placed = seqs ? writes.map((item, i) => ({ ...item, seq: seqs[i]! })) : writes;
+    const kept = new Set(placed.map((item) => item.id));
     const operations = [
-      ...items.map((item): OperationInput => ({ operationType: 'Upsert', resourceBody: item as unknown as JsonObject })),
-      ...stored
-        .slice(start)
+      ...placed.map((item): OperationInput => ({ operationType: 'Upsert', resourceBody: item as unknown as JsonObject })),
+      ...attempt
         .filter((item) => !kept.has(item.id as string))
         .map((item): OperationInput => ({ operationType: 'Delete', id: item.id as string })),
     ];
@@ -329,7 +472,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
       const statuses = await this.#batch(op, loc, chunk);
       if (!statuses.every(ok)) throw this.#batchFailure(statuses, loc);
     }
-    return items.length;
+    return placed.length;
   }
 
   /**
@@ -892,10 +1035,18 @@ export class CosmosHistoryProvider extends HistoryProvider {
   }
 
   /**
-   * Creates message items; resolves to how many were new. Ids already stored are skipped; when a
-   * batch conflicts and `retried` says it replaced a retried turn, its count is what was written.
+   * Creates message items; resolves to how many were new. Ids already stored with the same content
+   * are skipped; one stored with other content throws `conflictOf` (what a failed batch wrote all
+   * the same, on a store whose batches are not atomic, is deleted first). When a batch conflicts
+   * and `retried` says it replaced a retried turn, its count is what was written.
    */
-  async #createAll(op: Operation, loc: Location, items: MessageItem[], retried?: () => Promise<number | undefined>): Promise<number> {
+  async #createAll(
+    op: Operation,
+    loc: Location,
+    items: MessageItem[],
+    conflictOf: (messageId: string) => SessionStateError,
+    retried?: (stored: Map<string, RawItem>, created: Set<string>) => Promise<number | undefined>,
+  ): Promise<number> {
     let created = 0;
     for (const chunk of chunkBySize(items)) {
       const statuses = await this.#batch(
@@ -907,19 +1058,22 @@ export class CosmosHistoryProvider extends HistoryProvider {
         created += chunk.length;
         continue;
       }
-      const replaced = await retried?.();
+      // On Cosmos DB the failed batch did nothing; a store whose batches are not atomic applied the operations before the failing one.
+      const wrote = new Set(chunk.filter((_, i) => ok(statuses[i]!)).map((item) => item.id));
+      const stored = await this.#readItems(op, loc, chunk);
+      const replaced = await retried?.(stored, wrote);
       if (replaced !== undefined) return replaced;
-      // Some messages were stored before (a retried save): the batch did nothing on Cosmos DB.
-      // Find which, and store the rest, keeping the sequence numbers reserved for them.
-      let pending = chunk;
+      const clash = chunk.find(
+        (item) => !wrote.has(item.id) && stored.has(item.id) && !sameMessageContent(stored.get(item.id)!.message, item.message),
+      );
+      if (clash) {
+        await this.#deleteOwn(op, loc, [...wrote]);
+        throw conflictOf(clash.message.id);
+      }
+      created += wrote.size;
+      // Some messages were stored before (a retried save): store the rest, keeping the positions reserved for them.
+      let pending = chunk.filter((item) => !stored.has(item.id));
       for (let round = 0; pending.length > 0; round++) {
-        const stored = await this.#existingIds(
-          op,
-          loc,
-          pending.map((item) => item.id),
-        );
-        pending = pending.filter((item) => !stored.has(item.id));
-        if (pending.length === 0) break;
         const again = await this.#batch(
           op,
           loc,
@@ -930,9 +1084,32 @@ export class CosmosHistoryProvider extends HistoryProvider {
           break;
         }
         if (round >= 3) throw this.#batchFailure(again, loc);
+        const now = await this.#existingIds(
+          op,
+          loc,
+          pending.map((item) => item.id),
+        );
+        pending = pending.filter((item) => !now.has(item.id));
       }
     }
     return created;
+  }
+
+  /** The stored items (id, seq, message) among `items`' ids, by item id. */
+  async #readItems(op: Operation, loc: Location, items: readonly MessageItem[]): Promise<Map<string, RawItem>> {
+    const filter = this.#partitionFilter(loc);
+    const found = new Map<string, RawItem>();
+    for (let i = 0; i < items.length; i += 1000) {
+      const query = {
+        query: `SELECT c.id, c.seq, c.message FROM c WHERE ${filter.where} AND ARRAY_CONTAINS(@ids, c.id)`,
+        parameters: [...filter.parameters, { name: '@ids', value: items.slice(i, i + 1000).map((item) => item.id) }],
+      };
+      const page = await op.step((c, abortSignal) =>
+        fetchAll(c, query, { partitionKey: loc.partitionKey, maxItemCount: 1000, abortSignal }),
+      );
+      for (const item of page) if (typeof item.id === 'string') found.set(item.id, item);
+    }
+    return found;
   }
 
   /**
@@ -1052,9 +1229,9 @@ function describeCursor(cursor: unknown): string {
  * message must be plain JSON all through (a NaN, a Map, a Date, `undefined` in an array, anything
  * `JSON.stringify` would change): what is stored must read back as what was saved.
  */
-function checkMessages(messages: readonly Message[]): Message[] {
+function checkMessages(messages: readonly Message[], conflict?: (index: number, messageId: string) => Error): Message[] {
   if (!Array.isArray(messages)) throw new SessionStateError('$.messages', 'must be an array');
-  const seen = new Set<string>();
+  const seen = new Map<string, Message>();
   const unique: Message[] = [];
   messages.forEach((m, i) => {
     Message.parse(m, `$.messages[${i}]`);
@@ -1068,8 +1245,12 @@ function checkMessages(messages: readonly Message[]): Message[] {
         `$.messages[${i}]`,
         `(message ${shortId(m.id)}) nests ${depth} levels deep, ${depth + 1} in its Cosmos DB item, past Cosmos DB's limit of ${MAX_ITEM_DEPTH} levels; flatten it`,
       );
-    if (seen.has(m.id)) return;
-    seen.add(m.id);
+    const earlier = seen.get(m.id);
+    if (earlier !== undefined) {
+      if (conflict && !sameMessageContent(earlier, m)) throw conflict(i, m.id);
+      return;
+    }
+    seen.set(m.id, m);
     unique.push(structuredClone(m));
   });
   return unique;

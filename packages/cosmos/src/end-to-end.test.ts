@@ -1,6 +1,8 @@
 import { type AgentSession, CompactionProvider, ConcurrencyError, createAgent, Message, truncation } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
-import { describe, expect, it } from 'vitest';
+import { OpenAIChatClient } from '@ctx/openai';
+import { startOpenAITestServer, type OpenAITestServer } from '@ctx/openai-test-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allItems, cosmosClient, uniqueId } from '../test/helpers.js';
 import { CosmosHistoryProvider } from './cosmos-history-provider.js';
 import { CosmosSessionStore } from './cosmos-session-store.js';
@@ -161,4 +163,40 @@ describe("sessions as a product: list, fork, delete, delete a user's data", () =
     }
     expect((await allItems(history.container)).length + (await allItems(store.container)).length).toBe(12);
   });
+});
+
+describe('OpenAIChatClient against a server that answers every completion with one id', () => {
+  let server: OpenAITestServer;
+  beforeAll(async () => {
+    server = await startOpenAITestServer({ reuseIds: true });
+  });
+  afterAll(() => server.close());
+  const databaseId = uniqueId('reused-ids');
+
+  for (const streaming of [false, true]) {
+    it(`three turns store every reply${streaming ? ' (streamed)' : ''}`, async () => {
+      const history = new CosmosHistoryProvider({ client: cosmosClient(), databaseId, createIfNotExists: true });
+      const client = new OpenAIChatClient({ baseURL: server.url, apiKey: 'test-key', model: 'gpt-4o-mini', maxRetries: 0 });
+      const agent = createAgent({ client, contextProviders: [history] });
+      const sessionId = `reused-${Math.random().toString(36).slice(2)}`;
+      for (const text of ['one', 'two', 'three']) {
+        const session = agent.getSessionById(sessionId);
+        await (streaming ? agent.runStream(text, { session }).response : agent.run(text, { session }));
+      }
+      const stored = await history.getMessages(sessionId, { state: {} });
+      expect(stored.map((m) => `${m.role}:${Message.text(m)}`)).toEqual([
+        'user:one',
+        'assistant:You said: one',
+        'user:two',
+        'assistant:You said: two',
+        'user:three',
+        'assistant:You said: three',
+      ]);
+      expect(stored.filter((m) => m.role === 'assistant').map((m) => m.metadata?.serviceMessageId)).toEqual([
+        'chatcmpl-reused',
+        'chatcmpl-reused',
+        'chatcmpl-reused',
+      ]);
+    });
+  }
 });

@@ -17,8 +17,9 @@ import type {
   FunctionResultContent,
   Message,
   Usage,
+  JsonValue,
 } from '@ctx/core';
-import { Message as Messages } from '@ctx/core';
+import { generateId, Message as Messages } from '@ctx/core';
 import { textContent } from './annotations.js';
 
 /** Core messages (plus instructions) as Chat Completions messages. Reasoning is not sent: the API has no place for it. */
@@ -174,8 +175,15 @@ export function toUsage(usage: ChatCompletion['usage'] | null | undefined): Usag
   return out;
 }
 
-/** The id of the message of choice `index`: the completion's id for the first choice, `<id>:<index>` for the others. */
+/**
+ * What the service calls the message of choice `index` (kept as `metadata.serviceMessageId`): the
+ * completion's id for the first choice, `<id>:<index>` for the others. The message's own `id` is a
+ * fresh one: services and proxies may answer several completions with one id.
+ */
 export const choiceMessageId = (completionId: string, index: number) => (index === 0 ? completionId : `${completionId}:${index}`);
+
+/** The metadata key under which `@ctx/openai` and `@ctx/ai-sdk` keep what the service called a message. */
+export const SERVICE_MESSAGE_ID = 'serviceMessageId';
 
 /**
  * A completion as a core response: one assistant message per choice (one unless the request set
@@ -187,10 +195,11 @@ export function fromChatCompletion(completion: ChatCompletion): ChatResponse {
   const choices = completion.choices.length ? completion.choices : [undefined];
   const response: ChatResponse = {
     messages: choices.map((choice) => ({
-      id: choiceMessageId(completion.id, choice?.index ?? 0),
+      id: generateId(),
       role: 'assistant',
       contents: choice ? messageContents(choice.message) : [],
       createdAt,
+      metadata: { [SERVICE_MESSAGE_ID]: choiceMessageId(completion.id, choice?.index ?? 0) },
     })),
     raw: completion,
   };
@@ -213,16 +222,28 @@ function messageContents(message: ChatCompletion.Choice['message']): Content[] {
 }
 
 /**
- * Turns a chunk into updates: one per choice it carries (each choice is its own message, see
- * `choiceMessageId`), or one without contents for a chunk with no choices (the usage chunk, Azure's
+ * Turns a chunk into updates: one per choice it carries (each choice is its own message, with a
+ * fresh id; its first update carries `metadata.serviceMessageId`, see `choiceMessageId`), or one without contents for a chunk with no choices (the usage chunk, Azure's
  * first chunk). Remembers which call id and name each tool-call index of each choice has. Only the
  * first choice's finish reason is reported.
  */
 export function createChunkMapper(): (chunk: ChatCompletionChunk) => ChatResponseUpdate[] {
   const calls = new Map<string, { callId: string; name: string }>();
+  // A fresh id per choice, made once; the first update of each choice says what the service calls it.
+  const ids = new Map<number, string>();
+  const idOf = (chunk: ChatCompletionChunk, index: number) => {
+    let id = ids.get(index);
+    let metadata: Record<string, JsonValue> | undefined;
+    if (id === undefined) {
+      ids.set(index, (id = generateId()));
+      metadata = { [SERVICE_MESSAGE_ID]: choiceMessageId(chunk.id, index) };
+    }
+    return { id, metadata };
+  };
   return (chunk) => {
     const usage = toUsage(chunk.usage);
-    if (chunk.choices.length === 0) return [{ messageId: chunk.id, role: 'assistant', contents: [], usage, finishReason: undefined }];
+    if (chunk.choices.length === 0)
+      return [{ messageId: ids.get(0), role: 'assistant', contents: [], usage, finishReason: undefined, metadata: undefined }];
     return chunk.choices.map((choice, i) => {
       const contents: Content[] = [];
       const delta = choice.delta as ChatCompletionChunk.Choice['delta'] & { annotations?: unknown[] };
@@ -240,12 +261,14 @@ export function createChunkMapper(): (chunk: ChatCompletionChunk) => ChatRespons
         });
       }
       // One object shape for every update keeps this hot path monomorphic.
+      const { id, metadata } = idOf(chunk, choice.index);
       return {
-        messageId: choiceMessageId(chunk.id, choice.index),
+        messageId: id,
         role: 'assistant',
         contents,
         usage: i === 0 ? usage : undefined,
         finishReason: choice.index === 0 ? toFinishReason(choice.finish_reason) : undefined,
+        metadata,
       };
     });
   };

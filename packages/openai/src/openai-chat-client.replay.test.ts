@@ -41,13 +41,20 @@ function joinedDeltas(chunks: ReturnType<typeof sseChunks>, field: 'content' | '
   return out;
 }
 
+/** A fresh ctx message id. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
 describe('recorded Chat Completions traffic, replayed through the SDK', () => {
   it('chat-text.json: the text, and usage with its token details', async () => {
     const body = recordedBody('chat-text.json') as { id: string; choices: Array<{ message: { content: string } }> };
     server.enqueue({ replay: { status: 200, body } });
     const res = await client().getResponse(ask, {});
     expect(res.messages).toHaveLength(1);
-    expect(res.messages[0]).toMatchObject({ id: body.id, contents: [{ type: 'text', text: body.choices[0]!.message.content }] });
+    expect(res.messages[0]).toMatchObject({
+      metadata: { serviceMessageId: body.id },
+      contents: [{ type: 'text', text: body.choices[0]!.message.content }],
+    });
+    expect(res.messages[0]!.id).toMatch(UUID);
     expect(res.usage).toEqual({ inputTokens: 16, outputTokens: 363, totalTokens: 379, cachedInputTokens: 0, reasoningTokens: 0 });
     expect(res.finishReason).toBe('stop');
   });
@@ -58,7 +65,8 @@ describe('recorded Chat Completions traffic, replayed through the SDK', () => {
     const { response } = await streamed();
     const text = events.map((e) => (e.choices as Array<{ delta: { content?: string } }>)[0]?.delta.content ?? '').join('');
     expect(text.length).toBeGreaterThan(1000);
-    expect(response.messages.map((m) => [m.id, Message.text(m)])).toEqual([[events[0]!.id, text]]);
+    expect(response.messages.map((m) => [m.metadata?.serviceMessageId, Message.text(m)])).toEqual([[events[0]!.id, text]]);
+    expect(response.messages[0]!.id).toMatch(UUID);
     expect(response.usage).toEqual({ inputTokens: 16, outputTokens: 300, totalTokens: 316, cachedInputTokens: 0, reasoningTokens: 0 });
     expect(response.finishReason).toBe('stop');
   });
@@ -68,7 +76,7 @@ describe('recorded Chat Completions traffic, replayed through the SDK', () => {
     expect(events[0]).toMatchObject({ id: '', choices: [] });
     server.enqueue({ replay: { events } });
     const { response } = await streamed();
-    expect(response.messages.map((m) => [m.id, Message.text(m)])).toEqual([
+    expect(response.messages.map((m) => [m.metadata?.serviceMessageId, Message.text(m)])).toEqual([
       ['chatcmpl-CYPS1lijGoK8gd9lYzY3r9Sx50nbt', 'Capital of Denmark.'],
     ]);
     expect(response.finishReason).toBe('stop');
@@ -81,11 +89,14 @@ describe('recorded Chat Completions traffic, replayed through the SDK', () => {
     server.enqueue({ replay: { sse: recordedSse('chat-n3-choices-stream.sse') } });
     const { response } = await streamed();
     const id = chunks[0]!.id;
-    expect(response.messages.map((m) => [m.id, Message.text(m)])).toEqual([
+    expect(response.messages.map((m) => [m.metadata?.serviceMessageId, Message.text(m)])).toEqual([
       [id, texts[0]],
       [`${id}:1`, texts[1]],
       [`${id}:2`, texts[2]],
     ]);
+    // Each choice is its own message, under a fresh id of its own.
+    expect(new Set(response.messages.map((m) => m.id)).size).toBe(3);
+    for (const m of response.messages) expect(m.id).toMatch(UUID);
     expect(new Set(texts).size).toBe(3);
     expect(response.finishReason).toBe('stop');
   });

@@ -306,3 +306,43 @@ describe('failures the service reports after a chat stream started', () => {
     );
   });
 });
+
+describe('a server that answers every completion with one id', () => {
+  let reusing: OpenAITestServer;
+  beforeAll(async () => {
+    reusing = await startOpenAITestServer({ apiKey: 'sk-test-secret-key', reuseIds: true });
+  });
+  afterAll(() => reusing.close());
+
+  for (const streaming of [false, true]) {
+    it(`three turns store every reply, each under a fresh id, the service's id in metadata${streaming ? ' (streamed)' : ''}`, async () => {
+      const client = new OpenAIChatClient({ baseURL: reusing.url, apiKey: 'sk-test-secret-key', model: 'gpt-4o-mini', maxRetries: 0 });
+      const agent = createAgent({ client });
+      const session = agent.createSession();
+      const replies: Message[] = [];
+      for (const text of ['one', 'two', 'three']) {
+        if (streaming) {
+          const stream = agent.runStream(text, { session });
+          const ids = new Set<string | undefined>();
+          for await (const update of stream) ids.add(update.messageId);
+          const response = await stream.response;
+          // The ids streamed to the caller are the ids stored.
+          expect([...ids]).toEqual([response.messages[0]!.id]);
+          replies.push(...response.messages);
+        } else replies.push(...(await agent.run(text, { session })).messages);
+      }
+      const stored = session.state.memory!.messages as Message[];
+      expect(stored.map((m) => `${m.role}:${Message.text(m)}`)).toEqual([
+        'user:one',
+        'assistant:You said: one',
+        'user:two',
+        'assistant:You said: two',
+        'user:three',
+        'assistant:You said: three',
+      ]);
+      expect(stored.filter((m) => m.role === 'assistant').map((m) => m.id)).toEqual(replies.map((m) => m.id));
+      expect(new Set(replies.map((m) => m.id)).size).toBe(3);
+      for (const m of replies) expect(m.metadata?.serviceMessageId).toBe('chatcmpl-reused');
+    });
+  }
+});

@@ -107,7 +107,8 @@ describe('OpenAIResponsesClient', () => {
     expect((first.contents[0] as { id?: string }).id).toMatch(/^rs_/);
     const [b1, b2] = bodies();
     expect(b1!.tools).toEqual([{ type: 'function', name: 'weather', parameters: { type: 'object' }, strict: false }]);
-    expect(b2!.previous_response_id).toBe(first.id);
+    expect(b2!.previous_response_id).toBe(first.metadata?.serviceMessageId);
+    expect(first.id).not.toBe(first.metadata?.serviceMessageId);
     expect(b2!.input).toEqual([{ type: 'function_call_output', call_id: 'call_1', output: '{"celsius":-3}' }]);
   });
 
@@ -133,7 +134,8 @@ describe('OpenAIResponsesClient', () => {
     expect(res.messages[1]!.contents[0]).toMatchObject({ result: 'STREAMING ARGUMENTS IN PIECES' });
     expect(res.usage?.totalTokens).toBeGreaterThan(0);
     expect(session.serviceSessionId).toMatch(/^resp_/);
-    expect(bodies()[1]!.previous_response_id).toBe(res.messages[0]!.id);
+    expect(bodies()[1]!.previous_response_id).toBe(res.messages[0]!.metadata?.serviceMessageId);
+    expect(res.messages[0]!.metadata?.serviceMessageId).toMatch(/^resp_/);
   });
 
   it('continues a Conversations API conversation by its conv_ id', async () => {
@@ -284,4 +286,43 @@ describe('failures the service reports inside a 200 stream or response (local se
     expect(BackendUnavailableError.isInstance(error)).toBe(true);
     expect(session.serviceSessionId).toBe(first.conversationId);
   });
+});
+
+describe('a server that answers every response with one id', () => {
+  let reusing: OpenAITestServer;
+  beforeAll(async () => {
+    reusing = await startOpenAITestServer({ reuseIds: true });
+  });
+  afterAll(() => reusing.close());
+
+  for (const streaming of [false, true]) {
+    it(`three turns kept locally (store: false) store every reply under a fresh id, the response id in metadata${streaming ? ' (streamed)' : ''}`, async () => {
+      const client = new OpenAIResponsesClient({ baseURL: reusing.url, apiKey: 'test-key', model: 'gpt-4.1', maxRetries: 0 });
+      const agent = createAgent({ client });
+      const session = agent.createSession();
+      const replies: Message[] = [];
+      for (const text of ['one', 'two', 'three']) {
+        const options = { session, options: { store: false } };
+        if (streaming) {
+          const stream = agent.runStream(text, options);
+          const ids = new Set<string | undefined>();
+          for await (const update of stream) ids.add(update.messageId);
+          const response = await stream.response;
+          expect([...ids]).toEqual([response.messages[0]!.id]);
+          replies.push(...response.messages);
+        } else replies.push(...(await agent.run(text, options)).messages);
+      }
+      const stored = session.state.memory!.messages as Message[];
+      expect(stored.map((m) => `${m.role}:${Message.text(m)}`)).toEqual([
+        'user:one',
+        'assistant:You said: one',
+        'user:two',
+        'assistant:You said: two',
+        'user:three',
+        'assistant:You said: three',
+      ]);
+      expect(new Set(replies.map((m) => m.id)).size).toBe(3);
+      for (const m of replies) expect(m.metadata?.serviceMessageId).toBe('resp_reused');
+    });
+  }
 });

@@ -17,8 +17,9 @@ import type {
   TextContent,
   Usage,
 } from '@ctx/core';
+import { generateId } from '@ctx/core';
 import { fromPhase, textContent, toAnnotation } from './annotations.js';
-import { dataUrl, resultText } from './chat-completions-mapping.js';
+import { dataUrl, resultText, SERVICE_MESSAGE_ID } from './chat-completions-mapping.js';
 import { serviceError } from './errors.js';
 
 /** Whether an id names a Conversations API conversation (else it is a previous response id). */
@@ -188,7 +189,15 @@ export function fromResponse(response: Response, requested: ChatOptions): ChatRe
     }
   }
   const result: ChatResponse = {
-    messages: [{ id: response.id, role: 'assistant', contents, createdAt: new Date(response.created_at * 1000).toISOString() }],
+    messages: [
+      {
+        id: generateId(),
+        role: 'assistant',
+        contents,
+        createdAt: new Date(response.created_at * 1000).toISOString(),
+        metadata: { [SERVICE_MESSAGE_ID]: response.id },
+      },
+    ],
     finishReason: toFinishReason(response),
     raw: response,
   };
@@ -209,7 +218,10 @@ export function createEventMapper(requested: ChatOptions): {
   done: () => boolean;
   responseId: () => string | undefined;
 } {
-  let messageId: string | undefined;
+  // The message's own id, fresh; what the service calls it (the response id) rides in its metadata.
+  const messageId = generateId();
+  let responseId: string | undefined;
+  let announced = false;
   let finished = false;
   const callIds = new Map<string, string>();
   const phases = new Map<string, string | null | undefined>();
@@ -219,7 +231,12 @@ export function createEventMapper(requested: ChatOptions): {
   const partStart = new Map<string, number>();
   const update = (contents: Content[]): ChatResponseUpdate => {
     if (contents.some((c) => c.type !== 'text')) run = undefined;
-    return { messageId, role: 'assistant', contents };
+    const update: ChatResponseUpdate = { messageId, role: 'assistant', contents };
+    if (!announced && responseId !== undefined) {
+      announced = true;
+      update.metadata = { [SERVICE_MESSAGE_ID]: responseId };
+    }
+    return update;
   };
   const text = (event: { item_id: string; content_index: number }, delta: string, annotations?: unknown[]) => {
     const content = textContent(delta, annotations, phases.get(event.item_id));
@@ -241,7 +258,7 @@ export function createEventMapper(requested: ChatOptions): {
   const map = (event: ResponseStreamEvent): ChatResponseUpdate | undefined => {
     switch (event.type) {
       case 'response.created':
-        messageId = event.response.id;
+        responseId = event.response.id;
         return undefined;
       case 'response.output_text.delta':
         return text(event, event.delta);
@@ -273,6 +290,7 @@ export function createEventMapper(requested: ChatOptions): {
       case 'response.completed':
       case 'response.incomplete': {
         finished = true;
+        responseId ??= event.response.id;
         const done = fromResponse(event.response, requested);
         const last = update([]);
         last.finishReason = done.finishReason!;
@@ -284,12 +302,12 @@ export function createEventMapper(requested: ChatOptions): {
       case 'response.failed':
         throw failure(event.response.error?.code, event.response.error?.message, event.response.id);
       case 'error':
-        throw failure(event.code ?? undefined, event.message, messageId);
+        throw failure(event.code ?? undefined, event.message, responseId);
       default:
         return undefined;
     }
   };
-  return { map, done: () => finished, responseId: () => messageId };
+  return { map, done: () => finished, responseId: () => responseId };
 }
 
 /** The error for a response the service reported as failed (in a stream or as a failed response), mapped as its HTTP form would be. */

@@ -7,10 +7,12 @@ import {
   Message,
   type Agent,
   type AgentResponse,
+  type ChatClient,
   type ContextProvider,
   type FunctionResultContent,
   type HistoryProviderOptions,
   type JsonValue,
+  type ProviderDiagnostic,
   SessionStateError,
 } from '@ctx/core';
 import { ScriptedChatClient, type ScriptedCall, type ScriptedReply } from '@ctx/core/testing';
@@ -21,9 +23,10 @@ import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePro
 /** What a history backend can or cannot do; the suite skips or adapts the tests that depend on it. */
 export interface HistoryProviderCapabilities {
   /**
-   * `saveMessages` skips messages whose id is already stored, so a retried save stores nothing
-   * twice. Default true; set false for an append-only log that cannot check ids, and the retry
-   * tests are skipped.
+   * `saveMessages` skips messages whose id is already stored with the same content, so a retried
+   * save stores nothing twice, and refuses a batch holding one stored with other content
+   * (`messageIdConflict`). Default true; set false for an append-only log that cannot check ids,
+   * and the retry and conflict tests are skipped.
    */
   dedupesByMessageId?: boolean;
   /**
@@ -37,8 +40,9 @@ export interface HistoryProviderCapabilities {
   maxSessionIdLength?: number;
   /**
    * `saveMessages` honours `SaveHistoryArgs.turn`: the opening batch of a turn replaces a stored
-   * earlier attempt of it (`findRetriedTurn` from `@ctx/core/backend`), so a retried run stores its
-   * turn once. Default true; set false and the retried-turn test is skipped.
+   * earlier attempt of it in place, wherever it sits, and a later batch goes right after the turn
+   * (`findRetriedTurn` from `@ctx/core/backend`), so a retried run stores its turn once, in one
+   * piece. Default true; set false and the retried-turn tests are skipped.
    */
   replacesRetriedTurns?: boolean;
 }
@@ -1146,6 +1150,95 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         },
         !capabilities.replacesRetriedTurns || !capabilities.dedupesByMessageId,
       );
+      test(
+        'a message whose id is stored with other content refuses the whole batch with SessionStateError naming the id, reports message-id-conflict, and stores nothing',
+        async () => {
+          const provider = await make();
+          const session = new AgentSession();
+          const [q, a] = [Message.user('q'), Message.assistant('a')];
+          await save(provider, session, [q!, a!]);
+          const diagnostics: ProviderDiagnostic[] = [];
+          const other = Message.assistant('another reply', { id: a!.id });
+          const batch = [Message.user('next'), other];
+          const error = await expectRejection(
+            provider.saveMessages(session.sessionId, batch, {
+              state: session.stateOf(provider.sourceId),
+              report: (d) => diagnostics.push(d),
+              turn: { inputIds: [batch[0]!.id], opens: true },
+            }),
+            (e) => SessionStateError.isInstance(e),
+            'saving a batch with a conflicting message id',
+          );
+          const text = String((error as Error).message);
+          expect(text).toContain(a!.id);
+          expect(text).toContain(session.sessionId);
+          expect(text).toContain(provider.sourceId);
+          expect(diagnostics.map((d) => d.code)).toEqual(['message-id-conflict']);
+          expect(JSON.stringify(diagnostics)).not.toContain('another reply');
+          expect(await load(provider, session)).toEqual([q, a]);
+        },
+        !capabilities.dedupesByMessageId,
+      );
+
+      test(
+        'the same message saved again, with another createdAt and metadata, is stored once and silently',
+        async () => {
+          const provider = await make();
+          const session = new AgentSession();
+          const q = Message.user('q', { authorName: 'ann' });
+          await save(provider, session, [q]);
+          const again = { ...q, createdAt: new Date(Date.now() + 60_000).toISOString(), metadata: { retried: true } };
+          const diagnostics: ProviderDiagnostic[] = [];
+          const next = Message.assistant('a');
+          await provider.saveMessages(session.sessionId, [again, next], {
+            state: session.stateOf(provider.sourceId),
+            report: (d) => diagnostics.push(d),
+          });
+          expect(await load(provider, session)).toEqual([q, next]);
+          expect(diagnostics).toEqual([]);
+          const otherAuthor = { ...q, authorName: 'bob' };
+          await expectRejection(save(provider, session, [otherAuthor]), (e) => SessionStateError.isInstance(e), 'another author');
+        },
+        !capabilities.dedupesByMessageId,
+      );
+
+      test(
+        'a client that gives every reply the same id fails the next turn loudly instead of dropping its reply',
+        async () => {
+          const provider = await make();
+          const agent = createAgent({ client: sameIdClient(echoClient()), contextProviders: [provider] });
+          const session = agent.createSession();
+          await agent.run('one', { session });
+          const error = await expectRejection(agent.run('two', { session }), () => true, 'the second turn');
+          expect(
+            causes(error).some((e) => SessionStateError.isInstance(e)),
+            String(error),
+          ).toBe(true);
+          expect(texts(await load(provider, session))).toEqual(['user:one', 'assistant:re: one']);
+        },
+        !capabilities.dedupesByMessageId,
+      );
+
+      test(
+        'a retried turn that is not the newest is replaced in place, and the retry is sent every other turn but not its earlier attempt',
+        async () => {
+          const provider = await make();
+          const client = new ScriptedChatClient({ replies: ['first attempt', 'B', 'C', 'second attempt'] });
+          const agent = agentWith([provider], client);
+          const session = agent.createSession();
+          const question = Message.user('question');
+          await agent.run(question, { session }); // its reply never reached the caller
+          await agent.run('b', { session }); // other requests on the conversation go on meanwhile
+          await agent.run('c', { session });
+          const before = await load(provider, session);
+          await agent.run(question, { session }); // the caller retries
+          expect(texts(call(client, 3).messages)).toEqual(['user:b', 'assistant:B', 'user:c', 'assistant:C', 'user:question']);
+          const stored = await load(provider, session);
+          expect(texts(stored)).toEqual(['user:question', 'assistant:second attempt', 'user:b', 'assistant:B', 'user:c', 'assistant:C']);
+          expect(stored.slice(2)).toEqual(before.slice(2));
+        },
+        !capabilities.replacesRetriedTurns || !capabilities.dedupesByMessageId,
+      );
     });
 
     describe("persistence: 'model-call'", () => {
@@ -1162,6 +1255,28 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         expect(stored[1]).toEqual(['user:weather?', 'assistant:', 'tool:', 'assistant:sunny', 'user:thanks', 'assistant:re: thanks']);
         expect(stored[1]).toEqual(stored[0]);
       });
+
+      test(
+        'a retried turn that is not the newest is stored in its place, in one piece, batch after batch',
+        async () => {
+          const provider = await make();
+          const client = toolClient();
+          const agent = createAgent({ client, tools: [lookupTool()], contextProviders: [provider], persistence: 'model-call' });
+          const session = agent.createSession();
+          const question = Message.user('weather?');
+          await agent.run(question, { session });
+          await agent.run('thanks', { session });
+          const before = await load(provider, session);
+          await agent.run(question, { session });
+          expect(texts(call(client, 3).messages)).toEqual(['user:thanks', 'assistant:re: thanks', 'user:weather?']);
+          const stored = await load(provider, session);
+          expect(texts(stored)).toEqual(['user:weather?', 'assistant:', 'tool:', 'assistant:sunny', 'user:thanks', 'assistant:re: thanks']);
+          expect(stored[0]).toEqual(before[0]);
+          for (const i of [1, 2, 3]) expect(stored[i]!.id, `message ${i} is the retry's`).not.toBe(before[i]!.id);
+          expect(stored.slice(4)).toEqual(before.slice(4));
+        },
+        !capabilities.replacesRetriedTurns || !capabilities.dedupesByMessageId,
+      );
 
       test('a run aborted in a tool keeps its input and calls, and the next run is sent them answered as interrupted', async () => {
         const provider = await make();
@@ -1227,6 +1342,29 @@ function call(client: ScriptedChatClient, index: number): ScriptedCall {
 /** A client that answers every call with `re: <text of the last message>`. */
 function echoClient(options: { storesByDefault?: boolean } = {}): ScriptedChatClient {
   return new ScriptedChatClient({ ...options, replies: (messages) => `re: ${Message.text(messages.at(-1)!)}` });
+}
+
+/** `client` with every reply under one message id, as some services and proxies answer every completion. */
+function sameIdClient(client: ScriptedChatClient): ChatClient {
+  return {
+    specificationVersion: 'v1',
+    provider: client.provider,
+    modelId: client.modelId,
+    getResponse: async (messages, options) => {
+      const response = await client.getResponse(messages, options);
+      return { ...response, messages: response.messages.map((m) => ({ ...m, id: 'the-same-id' })) };
+    },
+    getStreamingResponse: async function* (messages, options) {
+      for await (const update of client.getStreamingResponse(messages, options)) yield { ...update, messageId: 'the-same-id' };
+    },
+  };
+}
+
+/** `error` and its chain of causes. */
+function causes(error: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let e = error; e !== undefined && chain.length < 10; e = (e as { cause?: unknown } | null)?.cause) chain.push(e);
+  return chain;
 }
 
 /** A client that calls `lookup` when asked `weather?`, answers `sunny` after a tool result, and echoes otherwise. */

@@ -15,7 +15,14 @@ import {
   type PopHistoryArgs,
   type ProviderRunArgs,
 } from '@ctx/core';
-import { checkInteger, checkSessionId, findRetriedTurn, type SaveHistoryArgs } from '@ctx/core/backend';
+import {
+  checkInteger,
+  checkSessionId,
+  findRetriedTurn,
+  messageIdConflict,
+  sameMessageContent,
+  type SaveHistoryArgs,
+} from '@ctx/core/backend';
 import { expect, test } from 'vitest';
 import { describeHistoryProvider } from './index.js';
 
@@ -48,6 +55,9 @@ type HistoryFault =
   | 'pop-keeps-ids'
   | 'pop-accepts-bad-count'
   | 'ignores-turns'
+  | 'skips-conflicts'
+  | 'retries-at-tail-only'
+  | 'appends-later-batches'
   | 'clear-keeps-messages'
   | 'clear-keeps-ids'
   | 'clear-fails-when-empty'
@@ -103,26 +113,51 @@ class MapHistoryProvider extends HistoryProvider {
     const key = this.#key(sessionId);
     const list = this.#backend.get(key) ?? [];
     this.#backend.set(key, list);
-    const retried =
-      turn?.opens && this.#fault !== 'ignores-turns'
-        ? findRetriedTurn(
-            list.map((item) => (typeof item === 'string' ? JSON.parse(item) : item)),
-            turn.inputIds,
-          )
-        : undefined;
-    if (retried !== undefined) list.splice(retried);
-    const ids = new Set(list.map((item) => (typeof item === 'string' ? (JSON.parse(item) as Message).id : (item as Message).id)));
+    const stored = list.map(parse);
+    const inputs = turn ? messages.filter((m) => turn.inputIds.includes(m.id)) : [];
+    let span = turn && this.#fault !== 'ignores-turns' ? findRetriedTurn(stored, turn.inputIds, inputs) : undefined;
+    // The fault of a backend that only looks for an earlier attempt at the end of the history.
+    if (span !== undefined && this.#fault === 'retries-at-tail-only' && span.end < stored.length) span = undefined;
+    const replacing = turn?.opens === true && span !== undefined;
+    const at = new Map<string, number>();
+    stored.forEach((m, i) => at.has(m.id) || at.set(m.id, i));
+    const fresh: unknown[] = [];
+    const ids = new Set<string>();
     for (const [i, m] of messages.entries()) {
-      if (this.#fault === 'stores-valid-prefix') Message.parse(m, `$.messages[${i}]`);
-      if ((ids.has(m.id) || this.#popped.has(m.id)) && this.#fault !== 'no-dedupe') continue;
+      if (this.#fault === 'stores-valid-prefix') {
+        try {
+          Message.parse(m, `$.messages[${i}]`);
+        } catch (error) {
+          list.push(...fresh); // what it had before the bad message
+          throw error;
+        }
+      }
+      const index = at.get(m.id);
+      const inSpan = replacing && index !== undefined && index >= span!.start && index < span!.end;
+      if (((index !== undefined && !inSpan) || ids.has(m.id) || this.#popped.has(m.id)) && this.#fault !== 'no-dedupe') {
+        if (index !== undefined && !inSpan && !sameMessageContent(stored[index], m) && this.#fault !== 'skips-conflicts')
+          throw messageIdConflict({
+            sourceId: this.sourceId,
+            sessionId,
+            messageId: m.id,
+            index: i,
+            batchSize: messages.length,
+            report: args?.report,
+          });
+        continue;
+      }
       ids.add(m.id);
       if (this.#fault === 'appends-one-by-one') await tick();
-      list.push(
+      fresh.push(
         this.#fault === 'live-references'
           ? structuredClone(m)
           : JSON.stringify(this.#fault === 'forgets-optional-fields' ? forgetOptional(m) : m),
       );
+      if (this.#fault === 'appends-one-by-one') list.push(fresh.pop());
     }
+    if (replacing) list.splice(span!.start, span!.end - span!.start, ...fresh);
+    else if (span !== undefined && this.#fault !== 'appends-later-batches') list.splice(span.end, 0, ...fresh);
+    else list.push(...fresh);
   }
 
   override async popMessages(sessionId: string, { count = 1 }: PopHistoryArgs): Promise<Message[]> {
@@ -272,6 +307,13 @@ const history = {
   overlap: 'a retried batch that overlaps the stored tail stores only the new messages',
   retriedTurn:
     'a run retried with the same input message is sent the history before its first attempt and stores its turn once, with its own reply',
+  conflict:
+    'a message whose id is stored with other content refuses the whole batch with SessionStateError naming the id, reports message-id-conflict, and stores nothing',
+  sameAgain: 'the same message saved again, with another createdAt and metadata, is stored once and silently',
+  sameIdClient: 'a client that gives every reply the same id fails the next turn loudly instead of dropping its reply',
+  retriedMiddle:
+    'a retried turn that is not the newest is replaced in place, and the retry is sent every other turn but not its earlier attempt',
+  modelCallMiddle: 'a retried turn that is not the newest is stored in its place, in one piece, batch after batch',
   modelCall: "stores a tool run as 'run' does, each message once",
   interrupted: 'a run aborted in a tool keeps its input and calls, and the next run is sent them answered as interrupted',
   blankIds: 'getMessages and saveMessages refuse empty and whitespace-only session ids with ConfigurationError and store nothing',
@@ -370,6 +412,8 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.concurrentSaves,
     history.retry,
     history.overlap,
+    history.conflict,
+    history.sameAgain,
     history.blankIds,
     history.nonJson,
     history.tooDeep,
@@ -385,10 +429,27 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.forkHostile,
     history.forkBlank,
   ]),
-  'no-dedupe': [history.retry, history.overlap],
-  'ignores-turns': [history.retriedTurn],
-  'appends-one-by-one': [history.concurrentRuns, history.concurrentSaves],
-  'forgets-optional-fields': [history.storesTurn, history.fidelityDirect, history.fidelityRun, history.copies, history.forkAll],
+  'no-dedupe': [history.retry, history.overlap, history.conflict, history.sameAgain, history.sameIdClient],
+  'ignores-turns': [history.retriedTurn, history.retriedMiddle, history.modelCallMiddle],
+  'skips-conflicts': [history.conflict, history.sameAgain, history.sameIdClient],
+  'retries-at-tail-only': [history.retriedMiddle, history.modelCallMiddle],
+  'appends-later-batches': [history.modelCallMiddle],
+  'appends-one-by-one': [
+    history.concurrentRuns,
+    history.concurrentSaves,
+    history.conflict,
+    history.sameIdClient,
+    history.retriedMiddle,
+    history.modelCallMiddle,
+  ],
+  'forgets-optional-fields': [
+    history.storesTurn,
+    history.fidelityDirect,
+    history.fidelityRun,
+    history.copies,
+    history.sameAgain,
+    history.forkAll,
+  ],
   'normalizes-ids': [history.hostile, history.clearApart, history.forkHostile],
   'truncates-ids': [history.hostile, history.clearApart, history.forkHostile],
   'live-references': [history.copies],
@@ -407,6 +468,8 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.fidelityRun,
     history.popTurn,
     history.retriedTurn,
+    history.retriedMiddle,
+    history.modelCallMiddle,
     history.interrupted,
     history.forkDiverge,
   ],
@@ -423,9 +486,10 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.notReStored,
     history.fidelityRun,
     history.retriedTurn,
+    history.retriedMiddle,
   ],
   'stores-failed-runs': [history.modelFails, history.aborted],
-  'keeps-leading-results': [history.orphan, history.retriedTurn],
+  'keeps-leading-results': [history.orphan, history.retriedTurn, history.retriedMiddle, history.modelCallMiddle],
   'drops-options': [
     history.loadTrue,
     history.storeOnly,

@@ -1,6 +1,18 @@
-import { type AgentSession, ConcurrencyError, createAgent, Message } from '@ctx/core';
+import {
+  type AgentSession,
+  type ChatClient,
+  type ChatResponse,
+  type ChatResponseUpdate,
+  ConcurrencyError,
+  createAgent,
+  Message,
+  ProviderError,
+  SessionStateError,
+} from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
-import { describe, expect, it } from 'vitest';
+import { OpenAIChatClient } from '@ctx/openai';
+import { startOpenAITestServer, type OpenAITestServer } from '@ctx/openai-test-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allKeys, clusterClient, singleClient, uniquePrefix } from '../test/helpers.js';
 import { encodeKeyPart } from './keys.js';
 import { RedisHistoryProvider } from './redis-history-provider.js';
@@ -144,3 +156,82 @@ for (const [topology, connect] of [
     });
   });
 }
+
+/** A chat client that answers every call with one message id, as some OpenAI-compatible servers and proxies do. */
+class FixedIdChatClient implements ChatClient {
+  readonly specificationVersion = 'v1';
+  readonly provider = 'fixed-id';
+  readonly modelId = 'fixed-id-model';
+  calls = 0;
+  async getResponse(): Promise<ChatResponse> {
+    return { messages: [Message.assistant(`reply ${++this.calls}`, { id: 'chatcmpl-same' })], finishReason: 'stop' };
+  }
+  async *getStreamingResponse(): AsyncIterable<ChatResponseUpdate> {
+    yield { messageId: 'chatcmpl-same', role: 'assistant', contents: [{ type: 'text', text: `reply ${++this.calls}` }] };
+  }
+}
+
+for (const [topology, connect] of [
+  ['single node', () => singleClient()],
+  ['cluster', () => clusterClient()],
+] as const) {
+  describe(`a chat client that reuses one message id (${topology})`, () => {
+    for (const streaming of [false, true]) {
+      it(`the second turn fails loudly with SessionStateError; no reply is dropped silently${streaming ? ' (streamed)' : ''}`, async () => {
+        const history = new RedisHistoryProvider({ client: connect(), prefix: uniquePrefix('fixed-id') });
+        const agent = createAgent({ client: new FixedIdChatClient(), contextProviders: [history] });
+        const session = agent.getSessionById(`fixed-${Math.random().toString(36).slice(2)}`);
+        const run = (text: string) => (streaming ? agent.runStream(text, { session }).response : agent.run(text, { session }));
+        await run('one');
+        const error = await run('two').catch((e: unknown) => e);
+        expect(ProviderError.isInstance(error), String(error)).toBe(true);
+        const cause = (error as ProviderError).cause;
+        expect(SessionStateError.isInstance(cause), String(cause)).toBe(true);
+        expect((cause as SessionStateError).message).toContain('"chatcmpl-same"');
+        expect((cause as SessionStateError).message).toContain(session.sessionId);
+        const stored = await history.getMessages(session.sessionId, { state: {} });
+        expect(stored.map((m) => `${m.role}:${Message.text(m)}`)).toEqual(['user:one', 'assistant:reply 1']);
+      });
+    }
+  });
+}
+
+describe('OpenAIChatClient against a server that answers every completion with one id', () => {
+  let server: OpenAITestServer;
+  beforeAll(async () => {
+    server = await startOpenAITestServer({ reuseIds: true });
+  });
+  afterAll(() => server.close());
+
+  for (const [topology, connect] of [
+    ['single node', () => singleClient()],
+    ['cluster', () => clusterClient()],
+  ] as const) {
+    for (const streaming of [false, true]) {
+      it(`three turns store every reply (${topology}${streaming ? ', streamed' : ''})`, async () => {
+        const history = new RedisHistoryProvider({ client: connect(), prefix: uniquePrefix('reused-ids') });
+        const client = new OpenAIChatClient({ baseURL: server.url, apiKey: 'test-key', model: 'gpt-4o-mini', maxRetries: 0 });
+        const agent = createAgent({ client, contextProviders: [history] });
+        const sessionId = `reused-${Math.random().toString(36).slice(2)}`;
+        for (const text of ['one', 'two', 'three']) {
+          const session = agent.getSessionById(sessionId);
+          await (streaming ? agent.runStream(text, { session }).response : agent.run(text, { session }));
+        }
+        const stored = await history.getMessages(sessionId, { state: {} });
+        expect(stored.map((m) => `${m.role}:${Message.text(m)}`)).toEqual([
+          'user:one',
+          'assistant:You said: one',
+          'user:two',
+          'assistant:You said: two',
+          'user:three',
+          'assistant:You said: three',
+        ]);
+        expect(stored.filter((m) => m.role === 'assistant').map((m) => m.metadata?.serviceMessageId)).toEqual([
+          'chatcmpl-reused',
+          'chatcmpl-reused',
+          'chatcmpl-reused',
+        ]);
+      });
+    }
+  }
+});

@@ -2,11 +2,20 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BackendUnavailableError, createAgent, defineTool, Message, ProviderError, type SaveHistoryArgs, type SourceType } from '@ctx/core';
+import {
+  BackendUnavailableError,
+  createAgent,
+  defineTool,
+  Message,
+  ProviderError,
+  SessionStateError,
+  type SaveHistoryArgs,
+  type SourceType,
+} from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { startRedisServer, type RedisServer } from '@ctx/redis-test-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countCommands, env, singleClient, uniquePrefix } from '../test/helpers.js';
+import { clusterClient, countCommands, env, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisHistoryProvider } from './redis-history-provider.js';
 
 const packageRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -45,12 +54,67 @@ describe('the save script: the opening batch of a turn replaces a stored earlier
     expect(await history.append('s2', [m('r2', 'response')])).toBe(0); // the id set followed the list
   });
 
-  it('removes nothing when the input id is stored before another turn, or the batch does not open the turn', async () => {
-    await history.saveMessages('s3', [m('u0', 'input'), m('r0', 'response'), m('u1', 'input'), m('r1', 'response')], opens('u0'));
-    await history.saveMessages('s3', [m('u0', 'input'), m('r2', 'response')], opens('u0'));
-    await history.saveMessages('s3', [m('u1', 'input'), m('r3', 'response')], { state, turn: { inputIds: ['u1'], opens: false } });
-    expect((await history.getMessages('s3', { state })).map((x) => x.id)).toEqual(['u0', 'r0', 'u1', 'r1', 'r2', 'r3']);
+  it('replaces an attempt that is not the newest in place, puts a later batch of a turn right after it, and renumbers what follows', async () => {
+    await history.saveMessages('s3', [m('u0', 'input'), m('r0', 'response')], opens('u0'));
+    await history.saveMessages('s3', [m('u1', 'input'), m('r1', 'response')], opens('u1'));
+    await history.saveMessages('s3', [m('u2', 'input'), m('r2', 'response')], opens('u2'));
+    await history.saveMessages('s3', [m('u0', 'input'), m('r0b', 'response')], opens('u0'));
+    await history.saveMessages('s3', [m('r0c', 'response'), m('r0d', 'response')], { state, turn: { inputIds: ['u0'], opens: false } });
+    await history.saveMessages('s3', [m('doc', 'context'), m('u1', 'input')], opens('u1')); // a shorter attempt
+    const ids = (await history.getMessages('s3', { state })).map((x) => x.id);
+    expect(ids).toEqual(['u0', 'r0b', 'r0c', 'r0d', 'doc', 'u1', 'u2', 'r2']);
+    const exported: string[] = [];
+    for await (const x of history.exportMessages('s3', { pageSize: 3 })) exported.push(x.id);
+    expect(exported).toEqual(ids);
+    // The id set follows the list: every stored id is known, the replaced ones are not.
+    expect(await history.append('s3', [m('r0', 'response'), m('r1', 'response')])).toBe(2);
+    expect(await history.countMessages('s3')).toBe(10);
+    const [score] = await history.client.zmscore(history.keys('s3').ids, 'r2');
+    expect(Number(score)).toBe(8);
   });
+
+  it('a message id stored with other content refuses the batch in the script, naming it; nothing is written', async () => {
+    await history.saveMessages('s4', [m('u0', 'input'), m('r0', 'response')], opens('u0'));
+    const other = Message.assistant('other', { id: 'r0' });
+    const error = await history.saveMessages('s4', [m('u1', 'input'), other], opens('u1')).catch((e: unknown) => e);
+    expect(SessionStateError.isInstance(error), String(error)).toBe(true);
+    expect((error as SessionStateError).path).toBe('$.messages[1].id');
+    expect((await history.getMessages('s4', { state })).map((x) => x.id)).toEqual(['u0', 'r0']);
+  });
+});
+
+describe('concurrent turns on one conversation, each retried', () => {
+  for (const [topology, client] of [
+    ['single node', singleClient()],
+    ['cluster', clusterClient()],
+  ] as const) {
+    it(`every retried caller's reply is the one stored for its turn, and no retry is sent its earlier attempt (${topology})`, async () => {
+      const history = new RedisHistoryProvider({ client, prefix: uniquePrefix('concurrent-retries') });
+      let calls = 0;
+      const chat = new ScriptedChatClient({
+        replies: (messages) => ({ text: `${Message.text(messages.at(-1)!)}: reply ${++calls}`, delayMs: calls % 3 }),
+      });
+      const agent = createAgent({ client: chat, contextProviders: [history] });
+      const sessionId = `conversation-${Math.random().toString(36).slice(2)}`;
+      const inputs = Array.from({ length: 5 }, (_, i) => Message.user(`question ${i}`));
+      await Promise.all(inputs.map((input) => agent.run(input, { session: agent.getSessionById(sessionId) })));
+      // Every caller lost its reply and retries with the same input message.
+      const retried = await Promise.all(inputs.map((input) => agent.run(input, { session: agent.getSessionById(sessionId) })));
+      const stored = await history.getMessages(sessionId, { state });
+      expect(stored).toHaveLength(10);
+      inputs.forEach((input, i) => {
+        const at = stored.findIndex((m) => m.id === input.id);
+        expect(stored[at + 1]!.id, `the turn of question ${i}`).toBe(retried[i]!.messages[0]!.id);
+      });
+      for (const call of chat.calls.slice(5)) {
+        const question = call.messages.at(-1)!;
+        expect(
+          call.messages.slice(0, -1).some((m) => Message.text(m).startsWith(`${Message.text(question)}:`) || m.id === question.id),
+          `the retry of ${Message.text(question)} was sent its earlier attempt`,
+        ).toBe(false);
+      }
+    });
+  }
 });
 
 describe("persistence: 'model-call' on Redis", () => {

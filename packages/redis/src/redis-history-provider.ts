@@ -10,10 +10,10 @@ import {
   type PopHistoryArgs,
   type SaveHistoryArgs,
 } from '@ctx/core';
-import { checkId, checkInteger, checkSessionId, shortId } from '@ctx/core/backend';
+import { checkId, checkInteger, checkSessionId, messageIdConflict, sameMessageContent, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { historyKeys, type HistoryKeys } from './keys.js';
-import { ABSENT, BAD_ENTRY, BAD_IDS, FORK_SCRIPT, NOT_EMPTY, PAGE_SCRIPT, POP_SCRIPT, SAVE_SCRIPT } from './scripts.js';
+import { ABSENT, BAD_ENTRY, BAD_IDS, CONFLICT, FORK_SCRIPT, NOT_EMPTY, PAGE_SCRIPT, POP_SCRIPT, SAVE_SCRIPT } from './scripts.js';
 
 /** Options of `RedisHistoryProvider`: the history options of `@ctx/core`, the connection, and retention. */
 export interface RedisHistoryProviderOptions extends HistoryProviderOptions, RedisConnectionOptions {
@@ -157,19 +157,23 @@ export class RedisHistoryProvider extends HistoryProvider {
   }
 
   /**
-   * Appends messages in one atomic script call (one round trip): ids already stored are skipped,
-   * the list is trimmed to `maxStored`, the TTL refreshed.
+   * Saves messages in one atomic script call (one round trip): ids already stored with the same
+   * content are skipped, the list is trimmed to `maxStored`, the TTL refreshed. A batch of a run
+   * goes where its turn is stored (`SaveHistoryArgs.turn`, core's `findRetriedTurn`, in the same
+   * script): the opening batch replaces a stored earlier attempt of the turn in place, wherever it
+   * sits, and a later batch goes right after the turn; the messages after it are renumbered.
    * @throws SessionStateError when a message is malformed or not plain JSON (a NaN, a Map, a Date,
-   *   `undefined`, anything `JSON.stringify` would change), naming the path; nothing is stored.
+   *   `undefined`, anything `JSON.stringify` would change), naming the path; or when a message id
+   *   is already stored with other content (with a `message-id-conflict` diagnostic). Nothing is
+   *   stored either way.
    * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`; retrying the
-   *   same messages is safe, and so is retrying the run: the opening batch of a turn (`turn.opens`)
-   *   removes a stored earlier attempt of that turn in the same script (`findRetriedTurn`).
+   *   same messages is safe, and so is retrying the run.
    */
-  async saveMessages(sessionId: string, messages: readonly Message[], { signal, turn }: SaveHistoryArgs): Promise<void> {
+  async saveMessages(sessionId: string, messages: readonly Message[], { signal, turn, report }: SaveHistoryArgs): Promise<void> {
     checkSessionId(sessionId);
     if (Array.isArray(messages) && messages.length === 0) return;
-    await this.#write('append', sessionId, messages, signal, turn?.opens ? turn.inputIds : []);
+    await this.#write('append', sessionId, messages, signal, turn, report);
   }
 
   /**
@@ -219,34 +223,64 @@ export class RedisHistoryProvider extends HistoryProvider {
   }
 
   /**
-   * Validates `messages` and runs the save script over them; resolves to how many were new. With
-   * `inputIds` (a turn's opening batch), a stored earlier attempt of that turn is removed first.
+   * Validates `messages` and runs the save script over them; resolves to how many were written.
+   * With `turn`, the batch goes where that turn is stored (see `saveMessages`).
    */
   async #write(
     mode: 'append' | 'replace',
     sessionId: string,
     messages: readonly Message[],
     signal: AbortSignal | undefined,
-    inputIds: readonly string[] = [],
+    turn?: SaveHistoryArgs['turn'],
+    report?: SaveHistoryArgs['report'],
   ): Promise<number> {
     const keys = this.keys(sessionId);
     if (!Array.isArray(messages)) throw new SessionStateError('$.messages', 'must be an array');
-    const args: string[] = [mode, String(this.maxStored ?? 0), String(this.ttlSeconds ?? 0), String(inputIds.length), ...inputIds];
+    const inputIds = [...new Set(turn?.inputIds ?? [])];
+    const args: string[] = [
+      mode,
+      String(this.maxStored ?? 0),
+      String(this.ttlSeconds ?? 0),
+      String(inputIds.length),
+      turn?.opens ? '1' : '0',
+      ...inputIds,
+    ];
+    const batch = new Map<string, Message>();
+    const indexes: number[] = [];
     for (let i = 0; i < messages.length; i++) {
-      const m = messages[i];
+      const m = messages[i]!;
       // What is stored must read back as what was saved: Message.parse refuses what JSON.stringify would change.
       Message.parse(m, `$.messages[${i}]`);
       if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
+      const earlier = batch.get(m.id);
+      if (earlier !== undefined) {
+        if (!sameMessageContent(earlier, m))
+          throw messageIdConflict({ sourceId: this.sourceId, sessionId, messageId: m.id, index: i, batchSize: messages.length, report });
+        continue;
+      }
+      batch.set(m.id, m);
+      indexes.push(i);
       const text = JSON.stringify(m);
       this.#connection.checkValueSize(text, `$.messages[${i}]`, `Message ${shortId(m.id)}`);
       args.push(m.id, text);
     }
     const operation = mode === 'append' ? 'saveMessages' : 'replaceMessages';
-    const count = await this.#connection.call({ operation, sessionId, key: keys.messages }, signal, (c) =>
+    const reply = await this.#connection.call({ operation, sessionId, key: keys.messages }, signal, (c) =>
       this.#connection.script(c, SAVE_SCRIPT, [keys.messages, keys.ids], args),
     );
-    checkIds(count, keys);
-    return Number(count);
+    checkIds(reply, keys);
+    if (Array.isArray(reply) && reply[0] === CONFLICT) {
+      const index = indexes[Number(reply[2])] ?? 0;
+      throw messageIdConflict({
+        sourceId: this.sourceId,
+        sessionId,
+        messageId: String(reply[1]),
+        index,
+        batchSize: messages.length,
+        report,
+      });
+    }
+    return Number(reply);
   }
 
   /**

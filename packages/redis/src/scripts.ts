@@ -37,26 +37,55 @@ local function sourceType(m)
 end
 `;
 
+/** The first element of the save script's reply when a message id is stored with other content. */
+export const CONFLICT = 'conflict';
+
+/** Lua: JSON equality of decoded values (objects by key, in any order) and `sameMessageContent` of core. */
+const SAME_CONTENT = `
+local function sameJson(a, b)
+  if type(a) ~= type(b) then return false end
+  if type(a) ~= 'table' then return a == b end
+  for k, v in pairs(a) do
+    if not sameJson(v, b[k]) then return false end
+  end
+  for k in pairs(b) do
+    if a[k] == nil then return false end
+  end
+  return true
+end
+local function sameContent(a, b)
+  return type(a) == 'table' and type(b) == 'table' and a.role == b.role and a.authorName == b.authorName
+    and sameJson(a.contents, b.contents)
+end
+`;
+
 /**
- * Appends messages whose id is not stored yet, trims to the newest `maxStored` (the list and the
- * ids that fell out, together), refreshes the TTL of both keys. In `replace` mode it first drops
- * the stored list and ids (compaction rewrites history this way); sequence numbers still continue
- * after every number used before, so export cursors never see one twice.
+ * Saves a batch. Messages whose id is stored with the same content (core's `sameMessageContent`:
+ * role, contents, authorName) are skipped; one stored with other content refuses the whole batch
+ * before anything is written: the reply is `{ 'conflict', <id>, <index in the batch> }`. Then
+ * trims to the newest `maxStored` (the list and the ids that fell out, together) and refreshes the
+ * TTL of both keys. In `replace` mode it first drops the stored list and ids (compaction rewrites
+ * history this way); sequence numbers still continue after every number used before.
  *
- * The opening batch of a turn names the turn's input message ids: when they are stored as the
- * newest turn (the newest input with one of those ids and, after it, only those inputs and
- * responses, `metadata.ctx.sourceType`; extended back over the context messages stored just before
- * it), that earlier attempt is removed first, in the same script, so a retried turn is stored once
- * with the retry's reply. Its sequence numbers are handed out again (as `popMessages` does).
+ * A batch of a run names its turn's input message ids. Where that turn is stored (wherever it sits:
+ * the oldest stored input with one of those ids, the others and the responses after it up to the
+ * next turn, extended back over the context messages stored just before it; every input stored,
+ * with the content the batch gives it, and no other input: core's `findRetriedTurn`), the opening
+ * batch replaces that earlier attempt in place, and a later batch of the turn goes right after it;
+ * otherwise the batch is appended. Messages after the place the batch went are renumbered, so the
+ * list element at index `i` keeps sequence number `first + i`: the numbers of the entries that
+ * moved (and of a shorter turn's) are handed out again, as `popMessages` does.
  * ARGV: mode (`append` | `replace`), maxStored (0 = keep all), ttlSeconds (0 = leave expiry alone),
- * n (how many input ids follow; 0 when the batch opens no turn), the n input ids, then id, json
- * pairs. Returns the number of messages appended.
+ * n (how many input ids follow; 0 for a batch of no turn), opens (`1` when the batch opens its
+ * turn), the n input ids, then id, json pairs (no id twice). Returns the number of messages written.
  */
-export const SAVE_SCRIPT = `${TOP_SEQ}${SOURCE_TYPE}
+export const SAVE_SCRIPT = `${TOP_SEQ}${SOURCE_TYPE}${SAME_CONTENT}
 local list, ids = KEYS[1], KEYS[2]
 local maxStored = tonumber(ARGV[2])
 local ttl = tonumber(ARGV[3])
 local nInputs = tonumber(ARGV[4])
+local opens = ARGV[5] == '1'
+local pairsFrom = 6 + nInputs
 local seq, corrupt = topSeq(ids)
 if corrupt then return corrupt end
 local len = redis.call('LLEN', list)
@@ -64,63 +93,130 @@ if seq < len then seq = len end
 if ARGV[1] == 'replace' then
   redis.call('DEL', list, ids)
   len = 0
-elseif nInputs > 0 and len > 0 then
+end
+local first = seq - len + 1
+local function decode(text)
+  if not text then return nil end
+  local ok, m = pcall(cjson.decode, text)
+  if ok and type(m) == 'table' then return m end
+  return nil
+end
+local function indexOf(id)
+  local score = redis.call('ZSCORE', ids, id)
+  if not score then return nil end
+  return tonumber(score) - first
+end
+-- Where the turn is stored: [spanStart, spanEnd), or nil.
+local spanStart, spanEnd = nil, nil
+if nInputs > 0 and len > 0 then
   local inputs, lowest = {}, nil
-  for i = 5, 4 + nInputs do
+  for i = 6, 5 + nInputs do
     inputs[ARGV[i]] = true
-    local score = redis.call('ZSCORE', ids, ARGV[i])
-    if score then
-      score = tonumber(score)
-      if lowest == nil or score < lowest then lowest = score end
-    end
+    local at = indexOf(ARGV[i])
+    if at and at >= 0 and at < len and (lowest == nil or at < lowest) then lowest = at end
   end
-  local first = seq - len + 1
-  if lowest and lowest >= first then
-    local from = lowest - first
-    local tail = redis.call('LRANGE', list, from, -1)
-    local start = nil
-    for i = #tail, 1, -1 do
-      local ok, m = pcall(cjson.decode, tail[i])
-      if not ok or type(m) ~= 'table' then break end
-      if inputs[m.id] then start = from + i - 1
-      elseif sourceType(m) ~= 'response' then break end
+  if lowest then
+    local given = {}
+    for i = pairsFrom, #ARGV, 2 do
+      if inputs[ARGV[i]] then given[ARGV[i]] = ARGV[i + 1] end
     end
-    if start then
-      while start > 0 do
-        local ok, m = pcall(cjson.decode, redis.call('LINDEX', list, start - 1))
-        if not (ok and type(m) == 'table' and sourceType(m) == 'context') then break end
-        start = start - 1
+    local found, count, replied, stop, other = {}, 0, false, false, false
+    local at = lowest
+    while not stop and at < len do
+      local chunk = redis.call('LRANGE', list, at, at + 99)
+      if #chunk == 0 then break end
+      for j = 1, #chunk do
+        local m = decode(chunk[j])
+        local id = m and m.id
+        if type(id) == 'string' and inputs[id] and not found[id] then
+          if given[id] and not sameContent(m, decode(given[id])) then other = true; stop = true; break end
+          found[id] = true
+          count = count + 1
+        elseif m and sourceType(m) == 'response' then
+          replied = true
+        elseif not replied and m and sourceType(m) == 'input' then
+          other = true; stop = true; break
+        else
+          stop = true; break
+        end
+        at = at + 1
       end
-      redis.call('ZREMRANGEBYSCORE', ids, first + start, '+inf')
-      if start == 0 then redis.call('DEL', list) else redis.call('LTRIM', list, 0, start - 1) end
-      seq = first + start - 1
-      len = start
+    end
+    local distinct = 0
+    for _ in pairs(inputs) do distinct = distinct + 1 end
+    if not other and count == distinct then
+      spanStart, spanEnd = lowest, at
+      while spanStart > 0 do
+        local m = decode(redis.call('LINDEX', list, spanStart - 1))
+        if not (m and sourceType(m) == 'context') then break end
+        spanStart = spanStart - 1
+      end
     end
   end
 end
-local added = 0
-local batch = {}
-for i = 5 + nInputs, #ARGV, 2 do
-  if redis.call('ZADD', ids, 'NX', seq + 1, ARGV[i]) == 1 then
-    seq = seq + 1
-    added = added + 1
-    batch[#batch + 1] = ARGV[i + 1]
-    if #batch == 500 then
-      len = redis.call('RPUSH', list, unpack(batch))
-      batch = {}
+local replacing = opens and spanStart ~= nil
+-- What the batch adds; a message stored under its id with other content refuses the batch.
+local freshIds, freshJson = {}, {}
+for i = pairsFrom, #ARGV, 2 do
+  local at = nil
+  if len > 0 then at = indexOf(ARGV[i]) end
+  if at and not (replacing and at >= spanStart and at < spanEnd) then
+    if at >= 0 and at < len then
+      local stored = decode(redis.call('LINDEX', list, at))
+      if stored and not sameContent(stored, decode(ARGV[i + 1])) then
+        return { '${CONFLICT}', ARGV[i], (i - pairsFrom) / 2 }
+      end
     end
+  else
+    freshIds[#freshIds + 1] = ARGV[i]
+    freshJson[#freshJson + 1] = ARGV[i + 1]
   end
 end
-if #batch > 0 then len = redis.call('RPUSH', list, unpack(batch)) end
+-- Where it goes: at p, in place of r entries.
+local p, r = len, 0
+if replacing then p, r = spanStart, spanEnd - spanStart
+elseif spanEnd ~= nil then p = spanEnd end
+local tail, tailIds = {}, {}
+if p + r < len then
+  tail = redis.call('LRANGE', list, p + r, -1)
+  tailIds = redis.call('ZRANGEBYSCORE', ids, first + p + r, '+inf')
+end
+if r > 0 then
+  local gone = redis.call('ZRANGEBYSCORE', ids, first + p, first + p + r - 1)
+  for i = 1, #gone, 500 do redis.call('ZREM', ids, unpack(gone, i, math.min(i + 499, #gone))) end
+end
+if p < len then
+  if p == 0 then redis.call('DEL', list) else redis.call('LTRIM', list, 0, p - 1) end
+end
+local function push(items)
+  for i = 1, #items, 500 do redis.call('RPUSH', list, unpack(items, i, math.min(i + 499, #items))) end
+end
+local function number(members, from)
+  for i = 1, #members, 500 do
+    local args = {}
+    for j = i, math.min(i + 499, #members) do
+      args[#args + 1] = from + j - 1
+      args[#args + 1] = members[j]
+    end
+    redis.call('ZADD', ids, unpack(args))
+  end
+end
+push(freshJson)
+push(tail)
+number(freshIds, first + p)
+number(tailIds, first + p + #freshIds)
+len = p + #freshIds + #tail
+seq = first + len - 1
 if maxStored > 0 and len > maxStored then
   redis.call('LTRIM', list, -maxStored, -1)
   redis.call('ZREMRANGEBYSCORE', ids, '-inf', seq - maxStored)
+  len = maxStored
 end
 if ttl > 0 and len > 0 then
   redis.call('EXPIRE', list, ttl)
   redis.call('EXPIRE', ids, ttl)
 end
-return added
+return #freshIds
 `;
 
 /**

@@ -10,7 +10,7 @@ import {
   writeEvent,
   type Exchange,
 } from './exchange.js';
-import { newId, obfuscation, unixSeconds } from './ids.js';
+import { obfuscation, unixSeconds } from './ids.js';
 import { echoText, failureError, resolveReply, type PlannedTurn, type ReplySource } from './replies.js';
 import { contentText, countTokens, isObject, PER_MESSAGE_TOKENS, splitArguments, splitIntoDeltas } from './tokens.js';
 import type { JsonObject, ScriptedFailure } from './types.js';
@@ -85,7 +85,7 @@ export async function handleChatCompletions(
           azure: ex.recorded.path.startsWith('/openai/'),
         });
       } else {
-        sendJson(ex, 200, completionObject(model, resolved.turn, promptTokens));
+        sendJson(ex, 200, completionObject(ex.serviceId('chatcmpl'), model, resolved.turn, promptTokens));
       }
     }
   }
@@ -168,7 +168,7 @@ function usageObject(turn: PlannedTurn, promptTokens: number): JsonObject {
   };
 }
 
-function completionObject(model: string, turn: PlannedTurn, promptTokens: number): JsonObject {
+function completionObject(id: string, model: string, turn: PlannedTurn, promptTokens: number): JsonObject {
   const message: JsonObject = {
     role: 'assistant',
     content: turn.text,
@@ -183,7 +183,7 @@ function completionObject(model: string, turn: PlannedTurn, promptTokens: number
     }));
   }
   return {
-    id: newId('chatcmpl', '-'),
+    id,
     object: 'chat.completion',
     created: unixSeconds(),
     model,
@@ -234,9 +234,9 @@ const AZURE_PROMPT_FILTER_CHUNK = JSON.stringify({
   ],
 });
 
-function chunkFactory(model: string, shape: Partial<StreamShape>): (delta: JsonObject, finishReason?: string) => string {
+function chunkFactory(id: string, model: string, shape: Partial<StreamShape>): (delta: JsonObject, finishReason?: string) => string {
   const base = {
-    id: newId('chatcmpl', '-'),
+    id,
     object: 'chat.completion.chunk',
     created: unixSeconds(),
     model,
@@ -253,7 +253,7 @@ function chunkFactory(model: string, shape: Partial<StreamShape>): (delta: JsonO
 }
 
 async function streamCompletion(ex: Exchange, model: string, turn: PlannedTurn, promptTokens: number, shape: StreamShape): Promise<void> {
-  const chunk = chunkFactory(model, shape);
+  const chunk = chunkFactory(ex.serviceId('chatcmpl'), model, shape);
   const events: string[] = shape.azure ? [AZURE_PROMPT_FILTER_CHUNK] : [];
   // As the service starts them: a refusal stream with `content: null, refusal: ''`.
   events.push(chunk({ role: 'assistant', content: turn.text === null ? null : '', refusal: turn.refusal === null ? null : '' }));
@@ -284,7 +284,7 @@ async function streamCompletion(ex: Exchange, model: string, turn: PlannedTurn, 
 }
 
 function sendMalformedStream(ex: Exchange, model: string, mode: 'truncated' | 'garbage'): void {
-  const chunk = chunkFactory(model, {});
+  const chunk = chunkFactory(ex.serviceId('chatcmpl'), model, {});
   startEventStream(ex);
   writeEvent(ex, chunk({ role: 'assistant', content: '', refusal: null }));
   writeEvent(ex, chunk({ content: 'This reply is' }));
@@ -299,7 +299,7 @@ function sendMalformedStream(ex: Exchange, model: string, mode: 'truncated' | 'g
 
 /** A stream that fails after it started: the role chunk, any partial text, then the service's `{"error": {...}}` frame. */
 function streamFailure(ex: Exchange, model: string, failure: ScriptedFailure['failure']): void {
-  const chunk = chunkFactory(model, {});
+  const chunk = chunkFactory(ex.serviceId('chatcmpl'), model, {});
   startEventStream(ex);
   writeEvent(ex, chunk({ role: 'assistant', content: '', refusal: null }));
   for (const piece of splitIntoDeltas(failure.textBefore ?? '')) writeEvent(ex, chunk({ content: piece }));

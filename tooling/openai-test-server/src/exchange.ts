@@ -10,6 +10,11 @@ export interface Exchange {
   /** Aborted when the client goes away before the reply is complete. */
   signal: AbortSignal;
   requestId: string;
+  /**
+   * The id of the completion or response this exchange answers with: a fresh one in the service's
+   * style (`newId(prefix, separator)`), or the same one every time with the server's `reuseIds`.
+   */
+  serviceId: (prefix: 'chatcmpl' | 'resp', separator?: '-' | '_') => string;
 }
 
 /** The OpenAI error body fields. */

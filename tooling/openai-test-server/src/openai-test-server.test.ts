@@ -830,3 +830,26 @@ describe('deterministicEmbedding', () => {
     expect(related).toBeGreaterThan(unrelated + 0.3);
   });
 });
+
+describe('reuseIds', () => {
+  it('answers every completion, streamed or not, and every response with one id, as some compatible servers do', async () => {
+    const reusing = await startOpenAITestServer({ reuseIds: true });
+    try {
+      const sdk = new OpenAI({ baseURL: reusing.url, apiKey: 'test-key', maxRetries: 0 });
+      const ask = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'hi' }] };
+      const ids = [(await sdk.chat.completions.create(ask)).id, (await sdk.chat.completions.create(ask)).id];
+      for await (const chunk of await sdk.chat.completions.create({ ...ask, stream: true })) ids.push(chunk.id);
+      expect(new Set(ids)).toEqual(new Set(['chatcmpl-reused']));
+      const responses = [
+        (await sdk.responses.create({ model: 'gpt-4o-mini', input: 'a', store: false })).id,
+        (await sdk.responses.create({ model: 'gpt-4o-mini', input: 'b', store: false })).id,
+      ];
+      expect(responses).toEqual(['resp_reused', 'resp_reused']);
+    } finally {
+      await reusing.close();
+    }
+    // Without the option, every answer has its own id.
+    const ask = { model: 'gpt-4o-mini', messages: [{ role: 'user' as const, content: 'hi' }] };
+    expect((await client.chat.completions.create(ask)).id).not.toBe((await client.chat.completions.create(ask)).id);
+  });
+});

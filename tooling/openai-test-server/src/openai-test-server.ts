@@ -42,7 +42,7 @@ export async function startOpenAITestServer(options: OpenAITestServerOptions = {
     take: (request) => (queue.length > 0 ? queue.shift() : responder?.(request)),
   };
 
-  const state: ServerState = { apiKey, generation: 0, requests, source, store };
+  const state: ServerState = { apiKey, generation: 0, requests, source, store, reuseIds: options.reuseIds === true };
   const http = await startLocalHttpServer((req, res) => handleRequest(req, res, state), {
     name: 'OpenAI test server',
     errorFormat: openAIErrorFormat,
@@ -84,6 +84,8 @@ interface ServerState {
   requests: RecordedRequest[];
   source: ReplySource;
   store: ResponsesStore;
+  /** The `reuseIds` option: one completion id and one response id for every answer. */
+  reuseIds: boolean;
 }
 
 async function handleRequest(req: IncomingMessage, res: ServerResponse, state: ServerState): Promise<void> {
@@ -109,7 +111,15 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, state: S
     recorded.aborted = true;
     controller.abort();
   }
-  const ex: Exchange = { req, res, recorded, signal: controller.signal, requestId: newId('req') };
+  const ex: Exchange = {
+    req,
+    res,
+    recorded,
+    signal: controller.signal,
+    requestId: newId('req'),
+    serviceId: (prefix, separator = prefix === 'chatcmpl' ? '-' : '_') =>
+      state.reuseIds ? `${prefix}${separator}reused` : newId(prefix, separator),
+  };
 
   const authError = checkAuth(recorded.headers, state.apiKey);
   if (authError !== undefined) {

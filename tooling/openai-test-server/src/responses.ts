@@ -158,7 +158,7 @@ export async function handleCreateResponse(
       return;
     case 'failure': {
       const failed = responseObject(body, {
-        id: newId('resp'),
+        id: ex.serviceId('resp'),
         model,
         createdAt: unixSeconds(),
         status: 'failed',
@@ -182,7 +182,7 @@ export async function handleCreateResponse(
   const output = outputItems(turn, include.includes('reasoning.encrypted_content') ? store : undefined);
   const incomplete = turn.finishReason === 'length' || turn.finishReason === 'content_filter';
   const response = responseObject(body, {
-    id: newId('resp'),
+    id: ex.serviceId('resp'),
     model,
     createdAt: unixSeconds(),
     status: incomplete ? 'incomplete' : 'completed',
@@ -712,7 +712,7 @@ function streamFailure(ex: Exchange, failed: JsonObject, failure: ScriptedFailur
 
 function sendMalformedStream(ex: Exchange, mode: 'truncated' | 'garbage'): void {
   startEventStream(ex);
-  const response = { id: newId('resp'), object: 'response', created_at: unixSeconds(), status: 'in_progress', output: [] };
+  const response = { id: ex.serviceId('resp'), object: 'response', created_at: unixSeconds(), status: 'in_progress', output: [] };
   writeEvent(ex, JSON.stringify({ type: 'response.created', sequence_number: 0, response }), 'response.created');
   if (mode === 'truncated') {
     writeEvent(

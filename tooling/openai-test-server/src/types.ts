@@ -184,6 +184,12 @@ export type Responder = (request: RecordedRequest) => ScriptedReply | undefined;
 export interface OpenAITestServerOptions {
   /** The key clients must send as `Authorization: Bearer KEY` or `api-key: KEY`. Default `'test-key'`. */
   apiKey?: string;
+  /**
+   * Answer every chat completion with one id (`chatcmpl-reused`) and every response with one id
+   * (`resp_reused`), as some OpenAI-compatible servers and proxies do. A stored response then
+   * replaces the one stored under that id before. Default false: a fresh id each time.
+   */
+  reuseIds?: boolean;
 }
 
 /** A Responses API or Conversations API item as the server stores it (input or output). */

@@ -16,6 +16,9 @@ export { checkSessionForWrite, parseSessionJson, SESSION_VERSION } from '../sess
 export { countContentTokens } from '../tokens/character-tokenizer.js';
 export type * from '../spec/index.js';
 export { findRetriedTurn } from '../history/retried-turn.js';
+export type { StoredTurn } from '../history/retried-turn.js';
+export { messageIdConflict, sameMessageContent } from '../history/message-conflict.js';
+export type { MessageIdConflict } from '../history/message-conflict.js';
 export { checkIfMatch } from './check-if-match.js';
 export { checkId, checkInteger, checkPositiveNumber, checkSessionId, shortId } from './checks.js';
 export { abortable, withDeadline } from './deadline.js';

@@ -4,7 +4,7 @@ import { Message } from '../messages/message.js';
 import type { ChatClient, ChatOptions } from '../spec/chat-client.js';
 import type { ClearHistoryArgs, ForkHistoryArgs, GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { ContextProvider, ProviderRunArgs, SessionContext, SessionHookArgs, SessionView } from '../spec/run-view.js';
-import { findRetriedTurn } from './retried-turn.js';
+import { findRetriedTurn, type StoredTurn } from './retried-turn.js';
 
 /** Options every history provider takes. */
 export interface HistoryProviderOptions {
@@ -45,6 +45,11 @@ export function serviceKeepsConversation(
 }
 
 const historyMarker = Symbol.for('ctx.history-provider');
+
+/** `messages` without the entries of `turn` (those before and after it stay, in order). */
+export function withoutTurn<T>(messages: readonly T[], turn: StoredTurn): T[] {
+  return [...messages.slice(0, Math.max(0, turn.start)), ...messages.slice(Math.max(0, turn.end))];
+}
 
 /**
  * How many of `messages` a fork at `atMessageId` keeps: up to and including that message, or all.
@@ -107,7 +112,13 @@ export abstract class HistoryProvider implements ContextProvider {
   /** The stored messages of a session, oldest first; the newest `limit` when a limit is given. */
   abstract getMessages(sessionId: string, args: GetHistoryArgs): Promise<Message[]>;
 
-  /** Appends messages to a session's history, in order. Messages whose id is already stored may be skipped. */
+  /**
+   * Appends messages to a session's history, in order. A message whose id is already stored with the
+   * same content (`sameMessageContent` in `@ctx/core/backend`) is skipped: a retried save stores
+   * nothing twice. One stored under its id with other content refuses the whole batch: nothing is
+   * written, a `message-id-conflict` diagnostic goes to `args.report`, and it throws the
+   * `SessionStateError` of `messageIdConflict`. A batch of a run carries `args.turn`: see `HistoryTurn`.
+   */
   abstract saveMessages(sessionId: string, messages: readonly Message[], args: SaveHistoryArgs): Promise<void>;
 
   /**
@@ -178,30 +189,38 @@ export abstract class HistoryProvider implements ContextProvider {
       report,
       ...(this.maxMessages ? { limit: this.maxMessages } : {}),
     });
-    const retried = this.retriedTurnStart(loaded, args);
-    context.extendMessages(this.sourceId, dropLeadingResults(retried === undefined ? loaded : loaded.slice(0, retried)), 'history');
+    const retried = this.retriedTurn(loaded, args);
+    context.extendMessages(this.sourceId, dropLeadingResults(retried === undefined ? loaded : withoutTurn(loaded, retried)), 'history');
   }
 
   /**
-   * Where a stored earlier attempt of this run's turn begins in `stored` (`findRetriedTurn` with the
-   * run's input message ids), or undefined. A retried run (same input message ids) is sent the
-   * conversation as it was before its first attempt; this reports what it leaves out (`retried-turn`).
+   * Where a stored earlier attempt of this run's turn sits in `stored` (`findRetriedTurn` with the
+   * run's input messages), or undefined. A retried run (same input messages, same ids) is sent the
+   * conversation without its earlier attempt (the turns stored after it stay); this reports what
+   * it leaves out (`retried-turn`, counts only).
    */
-  protected retriedTurnStart(
+  protected retriedTurn(
     stored: readonly unknown[],
     { context, report }: Pick<ProviderRunArgs, 'context' | 'report'>,
-  ): number | undefined {
-    const start = findRetriedTurn(
+  ): StoredTurn | undefined {
+    const span = findRetriedTurn(
       stored,
       context.inputMessages.map((m) => m.id),
+      context.inputMessages,
     );
-    if (start === undefined) return undefined;
+    if (span !== undefined) this.reportRetriedTurn(stored.length, span, report);
+    return span;
+  }
+
+  /** Reports (`retried-turn`, counts only) that a load leaves out the stored earlier attempt `span` of `stored` messages. */
+  protected reportRetriedTurn(stored: number, span: StoredTurn, report: ProviderRunArgs['report']): void {
+    const count = span.end - span.start;
+    const after = stored - span.end;
     report({
       code: 'retried-turn',
-      message: `The newest ${stored.length - start} stored messages are an earlier attempt of this turn (same input message ids); the model is sent the conversation before it, and this run's turn replaces it when stored.`,
-      data: { messages: stored.length - start },
+      message: `${count} stored message(s) are an earlier attempt of this turn (same input messages)${after > 0 ? `, with ${after} newer message(s) after them` : ''}; the model is sent the conversation without them, and this run's turn replaces them in place when stored.`,
+      data: { messages: count, after },
     });
-    return start;
   }
 
   /** Stores the run's turn, or what `persistence: 'model-call'` has not stored of it yet. Nothing for a failed run. */

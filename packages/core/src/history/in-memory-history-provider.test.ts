@@ -73,3 +73,29 @@ describe('InMemoryHistoryProvider.clearMessages', () => {
     expect(await history.getMessages('s', { state })).toEqual([next]);
   });
 });
+
+describe('InMemoryHistoryProvider keeps its id index true to the stored list', () => {
+  const m = (id: string, type: 'input' | 'response') =>
+    Message.withSource(type === 'input' ? Message.user(id, { id }) : Message.assistant(id, { id }), type, type);
+  const opens = (state: JsonObject, id: string) => ({ state, turn: { inputIds: [id], opens: true } });
+
+  it('after a load replaced restored entries with frozen copies, a retried turn is still found and replaced in place', async () => {
+    const history = new InMemoryHistoryProvider();
+    const state = JSON.parse(JSON.stringify({ messages: [m('u0', 'input'), m('r0', 'response'), m('u1', 'input'), m('r1', 'response')] }));
+    await history.saveMessages('s', [m('u2', 'input'), m('r2', 'response')], opens(state, 'u2')); // indexes the restored entries
+    await history.getMessages('s', { state }); // replaces each with its frozen copy
+    await history.saveMessages('s', [m('u0', 'input'), m('r0b', 'response')], opens(state, 'u0'));
+    expect((await history.getMessages('s', { state })).map((x) => x.id)).toEqual(['u0', 'r0b', 'u1', 'r1', 'u2', 'r2']);
+  });
+
+  it('after a pop, the popped id can be saved with new content, and a stored id still cannot', async () => {
+    const history = new InMemoryHistoryProvider();
+    const state: JsonObject = {};
+    await history.saveMessages('s', [m('u0', 'input'), m('r0', 'response')], { state });
+    await history.popMessages('s', { state });
+    await history.saveMessages('s', [Message.assistant('another', { id: 'r0' })], { state });
+    expect((await history.getMessages('s', { state })).map((x) => Message.text(x))).toEqual(['u0', 'another']);
+    const error = await history.saveMessages('s', [Message.assistant('third', { id: 'r0' })], { state }).catch((e: unknown) => e);
+    expect(SessionStateError.isInstance(error), String(error)).toBe(true);
+  });
+});

@@ -9,7 +9,8 @@ import type { JsonObject, JsonValue } from '../spec/json.js';
 import type { MergeStateArgs, ProviderRunArgs } from '../spec/run-view.js';
 import { forkLength, HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
 import { HistoryViews } from './history-views.js';
-import { findRetriedTurn } from './retried-turn.js';
+import { messageIdConflict, sameMessageContent } from './message-conflict.js';
+import { storedTurnAt, type StoredTurn } from './retried-turn.js';
 
 /** Checks every message of a batch before any is stored. */
 function checkMessages(messages: readonly Message[]): void {
@@ -22,9 +23,6 @@ function idOf(entry: unknown): unknown {
   return (entry as { id?: unknown } | null)?.id;
 }
 
-/** How many of the newest stored ids a save checks, so a retried turn is not stored twice. */
-const DEDUPE_WINDOW = 256;
-
 /**
  * History kept in the session itself (`state.messages`), so it serializes with the session and
  * needs no backend. The agent adds one (sourceId `memory`) when a run has no other history.
@@ -36,6 +34,9 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   }
 
   readonly #views = new HistoryViews(this.sourceId);
+
+  /** Message ids of a stored list, kept per list while only this provider changes it (rebuilt when its length says otherwise). */
+  readonly #indexes = new WeakMap<JsonValue[], { length: number; byId: Map<string, JsonValue> }>();
 
   async getMessages(_sessionId: string, { state, limit }: GetHistoryArgs): Promise<Message[]> {
     const all = this.#list(state);
@@ -56,8 +57,15 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const all = this.#list(args.state);
     const start = this.maxMessages === undefined ? 0 : Math.max(0, all.length - this.maxMessages);
     const loaded = this.#views.of(all, start, (i) => this.#prepare(all, i));
-    const retried = this.retriedTurnStart(all, args);
-    const kept = dropLeadingResults(retried === undefined ? loaded : loaded.slice(0, Math.max(0, retried - start)));
+    const retried = this.#storedTurn(
+      all,
+      args.context.inputMessages.map((m) => m.id),
+      args.context.inputMessages,
+    );
+    if (retried !== undefined) this.reportRetriedTurn(all.length, retried, args.report);
+    const kept = dropLeadingResults(
+      retried === undefined ? loaded : loaded.filter((_, i) => i + start < retried.start || i + start >= retried.end),
+    );
     args.context.extendMessages(this.sourceId, markAttributed(kept, this.sourceId, 'history'), 'history');
   }
 
@@ -72,27 +80,95 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     if (Object.isFrozen(m)) return m as unknown as Message;
     const copy = frozenMessage(Message.parse(m, formatPath('$.state', [this.sourceId, 'messages', index])));
     all[index] = copy as unknown as JsonValue;
+    const byId = this.#indexes.get(all)?.byId;
+    if (byId !== undefined && byId.get(copy.id) === m) byId.set(copy.id, copy as unknown as JsonValue);
     return copy;
   }
 
   /**
-   * Appends `messages`, skipping those whose id is among the newest 256 stored. The opening batch
-   * of a turn (`turn.opens`) first removes a stored earlier attempt of that turn (`findRetriedTurn`),
-   * so a retried run stores its turn once, with its own reply.
-   * @throws SessionStateError naming `$.messages[i]...` when a message is not plain JSON (nothing is stored).
+   * Appends `messages`, skipping those whose id is stored with the same content (a retried save).
+   * A batch of a run (`turn`) goes where its turn is stored: the opening batch (`turn.opens`)
+   * replaces a stored earlier attempt of that turn in place (`findRetriedTurn`), so a retried run
+   * stores its turn once, with its own reply; a later batch goes right after the turn.
+   * @throws SessionStateError naming `$.messages[i]...` when a message is not plain JSON, or (from
+   *   `messageIdConflict`, with a `message-id-conflict` diagnostic) when its id is stored with other
+   *   content; nothing is stored either way.
    */
-  async saveMessages(_sessionId: string, messages: readonly Message[], { state, turn }: SaveHistoryArgs): Promise<void> {
+  async saveMessages(sessionId: string, messages: readonly Message[], { state, turn, report }: SaveHistoryArgs): Promise<void> {
     checkMessages(messages);
     const all = this.#list(state);
-    const retried = turn?.opens ? findRetriedTurn(all, turn.inputIds) : undefined;
-    if (retried !== undefined) all.splice(retried);
-    const recentFrom = Math.max(0, all.length - DEDUPE_WINDOW);
-    const stored = (id: string) => {
-      for (let i = all.length - 1; i >= recentFrom; i--) if ((all[i] as { id?: unknown } | null)?.id === id) return true;
-      return false;
-    };
-    // Copies share strings and frozen parts: a stored message costs its structure, not a second copy of its text.
-    for (const m of messages.filter((m) => !stored(m.id))) all.push(frozenMessage(m));
+    const byId = this.#index(all);
+    const inputs = turn ? messages.filter((m) => turn.inputIds.includes(m.id)) : [];
+    const span = turn ? this.#storedTurn(all, turn.inputIds, inputs) : undefined;
+    const replaced = turn?.opens === true && span !== undefined ? new Set(all.slice(span.start, span.end)) : undefined;
+    const fresh: Message[] = [];
+    const batch = new Map<string, Message>();
+    messages.forEach((m, index) => {
+      const conflict = () =>
+        messageIdConflict({ sourceId: this.sourceId, sessionId, messageId: m.id, index, batchSize: messages.length, report });
+      const earlier = batch.get(m.id);
+      if (earlier !== undefined) {
+        if (!sameMessageContent(earlier, m)) throw conflict();
+        return;
+      }
+      batch.set(m.id, m);
+      const stored = byId.get(m.id);
+      // The entries of an attempt being replaced give way to the batch, whatever they held.
+      if (stored !== undefined && !replaced?.has(stored)) {
+        if (!sameMessageContent(stored, m)) throw conflict();
+        return;
+      }
+      // Copies share strings and frozen parts: a stored message costs its structure, not a second copy of its text.
+      fresh.push(frozenMessage(m));
+    });
+    const added = fresh as unknown as JsonValue[];
+    if (replaced !== undefined) {
+      all.splice(span!.start, span!.end - span!.start, ...added);
+      this.#indexes.delete(all);
+    } else if (span !== undefined && span.end < all.length) {
+      all.splice(span.end, 0, ...added);
+      this.#indexes.delete(all);
+    } else {
+      for (const m of added) {
+        all.push(m);
+        const id = (m as unknown as Message).id;
+        if (!byId.has(id)) byId.set(id, m);
+      }
+      const index = this.#indexes.get(all);
+      if (index) index.length = all.length;
+    }
+  }
+
+  /** The stored entries by message id (the first entry of an id stored twice). */
+  #index(all: JsonValue[]): Map<string, JsonValue> {
+    let index = this.#indexes.get(all);
+    if (index === undefined || index.length !== all.length) {
+      const byId = new Map<string, JsonValue>();
+      for (const m of all) {
+        const id = (m as { id?: unknown } | null)?.id;
+        if (typeof id === 'string' && !byId.has(id)) byId.set(id, m);
+      }
+      index = { length: all.length, byId };
+      this.#indexes.set(all, index);
+    }
+    return index.byId;
+  }
+
+  /**
+   * `findRetriedTurn` without reading the whole history: the index says whether an input is stored
+   * at all, and where is found from the newest end (a retried or continued turn is usually recent).
+   */
+  #storedTurn(all: JsonValue[], inputIds: readonly string[], inputs: readonly Message[]): StoredTurn | undefined {
+    if (inputIds.length === 0) return undefined;
+    const byId = this.#index(all);
+    let first = -1;
+    for (const id of inputIds) {
+      const entry = byId.get(id);
+      if (entry === undefined) continue;
+      const at = all.lastIndexOf(entry);
+      if (at !== -1 && (first === -1 || at < first)) first = at;
+    }
+    return first === -1 ? undefined : storedTurnAt(all, first, new Set(inputIds), inputs);
   }
 
   /**
@@ -114,6 +190,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const all = this.#list(state);
     const start = Math.max(0, all.length - count);
     for (let i = start; i < all.length; i++) Message.parse(all[i], formatPath('$.state', [this.sourceId, 'messages', i]));
+    this.#indexes.delete(all);
     return all.splice(start) as Message[];
   }
 

@@ -131,6 +131,26 @@ describe('assembleResponse', () => {
   });
 });
 
+describe('assembleResponse and message metadata', () => {
+  it("merges each update's metadata into its message, also metadata sent before the first content", () => {
+    let n = 0;
+    const response = assembleResponse(
+      [
+        { messageId: 'a', role: 'assistant', contents: [], metadata: { serviceMessageId: 'chatcmpl-1' } },
+        { messageId: 'a', contents: [{ type: 'text', text: 'Hel' }] },
+        { messageId: 'a', contents: [{ type: 'text', text: 'lo' }], metadata: { extra: 1 } },
+        { messageId: 'b', role: 'assistant', contents: [{ type: 'text', text: 'B' }], metadata: { serviceMessageId: 'chatcmpl-1:1' } },
+        { messageId: 'a', contents: [], finishReason: 'stop' },
+      ],
+      () => `new-${++n}`,
+    );
+    expect(response.messages.map(({ id, metadata, contents }) => ({ id, metadata, contents }))).toEqual([
+      { id: 'a', metadata: { serviceMessageId: 'chatcmpl-1', extra: 1 }, contents: [{ type: 'text', text: 'Hello' }] },
+      { id: 'b', metadata: { serviceMessageId: 'chatcmpl-1:1' }, contents: [{ type: 'text', text: 'B' }] },
+    ]);
+  });
+});
+
 describe('the response text', () => {
   it("leaves out the model's commentary and keeps its final answer", () => {
     const response = createAgentResponse([

@@ -1,5 +1,6 @@
 import type { Message } from '../messages/message.js';
 import type { ChatResponse, ChatResponseUpdate, Usage } from '../spec/chat-client.js';
+import type { JsonValue } from '../spec/json.js';
 import type { Content } from '../spec/message.js';
 import { isoNow } from '../messages/iso-now.js';
 
@@ -20,7 +21,8 @@ export function addUsage(a: Usage | undefined, b: Usage | undefined): Usage | un
  * Assembles streamed updates into a `ChatResponse`: updates are grouped into messages by
  * `messageId` (interleaved ids each go to their own message), or by role change when ids are
  * absent; adjacent text deltas of one phase (with their annotations), refusal and reasoning deltas
- * are joined, and function-call pieces with one `callId` are merged.
+ * are joined, and function-call pieces with one `callId` are merged. An update's `metadata` is
+ * merged into its message's (metadata sent before the message's first content waits for it).
  */
 export function assembleResponse(updates: Iterable<ChatResponseUpdate>, newId: () => string): ChatResponse {
   const assembler = createResponseAssembler(newId);
@@ -43,6 +45,8 @@ export function createResponseAssembler(newId: () => string): ResponseAssembler 
   let current: Message | undefined;
   let currentKey: string | undefined;
   let byId: Map<string, Message> | undefined;
+  /** Metadata that arrived before its message's first content, by message id. */
+  let pending: Map<string | undefined, Record<string, JsonValue>> | undefined;
   /** The text piece the next delta of `currentKey` most likely continues: one check and an append then. */
   let text: Extract<Content, { type: 'text' }> | undefined;
   const add = (update: ChatResponseUpdate): void => {
@@ -54,6 +58,7 @@ export function createResponseAssembler(newId: () => string): ResponseAssembler 
       update.usage === undefined &&
       update.finishReason === undefined &&
       update.conversationId === undefined &&
+      update.metadata === undefined &&
       (update.role === undefined || update.role === current!.role)
     ) {
       const piece = contents[0]!;
@@ -66,7 +71,15 @@ export function createResponseAssembler(newId: () => string): ResponseAssembler 
     if (update.conversationId !== undefined) response.conversationId = update.conversationId;
     if (update.finishReason !== undefined) response.finishReason = update.finishReason;
     if (update.usage) response.usage = addUsage(response.usage, update.usage);
-    if (update.contents.length === 0) return;
+    if (update.contents.length === 0) {
+      // Metadata of a message not started yet waits for its first content.
+      if (update.metadata !== undefined) {
+        const known = update.messageId === undefined ? current : byId?.get(update.messageId);
+        if (known) mergeMetadata(known, update.metadata);
+        else (pending ??= new Map()).set(update.messageId, { ...pending?.get(update.messageId), ...update.metadata });
+      }
+      return;
+    }
     const role = update.role ?? current?.role ?? 'assistant';
     const key = update.messageId ?? (current && current.role === role ? currentKey : undefined);
     if (!current || key !== currentKey || role !== current.role) {
@@ -75,15 +88,26 @@ export function createResponseAssembler(newId: () => string): ResponseAssembler 
       else {
         current = { id: update.messageId ?? newId(), role, contents: [], createdAt: isoNow() };
         if (update.messageId !== undefined) (byId ??= new Map()).set(update.messageId, current);
+        const waiting = pending?.get(update.messageId);
+        if (waiting) {
+          current.metadata = waiting;
+          pending!.delete(update.messageId);
+        }
         messages.push(current);
       }
       currentKey = update.messageId ?? current.id;
     }
+    if (update.metadata !== undefined) mergeMetadata(current, update.metadata);
     for (const piece of contents) appendContent(current.contents, piece);
     const last = current.contents[current.contents.length - 1];
     if (last?.type === 'text') text = last;
   };
   return { add, response };
+}
+
+/** Merges streamed metadata into a message's, key by key. */
+function mergeMetadata(message: Message, metadata: Record<string, JsonValue>): void {
+  message.metadata = { ...message.metadata, ...metadata };
 }
 
 function appendContent(contents: Content[], piece: Content): void {

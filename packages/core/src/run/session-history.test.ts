@@ -38,7 +38,7 @@ class AppendOnlyHistory extends HistoryProvider {
     this.calls.push('save');
     const list = this.stored.get(sessionId) ?? [];
     const retried = turn?.opens ? findRetriedTurn(list, turn.inputIds) : undefined;
-    if (retried !== undefined) list.splice(retried);
+    if (retried !== undefined) list.splice(retried.start, retried.end - retried.start);
     const ids = new Set(list.map((m) => m.id));
     list.push(...structuredClone(messages.filter((m) => !ids.has(m.id))));
     this.stored.set(sessionId, list);

@@ -1,4 +1,4 @@
-import type { JsonObject } from './json.js';
+import type { JsonObject, JsonValue } from './json.js';
 import type { Content, Message, Role } from './message.js';
 import type { ToolDefinition } from './tool-definition.js';
 
@@ -95,6 +95,11 @@ export interface ChatResponseUpdate {
   messageId?: string;
   /** The role of the message this update belongs to, on its first update. */
   role?: Role;
+  /**
+   * Metadata of the message this update belongs to (e.g. `serviceMessageId`, what the service
+   * called it), merged key by key into the assembled message's `metadata`; usually on its first update.
+   */
+  metadata?: Record<string, JsonValue>;
   /** The content added by this update (text deltas, function calls, ...). */
   contents: Content[];
   /** The service conversation id, when the service keeps the conversation. */

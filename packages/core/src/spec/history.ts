@@ -23,8 +23,10 @@ export interface HistoryTurn {
   /**
    * Whether this batch opens the turn: its first batch (the only one with `persistence: 'run'`; with
    * `'model-call'` the one stored after the first model call, later ones continue the turn). A backend
-   * that honours retries replaces a stored earlier attempt of the same turn (see `findRetriedTurn`
-   * in `@ctx/core/backend`) when the opening batch arrives, so the turn is stored once.
+   * that honours retries finds where the turn is stored, wherever it sits (see `findRetriedTurn` in
+   * `@ctx/core/backend`): the opening batch replaces a stored earlier attempt of it in place, so the
+   * turn is stored once; a later batch goes right after the stored turn, so it stays in one piece
+   * when other turns were stored after it.
    */
   readonly opens: boolean;
 }
