@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { type Agent, type AgentRunStream, type Message, Message as Messages, type ToolApproval } from '@ctx/core';
+import { type Agent, type AgentResponse, type AgentRunStream, type Message, Message as Messages, type ToolApproval } from '@ctx/core';
 import { errorBody, httpStatusOf } from './http-status.js';
 
 /** What `createChatServer` takes. */
@@ -55,6 +55,13 @@ class HttpError extends Error {
 export function createChatServer(options: ChatServerOptions): Server {
   const { agent, maxBodyBytes = 1024 * 1024 } = options;
   const authenticate = options.authenticate ?? ((request) => headerUser(request));
+  /**
+   * Turns running in this process, by conversation and message id: the same message sent again
+   * while its turn runs (a double submit) waits for that turn instead of running it a second time,
+   * so both requests get the one reply that is stored. (Across several server processes the second
+   * one runs the turn again, as a retry: the turn is still stored once, with the later reply.)
+   */
+  const running = new Map<string, Promise<AgentResponse>>();
 
   async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const userId = authenticate(request);
@@ -107,8 +114,16 @@ export function createChatServer(options: ChatServerOptions): Server {
       if (typeof body.id !== 'string' || !MESSAGE_ID.test(body.id))
         throw new HttpError(400, 'id must be 1 to 100 letters, digits, _ or -.');
       if (typeof body.text !== 'string' || body.text.trim() === '') throw new HttpError(400, 'text must be a non-empty string.');
-      const input = Messages.user(body.text, { id: body.id });
-      return streamRun(response, agent.runStream(input, { sessionId: id, userId }));
+      const key = `${id}/${body.id}`;
+      const turn = running.get(key);
+      if (turn) return sendFinished(response, await turn);
+      const stream = agent.runStream(Messages.user(body.text, { id: body.id }), { sessionId: id, userId });
+      running.set(key, stream.response);
+      stream.response.then(
+        () => running.delete(key),
+        () => running.delete(key),
+      );
+      return streamRun(response, stream);
     }
     if (action === 'approvals' && method === 'POST') {
       const body = await readJson(request, maxBodyBytes);
@@ -169,6 +184,14 @@ async function streamRun(response: ServerResponse, stream: AgentRunStream): Prom
     send('error', { status: httpStatusOf(error), ...errorBody(error) });
   }
   response.end();
+}
+
+/** A turn another request ran, sent as the events of a stream that had it all at once. */
+function sendFinished(response: ServerResponse, result: AgentResponse): void {
+  response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  if (result.text) response.write(`event: text\ndata: ${JSON.stringify({ text: result.text })}\n\n`);
+  const done = { messages: result.messages.map(view), pendingApprovals: result.pendingApprovals ?? [] };
+  response.end(`event: done\ndata: ${JSON.stringify(done)}\n\n`);
 }
 
 function view(m: Message): MessageView {
