@@ -118,6 +118,10 @@ describe('http-chat', () => {
     const listed = (await bob.list()).body.conversations as { id: string }[];
     expect(listed.map((c) => c.id)).not.toContain(chat);
     expect((await chatApi(base, '').list()).status).toBe(401);
+    // A cursor is the client's to send: a forged or foreign one is its mistake, not the server's.
+    const forged = await bob.list('garbage');
+    expect(forged.status).toBe(400);
+    expect(forged.body.error).toBe('InvalidInputError');
   });
 
   it('an oversize message is a 400 naming the limit, an oversize body a 413, and neither is stored', async () => {

@@ -39,8 +39,8 @@ export function chatApi(baseUrl: string, userId: string) {
       if (status !== 201) throw new Error(`create answered ${status}: ${JSON.stringify(body)}`);
       return body.id as string;
     },
-    /** The user's conversations, newest first. */
-    list: () => request('GET', '/conversations'),
+    /** The user's conversations, newest first; `cursor` goes on from a page's `nextCursor`. */
+    list: (cursor?: string) => request('GET', `/conversations${cursor === undefined ? '' : `?cursor=${encodeURIComponent(cursor)}`}`),
     /** A conversation's messages and waiting approvals. */
     get: (id: string) => request('GET', `/conversations/${id}`),
     /** Sends a message (its id made by the page) and reads the streamed turn. */

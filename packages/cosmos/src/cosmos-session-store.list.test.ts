@@ -1,4 +1,4 @@
-import { ConfigurationError, SessionStateError, type SessionJson, type SessionSummary } from '@ctx/core';
+import { ConfigurationError, InvalidInputError, SessionStateError, type SessionJson, type SessionSummary } from '@ctx/core';
 import { checkListOptions, pageOfSessions } from '@ctx/core/backend';
 import { startFaultProxy } from '@ctx/cosmos-stand-in';
 import { describe, expect, it } from 'vitest';
@@ -74,7 +74,7 @@ describe('CosmosSessionStore.list', async () => {
     expect(pages.flat().every((s) => s.metadata.userId === 'ada' && s.metadata.title === `chat ${s.sessionId}`)).toBe(true);
     expect((await store.list({ userId: 'nobody' })).sessions).toEqual([]);
     const { nextCursor } = await store.list({ userId: 'ada', limit: 2 });
-    await expect(store.list({ userId: 'bob', cursor: nextCursor! })).rejects.toThrow(ConfigurationError);
+    await expect(store.list({ userId: 'bob', cursor: nextCursor! })).rejects.toThrow(InvalidInputError);
     await expect(store.list({ cursor: nextCursor! })).rejects.toThrow(/another listing/);
   });
 
@@ -92,7 +92,7 @@ describe('CosmosSessionStore.list', async () => {
     expect((await own.list()).sessions.map((s) => s.sessionId)).toEqual(['m-1', 'm-5', 'm-4', 'm-3', 'm-0']);
   });
 
-  it('bad options are ConfigurationErrors before any request', async () => {
+  it('bad options (ConfigurationError) and a garbage cursor (InvalidInputError) are refused before any request', async () => {
     const proxy = await startFaultProxy(env.endpoint);
     try {
       const viaProxy = new CosmosSessionStore({ client: cosmosClient(proxy.endpoint), databaseId, containerId: uniqueId('args') });
@@ -103,7 +103,10 @@ describe('CosmosSessionStore.list', async () => {
         ['blank userId', () => viaProxy.list({ userId: ' ' })],
         ['garbage cursor', () => viaProxy.list({ cursor: 'not a cursor' })],
       ];
-      for (const [name, call] of calls) expect(ConfigurationError.isInstance(await call().catch((e: unknown) => e)), name).toBe(true);
+      for (const [name, call] of calls) {
+        const expected = name.includes('cursor') ? InvalidInputError : ConfigurationError;
+        expect(expected.isInstance(await call().catch((e: unknown) => e)), name).toBe(true);
+      }
       expect(proxy.requests).toEqual([]);
     } finally {
       await proxy.stop();

@@ -1,4 +1,4 @@
-import { ConcurrencyError, ConfigurationError, SessionStateError, type SessionJson, type SessionPage } from '@ctx/core';
+import { ConcurrencyError, ConfigurationError, InvalidInputError, SessionStateError, type SessionJson, type SessionPage } from '@ctx/core';
 import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
 import type { Cluster, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -36,7 +36,7 @@ const ids = (pages: SessionPage[]) => pages.flatMap((p) => p.sessions.map((s) =>
 const byBytesDesc = (a: string, b: string) => Buffer.compare(Buffer.from(b), Buffer.from(a));
 
 describe('RedisSessionStore.list options', () => {
-  it('a bad limit, a blank userId or a cursor from another listing is a ConfigurationError before any round trip', async () => {
+  it('a bad limit or a blank userId (ConfigurationError) or a cursor from another listing (InvalidInputError) is refused before any round trip', async () => {
     const client = singleClient();
     const store = new RedisSessionStore({ client, prefix: uniquePrefix('list-opts') });
     await store.set(session('a', 1, 'u1'));
@@ -54,7 +54,8 @@ describe('RedisSessionStore.list options', () => {
       { cursor: 'nope' },
     ]) {
       const error = await store.list(options).catch((e: unknown) => e);
-      expect(ConfigurationError.isInstance(error), JSON.stringify(options)).toBe(true);
+      const expected = 'cursor' in options ? InvalidInputError : ConfigurationError;
+      expect(expected.isInstance(error), JSON.stringify(options)).toBe(true);
     }
     expect(counted.names).toEqual([]);
   });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError, InvalidInputError } from '../errors.js';
 import type { SessionSummary } from '../spec/session-store.js';
 import {
   checkListOptions,
@@ -19,7 +19,7 @@ const summary = (sessionId: string, ms = T, userId?: string): SessionSummary => 
 };
 const base64Url = (text: string) => Buffer.from(text).toString('base64url');
 
-/** The ConfigurationError `fn` throws. */
+/** The ConfigurationError `fn` throws (the app's own mistake: a limit, a user id). */
 function configurationError(fn: () => unknown): ConfigurationError {
   try {
     fn();
@@ -28,6 +28,17 @@ function configurationError(fn: () => unknown): ConfigurationError {
     return error as ConfigurationError;
   }
   throw new Error('expected a ConfigurationError, nothing was thrown');
+}
+
+/** The InvalidInputError `fn` throws (a cursor the client sent wrong). */
+function invalidInput(fn: () => unknown): InvalidInputError {
+  try {
+    fn();
+  } catch (error) {
+    expect(InvalidInputError.isInstance(error), String(error)).toBe(true);
+    return error as InvalidInputError;
+  }
+  throw new Error('expected an InvalidInputError, nothing was thrown');
 }
 
 describe('encodeSessionCursor and decodeSessionCursor', () => {
@@ -57,7 +68,7 @@ describe('encodeSessionCursor and decodeSessionCursor', () => {
       [undefined, 'u'],
       ['é', 'e\u0301'],
     ] as const) {
-      const error = configurationError(() => decodeSessionCursor(encodeSessionCursor(entry, made), used));
+      const error = invalidInput(() => decodeSessionCursor(encodeSessionCursor(entry, made), used));
       expect(error.message).toContain('belongs to another listing');
     }
   });
@@ -80,17 +91,17 @@ describe('encodeSessionCursor and decodeSessionCursor', () => {
     ['a numeric time', base64Url(JSON.stringify({ v: 1, u: null, t: 1893456000000, s: 'a' }))],
     ['a numeric session id', base64Url(JSON.stringify({ v: 1, u: null, t: '2030-01-01T00:00:00.000Z', s: 5 }))],
     ['a numeric user id', base64Url(JSON.stringify({ v: 1, u: 5, t: '2030-01-01T00:00:00.000Z', s: 'a' }))],
-  ])('refuses %s as a ConfigurationError that shows the cursor cut short', (_, cursor) => {
-    const error = configurationError(() => decodeSessionCursor(cursor, undefined));
+  ])('refuses %s as an InvalidInputError that shows the cursor cut short', (_, cursor) => {
+    const error = invalidInput(() => decodeSessionCursor(cursor, undefined));
     expect(error.message).toContain('is not a cursor from list');
     expect(error.message.length).toBeLessThan(300);
   });
 
   it('refuses a cursor that is not a string', () => {
-    for (const cursor of [undefined, null, 5, {}, ['a']]) configurationError(() => decodeSessionCursor(cursor as never, undefined));
+    for (const cursor of [undefined, null, 5, {}, ['a']]) invalidInput(() => decodeSessionCursor(cursor as never, undefined));
   });
 
-  it('property: any string is a cursor of that listing or a ConfigurationError, never another error', () => {
+  it('property: any string is a cursor of that listing or an InvalidInputError, never another error', () => {
     fc.assert(
       fc.property(
         fc.oneof(
@@ -102,7 +113,7 @@ describe('encodeSessionCursor and decodeSessionCursor', () => {
           try {
             decodeSessionCursor(cursor, undefined);
           } catch (error) {
-            expect(ConfigurationError.isInstance(error), String(error)).toBe(true);
+            expect(InvalidInputError.isInstance(error), String(error)).toBe(true);
           }
         },
       ),
@@ -155,7 +166,7 @@ describe('checkListOptions', () => {
       updatedAtMs: T,
       sessionId: 'b',
     });
-    configurationError(() => checkListOptions({ cursor }));
+    invalidInput(() => checkListOptions({ cursor }));
   });
 });
 

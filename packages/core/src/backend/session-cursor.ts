@@ -1,4 +1,4 @@
-import { ConfigurationError, truncate } from '../errors.js';
+import { ConfigurationError, InvalidInputError, truncate } from '../errors.js';
 import { isPlainObject } from '../messages/json.js';
 import type { ListSessionsOptions, SessionPage, SessionSummary } from '../spec/session-store.js';
 
@@ -51,7 +51,9 @@ export const MAX_LIST_LIMIT = 100;
 /**
  * Checks `SessionStore.list` options: `limit` (default 20, 1 to 100), `userId` and the cursor,
  * which must come from a listing of the same `userId`.
- * @throws ConfigurationError naming what is wrong.
+ * @throws ConfigurationError for a `limit` or `userId` the app got wrong.
+ * @throws InvalidInputError for a cursor that is malformed or belongs to another listing (a cursor
+ *   usually comes from the client, who sent it wrong).
  */
 export function checkListOptions(options: ListSessionsOptions = {}): CheckedListOptions {
   const { userId, limit = DEFAULT_LIST_LIMIT, cursor } = options;
@@ -72,10 +74,10 @@ export function encodeSessionCursor(last: SessionSummary, userId: string | undef
 
 /**
  * Reads a cursor `encodeSessionCursor` made for a listing of `userId`.
- * @throws ConfigurationError when it is malformed or was made for another listing.
+ * @throws InvalidInputError when it is malformed or was made for another listing.
  */
 export function decodeSessionCursor(cursor: string, userId: string | undefined): SessionCursor {
-  const bad = (why: string) => new ConfigurationError(`list: cursor ${JSON.stringify(truncate(String(cursor)))} ${why}.`);
+  const bad = (why: string) => new InvalidInputError(`list: cursor ${JSON.stringify(truncate(String(cursor)))} ${why}.`);
   if (typeof cursor !== 'string' || cursor.length === 0 || cursor.length > MAX_CURSOR_LENGTH) throw bad('is not a cursor from list');
   let value: unknown;
   try {

@@ -283,7 +283,7 @@ export class FileSessionStore implements SessionStore {
    * that cannot be read as its session is left out and reported through `onEvent`
    * (`session-skipped`), never fails the listing; files being written meanwhile are read whole,
    * before or after the write (writes rename a complete file into place).
-   * @throws ConfigurationError for a bad `limit`, `userId` or cursor.
+   * @throws ConfigurationError for a bad `limit` or `userId`; InvalidInputError for a bad cursor.
    * @throws BackendUnavailableError when the directory cannot be read.
    */
   async list(options: ListSessionsOptions = {}): Promise<SessionPage> {

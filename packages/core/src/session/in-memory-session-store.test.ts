@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConcurrencyError, ConfigurationError, SessionStateError } from '../errors.js';
+import { ConcurrencyError, ConfigurationError, InvalidInputError, SessionStateError } from '../errors.js';
 import { createAgent } from '../run/create-agent.js';
 import type { SessionJson } from '../spec/session.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
@@ -112,14 +112,16 @@ describe('InMemorySessionStore.list', () => {
     expect((await store.get('a'))?.session.metadata.custom).toEqual({ n: 1 });
   });
 
-  it('refuses bad limits and cursors with a ConfigurationError', async () => {
+  it('refuses bad limits with a ConfigurationError and bad cursors with an InvalidInputError', async () => {
     const store = new InMemorySessionStore();
     await store.set(sessionOf('a', 1, 'u'));
     await store.set(sessionOf('b', 2, 'u'));
     const { nextCursor } = await store.list({ userId: 'u', limit: 1 });
     expect(nextCursor).toBeDefined();
-    for (const options of [{ limit: 0 }, { limit: 101 }, { limit: 2.5 }, { cursor: 'nope' }, { cursor: nextCursor }, { userId: ' ' }])
+    for (const options of [{ limit: 0 }, { limit: 101 }, { limit: 2.5 }, { userId: ' ' }])
       await expect(store.list(options)).rejects.toSatisfy((e) => ConfigurationError.isInstance(e));
+    for (const options of [{ cursor: 'nope' }, { cursor: nextCursor }])
+      await expect(store.list(options)).rejects.toSatisfy((e) => InvalidInputError.isInstance(e));
     expect((await store.list({ userId: 'u', cursor: nextCursor })).sessions.map((s) => s.sessionId)).toEqual(['a']);
   });
 });

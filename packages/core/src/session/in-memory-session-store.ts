@@ -59,7 +59,7 @@ export class InMemorySessionStore implements SessionStore {
   /**
    * Lists sessions newest first, a page at a time, with `total` (see `SessionStore.list`). Sorts
    * every session of the listing on each call.
-   * @throws ConfigurationError for a bad `limit`, `userId` or cursor.
+   * @throws ConfigurationError for a bad `limit` or `userId`; InvalidInputError for a bad cursor.
    */
   async list(options?: ListSessionsOptions): Promise<SessionPage> {
     const checked = checkListOptions(options);

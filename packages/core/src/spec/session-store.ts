@@ -90,8 +90,9 @@ export interface SessionStore {
   /**
    * Optional capability: lists sessions, newest first, a page at a time (see `SessionPage`).
    * `encodeSessionCursor` / `decodeSessionCursor` in `@ctx/core/backend` make and check cursors.
-   * @throws ConfigurationError for a `limit` out of range or a cursor that is malformed or belongs
-   *   to another listing (another `userId`).
+   * @throws ConfigurationError for a `limit` out of range.
+   * @throws InvalidInputError for a cursor that is malformed or belongs to another listing (another
+   *   `userId`): cursors come from clients. (A store written before may throw `ConfigurationError`.)
    */
   list?(options?: ListSessionsOptions): Promise<SessionPage>;
 }
