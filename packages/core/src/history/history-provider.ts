@@ -189,24 +189,35 @@ export abstract class HistoryProvider implements ContextProvider {
       report,
       ...(this.maxMessages ? { limit: this.maxMessages } : {}),
     });
-    const retried = this.retriedTurn(loaded, args);
+    const ids = context.inputMessages.map((m) => m.id);
+    const mayRetry = ids.length > 0 && loaded.some((m) => ids.includes(m.id));
+    const retried = mayRetry ? this.retriedTurn(loaded, args, await this.inputsAsStored(args)) : undefined;
     context.extendMessages(this.sourceId, dropLeadingResults(retried === undefined ? loaded : withoutTurn(loaded, retried)), 'history');
   }
 
   /**
+   * The run's input messages as a store holds them: through the run's `redact` (when it has one),
+   * so a stored earlier attempt of the turn compares equal to them.
+   */
+  protected async inputsAsStored({ context, redact }: Pick<ProviderRunArgs, 'context' | 'redact'>): Promise<readonly Message[]> {
+    return redact ? redact(context.inputMessages) : context.inputMessages;
+  }
+
+  /**
    * Where a stored earlier attempt of this run's turn sits in `stored` (`findRetriedTurn` with the
-   * run's input messages), or undefined. A retried run (same input messages, same ids) is sent the
-   * conversation without its earlier attempt (the turns stored after it stay); this reports what
-   * it leaves out (`retried-turn`, counts only).
+   * run's input messages `inputs`, as `inputsAsStored` gives them), or undefined. A retried run
+   * (same input messages, same ids) is sent the conversation without its earlier attempt (the turns
+   * stored after it stay); this reports what it leaves out (`retried-turn`, counts only).
    */
   protected retriedTurn(
     stored: readonly unknown[],
     { context, report }: Pick<ProviderRunArgs, 'context' | 'report'>,
+    inputs: readonly Message[],
   ): StoredTurn | undefined {
     const span = findRetriedTurn(
       stored,
       context.inputMessages.map((m) => m.id),
-      context.inputMessages,
+      inputs,
     );
     if (span !== undefined) this.reportRetriedTurn(stored.length, span, report);
     return span;

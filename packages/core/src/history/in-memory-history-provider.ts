@@ -57,11 +57,9 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const all = this.#list(args.state);
     const start = this.maxMessages === undefined ? 0 : Math.max(0, all.length - this.maxMessages);
     const loaded = this.#views.of(all, start, (i) => this.#prepare(all, i));
-    const retried = this.#storedTurn(
-      all,
-      args.context.inputMessages.map((m) => m.id),
-      args.context.inputMessages,
-    );
+    const ids = args.context.inputMessages.map((m) => m.id);
+    const index = this.#index(all);
+    const retried = ids.some((id) => index.has(id)) ? this.#storedTurn(all, ids, await this.inputsAsStored(args)) : undefined;
     if (retried !== undefined) this.reportRetriedTurn(all.length, retried, args.report);
     const kept = dropLeadingResults(
       retried === undefined ? loaded : loaded.filter((_, i) => i + start < retried.start || i + start >= retried.end),

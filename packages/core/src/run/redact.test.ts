@@ -160,3 +160,28 @@ describe('AgentOptions.redact', () => {
     expect(texts(session.state.audit!.messages as unknown[])).toEqual(['alice@example.com', 'ok']);
   });
 });
+
+describe('a retried run with redaction', () => {
+  /** A history kept by a backend of its own (the base loader), appending what it is given. */
+  class ListHistory extends InMemoryHistoryProvider {
+    readonly stored: Message[] = [];
+    override async getMessages(): Promise<Message[]> {
+      return [...this.stored];
+    }
+    override async saveMessages(_: string, messages: readonly Message[]): Promise<void> {
+      this.stored.push(...messages);
+    }
+  }
+
+  it('is not sent its own earlier attempt: the stored, redacted input still counts as the same message', async () => {
+    for (const history of [new InMemoryHistoryProvider(), new ListHistory({ sourceId: 'list' })]) {
+      const client = new ScriptedChatClient({ replies: ['first reply', 'second reply'] });
+      const agent = createAgent({ client, contextProviders: [history], redact: (messages) => messages.map(maskEmails) });
+      const session = agent.createSession();
+      const input = Message.user('write to ann@example.com');
+      await agent.run(input, { session });
+      await agent.run(input, { session });
+      expect(client.calls[1]!.messages.map((m) => Message.text(m))).toEqual(['write to ann@example.com']);
+    }
+  });
+});
