@@ -89,6 +89,8 @@ export abstract class HistoryProvider implements ContextProvider {
   readonly onError: 'throw' | 'skip';
   /** Per run: how many of the run's response messages are stored (the turn is opened once an entry exists). */
   readonly #stored = new WeakMap<SessionContext, number>();
+  /** Runs whose whole turn (input and response) this provider stored. */
+  readonly #wholeTurns = new WeakSet<SessionContext>();
 
   constructor(options: HistoryProviderOptions & { sourceId: string }) {
     this.sourceId = options.sourceId;
@@ -239,6 +241,15 @@ export abstract class HistoryProvider implements ContextProvider {
     const { context } = args;
     if (context.error !== undefined || !context.response) return;
     await this.storeProgress(args, context.response.messages);
+    if (this.storeInputs && this.storeOutputs) this.#wholeTurns.add(context);
+  }
+
+  /**
+   * Whether this provider stored the whole turn of the run with `context`: its input and its
+   * response, `afterRun` done (not skipped, not failed). What a failed save's `turnStored` rests on.
+   */
+  storedWholeTurn(context: SessionContext): boolean {
+    return this.#wholeTurns.has(context);
   }
 
   /**

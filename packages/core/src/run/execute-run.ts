@@ -179,7 +179,7 @@ export async function executeRun(
   if (runOptions.session) {
     session.metadata.updatedAt = isoNow();
     response.sessionId = session.sessionId;
-    noteTurn(session, providers);
+    noteTurn(session, providers, context);
   }
   if (response.conversationId !== undefined) {
     session.serviceSessionId = response.conversationId;

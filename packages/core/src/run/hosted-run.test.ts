@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { HistoryProvider } from '../history/history-provider.js';
+import type { ContextProvider } from '../spec/run-view.js';
 import { ConcurrencyError, ConfigurationError, InvalidInputError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import { InMemorySessionStore } from '../session/in-memory-session-store.js';
@@ -131,6 +133,51 @@ describe('agent.run with a sessionId (the hosted cycle)', () => {
     const stored = texts((await store.get('mc'))!.session.state.memory!.messages);
     expect([...stored].sort()).toEqual(['assistant:re: q0', 'assistant:re: q1', 'assistant:re: q2', 'user:q0', 'user:q1', 'user:q2']);
     for (let i = 0; i < 3; i++) expect(stored.indexOf(`assistant:re: q${i}`)).toBe(stored.indexOf(`user:q${i}`) + 1);
+  });
+
+  it('turnStored is true only when a history outside the session stored the whole turn (not when it was skipped)', async () => {
+    /** A history kept outside the session; `failing` makes its writes fail. */
+    class OutsideHistory extends HistoryProvider {
+      readonly stored: Message[] = [];
+      failing = false;
+      async getMessages(): Promise<Message[]> {
+        return [...this.stored];
+      }
+      async saveMessages(_: string, messages: readonly Message[]): Promise<void> {
+        if (this.failing) throw new Error('backend down');
+        this.stored.push(...messages);
+      }
+    }
+    for (const failing of [false, true]) {
+      const store = new InMemorySessionStore();
+      const history = new OutsideHistory({ sourceId: 'outside', onError: 'skip' });
+      let go!: () => void;
+      const gate = new Promise<void>((resolve) => {
+        go = resolve;
+      });
+      const client = new ScriptedChatClient({
+        replies: async (messages) => {
+          if (Message.text(messages.at(-1)!) === 'slow') await gate;
+          return 'ok';
+        },
+      });
+      const notes: ContextProvider = {
+        sourceId: 'notes',
+        afterRun: ({ state, context }) => {
+          state.last = Message.text(context.inputMessages[0]!);
+        },
+      };
+      const agent = createAgent({ client, sessionStore: store, contextProviders: [history, notes] });
+      await agent.run('seed', { sessionId: 'k' });
+      const slow = agent.run('slow', { sessionId: 'k' }).catch((e: unknown) => e);
+      await agent.run('fast', { sessionId: 'k' });
+      history.failing = failing;
+      go();
+      const error = (await slow) as ConcurrencyError;
+      expect(ConcurrencyError.isInstance(error)).toBe(true);
+      expect(error.turnStored).toBe(!failing);
+      expect(history.stored.some((m) => Message.text(m) === 'slow')).toBe(!failing);
+    }
   });
 
   it('a real conflict ends the call in a ConcurrencyError with turnStored false; running it again with the same message stores it once', async () => {

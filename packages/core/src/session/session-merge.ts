@@ -107,7 +107,8 @@ export async function saveMerging(store: SessionStore, session: AgentSession, op
 function advice(turnStored: boolean | undefined): string {
   if (turnStored === true)
     return "This run's turn is stored in its history (outside the session): do not run it again; only the session's own changes were lost.";
-  if (turnStored === false) return 'Nothing of this run was stored: run it again with the same input message (same id); it is stored once.';
+  if (turnStored === false)
+    return "This run's turn is not stored outside the session (with persistence 'model-call', part of it may be): run it again with the same input message (same id); the turn is stored once.";
   return 'Nothing of this save was stored: reload the session and apply the change again.';
 }
 
