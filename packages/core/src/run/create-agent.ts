@@ -5,7 +5,7 @@ import type { AgentEvent } from '../spec/events.js';
 import { checkAgentOptions } from './agent-options.js';
 import type { Agent, AgentOptions } from './agent.js';
 import { defaultHistory } from './default-history.js';
-import { type AgentRuntime, executeRun } from './execute-run.js';
+import { type AgentRuntime, executeRun, toMessages } from './execute-run.js';
 import { hostedRun } from './hosted-run.js';
 import { createRunStream } from './run-stream.js';
 import { sessionHistory } from './session-history.js';
@@ -38,10 +38,23 @@ export function createAgent(agentOptions: AgentOptions): Agent {
     name,
     client,
     contextProviders,
-    run: (input, runOptions = {}) => hostedRun(runtime, runOptions, queue, (run) => executeRun(runtime, input, run)),
+    run: (input, runOptions = {}) =>
+      hostedRun(
+        runtime,
+        runOptions,
+        queue,
+        (run) => executeRun(runtime, input, run),
+        () => toMessages(input, options.limits),
+      ),
     runStream: (input, runOptions = {}) =>
       createRunStream((sink, controller) =>
-        hostedRun(runtime, runOptions, queue, (run) => executeRun(runtime, input, run, sink, controller)),
+        hostedRun(
+          runtime,
+          runOptions,
+          queue,
+          (run) => executeRun(runtime, input, run, sink, controller),
+          () => toMessages(input, options.limits),
+        ),
       ),
     flush: async ({ signal, session } = {}) => {
       const sessionId = typeof session === 'string' ? session : session?.sessionId;

@@ -194,7 +194,7 @@ const NO_OPTIONS: NonNullable<AgentRunOptions['options']> = Object.freeze({});
  * The run's input as validated messages, within the agent's `limits`.
  * @throws InvalidInputError naming the offending path, or the limit, the size and the message.
  */
-function toMessages(input: AgentInput, limits: CheckedLimits): Message[] {
+export function toMessages(input: AgentInput, limits: CheckedLimits): Message[] {
   const list = typeof input === 'string' ? [Message.user(input)] : Array.isArray(input) ? [...input] : [input as Message];
   if (typeof input !== 'string') {
     list.forEach((m, i) => {

@@ -135,6 +135,17 @@ describe('agent.run with a sessionId (the hosted cycle)', () => {
     for (let i = 0; i < 3; i++) expect(stored.indexOf(`assistant:re: q${i}`)).toBe(stored.indexOf(`user:q${i}`) + 1);
   });
 
+  it('an input refused for its size on a new sessionId leaves no session behind', async () => {
+    const store = new InMemorySessionStore();
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: ['never'] }),
+      sessionStore: store,
+      limits: { maxMessageBytes: 1024 },
+    });
+    await expect(agent.run('x'.repeat(2048), { sessionId: 'fresh', userId: 'ada' })).rejects.toSatisfy(InvalidInputError.isInstance);
+    expect(await store.get('fresh')).toBeUndefined();
+  });
+
   it('turnStored is true only when a history outside the session stored the whole turn (not when it was skipped)', async () => {
     /** A history kept outside the session; `failing` makes its writes fail. */
     class OutsideHistory extends HistoryProvider {

@@ -15,6 +15,8 @@ import type { AgentRuntime } from './execute-run.js';
  * (a new one, owned by `userId`, when the store does not hold the id: stored before the run, so no
  * other user can take the id meanwhile), `execute` runs it, and the session is saved, merging what
  * other runs saved meanwhile (`agent.saveSession`). Without `sessionId`, `execute` runs as given.
+ * `checkInput` checks the run's input (`InvalidInputError`) before a new session is stored, so a
+ * refused input leaves nothing behind.
  * @throws ConfigurationError for `sessionId` with `session`, `sessionId` without a `sessionStore`,
  *   `userId` without `sessionId`, or a blank `sessionId` or `userId`; before anything runs.
  * @throws InvalidInputError when `userId` is given and the session belongs to another user (or to
@@ -27,6 +29,7 @@ export async function hostedRun(
   runOptions: AgentRunOptions,
   queue: SaveQueue,
   execute: (options: AgentRunOptions) => Promise<AgentResponse>,
+  checkInput: () => void,
 ): Promise<AgentResponse> {
   const { sessionId, userId, ...rest } = runOptions;
   const { name, client, sessionStore: store } = runtime.options;
@@ -66,7 +69,7 @@ export async function hostedRun(
     setSessionBase(session, stored.session);
     return session;
   };
-  const session = await load(store, sessionId, userId, signalOption, adopt);
+  const session = await load(store, sessionId, userId, signalOption, adopt, checkInput);
   const response = await execute({ ...rest, session });
   await queue(sessionId, signal, () => saveMerging(store, session, { providers, signal }));
   return response;
@@ -82,10 +85,12 @@ async function load(
   userId: string | undefined,
   signalOption: { signal?: AbortSignal },
   adopt: (stored: StoredSession) => AgentSession,
+  checkInput: () => void,
 ): Promise<AgentSession> {
   // Read without `userId`, so a session of another user is told apart from none (and not re-created).
   const stored = await store.get(sessionId, signalOption);
   if (stored) return adopt(stored);
+  checkInput();
   const session = new AgentSession(userId === undefined ? { sessionId } : { sessionId, userId });
   try {
     markSaved(session, session.toJSON(), await store.set(session.toJSON(), { ifMatch: null, ...signalOption }));
