@@ -172,7 +172,7 @@ const invalidInputSymbol = Symbol.for(INVALID_INPUT);
  * that is not a valid message, an unknown or repeated approval id, approvals without their session,
  * new input while calls wait for approval, a hosted run naming a session that belongs to another
  * user. Nothing ran and nothing was stored; fix the request and send it again. An HTTP app answers
- * it with 400 (413 when `limit` is set).
+ * it with 400.
  */
 export class InvalidInputError extends CtxError {
   private readonly [invalidInputSymbol] = true;

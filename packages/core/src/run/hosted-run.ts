@@ -61,7 +61,7 @@ export async function hostedRun(
   const adopt = (stored: StoredSession): AgentSession => {
     if (userId !== undefined && stored.session.metadata.userId !== userId) {
       throw new InvalidInputError(
-        `Session ${shortId(sessionId)} cannot be used by user ${shortId(userId)}: it belongs to another user. Nothing was run or stored. Give each new conversation an id the server generates (generateId()) and hands to the client, so ids of other users are never guessed or reused.`,
+        `Session ${shortId(sessionId)} cannot be used by user ${shortId(userId)}: it belongs to ${stored.session.metadata.userId === undefined ? 'no user (it was saved without a userId)' : 'another user'}. Nothing was run or stored. Give each new conversation an id the server generates (generateId()) and hands to the client, so ids of other users are never guessed or reused.`,
       );
     }
     const session = restoreSession(stored.session);
