@@ -79,7 +79,10 @@ describe('http-chat', () => {
       expect(lines(stored)).toEqual(['user: Only once, please', 'assistant: You said: Only once, please']);
       expect(stored[0]!.id).toBe(message.id);
       // Every caller that got a reply got the stored one, ids and all.
-      for (const a of answers.filter((a) => a.status === 200)) expect(messagesOf(a).map((m) => m.id)).toEqual([stored[1]!.id]);
+      for (const a of answers.filter((a) => a.status === 200)) {
+        expect(messagesOf(a).map((m) => m.id)).toEqual([stored[1]!.id]);
+        expect(a.events.filter((e) => e.event === 'text').every((e) => e.data.messageId === stored[1]!.id)).toBe(true);
+      }
     }
   });
 

@@ -61,7 +61,7 @@ export function createChatServer(options: ChatServerOptions): Server {
    * so both requests get the one reply that is stored. (Across several server processes the second
    * one runs the turn again, as a retry: the turn is still stored once, with the later reply.)
    */
-  const running = new Map<string, Promise<AgentResponse>>();
+  const running = new Map<string, { text: string; response: Promise<AgentResponse> }>();
 
   async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const userId = authenticate(request);
@@ -116,9 +116,10 @@ export function createChatServer(options: ChatServerOptions): Server {
       if (typeof body.text !== 'string' || body.text.trim() === '') throw new HttpError(400, 'text must be a non-empty string.');
       const key = `${id}/${body.id}`;
       const turn = running.get(key);
-      if (turn) return sendFinished(response, await turn);
+      if (turn && turn.text !== body.text) throw new HttpError(400, 'This message id is already used for another message.');
+      if (turn) return sendFinished(response, await turn.response);
       const stream = agent.runStream(Messages.user(body.text, { id: body.id }), { sessionId: id, userId });
-      running.set(key, stream.response);
+      running.set(key, { text: body.text, response: stream.response });
       stream.response.then(
         () => running.delete(key),
         () => running.delete(key),
@@ -189,7 +190,8 @@ async function streamRun(response: ServerResponse, stream: AgentRunStream): Prom
 /** A turn another request ran, sent as the events of a stream that had it all at once. */
 function sendFinished(response: ServerResponse, result: AgentResponse): void {
   response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  if (result.text) response.write(`event: text\ndata: ${JSON.stringify({ text: result.text })}\n\n`);
+  const reply = result.messages.filter((m) => m.role === 'assistant').at(-1);
+  if (result.text) response.write(`event: text\ndata: ${JSON.stringify({ messageId: reply?.id, text: result.text })}\n\n`);
   const done = { messages: result.messages.map(view), pendingApprovals: result.pendingApprovals ?? [] };
   response.end(`event: done\ndata: ${JSON.stringify(done)}\n\n`);
 }
