@@ -14,6 +14,7 @@ import {
   type StoredSession,
 } from '@ctx/core';
 import {
+  checkId,
   checkInteger,
   checkListOptions,
   checkSessionForWrite,
@@ -124,7 +125,7 @@ export class RedisSessionStore implements SessionStore {
   async get(sessionId: string, options: GetSessionOptions = {}): Promise<StoredSession | undefined> {
     const key = this.key(sessionId);
     const { userId } = options;
-    if (userId !== undefined) sessionOfUser(undefined, userId);
+    if (userId !== undefined) checkId(userId, 'userId of a session read');
     const [json, etag, user] = await this.#connection.call({ operation: 'get', sessionId, key }, options.signal, (c) =>
       c.hmget(key, 'json', 'etag', 'user'),
     );

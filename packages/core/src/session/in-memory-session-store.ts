@@ -1,7 +1,6 @@
 import { checkIfMatch } from '../backend/check-if-match.js';
-import { checkSessionId } from '../backend/checks.js';
+import { checkId, checkSessionId } from '../backend/checks.js';
 import { checkListOptions, pageOfSessions } from '../backend/session-cursor.js';
-import { sessionOfUser } from '../backend/session-owner.js';
 import type {
   GetSessionOptions,
   ListSessionsOptions,
@@ -31,8 +30,9 @@ export class InMemorySessionStore implements SessionStore {
    */
   async get(sessionId: string, options: GetSessionOptions = {}): Promise<StoredSession | undefined> {
     const item = this.#items.get(checkSessionId(sessionId));
-    if (options.userId !== undefined && item?.summary.metadata.userId !== options.userId) return sessionOfUser(undefined, options.userId);
-    return item && { session: parseSessionJson(item.json), etag: item.etag };
+    if (options.userId !== undefined) checkId(options.userId, 'userId of a session read');
+    if (!item || (options.userId !== undefined && item.summary.metadata.userId !== options.userId)) return undefined;
+    return { session: parseSessionJson(item.json), etag: item.etag };
   }
 
   /**
