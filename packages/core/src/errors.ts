@@ -171,7 +171,8 @@ const invalidInputSymbol = Symbol.for(INVALID_INPUT);
  * The caller's request is wrong, not the setup: input over a limit (`limit` names it), a run input
  * that is not a valid message, an unknown or repeated approval id, approvals without their session,
  * new input while calls wait for approval, a hosted run naming a session that belongs to another
- * user. Nothing ran and nothing was stored; fix the request and send it again. An HTTP app answers
+ * user, an input message reusing the id of another stored message (a history provider finds it
+ * before the model is called; the pipeline lets it through unwrapped). Nothing ran and nothing was stored; fix the request and send it again. An HTTP app answers
  * it with 400.
  */
 export class InvalidInputError extends CtxError {

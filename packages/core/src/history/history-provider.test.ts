@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError, SessionStateError } from '../errors.js';
+import { ConfigurationError, InvalidInputError, SessionStateError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
 import { AgentSession } from '../session/agent-session.js';
@@ -146,5 +146,33 @@ describe('HistoryProvider', () => {
 
   it('rejects a bad maxMessages', () => {
     expect(() => new InMemoryHistoryProvider({ maxMessages: 0 })).toThrow(ConfigurationError);
+  });
+});
+
+describe('an input reusing the id of another stored message', () => {
+  /** A history kept by a backend of its own (the base loader). */
+  class ListHistory extends InMemoryHistoryProvider {
+    readonly stored: Message[] = [];
+    override async getMessages(): Promise<Message[]> {
+      return [...this.stored];
+    }
+    override async saveMessages(_: string, messages: readonly Message[]): Promise<void> {
+      this.stored.push(...messages);
+    }
+  }
+
+  it('is the caller’s mistake, refused before the model is called, whatever the history’s onError; the same message again is a retry', async () => {
+    for (const history of [new InMemoryHistoryProvider({ onError: 'skip' }), new ListHistory({ sourceId: 'list', onError: 'skip' })]) {
+      const client = new ScriptedChatClient({ replies: ['first', 'again'] });
+      const agent = createAgent({ client, contextProviders: [history] });
+      const session = agent.createSession();
+      const first = Message.user('book a table', { id: 'm1' });
+      await agent.run(first, { session });
+      const error = await agent.run(Message.user('cancel it', { id: 'm1' }), { session }).catch((e: unknown) => e);
+      expect(InvalidInputError.isInstance(error), String(error)).toBe(true);
+      expect((error as Error).message).toMatch(/Input message "m1" has the id of another message stored in session/);
+      expect(client.calls).toHaveLength(1);
+      expect((await agent.run(first, { session })).text).toBe('again');
+    }
   });
 });

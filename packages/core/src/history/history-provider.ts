@@ -1,9 +1,11 @@
 import { dropLeadingResults } from '../compaction/message-groups.js';
-import { ConfigurationError } from '../errors.js';
+import { shortId } from '../backend/checks.js';
+import { ConfigurationError, InvalidInputError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import type { ChatClient, ChatOptions } from '../spec/chat-client.js';
 import type { ClearHistoryArgs, ForkHistoryArgs, GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { ContextProvider, ProviderRunArgs, SessionContext, SessionHookArgs, SessionView } from '../spec/run-view.js';
+import { sameMessageContent } from './message-conflict.js';
 import { findRetriedTurn, type StoredTurn } from './retried-turn.js';
 
 /** Options every history provider takes. */
@@ -193,7 +195,13 @@ export abstract class HistoryProvider implements ContextProvider {
     });
     const ids = context.inputMessages.map((m) => m.id);
     const mayRetry = ids.length > 0 && loaded.some((m) => ids.includes(m.id));
-    const retried = mayRetry ? this.retriedTurn(loaded, args, await this.inputsAsStored(args)) : undefined;
+    let retried: StoredTurn | undefined;
+    if (mayRetry) {
+      const inputs = await this.inputsAsStored(args);
+      const byId = new Map(loaded.map((m) => [m.id, m]));
+      this.checkInputIds(context.sessionId, inputs, (id) => byId.get(id));
+      retried = this.retriedTurn(loaded, args, inputs);
+    }
     context.extendMessages(this.sourceId, dropLeadingResults(retried === undefined ? loaded : withoutTurn(loaded, retried)), 'history');
   }
 
@@ -203,6 +211,22 @@ export abstract class HistoryProvider implements ContextProvider {
    */
   protected async inputsAsStored({ context, redact }: Pick<ProviderRunArgs, 'context' | 'redact'>): Promise<readonly Message[]> {
     return redact ? redact(context.inputMessages) : context.inputMessages;
+  }
+
+  /**
+   * Checks, before the model is called, that no input message reuses the id of another stored
+   * message (`storedOf(id)`: what is stored under the id): the same message again is a retry,
+   * other content under the same id is the caller's mistake.
+   * @throws InvalidInputError naming the id, the session and the provider; nothing has run or been stored.
+   */
+  protected checkInputIds(sessionId: string, inputs: readonly Message[], storedOf: (id: string) => unknown): void {
+    for (const input of inputs) {
+      const stored = storedOf(input.id);
+      if (stored === undefined || sameMessageContent(stored, input)) continue;
+      throw new InvalidInputError(
+        `Input message ${shortId(input.id)} has the id of another message stored in session ${shortId(sessionId)} (history "${this.sourceId}"): give every new message a new id, and send a message again only to retry it. Nothing was run or stored.`,
+      );
+    }
   }
 
   /**

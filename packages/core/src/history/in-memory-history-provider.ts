@@ -59,7 +59,12 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const loaded = this.#views.of(all, start, (i) => this.#prepare(all, i));
     const ids = args.context.inputMessages.map((m) => m.id);
     const index = this.#index(all);
-    const retried = ids.some((id) => index.has(id)) ? this.#storedTurn(all, ids, await this.inputsAsStored(args)) : undefined;
+    let retried: StoredTurn | undefined;
+    if (ids.some((id) => index.has(id))) {
+      const inputs = await this.inputsAsStored(args);
+      this.checkInputIds(args.context.sessionId, inputs, (id) => index.get(id));
+      retried = this.#storedTurn(all, ids, inputs);
+    }
     if (retried !== undefined) this.reportRetriedTurn(all.length, retried, args.report);
     const kept = dropLeadingResults(
       retried === undefined ? loaded : loaded.filter((_, i) => i + start < retried.start || i + start >= retried.end),

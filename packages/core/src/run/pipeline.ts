@@ -1,4 +1,4 @@
-import { CtxError, isAbortError, ProviderError } from '../errors.js';
+import { CtxError, InvalidInputError, isAbortError, ProviderError } from '../errors.js';
 import type { AgentEvent, ProviderPhase } from '../spec/events.js';
 import type { ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
 
@@ -128,6 +128,12 @@ async function guard(
     return 'ok';
   } catch (error) {
     if (isAbortError(error, run.signal)) {
+      context.error ??= error;
+      return 'failed';
+    }
+    // The caller's mistake, found by a provider (an input reusing a stored message's id): the run
+    // fails with it as it is, whatever the provider's onError.
+    if (InvalidInputError.isInstance(error)) {
       context.error ??= error;
       return 'failed';
     }
