@@ -270,7 +270,7 @@ const store = {
     'paging stays exact while sessions are saved again or deleted between pages: none is listed twice or skipped unless it moved',
   listUsers: "list with userId gives only that user's sessions, follows a session to its new user, and without userId lists every user's",
   listLimits: 'list pages 20 by default and refuses a limit of 0, 101, 1.5, -1 or NaN with ConfigurationError',
-  listCursors: "list refuses a cursor of another listing (another userId, or every user's) and garbage with ConfigurationError",
+  listCursors: "list refuses a cursor of another listing (another userId, or every user's) and garbage with InvalidInputError",
   listTotal: 'total, when the store gives it, counts every session of the listing on every page',
   listHostile: 'lists hostile session ids, each once and under its own id',
   listAgent: 'a session saved through an agent is listed for its user, with updatedAt set when its last run ended',
