@@ -118,18 +118,24 @@ export function createChatServer(options: ChatServerOptions): Server {
       const turn = running.get(key);
       if (turn && turn.text !== body.text) throw new HttpError(400, 'This message id is already used for another message.');
       if (turn) return sendFinished(response, await turn.response);
-      const stream = agent.runStream(Messages.user(body.text, { id: body.id }), { sessionId: id, userId });
-      running.set(key, { text: body.text, response: stream.response });
-      stream.response.then(
+      const stream = agent.runStream(Messages.user(body.text, { id: body.id }), { session });
+      const saved = savedAfter(stream, () => agent.saveSession(session));
+      running.set(key, { text: body.text, response: saved });
+      saved.then(
         () => running.delete(key),
         () => running.delete(key),
       );
-      return streamRun(response, stream);
+      return streamRun(response, stream, saved);
     }
     if (action === 'approvals' && method === 'POST') {
       const body = await readJson(request, maxBodyBytes);
       const approvals = checkApprovals(body.approvals);
-      return streamRun(response, agent.runStream([], { sessionId: id, userId, approvals }));
+      const stream = agent.runStream([], { session, approvals });
+      return streamRun(
+        response,
+        stream,
+        savedAfter(stream, () => agent.saveSession(session)),
+      );
     }
     throw new HttpError(404, 'No such route.');
   }
@@ -153,12 +159,25 @@ export function createChatServer(options: ChatServerOptions): Server {
 }
 
 /**
- * Streams a run as server-sent events: `text` deltas, `tool-call`s, `tool-result`s, then `done`
- * with the stored messages and any calls waiting for approval, or `error`. A run that fails before
+ * Streams a run as server-sent events: `text` deltas, `tool-call`s, `tool-result`s, then, once the
+ * session is `saved`, `done` with the stored messages and any calls waiting for approval, or `error`. A run that fails before
  * its first update is answered with its status instead. A page that goes away does not stop the
  * run: it ends and is stored, so a reload shows the reply.
  */
-async function streamRun(response: ServerResponse, stream: AgentRunStream): Promise<void> {
+/**
+ * The run's response once the session is saved too (`agent.saveSession` merges what other requests
+ * saved meanwhile). A failure of either rejects it; nobody needs to listen.
+ */
+function savedAfter(stream: AgentRunStream, save: () => Promise<void>): Promise<AgentResponse> {
+  const saved = stream.response.then(async (result) => {
+    await save();
+    return result;
+  });
+  saved.catch(() => {});
+  return saved;
+}
+
+async function streamRun(response: ServerResponse, stream: AgentRunStream, saved: Promise<AgentResponse>): Promise<void> {
   const updates = stream[Symbol.asyncIterator]();
   let next = await updates.next(); // throws before any byte is sent: a plain error response
   response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
@@ -178,7 +197,7 @@ async function streamRun(response: ServerResponse, stream: AgentRunStream): Prom
         else if (c.type === 'function-result') send('tool-result', { callId: c.callId, isError: c.isError === true });
       }
     }
-    const result = await stream.response;
+    const result = await saved;
     send('done', { messages: result.messages.map(view), pendingApprovals: result.pendingApprovals ?? [] });
   } catch (error) {
     if (httpStatusOf(error) >= 500) console.error('[http-chat]', error);

@@ -24,7 +24,6 @@ import {
   sameMessageContent,
   shortId,
   type HistoryTurn,
-  type MessageIdConflict,
 } from '@ctx/core/backend';
 import { CosmosConnection, isTransient, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import {
@@ -292,19 +291,15 @@ export class CosmosHistoryProvider extends HistoryProvider {
     report?: SaveHistoryArgs['report'],
   ): Promise<number> {
     checkSessionId(sessionId);
-    const conflictOf = (messageId: string): SessionStateError => {
-      const index = Array.isArray(messages)
-        ? Math.max(
-            0,
-            messages.findIndex((m) => m?.id === messageId),
-          )
-        : 0;
-      const details: MessageIdConflict = { sourceId: this.sourceId, sessionId, messageId, index, batchSize: messages.length, report };
-      return messageIdConflict(details);
-    };
-    const unique = checkMessages(messages, (index, messageId) =>
-      messageIdConflict({ sourceId: this.sourceId, sessionId, messageId, index, batchSize: messages.length, report }),
-    );
+    /** The conflict over `messageId`, the batch's `index`-th message (found by id when not given). */
+    const conflictOf = (
+      messageId: string,
+      index = Math.max(
+        0,
+        messages.findIndex((m) => m?.id === messageId),
+      ),
+    ): SessionStateError => messageIdConflict({ sourceId: this.sourceId, sessionId, messageId, index, batchSize: messages.length, report });
+    const unique = checkMessages(messages, (index, messageId) => conflictOf(messageId, index));
     const loc = await this.#locate(sessionId, options.state, options.scope);
     if (unique.length === 0) return 0;
     return this.#connection.run({ operation: 'saveMessages', sessionId }, options.signal, async (op) => {

@@ -100,6 +100,8 @@ export class RedisConnection {
   #connectError: (Error & { code?: string }) | undefined;
   /** Settles once the configured database is known to exist (single node, `db` > 0 only). */
   #database: Promise<void> | undefined;
+  /** Whether the database needs no more checking (it exists, or it is database 0): calls skip the check. */
+  #databaseChecked = false;
 
   constructor(options: RedisConnectionOptions, owner: string) {
     const given = [options.client !== undefined, options.url !== undefined, options.nodes !== undefined].filter(Boolean).length;
@@ -176,16 +178,20 @@ export class RedisConnection {
 
   /**
    * Checks once, before the first command, that the server has the database the connection
-   * selects (ioredis falls back to database 0 without a word when `SELECT` fails). Database 0 and
-   * clusters need no check. A failure to reach the server is not remembered: the next call checks again.
+   * selects (ioredis falls back to database 0 without a word when `SELECT` fails); undefined when
+   * nothing is left to check (database 0, clusters, a database found before). A failure to reach the server is not remembered: the next call checks again.
    */
-  #checkDatabase(client: RedisClient): Promise<void> {
-    if (this.isCluster) return Promise.resolve();
-    const db = Number((client as Redis).options?.db ?? 0);
-    if (!db) return Promise.resolve();
+  #checkDatabase(client: RedisClient): Promise<void> | undefined {
+    if (this.#databaseChecked) return undefined;
+    const db = this.isCluster ? 0 : Number((client as Redis).options?.db ?? 0);
+    if (!db) {
+      this.#databaseChecked = true;
+      return undefined;
+    }
     this.#database ??= (async () => {
       try {
         await (client as Redis).select(db);
+        this.#databaseChecked = true;
       } catch (error) {
         if (!(error instanceof Error) || !/DB index is out of range/i.test(error.message)) {
           this.#database = undefined;
@@ -221,7 +227,8 @@ export class RedisConnection {
     }
     return withDeadline(
       async () => {
-        await this.#checkDatabase(this.client);
+        const checking = this.#checkDatabase(this.client);
+        if (checking) await checking;
         return fn(this.client);
       },
       {

@@ -1,23 +1,7 @@
 import { SessionStateError } from '../errors.js';
 import { shortId } from '../backend/checks.js';
+import { jsonEqual } from '../messages/json.js';
 import type { ProviderDiagnostic } from '../spec/run-view.js';
-
-/** Whether two JSON values are equal: objects by their keys in any order, a key holding `undefined` as absent. */
-function sameJson(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) {
-    const other = b as unknown[];
-    if (a.length !== other.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameJson(a[i], other[i])) return false;
-    return true;
-  }
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
-  for (const key in x) if (x[key] !== undefined && !(Object.hasOwn(y, key) && sameJson(x[key], y[key]))) return false;
-  for (const key in y) if (y[key] !== undefined && x[key] === undefined) return false;
-  return true;
-}
 
 /**
  * Whether two messages say the same thing: same role, same contents (compared as JSON, key order
@@ -31,7 +15,7 @@ export function sameMessageContent(a: unknown, b: unknown): boolean {
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   const x = a as { role?: unknown; contents?: unknown; authorName?: unknown };
   const y = b as { role?: unknown; contents?: unknown; authorName?: unknown };
-  return x.role === y.role && x.authorName === y.authorName && sameJson(x.contents, y.contents);
+  return x.role === y.role && x.authorName === y.authorName && jsonEqual(x.contents, y.contents);
 }
 
 /** What `messageIdConflict` needs to name the conflict. */
