@@ -1,0 +1,102 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type RedisServer, startRedisServer } from '@ctx/redis-test-server';
+import { Redis } from 'ioredis';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chatTools, createChatAgent } from './chat-agent.js';
+import { createChatServer } from './chat-server.js';
+import { offlineModel } from './offline-model.js';
+import { buildPageScript } from './page-bundle.js';
+
+/** Debian's chromium (`apt-get install chromium`; `tooling/ensure-backends.mjs` installs it in CI). Never a downloaded browser. */
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Every wait of the page is bounded by this. */
+const WAIT_MS = 15_000;
+
+/** What the page holds: `useChat`'s messages, as JSON. */
+type PageMessage = { id: string; role: string; parts: Array<{ type: string; text?: string; state?: string; approval?: unknown }> };
+
+// Outside CI a machine without chromium skips the browser test; CI always has it and always runs it.
+describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the chat page in a real browser (chromium)', () => {
+  let redisServer: RedisServer;
+  let redis: Redis;
+  let server: Server;
+  let browser: Browser;
+  let base: string;
+  const dir = mkdtempSync(join(tmpdir(), 'ctx-ai-sdk-ui-test-'));
+  const agentOf = () => createChatAgent({ redis, client: offlineModel(), prefix: 'ai-sdk-ui-test' });
+
+  beforeAll(async () => {
+    redisServer = await startRedisServer({ dir });
+    redis = new Redis({ host: redisServer.host, port: redisServer.port });
+    server = createChatServer({ agent: agentOf(), tools: chatTools, pageScript: await buildPageScript() });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'], timeout: WAIT_MS });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise((resolve) => server?.close(resolve));
+    redis?.disconnect();
+    await redisServer?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const messagesOf = (page: Page) => page.evaluate(() => (window as unknown as { chatMessages: PageMessage[] }).chatMessages);
+  const ready = (page: Page) =>
+    page
+      .getByTestId('status')
+      .filter({ hasText: /^ready$/ })
+      .waitFor({ timeout: WAIT_MS });
+  const say = async (page: Page, text: string) => {
+    await page.getByLabel('Message').fill(text);
+    await page.getByRole('button', { name: 'Send' }).click();
+  };
+
+  it('sends two messages, approves a tool, and a reload restores the conversation with the same ids', async () => {
+    const page = await browser.newPage();
+    page.setDefaultTimeout(WAIT_MS);
+    const problems: string[] = [];
+    page.on('pageerror', (error) => problems.push(error.message));
+    try {
+      await page.goto(`${base}/`);
+      expect(page.url()).toMatch(/\/chats\/[0-9a-f-]{36}$/);
+      const chatId = page.url().split('/').at(-1)!;
+      await ready(page);
+
+      await say(page, 'What is the weather in Lima?');
+      await page.getByText('Done: Sunny and 24 °C in Lima.').waitFor();
+      await ready(page);
+
+      await say(page, 'Book a table for 4, please.');
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await page.getByText('Done: a table for 4 at 8 pm.').waitFor();
+      await ready(page);
+      const before = await messagesOf(page);
+      expect(before.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+      const booking = before[3]!.parts.find((p) => p.type === 'tool-book_table')!;
+      expect(booking).toMatchObject({ state: 'output-available', approval: { approved: true } });
+
+      // The page's ids are the stored ones: the user messages' as the page made them, each reply's its first assistant message's.
+      const stored = await agentOf().getHistory((await agentOf().getSession(chatId, { userId: 'demo' }))!);
+      const turnIds = stored.filter((m, i) => m.role === 'user' || stored[i - 1]?.role === 'user').map((m) => m.id);
+      expect(before.map((m) => m.id)).toEqual(turnIds);
+
+      await page.reload();
+      await page.getByText('Done: a table for 4 at 8 pm.').waitFor();
+      const after = await messagesOf(page);
+      expect(after.map((m) => m.id)).toEqual(before.map((m) => m.id));
+      expect(after).toEqual(before);
+      await expect(
+        page.locator('li[data-message-id]').evaluateAll((items) => items.map((li) => li.getAttribute('data-message-id'))),
+      ).resolves.toEqual(turnIds);
+      expect(problems).toEqual([]);
+    } finally {
+      await page.close();
+    }
+  });
+});
