@@ -207,6 +207,38 @@ describe.each(SDKS)('useChat on %s reads a ctx run', (name, load) => {
   });
 });
 
+describe('toUIMessageStream on the protocol edges', () => {
+  it('sends message metadata at the start and the finish; the page merges it', async () => {
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: [{ text: 'Hi.', usage: { inputTokens: 7, outputTokens: 2 } }] }),
+    });
+    const transport = new ai6.DefaultChatTransport({
+      fetch: async () =>
+        toUIMessageStreamResponse(agent.runStream(Message.user('Hello', { id: 'u-1' })), {
+          messageMetadata: (event) =>
+            event.type === 'start' ? { model: 'scripted' } : { outputTokens: event.response.usage?.outputTokens },
+        }),
+    });
+    const stream = await transport.sendMessages({
+      chatId: 'c',
+      messages: [],
+      abortSignal: undefined,
+      trigger: 'submit-message',
+      messageId: undefined,
+    });
+    let message: ai6.UIMessage | undefined;
+    for await (const snapshot of ai6.readUIMessageStream({ stream })) message = snapshot;
+    expect(message?.metadata).toEqual({ model: 'scripted', outputTokens: 2 });
+  });
+
+  it("ai 5's reader refuses the approval chunk: its pages take approvals: 'input-available'", async () => {
+    const page = chat(ai5 as unknown as ClientSdk, { approvals: 'request' });
+    await page.say('u-1', 'A table for 2, please.');
+    expect(page.errors).toHaveLength(1);
+    expect(page.errors[0]).toMatch(/^Type validation failed: Value: \{"type":"tool-approval-request"/);
+  });
+});
+
 describe('toUIMessageStreamResponse', () => {
   it('sets the protocol headers and writes server-sent events ending with [DONE]', async () => {
     const agent = createAgent({ client: new ScriptedChatClient({ replies: ['Hi.'] }) });
