@@ -6,7 +6,7 @@ export { toCtxError } from './errors.js';
 export type { AiSdkLanguageModel } from './language-model.js';
 export { runInputFromUIMessages } from './run-input-from-ui-messages.js';
 export type { RunInputFromUIMessages, RunInputFromUIMessagesOptions } from './run-input-from-ui-messages.js';
-export type { UIApprovalMode, UIMessage, UIMessageChunk, UIMessagePart, UIToolApproval, UIToolPart, UIToolState } from './ui-message.js';
+export type { UIApprovalMode, UIMessage, UIMessageChunk, UIMessagePart, UIToolPart, UIToolState } from './ui-message.js';
 export { DEFAULT_UI_ERROR_TEXT, toUIMessageStream, toUIMessageStreamResponse, UI_MESSAGE_STREAM_HEADERS } from './ui-message-stream.js';
 export type { ToUIMessageStreamOptions, ToUIMessageStreamResponseOptions, UIMessageMetadataEvent } from './ui-message-stream.js';
 export { uiMessagesFromHistory } from './ui-messages-from-history.js';

@@ -106,7 +106,11 @@ function chat(sdk: ClientSdk, options: { approvals: UIApprovalMode; agent?: Agen
     /** The page answers every waiting call of its last message, as `addToolApprovalResponse` (ai 6+) or `addToolResult` (ai 5) do. */
     answer: (approved: boolean, reason?: string) => {
       const last = messages.at(-1)!;
-      for (const part of last.parts as UIToolPart[]) {
+      for (const part of last.parts as Array<{
+        state: string;
+        approval?: { id: string; approved?: boolean; reason?: string };
+        output?: unknown;
+      }>) {
         if (part.state === 'approval-requested') {
           part.state = 'approval-responded';
           part.approval = { id: part.approval!.id, approved, ...(reason ? { reason } : {}) };

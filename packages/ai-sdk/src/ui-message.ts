@@ -4,43 +4,43 @@
  * `UIMessageChunk`); the approval members exist from `ai` 6 on.
  */
 
-/** What state a tool part is in, as the AI SDK names it. */
-export type UIToolState =
-  | 'input-streaming'
-  | 'input-available'
-  | 'approval-requested'
-  | 'approval-responded'
-  | 'output-available'
-  | 'output-error'
-  | 'output-denied';
-
-/** An approval on a tool part (`ai` 6 and later): its id is the call's id. */
-export interface UIToolApproval {
-  /** The approval's id: ctx uses the call's `callId`. */
-  id: string;
-  /** The page's answer, once given. */
-  approved?: boolean;
-  /** Why it was denied (or approved), when the page said. */
-  reason?: string;
-}
-
-/** A tool call and its result, as one part (`tool-<name>`). */
-export interface UIToolPart {
+/** What every tool part holds, whatever its state. */
+interface UIToolPartBase {
   /** `tool-` and the tool's name. */
   type: `tool-${string}`;
   /** The ctx `callId`. */
   toolCallId: string;
-  /** Where the call is. */
-  state: UIToolState;
   /** The arguments, parsed from the model's JSON (the text itself when it is not JSON). */
   input: unknown;
-  /** The tool's result (`output-available`). */
-  output?: unknown;
-  /** The failure the model saw (`output-error`). */
-  errorText?: string;
-  /** The approval, for a call that needed one (`ai` 6 and later). */
-  approval?: UIToolApproval;
 }
+
+/**
+ * A tool call and its result, as one part (`tool-<name>`), by state, as the AI SDK's `ToolUIPart`
+ * (`ai` 6 and 7): `output` with `output-available`, `errorText` with `output-error`, `approval`
+ * (its `id` the call's `callId`) from `approval-requested` on, for a call that needed approval.
+ */
+export type UIToolPart = UIToolPartBase &
+  (
+    | { state: 'input-streaming' | 'input-available'; output?: undefined; errorText?: undefined; approval?: undefined }
+    | {
+        state: 'approval-requested';
+        approval: { id: string; approved?: undefined; reason?: undefined };
+        output?: undefined;
+        errorText?: undefined;
+      }
+    | {
+        state: 'approval-responded';
+        approval: { id: string; approved: boolean; reason?: string };
+        output?: undefined;
+        errorText?: undefined;
+      }
+    | { state: 'output-available'; output: unknown; errorText?: undefined; approval?: { id: string; approved: true; reason?: string } }
+    | { state: 'output-error'; errorText: string; output?: undefined; approval?: { id: string; approved: true; reason?: string } }
+    | { state: 'output-denied'; approval: { id: string; approved: false; reason?: string }; output?: undefined; errorText?: undefined }
+  );
+
+/** The state names of a tool part. */
+export type UIToolState = UIToolPart['state'];
 
 /** A part of a UI message. */
 export type UIMessagePart =

@@ -8,7 +8,19 @@ import {
   type UIMessage,
   type UIMessagePart,
   type UIToolPart,
+  type UIToolState,
 } from './ui-message.js';
+
+/** A tool part while its call's result is looked for. */
+interface ToolPartDraft {
+  type: `tool-${string}`;
+  toolCallId: string;
+  state: UIToolState;
+  input: unknown;
+  output?: unknown;
+  errorText?: string;
+  approval?: { id: string; approved?: boolean; reason?: string };
+}
 
 /** Options of `uiMessagesFromHistory`. */
 export interface UIMessagesFromHistoryOptions {
@@ -43,7 +55,7 @@ export function uiMessagesFromHistory(messages: readonly Message[], options: UIM
   const pending = new Set(options.pendingApprovals?.map((p) => p.callId));
   const approved = new Set(options.tools?.filter((t) => t.needsApproval === true).map((t) => t.name));
   const out: UIMessage[] = [];
-  let turn: { message: UIMessage; stored: Message[]; tools: Map<string, UIToolPart> } | undefined;
+  let turn: { message: UIMessage; stored: Message[]; tools: Map<string, ToolPartDraft> } | undefined;
   const close = () => {
     if (turn && options.messageMetadata) setMetadata(turn.message, options.messageMetadata(turn.stored));
     turn = undefined;
@@ -72,13 +84,18 @@ export function uiMessagesFromHistory(messages: readonly Message[], options: UIM
       } else if (c.type === 'data' && message.role === 'assistant') {
         parts.push({ type: 'file', mediaType: c.mediaType, url: dataUrl(c) });
       } else if (c.type === 'function-call') {
-        const part: UIToolPart = { type: `tool-${c.name}`, toolCallId: c.callId, state: 'input-available', input: parseInput(c.arguments) };
+        const part: ToolPartDraft = {
+          type: `tool-${c.name}`,
+          toolCallId: c.callId,
+          state: 'input-available',
+          input: parseInput(c.arguments),
+        };
         if (pending.has(c.callId) && mode === 'request') {
           part.state = 'approval-requested';
           part.approval = { id: c.callId };
         }
         turn.tools.set(c.callId, part);
-        parts.push(part);
+        parts.push(part as UIToolPart); // set to its final state below, when its result comes
       } else if (c.type === 'function-result') {
         const part = turn.tools.get(c.callId);
         if (!part) continue; // its call is outside the history loaded: nothing to attach it to
