@@ -9,7 +9,7 @@ import { createChatServer } from './chat-server.js';
 import { offlineModel } from './offline-model.js';
 import { buildPageScript } from './page-bundle.js';
 
-// REDIS_URL: your Redis (keys under `ai-sdk-ui:`); otherwise a redis-server is started on 127.0.0.1 and stopped on Ctrl-C.
+// REDIS_URL: your Redis (keys under `ai-sdk-ui:`); otherwise a redis-server is started on 127.0.0.1 and stopped on Ctrl-C (or SIGTERM).
 // PORT: where the page is served (default 3000, on 127.0.0.1).
 const dir = process.env.REDIS_URL ? undefined : mkdtempSync(join(tmpdir(), 'ctx-ai-sdk-ui-'));
 const redisServer = dir ? await startRedisServer({ dir }) : undefined;
@@ -22,9 +22,12 @@ const server = createChatServer({
 await new Promise<void>((resolve) => server.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', resolve));
 console.log(`Chat page: http://127.0.0.1:${(server.address() as AddressInfo).port}/ (Ctrl-C stops it)`);
 
-process.once('SIGINT', async () => {
+const shutdown = async () => {
+  server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
   redis.disconnect();
   await redisServer?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
-});
+};
+process.once('SIGINT', shutdown);
+process.once('SIGTERM', shutdown);
