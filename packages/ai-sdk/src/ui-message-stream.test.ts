@@ -5,7 +5,7 @@ import * as ai5 from 'ai-v5';
 import { describe, expect, it } from 'vitest';
 import { runInputFromUIMessages } from './run-input-from-ui-messages.js';
 import type { UIApprovalMode, UIMessage, UIToolPart } from './ui-message.js';
-import { DEFAULT_UI_ERROR_TEXT, toUIMessageStreamResponse, UI_MESSAGE_STREAM_HEADERS } from './ui-message-stream.js';
+import { DEFAULT_UI_ERROR_TEXT, toUIMessageStream, toUIMessageStreamResponse, UI_MESSAGE_STREAM_HEADERS } from './ui-message-stream.js';
 import { uiMessagesFromHistory } from './ui-messages-from-history.js';
 
 /** The client side of each AI SDK major: its HTTP transport (the real SSE parser and chunk schema) and its message reader. */
@@ -257,6 +257,36 @@ describe('toUIMessageStreamResponse', () => {
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e.replace(/^data: /, '')) as { type: string });
     expect(chunks.map((c) => c.type)).toEqual(['start', 'start-step', 'text-start', 'text-delta', 'text-end', 'finish-step', 'finish']);
     expect(chunks.at(-1)).toEqual({ type: 'finish', finishReason: 'stop' });
+  });
+
+  it('a stream cancelled mid-reply (the stop button) aborts the run and the model call: nothing is stored', async () => {
+    let modelAborted = false;
+    const client: ChatClient = {
+      specificationVersion: 'v1',
+      provider: 'test',
+      modelId: 'endless',
+      getResponse: () => Promise.reject(new Error('only streams')),
+      async *getStreamingResponse(_messages, { signal }) {
+        yield { messageId: 'a-1', role: 'assistant', contents: [{ type: 'text', text: 'Hel' }] };
+        await new Promise((_resolve, reject) =>
+          signal!.addEventListener('abort', () => {
+            modelAborted = true;
+            reject(signal!.reason);
+          }),
+        );
+      },
+    };
+    const agent = createAgent({ client });
+    const session = agent.createSession();
+    const stream = agent.runStream(Message.user('Hello', { id: 'u-1' }), { session });
+    const reader = toUIMessageStream(stream).getReader();
+    const seen: string[] = [];
+    for (let i = 0; i < 10 && !seen.includes('text-delta'); i++) seen.push((await reader.read()).value!.type);
+    expect(seen).toEqual(['start', 'start-step', 'text-start', 'text-delta']);
+    await reader.cancel();
+    await expect(stream.response).rejects.toMatchObject({ name: 'AbortError' });
+    expect(modelAborted).toBe(true);
+    expect(await agent.getHistory(session)).toEqual([]);
   });
 
   it('a cancelled stream (the stop button) aborts the run: nothing is stored', async () => {

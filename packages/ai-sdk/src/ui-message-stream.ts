@@ -54,30 +54,31 @@ export function toUIMessageStream(stream: AgentRunStream, options: ToUIMessageSt
   const writer = new ChunkWriter(options);
   let iterator: AsyncIterator<ChatResponseUpdate> | undefined;
   let finished = false;
+  let cancelled = false;
   return new ReadableStream<UIMessageChunk>({
     async pull(controller) {
       if (finished) return;
       iterator ??= stream[Symbol.asyncIterator]();
+      let chunks: UIMessageChunk[];
       try {
         // Read until an update gives chunks (or the run ends), so each pull enqueues something.
-        for (;;) {
+        do {
           const next = await iterator.next();
           if (next.done) {
-            const response = await stream.response;
-            for (const chunk of writer.finish(response)) controller.enqueue(chunk);
-            break;
-          }
-          const chunks = writer.add(next.value);
-          for (const chunk of chunks) controller.enqueue(chunk);
-          if (chunks.length > 0) return;
-        }
+            finished = true;
+            chunks = writer.finish(await stream.response);
+          } else chunks = writer.add(next.value);
+        } while (chunks.length === 0);
       } catch (error) {
-        for (const chunk of writer.fail(error)) controller.enqueue(chunk);
+        finished = true;
+        chunks = writer.fail(error);
       }
-      finished = true;
-      controller.close();
+      if (cancelled) return; // the reader went away meanwhile: nothing to send to
+      for (const chunk of chunks) controller.enqueue(chunk);
+      if (finished) controller.close();
     },
     async cancel() {
+      cancelled = true;
       finished = true;
       await iterator?.return?.();
       stream.response.catch(() => {});
