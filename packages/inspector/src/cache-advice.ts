@@ -88,9 +88,34 @@ function messageChange(current: SentCall, previous: SentCall, at: number): First
       reason: `${sourceId}: history compacted, a summary replaced ${item.summaryOf} messages`,
       advice: 'expected once per compaction; a target well below the trigger makes it rare',
     };
-  const carriedOn = previous.items.filter((i) => i.kind === 'message' && i.sourceId === sourceId).length;
+  const prevMessages = previous.items.filter((i) => i.kind === 'message');
+  const prevAt = at - previous.kinds.indexOf('messages');
+  const gone = prevMessages[prevAt];
+  if (gone?.id !== undefined && !current.messageIds.has(gone.id) && gone.sourceId !== sourceId) {
+    // What the previous call had here is not sent again. After the history (only the input behind
+    // it), that is per-run context made anew each run: the prefix before it holds, as designed.
+    const tail = prevMessages
+      .slice(prevAt + 1)
+      .every((m) => m.sourceId === 'input' || (m.id !== undefined && !current.messageIds.has(m.id)));
+    if (tail)
+      return {
+        kind: 'messages',
+        sourceId: gone.sourceId,
+        reason: `${gone.sourceId}: per-run context after the history, new each run (expected)`,
+      };
+    return {
+      kind: 'messages',
+      sourceId: gone.sourceId,
+      reason: `${gone.sourceId}: a message ahead of the history changed or was left out`,
+      advice: `${gone.sourceId}: ${PER_RUN}`,
+    };
+  }
+  // A history carries its messages on from call to call (same ids); other sources make theirs anew.
+  const carriesOn = current.items.some(
+    (i) => i.kind === 'message' && i.sourceId === sourceId && i.id !== undefined && previous.messageIds.has(i.id),
+  );
   const wasThere = item?.id !== undefined && previous.messageIds.has(item.id);
-  if (carriedOn > 1 && !wasThere && previous.messageIds.size > 0 && sourceId !== 'input')
+  if (carriesOn && !wasThere && sourceId !== 'input')
     return {
       kind: 'messages',
       sourceId,

@@ -73,7 +73,9 @@ describe.runIf(haveBrowser)(`the page in chromium (${CHROMIUM})`, () => {
     release!();
     await research;
     await page.waitForFunction(
-      (steps) => document.querySelectorAll('[data-testid=run]')[1]?.querySelector('[data-testid=progress]')?.textContent === `done · ${steps + 1} model calls · ${steps} tool calls`,
+      (steps) =>
+        document.querySelectorAll('[data-testid=run]')[1]?.querySelector('[data-testid=progress]')?.textContent ===
+        `done · ${steps + 1} model calls · ${steps} tool calls`,
       RESEARCH_STEPS,
     );
 
@@ -89,7 +91,9 @@ describe.runIf(haveBrowser)(`the page in chromium (${CHROMIUM})`, () => {
       expect(bySource(await sourceRows()), `run ${i + 1}`).toEqual(bySource(auditRows(audits[i]!)));
       expect(await page.locator('[data-testid=total-tokens]').textContent()).toBe(audits[i]!.totalTokens.toLocaleString('en-US'));
       if (i > 0) {
-        expect(await page.locator('[data-testid=repeated-tokens]').textContent()).toBe(audits[i]!.prefix!.repeatedTokens.toLocaleString('en-US'));
+        expect(await page.locator('[data-testid=repeated-tokens]').textContent()).toBe(
+          audits[i]!.prefix!.repeatedTokens.toLocaleString('en-US'),
+        );
         // The clock's instruction leads the request and changes every run: the page names it.
         const cacheBreak = page.locator('[data-testid=cache-break]');
         expect(await cacheBreak.getAttribute('data-source')).toBe('clock');
@@ -109,7 +113,9 @@ describe.runIf(haveBrowser)(`the page in chromium (${CHROMIUM})`, () => {
       expect.stringMatching(/^memory \d+ messages, [\d,]+ tokens: compaction: replaced by a summary$/),
     ]);
     // The docs budget dropped something, and says so.
-    expect(await page.locator('[data-testid=diagnostics]').textContent()).toMatch(/docs budget: budget 120 tokens: kept \d+, dropped 1 item/);
+    expect(await page.locator('[data-testid=diagnostics]').textContent()).toMatch(
+      /docs budget: budget 120 tokens: kept \d+, dropped 1 item/,
+    );
     // Text stays hidden: the inspector was not asked to show it.
     expect(await page.locator('body').textContent()).not.toContain('Lisbon');
     // Charts: one stacked bar per run, one cached-share bar per run.

@@ -99,7 +99,8 @@ export function createScenarioAgent(options: ScenarioOptions) {
         return `It is clear in ${weather[1]}.`;
       }
       if (/research/.test(asked)) {
-        if (results < RESEARCH_STEPS) return { toolCalls: [{ name: 'search_docs', arguments: { query: `prompt caching part ${results + 1}` } }] };
+        if (results < RESEARCH_STEPS)
+          return { toolCalls: [{ name: 'search_docs', arguments: { query: `prompt caching part ${results + 1}` } }] };
         return 'Prompt caching bills a repeated prefix lower; keep the start of the request stable.';
       }
       return 'You are welcome, Ada.';
