@@ -1,5 +1,5 @@
 import { createServer } from 'node:net';
-import { ConfigurationError, createAgent, InMemorySessionStore, Message } from '@ctx/core';
+import { ConfigurationError, createAgent, InMemorySessionStore, type Message } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createInspector, type Inspector, isLoopback } from './inspector.js';

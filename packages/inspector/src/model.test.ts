@@ -80,6 +80,17 @@ describe('createInspectorModel', () => {
       advice: "clock: if it changes every run, declare it per-run (stability: 'per-run') so it goes after the history",
     });
     expect(runs[3]!.calls[0]!.cache.firstChange).toMatchObject({ sourceId: 'clock', reason: 'clock: instruction changes every run' });
+    // The difference with the previous call is what the model sees change: the clock, the last answer
+    // (now history) and the new input; docs sends the same texts again, and the last question now
+    // comes from the history: no change.
+    expect(runs[1]!.calls[0]!.diff).toEqual({
+      removed: [{ kind: 'instructions', sourceId: 'clock', label: 'instructions', tokens: 9 }],
+      added: [
+        { kind: 'instructions', sourceId: 'clock', label: 'instructions', tokens: 9 },
+        { kind: 'message', sourceId: 'memory', label: 'assistant', tokens: 10 },
+        { kind: 'message', sourceId: 'input', label: 'user', tokens: 14 },
+      ],
+    });
     // Inside a tool loop each call repeats the one before it whole.
     for (const call of runs[1]!.calls.slice(1)) {
       expect(call.cache.firstChange).toBeUndefined();

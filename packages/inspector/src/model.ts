@@ -20,6 +20,8 @@ export interface CallItem {
   parts?: string[];
   /** The compaction summary this message is, with how many messages it stands for. */
   summaryOf?: number;
+  /** A short hash of what the model sees of it (a message's role and contents, a tool's definition, an instruction's text). */
+  hash: string;
 }
 
 /** Tokens one source sent in one model call. */
@@ -321,8 +323,9 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
     for (const tool of content?.tools ?? []) {
       const tokens = toolTokens(tool, tokenizer);
       const sourceId = sourceOf(tool.metadata) ?? 'agent';
-      items.push({ kind: 'tool', sourceId, label: tool.name, tokens });
-      add('tools', JSON.stringify([tool.name, tool.description ?? '', tool.parameters]), tokens, sourceId);
+      const seen = JSON.stringify([tool.name, tool.description ?? '', tool.parameters]);
+      items.push({ kind: 'tool', sourceId, label: tool.name, tokens, hash: fnv(seen).toString(36) });
+      add('tools', seen, tokens, sourceId);
     }
     const parts =
       content?.instructionSources ?? (content?.instructions !== undefined ? [{ sourceId: 'agent', text: content.instructions }] : []);
@@ -332,6 +335,7 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
         sourceId: part.sourceId,
         label: 'instructions',
         tokens: tokenizer.countTokens(part.text),
+        hash: fnv(part.text).toString(36),
       };
       if (showText) item.text = part.text;
       items.push(item);
@@ -554,6 +558,7 @@ function messageItem(m: Message, tokenizer: Tokenizer, showText: boolean, fallba
     label: m.role,
     tokens: tokenizer.countMessageTokens([m]),
     id: m.id,
+    hash: fnv(JSON.stringify([m.role, m.contents])).toString(36),
   };
   const parts: string[] = [];
   for (const c of m.contents) {
@@ -622,7 +627,8 @@ function removedSince(previous: Sent, current: Sent, items: readonly CallItem[])
 }
 
 function diffOf(before: readonly CallItem[], after: readonly CallItem[]): CallView['diff'] {
-  const key = (i: CallItem) => `${i.kind}|${i.sourceId}|${i.id ?? i.label}|${i.kind === 'message' ? '' : i.tokens}`;
+  // What the model sees: the same message from another source (the input, stored as history) is no change.
+  const key = (i: CallItem) => `${i.kind}|${i.hash}`;
   const had = new Map<string, number>();
   for (const i of before) had.set(key(i), (had.get(key(i)) ?? 0) + 1);
   const added: DiffEntry[] = [];
