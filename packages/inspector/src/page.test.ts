@@ -22,6 +22,8 @@ describe.runIf(haveBrowser)(`the page in chromium (${CHROMIUM})`, () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     inspector = await createInspector({ port: 0, log: false });
     page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
+    page.setDefaultTimeout(15_000); // a page that never shows what the test waits for fails here
+
     mkdirSync(SHOTS, { recursive: true });
   });
   afterAll(async () => {
@@ -44,7 +46,7 @@ describe.runIf(haveBrowser)(`the page in chromium (${CHROMIUM})`, () => {
       }),
     );
 
-  it('shows each run live, with the sources and tokens of its audit and why the prompt cache broke', async () => {
+  it('shows each run live, with the sources and tokens of its audit and why the prompt cache broke', { timeout: 120_000 }, async () => {
     let release: (() => void) | undefined;
     let holding = false;
     const { agent, audits } = createScenarioAgent({
