@@ -99,6 +99,10 @@ function renderMain() {
   const session = state.sessions.get(state.selected.sessionId);
   if (!session) return;
   const runs = session.runIds.map((id) => state.runs.get(id)).filter(Boolean);
+  if (runs.length === 0) {
+    main.replaceChildren(h('p', { class: 'empty' }, `No run of ${session.sessionId} seen since the inspector started.`));
+    return;
+  }
   const run = state.runs.get(state.selected.runId) ?? runs.at(-1);
   const children = [h('div', { class: 'charts' }, tokensChart(runs), cachedChart(runs), latencyChart(runs))];
   children.push(

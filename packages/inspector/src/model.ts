@@ -517,8 +517,12 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
       maxRuns,
     }),
     describeSession(sessionId, info) {
-      const s = sessions.get(sessionId) ?? { sessionId, runIds: [], droppedRuns: 0 };
-      if (!sessions.has(sessionId)) sessions.set(sessionId, s);
+      let s = sessions.get(sessionId);
+      if (!s) {
+        // Sessions known only from a store are bounded too.
+        if (sessions.size >= maxRuns * 2) return;
+        sessions.set(sessionId, (s = { sessionId, runIds: [], droppedRuns: 0 }));
+      }
       if (info.userId !== undefined) s.userId = info.userId;
       if (info.title !== undefined) s.title = info.title;
     },
