@@ -62,6 +62,7 @@ function renderSessions() {
   const sessions = [...state.sessions.values()].sort((a, b) => (b.lastActive ?? 0) - (a.lastActive ?? 0));
   nav.replaceChildren(
     h('h2', null, `Sessions (${sessions.length})`),
+    state.storeError ? h('div', { class: 'diag warning', style: { padding: '0 14px 8px' } }, `session store: ${state.storeError}`) : '',
     ...sessions.map((session) =>
       h(
         'button',
@@ -540,6 +541,7 @@ async function load() {
   const res = await fetch('api/state');
   const snapshot = await res.json();
   state.showText = snapshot.showText;
+  state.storeError = snapshot.storeError;
   for (const session of snapshot.sessions) {
     const known = state.sessions.get(session.sessionId) ?? { sessionId: session.sessionId, runIds: [] };
     Object.assign(known, { userId: session.userId, title: session.title });

@@ -144,6 +144,13 @@ describe('createInspector', () => {
     expect(snap.sessions).toEqual([{ sessionId: 'kept-1', userId: 'ada', runIds: [], droppedRuns: 0 }]);
   });
 
+  it("says why the store's sessions are missing when listing them fails", async () => {
+    const sessionStore = new InMemorySessionStore();
+    sessionStore.list = () => Promise.reject(new Error('store offline'));
+    const inspector = await start({ sessionStore });
+    expect(await state(inspector)).toMatchObject({ sessions: [], storeError: 'store offline' });
+  });
+
   it('keeps at most maxRuns runs', async () => {
     const inspector = await start({ maxRuns: 2 });
     const agent = createAgent({ client: new ScriptedChatClient({ replies: () => 'ok' }), onEvent: inspector.onEvent });

@@ -22,7 +22,7 @@ describe.runIf(haveBrowser)(`the page in chromium (${CHROMIUM})`, () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     inspector = await createInspector({ port: 0, log: false });
     page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
-    page.setDefaultTimeout(15_000); // a page that never shows what the test waits for fails here
+    page.setDefaultTimeout(30_000); // a page that never shows what the test waits for fails here
 
     mkdirSync(SHOTS, { recursive: true });
   });
