@@ -158,7 +158,7 @@ describe('createInspectorModel', () => {
           level: 'budget',
           sourceId: 'docs',
           code: 'budget',
-          message: expect.stringMatching(/^budget 120 tokens: kept \d+, dropped 1 item \(lowest value first\)$/),
+          message: expect.stringMatching(/^cap 120 tokens: kept \d+, dropped 1 item \(lowest value first\)$/),
         },
       ]);
     }

@@ -667,7 +667,7 @@ function addBudgets(run: RunView, data: unknown): void {
       level: 'budget',
       sourceId: s.sourceId,
       code: 'budget',
-      message: `budget ${b.maxTokens} tokens: kept ${String(b.tokens)}, dropped ${plural(dropped, 'item')}${dropped ? ' (lowest value first)' : ''}`,
+      message: `cap ${b.maxTokens} tokens: kept ${String(b.tokens)}, dropped ${plural(dropped, 'item')}${dropped ? ' (lowest value first)' : ''}`,
     });
   }
 }

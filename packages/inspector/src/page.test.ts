@@ -115,9 +115,7 @@ describe.runIf(haveBrowser)(`the page in chromium (${CHROMIUM})`, () => {
       expect.stringMatching(/^memory \d+ messages, [\d,]+ tokens: compaction: replaced by a summary$/),
     ]);
     // The docs budget dropped something, and says so.
-    expect(await page.locator('[data-testid=diagnostics]').textContent()).toMatch(
-      /docs budget: budget 120 tokens: kept \d+, dropped 1 item/,
-    );
+    expect(await page.locator('[data-testid=diagnostics]').textContent()).toMatch(/docs budget: cap 120 tokens: kept \d+, dropped 1 item/);
     // Text stays hidden: the inspector was not asked to show it.
     expect(await page.locator('body').textContent()).not.toContain('Lisbon');
     // Charts: one stacked bar per run, one cached-share bar per run.
