@@ -44,7 +44,7 @@ export interface Inspector {
   readonly onEvent: EventHandler;
   /** Resolves once every event received so far is on the page (redaction is asynchronous). */
   idle(): Promise<void>;
-  /** Stops the server and ends the page's live connections. */
+  /** Stops the server and ends the page's live connections (without waiting for a `redact` still running: see `idle`). */
   close(): Promise<void>;
 }
 
@@ -206,7 +206,6 @@ export async function createInspector(options: InspectorOptions = {}): Promise<I
         server.close(() => resolve());
         server.closeAllConnections();
       });
-      await queue;
     },
   };
 }
