@@ -90,7 +90,12 @@ export interface CallView {
   /** Messages the previous call sent that this one does not (compaction, budgets). */
   removed: RemovedView[];
   /** Against the session's previous call: items added and removed, by kind and source. */
-  diff: { added: DiffEntry[]; removed: DiffEntry[] };
+  diff: {
+    /** Items this call sent that the previous one did not. */
+    added: DiffEntry[];
+    /** Items the previous call sent that this one does not. */
+    removed: DiffEntry[];
+  };
   /** How long the call took, once it answered. */
   durationMs?: number;
   /** The service's token counts. */
