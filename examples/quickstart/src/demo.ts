@@ -5,6 +5,7 @@ import {
   type AgentEvent,
   type AgentResponse,
   type ChatClient,
+  type EventHandler,
   type JsonValue,
 } from '@ctx/core';
 import { AGENT_INSTRUCTIONS, AGENT_TOOLS, createQuickstartAgent, readTodos, readTurns } from './agent.js';
@@ -43,6 +44,8 @@ export interface DemoOptions {
   print?: (line: string) => void;
   /** Shown instead of `directory` in the output. */
   directoryLabel?: string;
+  /** Also receives every event of the agent (e.g. `@ctx/inspector`'s `onEvent`); its `includeContent` is kept. */
+  onEvent?: EventHandler;
 }
 
 /** What one turn contributed and produced. */
@@ -72,7 +75,15 @@ export async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const print = options.print ?? (() => {});
   const store = new FileSessionStore({ directory: options.directory });
   let events: AgentEvent[] = [];
-  const agent = createQuickstartAgent({ client: options.client, sessionStore: store, onEvent: (e) => events.push(e) });
+  const also = options.onEvent;
+  const onEvent: EventHandler = Object.assign(
+    (e: AgentEvent) => {
+      events.push(e);
+      also?.(e);
+    },
+    { includeContent: also?.includeContent === true },
+  );
+  const agent = createQuickstartAgent({ client: options.client, sessionStore: store, onEvent });
   const where = options.directoryLabel ?? options.directory;
 
   if (options.reset) {

@@ -2,6 +2,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FileSessionStore, Message, SessionStateError, type JsonObject } from '@ctx/core';
+import { createInspector } from '@ctx/inspector';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readTodos, readTurns } from './agent.js';
 import { runDemo, SESSION_ID, userTurns } from './demo.js';
@@ -25,6 +26,25 @@ async function storedMessages(): Promise<Message[]> {
 }
 
 describe('quickstart demo', () => {
+  it('shows its turns in the inspector with --inspect (onEvent), by source, with the text', async () => {
+    const inspector = await createInspector({ port: 0, showText: true, log: false });
+    try {
+      const result = await runDemo({ directory, client: createScriptedModel(), onEvent: inspector.onEvent });
+      const state = (await (await fetch(`${inspector.url}api/state`)).json()) as {
+        sessions: Array<{ sessionId: string; runIds: string[] }>;
+        runs: Record<string, { calls: Array<{ items: Array<{ sourceId: string; text?: string }> }> }>;
+      };
+      expect(state.sessions.map((s) => [s.sessionId, s.runIds.length])).toEqual([[SESSION_ID, result.turns.length]]);
+      const first = state.runs[state.sessions[0]!.runIds[0]!]!.calls[0]!;
+      expect(new Set(first.items.map((i) => i.sourceId))).toEqual(new Set(['agent', 'todos', 'profile', 'clock', 'input']));
+      expect(first.items.find((i) => i.sourceId === 'input')?.text).toBe(userTurns(0)[0]);
+      // The demo's own table still gets every event.
+      expect(result.turns[0]!.modelCalls.length).toBe(2);
+    } finally {
+      await inspector.close();
+    }
+  });
+
   it('continues the conversation of the first run in the second', async () => {
     const first = await runDemo({ directory, client: createScriptedModel() });
     expect(first.continued).toBe(false);

@@ -101,6 +101,41 @@ describe('the tool loop', () => {
     expect(last?.type === 'model-response' && last.content?.messages.map(Message.text)).toEqual(['secret-answer']);
   });
 
+  it('tells a content handler which source added each instruction text and tool sent', async () => {
+    const echo = defineTool({ name: 'echo', description: 'Echoes.', parameters: { type: 'object' }, execute: (args: unknown) => args });
+    const lookup = defineTool({ name: 'lookup', parameters: { type: 'object' }, execute: () => 1 });
+    const events: AgentEvent[] = [];
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: ['ok'] }),
+      tools: [echo],
+      instructions: 'Be brief.',
+      contextProviders: [
+        {
+          sourceId: 'rules',
+          beforeRun: ({ context }) => {
+            context.extendInstructions('rules', 'Cite sources.');
+            context.extendTools('rules', [lookup]);
+          },
+        },
+        { sourceId: 'clock', stability: 'per-run', beforeRun: ({ context }) => context.extendInstructions('clock', 'Turn 3.') },
+      ],
+      onEvent: Object.assign((e: AgentEvent) => events.push(e), { includeContent: true }),
+    });
+    await agent.run('hi');
+    const call = events.find((e) => e.type === 'model-call');
+    const content = call?.type === 'model-call' ? call.content : undefined;
+    expect(content?.instructionSources).toEqual([
+      { sourceId: 'agent', text: 'Be brief.' },
+      { sourceId: 'rules', text: 'Cite sources.' },
+    ]);
+    expect(content?.instructions).toBe('Be brief.\n\nCite sources.');
+    expect(content?.tools?.map((t) => [t.name, (t.metadata?.ctx as { sourceId?: string } | undefined)?.sourceId, t.description])).toEqual([
+      ['echo', undefined, 'Echoes.'],
+      ['lookup', 'rules', undefined],
+    ]);
+    expect(content?.tools?.every((t) => !('execute' in t))).toBe(true);
+  });
+
   it('sends a failing tool back to the model as an error result and reports it in diagnostics', async () => {
     const events: AgentEvent[] = [];
     const boom = defineTool({

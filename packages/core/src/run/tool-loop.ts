@@ -8,6 +8,7 @@ import type { AgentEvent } from '../spec/events.js';
 import type { JsonValue } from '../spec/json.js';
 import type { FunctionCallContent, FunctionResultContent } from '../spec/message.js';
 import type { AgentView, SessionContext, SessionView, Tool, ToolExecuteOptions } from '../spec/run-view.js';
+import type { ToolDefinition } from '../spec/tool-definition.js';
 import type { ToolArgumentsCheck, ToolValidator } from '../spec/tool-validator.js';
 import { shortId } from '../backend/checks.js';
 import { abortable } from '../backend/deadline.js';
@@ -81,6 +82,11 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
     : context.instructions.length;
   if (instructions !== undefined) base.instructions = instructions;
   if (tools.length) base.tools = tools;
+  // What the events' content shows; built once per run, only for a listener.
+  const instructionSources = emit
+    ? context.instructions.filter((i) => !perRun.includes(i.sourceId)).map((i) => ({ sourceId: i.sourceId, text: i.text }))
+    : undefined;
+  const toolDefinitions = emit ? tools.map(toolDefinitionOf) : undefined;
 
   const produced: Message[] = [];
   const round = run.approvals;
@@ -130,7 +136,10 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
       messages: messages.length,
       instructions: sentInstructions,
       tools: tools.length,
-      content: instructions === undefined ? { messages } : { messages, instructions },
+      content:
+        instructions === undefined
+          ? { messages, tools: toolDefinitions }
+          : { messages, instructions, instructionSources, tools: toolDefinitions },
     });
     const started = emit ? performance.now() : 0;
     const response = run.stream
@@ -205,6 +214,14 @@ export async function runToolLoop(run: ToolLoopRun): Promise<AgentResponse> {
   if (finishReason) extra.finishReason = finishReason;
   if (pendingApprovals) extra.pendingApprovals = pendingApprovals;
   return createAgentResponse(produced, extra);
+}
+
+/** A tool as the model sees it, without its functions. */
+function toolDefinitionOf(tool: Tool): ToolDefinition {
+  const out: { -readonly [K in keyof ToolDefinition]: ToolDefinition[K] } = { name: tool.name, parameters: tool.parameters };
+  if (tool.description !== undefined) out.description = tool.description;
+  if (tool.metadata !== undefined) out.metadata = tool.metadata;
+  return out;
 }
 
 /** `messages`, each without an `authorName` given `name`. */

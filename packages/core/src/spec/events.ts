@@ -2,6 +2,7 @@ import type { FinishReason, Usage } from './chat-client.js';
 import type { JsonObject, JsonValue } from './json.js';
 import type { Message } from './message.js';
 import type { Contribution } from './agent-response.js';
+import type { ToolDefinition } from './tool-definition.js';
 
 /**
  * A diagnostic event. Events carry ids, counts and timings, never message text or secrets, unless
@@ -84,6 +85,13 @@ export type AgentEvent =
         messages: readonly Message[];
         /** The instructions sent. */
         instructions?: string;
+        /**
+         * The instructions sent, one entry per text in the order they were joined, with the source
+         * that added it (`agent` for the agent's own and the run's).
+         */
+        instructionSources?: ReadonlyArray<{ readonly sourceId: string; readonly text: string }>;
+        /** The tools offered, in order, as the model sees them; `metadata.ctx.sourceId` names the provider that added one. */
+        tools?: readonly ToolDefinition[];
       };
     }
   | {
