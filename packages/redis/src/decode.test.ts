@@ -1,7 +1,7 @@
 import { Message, SessionStateError } from '@ctx/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeAll, repeatedIds } from './decode.js';
+import { decodeAll, isCommonMessage, repeatedIds } from './decode.js';
 
 /** What `repeatedIds` must answer: the indexes whose id an earlier message has, by a `Set`. */
 function reference(ids: readonly string[]): number[] | undefined {
@@ -47,5 +47,57 @@ describe('decodeAll', () => {
     );
     expect(() => decodeAll(['not json'], 'k', 5)).toThrow(SessionStateError);
     expect(() => decodeAll(['not json'], 'k', 5)).toThrow(expect.objectContaining({ path: 'redis:k[5]' }));
+  });
+});
+
+describe('isCommonMessage', () => {
+  const roundTrip = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
+
+  it('takes the messages ctx stores most, as read back from JSON', () => {
+    const plain = Message.user('hi', { authorName: 'ann' });
+    const attributed = Message.withSource(Message.assistant(['a', 'b'].join('')), 'redis', 'response');
+    for (const m of [plain, attributed, { ...plain, metadata: { tag: 'x', n: 1, ok: true, nothing: null } }]) {
+      expect(isCommonMessage(roundTrip(m))).toBe(true);
+    }
+  });
+
+  it('takes nothing that Message.parse would refuse, whatever the JSON', () => {
+    // Near-messages: every field of a valid message replaced, dropped or joined by any JSON value.
+    const base = Message.withSource(Message.user('q'), 'redis', 'input');
+    const field = fc.constantFrom('id', 'role', 'contents', 'createdAt', 'authorName', 'metadata', 'extra', '__proto__');
+    const nearMessage = fc
+      .tuple(fc.array(fc.tuple(field, fc.option(fc.jsonValue({ maxDepth: 4 }), { nil: undefined }))), fc.boolean())
+      .map(([edits, textContent]) => {
+        const m: Record<string, unknown> = roundTrip(base) as Record<string, unknown>;
+        if (textContent) m.contents = [{ type: 'text', text: 'x' }, ...(Array.isArray(m.contents) ? m.contents : [])];
+        for (const [key, value] of edits) {
+          if (value === undefined) delete m[key];
+          else Object.defineProperty(m, key, { value, enumerable: true, configurable: true, writable: true });
+        }
+        return JSON.stringify(m);
+      });
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          nearMessage,
+          fc.jsonValue().map((v) => JSON.stringify(v)),
+        ),
+        (text) => {
+          const value: unknown = JSON.parse(text);
+          if (isCommonMessage(value)) expect(Message.isMessage(value)).toBe(true);
+        },
+      ),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('leaves deep metadata, other contents and unknown fields to the full check', () => {
+    const m = roundTrip(Message.user('q')) as Record<string, unknown>;
+    expect(isCommonMessage({ ...m, metadata: { a: { b: { c: 1 } } } })).toBe(false);
+    expect(isCommonMessage({ ...m, contents: [{ type: 'text', text: 'x', phase: 'commentary' }] })).toBe(false);
+    expect(isCommonMessage({ ...m, contents: [{ type: 'refusal', refusal: 'no' }] })).toBe(false);
+    expect(isCommonMessage({ ...m, extra: 1 })).toBe(false);
+    expect(isCommonMessage({ ...m, role: 'robot' })).toBe(false);
+    expect(isCommonMessage({ ...m, id: undefined })).toBe(false);
   });
 });

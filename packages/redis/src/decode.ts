@@ -24,7 +24,67 @@ function decode(text: string, key: string, index: number): Message {
   }
   // Message.parse also refuses nesting deeper than ctx stores: a message read can be saved again.
   // The path is only built for an entry that fails.
-  return Message.isMessage(value) ? value : Message.parse(value, `redis:${key}[${index}]`);
+  return isCommonMessage(value) || Message.isMessage(value) ? (value as Message) : Message.parse(value, `redis:${key}[${index}]`);
+}
+
+const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
+/**
+ * Whether `value`, parsed from JSON, is a message of the common shape (text contents only, metadata
+ * at most two levels deep, no field ctx does not know), which `Message.parse` accepts as it is:
+ * checking that shape costs a fraction of the full check, which every other value still gets.
+ */
+export function isCommonMessage(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const m = value as Record<string, unknown>;
+  for (const key in m) {
+    const v = m[key];
+    switch (key) {
+      case 'id':
+        if (typeof v !== 'string') return false;
+        break;
+      case 'role':
+        if (typeof v !== 'string' || !ROLES.has(v)) return false;
+        break;
+      case 'createdAt':
+      case 'authorName':
+        if (typeof v !== 'string') return false;
+        break;
+      case 'contents':
+        if (!Array.isArray(v)) return false;
+        for (let i = 0; i < v.length; i++) if (!isTextContent(v[i])) return false;
+        break;
+      case 'metadata':
+        if (!isShallowObject(v, 2)) return false;
+        break;
+      default:
+        return false;
+    }
+  }
+  return typeof m.id === 'string' && typeof m.role === 'string' && Array.isArray(m.contents);
+}
+/** A `{ type: 'text', text }` content and nothing more. */
+function isTextContent(c: unknown): boolean {
+  if (typeof c !== 'object' || c === null || Array.isArray(c)) return false;
+  let text = false;
+  for (const key in c as object) {
+    const v = (c as Record<string, unknown>)[key];
+    if (key === 'type') {
+      if (v !== 'text') return false;
+    } else if (key === 'text') {
+      if (typeof v !== 'string') return false;
+      text = true;
+    } else return false;
+  }
+  return text;
+}
+/** A plain object whose values are JSON scalars or, `levels` > 1, such objects again. */
+function isShallowObject(v: unknown, levels: number): boolean {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  for (const key in v as object) {
+    const x = (v as Record<string, unknown>)[key];
+    if (typeof x === 'object' && x !== null && !(levels > 1 && isShallowObject(x, levels - 1))) return false;
+  }
+  return true;
 }
 
 /** A hash table of message indexes (0 = empty), reused by every load: the loads that use it never overlap (no await inside). */
