@@ -138,7 +138,10 @@ const ioredisCounted = new Redis({ host: '127.0.0.1', port: proxy.port });
 const nodeRedisCounted = createClient({ url: `redis://127.0.0.1:${proxy.port}` });
 await nodeRedisCounted.connect();
 
-const ctx = new RedisHistoryProvider({ client: ioredis, maxMessages: WINDOW });
+// A full load of 100,000 messages can pass the default 5 s deadline on a loaded machine; LangChain's
+// history has no deadline at all.
+const timeoutMs = 120_000;
+const ctx = new RedisHistoryProvider({ client: ioredis, maxMessages: WINDOW, timeoutMs });
 // The arguments of the provider's last EVALSHA (its save script), replayed by redis-benchmark.
 let lastEval: string[] = [];
 const send = ioredis.sendCommand.bind(ioredis);
@@ -153,9 +156,9 @@ async function saveCommand(sessionId: string): Promise<string[]> {
   });
   return ['EVALSHA', ...lastEval.map((a) => a.replaceAll('bench-id-one', 'a__rand_int__').replaceAll('bench-id-two', 'b__rand_int__'))];
 }
-const ctxCounted = new RedisHistoryProvider({ client: ioredisCounted, maxMessages: WINDOW });
-const ctxFull = new RedisHistoryProvider({ client: ioredis });
-const ctxFullCounted = new RedisHistoryProvider({ client: ioredisCounted });
+const ctxCounted = new RedisHistoryProvider({ client: ioredisCounted, maxMessages: WINDOW, timeoutMs });
+const ctxFull = new RedisHistoryProvider({ client: ioredis, timeoutMs });
+const ctxFullCounted = new RedisHistoryProvider({ client: ioredisCounted, timeoutMs });
 const state = {};
 type LangChainClient = ConstructorParameters<typeof RedisChatMessageHistory>[0]['client'];
 
