@@ -225,17 +225,24 @@ export class RedisConnection {
         `${site.operation} for session ${shortId(site.sessionId)} was called after close(); create a new instance.`,
       );
     }
+    const describe = () => this.describe();
+    const client = this.client;
     return withDeadline(
-      async () => {
-        const checking = this.#checkDatabase(this.client);
-        if (checking) await checking;
-        return fn(this.client);
-      },
+      this.#databaseChecked
+        ? () => fn(client)
+        : async () => {
+            const checking = this.#checkDatabase(client);
+            if (checking) await checking;
+            return fn(client);
+          },
       {
         timeoutMs: this.timeoutMs,
         signal,
         backend: 'redis',
-        operation: `Redis ${where(site)} on ${this.describe()}`,
+        // Built only when a call fails or times out.
+        get operation() {
+          return `Redis ${where(site)} on ${describe()}`;
+        },
         hint: 'Check that the server is up and reachable, or raise timeoutMs.',
         mapError: (error) => this.translate(error, site),
       },

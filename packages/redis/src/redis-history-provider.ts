@@ -12,6 +12,7 @@ import {
 } from '@ctx/core';
 import { checkId, checkInteger, checkSessionId, messageIdConflict, sameMessageContent, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
+import { decodeAll, repeatedIds } from './decode.js';
 import { historyKeys, type HistoryKeys } from './keys.js';
 import { ABSENT, BAD_ENTRY, BAD_IDS, CONFLICT, FORK_SCRIPT, NOT_EMPTY, PAGE_SCRIPT, POP_SCRIPT, SAVE_SCRIPT } from './scripts.js';
 
@@ -80,6 +81,10 @@ export class RedisHistoryProvider extends HistoryProvider {
   /** Seconds of inactivity after which a conversation is deleted, or undefined for none. */
   readonly ttlSeconds: number | undefined;
   readonly #connection: RedisConnection;
+  /** Keys by session id, so a turn does not encode its ids again (bounded: emptied when full). */
+  readonly #keys = new Map<string, HistoryKeys>();
+  /** The save script's `maxStored` and `ttlSeconds` arguments. */
+  readonly #fixedArgs: readonly [string, string];
 
   constructor(options: RedisHistoryProviderOptions) {
     super({ ...options, sourceId: options.sourceId ?? 'redis' });
@@ -88,6 +93,7 @@ export class RedisHistoryProvider extends HistoryProvider {
     if (options.ttlSeconds !== undefined) checkInteger('RedisHistoryProvider', 'ttlSeconds', options.ttlSeconds);
     this.maxStored = options.maxStored;
     this.ttlSeconds = options.ttlSeconds;
+    this.#fixedArgs = [String(this.maxStored ?? 0), String(this.ttlSeconds ?? 0)];
     this.#connection = new RedisConnection(options, 'RedisHistoryProvider');
   }
 
@@ -101,7 +107,18 @@ export class RedisHistoryProvider extends HistoryProvider {
    * @throws ConfigurationError for an empty or whitespace-only session id.
    */
   keys(sessionId: string): HistoryKeys {
-    return historyKeys(this.#connection.prefix, this.sourceId, checkSessionId(sessionId));
+    return { ...this.#keysOf(sessionId) };
+  }
+
+  /** `keys(sessionId)`, shared with later calls for the same session: never handed out. */
+  #keysOf(sessionId: string): HistoryKeys {
+    let keys = this.#keys.get(sessionId);
+    if (keys === undefined) {
+      keys = historyKeys(this.#connection.prefix, this.sourceId, checkSessionId(sessionId));
+      if (this.#keys.size >= KEY_CACHE_SIZE) this.#keys.clear();
+      this.#keys.set(sessionId, keys);
+    }
+    return keys;
   }
 
   /**
@@ -112,17 +129,27 @@ export class RedisHistoryProvider extends HistoryProvider {
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
    */
   async getMessages(sessionId: string, { limit, signal, report }: GetHistoryArgs): Promise<Message[]> {
-    const key = this.keys(sessionId).messages;
-    if (limit !== undefined) checkInteger(`RedisHistoryProvider.getMessages for session ${shortId(sessionId)}`, 'limit', limit);
+    const key = this.#keysOf(sessionId).messages;
+    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1))
+      checkInteger(`RedisHistoryProvider.getMessages for session ${shortId(sessionId)}`, 'limit', limit);
     const raw = await this.#connection.call({ operation: 'getMessages', sessionId, key }, signal, (c) =>
       c.lrange(key, limit === undefined ? 0 : -limit, -1),
     );
     // A window is read from the end, so its entries are named by their index from the end (as LINDEX takes it).
-    return this.#unique(
-      raw.map((text, i) => decode(text, key, limit === undefined ? i : i - raw.length)),
+    const messages = decodeAll(raw, key, limit === undefined ? 0 : -raw.length);
+    const repeats = repeatedIds(messages);
+    return repeats === undefined ? messages : this.#dropRepeats(messages, repeats, key, report);
+  }
+
+  /** `messages` without the entries at `repeats` (ids already loaded from an earlier entry), reported when called within a run. */
+  #dropRepeats(messages: Message[], repeats: number[], key: string, report?: GetHistoryArgs['report']): Message[] {
+    const drop = new Set(repeats);
+    this.#report(
+      repeats.map((i) => messages[i]!.id),
       key,
       report,
     );
+    return messages.filter((_, i) => !drop.has(i));
   }
 
   /**
@@ -140,6 +167,12 @@ export class RedisHistoryProvider extends HistoryProvider {
       seen.add(m.id);
       return true;
     });
+    this.#report(repeated, key, report);
+    return unique;
+  }
+
+  /** Reports the ids of entries left out because their id was loaded already (nothing when none were). */
+  #report(repeated: string[], key: string, report?: GetHistoryArgs['report']): void {
     if (repeated.length > 0) {
       const ids = [...new Set(repeated)];
       report?.({
@@ -153,7 +186,6 @@ export class RedisHistoryProvider extends HistoryProvider {
         data: { key, duplicates: repeated.length, messageIds: ids.slice(0, 20) },
       });
     }
-    return unique;
   }
 
   /**
@@ -208,7 +240,7 @@ export class RedisHistoryProvider extends HistoryProvider {
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
    */
   override async popMessages(sessionId: string, { count = 1, signal }: PopHistoryArgs): Promise<Message[]> {
-    const keys = this.keys(sessionId);
+    const keys = this.#keysOf(sessionId);
     checkInteger(`RedisHistoryProvider.popMessages for session ${shortId(sessionId)}`, 'count', count);
     const reply = (await this.#connection.call({ operation: 'popMessages', sessionId, key: keys.messages }, signal, (c) =>
       this.#connection.script(c, POP_SCRIPT, [keys.messages, keys.ids], [count]),
@@ -219,7 +251,7 @@ export class RedisHistoryProvider extends HistoryProvider {
         'is not a message (not JSON, or no string id, known role and contents array); nothing was popped. Delete the entry (LSET, LREM) or clear the session.',
       );
     }
-    return (reply as string[]).map((text, i) => decode(text, keys.messages, i - reply.length));
+    return decodeAll(reply as string[], keys.messages, -reply.length);
   }
 
   /**
@@ -234,23 +266,22 @@ export class RedisHistoryProvider extends HistoryProvider {
     turn?: SaveHistoryArgs['turn'],
     report?: SaveHistoryArgs['report'],
   ): Promise<number> {
-    const keys = this.keys(sessionId);
+    const keys = this.#keysOf(sessionId);
     if (!Array.isArray(messages)) throw new SessionStateError('$.messages', 'must be an array');
-    const inputIds = [...new Set(turn?.inputIds ?? [])];
-    const args: string[] = [
-      mode,
-      String(this.maxStored ?? 0),
-      String(this.ttlSeconds ?? 0),
-      String(inputIds.length),
-      turn?.opens ? '1' : '0',
-      ...inputIds,
-    ];
+    const inputIds = turn?.inputIds === undefined ? [] : [...new Set(turn.inputIds)];
+    // The arguments that do not depend on the batch are made once per provider.
+    const args: string[] =
+      inputIds.length === 0 && !turn?.opens
+        ? [mode, ...this.#fixedArgs, '0', '0']
+        : [mode, ...this.#fixedArgs, String(inputIds.length), turn?.opens ? '1' : '0', ...inputIds];
     const batch = new Map<string, Message>();
     const indexes: number[] = [];
+    const sizeToCheck = this.#connection.maxValueBytes / 3; // at most 3 UTF-8 bytes per UTF-16 unit: shorter JSON is within the limit
     for (let i = 0; i < messages.length; i++) {
       const m = messages[i]!;
-      // What is stored must read back as what was saved: Message.parse refuses what JSON.stringify would change.
-      Message.parse(m, `$.messages[${i}]`);
+      // What is stored must read back as what was saved: Message.parse refuses what JSON.stringify
+      // would change. Paths are only built for a message that fails.
+      if (!Message.isMessage(m)) Message.parse(m, `$.messages[${i}]`);
       if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
       const earlier = batch.get(m.id);
       if (earlier !== undefined) {
@@ -261,7 +292,7 @@ export class RedisHistoryProvider extends HistoryProvider {
       batch.set(m.id, m);
       indexes.push(i);
       const text = JSON.stringify(m);
-      this.#connection.checkValueSize(text, `$.messages[${i}]`, `Message ${shortId(m.id)}`);
+      if (text.length > sizeToCheck) this.#connection.checkValueSize(text, `$.messages[${i}]`, `Message ${shortId(m.id)}`);
       args.push(m.id, text);
     }
     const operation = mode === 'append' ? 'saveMessages' : 'replaceMessages';
@@ -296,7 +327,7 @@ export class RedisHistoryProvider extends HistoryProvider {
 
   /** One page of `listMessages`, leaving out message ids in `seen` (and adding the page's). */
   async #page(sessionId: string, options: ListMessagesOptions, seen: Set<string>): Promise<MessagePage> {
-    const keys = this.keys(sessionId);
+    const keys = this.#keysOf(sessionId);
     const owner = `RedisHistoryProvider.listMessages for session ${shortId(sessionId)}`;
     const limit = checkInteger(owner, 'limit', options.limit ?? 100);
     const after = options.cursor === undefined ? 0 : Number(options.cursor);
@@ -311,12 +342,7 @@ export class RedisHistoryProvider extends HistoryProvider {
     checkIds(reply, keys);
     const [from, last, start, items] = reply as [number, number, number, string[]];
     const len = Number(last) - Number(from) + 1;
-    const messages = this.#unique(
-      items.map((text, i) => decode(text, keys.messages, Number(start) + i)),
-      keys.messages,
-      undefined,
-      seen,
-    );
+    const messages = this.#unique(decodeAll(items, keys.messages, Number(start)), keys.messages, undefined, seen);
     const end = Number(from) + items.length - 1;
     return { messages, nextCursor: items.length > 0 && items.length < len ? String(end) : undefined };
   }
@@ -346,7 +372,7 @@ export class RedisHistoryProvider extends HistoryProvider {
 
   /** How many messages are stored for a session (`LLEN`). */
   async countMessages(sessionId: string, options: RedisCallOptions = {}): Promise<number> {
-    const key = this.keys(sessionId).messages;
+    const key = this.#keysOf(sessionId).messages;
     return this.#connection.call({ operation: 'countMessages', sessionId, key }, options.signal, (c) => c.llen(key));
   }
 
@@ -371,8 +397,8 @@ export class RedisHistoryProvider extends HistoryProvider {
    *   cannot be reached within `timeoutMs`.
    */
   override async forkMessages(fromSessionId: string, toSessionId: string, args: ForkHistoryArgs): Promise<number> {
-    const from = this.keys(fromSessionId);
-    const to = this.keys(toSessionId);
+    const from = this.#keysOf(fromSessionId);
+    const to = this.#keysOf(toSessionId);
     const { atMessageId, signal } = args;
     if (atMessageId !== undefined && typeof atMessageId !== 'string') {
       throw new ConfigurationError(`RedisHistoryProvider.forkMessages: atMessageId must be a string, got ${typeof atMessageId}.`);
@@ -396,7 +422,7 @@ export class RedisHistoryProvider extends HistoryProvider {
 
   /** Deletes a session's history for this provider's `sourceId`; resolves to whether there was any. */
   async clear(sessionId: string, options: RedisCallOptions = {}): Promise<boolean> {
-    const keys = this.keys(sessionId);
+    const keys = this.#keysOf(sessionId);
     const deleted = await this.#connection.call({ operation: 'clear', sessionId, key: keys.messages }, options.signal, (c) =>
       c.del(keys.messages, keys.ids),
     );
@@ -421,16 +447,5 @@ function checkIds(reply: unknown, keys: HistoryKeys): void {
   );
 }
 
-function decode(text: string, key: string, index: number): Message {
-  const path = `redis:${key}[${index}]`;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new SessionStateError(path, `is not valid JSON: ${(error as Error).message}. Delete the entry or clear the session.`, {
-      cause: error,
-    });
-  }
-  // Message.parse also refuses nesting deeper than ctx stores: a message read can be saved again.
-  return Message.parse(value, path);
-}
+/** How many sessions' keys a provider keeps computed. */
+const KEY_CACHE_SIZE = 1024;

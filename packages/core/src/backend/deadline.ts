@@ -26,42 +26,58 @@ export interface DeadlineOptions {
  * the caller aborted, with a `BackendUnavailableError` at the deadline, and with
  * `mapError(error)` when the call failed. A `call` that declares no parameter gets no signal, and
  * none is made for it (an `AbortController` costs more than the rest of this function).
+ * `operation` and `hint` are read only when a message needs them (they may be getters).
  */
-export async function withDeadline<T>(call: (signal: AbortSignal) => Promise<T>, options: DeadlineOptions): Promise<T> {
-  const { timeoutMs, signal, backend, operation } = options;
-  signal?.throwIfAborted();
+export function withDeadline<T>(call: (signal: AbortSignal) => Promise<T>, options: DeadlineOptions): Promise<T> {
+  const { timeoutMs, signal } = options;
+  if (signal?.aborted) return Promise.reject(signal.reason);
   const controller = call.length > 0 ? new AbortController() : undefined;
-  let ended: { reason: unknown } | undefined; // the deadline passed or the caller aborted
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let onAbort: (() => void) | undefined;
-  const deadline = new Promise<never>((_, reject) => {
+  // One promise settled by whichever comes first: the call, the deadline or the caller's abort.
+  return new Promise<T>((resolve, reject) => {
+    let settled = false;
+    let onAbort: (() => void) | undefined;
+    const finish = () => {
+      settled = true;
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
+    };
+    // The deadline passed or the caller aborted: that is the outcome, whatever the call does on its way out.
     const end = (reason: unknown) => {
-      ended = { reason };
+      if (settled) return;
+      finish();
       controller?.abort(reason);
       reject(reason);
     };
-    timer = setTimeout(() => {
+    const timer = setTimeout(() => {
       const hint = options.hint ?? 'Check that the service is reachable, or raise timeoutMs if it is just slow.';
-      end(new BackendUnavailableError(backend, `${operation} did not answer within ${timeoutMs} ms. ${hint}`));
+      end(new BackendUnavailableError(options.backend, `${options.operation} did not answer within ${timeoutMs} ms. ${hint}`));
     }, timeoutMs);
     if (signal) {
       onAbort = () => end(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
     }
+    const failed = (error: unknown) => {
+      if (settled) return;
+      finish();
+      try {
+        reject((options.mapError ?? defaultMapError(options.backend, options.operation))(error));
+      } catch (mapping) {
+        reject(mapping);
+      }
+    };
+    let pending: Promise<T>;
+    try {
+      pending = controller ? call(controller.signal) : (call as () => Promise<T>)();
+    } catch (error) {
+      failed(error);
+      return;
+    }
+    Promise.resolve(pending).then((value) => {
+      if (settled) return;
+      finish();
+      resolve(value);
+    }, failed);
   });
-  let pending: Promise<T> | undefined;
-  try {
-    pending = controller ? call(controller.signal) : (call as () => Promise<T>)();
-    return await Promise.race([pending, deadline]);
-  } catch (error) {
-    // Once the deadline passed or the caller aborted, that is the outcome, whatever the call threw on its way out.
-    if (ended) throw ended.reason;
-    throw (options.mapError ?? defaultMapError(backend, operation))(error);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort) signal?.removeEventListener('abort', onAbort);
-    pending?.catch(() => {});
-  }
 }
 
 function defaultMapError(backend: string, operation: string): (error: unknown) => Error {

@@ -206,9 +206,16 @@ export function toMessages(input: AgentInput, limits: CheckedLimits): Message[] 
       }
     });
   }
-  checkInputSize(list, limits);
+  // A question made here weighs at most its text escaped (6 bytes a UTF-16 unit, as \u00XX) plus
+  // the fields around it (an id and a time of ctx's own, under 200 bytes): well within the limits, it is not counted.
+  if (typeof input !== 'string' || input.length * 6 + STRING_INPUT_FIELDS > Math.min(limits.maxMessageBytes, limits.maxInputBytes)) {
+    checkInputSize(list, limits);
+  }
   return list;
 }
+
+/** More than the JSON of a user message without its text weighs (the fields, an id of ctx's own and an ISO time). */
+const STRING_INPUT_FIELDS = 256;
 
 /** The providers that declare their `stability`, by `sourceId`. */
 function stabilityOf(providers: readonly ContextProvider[]): Map<string, 'stable' | 'per-run'> {

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, InvalidInputError } from '../errors.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
@@ -99,6 +100,28 @@ describe('limits: a run input over a limit', () => {
     const roomy = createAgent({ client: new ScriptedChatClient({ replies: ['ok'] }), limits: { maxMessageBytes: 20 * MiB } });
     const res = await roomy.run([Message.user('a'.repeat(9 * MiB)), Message.user('b'.repeat(9 * MiB))]);
     expect(res.text).toBe('ok');
+  });
+});
+
+describe('limits: a string input', () => {
+  it('is refused exactly when the message made of it weighs more than the limit, whatever its characters', async () => {
+    // Characters JSON writes as 1 to 6 bytes: letters, quotes, control characters, emoji, lone surrogates.
+    const unit = fc.constantFrom('a', '"', '\\', '\n', '\u0001', '\u00e9', '\u4e2d', '\ud83d\ude00', '\ud800');
+    await fc.assert(
+      fc.asyncProperty(fc.string({ unit, maxLength: 200, size: 'max' }), fc.integer({ min: -40, max: 40 }), async (input, delta) => {
+        // The message the run makes has an id and a time of the same length as these.
+        const bytes = Buffer.byteLength(JSON.stringify(Message.user(input)));
+        const limit = bytes + delta;
+        const client = new ScriptedChatClient({ replies: ['ok'] });
+        const agent = createAgent({ client, limits: { maxMessageBytes: limit, maxInputBytes: limit } });
+        const outcome = await agent.run(input).then(
+          () => 'ran',
+          (e: unknown) => (e instanceof InvalidInputError ? 'refused' : e),
+        );
+        expect(outcome).toBe(delta < 0 ? 'refused' : 'ran');
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
