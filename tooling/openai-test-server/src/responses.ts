@@ -137,9 +137,10 @@ export async function handleCreateResponse(
     sendError(ex, 400, management);
     return;
   }
-  // A compaction item stands for everything before it: the service reads from the newest one on.
+  // A compaction item stands for everything before it: the service reads from the newest one on
+  // (calls are still paired over everything sent, so a call may sit before the item, its output after).
   const context = fromNewestCompaction([...history, ...input.items]);
-  const pairingError = checkFunctionCallPairing(context);
+  const pairingError = checkFunctionCallPairing([...history, ...input.items]);
   if (pairingError !== undefined) {
     sendError(ex, 400, pairingError);
     return;
@@ -863,12 +864,13 @@ export function handleCompact(ex: Exchange, body: JsonObject, store: ResponsesSt
     sendError(ex, 400, { message: 'Nothing to compact: give input or previous_response_id.', param: 'input' });
     return;
   }
-  const pairingError = checkFunctionCallPairing(context);
+  const pairingError = checkFunctionCallPairing([...history, ...input.items]);
   if (pairingError !== undefined) {
     sendError(ex, 400, pairingError);
     return;
   }
-  const users = context
+  // Every user message of the input, those before an earlier compaction item too (a window it kept).
+  const users = [...history, ...input.items]
     .filter((item) => item.type === 'message' && item.role === 'user')
     .map((item): ConversationItem => ({ id: newId('msg'), type: 'message', status: 'completed', content: item.content, role: 'user' }));
   const inputTokens = countInputTokens(context, body.instructions, undefined);
