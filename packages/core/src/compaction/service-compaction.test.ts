@@ -165,7 +165,12 @@ describe('built-in strategies never cut a compaction item from what it stands fo
     const tight = await tokenBudget({ maxTokens: 20, target: 1, tokenizer }).compact(messages, {});
     expect(resurrects(tight)).toBe(false);
     let ran = 0;
-    const spy = { compact: (m: readonly Message[]) => (ran++, [...m]) };
+    const spy = {
+      compact: (m: readonly Message[]) => {
+        ran++;
+        return [...m];
+      },
+    };
     await compactWhen({ tokens: 1500, tokenizer }, spy).compact(messages, {});
     expect(ran).toBe(0);
     await compactWhen({ messages: 5 }, spy).compact(messages, {});
