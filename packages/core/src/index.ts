@@ -14,6 +14,7 @@ export type {
 } from './compaction/strategies.js';
 export { summarization, summaryInfo } from './compaction/summarization.js';
 export type { SummarizationOptions, SummaryInfo } from './compaction/summarization.js';
+export { COMPACTION_WINDOW, isCompactionItem, withoutCompacted } from './compaction/service-compaction.js';
 export { compactWhen } from './compaction/triggers.js';
 export type { CompactionTrigger } from './compaction/triggers.js';
 export {

@@ -18,6 +18,7 @@ import type {
   Usage,
 } from '@ctx/core';
 import { generateId } from '@ctx/core';
+import { keptBeforeCompaction, newestCompactionIndex } from '@ctx/core/backend';
 import { fromPhase, textContent, toAnnotation } from './annotations.js';
 import { dataUrl, resultText, SERVICE_MESSAGE_ID } from './chat-completions-mapping.js';
 import { serviceError } from './errors.js';
@@ -25,53 +26,79 @@ import { serviceError } from './errors.js';
 /** Whether an id names a Conversations API conversation (else it is a previous response id). */
 export const isConversationObjectId = (id: string) => id.startsWith('conv_');
 
+/** Options of `toResponseInput`. */
+export interface ResponseInputOptions {
+  /**
+   * Drop what the newest compaction item stands for (default true): every item before it, but the
+   * context providers added and the window a standalone compaction returned with it (see core's
+   * `keptBeforeCompaction`). Off for `previous_response_id` chains, which must not be pruned.
+   */
+  prune?: boolean;
+}
+
 /**
  * Core messages as Responses input items, in order. Assistant texts go as assistant messages, one
- * per phase (with its `phase`), refusals as assistant text; hosted tool items go back unchanged.
+ * per phase (with its `phase`), refusals as assistant text; hosted tool items (compaction items
+ * among them) go back unchanged. The items a compaction item stands for are not sent again.
  */
-export function toResponseInput(messages: readonly Message[]): ResponseInputItem[] {
+export function toResponseInput(messages: readonly Message[], options: ResponseInputOptions = {}): ResponseInputItem[] {
+  const at = options.prune === false ? -1 : newestCompactionIndex(messages);
+  if (at === -1) return messages.flatMap(toItems);
+  const compaction = messages[at]!;
+  const own = toItems(compaction);
+  // Within its message too, the items before the compaction item are what it stands for.
+  let last = own.length - 1;
+  while (last >= 0 && own[last]!.type !== 'compaction') last--;
+  const after = [...own.slice(Math.max(0, last)), ...messages.slice(at + 1).flatMap(toItems)];
+  // A call whose output is still to be sent stays (before the item), so the pair goes together.
+  const answered = new Set(after.flatMap((i) => (i.type === 'function_call_output' ? [i.call_id] : [])));
+  const answeredCall = (i: ResponseInputItem) => i.type === 'function_call' && answered.has(i.call_id);
+  const before = messages.slice(0, at).flatMap((m) => (keptBeforeCompaction(m, compaction) ? toItems(m) : toItems(m).filter(answeredCall)));
+  return [...before, ...own.slice(0, Math.max(0, last)).filter(answeredCall), ...after];
+}
+
+/** One message as Responses input items. */
+function toItems(m: Message): ResponseInputItem[] {
   const items: ResponseInputItem[] = [];
-  for (const m of messages) {
-    if (m.role === 'user' || m.role === 'system') {
-      const content = m.contents.flatMap(toInputContent);
-      if (content.length) items.push({ type: 'message', role: m.role, content });
-    }
-    let text = '';
-    let phase: TextContent['phase'];
-    const flushText = () => {
-      const wire = fromPhase(phase);
-      if (text) items.push({ role: 'assistant', content: text, ...(wire ? { phase: wire } : {}) });
-      text = '';
-    };
-    for (const c of m.contents) {
-      if (m.role === 'assistant' && (c.type === 'text' || c.type === 'refusal')) {
-        const next = c.type === 'text' ? c.phase : undefined;
-        if (next !== phase) flushText();
-        phase = next;
-        text += c.type === 'text' ? c.text : c.refusal;
-        continue;
-      }
-      if (c.type === 'hosted-tool' && m.role === 'assistant') {
-        flushText();
-        items.push(c.item as unknown as ResponseInputItem);
-      } else if (c.type === 'function-call') {
-        flushText();
-        items.push({ type: 'function_call', call_id: c.callId, name: c.name, arguments: c.arguments });
-      } else if (c.type === 'function-result') {
-        flushText();
-        items.push({ type: 'function_call_output', call_id: c.callId, output: resultText(c) });
-      } else if (c.type === 'reasoning' && c.id !== undefined && m.role === 'assistant') {
-        flushText();
-        items.push({
-          type: 'reasoning',
-          id: c.id,
-          summary: c.text ? [{ type: 'summary_text', text: c.text }] : [],
-          ...(c.encrypted !== undefined ? { encrypted_content: c.encrypted } : {}),
-        });
-      }
-    }
-    flushText();
+  if (m.role === 'user' || m.role === 'system') {
+    const content = m.contents.flatMap(toInputContent);
+    if (content.length) items.push({ type: 'message', role: m.role, content });
   }
+  let text = '';
+  let phase: TextContent['phase'];
+  const flushText = () => {
+    const wire = fromPhase(phase);
+    if (text) items.push({ role: 'assistant', content: text, ...(wire ? { phase: wire } : {}) });
+    text = '';
+  };
+  for (const c of m.contents) {
+    if (m.role === 'assistant' && (c.type === 'text' || c.type === 'refusal')) {
+      const next = c.type === 'text' ? c.phase : undefined;
+      if (next !== phase) flushText();
+      phase = next;
+      text += c.type === 'text' ? c.text : c.refusal;
+      continue;
+    }
+    if (c.type === 'hosted-tool' && m.role === 'assistant') {
+      flushText();
+      items.push(c.item as unknown as ResponseInputItem);
+    } else if (c.type === 'function-call') {
+      flushText();
+      items.push({ type: 'function_call', call_id: c.callId, name: c.name, arguments: c.arguments });
+    } else if (c.type === 'function-result') {
+      flushText();
+      items.push({ type: 'function_call_output', call_id: c.callId, output: resultText(c) });
+    } else if (c.type === 'reasoning' && c.id !== undefined && m.role === 'assistant') {
+      flushText();
+      items.push({
+        type: 'reasoning',
+        id: c.id,
+        summary: c.text ? [{ type: 'summary_text', text: c.text }] : [],
+        ...(c.encrypted !== undefined ? { encrypted_content: c.encrypted } : {}),
+      });
+    }
+  }
+  flushText();
   return items;
 }
 
@@ -131,7 +158,8 @@ export function toResponseParams(options: ChatOptions): Partial<ResponseCreatePa
   return params;
 }
 
-function toUsage(usage: Response['usage']): Usage | undefined {
+/** Token usage in core form, from a response or a compacted response. */
+export function toUsage(usage: Response['usage']): Usage | undefined {
   if (!usage) return undefined;
   const out: Usage = { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens, totalTokens: usage.total_tokens };
   const cached = usage.input_tokens_details?.cached_tokens;

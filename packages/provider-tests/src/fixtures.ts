@@ -72,10 +72,14 @@ export function describeId(id: string): string {
 /** A base64 string of 16 bytes (0x00..0x0f), for data content. */
 const SAMPLE_BASE64 = 'AAECAwQFBgcICQoLDA0ODw==';
 
+/** Opaque compaction content in the service's style (base64url, 8 KB), for a `compaction` hosted item. */
+const SAMPLE_COMPACTION = `gAAAAAB${Array.from({ length: 8192 }, (_, i) => 'AZaz09-_'[(i * 7 + (i >> 3)) % 8]).join('')}`;
+
 /**
  * Fresh messages (new ids on every call) covering every content kind and every optional field:
  * text (including empty text), data by `uri` and by base64 `data`, reasoning with `id` and
- * `encrypted`, function calls (including empty arguments), function results with nested JSON,
+ * `encrypted`, hosted tool items (a web search, and a service compaction item with 8 KB of opaque
+ * content, as kept with `store: false`), function calls (including empty arguments), function results with nested JSON,
  * string, number, null and array results and `isError` true and false, an empty `contents` list,
  * `authorName`, `createdAt` present and absent, and `metadata` with nested JSON and unicode.
  * The list starts with a system message, so a history window never begins with a tool result.
@@ -138,6 +142,19 @@ export function messagesOfEveryKind(): Message[] {
       ],
     },
     { id: generateId(), role: 'assistant', contents: [] },
+    {
+      id: generateId(),
+      role: 'assistant',
+      contents: [
+        {
+          type: 'hosted-tool',
+          item: { id: 'ws_001', type: 'web_search_call', status: 'completed', action: { type: 'search', query: 'Zürich weather' } },
+        },
+        { type: 'text', text: 'It snows in Zürich.' },
+        { type: 'hosted-tool', item: { id: 'cmp_001', type: 'compaction', encrypted_content: SAMPLE_COMPACTION } },
+      ],
+      metadata: { serviceMessageId: 'resp_001' },
+    },
     {
       id: generateId(),
       role: 'assistant',

@@ -441,6 +441,93 @@ describe('responses', () => {
   });
 });
 
+describe('responses: compaction', () => {
+  const long = 'word '.repeat(400);
+
+  it('compacts past context_management.compact_threshold, verifies the item sent back and reads from it on', async () => {
+    const first = await client.responses.create({
+      model: 'gpt-5.2',
+      store: false,
+      input: long,
+      context_management: [{ type: 'compaction', compact_threshold: 200 }],
+    });
+    expect(first.output.map((item) => item.type)).toEqual(['message', 'compaction']);
+    const item = first.output[1] as OpenAI.Responses.ResponseCompactionItem;
+    expect(item.id).toMatch(/^cmp_/);
+    expect(item.encrypted_content).toMatch(/^gAAAAA/);
+    const below = await client.responses.create({
+      model: 'gpt-5.2',
+      store: false,
+      input: 'short',
+      context_management: [{ type: 'compaction', compact_threshold: 200 }],
+    });
+    expect(below.output.map((o) => o.type)).toEqual(['message']);
+
+    const next = await client.responses.create({
+      model: 'gpt-5.2',
+      store: false,
+      input: [{ role: 'user', content: long }, item, { role: 'user', content: 'and now?' }],
+    });
+    // What came before the compaction item is not read: only the item (16 + 4) and the new message.
+    expect(next.usage?.input_tokens).toBeLessThan(40);
+    await expect(
+      client.responses.create({ model: 'gpt-5.2', store: false, input: [{ ...item, encrypted_content: `${item.encrypted_content}x` }] }),
+    ).rejects.toMatchObject({ status: 400, code: 'invalid_encrypted_content' });
+    await expect(
+      client.responses.create({ model: 'gpt-5.2', input: 'x', context_management: [{ type: 'summary' }] } as never),
+    ).rejects.toMatchObject({ status: 400, param: 'context_management[0].type' });
+  });
+
+  it('streams the compaction item whole in output_item.added and done, as recorded', async () => {
+    const stream = await client.responses.create({
+      model: 'gpt-5.2',
+      input: long,
+      stream: true,
+      context_management: [{ type: 'compaction', compact_threshold: 10 }],
+    });
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of stream) events.push(event);
+    const added = events.find((e) => e.type === 'response.output_item.added' && e.item.type === 'compaction');
+    const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'compaction');
+    expect(added && 'item' in added && added.item).toEqual(done && 'item' in done && done.item);
+    expect(events.at(-1)?.type).toBe('response.completed');
+  });
+
+  it('answers responses.compact with every user message and one compaction item', async () => {
+    const compacted = await client.responses.compact({
+      model: 'gpt-5.2',
+      input: [
+        { role: 'user', content: 'I am Ann.' },
+        { role: 'assistant', content: 'Hello Ann.' },
+        { role: 'user', content: 'I live in Oslo.' },
+      ],
+    });
+    expect(compacted.object).toBe('response.compaction');
+    expect(compacted.output.map((o) => o.type)).toEqual(['message', 'message', 'compaction']);
+    expect(compacted.output.slice(0, 2).map((o) => (o as OpenAI.Responses.ResponseOutputMessage).role)).toEqual(['user', 'user']);
+    const next = await client.responses.create({
+      model: 'gpt-5.2',
+      store: false,
+      input: [...compacted.output, { role: 'user', content: 'Where do I live?' }] as never,
+    });
+    expect(next.status).toBe('completed');
+    expect(server.requests.at(-2)?.path).toBe('/v1/responses/compact');
+  });
+
+  it('registers the compaction item of the recorded body, so it verifies when sent back', async () => {
+    server.enqueue({ replay: { status: 200, body: recordedBody('responses-compaction.json') } });
+    const recorded = await client.responses.create({ model: 'gpt-5.2', store: false, input: 'Compare unit, integration and E2E tests.' });
+    const item = recorded.output.find((o) => o.type === 'compaction') as OpenAI.Responses.ResponseCompactionItem;
+    expect(item.encrypted_content).toHaveLength(41380);
+    const next = await client.responses.create({
+      model: 'gpt-5.2',
+      store: false,
+      input: [item, { role: 'user', content: 'Which first?' }],
+    });
+    expect(next.status).toBe('completed');
+  });
+});
+
 describe('embeddings', () => {
   const texts = ['The cat sat on the mat', 'A cat sat on a mat', 'Quarterly revenue grew by ten percent'];
 

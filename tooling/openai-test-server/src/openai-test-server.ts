@@ -7,6 +7,7 @@ import { newId } from './ids.js';
 import type { ReplySource } from './replies.js';
 import {
   handleCreateConversation,
+  handleCompact,
   handleCreateConversationItems,
   handleCreateResponse,
   handleDeleteConversation,
@@ -145,6 +146,7 @@ async function handleRequest(req: IncomingMessage, res: ServerResponse, state: S
     handleEmbeddings(ex, body, deployment);
   } else if (resource === 'responses' && rest.length === 0) {
     if (method === 'POST' && id === undefined) await handleCreateResponse(ex, body, state.source, state.store, deployment);
+    else if (method === 'POST' && id === 'compact' && sub === undefined) handleCompact(ex, body, state.store, deployment);
     else if (method === 'GET' && id !== undefined && sub === undefined) handleGetResponse(ex, id, state.store);
     else if (method === 'DELETE' && id !== undefined && sub === undefined) handleDeleteResponse(ex, id, state.store);
     else if (method === 'GET' && id !== undefined && sub === 'input_items') handleListInputItems(ex, id, state.store);

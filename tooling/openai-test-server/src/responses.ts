@@ -37,6 +37,8 @@ export class ResponsesStore {
   readonly conversations = new Map<string, StoredConversation>();
   /** The `encrypted_content` this server issued, to the reasoning item id it was issued for. */
   readonly encrypted = new Map<string, string>();
+  /** The `encrypted_content` of the compaction items this server issued (or replayed), to the item's id. */
+  readonly compactions = new Map<string, string>();
 
   /** Whether an item with this id is held: in a stored response (input or output) or a conversation. */
   hasItem(id: string): boolean {
@@ -74,6 +76,7 @@ export class ResponsesStore {
     this.responses.clear();
     this.conversations.clear();
     this.encrypted.clear();
+    this.compactions.clear();
   }
 }
 
@@ -129,8 +132,15 @@ export async function handleCreateResponse(
     }
     history = structuredClone(conversation.items);
   }
-  const context = [...history, ...input.items];
-  const pairingError = checkFunctionCallPairing(context);
+  const management = compactThreshold(body.context_management);
+  if (typeof management === 'object') {
+    sendError(ex, 400, management);
+    return;
+  }
+  // A compaction item stands for everything before it: the service reads from the newest one on
+  // (calls are still paired over everything sent, so a call may sit before the item, its output after).
+  const context = fromNewestCompaction([...history, ...input.items]);
+  const pairingError = checkFunctionCallPairing([...history, ...input.items]);
   if (pairingError !== undefined) {
     sendError(ex, 400, pairingError);
     return;
@@ -180,6 +190,8 @@ export async function handleCreateResponse(
   const inputTokens = turn.inputTokensOverride ?? countInputTokens(context, body.instructions, body.tools);
   const include = Array.isArray(body.include) ? body.include : [];
   const output = outputItems(turn, include.includes('reasoning.encrypted_content') ? store : undefined);
+  // Past the threshold the service compacts, and the compaction item follows the output (as recorded).
+  if (management !== undefined && inputTokens > management) output.push(compactionItem(store));
   const incomplete = turn.finishReason === 'length' || turn.finishReason === 'content_filter';
   const response = responseObject(body, {
     id: ex.serviceId('resp'),
@@ -404,6 +416,9 @@ function registerEncrypted(replay: ScriptedReplay['replay'], store: ResponsesSto
     if (isObject(item) && item.type === 'reasoning' && typeof item.encrypted_content === 'string') {
       store.encrypted.set(item.encrypted_content, String(item.id));
     }
+    if (isObject(item) && item.type === 'compaction' && typeof item.encrypted_content === 'string') {
+      store.compactions.set(item.encrypted_content, String(item.id));
+    }
   }
 }
 
@@ -427,6 +442,17 @@ function checkInputItems(items: ConversationItem[], store: ResponsesStore): Erro
   for (const [index, item] of items.entries()) {
     const id = String(item.id);
     if (item.type === 'item_reference' && !store.hasItem(id)) return notPersisted(id);
+    if (item.type === 'compaction') {
+      const issued = typeof item.encrypted_content === 'string' ? store.compactions.get(item.encrypted_content) : undefined;
+      if (issued === undefined || (typeof item.id === 'string' && item.id.startsWith('cmp_') && item.id !== issued)) {
+        return {
+          message: `The encrypted content for compaction item ${id} could not be verified.`,
+          param: 'input',
+          code: 'invalid_encrypted_content',
+        };
+      }
+      continue;
+    }
     if (item.type !== 'reasoning') continue;
     if (typeof item.encrypted_content === 'string') {
       if (store.encrypted.get(item.encrypted_content) !== id) {
@@ -465,7 +491,7 @@ function itemText(item: ConversationItem): string {
 /** Four tokens per item plus its text, plus the instructions and tool definitions. */
 function countInputTokens(context: ConversationItem[], instructions: unknown, tools: unknown): number {
   let total = 0;
-  for (const item of context) total += PER_MESSAGE_TOKENS + countTokens(itemText(item));
+  for (const item of context) total += PER_MESSAGE_TOKENS + (item.type === 'compaction' ? COMPACTION_TOKENS : countTokens(itemText(item)));
   if (typeof instructions === 'string') total += PER_MESSAGE_TOKENS + countTokens(instructions);
   if (Array.isArray(tools) && tools.length > 0) total += countTokens(JSON.stringify(tools));
   return total;
@@ -649,6 +675,9 @@ function responseEvents(response: JsonObject, output: ConversationItem[], obfusc
       push('response.output_item.added', { output_index: outputIndex, item: { ...item, status: 'in_progress', arguments: '' } });
       for (const delta of splitArguments(args)) push('response.function_call_arguments.delta', { ...at, delta });
       push('response.function_call_arguments.done', { ...at, name: item.name, arguments: args });
+    } else if (item.type === 'compaction') {
+      // As recorded: the compaction item arrives whole, encrypted content included, in `added` and in `done`.
+      push('response.output_item.added', { output_index: outputIndex, item });
     } else {
       push('response.output_item.added', { output_index: outputIndex, item: { id: item.id, type: item.type, status: 'in_progress' } });
       for (const stage of HOSTED_TOOL_STAGES[item.type] ?? []) push(`response.${item.type}.${stage}`, at);
@@ -745,4 +774,118 @@ function listPage(items: ConversationItem[], query: Record<string, string>): Jso
     last_id: data.at(-1)?.id ?? null,
     has_more: start + limit < ordered.length,
   };
+}
+
+/** What a compaction item costs when it is sent back, in tokens (besides the per-item framing). */
+const COMPACTION_TOKENS = 16;
+
+/**
+ * The `compact_threshold` of `context_management: [{ type: 'compaction', compact_threshold }]`, or
+ * undefined when the request does not ask for server-side compaction; a malformed entry is an error.
+ */
+function compactThreshold(value: unknown): number | undefined | ErrorFields {
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value)) {
+    return { message: "Invalid type for 'context_management': expected an array.", param: 'context_management', code: 'invalid_type' };
+  }
+  let threshold: number | undefined;
+  for (const [index, entry] of value.entries()) {
+    const param = `context_management[${index}]`;
+    if (!isObject(entry) || entry.type !== 'compaction') {
+      return {
+        message: `Invalid value for '${param}.type': only 'compaction' is supported.`,
+        param: `${param}.type`,
+        code: 'invalid_value',
+      };
+    }
+    const t = entry.compact_threshold;
+    if (t === undefined || t === null) continue;
+    if (typeof t !== 'number' || !Number.isInteger(t) || t < 1) {
+      return {
+        message: `Invalid '${param}.compact_threshold': expected a positive integer.`,
+        param: `${param}.compact_threshold`,
+        code: 'invalid_value',
+      };
+    }
+    threshold = t;
+  }
+  return threshold;
+}
+
+/** The items from the newest compaction item on: it stands for everything before it. */
+function fromNewestCompaction(items: ConversationItem[]): ConversationItem[] {
+  let at = items.length - 1;
+  while (at >= 0 && items[at]!.type !== 'compaction') at--;
+  return at <= 0 ? items : items.slice(at);
+}
+
+/** A new compaction item; its encrypted content verifies when sent back. */
+function compactionItem(store: ResponsesStore): ConversationItem {
+  const id = newId('cmp');
+  const encrypted = `gAAAAA${randomBytes(96).toString('base64url')}`;
+  store.compactions.set(encrypted, id);
+  return { id, type: 'compaction', encrypted_content: encrypted };
+}
+
+/**
+ * `POST /responses/compact`: compacts `input` (after the chain of `previous_response_id`, if given)
+ * into a compacted window, as the service answers: every user message, then one compaction item.
+ */
+export function handleCompact(ex: Exchange, body: JsonObject, store: ResponsesStore, deployment: string | undefined): void {
+  const model = typeof body.model === 'string' ? body.model : deployment;
+  if (model === undefined) {
+    sendError(ex, 400, { message: "Missing required parameter: 'model'.", param: 'model', code: 'missing_required_parameter' });
+    return;
+  }
+  const input = normalizeItems(body.input, 'input');
+  if ('error' in input) {
+    sendError(ex, 400, input.error);
+    return;
+  }
+  const itemError = checkInputItems(input.items, store);
+  if (itemError !== undefined) {
+    sendError(ex, 400, itemError);
+    return;
+  }
+  let history: ConversationItem[] = [];
+  if (typeof body.previous_response_id === 'string') {
+    if (!store.responses.has(body.previous_response_id)) {
+      sendError(ex, 400, {
+        message: `Previous response with id '${body.previous_response_id}' not found.`,
+        param: 'previous_response_id',
+        code: 'previous_response_not_found',
+      });
+      return;
+    }
+    history = store.chain(body.previous_response_id);
+  }
+  const context = fromNewestCompaction([...history, ...input.items]);
+  if (context.length === 0) {
+    sendError(ex, 400, { message: 'Nothing to compact: give input or previous_response_id.', param: 'input' });
+    return;
+  }
+  const pairingError = checkFunctionCallPairing([...history, ...input.items]);
+  if (pairingError !== undefined) {
+    sendError(ex, 400, pairingError);
+    return;
+  }
+  // Every user message of the input, those before an earlier compaction item too (a window it kept).
+  const users = [...history, ...input.items]
+    .filter((item) => item.type === 'message' && item.role === 'user')
+    .map((item): ConversationItem => ({ id: newId('msg'), type: 'message', status: 'completed', content: item.content, role: 'user' }));
+  const inputTokens = countInputTokens(context, body.instructions, undefined);
+  const outputTokens = 8 + COMPACTION_TOKENS;
+  sendJson(ex, 200, {
+    id: ex.serviceId('resp'),
+    object: 'response.compaction',
+    created_at: unixSeconds(),
+    output: [...users, compactionItem(store)],
+    usage: {
+      input_tokens: inputTokens,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: outputTokens,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: inputTokens + outputTokens,
+    },
+  });
 }

@@ -3,7 +3,8 @@
 // re-writes them, and the contracts as types. Apps import from `@ctx/core`.
 export { createAgentResponse } from '../run/agent-response.js';
 export { addUsage, assembleResponse } from '../run/assemble-response.js';
-export { flattenGroups, groupMessages, hasOrphans, isSummary, splitProtected } from '../compaction/message-groups.js';
+export { flattenGroups, groupMessages, hasOrphans, isSummary, sentMessagesOf, splitProtected } from '../compaction/message-groups.js';
+export { holdsCompaction, keptBeforeCompaction, newestCompactionIndex } from '../compaction/service-compaction.js';
 export type { MessageGroup, MessageGroupKind } from '../compaction/message-groups.js';
 export { isTriggered } from '../compaction/triggers.js';
 export { describe as describeError, isAbortError, truncate } from '../errors.js';

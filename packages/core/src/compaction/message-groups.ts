@@ -1,15 +1,21 @@
 import type { Message } from '../messages/message.js';
 import type { Content } from '../spec/message.js';
+import { holdsCompaction, keptBeforeCompaction, newestCompactionIndex } from './service-compaction.js';
 
-/** What a group holds. */
-export type MessageGroupKind = 'system' | 'summary' | 'user' | 'assistant' | 'tool-exchange' | 'orphan-results';
+/**
+ * What a group holds. `compaction`: the newest message holding a service compaction item together
+ * with everything before it, which the item stands for (and any tool exchange it is part of).
+ */
+export type MessageGroupKind = 'system' | 'summary' | 'user' | 'assistant' | 'tool-exchange' | 'orphan-results' | 'compaction';
 
 /**
  * Messages that must be kept or dropped together: a system message, a summary, a user turn, an
  * assistant reply, or an assistant message with function calls plus every message holding their
  * results, wherever those sit (another message may come between a call and its result, e.g. a
- * stored context message, or a result the caller sent in a later turn). Compaction works on
- * groups, so it never orphans a call or a result.
+ * stored context message, or a result the caller sent in a later turn). A service compaction item
+ * (see `isCompactionItem`) and everything before it are one group: the item stands for what came
+ * before, so a strategy keeps or drops them together and never sends the replaced messages without
+ * it. Compaction works on groups, so it never orphans a call or a result.
  */
 export interface MessageGroup {
   /** What the group holds. */
@@ -52,10 +58,41 @@ function kindOf(m: Message): MessageGroupKind {
 /**
  * Splits messages into atomic groups, ordered by their first message. A message of results joins
  * the exchange whose calls it answers, by call id, however far after the call it sits; a message
- * that answers calls of several exchanges joins them into one. `flattenGroups(groupMessages(m))`
- * equals `m`.
+ * that answers calls of several exchanges joins them into one. The newest message holding a
+ * compaction item, every group that starts before it and the group it belongs to form one
+ * `compaction` group. `flattenGroups(groupMessages(m))` equals `m`.
  */
 export function groupMessages(messages: readonly Message[]): MessageGroup[] {
+  const groups = groupByCalls(messages);
+  const at = newestCompactionIndex(messages);
+  if (at === -1) return groups;
+  const merged: MessageGroup = { kind: 'compaction', messages: [], indices: [] };
+  const rest: MessageGroup[] = [];
+  for (const g of groups) {
+    if (g.indices[0]! > at) rest.push(g);
+    else {
+      merged.messages.push(...g.messages);
+      merged.indices.push(...g.indices);
+    }
+  }
+  sortGroup(merged);
+  return [merged, ...rest];
+}
+
+/**
+ * The messages of a group that are sent to the service: all of them, except in a `compaction` group,
+ * where those before the compaction item are not (but what `keptBeforeCompaction` keeps is).
+ */
+export function sentMessagesOf(group: MessageGroup): Message[] {
+  if (group.kind !== 'compaction') return group.messages;
+  let at = group.messages.length - 1;
+  while (at >= 0 && !holdsCompaction(group.messages[at]!)) at--;
+  if (at <= 0) return group.messages;
+  const compaction = group.messages[at]!;
+  return [...group.messages.slice(0, at).filter((m) => keptBeforeCompaction(m, compaction)), ...group.messages.slice(at)];
+}
+
+function groupByCalls(messages: readonly Message[]): MessageGroup[] {
   const groups: MessageGroup[] = [];
   /** The exchange a call id belongs to; merged exchanges point at the survivor through `merged`. */
   const exchangeOf = new Map<string, MessageGroup>();
@@ -129,7 +166,15 @@ export function splitProtected(groups: readonly MessageGroup[]): {
   recent: MessageGroup[];
 } {
   let cut = -1;
-  for (const g of groups) if (g.kind === 'user' && g.indices[0]! > cut) cut = g.indices[0]!;
+  for (const g of groups) {
+    if (g.kind === 'user' && g.indices[0]! > cut) cut = g.indices[0]!;
+    // A compaction group may hold the turn in progress (the service compacted inside this run).
+    if (g.kind === 'compaction') {
+      g.messages.forEach((m, i) => {
+        if (m.role === 'user' && kindOf(m) === 'user' && g.indices[i]! > cut) cut = g.indices[i]!;
+      });
+    }
+  }
   if (cut === -1) cut = groups.length ? Math.max(...groups.map((g) => g.indices[0]!)) : 0;
   const system: MessageGroup[] = [];
   const older: MessageGroup[] = [];

@@ -5,7 +5,8 @@ import type { CompactionStrategy } from '../spec/compaction-strategy.js';
 import type { Content, FunctionResultContent } from '../spec/message.js';
 import type { Tokenizer } from '../spec/tokenizer.js';
 import { countTokens, defaultTokenizer, messageTokens } from '../tokens/token-cache.js';
-import { flattenGroups, groupMessages, type MessageGroup, splitProtected } from './message-groups.js';
+import { flattenGroups, groupMessages, type MessageGroup, sentMessagesOf, splitProtected } from './message-groups.js';
+import { withoutCompacted } from './service-compaction.js';
 import { type CompactionTrigger, compactWhen } from './triggers.js';
 
 /** Options every built-in strategy takes. */
@@ -31,13 +32,16 @@ function grouped(options: StrategyOptions, run: GroupedCompact): CompactionStrat
   return withTrigger(options, strategy);
 }
 
-/** Token counts per group (through the per-message cache), so dropping groups needs no recount. */
+/**
+ * Token counts per group (through the per-message cache), so dropping groups needs no recount. Only
+ * what is sent counts: not the messages a service compaction item stands for.
+ */
 function groupTokens(tokenizer: Tokenizer, groups: readonly MessageGroup[]): { total: number; of: Map<MessageGroup, number> } {
   let total = tokenizer.countMessageTokens([]);
   const of = new Map<MessageGroup, number>();
   for (const g of groups) {
     let n = 0;
-    for (const m of g.messages) n += messageTokens(tokenizer, m);
+    for (const m of sentMessagesOf(g)) n += messageTokens(tokenizer, m);
     of.set(g, n);
     total += n;
   }
@@ -81,7 +85,8 @@ export function truncation(options: TruncationOptions): CompactionStrategy {
   return grouped(options, (messages, groups) => {
     const { older } = splitProtected(groups);
     const tokens = maxTokens === undefined ? undefined : groupTokens(tokenizer, groups);
-    let messageCount = messages.length;
+    const sent = (g: MessageGroup) => sentMessagesOf(g).length;
+    let messageCount = groups.reduce((n, g) => n + sent(g), 0);
     let tokenCount = tokens?.total ?? 0;
     const within = (share: number) =>
       (maxMessages === undefined || messageCount <= Math.floor(maxMessages * share)) &&
@@ -91,7 +96,7 @@ export function truncation(options: TruncationOptions): CompactionStrategy {
     for (const group of older) {
       if (within(target)) break;
       dropped.add(group);
-      messageCount -= group.messages.length;
+      messageCount -= sent(group);
       if (tokens) tokenCount -= tokens.of.get(group)!;
     }
     if (dropped.size === 0) return { messages: [...messages], groups };
@@ -269,7 +274,7 @@ export function tokenBudget(options: TokenBudgetOptions): CompactionStrategy {
   const strategies = options.strategies ?? [toolResultCollapse(), toolResultCollapse({ includeCurrentTurn: true })];
   return withTrigger(options, {
     async compact(messages, context) {
-      let tokens = countTokens(tokenizer, messages);
+      let tokens = countTokens(tokenizer, withoutCompacted(messages));
       if (tokens <= maxTokens) return [...messages];
       let current = [...messages];
       /** The groups of `current`, kept while built-in strategies run back to back. */
@@ -282,7 +287,7 @@ export function tokenBudget(options: TokenBudgetOptions): CompactionStrategy {
           current = await strategy.compact(current, context);
           groups = undefined;
         }
-        if (strategy !== last) tokens = countTokens(tokenizer, current);
+        if (strategy !== last) tokens = countTokens(tokenizer, withoutCompacted(current));
       }
       return current;
     },

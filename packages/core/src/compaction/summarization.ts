@@ -45,6 +45,8 @@ export function summaryInfo(message: Message): SummaryInfo | undefined {
 /**
  * Summarizes the oldest groups into one system message marked `metadata.ctx.summary` (with the ids
  * it replaces). A later summarization folds the previous summary in, so there is at most one. A
+ * service compaction item and what it stands for are kept: only groups after it are summarized, and
+ * the summary follows it. A
  * summarizer that fails or answers blank changes nothing (or hands over to `fallback`) and reports
  * `summary-failed`; only an abort propagates.
  */
@@ -57,7 +59,11 @@ export function summarization(options: SummarizationOptions): CompactionStrategy
     async compact(messages, compactOptions) {
       const { signal } = compactOptions;
       const groups = groupMessages(messages);
-      const { system, older, recent } = splitProtected(groups);
+      const { system, older: all, recent } = splitProtected(groups);
+      // A service compaction item already stands for what came before it: it is kept as it is, and
+      // the summary (of what follows it) comes after it, where the service still reads it.
+      const compacted = all.filter((g) => g.kind === 'compaction');
+      const older = all.filter((g) => g.kind !== 'compaction');
       const cut = Math.max(0, older.length - keep);
       const folded = older.slice(0, cut);
       if (folded.length === 0 || (folded.length === 1 && folded[0]!.kind === 'summary')) return [...messages];
@@ -86,7 +92,7 @@ export function summarization(options: SummarizationOptions): CompactionStrategy
       const summary = Message.system(`Summary of the earlier conversation:\n${text}`, {
         metadata: { ctx: { sourceId: 'compaction', sourceType: 'context', summary: { replaces, createdAt: isoNow() } } },
       });
-      return [...flattenGroups(system), summary, ...flattenGroups([...older.slice(cut), ...recent])];
+      return [...flattenGroups([...system, ...compacted]), summary, ...flattenGroups([...older.slice(cut), ...recent])];
     },
   };
   return options.trigger ? compactWhen(options.trigger, strategy) : strategy;

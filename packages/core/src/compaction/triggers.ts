@@ -4,10 +4,12 @@ import type { CompactionStrategy } from '../spec/compaction-strategy.js';
 import type { Tokenizer } from '../spec/tokenizer.js';
 import { countTokens, defaultTokenizer } from '../tokens/token-cache.js';
 import { groupMessages } from './message-groups.js';
+import { withoutCompacted } from './service-compaction.js';
 
 /**
  * When a strategy runs: above a token, message or turn (user message) count, or when a predicate
- * says so. Counts are "more than".
+ * says so. Counts are "more than", and count what is sent: not the messages a service compaction
+ * item stands for.
  */
 export type CompactionTrigger =
   | {
@@ -25,6 +27,7 @@ export type CompactionTrigger =
 /** Whether `trigger` fires for `messages`. */
 export function isTriggered(trigger: CompactionTrigger, messages: readonly Message[]): boolean {
   if (typeof trigger === 'function') return trigger(messages);
+  messages = withoutCompacted(messages);
   if (trigger.messages !== undefined && messages.length > trigger.messages) return true;
   if (trigger.turns !== undefined && groupMessages(messages).filter((g) => g.kind === 'user').length > trigger.turns) return true;
   if (trigger.tokens !== undefined) return countTokens(trigger.tokenizer ?? defaultTokenizer(), messages) > trigger.tokens;

@@ -66,6 +66,8 @@ export type RefusalContent = {
  * A tool the service ran itself (web search, file search, code interpreter, MCP, tool search ...):
  * `item` is the service's own item, kept unchanged so it can be sent back when the conversation is
  * kept locally. `item.type` names it (e.g. `web_search_call`). Clients of other services skip it.
+ * An item of type `compaction` is the service's compaction of the conversation: opaque, it stands
+ * for everything before it (see `isCompactionItem` and `withoutCompacted`).
  */
 export type HostedToolContent = {
   /** The content kind. */
