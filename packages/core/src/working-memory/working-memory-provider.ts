@@ -30,7 +30,10 @@ export interface WorkingMemoryProviderOptions {
   validator?: ToolValidator;
   /** Markdown the record starts as, instead of a schema: the record is then markdown text, replaced whole by each update. */
   template?: string;
-  /** Where the record lives: the user's records (`scope: 'user'`) or the session's. */
+  /**
+   * Where the records live. A store holds one working memory: give two providers two stores (in
+   * Redis, two prefixes), else each exports, and deletes, the other's records of a user too.
+   */
   store: WorkingMemoryStore;
   /**
    * One record per user (default; a session without `metadata.userId` gets no working memory and a
@@ -276,7 +279,15 @@ export class WorkingMemoryProvider implements ContextProvider {
     });
     const change = this.#parseAnswer(response.messages.map((m) => Message.text(m)).join(''));
     if (change === undefined) return;
-    await this.update(key, change, { signal });
+    try {
+      await this.update(key, change, { signal });
+    } catch (error) {
+      // The model's change is at fault, not the caller's input: a failure of this provider, not of the run.
+      if (!InvalidInputError.isInstance(error)) throw error;
+      throw new CtxError(`The working memory "${this.sourceId}" was not updated from the model's answer: ${error.message}`, {
+        cause: error,
+      });
+    }
   }
 
   /** `agent.deleteSession`: deletes a session's record (scope `'session'`). */
@@ -286,9 +297,14 @@ export class WorkingMemoryProvider implements ContextProvider {
     if (key) await this.#store.delete(key, { signal });
   }
 
-  /** `agent.exportUserData`: every record of the user (theirs and their sessions'), or undefined when none. */
+  /**
+   * `agent.exportUserData`: the user's records of this provider's scope (the user's own, or those of
+   * their sessions), or undefined when none.
+   */
   async exportUserData({ userId, signal }: UserDataArgs): Promise<JsonValue | undefined> {
-    const entries = await this.#store.listUser(userId, { signal });
+    const entries = (await this.#store.listUser(userId, { signal })).filter(
+      (e) => (e.sessionId !== undefined) === (this.scope === 'session'),
+    );
     if (!entries.length) return undefined;
     return {
       records: entries.map((e) => ({
