@@ -119,8 +119,11 @@ describe('WorkingMemoryProvider (tool mode)', () => {
     expect((error as InvalidInputError).limit).toBe('maxBytes');
     expect((error as Error).message).toContain('user "u1"');
     // Within the limit it is written.
-    await memory.update({ userId: 'u1' }, { city: 'Lyon' });
+    const written = await memory.update({ userId: 'u1' }, { city: 'Lyon' });
     expect((await store.get({ userId: 'u1' }))!.record).toEqual({ city: 'Lyon' });
+    // An update that changes nothing writes nothing: the etag (and so the prompt) stays.
+    expect(await memory.update({ userId: 'u1' }, { city: 'Lyon' })).toEqual({ ...written, changed: false });
+    expect((await store.get({ userId: 'u1' }))!.etag).toBe(written.etag);
   });
 
   it('two runs updating one user at once: one write conflicts, re-reads and merges, and nothing is lost', async () => {
