@@ -134,7 +134,11 @@ export function describeWorkingMemoryStore<S extends WorkingMemoryStore>(name: s
       const second = await store.put(key, { v: 2 }, { ifMatch: first });
       expect(second).not.toBe(first);
       await expectRejection(store.put(key, { v: 3 }, { ifMatch: first }), ConcurrencyError.isInstance, 'put with a stale etag');
-      await expectRejection(store.put(key, { v: 3 }, { ifMatch: null }), ConcurrencyError.isInstance, 'put with ifMatch null over a record');
+      await expectRejection(
+        store.put(key, { v: 3 }, { ifMatch: null }),
+        ConcurrencyError.isInstance,
+        'put with ifMatch null over a record',
+      );
       expect(await store.get(key)).toMatchObject({ record: { v: 2 }, etag: second });
     });
 
@@ -152,9 +156,7 @@ export function describeWorkingMemoryStore<S extends WorkingMemoryStore>(name: s
       const store = await make();
       const key = { userId: newId('user') };
       const etag = await store.put(key, { n: 0 });
-      const outcomes = await Promise.allSettled(
-        Array.from({ length: writers }, (_, i) => store.put(key, { n: i + 1 }, { ifMatch: etag })),
-      );
+      const outcomes = await Promise.allSettled(Array.from({ length: writers }, (_, i) => store.put(key, { n: i + 1 }, { ifMatch: etag })));
       const won = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [{ i, etag: o.value }] : []));
       expect(won).toHaveLength(1);
       for (const o of outcomes) if (o.status === 'rejected') expect(ConcurrencyError.isInstance(o.reason), String(o.reason)).toBe(true);
@@ -184,7 +186,9 @@ export function describeWorkingMemoryStore<S extends WorkingMemoryStore>(name: s
         const key = entry.sessionId === undefined ? { userId } : { userId, sessionId: entry.sessionId };
         expect((await store.get(key))?.etag).toBe(entry.etag);
         expect(Number.isNaN(Date.parse(entry.updatedAt))).toBe(false);
-        expect(Object.keys(entry).sort()).toEqual(entry.sessionId === undefined ? ['etag', 'record', 'updatedAt'] : ['etag', 'record', 'sessionId', 'updatedAt']);
+        expect(Object.keys(entry).sort()).toEqual(
+          entry.sessionId === undefined ? ['etag', 'record', 'updatedAt'] : ['etag', 'record', 'sessionId', 'updatedAt'],
+        );
       }
       expect(await store.deleteUser(userId)).toBe(3);
       expect(await store.listUser(userId)).toEqual([]);
@@ -209,7 +213,10 @@ export function describeWorkingMemoryStore<S extends WorkingMemoryStore>(name: s
       for (const [i, id] of ids.entries()) {
         expect((await store.get({ userId: `${prefix}${id}` }))?.record, describeId(id)).toEqual({ i });
         expect((await store.get({ userId: prefix, sessionId: `${prefix}${id}` }))?.record, describeId(id)).toEqual({ i });
-        expect((await store.listUser(`${prefix}${id}`)).map((e) => e.record), describeId(id)).toEqual([{ i }]);
+        expect(
+          (await store.listUser(`${prefix}${id}`)).map((e) => e.record),
+          describeId(id),
+        ).toEqual([{ i }]);
       }
       const sessions = (await store.listUser(prefix)).map((e) => e.sessionId).sort();
       expect(sessions).toEqual(ids.map((id) => `${prefix}${id}`).sort());
