@@ -131,7 +131,7 @@ describe('WorkingMemoryProvider (tool mode)', () => {
     await inner.put({ userId: 'u1' }, { name: 'Ada' });
     // Both runs read the record before either writes: the first four reads (each run's beforeRun,
     // then each tool's) are held in pairs, each read released once the other run's has arrived.
-    let waiting: Array<() => void> = [];
+    const waiting: Array<() => void> = [];
     let held = 0;
     const puts: Array<string | null | undefined> = [];
     const conflicts: unknown[] = [];
