@@ -15,8 +15,10 @@ export function mergeRecord(record: JsonObject, change: JsonObject): JsonObject 
       delete merged[key];
       continue;
     }
-    const before = merged[key];
-    merged[key] = isPlainObject(value) && isPlainObject(before) ? mergeRecord(before as JsonObject, value as JsonObject) : copy(value);
+    const before = Object.hasOwn(merged, key) ? merged[key] : undefined;
+    const next = isPlainObject(value) && isPlainObject(before) ? mergeRecord(before as JsonObject, value as JsonObject) : copy(value);
+    // Defined, not assigned: a `__proto__` key of JSON is a key like any other, never the prototype.
+    Object.defineProperty(merged, key, { value: next, enumerable: true, writable: true, configurable: true });
   }
   return merged;
 }
@@ -32,7 +34,8 @@ export function changeSchema(schema: JsonObject): JsonObject {
   if (!isPlainObject(properties)) return rest;
   const partial: JsonObject = {};
   for (const [key, value] of Object.entries(properties)) {
-    partial[key] = isPlainObject(value) ? { anyOf: [changeSchema(value as JsonObject), { type: 'null' }] } : (value as JsonValue);
+    const schema = isPlainObject(value) ? { anyOf: [changeSchema(value as JsonObject), { type: 'null' }] } : (value as JsonValue);
+    Object.defineProperty(partial, key, { value: schema, enumerable: true, writable: true, configurable: true });
   }
   return { ...rest, properties: partial };
 }

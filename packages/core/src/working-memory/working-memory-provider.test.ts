@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConcurrencyError, ConfigurationError, InvalidInputError } from '../errors.js';
+import { BackendUnavailableError, ConcurrencyError, ConfigurationError, InvalidInputError } from '../errors.js';
 import { jsonSchemaValidator } from '../json-schema/json-schema-validator.js';
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
@@ -241,6 +241,30 @@ describe('WorkingMemoryProvider (tool mode)', () => {
     expect(client.calls[0]!.options.instructions).toBeUndefined();
     expect(client.calls[0]!.options.tools ?? []).toEqual([]);
     expect(events.some((e) => e.type === 'provider-diagnostic' && e.code === 'working-memory-no-user')).toBe(true);
+  });
+
+  it('a store that fails leaves the memory out of the run (onError skip), or fails the run with onError throw', async () => {
+    const failing = Object.assign(new InMemoryWorkingMemoryStore(), {
+      get: async () => {
+        throw new BackendUnavailableError('test', 'the store is down');
+      },
+    });
+    const events: AgentEvent[] = [];
+    const client = new ScriptedChatClient({ replies: ['Hi.'] });
+    const agent = createAgent({
+      client,
+      contextProviders: [new WorkingMemoryProvider({ schema: profile, store: failing })],
+      onEvent: (e) => events.push(e),
+    });
+    expect((await agent.run('Hello', { session: agent.createSession({ userId: 'u1' }) })).text).toBe('Hi.');
+    expect(client.calls[0]!.options.instructions).toBeUndefined();
+    expect(client.calls[0]!.options.tools ?? []).toEqual([]);
+    expect(events.some((e) => e.type === 'provider-skipped' && e.phase === 'beforeRun')).toBe(true);
+    const strict = createAgent({
+      client: new ScriptedChatClient({ replies: ['Hi.'] }),
+      contextProviders: [new WorkingMemoryProvider({ schema: profile, store: failing, onError: 'throw' })],
+    });
+    await expect(strict.run('Hello', { session: strict.createSession({ userId: 'u1' }) })).rejects.toThrow(/the store is down/);
   });
 
   it('refuses invalid options', () => {
