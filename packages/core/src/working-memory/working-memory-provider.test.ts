@@ -267,6 +267,34 @@ describe('WorkingMemoryProvider (tool mode)', () => {
     await expect(strict.run('Hello', { session: strict.createSession({ userId: 'u1' }) })).rejects.toThrow(/the store is down/);
   });
 
+  it('stores what the agent’s redact leaves of the change, from the tool and from the background client', async () => {
+    const mask = (messages: readonly Message[]) =>
+      messages.map((m) => ({
+        ...m,
+        contents: m.contents.map((c) => (c.type === 'text' ? { ...c, text: c.text.replace(/\S+@\S+/g, '[email]') } : c)),
+      }));
+    const store = new InMemoryWorkingMemoryStore();
+    const client = new ScriptedChatClient({
+      replies: [call({ name: 'Ada ada@example.com', prefs: { languages: ['en', 'me@x.org'] } }), 'Noted.'],
+    });
+    const agent = createAgent({ client, redact: mask, contextProviders: [new WorkingMemoryProvider({ schema: profile, store })] });
+    const [result] = resultsOf(await agent.run('Mail me at ada@example.com', { session: agent.createSession({ userId: 'u1' }) }));
+    expect(JSON.stringify(result!.result)).not.toContain('example.com');
+    expect((await store.get({ userId: 'u1' }))!.record).toEqual({ name: 'Ada [email]', prefs: { languages: ['en', '[email]'] } });
+
+    const cheap = new ScriptedChatClient({ replies: [JSON.stringify({ memory: '# Contact\n- ada@example.com' })] });
+    const background = createAgent({
+      client: new ScriptedChatClient({ replies: ['ok'] }),
+      redact: mask,
+      contextProviders: [
+        new WorkingMemoryProvider({ template: '# Contact\n', store, scope: 'session', mode: 'background', client: cheap }),
+      ],
+    });
+    const session = background.createSession({ userId: 'u1' });
+    await background.run('Mail me at ada@example.com', { session });
+    expect((await store.get({ userId: 'u1', sessionId: session.sessionId }))!.record).toBe('# Contact\n- [email]');
+  });
+
   it('refuses invalid options', () => {
     const store = new InMemoryWorkingMemoryStore();
     expect(() => new WorkingMemoryProvider({ store })).toThrow(ConfigurationError);

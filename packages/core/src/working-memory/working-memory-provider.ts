@@ -7,7 +7,15 @@ import { Message } from '../messages/message.js';
 import { turnText } from '../providers/whiteboard-provider.js';
 import type { ChatClient } from '../spec/chat-client.js';
 import type { JsonObject, JsonValue } from '../spec/json.js';
-import type { ContextProvider, ProviderRunArgs, SessionHookArgs, SessionView, Tool, UserDataArgs } from '../spec/run-view.js';
+import type {
+  ContextProvider,
+  ProviderRunArgs,
+  SessionContext,
+  SessionHookArgs,
+  SessionView,
+  Tool,
+  UserDataArgs,
+} from '../spec/run-view.js';
 import type { ToolValidator } from '../spec/tool-validator.js';
 import type { WorkingMemoryCallOptions, WorkingMemoryKey, WorkingMemoryStore } from '../spec/working-memory-store.js';
 import { formatIssue, isStandardSchema, type StandardSchemaV1 } from '../tools/define-tool.js';
@@ -117,6 +125,8 @@ export class WorkingMemoryProvider implements ContextProvider {
   readonly #client: ChatClient | undefined;
   readonly #updateInstructions: string;
   readonly #tool: Tool | undefined;
+  /** Each run's storage redaction (`ProviderRunArgs.redact`), for the tool, which is not handed it. */
+  readonly #redactors = new WeakMap<SessionContext, Redact>();
 
   constructor(options: WorkingMemoryProviderOptions) {
     this.sourceId = options?.sourceId ?? 'working-memory';
@@ -204,6 +214,17 @@ export class WorkingMemoryProvider implements ContextProvider {
    * @throws ConcurrencyError when other writers changed the record on every one of 8 tries.
    */
   async update(key: WorkingMemoryKey, change: JsonObject | string, options: WorkingMemoryCallOptions = {}): Promise<WorkingMemoryUpdate> {
+    return this.#update(key, change, options.signal, undefined);
+  }
+
+  /** `update`, with the run's storage redaction applied to the change's text first (see `redactChange`). */
+  async #update(
+    key: WorkingMemoryKey,
+    change: JsonObject | string,
+    signal: AbortSignal | undefined,
+    redact: Redact | undefined,
+  ): Promise<WorkingMemoryUpdate> {
+    const options: WorkingMemoryCallOptions = signal ? { signal } : {};
     const checked = checkWorkingMemoryKey(key);
     const what = `The working memory of ${describeWorkingMemoryKey(checked)}`;
     if (this.#template !== undefined ? typeof change !== 'string' : !isPlainObject(change)) {
@@ -211,6 +232,7 @@ export class WorkingMemoryProvider implements ContextProvider {
         `${what} was not changed: ${this.#template !== undefined ? 'the update must be the whole record as markdown text' : 'the update must be a JSON object of the fields to change'}.`,
       );
     }
+    if (redact) change = await redactChange(change, redact);
     for (let attempt = 1; ; attempt++) {
       const stored = await this.#store.get(checked, options);
       const current = this.#recordIn(checked, stored);
@@ -237,7 +259,8 @@ export class WorkingMemoryProvider implements ContextProvider {
   }
 
   /** Shows the record as stable instructions, and offers the tool in tool mode. */
-  async beforeRun({ session, context, signal, report }: ProviderRunArgs): Promise<void> {
+  async beforeRun({ session, context, signal, report, redact }: ProviderRunArgs): Promise<void> {
+    if (redact) this.#redactors.set(context, redact);
     const key = this.keyOf(session);
     if (!key) {
       report({
@@ -256,7 +279,7 @@ export class WorkingMemoryProvider implements ContextProvider {
    * model and applies its answer. @throws CtxError for an answer that is not what was asked, and
    * InvalidInputError for a change the schema or `maxBytes` refuses; the record is left as it was.
    */
-  async afterRun({ agent, session, context, signal }: ProviderRunArgs): Promise<void> {
+  async afterRun({ agent, session, context, signal, redact }: ProviderRunArgs): Promise<void> {
     if (this.mode !== 'background' || context.error !== undefined || !context.response) return;
     const key = this.keyOf(session);
     if (!key) return;
@@ -280,7 +303,7 @@ export class WorkingMemoryProvider implements ContextProvider {
     const change = this.#parseAnswer(response.messages.map((m) => Message.text(m)).join(''));
     if (change === undefined) return;
     try {
-      await this.update(key, change, { signal });
+      await this.#update(key, change, signal, redact);
     } catch (error) {
       // The model's change is at fault, not the caller's input: a failure of this provider, not of the run.
       if (!InvalidInputError.isInstance(error)) throw error;
@@ -388,11 +411,11 @@ export class WorkingMemoryProvider implements ContextProvider {
         ? 'Replaces the working memory (markdown) shown in your instructions.'
         : 'Changes the working memory shown in your instructions; the result must still fit its schema.',
       parameters,
-      execute: async (args: unknown, { session, signal }) => {
+      execute: async (args: unknown, { session, signal, context }) => {
         const key = this.keyOf(session);
         if (!key) throw new InvalidInputError('This conversation has no user, so it has no working memory to update.');
         const change = isPlainObject(args) ? (template ? args.memory : args.update) : undefined;
-        const { record, changed } = await this.update(key, change as JsonObject | string, { signal });
+        const { record, changed } = await this.#update(key, change as JsonObject | string, signal, this.#redactors.get(context));
         return changed
           ? `Working memory updated. It is now:\n${template ? String(record) : JSON.stringify(record, null, 2)}`
           : 'Working memory unchanged: the update changes nothing.';
@@ -423,6 +446,38 @@ export class WorkingMemoryProvider implements ContextProvider {
     if (!isPlainObject(value.update)) return fail('has an "update" that is not a JSON object');
     return Object.keys(value.update).length ? (value.update as JsonObject) : undefined;
   }
+}
+
+/** A run's storage redaction. */
+type Redact = NonNullable<ProviderRunArgs['redact']>;
+
+/**
+ * The change with the run's storage redaction (`AgentOptions.redact`) applied to its text, as to
+ * any message written: markdown as one user message; in an object, each string value (not the
+ * keys) as one user message, all in one call.
+ */
+async function redactChange(change: JsonObject | string, redact: Redact): Promise<JsonObject | string> {
+  if (typeof change === 'string') return Message.text((await redact([Message.user(change)]))[0]!);
+  const slots: Array<{ holder: JsonObject | JsonValue[]; key: string | number; text: string }> = [];
+  const copy = JSON.parse(JSON.stringify(change)) as JsonObject;
+  const visit = (node: JsonValue): void => {
+    if (Array.isArray(node)) node.forEach((v, i) => (typeof v === 'string' ? slots.push({ holder: node, key: i, text: v }) : visit(v)));
+    else if (isPlainObject(node))
+      for (const [k, v] of Object.entries(node))
+        typeof v === 'string' ? slots.push({ holder: node as JsonObject, key: k, text: v }) : visit(v as JsonValue);
+  };
+  visit(copy);
+  if (!slots.length) return copy;
+  const redacted = await redact(slots.map((slot) => Message.user(slot.text)));
+  slots.forEach((slot, i) => {
+    Object.defineProperty(slot.holder, slot.key, {
+      value: Message.text(redacted[i]!),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  });
+  return copy;
 }
 
 /** What the update model answers in template mode (strict-mode compatible). */
