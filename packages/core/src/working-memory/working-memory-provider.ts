@@ -1,4 +1,5 @@
 import { checkInteger } from '../backend/checks.js';
+import { abortable } from '../backend/deadline.js';
 import { checkWorkingMemoryKey, describeWorkingMemoryKey } from '../backend/working-memory-key.js';
 import { ConcurrencyError, ConfigurationError, CtxError, InvalidInputError, SessionStateError } from '../errors.js';
 import { isPlainObject, jsonEqual } from '../messages/json.js';
@@ -85,8 +86,8 @@ export interface WorkingMemoryUpdate {
 export const WORKING_MEMORY_TOOL = 'update_working_memory';
 /** The default `maxBytes`: 8 KiB of JSON, about 2,000 tokens of instructions in every call. */
 export const DEFAULT_WORKING_MEMORY_BYTES = 8192;
-/** Tries of one update while other writers change the record under it. */
-const MAX_WRITE_ATTEMPTS = 8;
+/** Tries of one update while other writers change the record under it (with a random pause of up to 2, 4, ... 100 ms between them). */
+const MAX_WRITE_ATTEMPTS = 10;
 
 const DEFAULT_UPDATE_INSTRUCTIONS = `You maintain the working memory of an assistant: what it should remember about the user (or the
 conversation) from one turn to the next: facts, preferences, goals, open tasks. You receive the
@@ -211,7 +212,8 @@ export class WorkingMemoryProvider implements ContextProvider {
    * meanwhile.
    * @throws InvalidInputError when the result would not pass the schema, or would be over
    *   `maxBytes` (`limit: 'maxBytes'`), or `change` is of the wrong kind; nothing is written.
-   * @throws ConcurrencyError when other writers changed the record on every one of 8 tries.
+   * @throws ConcurrencyError when other writers changed the record on every one of 10 tries (a random pause
+   *   of up to 2, 4, ... 100 ms between tries spreads writers that met).
    */
   async update(key: WorkingMemoryKey, change: JsonObject | string, options: WorkingMemoryCallOptions = {}): Promise<WorkingMemoryUpdate> {
     return this.#update(key, change, options.signal, undefined);
@@ -254,6 +256,8 @@ export class WorkingMemoryProvider implements ContextProvider {
             { cause: error },
           );
         }
+        // Writers that met spread out before they read again, so a burst of them does not collide in lock step.
+        await abortable(new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(100, 2 ** attempt))), signal);
       }
     }
   }
