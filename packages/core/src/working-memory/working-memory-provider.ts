@@ -86,7 +86,7 @@ export interface WorkingMemoryUpdate {
 export const WORKING_MEMORY_TOOL = 'update_working_memory';
 /** The default `maxBytes`: 8 KiB of JSON, about 2,000 tokens of instructions in every call. */
 export const DEFAULT_WORKING_MEMORY_BYTES = 8192;
-/** Tries of one update while other writers change the record under it (with a random pause of up to 2, 4, ... 100 ms between them). */
+/** Tries of one update while other writers change the record under it (with a random pause of up to 10, 20, 40 ... 500 ms between them). */
 const MAX_WRITE_ATTEMPTS = 10;
 
 const DEFAULT_UPDATE_INSTRUCTIONS = `You maintain the working memory of an assistant: what it should remember about the user (or the
@@ -213,7 +213,7 @@ export class WorkingMemoryProvider implements ContextProvider {
    * @throws InvalidInputError when the result would not pass the schema, or would be over
    *   `maxBytes` (`limit: 'maxBytes'`), or `change` is of the wrong kind; nothing is written.
    * @throws ConcurrencyError when other writers changed the record on every one of 10 tries (a random pause
-   *   of up to 2, 4, ... 100 ms between tries spreads writers that met).
+   *   of up to 10, 20, 40 ... 500 ms between tries spreads writers that met).
    */
   async update(key: WorkingMemoryKey, change: JsonObject | string, options: WorkingMemoryCallOptions = {}): Promise<WorkingMemoryUpdate> {
     return this.#update(key, change, options.signal, undefined);
@@ -257,7 +257,7 @@ export class WorkingMemoryProvider implements ContextProvider {
           );
         }
         // Writers that met spread out before they read again, so a burst of them does not collide in lock step.
-        await abortable(new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(100, 2 ** attempt))), signal);
+        await abortable(new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(500, 5 * 2 ** attempt))), signal);
       }
     }
   }
