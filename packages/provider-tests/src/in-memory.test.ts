@@ -1,5 +1,5 @@
-import { InMemoryHistoryProvider, InMemorySessionStore } from '@ctx/core';
-import { describeHistoryProvider, describeHostedConcurrency, describeSessionStore } from './index.js';
+import { InMemoryHistoryProvider, InMemorySessionStore, InMemoryWorkingMemoryStore } from '@ctx/core';
+import { describeHistoryProvider, describeHostedConcurrency, describeSessionStore, describeWorkingMemoryStore } from './index.js';
 
 describeHistoryProvider('InMemoryHistoryProvider', {
   create: (options) => new InMemoryHistoryProvider(options),
@@ -15,4 +15,8 @@ describeSessionStore('InMemorySessionStore', {
 const sharedStore = new InMemorySessionStore();
 describeHostedConcurrency('InMemorySessionStore with the default in-memory history', {
   createStore: () => sharedStore,
+});
+
+describeWorkingMemoryStore('InMemoryWorkingMemoryStore', {
+  create: () => new InMemoryWorkingMemoryStore(),
 });

@@ -1,7 +1,8 @@
-import { describeHistoryProvider, describeHostedConcurrency, describeSessionStore } from '@ctx/provider-tests';
+import { describeHistoryProvider, describeHostedConcurrency, describeSessionStore, describeWorkingMemoryStore } from '@ctx/provider-tests';
 import { clusterClient, env, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisHistoryProvider } from './redis-history-provider.js';
 import { RedisSessionStore } from './redis-session-store.js';
+import { RedisWorkingMemoryStore } from './redis-working-memory-store.js';
 
 // One shared client per topology, injected into every provider and store the suites create.
 const single = singleClient();
@@ -44,4 +45,12 @@ describeHostedConcurrency('RedisSessionStore with RedisHistoryProvider (cluster)
   createStore: () => new RedisSessionStore({ client: cluster, prefix }),
   createHistory: (options) => new RedisHistoryProvider({ ...options, client: cluster, prefix }),
   timeout: 60_000,
+});
+
+describeWorkingMemoryStore('RedisWorkingMemoryStore (single node)', {
+  create: () => new RedisWorkingMemoryStore({ client: single, prefix }),
+});
+
+describeWorkingMemoryStore('RedisWorkingMemoryStore (cluster)', {
+  create: () => new RedisWorkingMemoryStore({ client: cluster, prefix }),
 });

@@ -12,3 +12,5 @@ export type {
 } from './redis-history-provider.js';
 export { RedisSessionStore } from './redis-session-store.js';
 export type { RedisSessionStoreOptions, ReindexResult } from './redis-session-store.js';
+export { RedisWorkingMemoryStore } from './redis-working-memory-store.js';
+export type { RedisWorkingMemoryStoreOptions, WorkingMemoryKeys } from './redis-working-memory-store.js';

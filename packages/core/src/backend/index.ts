@@ -26,6 +26,7 @@ export { abortable, withDeadline } from './deadline.js';
 export type { DeadlineOptions } from './deadline.js';
 export { encodeIdSegment } from './id-segment.js';
 export { sessionOfUser } from './session-owner.js';
+export { checkWorkingMemoryEtag, checkWorkingMemoryKey, describeWorkingMemoryKey } from './working-memory-key.js';
 export type { IdSegmentOptions } from './id-segment.js';
 export {
   checkListOptions,

@@ -342,7 +342,7 @@ function capsule(entries: readonly WhiteboardEntry[]): string {
 const MAX_RESULT_CHARS = 500;
 
 /** The newest turn as text: the input, then what the model said and did. */
-function turnText(context: SessionContext): string {
+export function turnText(context: SessionContext): string {
   const lines: string[] = [];
   for (const m of [...context.inputMessages, ...(context.response?.messages ?? [])]) {
     const who = m.role === 'user' ? 'User' : m.role === 'assistant' ? 'Assistant' : m.role === 'tool' ? 'Tool' : 'System';

@@ -64,3 +64,11 @@ export type {
 export type { Tokenizer } from './tokenizer.js';
 export type { ToolDefinition } from './tool-definition.js';
 export type { ToolArgumentsCheck, ToolValidator } from './tool-validator.js';
+export type {
+  PutWorkingMemoryOptions,
+  StoredWorkingMemory,
+  WorkingMemoryCallOptions,
+  WorkingMemoryEntry,
+  WorkingMemoryKey,
+  WorkingMemoryStore,
+} from './working-memory-store.js';

@@ -151,11 +151,13 @@ export function defineTool(
   return tool;
 }
 
-function isStandardSchema(value: unknown): value is StandardSchemaV1 {
+/** Whether a value implements Standard Schema v1 (has `~standard`). */
+export function isStandardSchema(value: unknown): value is StandardSchemaV1 {
   return (typeof value === 'object' || typeof value === 'function') && value !== null && '~standard' in value;
 }
 
-function formatIssue(issue: { message: string; path?: ReadonlyArray<PropertyKey | { key: PropertyKey }> }): string {
+/** A Standard Schema issue as `path: message`, the way tool argument issues are reported. */
+export function formatIssue(issue: { message: string; path?: ReadonlyArray<PropertyKey | { key: PropertyKey }> }): string {
   if (!issue.path?.length) return issue.message;
   const path = issue.path.map((p) => String(typeof p === 'object' ? p.key : p)).join('.');
   return `${path}: ${issue.message}`;
