@@ -64,3 +64,14 @@ export type {
 export type { Tokenizer } from './tokenizer.js';
 export type { ToolDefinition } from './tool-definition.js';
 export type { ToolArgumentsCheck, ToolValidator } from './tool-validator.js';
+export type {
+  IndexedMessage,
+  VectorDeleteTarget,
+  VectorIndex,
+  VectorIndexCallOptions,
+  VectorMatch,
+  VectorQuery,
+  VectorRange,
+  VectorRecord,
+  VectorScope,
+} from './vector-index.js';
