@@ -55,6 +55,8 @@ export type { WhiteboardEntry, WhiteboardKind, WhiteboardProviderOptions, Whiteb
 export { createHashEmbedding } from './retrieval/hash-embedding.js';
 export type { HashEmbeddingOptions } from './retrieval/hash-embedding.js';
 export { InMemoryRetriever } from './retrieval/in-memory-retriever.js';
+export { InMemoryVectorIndex } from './retrieval/in-memory-vector-index.js';
+export type { InMemoryVectorIndexOptions } from './retrieval/in-memory-vector-index.js';
 export type { InMemoryRetrieverOptions, InMemoryScoring, RetrievalDocument } from './retrieval/in-memory-retriever.js';
 export type {
   Agent,

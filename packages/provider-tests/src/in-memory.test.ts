@@ -1,5 +1,5 @@
-import { InMemoryHistoryProvider, InMemorySessionStore } from '@ctx/core';
-import { describeHistoryProvider, describeHostedConcurrency, describeSessionStore } from './index.js';
+import { InMemoryHistoryProvider, InMemorySessionStore, InMemoryVectorIndex } from '@ctx/core';
+import { describeHistoryProvider, describeHostedConcurrency, describeSessionStore, describeVectorIndex } from './index.js';
 
 describeHistoryProvider('InMemoryHistoryProvider', {
   create: (options) => new InMemoryHistoryProvider(options),
@@ -15,4 +15,8 @@ describeSessionStore('InMemorySessionStore', {
 const sharedStore = new InMemorySessionStore();
 describeHostedConcurrency('InMemorySessionStore with the default in-memory history', {
   createStore: () => sharedStore,
+});
+
+describeVectorIndex('InMemoryVectorIndex', {
+  create: ({ dimensions }) => new InMemoryVectorIndex({ dimensions }),
 });
