@@ -10,6 +10,7 @@ import type {
   ContextProvider,
   MergeStateArgs,
   ProviderRunArgs,
+  SessionContext,
   SessionHookArgs,
   SessionView,
   Tool,
@@ -165,8 +166,7 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
       .join('\n')
       .trim();
     if (!query) return;
-    const window = [...context.getMessages(), ...context.inputMessages].map((m) => m.id);
-    const passages = await this.#search(session, query, window, signal);
+    const passages = await this.#search(session, query, windowIds(context), signal);
     if (passages.length) context.extendMessages(this.sourceId, [this.#message(passages, session.sessionId)]);
   }
 
@@ -327,8 +327,7 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
       },
       execute: async ({ query }, { session, context, signal }) => {
         if (typeof query !== 'string' || !query.trim()) throw new Error('The recall tool needs a non-empty "query" string.');
-        const window = [...context.getMessages(), ...context.inputMessages].map((m) => m.id);
-        const passages = await this.#search(session, query, window, signal);
+        const passages = await this.#search(session, query, windowIds(context), signal);
         return {
           results: passages.map((p) => ({
             ...(p.sessionId === session.sessionId ? { thisConversation: true } : { sessionId: p.sessionId }),
@@ -339,6 +338,18 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
       },
     });
   }
+}
+
+/**
+ * The ids of the messages the model sees in full this run. A tool message whose result
+ * `toolResultCollapse` shortened is left out, so its archived original can be recalled.
+ */
+function windowIds(context: SessionContext): string[] {
+  const ids: string[] = [];
+  for (const m of [...context.getMessages(), ...context.inputMessages])
+    if (!m.contents.some((c) => c.type === 'function-result' && typeof c.result === 'string' && c.result.startsWith('[collapsed:')))
+      ids.push(m.id);
+  return ids;
 }
 
 /** A stretch of one session: matches and their neighbours, by sequence. */
