@@ -91,7 +91,7 @@ export class CompactionProvider implements ContextProvider {
 
   async afterRun(args: ProviderRunArgs): Promise<void> {
     if (!this.#afterStore || args.context.error !== undefined) return; // a failed run stored nothing new
-    const { context, session, signal, report } = args;
+    const { context, session, signal } = args;
     const history = this.#historyOf(args);
     if (!history?.replaceMessages) return;
     const state = session.stateOf(history.sourceId);
