@@ -27,35 +27,41 @@ export interface InMemoryVectorIndexOptions {
 const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'user', 'assistant', 'tool']);
 
 /**
- * Records of one user (or of one session without a user), laid out by dimension: `columns[d][row]`
- * holds component `d` of the unit vector of `rows[row]`, so a query walks each dimension it uses
+ * Records of one user (or of one session without a user), laid out by dimension: `data` holds
+ * component `d` of the unit vector of `rows[row]` at `d * capacity + row`, so a query walks each dimension it uses
  * once over contiguous memory, and a sparse query (hashed words) touches only its non-zero dimensions.
  */
 class Partition {
   readonly rows: IndexedMessage[] = [];
-  columns: Float32Array[];
+  /** Component `d` of row `r` at `data[d * capacity + r]`: one buffer, so growing it is one allocation. */
+  data: Float32Array;
   #capacity = 16;
 
-  /** Rows the columns have room for. */
+  constructor(readonly dimensions: number) {
+    this.data = new Float32Array(dimensions * this.#capacity);
+  }
+
+  /** Rows the buffer has room for. */
   get capacity(): number {
     return this.#capacity;
   }
 
-  constructor(readonly dimensions: number) {
-    this.columns = Array.from({ length: dimensions }, () => new Float32Array(this.#capacity));
-  }
-
-  add(record: IndexedMessage, unit: readonly number[]): number {
+  /** Appends `record` with its vector scaled to length 1. */
+  add(record: IndexedMessage, vector: readonly number[]): number {
     const row = this.rows.length;
     if (row === this.#capacity) {
+      const old = this.data;
+      const before = this.#capacity;
       this.#capacity *= 2;
-      this.columns = this.columns.map((old) => {
-        const grown = new Float32Array(this.#capacity);
-        grown.set(old);
-        return grown;
-      });
+      this.data = new Float32Array(this.dimensions * this.#capacity);
+      for (let d = 0; d < this.dimensions; d++) this.data.set(old.subarray(d * before, d * before + row), d * this.#capacity);
     }
-    for (let d = 0; d < this.dimensions; d++) this.columns[d]![row] = unit[d]!;
+    const { data } = this;
+    const capacity = this.#capacity;
+    let sum = 0;
+    for (let d = 0; d < this.dimensions; d++) sum += vector[d]! * vector[d]!;
+    const scale = sum === 0 ? 0 : 1 / Math.sqrt(sum);
+    for (let d = 0; d < this.dimensions; d++) data[d * capacity + row] = vector[d]! * scale;
     this.rows.push(record);
     return row;
   }
@@ -65,7 +71,9 @@ class Partition {
     const last = this.rows.length - 1;
     const moved = last === row ? undefined : this.rows[last]!;
     if (moved) {
-      for (const column of this.columns) column[row] = column[last]!;
+      const { data } = this;
+      const capacity = this.#capacity;
+      for (let d = 0; d < this.dimensions; d++) data[d * capacity + row] = data[d * capacity + last]!;
       this.rows[row] = moved;
     }
     this.rows.pop();
@@ -128,10 +136,10 @@ export class InMemoryVectorIndex implements VectorIndex {
     const checked = records.map((record, i) => {
       const copy = checkRecord(record, i, dimensions);
       dimensions ??= record.vector.length;
-      return { copy, unit: unitVector(record.vector) };
+      return { copy, vector: record.vector };
     });
     this.#dimensions = dimensions;
-    for (const { copy, unit } of checked) {
+    for (const { copy, vector } of checked) {
       this.#remove(copy.id);
       const key = partitionKey(copy);
       let partition = this.#partitions.get(key);
@@ -139,7 +147,7 @@ export class InMemoryVectorIndex implements VectorIndex {
         partition = new Partition(dimensions!);
         this.#partitions.set(key, partition);
       }
-      this.#byId.set(copy.id, { partition, row: partition.add(copy, unit) });
+      this.#byId.set(copy.id, { partition, row: partition.add(copy, vector) });
       let ids = this.#bySession.get(copy.sessionId);
       if (!ids) this.#bySession.set(copy.sessionId, (ids = new Set()));
       ids.add(copy.id);
@@ -176,10 +184,11 @@ export class InMemoryVectorIndex implements VectorIndex {
       if (this.#scores.length < n) this.#scores = new Float64Array(partition.capacity);
       const scores = this.#scores;
       scores.fill(0, 0, n);
+      const { data, capacity } = partition;
       for (const d of used) {
         const q = unit[d]!;
-        const column = partition.columns[d]!;
-        for (let row = 0; row < n; row++) scores[row]! += q * column[row]!;
+        const base = d * capacity;
+        for (let row = 0; row < n; row++) scores[row]! += q * data[base + row]!;
       }
       const floor = minScore ?? Number.NEGATIVE_INFINITY;
       for (let row = 0; row < n; row++) {
@@ -341,8 +350,8 @@ function checkRecord(record: VectorRecord, i: number, dimensions: number | undef
     throw fail(`has sequence ${String(record.sequence)}, not a non-negative integer`);
   if (record.createdAt !== undefined && typeof record.createdAt !== 'string') throw fail('has a createdAt that is not a string');
   if (record.kind !== undefined && record.kind !== 'archive') throw fail(`has kind ${JSON.stringify(record.kind)}, not 'archive'`);
-  if (!Array.isArray(record.vector) || record.vector.length === 0 || !record.vector.every(Number.isFinite))
-    throw fail('needs a vector of finite numbers');
+  if (!Array.isArray(record.vector) || record.vector.length === 0) throw fail('needs a vector of finite numbers');
+  for (const x of record.vector) if (!Number.isFinite(x)) throw fail('needs a vector of finite numbers');
   if (dimensions !== undefined && record.vector.length !== dimensions)
     throw fail(`has a vector of ${record.vector.length} dimensions where the index has ${dimensions}`);
   const copy: IndexedMessage = {
