@@ -4,6 +4,8 @@ export { ctxMiddleware } from './ctx-middleware.js';
 export type { CtxCallMetadata, CtxMiddleware, CtxMiddlewareOptions } from './ctx-middleware.js';
 export { toCtxError } from './errors.js';
 export type { AiSdkLanguageModel } from './language-model.js';
+export { aiSdkEmbeddings } from './ai-sdk-embeddings.js';
+export type { AiSdkEmbeddingModel, AiSdkEmbeddingsOptions } from './ai-sdk-embeddings.js';
 export { runInputFromUIMessages } from './run-input-from-ui-messages.js';
 export type { RunInputFromUIMessages, RunInputFromUIMessagesOptions } from './run-input-from-ui-messages.js';
 export type { UIApprovalMode, UIMessage, UIMessageChunk, UIMessagePart, UIToolPart, UIToolState } from './ui-message.js';

@@ -53,9 +53,13 @@ export type { TitleProviderOptions } from './providers/title-provider.js';
 export type { RetrievalCitation, TextSearchProviderOptions } from './providers/text-search-provider.js';
 export { WhiteboardProvider, whiteboardUpdateSchema } from './providers/whiteboard-provider.js';
 export type { WhiteboardEntry, WhiteboardKind, WhiteboardProviderOptions, WhiteboardUpdate } from './providers/whiteboard-provider.js';
+export { SemanticRecallProvider } from './recall/semantic-recall-provider.js';
+export type { RecalledPassage, SemanticRecallProviderOptions } from './recall/semantic-recall-provider.js';
 export { createHashEmbedding } from './retrieval/hash-embedding.js';
 export type { HashEmbeddingOptions } from './retrieval/hash-embedding.js';
 export { InMemoryRetriever } from './retrieval/in-memory-retriever.js';
+export { InMemoryVectorIndex } from './retrieval/in-memory-vector-index.js';
+export type { InMemoryVectorIndexOptions } from './retrieval/in-memory-vector-index.js';
 export type { InMemoryRetrieverOptions, InMemoryScoring, RetrievalDocument } from './retrieval/in-memory-retriever.js';
 export type {
   Agent,

@@ -1,5 +1,11 @@
-import { InMemoryHistoryProvider, InMemorySessionStore, InMemoryWorkingMemoryStore } from '@ctx/core';
-import { describeHistoryProvider, describeHostedConcurrency, describeSessionStore, describeWorkingMemoryStore } from './index.js';
+import { InMemoryHistoryProvider, InMemorySessionStore, InMemoryVectorIndex, InMemoryWorkingMemoryStore } from '@ctx/core';
+import {
+  describeHistoryProvider,
+  describeHostedConcurrency,
+  describeSessionStore,
+  describeVectorIndex,
+  describeWorkingMemoryStore,
+} from './index.js';
 
 describeHistoryProvider('InMemoryHistoryProvider', {
   create: (options) => new InMemoryHistoryProvider(options),
@@ -19,4 +25,8 @@ describeHostedConcurrency('InMemorySessionStore with the default in-memory histo
 
 describeWorkingMemoryStore('InMemoryWorkingMemoryStore', {
   create: () => new InMemoryWorkingMemoryStore(),
+});
+
+describeVectorIndex('InMemoryVectorIndex', {
+  create: ({ dimensions }) => new InMemoryVectorIndex({ dimensions }),
 });

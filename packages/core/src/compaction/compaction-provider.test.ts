@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../errors.js';
+import { SemanticRecallProvider } from '../recall/semantic-recall-provider.js';
+import { createHashEmbedding } from '../retrieval/hash-embedding.js';
+import { InMemoryVectorIndex } from '../retrieval/in-memory-vector-index.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { Message } from '../messages/message.js';
 import type { AgentEvent } from '../spec/events.js';
@@ -8,7 +11,7 @@ import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
 import { CompactionProvider } from './compaction-provider.js';
 import { hasOrphans, isSummary } from './message-groups.js';
-import { slidingWindow, truncation } from './strategies.js';
+import { slidingWindow, toolResultCollapse, truncation } from './strategies.js';
 import { summarization, summaryInfo } from './summarization.js';
 
 const texts = (m: readonly Message[]) => m.map((x) => Message.text(x) || x.role);
@@ -215,5 +218,107 @@ describe('CompactionProvider', () => {
       },
     };
     await expect(createAgent({ client, compaction: aborting }).run('x', { signal: controller.signal })).rejects.toThrow();
+  });
+});
+
+describe('compaction with archive: true', () => {
+  const embeddings = createHashEmbedding();
+  const functionResults = (messages: readonly Message[]) => messages.flatMap((m) => m.contents).filter((c) => c.type === 'function-result');
+
+  /** Four turns, the first with a detail the summary leaves out, then a question about that detail answered with the recall tool. */
+  async function askAfterSummary(archive: boolean) {
+    const summarizer = new ScriptedChatClient({ replies: () => ({ text: 'The user shared some personal errands.' }) });
+    const index = new InMemoryVectorIndex();
+    const client = new ScriptedChatClient({
+      replies: (messages) =>
+        Message.text(messages.at(-1)!).startsWith('What was my locker code')
+          ? { toolCalls: [{ name: 'recall', arguments: { query: 'locker code at the gym' } }] }
+          : { text: 'noted' },
+    });
+    const agent = createAgent({
+      client,
+      contextProviders: [
+        new CompactionProvider({ strategy: summarization({ client: summarizer, keepRecentGroups: 1, archive }) }),
+        new SemanticRecallProvider({ embeddings, index, mode: 'tool', indexMessages: false }),
+      ],
+    });
+    const session = agent.createSession();
+    for (const text of ['My locker code at the gym is 4471.', 'I fly to Lisbon in March.', 'The plumber comes on Thursday.'])
+      await agent.run(text, { session });
+    await agent.run('What was my locker code at the gym?', { session });
+    const toolCall = client.calls.findIndex((c) => c.messages.some((m) => m.role === 'tool'));
+    return { client, index, session, answer: client.calls[toolCall]!.messages };
+  }
+
+  it('summarization archives what it replaces; the summary names the recall tool, which finds the summarized-away detail', async () => {
+    const { client, index, session, answer } = await askAfterSummary(true);
+    const summary = client.calls.at(-2)!.messages.find(isSummary)!;
+    expect(Message.text(summary)).not.toContain('4471');
+    expect(Message.text(summary)).toContain('archived: call the `recall` tool to search them');
+    expect(summaryInfo(summary)?.archived).toBe(true);
+    const [result] = functionResults(answer);
+    expect(JSON.stringify(result!.result)).toContain('My locker code at the gym is 4471.');
+    const archived = await index.getRange({ sessionId: session.sessionId, fromSequence: 0, toSequence: 1e6 });
+    expect(archived.length).toBeGreaterThan(0);
+    expect(archived.every((r) => r.kind === 'archive')).toBe(true);
+  });
+
+  it('without archive the summarized-away detail is gone and the summary promises nothing', async () => {
+    const { client, answer } = await askAfterSummary(false);
+    expect(Message.text(client.calls.at(-2)!.messages.find(isSummary)!)).not.toContain('archived');
+    expect(JSON.stringify(functionResults(answer)[0]!.result)).not.toContain('4471');
+  });
+
+  it('toolResultCollapse archives the full result; the marker says so and a later question recalls the part cut away', async () => {
+    const bulky = `${'Shipment log entry, nothing of note. '.repeat(20)}Tracking number for the blue parcel: ZX-90210.`;
+    const lookup = defineTool<{ id: string }>({
+      name: 'lookup',
+      description: 'Looks up a shipment.',
+      parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+      execute: ({ id }) => (id === 'blue' ? bulky : `Shipment ${id}: delivered.`),
+    });
+    let call = 0;
+    const client = new ScriptedChatClient({
+      replies: (messages) =>
+        messages.at(-1)!.role === 'user' && !Message.text(messages.at(-1)!).startsWith('What')
+          ? { toolCalls: [{ name: 'lookup', arguments: { id: call++ === 0 ? 'blue' : 'red' } }] }
+          : { text: 'done' },
+    });
+    const agent = createAgent({
+      client,
+      tools: [lookup],
+      contextProviders: [
+        new CompactionProvider({ strategy: toolResultCollapse({ keepRecent: 1, archive: true }) }),
+        new SemanticRecallProvider({ embeddings, scope: 'session', indexMessages: false }),
+      ],
+    });
+    const session = agent.createSession();
+    await agent.run('Check the blue shipment.', { session });
+    await agent.run('Check the red shipment.', { session });
+    await agent.run('What is the tracking number of the blue parcel?', { session });
+    const sent = client.calls.at(-1)!.messages;
+    const collapsed = functionResults(sent).find((c) => String(c.result).startsWith('[collapsed:'));
+    expect(String(collapsed!.result)).toContain('lookup result, archived: exact details are recalled when relevant');
+    expect(String(collapsed!.result)).not.toContain('ZX-90210');
+    const recalled = sent.find((m) => Message.source(m)?.sourceId === 'recall');
+    expect(Message.text(recalled!)).toContain('Tracking number for the blue parcel: ZX-90210.');
+  });
+
+  it('an archive that fails replaces nothing and is reported', async () => {
+    const summarizer = new ScriptedChatClient({ replies: () => ({ text: 'summary' }) });
+    const reports: string[] = [];
+    const strategy = summarization({ client: summarizer, keepRecentGroups: 1, archive: true });
+    const messages = ['a', 'b', 'c'].flatMap((x) => [Message.user(`q ${x}`), Message.assistant(`a ${x}`)]);
+    const out = await strategy.compact(messages, {
+      report: (d) => reports.push(d.code),
+      archive: {
+        store: async () => {
+          throw new Error('index down');
+        },
+      },
+    });
+    expect(out).toEqual(messages);
+    expect(reports).toEqual(['archive-failed']);
+    expect(summarizer.calls).toHaveLength(0);
   });
 });

@@ -1,7 +1,8 @@
 import { ConfigurationError } from '../errors.js';
 import { HistoryProvider } from '../history/history-provider.js';
 import type { Message } from '../messages/message.js';
-import type { CompactionStrategy } from '../spec/compaction-strategy.js';
+import { SemanticRecallProvider } from '../recall/semantic-recall-provider.js';
+import type { CompactionStrategy, CompactOptions } from '../spec/compaction-strategy.js';
 import type { ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
 import { dropLeadingResults } from './message-groups.js';
 import { runCompaction } from './run-compaction.js';
@@ -77,7 +78,7 @@ export class CompactionProvider implements ContextProvider {
     if (this.#rewrite && history.replaceMessages) {
       const state = session.stateOf(history.sourceId);
       const stored = await history.getMessages(context.sessionId, { state, signal });
-      const compacted = await runCompaction(this.#strategy, stored, { signal, report });
+      const compacted = await runCompaction(this.#strategy, stored, this.#rewriteOptions(args));
       if (same(stored, compacted)) return;
       await history.replaceMessages(context.sessionId, compacted, { state, signal });
       const window = history.maxMessages === undefined ? compacted : compacted.slice(-history.maxMessages);
@@ -90,13 +91,23 @@ export class CompactionProvider implements ContextProvider {
 
   async afterRun(args: ProviderRunArgs): Promise<void> {
     if (!this.#afterStore || args.context.error !== undefined) return; // a failed run stored nothing new
-    const { context, session, signal, report } = args;
+    const { context, session, signal } = args;
     const history = this.#historyOf(args);
     if (!history?.replaceMessages) return;
     const state = session.stateOf(history.sourceId);
     const stored = await history.getMessages(context.sessionId, { state, signal });
-    const compacted = await runCompaction(this.#strategy, stored, { signal, report });
+    const compacted = await runCompaction(this.#strategy, stored, this.#rewriteOptions(args));
     if (!same(stored, compacted)) await history.replaceMessages(context.sessionId, compacted, { state, signal });
+  }
+
+  /**
+   * Options of a compaction that rewrites stored history: with the archive of the run's first
+   * `SemanticRecallProvider`, so a strategy with `archive: true` keeps what it replaces findable.
+   */
+  #rewriteOptions(args: ProviderRunArgs): CompactOptions {
+    const { signal, report } = args;
+    const recall = args.agent.contextProviders.find((p) => SemanticRecallProvider.isInstance(p));
+    return { signal, report, ...(recall ? { archive: recall.archiveFor(args) } : {}) };
   }
 
   #historyOf(args: ProviderRunArgs): HistoryProvider | undefined {

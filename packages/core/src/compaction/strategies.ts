@@ -1,5 +1,5 @@
 import { checkInteger, checkPositiveNumber } from '../backend/checks.js';
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError, describe } from '../errors.js';
 import type { Message } from '../messages/message.js';
 import type { CompactionStrategy } from '../spec/compaction-strategy.js';
 import type { Content, FunctionResultContent } from '../spec/message.js';
@@ -138,6 +138,13 @@ export interface ToolResultCollapseOptions extends StrategyOptions {
   minChars?: number;
   /** Characters of the start of each collapsed result that are kept, so the model keeps the gist. Default 160; 0 keeps none. */
   gistChars?: number;
+  /**
+   * Keep the full results findable: the tool messages collapsed go to the run's recall index
+   * (`CompactOptions.archive`, which `CompactionProvider` sets when the run has a
+   * `SemanticRecallProvider`) before they are collapsed, and the marker says the result can be
+   * searched. When archiving fails nothing is collapsed (`archive-failed` is reported). Default false.
+   */
+  archive?: boolean;
 }
 
 /**
@@ -156,19 +163,60 @@ export function toolResultCollapse(options: ToolResultCollapseOptions = {}): Com
   const keepRecent = checkInteger('toolResultCollapse', 'keepRecent', options.keepRecent ?? 1, 0);
   const minChars = checkInteger('toolResultCollapse', 'minChars', options.minChars ?? 200, 0);
   const gistChars = checkInteger('toolResultCollapse', 'gistChars', options.gistChars ?? 160, 0);
+  const plain = collapseResults({ keepRecent, minChars, gistChars, includeCurrentTurn: options.includeCurrentTurn === true }, '');
+  if (!options.archive) return grouped(options, plain);
+  const byNote = new Map<string, GroupedCompact>();
+  return withTrigger(options, {
+    async compact(messages, compactOptions) {
+      const { archive, signal, report } = compactOptions;
+      if (!archive) return plain(messages, groupMessages(messages)).messages;
+      const note = archive.toolName
+        ? `, archived: call the \`${archive.toolName}\` tool to search it for exact details`
+        : ', archived: exact details are recalled when relevant';
+      let run = byNote.get(note);
+      if (!run)
+        byNote.set(
+          note,
+          (run = collapseResults({ keepRecent, minChars, gistChars, includeCurrentTurn: options.includeCurrentTurn === true }, note)),
+        );
+      const out = run(messages, groupMessages(messages)).messages;
+      const replaced = messages.filter((m, i) => out[i] !== m);
+      if (!replaced.length) return out;
+      try {
+        await archive.store(replaced, signal ? { signal } : {});
+      } catch (error) {
+        if (signal?.aborted) throw error;
+        report?.({
+          code: 'archive-failed',
+          message: `Archiving ${replaced.length} tool messages failed, so their results were not collapsed: ${describe(error)}`,
+          error,
+        });
+        return [...messages];
+      }
+      return out;
+    },
+  });
+}
+
+/** The grouped form of `toolResultCollapse`; `note` follows the size in each marker. */
+function collapseResults(
+  options: { keepRecent: number; minChars: number; gistChars: number; includeCurrentTurn: boolean },
+  note: string,
+): GroupedCompact {
+  const { keepRecent, minChars, gistChars } = options;
   const large = (c: Content): c is FunctionResultContent => c.type === 'function-result' && size(c) >= minChars && !isCollapsed(c);
-  const key = `${minChars}/${gistChars}`;
+  const key = `${minChars}/${gistChars}/${note}`;
   const made = collapsedByOptions.get(key) ?? new WeakMap<readonly Content[], Content[] | null>();
   collapsedByOptions.set(key, made);
   const collapsedContents = (contents: readonly Content[]): Content[] | null => {
     let out = made.get(contents);
     if (out === undefined) {
-      out = contents.some(large) ? contents.map((c) => (large(c) ? collapse(c, gistChars) : c)) : null;
+      out = contents.some(large) ? contents.map((c) => (large(c) ? collapse(c, gistChars, note) : c)) : null;
       made.set(contents, out);
     }
     return out;
   };
-  return grouped(options, (messages, groups) => {
+  return (messages, groups) => {
     const exchanges = groups.filter((g) => g.kind === 'tool-exchange');
     const current = options.includeCurrentTurn ? new Set<MessageGroup>() : new Set(splitProtected(groups).recent);
     const replaced = new Map<Message, Message>();
@@ -189,7 +237,7 @@ export function toolResultCollapse(options: ToolResultCollapseOptions = {}): Com
     }
     if (!replaced.size) return { messages: [...messages], groups };
     return { messages: messages.map((m) => replaced.get(m) ?? m), groups: groups.map((g) => regrouped.get(g) ?? g) };
-  });
+  };
 }
 
 function resultText(c: FunctionResultContent): string {
@@ -204,9 +252,9 @@ function isCollapsed(c: FunctionResultContent): boolean {
   return typeof c.result === 'string' && c.result.startsWith('[collapsed:');
 }
 
-function collapse(c: FunctionResultContent, gistChars: number): FunctionResultContent {
+function collapse(c: FunctionResultContent, gistChars: number, note: string): FunctionResultContent {
   const text = resultText(c);
-  const what = `${text.length.toLocaleString('en-US')} characters of ${c.name ?? 'tool'} result`;
+  const what = `${text.length.toLocaleString('en-US')} characters of ${c.name ?? 'tool'} result${note}`;
   const gist = text.slice(0, gistChars);
   return { ...c, result: gist ? `[collapsed: ${what}; the first ${gist.length} follow]\n${gist}…` : `[collapsed: ${what}]` };
 }

@@ -13,6 +13,8 @@ export interface SummaryInfo {
   replaces: string[];
   /** When the summary was made (ISO 8601). */
   createdAt: string;
+  /** Set when the messages it replaces were archived (`archive: true`), so they can still be searched. */
+  archived?: true;
 }
 
 /** Options of `summarization`. */
@@ -32,6 +34,20 @@ export interface SummarizationOptions {
    * Default: none, the messages stay as they were. Either way a `summary-failed` diagnostic is reported.
    */
   fallback?: CompactionStrategy;
+  /**
+   * Keep the messages a summary replaces findable: they go to the run's recall index
+   * (`CompactOptions.archive`, which `CompactionProvider` sets when the run has a
+   * `SemanticRecallProvider`) before the summary replaces them, and the summary says they can be
+   * searched. When archiving fails nothing is summarized (`archive-failed` is reported). Default false.
+   */
+  archive?: boolean;
+}
+
+/** The note a summary carries when what it replaces was archived. */
+export function archiveNote(what: string, toolName: string | undefined): string {
+  return toolName
+    ? `(${what} archived: call the \`${toolName}\` tool to search them for exact details.)`
+    : `(${what} archived: exact details are recalled when relevant.)`;
 }
 
 const DEFAULT_INSTRUCTIONS =
@@ -73,6 +89,23 @@ export function summarization(options: SummarizationOptions): CompactionStrategy
         compactOptions.report?.({ code: 'summary-failed', message, ...(error === undefined ? {} : { error }) });
         return options.fallback ? options.fallback.compact(messages, compactOptions) : [...messages];
       };
+      const archive = options.archive ? compactOptions.archive : undefined;
+      if (archive) {
+        try {
+          await archive.store(
+            foldedMessages.filter((m) => !isSummary(m)),
+            signal ? { signal } : {},
+          );
+        } catch (error) {
+          if (signal?.aborted) throw error;
+          compactOptions.report?.({
+            code: 'archive-failed',
+            message: `Archiving ${foldedMessages.length} messages failed, so they were not summarized: ${describe(error)}`,
+            error,
+          });
+          return [...messages];
+        }
+      }
       let text: string;
       try {
         const response = await options.client.getResponse([Message.user(transcript(foldedMessages, maxResultChars))], {
@@ -89,8 +122,10 @@ export function summarization(options: SummarizationOptions): CompactionStrategy
       }
       if (!text) return failed(`The summarizer answered with blank text, so ${foldedMessages.length} messages were not summarized.`);
       const replaces = foldedMessages.flatMap((m) => summaryInfo(m)?.replaces ?? [m.id]);
-      const summary = Message.system(`Summary of the earlier conversation:\n${text}`, {
-        metadata: { ctx: { sourceId: 'compaction', sourceType: 'context', summary: { replaces, createdAt: isoNow() } } },
+      const note = archive ? `\n\n${archiveNote('The messages this summary replaces are', archive.toolName)}` : '';
+      const info = { replaces, createdAt: isoNow(), ...(archive ? { archived: true } : {}) };
+      const summary = Message.system(`Summary of the earlier conversation:\n${text}${note}`, {
+        metadata: { ctx: { sourceId: 'compaction', sourceType: 'context', summary: info } },
       });
       return [...flattenGroups([...system, ...compacted]), summary, ...flattenGroups([...older.slice(cut), ...recent])];
     },
@@ -103,7 +138,11 @@ function transcript(messages: readonly Message[], maxResultChars: number): strin
   for (const m of messages) {
     const summary = summaryInfo(m);
     if (summary) {
-      lines.push(`[earlier summary] ${Message.text(m).replace(/^Summary of the earlier conversation:\n/, '')}`);
+      lines.push(
+        `[earlier summary] ${Message.text(m)
+          .replace(/^Summary of the earlier conversation:\n/, '')
+          .replace(/\n\n\(The messages this summary replaces are archived: [^\n]*\)$/, '')}`,
+      );
       continue;
     }
     for (const c of m.contents) {

@@ -10,6 +10,23 @@ export interface CompactOptions {
    * could not honour. Never put message text in it.
    */
   report?: (diagnostic: ProviderDiagnostic) => void;
+  /**
+   * Where a strategy made with `archive: true` keeps the messages it replaces, so they stay
+   * findable. Set by `CompactionProvider` when it rewrites stored history and the run has a
+   * `SemanticRecallProvider`; absent otherwise (the originals then stay in the stored history).
+   */
+  archive?: CompactionArchive;
+}
+
+/** A store for the messages compaction replaces: the recall index of a `SemanticRecallProvider`. */
+export interface CompactionArchive {
+  /**
+   * Keeps `messages` (the originals a strategy is about to replace) findable. Resolves once they are
+   * stored; a strategy that sees it reject replaces nothing, so nothing is lost.
+   */
+  store(messages: readonly Message[], options: { signal?: AbortSignal }): Promise<void>;
+  /** The tool the model searches the archive with, when the run offers one (e.g. `recall`). */
+  readonly toolName?: string;
 }
 
 /**

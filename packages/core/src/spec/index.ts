@@ -11,7 +11,7 @@ export type {
   ToolChoice,
   Usage,
 } from './chat-client.js';
-export type { CompactOptions, CompactionStrategy } from './compaction-strategy.js';
+export type { CompactionArchive, CompactOptions, CompactionStrategy } from './compaction-strategy.js';
 export type { EmbeddingGenerator } from './embedding-generator.js';
 export type { AgentEvent, EventHandler, ProviderPhase, WarningCode } from './events.js';
 export type { ClearHistoryArgs, ForkHistoryArgs, GetHistoryArgs, HistoryTurn, PopHistoryArgs, SaveHistoryArgs } from './history.js';
@@ -72,3 +72,14 @@ export type {
   WorkingMemoryKey,
   WorkingMemoryStore,
 } from './working-memory-store.js';
+export type {
+  IndexedMessage,
+  VectorDeleteTarget,
+  VectorIndex,
+  VectorIndexCallOptions,
+  VectorMatch,
+  VectorQuery,
+  VectorRange,
+  VectorRecord,
+  VectorScope,
+} from './vector-index.js';

@@ -1,0 +1,218 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigurationError } from '../errors.js';
+import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
+import { Message } from '../messages/message.js';
+import { createHashEmbedding } from '../retrieval/hash-embedding.js';
+import { InMemoryVectorIndex } from '../retrieval/in-memory-vector-index.js';
+import { createAgent } from '../run/create-agent.js';
+import { InMemorySessionStore } from '../session/in-memory-session-store.js';
+import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
+import type { AgentEvent } from '../spec/events.js';
+import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
+import { SemanticRecallProvider } from './semantic-recall-provider.js';
+
+const embeddings = createHashEmbedding();
+const recalled = (messages: readonly Message[]) => messages.filter((m) => Message.source(m)?.sourceId === 'recall');
+const echo = () => new ScriptedChatClient({ replies: () => ({ text: 'noted' }) });
+
+const TURNS = [
+  'My locker code at the gym is 4471, please remember it.',
+  'I am planning a trip to Lisbon in March.',
+  'The plumber comes on Thursday at noon.',
+  'My favourite tea is smoked lapsang souchong.',
+];
+
+describe('SemanticRecallProvider, before mode', () => {
+  it('brings back a message outside the window, with its neighbour and when it was said, after the history and before the input', async () => {
+    const client = echo();
+    const index = new InMemoryVectorIndex();
+    const agent = createAgent({
+      client,
+      contextProviders: [
+        new InMemoryHistoryProvider({ maxMessages: 2 }),
+        new SemanticRecallProvider({ embeddings, index, scope: 'session' }),
+      ],
+    });
+    const session = agent.createSession();
+    for (const text of TURNS) await agent.run(text, { session });
+    await agent.run('What was my locker code at the gym?', { session });
+
+    const sent = client.calls.at(-1)!.messages;
+    const [message] = recalled(sent);
+    expect(recalled(sent)).toHaveLength(1);
+    const text = Message.text(message!);
+    expect(text).toContain('user: My locker code at the gym is 4471');
+    expect(text).toContain('assistant: noted'); // the neighbour that followed it
+    expect(text).toMatch(/\[\d{4}-\d\d-\d\d \d\d:\d\d UTC\] user: My locker code/);
+    expect(text).toContain('Earlier in this conversation');
+    expect(text).not.toContain('smoked lapsang'); // in the window: never recalled
+    // Per-run placement: after the history, right before the input.
+    const sources = sent.map((m) => Message.source(m)?.sourceId);
+    expect(sources.slice(-4)).toEqual(['memory', 'memory', 'recall', 'input']);
+    expect(message!.metadata?.recall).toEqual([{ sessionId: session.sessionId, messageIds: expect.any(Array), score: expect.any(Number) }]);
+    expect(index.size).toBe(TURNS.length * 2 + 2);
+  });
+
+  it('recalls nothing that is already in the window', async () => {
+    const client = echo();
+    const agent = createAgent({
+      client,
+      contextProviders: [new InMemoryHistoryProvider(), new SemanticRecallProvider({ embeddings, scope: 'session' })],
+    });
+    const session = agent.createSession();
+    for (const text of TURNS) await agent.run(text, { session });
+    await agent.run('What was my locker code at the gym?', { session });
+    expect(recalled(client.calls.at(-1)!.messages)).toEqual([]);
+  });
+
+  it('fills topK from outside the window even when the closest matches are in it', async () => {
+    const client = echo();
+    const agent = createAgent({
+      client,
+      contextProviders: [
+        new InMemoryHistoryProvider({ maxMessages: 2 }),
+        new SemanticRecallProvider({ embeddings, scope: 'session', topK: 1, messageRange: 0 }),
+      ],
+    });
+    const session = agent.createSession();
+    await agent.run('The gym locker code was 4471 last year.', { session });
+    await agent.run('My gym locker code is 5000 now, the gym locker code changed.', { session });
+    await agent.run('What is my gym locker code?', { session });
+    const text = Message.text(recalled(client.calls.at(-1)!.messages)[0]!);
+    expect(text).toContain('4471');
+    expect(text).not.toContain('5000');
+  });
+
+  it("user scope recalls from the user's other sessions, never from another user's", async () => {
+    const client = echo();
+    const index = new InMemoryVectorIndex();
+    const agent = createAgent({ client, contextProviders: [new SemanticRecallProvider({ embeddings, index, messageRange: 0 })] });
+    await agent.run('My locker code at the gym is 4471.', { session: agent.createSession({ userId: 'alice' }) });
+    await agent.run('My locker code at the gym is 9902.', { session: agent.createSession({ userId: 'bob' }) });
+    await agent.run('What is my locker code at the gym?', { session: agent.createSession({ userId: 'alice' }) });
+    const text = Message.text(recalled(client.calls.at(-1)!.messages)[0]!);
+    expect(text).toContain('From an earlier conversation');
+    expect(text).toContain('4471');
+    expect(text).not.toContain('9902');
+  });
+
+  it('indexes the turn as the agent redacts it, never the raw text', async () => {
+    const index = new InMemoryVectorIndex();
+    const agent = createAgent({
+      client: echo(),
+      contextProviders: [new SemanticRecallProvider({ embeddings, index, scope: 'session' })],
+      redact: (messages) =>
+        messages.map((m) => ({
+          ...m,
+          contents: m.contents.map((c) => (c.type === 'text' ? { ...c, text: c.text.replace(/\S+@\S+/g, '[email]') } : c)),
+        })),
+    });
+    const session = agent.createSession();
+    await agent.run('Write to me at ana@example.org about the invoice.', { session });
+    const stored = await index.getRange({ sessionId: session.sessionId, fromSequence: 0, toSequence: 10 });
+    expect(stored.map((r) => [r.role, r.text])).toEqual([
+      ['user', 'Write to me at [email] about the invoice.'],
+      ['assistant', 'noted'],
+    ]);
+  });
+
+  it('deleteSession removes the session vectors; deleteUserData removes every vector of the user', async () => {
+    const index = new InMemoryVectorIndex();
+    const agent = createAgent({
+      client: echo(),
+      sessionStore: new InMemorySessionStore(),
+      contextProviders: [new SemanticRecallProvider({ embeddings, index })],
+    });
+    const a1 = agent.createSession({ userId: 'alice' });
+    const a2 = agent.createSession({ userId: 'alice' });
+    const b1 = agent.createSession({ userId: 'bob' });
+    for (const s of [a1, a2, b1]) {
+      await agent.run('Remember the parcel number 881.', { session: s });
+      await agent.saveSession(s);
+    }
+    expect(index.size).toBe(6);
+    await agent.deleteSession(a1.sessionId);
+    expect(await index.getRange({ sessionId: a1.sessionId, fromSequence: 0, toSequence: 10 })).toEqual([]);
+    expect(index.size).toBe(4);
+    await agent.deleteUserData('alice');
+    expect(index.size).toBe(2);
+    expect(await index.query({ vector: (await embeddings.embed(['parcel']))[0]!, topK: 5, filter: { userId: 'bob' } })).toHaveLength(2);
+  });
+
+  it('an embedding model that fails leaves the run without recall, reported, and the run answers', async () => {
+    let calls = 0;
+    const failing: EmbeddingGenerator = {
+      embed: async () => {
+        calls++;
+        throw new Error('embedding service down');
+      },
+    };
+    const events: AgentEvent[] = [];
+    const agent = createAgent({
+      client: echo(),
+      onEvent: (e) => events.push(e),
+      contextProviders: [new SemanticRecallProvider({ embeddings: failing })],
+    });
+    const response = await agent.run('What was my locker code?', { session: agent.createSession() });
+    expect(response.text).toBe('noted');
+    expect(calls).toBe(1);
+    expect(events.filter((e) => e.type === 'provider-skipped' && e.sourceId === 'recall')).toHaveLength(1);
+  });
+
+  it('an index that fails while storing the turn is reported and the run still answers', async () => {
+    const index = new InMemoryVectorIndex();
+    index.upsert = async () => {
+      throw new Error('index unreachable');
+    };
+    const events: AgentEvent[] = [];
+    const agent = createAgent({
+      client: echo(),
+      onEvent: (e) => events.push(e),
+      contextProviders: [new SemanticRecallProvider({ embeddings, index })],
+    });
+    const response = await agent.run('Remember the parcel number 881.', { session: agent.createSession() });
+    expect(response.text).toBe('noted');
+    expect(events.filter((e) => e.type === 'provider-skipped' && e.sourceId === 'recall')).toHaveLength(1);
+  });
+
+  it('an embedding model that never answers is abandoned at timeoutMs, and an abort ends the run at once', async () => {
+    const hanging: EmbeddingGenerator = { embed: () => new Promise(() => {}) };
+    const agent = createAgent({ client: echo(), contextProviders: [new SemanticRecallProvider({ embeddings: hanging, timeoutMs: 20 })] });
+    expect((await agent.run('hello', { session: agent.createSession() })).text).toBe('noted');
+
+    const patient = createAgent({ client: echo(), contextProviders: [new SemanticRecallProvider({ embeddings: hanging })] });
+    const controller = new AbortController();
+    const run = patient.run('hello', { session: patient.createSession(), signal: controller.signal });
+    const reason = new Error('user left');
+    controller.abort(reason);
+    await expect(run).rejects.toBe(reason);
+  });
+
+  it('refuses bad options with a ConfigurationError naming the option', () => {
+    expect(() => new SemanticRecallProvider({ embeddings, topK: 0 })).toThrow(/topK must be an integer from 1/);
+    expect(() => new SemanticRecallProvider({ embeddings, messageRange: 21 })).toThrow(ConfigurationError);
+    expect(() => new SemanticRecallProvider({ embeddings, scope: 'team' as 'user' })).toThrow(/scope must be/);
+    expect(() => new SemanticRecallProvider({} as never)).toThrow(/needs `embeddings`/);
+  });
+});
+
+describe('SemanticRecallProvider, tool mode', () => {
+  it('offers a recall tool; the model finds a message said in an earlier session', async () => {
+    const index = new InMemoryVectorIndex();
+    const provider = new SemanticRecallProvider({ embeddings, index, mode: 'tool' });
+    const first = createAgent({ client: echo(), contextProviders: [provider] });
+    await first.run('The plumber comes on Thursday at noon.', { session: first.createSession({ userId: 'u1' }) });
+
+    const client = new ScriptedChatClient({
+      replies: [{ toolCalls: [{ name: 'recall', arguments: { query: 'when does the plumber come' } }] }, { text: 'Thursday at noon.' }],
+    });
+    const agent = createAgent({ client, contextProviders: [provider] });
+    await agent.run('When is the plumber coming?', { session: agent.createSession({ userId: 'u1' }) });
+    expect(client.calls[0]!.options.tools?.map((t) => t.name)).toEqual(['recall']);
+    expect(recalled(client.calls[0]!.messages)).toEqual([]); // nothing injected in tool mode
+    const result = client.calls[1]!.messages.flatMap((m) => m.contents).find((c) => c.type === 'function-result');
+    const { results } = result!.result as { results: { sessionId: string; messages: { role: string; text: string; said: string }[] }[] };
+    expect(results[0]!.messages.map((m) => m.text)).toEqual(['The plumber comes on Thursday at noon.', 'noted']);
+    expect(results[0]!.messages[0]!.said).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+});
