@@ -10,7 +10,7 @@ import {
   type PopHistoryArgs,
   type SaveHistoryArgs,
 } from '@ctx/core';
-import { checkId, checkInteger, checkSessionId, messageIdConflict, sameMessageContent, shortId } from '@ctx/core/backend';
+import { checkHistoryBatch, checkId, checkInteger, checkSessionId, messageIdConflict, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { historyKeys, type HistoryKeys } from './keys.js';
 import { ABSENT, BAD_ENTRY, BAD_IDS, CONFLICT, FORK_SCRIPT, NOT_EMPTY, PAGE_SCRIPT, POP_SCRIPT, SAVE_SCRIPT } from './scripts.js';
@@ -235,7 +235,6 @@ export class RedisHistoryProvider extends HistoryProvider {
     report?: SaveHistoryArgs['report'],
   ): Promise<number> {
     const keys = this.keys(sessionId);
-    if (!Array.isArray(messages)) throw new SessionStateError('$.messages', 'must be an array');
     const inputIds = [...new Set(turn?.inputIds ?? [])];
     const args: string[] = [
       mode,
@@ -245,21 +244,11 @@ export class RedisHistoryProvider extends HistoryProvider {
       turn?.opens ? '1' : '0',
       ...inputIds,
     ];
-    const batch = new Map<string, Message>();
-    const indexes: number[] = [];
-    for (let i = 0; i < messages.length; i++) {
-      const m = messages[i]!;
-      // What is stored must read back as what was saved: Message.parse refuses what JSON.stringify would change.
-      Message.parse(m, `$.messages[${i}]`);
-      if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
-      const earlier = batch.get(m.id);
-      if (earlier !== undefined) {
-        if (!sameMessageContent(earlier, m))
-          throw messageIdConflict({ sourceId: this.sourceId, sessionId, messageId: m.id, index: i, batchSize: messages.length, report });
-        continue;
-      }
-      batch.set(m.id, m);
-      indexes.push(i);
+    // What is stored must read back as what was saved: the check refuses what JSON.stringify would change.
+    const { messages: batch, indexes } = checkHistoryBatch(sessionId, messages, { sourceId: this.sourceId, report });
+    for (let j = 0; j < batch.length; j++) {
+      const m = batch[j]!;
+      const i = indexes[j]!;
       const text = JSON.stringify(m);
       this.#connection.checkValueSize(text, `$.messages[${i}]`, `Message ${shortId(m.id)}`);
       args.push(m.id, text);

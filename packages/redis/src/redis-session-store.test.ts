@@ -145,6 +145,8 @@ for (const [topology, connect] of [
         const error = await store.get(sessionId).catch((e: unknown) => e);
         expect(SessionStateError.isInstance(error)).toBe(true);
         expect((error as SessionStateError).path).toBe(`redis:${key}.version`);
+        expect((error as SessionStateError).sessionId).toBe(sessionId);
+        expect((error as Error).message).toContain(`of session ${JSON.stringify(sessionId)} at redis:${key}.version`);
         await client.hset(key, 'json', '{oops');
         expect(((await store.get(sessionId).catch((e: unknown) => e)) as SessionStateError).path).toBe(`redis:${key}`);
       });

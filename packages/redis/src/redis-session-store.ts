@@ -457,7 +457,7 @@ function readSession(key: string, sessionId: string, json: string | null, etag: 
     session = parseSessionJson(json);
   } catch (error) {
     if (!SessionStateError.isInstance(error)) throw error;
-    throw new SessionStateError(`redis:${key}${error.path.slice(1)}`, error.problem, { cause: error });
+    throw new SessionStateError(`redis:${key}${error.path.slice(1)}`, error.problem, { cause: error, sessionId });
   }
   if (session.sessionId !== sessionId) {
     throw new SessionStateError(`redis:${key}.sessionId`, `holds session ${shortId(session.sessionId)}, not ${shortId(sessionId)}`);
