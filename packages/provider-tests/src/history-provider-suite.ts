@@ -4,6 +4,7 @@ import {
   createAgent,
   defineTool,
   HistoryProvider,
+  InvalidInputError,
   Message,
   type Agent,
   type AgentResponse,
@@ -36,7 +37,12 @@ export interface HistoryProviderCapabilities {
    * with the same id sees it.
    */
   keepsHistoryInSession?: boolean;
-  /** The longest session id the backend accepts; longer hostile ids are left out. Default: no limit. */
+  /**
+   * The longest session id (in UTF-16 code units) the backend stores. A longer hostile id must be
+   * refused by `saveMessages` with `InvalidInputError` naming the limit, never stored cut or changed
+   * (the hostile-id test checks it), and is left out of the other tests. Default: no limit, so every
+   * hostile id must be stored and read back exactly.
+   */
   maxSessionIdLength?: number;
   /**
    * `saveMessages` honours `SaveHistoryArgs.turn`: the opening batch of a turn replaces a stored
@@ -698,6 +704,14 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
             `user:direct #${i}`,
           ]);
           expect(texts(await load(provider, session, 1)), `session id ${describeId(session.sessionId)}`).toEqual([`user:direct #${i}`]);
+        }
+        for (const id of HOSTILE_SESSION_IDS.filter((id) => id.length > capabilities.maxSessionIdLength)) {
+          const error = await expectRejection(
+            provider.saveMessages(id, [Message.user('over the limit')], { state: {} }),
+            InvalidInputError.isInstance,
+            `saveMessages for session ${describeId(id)}, longer than maxSessionIdLength`,
+          );
+          expect((error as Error).message, 'the refusal names the limit').toContain(String(capabilities.maxSessionIdLength));
         }
       });
     });
