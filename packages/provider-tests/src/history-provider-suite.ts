@@ -1136,6 +1136,41 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
       );
 
       test(
+        'a save abandoned when its signal aborts leaves the batch whole or absent, and its retry stores it once',
+        async () => {
+          // A write abandoned at its deadline can still commit on the server: the caller sees a
+          // failure and retries. Whatever point the abort hits, a read must never show part of the
+          // batch, and after the retry the batch is stored exactly once, whole and in order.
+          const provider = await make();
+          const session = new AgentSession();
+          const state = session.stateOf(provider.sourceId);
+          await save(provider, session, [Message.user('before')]);
+          const expected = [Message.user('before')].map((m) => Message.text(m));
+          const points = ['at once', 'after a microtask', 'after a macrotask', 'never'] as const;
+          for (const point of points) {
+            const batch = Array.from({ length: 20 }, (_, i) => Message.user(`${point} #${i}`));
+            const controller = new AbortController();
+            const pending = provider.saveMessages(session.sessionId, batch, { state, signal: controller.signal });
+            if (point === 'after a microtask') await Promise.resolve();
+            if (point === 'after a macrotask') await new Promise((resolve) => setImmediate(resolve));
+            if (point !== 'never') controller.abort(new Error(`abandoned ${point}`));
+            await pending.then(
+              () => {},
+              () => {},
+            );
+            const ids = new Set(batch.map((m) => m.id));
+            const seen = (await load(provider, session)).filter((m) => ids.has(m.id)).length;
+            expect([0, batch.length], `messages of the batch abandoned ${point} a read shows`).toContain(seen);
+            await provider.saveMessages(session.sessionId, batch, { state });
+            expected.push(...batch.map((m) => Message.text(m)));
+            const stored = (await load(provider, session)).map((m) => Message.text(m));
+            expect(stored, `after the retry of the batch abandoned ${point}`).toEqual(expected);
+          }
+        },
+        !capabilities.dedupesByMessageId,
+      );
+
+      test(
         'a retried batch that overlaps the stored tail stores only the new messages',
         async () => {
           const provider = await make();

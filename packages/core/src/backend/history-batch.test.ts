@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, SessionStateError } from '../errors.js';
-import { Message } from '../messages/message.js';
+import type { Message } from '../messages/message.js';
 import type { ProviderDiagnostic } from '../spec/run-view.js';
 import { checkHistoryBatch } from './history-batch.js';
 
