@@ -149,8 +149,8 @@ export class RedisSessionStore implements SessionStore {
    *   Map, Date, `undefined`, an array as a state slot, a cycle, nesting past core's limit, JSON
    *   text instead of the object), naming the path; nothing is written.
    * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
-   * @throws InvalidInputError for a session id holding a lone UTF-16 surrogate (not well-formed
-   *   Unicode: UTF-8 text cannot hold it), before any round trip.
+   * @throws InvalidInputError for a session id or `metadata.userId` holding a lone UTF-16 surrogate
+   *   (not well-formed Unicode: UTF-8 text cannot hold it), before any round trip.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`. On a cluster the
    *   session may have been written and a listing entry not: the message (of this error, or of a
    *   `SessionStateError` for a listing key of the wrong type) then says so.
@@ -158,11 +158,16 @@ export class RedisSessionStore implements SessionStore {
   async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
     // Checked as get will check it, and stored as checked: what is written is what get reads back.
     const json = checkSessionForWrite(session);
-    const lone = LONE_SURROGATE.exec(json.sessionId);
-    if (lone) {
-      throw new InvalidInputError(
-        `Session id ${shortId(json.sessionId)} holds a lone UTF-16 surrogate at index ${lone.index}: Redis keeps the session ids of its listings as UTF-8 text, where a lone surrogate becomes U+FFFD and meets other ids. Use session ids of well-formed Unicode. Nothing was stored.`,
-      );
+    for (const [what, id] of [
+      ['Session id', json.sessionId],
+      ['userId', json.metadata.userId],
+    ] as const) {
+      const lone = id === undefined ? null : LONE_SURROGATE.exec(id);
+      if (lone) {
+        throw new InvalidInputError(
+          `${what} ${shortId(id!)} of session ${shortId(json.sessionId)} holds a lone UTF-16 surrogate at index ${lone.index}: Redis keeps the ids of its listings as UTF-8 text, where a lone surrogate becomes U+FFFD and meets other ids. Use ids of well-formed Unicode. Nothing was stored.`,
+        );
+      }
     }
     const { ifMatch } = options;
     const mode = ifMatch === undefined ? 'any' : ifMatch === null ? 'absent' : 'match';
