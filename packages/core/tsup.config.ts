@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
@@ -15,4 +16,15 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   target: 'node20',
+  esbuildPlugins: [
+    {
+      // The CommonJS build loads the optional peer of @ctx/core/json-schema with require() (no top-level await there).
+      name: 'json-schema-peer-cjs',
+      setup(build) {
+        // tsup builds CommonJS with splitting as ESM then converts it, so the format tells nothing: the extension does.
+        if (build.initialOptions.outExtension?.['.js'] !== '.cjs') return;
+        build.onResolve({ filter: /^\.\/load-peer\.js$/ }, (args) => ({ path: join(args.resolveDir, 'load-peer.cjs.ts') }));
+      },
+    },
+  ],
 });

@@ -53,11 +53,27 @@ export class SessionStateError extends CtxError {
   readonly path: string;
   /** What is wrong there. */
   readonly problem: string;
-  constructor(path: string, problem: string, options?: { cause?: unknown }) {
-    super(`Invalid session data at ${path}: ${problem}`, options);
+  /** The session the data belongs to, when the code that found the problem knew it. */
+  readonly sessionId: string | undefined;
+  /** `options.sessionId` names the session in the message (quoted and shortened, ids only). */
+  constructor(path: string, problem: string, options?: { cause?: unknown; sessionId?: string | undefined }) {
+    const session = options?.sessionId === undefined ? '' : ` of session ${JSON.stringify(truncate(options.sessionId))}`;
+    super(`Invalid session data${session} at ${path}: ${problem}`, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'SessionStateError';
     this.path = path;
     this.problem = problem;
+    this.sessionId = options?.sessionId;
+  }
+
+  /**
+   * This error naming `sessionId` (a new error with the same path, problem and cause), or this one
+   * as it is when it names a session already or `sessionId` is undefined.
+   */
+  inSession(sessionId: string | undefined): SessionStateError {
+    if (sessionId === undefined || this.sessionId !== undefined) return this;
+    const named = new SessionStateError(this.path, this.problem, { cause: this.cause, sessionId });
+    named.stack = this.stack?.replace(this.message, named.message);
+    return named;
   }
   static override isInstance(error: unknown): error is SessionStateError {
     return hasMarker(error, SESSION_STATE);

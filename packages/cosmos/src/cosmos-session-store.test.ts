@@ -174,6 +174,8 @@ describe('CosmosSessionStore', () => {
     const version = (await store.get('victim').catch((e: unknown) => e)) as SessionStateError;
     expect(SessionStateError.isInstance(version)).toBe(true);
     expect(version.path).toBe(`cosmos:${databaseId}/${store.container.id}["victim"].session.version`);
+    expect(version.sessionId).toBe('victim');
+    expect(version.message).toContain('of session "victim" at cosmos:');
     await store.container.item('victim', 'victim').replace({ ...resource, sessionId: 'intruder' });
     const wrong = (await store.get('victim').catch((e: unknown) => e)) as SessionStateError;
     expect(wrong.path).toBe(`cosmos:${databaseId}/${store.container.id}["victim"].sessionId`);

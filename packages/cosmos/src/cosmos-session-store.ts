@@ -305,7 +305,7 @@ export class CosmosSessionStore implements SessionStore {
       json = parseSessionJson(item.session);
     } catch (error) {
       if (!SessionStateError.isInstance(error)) throw error;
-      throw new SessionStateError(`${path}.session${error.path.slice(1)}`, error.problem, { cause: error });
+      throw new SessionStateError(`${path}.session${error.path.slice(1)}`, error.problem, { cause: error, sessionId });
     }
     if (json.sessionId !== sessionId) {
       throw new SessionStateError(

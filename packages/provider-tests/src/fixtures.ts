@@ -2,12 +2,39 @@ import { generateId, type JsonObject, type Message } from '@ctx/core';
 import { expect } from 'vitest';
 
 /**
+ * 4096 characters that do not compress (a fixed pseudo-random sequence of printable ASCII and
+ * two-byte and three-byte characters, about 5.8 KB of UTF-8): an index that only holds a 4 KB id
+ * because it compresses `x` repeated fails on it.
+ */
+function incompressibleId(length: number): string {
+  const pool = [
+    ...'!#$&()+,-.0123456789;=@ABCDEFGHIJKLMNOPQRSTUVWXYZ[]^_`abcdefghijklmnopqrstuvwxyz~',
+    ...'äöüßéèçñøåæœ',
+    ...'αβγδλπσωжзщяשאע',
+    ...'中文字符会话編號한국어',
+  ];
+  let seed = 0x2545f491;
+  let out = '';
+  for (let i = 0; i < length; i++) {
+    // xorshift32: the same id on every run, with no pattern a compressor finds.
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    out += pool[(seed >>> 0) % pool.length];
+  }
+  return out;
+}
+
+/**
  * Session ids that break naive backends: glob and key-separator characters (`*`, `:`), Redis Cluster
  * hash tags (`{}`, `a{b}c`), line breaks (a leading one, a CRLF), a 4 KB id and its 4095-character prefix (catches
- * truncation), emoji, right-to-left text and a bidi override, path traversal, `/` next to its
- * URL-encoded form, `%` and quotes, letter case, padding spaces and the two Unicode spellings of `é`
- * (catches normalization). Every id is distinct from every other, so a store must keep all of them
- * apart. None is blank: those are `BLANK_SESSION_IDS`, which every backend refuses.
+ * truncation), 4096 incompressible characters (catches an index that only fits compressible ids),
+ * NUL (catches C strings: `nul\0` next to `nul`, and `\0` alone), lone surrogates (catch a lossy
+ * UTF-8 conversion: `\uD800` and `\uDBFF` both become U+FFFD), emoji, right-to-left text and a bidi
+ * override, path traversal, `/` next to its URL-encoded form, `%` and quotes, letter case, padding
+ * spaces and the two Unicode spellings of `é` (catches normalization). Every id is distinct from
+ * every other, so a store must keep all of them apart. None is blank: those are
+ * `BLANK_SESSION_IDS`, which every backend refuses.
  */
 export const HOSTILE_SESSION_IDS: readonly string[] = Object.freeze([
   '*',
@@ -18,6 +45,13 @@ export const HOSTILE_SESSION_IDS: readonly string[] = Object.freeze([
   'line one\r\nline two',
   'x'.repeat(4096),
   'x'.repeat(4095),
+  incompressibleId(4096),
+  '\u0000',
+  'nul\u0000',
+  'nul',
+  '\uD800',
+  '\uDBFF',
+  'x\uDC00y',
   '🦜💬 session',
   'محادثة-עברית',
   '\u202Egnp.exe',

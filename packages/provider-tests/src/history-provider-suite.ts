@@ -4,6 +4,7 @@ import {
   createAgent,
   defineTool,
   HistoryProvider,
+  InvalidInputError,
   Message,
   type Agent,
   type AgentResponse,
@@ -36,7 +37,12 @@ export interface HistoryProviderCapabilities {
    * with the same id sees it.
    */
   keepsHistoryInSession?: boolean;
-  /** The longest session id the backend accepts; longer hostile ids are left out. Default: no limit. */
+  /**
+   * The longest session id (in UTF-16 code units) the backend stores. A longer hostile id must be
+   * refused by `saveMessages` with `InvalidInputError` naming the limit, never stored cut or changed
+   * (the hostile-id test checks it), and is left out of the other tests. Default: no limit, so every
+   * hostile id must be stored and read back exactly.
+   */
   maxSessionIdLength?: number;
   /**
    * `saveMessages` honours `SaveHistoryArgs.turn`: the opening batch of a turn replaces a stored
@@ -699,6 +705,14 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
           ]);
           expect(texts(await load(provider, session, 1)), `session id ${describeId(session.sessionId)}`).toEqual([`user:direct #${i}`]);
         }
+        for (const id of HOSTILE_SESSION_IDS.filter((id) => id.length > capabilities.maxSessionIdLength)) {
+          const error = await expectRejection(
+            provider.saveMessages(id, [Message.user('over the limit')], { state: {} }),
+            InvalidInputError.isInstance,
+            `saveMessages for session ${describeId(id)}, longer than maxSessionIdLength`,
+          );
+          expect((error as Error).message, 'the refusal names the limit').toContain(String(capabilities.maxSessionIdLength));
+        }
       });
     });
 
@@ -1117,6 +1131,41 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
           await save(provider, session, batch);
           await save(provider, session, batch);
           expect(await load(provider, session)).toEqual(batch);
+        },
+        !capabilities.dedupesByMessageId,
+      );
+
+      test(
+        'a save abandoned when its signal aborts leaves the batch whole or absent, and its retry stores it once',
+        async () => {
+          // A write abandoned at its deadline can still commit on the server: the caller sees a
+          // failure and retries. Whatever point the abort hits, a read must never show part of the
+          // batch, and after the retry the batch is stored exactly once, whole and in order.
+          const provider = await make();
+          const session = new AgentSession();
+          const state = session.stateOf(provider.sourceId);
+          await save(provider, session, [Message.user('before')]);
+          const expected = [Message.user('before')].map((m) => Message.text(m));
+          const points = ['at once', 'after a microtask', 'after a macrotask', 'never'] as const;
+          for (const point of points) {
+            const batch = Array.from({ length: 20 }, (_, i) => Message.user(`${point} #${i}`));
+            const controller = new AbortController();
+            const pending = provider.saveMessages(session.sessionId, batch, { state, signal: controller.signal });
+            if (point === 'after a microtask') await Promise.resolve();
+            if (point === 'after a macrotask') await new Promise((resolve) => setImmediate(resolve));
+            if (point !== 'never') controller.abort(new Error(`abandoned ${point}`));
+            await pending.then(
+              () => {},
+              () => {},
+            );
+            const ids = new Set(batch.map((m) => m.id));
+            const seen = (await load(provider, session)).filter((m) => ids.has(m.id)).length;
+            expect([0, batch.length], `messages of the batch abandoned ${point} a read shows`).toContain(seen);
+            await provider.saveMessages(session.sessionId, batch, { state });
+            expected.push(...batch.map((m) => Message.text(m)));
+            const stored = (await load(provider, session)).map((m) => Message.text(m));
+            expect(stored, `after the retry of the batch abandoned ${point}`).toEqual(expected);
+          }
         },
         !capabilities.dedupesByMessageId,
       );

@@ -2,6 +2,7 @@ import {
   ConcurrencyError,
   ConfigurationError,
   createAgent,
+  InvalidInputError,
   Message,
   SessionStateError,
   type ContextProvider,
@@ -17,10 +18,25 @@ import { BLANK_SESSION_IDS, describeId, expectRejection, HOSTILE_SESSION_IDS, js
 import { describeListing } from './session-list-tests.js';
 import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
 
+/** A lone UTF-16 surrogate (in `u` mode a pair is one code point, so only a lone one matches). */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
 /** What a session store can or cannot do; the suite adapts the tests that depend on it. */
 export interface SessionStoreCapabilities {
-  /** The longest session id the store accepts; longer hostile ids are left out. Default: no limit. */
+  /**
+   * The longest session id (in UTF-16 code units) the store stores. A longer hostile id must be
+   * refused by `set` with `InvalidInputError` naming the limit, never stored cut or changed
+   * (the hostile-id test checks it), and is left out of the other tests. Default: no limit, so every
+   * hostile id must be stored and read back exactly.
+   */
   maxSessionIdLength?: number;
+  /**
+   * The store takes only session ids of well-formed Unicode: `set` refuses an id holding a lone
+   * UTF-16 surrogate (which UTF-8 text cannot hold: it would become U+FFFD and meet other ids) with
+   * `InvalidInputError` saying so (the hostile-id test checks it), and such ids are left out of the
+   * other tests. Default false: lone surrogates must be stored and read back exactly.
+   */
+  wellFormedIdsOnly?: boolean;
 }
 
 /** Options of `describeSessionStore`. */
@@ -45,6 +61,9 @@ export interface SessionStoreSuiteOptions<S extends SessionStore = SessionStore>
  */
 export function describeSessionStore<S extends SessionStore>(name: string, options: SessionStoreSuiteOptions<S>): void {
   const maxSessionIdLength = options.capabilities?.maxSessionIdLength ?? Number.POSITIVE_INFINITY;
+  const wellFormedIdsOnly = options.capabilities?.wellFormedIdsOnly ?? false;
+  /** Whether the store must keep `id`, by its capabilities (else it must refuse it). */
+  const storable = (id: string) => id.length <= maxSessionIdLength && !(wellFormedIdsOnly && LONE_SURROGATE.test(id));
   const writers = options.concurrentWriters ?? 20;
 
   describe(`${name} (SessionStore conformance)`, options.timeout === undefined ? {} : { timeout: options.timeout }, () => {
@@ -241,7 +260,17 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
     describe('hostile session ids', () => {
       test('keeps every hostile session id apart and round-trips it', async () => {
         const store = await make();
-        const ids = HOSTILE_SESSION_IDS.filter((id) => id.length <= maxSessionIdLength);
+        const ids = HOSTILE_SESSION_IDS.filter(storable);
+        for (const id of HOSTILE_SESSION_IDS.filter((id) => !storable(id))) {
+          const long = id.length > maxSessionIdLength;
+          const error = await expectRejection(
+            store.set(sessionJson(id)),
+            InvalidInputError.isInstance,
+            `set of session ${describeId(id)}, ${long ? 'longer than maxSessionIdLength' : 'with a lone surrogate'}`,
+          );
+          expect((error as Error).message, 'the refusal names the limit').toContain(long ? String(maxSessionIdLength) : 'surrogate');
+          expect(await store.get(id), `refused ${describeId(id)} is not stored`).toBeUndefined();
+        }
         for (const id of ids) await store.delete(id);
         const etags = new Map<string, string>();
         for (const [i, id] of ids.entries()) etags.set(id, await store.set(sessionJson(id, `hostile #${i}`), { ifMatch: null }));
@@ -352,7 +381,7 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
       });
     });
 
-    describeListing({ name, test, make, newId, maxSessionIdLength });
+    describeListing({ name, test, make, newId, storable });
 
     describe('reading for a user', () => {
       test("get with userId gives a session to its owner only: another user's, or one with no user, reads as not stored", async () => {

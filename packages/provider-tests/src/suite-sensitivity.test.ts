@@ -34,6 +34,7 @@ type HistoryFault =
   | 'ignores-source-id'
   | 'no-dedupe'
   | 'appends-one-by-one'
+  | 'abandons-midway'
   | 'forgets-optional-fields'
   | 'normalizes-ids'
   | 'truncates-ids'
@@ -105,6 +106,19 @@ class MapHistoryProvider extends HistoryProvider {
   }
 
   async saveMessages(sessionId: string, messages: readonly Message[], args?: SaveHistoryArgs): Promise<void> {
+    if (this.#fault === 'abandons-midway' && args?.signal && !args.turn) {
+      // Gives up waiting when the signal aborts while the write goes on, one message at a time: a
+      // read then sees part of the batch.
+      const { signal, ...rest } = args;
+      const work = (async () => {
+        for (const m of messages) await this.saveMessages(sessionId, [m], rest);
+      })();
+      work.catch(() => {});
+      return new Promise<void>((resolve, reject) => {
+        signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        work.then(resolve, reject);
+      });
+    }
     const turn = args?.turn;
     if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
     if (this.#fault !== 'stores-non-json' && this.#fault !== 'stores-valid-prefix')
@@ -305,6 +319,7 @@ const history = {
   concurrentSaves: '50 concurrent saveMessages calls on one session store every message once, each batch contiguous',
   retry: 'saving the same messages twice stores them once',
   overlap: 'a retried batch that overlaps the stored tail stores only the new messages',
+  abandoned: 'a save abandoned when its signal aborts leaves the batch whole or absent, and its retry stores it once',
   retriedTurn:
     'a run retried with the same input message is sent the history before its first attempt and stores its turn once, with its own reply',
   conflict:
@@ -404,6 +419,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.forkBlank,
   ]),
   'undefined-when-empty': allBut(history, [
+    history.abandoned,
     history.autoDefault,
     history.storeOnly,
     history.limit,
@@ -429,7 +445,8 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.forkHostile,
     history.forkBlank,
   ]),
-  'no-dedupe': [history.retry, history.overlap, history.conflict, history.sameAgain, history.sameIdClient],
+  'abandons-midway': [history.abandoned],
+  'no-dedupe': [history.retry, history.overlap, history.abandoned, history.conflict, history.sameAgain, history.sameIdClient],
   'ignores-turns': [history.retriedTurn, history.retriedMiddle, history.modelCallMiddle],
   'skips-conflicts': [history.conflict, history.sameAgain, history.sameIdClient],
   'retries-at-tail-only': [history.retriedMiddle, history.modelCallMiddle],

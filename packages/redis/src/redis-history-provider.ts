@@ -10,7 +10,7 @@ import {
   type PopHistoryArgs,
   type SaveHistoryArgs,
 } from '@ctx/core';
-import { checkId, checkInteger, checkSessionId, messageIdConflict, sameMessageContent, shortId } from '@ctx/core/backend';
+import { checkHistoryBatch, checkId, checkInteger, checkSessionId, messageIdConflict, shortId } from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { decodeAll, repeatedIds } from './decode.js';
 import { historyKeys, type HistoryKeys } from './keys.js';
@@ -267,30 +267,18 @@ export class RedisHistoryProvider extends HistoryProvider {
     report?: SaveHistoryArgs['report'],
   ): Promise<number> {
     const keys = this.#keysOf(sessionId);
-    if (!Array.isArray(messages)) throw new SessionStateError('$.messages', 'must be an array');
     const inputIds = turn?.inputIds === undefined ? [] : [...new Set(turn.inputIds)];
     // The arguments that do not depend on the batch are made once per provider.
     const args: string[] =
       inputIds.length === 0 && !turn?.opens
         ? [mode, ...this.#fixedArgs, '0', '0']
         : [mode, ...this.#fixedArgs, String(inputIds.length), turn?.opens ? '1' : '0', ...inputIds];
-    const batch = new Map<string, Message>();
-    const indexes: number[] = [];
+    // What is stored must read back as what was saved: the check refuses what JSON.stringify would change.
+    const { messages: batch, indexes } = checkHistoryBatch(sessionId, messages, { sourceId: this.sourceId, report });
     const sizeToCheck = this.#connection.maxValueBytes / 3; // at most 3 UTF-8 bytes per UTF-16 unit: shorter JSON is within the limit
-    for (let i = 0; i < messages.length; i++) {
-      const m = messages[i]!;
-      // What is stored must read back as what was saved: Message.parse refuses what JSON.stringify
-      // would change. Paths are only built for a message that fails.
-      if (!Message.isMessage(m)) Message.parse(m, `$.messages[${i}]`);
-      if (m.id === '') throw new SessionStateError(`$.messages[${i}].id`, 'must not be empty: message ids de-duplicate stored history');
-      const earlier = batch.get(m.id);
-      if (earlier !== undefined) {
-        if (!sameMessageContent(earlier, m))
-          throw messageIdConflict({ sourceId: this.sourceId, sessionId, messageId: m.id, index: i, batchSize: messages.length, report });
-        continue;
-      }
-      batch.set(m.id, m);
-      indexes.push(i);
+    for (let j = 0; j < batch.length; j++) {
+      const m = batch[j]!;
+      const i = indexes[j]!;
       const text = JSON.stringify(m);
       if (text.length > sizeToCheck) this.#connection.checkValueSize(text, `$.messages[${i}]`, `Message ${shortId(m.id)}`);
       args.push(m.id, text);

@@ -160,7 +160,13 @@ for (const [topology, connect] of [
 
     it('hostile user ids get listings of their own, inside the prefix', async () => {
       const store = fresh('hostile-users');
-      const users = [...new Set([...HOSTILE_SESSION_IDS.filter((u) => u.length <= 512), 'all', 'user:x', '*', 'x'.repeat(512)])];
+      const lone = /[\uD800-\uDFFF]/u;
+      for (const userId of HOSTILE_SESSION_IDS.filter((u) => lone.test(u))) {
+        await expect(store.set(session('s-lone', 0, userId))).rejects.toThrow(/userId .* holds a lone UTF-16 surrogate/);
+      }
+      const users = [
+        ...new Set([...HOSTILE_SESSION_IDS.filter((u) => u.length <= 512 && !lone.test(u)), 'all', 'user:x', '*', 'x'.repeat(512)]),
+      ];
       for (const [i, userId] of users.entries()) await store.set(session(`s${i}`, i, userId));
       for (const [i, userId] of users.entries()) {
         const page = await store.list({ userId });

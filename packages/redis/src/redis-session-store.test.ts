@@ -145,6 +145,8 @@ for (const [topology, connect] of [
         const error = await store.get(sessionId).catch((e: unknown) => e);
         expect(SessionStateError.isInstance(error)).toBe(true);
         expect((error as SessionStateError).path).toBe(`redis:${key}.version`);
+        expect((error as SessionStateError).sessionId).toBe(sessionId);
+        expect((error as Error).message).toContain(`of session ${JSON.stringify(sessionId)} at redis:${key}.version`);
         await client.hset(key, 'json', '{oops');
         expect(((await store.get(sessionId).catch((e: unknown) => e)) as SessionStateError).path).toBe(`redis:${key}`);
       });
@@ -219,7 +221,16 @@ for (const [topology, connect] of [
     it('hostile ids stay apart and every key stays inside the prefix', async () => {
       const hostilePrefix = uniquePrefix('hostile-store');
       const hostile = new RedisSessionStore({ client, prefix: hostilePrefix });
-      const ids = [...HOSTILE_SESSION_IDS, '}{', '\uD800', 'x'.repeat(10_000)];
+      const lone = /[\uD800-\uDFFF]/u;
+      const all = [...HOSTILE_SESSION_IDS, '}{', '\uDFFF', 'x'.repeat(10_000)];
+      // Ids with a lone surrogate are refused: the listings keep ids as UTF-8 text, where they would meet.
+      for (const sessionId of all.filter((id) => lone.test(id))) {
+        await expect(hostile.set(session(sessionId, 'refused'))).rejects.toThrow(
+          /lone UTF-16 surrogate at index \d+: Redis keeps the ids of its listings as UTF-8 text/,
+        );
+        expect(await hostile.get(sessionId)).toBeUndefined();
+      }
+      const ids = all.filter((id) => !lone.test(id));
       for (const [i, sessionId] of ids.entries()) await hostile.set(session(sessionId, String(i)));
       for (const [i, sessionId] of ids.entries()) expect((await hostile.get(sessionId))?.session).toEqual(session(sessionId, String(i)));
       const mine = (await allKeys(client)).filter((k) => k.startsWith(`${hostilePrefix}:session:`));

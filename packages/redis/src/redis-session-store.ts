@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   BackendUnavailableError,
   ConcurrencyError,
+  InvalidInputError,
   SessionStateError,
   type GetSessionOptions,
   type ListSessionsOptions,
@@ -39,6 +40,8 @@ import {
   SET_SINGLE_SCRIPT,
 } from './session-scripts.js';
 
+/** A lone UTF-16 surrogate (in `u` mode a surrogate pair is one code point, so only a lone one matches). */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 /** Options of `RedisSessionStore`: the connection, and how long sessions live. */
 export interface RedisSessionStoreOptions extends RedisConnectionOptions {
   /**
@@ -146,6 +149,8 @@ export class RedisSessionStore implements SessionStore {
    *   Map, Date, `undefined`, an array as a state slot, a cycle, nesting past core's limit, JSON
    *   text instead of the object), naming the path; nothing is written.
    * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
+   * @throws InvalidInputError for a session id or `metadata.userId` holding a lone UTF-16 surrogate
+   *   (not well-formed Unicode: UTF-8 text cannot hold it), before any round trip.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`. On a cluster the
    *   session may have been written and a listing entry not: the message (of this error, or of a
    *   `SessionStateError` for a listing key of the wrong type) then says so.
@@ -153,6 +158,17 @@ export class RedisSessionStore implements SessionStore {
   async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
     // Checked as get will check it, and stored as checked: what is written is what get reads back.
     const json = checkSessionForWrite(session);
+    for (const [what, id] of [
+      ['Session id', json.sessionId],
+      ['userId', json.metadata.userId],
+    ] as const) {
+      const lone = id === undefined ? null : LONE_SURROGATE.exec(id);
+      if (lone) {
+        throw new InvalidInputError(
+          `${what} ${shortId(id!)} of session ${shortId(json.sessionId)} holds a lone UTF-16 surrogate at index ${lone.index}: Redis keeps the ids of its listings as UTF-8 text, where a lone surrogate becomes U+FFFD and meets other ids. Use ids of well-formed Unicode. Nothing was stored.`,
+        );
+      }
+    }
     const { ifMatch } = options;
     const mode = ifMatch === undefined ? 'any' : ifMatch === null ? 'absent' : 'match';
     const etag = randomUUID();
@@ -457,7 +473,7 @@ function readSession(key: string, sessionId: string, json: string | null, etag: 
     session = parseSessionJson(json);
   } catch (error) {
     if (!SessionStateError.isInstance(error)) throw error;
-    throw new SessionStateError(`redis:${key}${error.path.slice(1)}`, error.problem, { cause: error });
+    throw new SessionStateError(`redis:${key}${error.path.slice(1)}`, error.problem, { cause: error, sessionId });
   }
   if (session.sessionId !== sessionId) {
     throw new SessionStateError(`redis:${key}.sessionId`, `holds session ${shortId(session.sessionId)}, not ${shortId(sessionId)}`);

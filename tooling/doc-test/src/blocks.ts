@@ -122,7 +122,9 @@ export function writeModules(doc: DocReadme): void {
     headers.set(block, header);
   }
   for (const block of doc.blocks) {
-    const names = [...(exported.get(block) ?? [])];
+    // A name the block exports itself (a module shown whole) is not exported twice.
+    const own = exportedNames(block.code);
+    const names = [...(exported.get(block) ?? [])].filter((name) => !own.has(name));
     const list = names.map((name) => (block.declares.get(name) === 'type' ? `type ${name}` : name)).join(', ');
     const text = [...(headers.get(block) ?? []), block.code, names.length > 0 ? `export { ${list} };` : 'export {};', ''].join('\n');
     mkdirSync(dirname(block.file), { recursive: true });
@@ -201,6 +203,28 @@ function topLevelNames(code: string): Map<string, 'value' | 'type'> {
       if (bindings && ts.isNamedImports(bindings)) {
         for (const element of bindings.elements) names.set(element.name.text, element.isTypeOnly ? 'type' : kind);
       }
+    }
+  }
+  return names;
+}
+
+/** The top-level names a block declares with an `export` modifier of its own. */
+function exportedNames(code: string): Set<string> {
+  const source = ts.createSourceFile('block.ts', code, ts.ScriptTarget.ES2022, false, ts.ScriptKind.TS);
+  const names = new Set<string>();
+  for (const statement of source.statements) {
+    if (!ts.canHaveModifiers(statement) || !ts.getModifiers(statement)?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) continue;
+    if (ts.isVariableStatement(statement)) {
+      for (const d of statement.declarationList.declarations) if (ts.isIdentifier(d.name)) names.add(d.name.text);
+    } else if (
+      (ts.isFunctionDeclaration(statement) ||
+        ts.isClassDeclaration(statement) ||
+        ts.isEnumDeclaration(statement) ||
+        ts.isInterfaceDeclaration(statement) ||
+        ts.isTypeAliasDeclaration(statement)) &&
+      statement.name
+    ) {
+      names.add(statement.name.text);
     }
   }
   return names;

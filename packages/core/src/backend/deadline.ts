@@ -27,6 +27,14 @@ export interface DeadlineOptions {
  * `mapError(error)` when the call failed. A `call` that declares no parameter gets no signal, and
  * none is made for it (an `AbortController` costs more than the rest of this function).
  * `operation` and `hint` are read only when a message needs them (they may be getters).
+ *
+ * A write abandoned at the deadline can still commit: the signal stops the client waiting, not the
+ * server, which may apply a write it already received after `withDeadline` rejected. The caller then
+ * sees a failure for a write that happened, and retries it. So every write a backend makes must be
+ * atomic and safe to repeat: one transaction or script per batch (a read never sees half of one),
+ * messages de-duplicated by id (a retried `saveMessages` stores nothing twice), and a store's write
+ * conditional on the etag (a retried `set` of a committed save fails with `ConcurrencyError`, which
+ * the agent's merge resolves, instead of overwriting newer data).
  */
 export function withDeadline<T>(call: (signal: AbortSignal) => Promise<T>, options: DeadlineOptions): Promise<T> {
   const { timeoutMs, signal } = options;

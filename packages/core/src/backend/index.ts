@@ -1,6 +1,9 @@
 // @ctx/core/backend: for people who write backends (chat clients, history providers, session
-// stores, retrievers, tokenizers, compaction strategies). The helpers every backend needs, so none
-// re-writes them, and the contracts as types. Apps import from `@ctx/core`.
+// stores, retrievers, tokenizers, compaction strategies). Everything a backend imports: the helpers
+// every backend needs, so none re-writes them; the contracts (the types of spec/, and
+// `HistoryProvider`, the one contract that is a class to extend); `Message` and `generateId`; the
+// errors a backend throws. The same classes as `@ctx/core` exports, not copies. Apps import from
+// `@ctx/core`.
 export { createAgentResponse } from '../run/agent-response.js';
 export { addUsage, assembleResponse } from '../run/assemble-response.js';
 export { flattenGroups, groupMessages, hasOrphans, isSummary, sentMessagesOf, splitProtected } from '../compaction/message-groups.js';
@@ -16,6 +19,18 @@ export { cosineSimilarity } from '../retrieval/vectors.js';
 export { checkSessionForWrite, parseSessionJson, SESSION_VERSION } from '../session/agent-session.js';
 export { countContentTokens } from '../tokens/character-tokenizer.js';
 export type * from '../spec/index.js';
+export { HistoryProvider } from '../history/history-provider.js';
+export type { HistoryProviderOptions } from '../history/history-provider.js';
+export { Message } from '../messages/message.js';
+export { generateId } from '../messages/id.js';
+export {
+  BackendUnavailableError,
+  ConcurrencyError,
+  ConfigurationError,
+  CtxError,
+  InvalidInputError,
+  SessionStateError,
+} from '../errors.js';
 export { findRetriedTurn } from '../history/retried-turn.js';
 export type { StoredTurn } from '../history/retried-turn.js';
 export { messageIdConflict, sameMessageContent } from '../history/message-conflict.js';
@@ -25,6 +40,8 @@ export { checkId, checkInteger, checkPositiveNumber, checkSessionId, shortId } f
 export { abortable, withDeadline } from './deadline.js';
 export type { DeadlineOptions } from './deadline.js';
 export { encodeIdSegment } from './id-segment.js';
+export { checkHistoryBatch } from './history-batch.js';
+export type { CheckedHistoryBatch, CheckHistoryBatchOptions } from './history-batch.js';
 export { sessionOfUser } from './session-owner.js';
 export { checkWorkingMemoryEtag, checkWorkingMemoryKey, describeWorkingMemoryKey } from './working-memory-key.js';
 export type { IdSegmentOptions } from './id-segment.js';

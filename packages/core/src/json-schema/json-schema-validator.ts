@@ -1,6 +1,7 @@
-import { dereference, type OutputUnit, type Schema, validate } from '@cfworker/json-schema';
+import type { OutputUnit, Schema } from '@cfworker/json-schema';
 import { ConfigurationError, describe } from '../errors.js';
 import { isPlainObject } from '../messages/json.js';
+import { dereference, validate } from './load-peer.js';
 import type { ToolDefinition } from '../spec/tool-definition.js';
 import type { ToolArgumentsCheck, ToolValidator } from '../spec/tool-validator.js';
 

@@ -227,3 +227,20 @@ describe('Message', () => {
     }
   });
 });
+
+describe('Message.parse with a session', () => {
+  it('names the session given as context in the error, beside the path', () => {
+    const bad = { id: 'm1', role: 'user', contents: [{ type: 'text', text: 7 }] };
+    expect(() => Message.parse(bad, '$.messages[3]', { sessionId: 'chat-9' })).toThrow(
+      /^Invalid session data of session "chat-9" at \$\.messages\[3\]\.contents\[0\]\.text: /,
+    );
+    let error: unknown;
+    try {
+      Message.parse(bad, '$.messages[3]', { sessionId: 'chat-9' });
+    } catch (e) {
+      error = e;
+    }
+    expect((error as SessionStateError).sessionId).toBe('chat-9');
+    expect(() => Message.parse(bad)).toThrow(/^Invalid session data at \$\.contents\[0\]\.text: /);
+  });
+});

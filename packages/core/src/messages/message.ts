@@ -70,11 +70,12 @@ export const Message = {
   /**
    * Checks that `value` is a well-formed message and returns it typed. `metadata` and function
    * results must be plain JSON nested at most 128 levels below the message.
-   * @throws SessionStateError naming the offending path (under `path`, default `$`), for any input.
+   * @throws SessionStateError naming the offending path (under `path`, default `$`), for any input,
+   *   and the session when `context.sessionId` gives it (a store or history reading that session).
    */
-  parse(value: unknown, path = '$'): Message {
+  parse(value: unknown, path = '$', context?: { sessionId?: string | undefined }): Message {
     const problem = messageProblem(value);
-    if (problem) throw new SessionStateError(formatPath(path, problem[0]), problem[1]);
+    if (problem) throw new SessionStateError(formatPath(path, problem[0]), problem[1], { sessionId: context?.sessionId });
     return value as Message;
   },
 };

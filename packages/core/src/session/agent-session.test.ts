@@ -304,6 +304,33 @@ describe('checkSessionForWrite', () => {
   });
 });
 
+describe('parseSessionJson names the session', () => {
+  it('names the session the caller read the data under, else the one the JSON holds, and keeps path, problem and cause', () => {
+    const stored = v2({ sessionId: 'chat-42', state: { app: { n: Number.NaN } } });
+    const own = thrown(() => parseSessionJson(stored)) as SessionStateError;
+    expect(own.sessionId).toBe('chat-42');
+    expect(own.message).toBe(`Invalid session data of session "chat-42" at $.state.app.n: ${own.problem}`);
+    const read = thrown(() => parseSessionJson(stored, { sessionId: 'key-7' })) as SessionStateError;
+    expect(read.sessionId).toBe('key-7');
+    expect(read.path).toBe('$.state.app.n');
+    expect(read.message).toContain('of session "key-7" at $.state.app.n');
+    const text = thrown(() => parseSessionJson('{not json', { sessionId: 'key-8' })) as SessionStateError;
+    expect(text.message).toMatch(/^Invalid session data of session "key-8" at \$: is not valid JSON/);
+    expect(text.cause).toBeInstanceOf(SyntaxError);
+    // Nothing to name: the message stays as it was.
+    const anonymous = thrown(() => parseSessionJson(42)) as SessionStateError;
+    expect(anonymous.sessionId).toBeUndefined();
+    expect(anonymous.message).toMatch(/^Invalid session data at \$: /);
+  });
+
+  it('shortens a long session id in the message and keeps it whole in the field', () => {
+    const id = 'k'.repeat(500);
+    const error = thrown(() => parseSessionJson(v2({ sessionId: id, state: { app: { n: Number.NaN } } }))) as SessionStateError;
+    expect(error.sessionId).toBe(id);
+    expect(error.message).toContain(`of session "${'k'.repeat(80)}…(500 chars)"`);
+  });
+});
+
 describe('AgentSession pending approvals', () => {
   const pending = {
     approvals: [{ callId: 'c1', toolName: 'transfer', arguments: '{"amount":300}' }],

@@ -156,22 +156,34 @@ export class AgentSession implements SessionView {
  * tool calls waiting for approval (`pending`) well-formed, every state slot a JSON object, every value in it plain JSON (no `NaN`, `Infinity`, `undefined`,
  * function, class instance such as a `Map` or a `Date`, cycle, or nesting deeper than 128 levels).
  * Never throws anything else, whatever the input (a bigint, a Proxy, a getter that throws).
- * @throws SessionStateError naming the offending path.
+ * @throws SessionStateError naming the offending path and the session: `context.sessionId` (a store
+ *   passes the id it read the data under), else the `sessionId` the JSON holds, when it holds one.
  */
-export function parseSessionJson(input: unknown): SessionJson {
+export function parseSessionJson(input: unknown, context?: { sessionId?: string | undefined }): SessionJson {
   let value = input;
   if (typeof input === 'string') {
     try {
       value = JSON.parse(input);
     } catch (error) {
-      throw new SessionStateError('$', `is not valid JSON (${describeThrown(error)})`, { cause: error });
+      throw new SessionStateError('$', `is not valid JSON (${describeThrown(error)})`, { cause: error, sessionId: context?.sessionId });
     }
   }
   try {
     return checkSession(value);
   } catch (error) {
-    if (SessionStateError.isInstance(error)) throw error;
-    throw new SessionStateError('$', `could not be read (${describeThrown(error)})`, { cause: error });
+    const sessionId = context?.sessionId ?? ownSessionId(value);
+    if (SessionStateError.isInstance(error)) throw error instanceof SessionStateError ? error.inSession(sessionId) : error;
+    throw new SessionStateError('$', `could not be read (${describeThrown(error)})`, { cause: error, sessionId });
+  }
+}
+
+/** The `sessionId` a session object names, when it is a non-blank string (read defensively: a getter may throw). */
+function ownSessionId(value: unknown): string | undefined {
+  try {
+    const id = isPlainObject(value) ? value.sessionId : undefined;
+    return typeof id === 'string' && id.trim() !== '' ? id : undefined;
+  } catch {
+    return undefined;
   }
 }
 

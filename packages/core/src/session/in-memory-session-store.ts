@@ -32,7 +32,7 @@ export class InMemorySessionStore implements SessionStore {
     const item = this.#items.get(checkSessionId(sessionId));
     if (options.userId !== undefined) checkId(options.userId, 'userId of a session read');
     if (!item || (options.userId !== undefined && item.summary.metadata.userId !== options.userId)) return undefined;
-    return { session: parseSessionJson(item.json), etag: item.etag };
+    return { session: parseSessionJson(item.json, { sessionId }), etag: item.etag };
   }
 
   /**

@@ -284,9 +284,10 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
   /**
    * Bounds each hook: `beforeRun`, `afterRun`, and the time `wrap` spends outside `next()`. A hook
    * still running then is abandoned and counts as failed (`onError` decides). Default: the agent's
-   * `providerTimeoutMs`, else no limit. Aborting the run ends it at once either way.
+   * `providerTimeoutMs`, else no limit. Aborting the run ends it at once either way. `undefined`
+   * means the same as absent (so a class may declare `timeoutMs: number | undefined`).
    */
-  readonly timeoutMs?: number;
+  readonly timeoutMs?: number | undefined;
   /**
    * Waits for work the provider does in the background (e.g. memory writes); `agent.flush()` calls
    * it with its signal. Should stop waiting (and reject with the reason) when `signal` aborts, while

@@ -1,0 +1,47 @@
+// Compiles src/ (every entry point of every published package, through `import` and `require`)
+// with tsconfig.json's strictest options and skipLibCheck false, and fails on any error in a
+// declaration file of ours (packages/*/dist) or in src/. Errors inside third-party SDKs' own
+// declaration files are listed but do not fail the check: no change of ours can fix them, and an
+// app that hits them sets skipLibCheck for that SDK's sake, not ours.
+import { dirname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..', '..');
+const config = ts.getParsedCommandLineOfConfigFile(
+  join(here, 'tsconfig.json'),
+  {},
+  { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} },
+);
+if (!config) throw new Error('cannot read tsconfig.json');
+for (const [name, expected] of [
+  ['exactOptionalPropertyTypes', true],
+  ['noUncheckedIndexedAccess', true],
+  ['skipLibCheck', false],
+]) {
+  if (config.options[name] !== expected) throw new Error(`tsconfig.json must set ${name}: ${expected}`);
+}
+const program = ts.createProgram(config.fileNames, config.options);
+const ours = (file) => {
+  const path = relative(root, file).split(sep).join('/');
+  return !path.includes('node_modules/.pnpm/') && (/^packages\/[^/]+\/dist\//.test(path) || path.startsWith('tooling/strict-types/src/'));
+};
+const checked = program.getSourceFiles().filter((f) => ours(f.fileName));
+const packages = new Set(checked.map((f) => relative(root, f.fileName).split(sep).slice(0, 2).join('/')));
+const all = ts.getPreEmitDiagnostics(program);
+const host = { getCanonicalFileName: (f) => f, getCurrentDirectory: () => root, getNewLine: () => '\n' };
+const mine = all.filter((d) => d.file === undefined || ours(d.file.fileName));
+const theirs = all.filter((d) => d.file !== undefined && !ours(d.file.fileName));
+if (theirs.length) {
+  const files = [...new Set(theirs.map((d) => relative(root, d.file.fileName).replace(/.*node_modules\//, '')))];
+  console.log(`${theirs.length} error(s) in third-party declaration files, not ours (ignored):\n  ${files.join('\n  ')}`);
+}
+if (mine.length) {
+  console.error(process.stdout.isTTY ? ts.formatDiagnosticsWithColorAndContext(mine, host) : ts.formatDiagnostics(mine, host));
+  console.error(`${mine.length} error(s) in the declaration files of ctx packages under the strictest options.`);
+  process.exit(1);
+}
+console.log(
+  `${checked.length} declaration files of ${packages.size - 1} packages compile under exactOptionalPropertyTypes, noUncheckedIndexedAccess and skipLibCheck false.`,
+);
