@@ -1,9 +1,10 @@
 import { AzureKeyCredential, SearchClient } from '@azure/search-documents';
-import { TextSearchProvider, type ContextProvider, type Retriever } from '@ctx/core';
+import { SemanticRecallProvider, TextSearchProvider, type ContextProvider, type Retriever, type VectorIndex } from '@ctx/core';
 import { describe, expectTypeOf, it } from 'vitest';
 import {
   AzureAISearchContextProvider,
   AzureAISearchRetriever,
+  AzureSearchVectorIndex,
   odata,
   type AzureAISearchContextProviderOptions,
   type SearchScope,
@@ -16,6 +17,12 @@ describe('public types', () => {
     expectTypeOf(new AzureAISearchContextProvider({ client })).toMatchTypeOf<ContextProvider>();
     expectTypeOf(new AzureAISearchRetriever({ client })).toMatchTypeOf<Retriever>();
     expectTypeOf(new TextSearchProvider({ retriever: new AzureAISearchRetriever({ client }) })).toMatchTypeOf<ContextProvider>();
+  });
+
+  it('AzureSearchVectorIndex is a core VectorIndex, usable as the index of SemanticRecallProvider', () => {
+    const index = new AzureSearchVectorIndex({ client, dimensions: 8 });
+    expectTypeOf(index).toMatchTypeOf<VectorIndex>();
+    expectTypeOf(new SemanticRecallProvider({ embeddings: { embed: async () => [] }, index })).toMatchTypeOf<ContextProvider>();
   });
 
   it('scope returns field conditions or a filter, sync or async, from the run', () => {

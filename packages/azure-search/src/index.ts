@@ -16,6 +16,13 @@ export type {
   AzureSearchQueryMode,
   AzureSemanticOptions,
 } from './azure-search-retriever.js';
+export {
+  AzureSearchVectorIndex,
+  createVectorIndex,
+  defineVectorIndex,
+  VECTOR_INDEX_FIELDS,
+} from './azure-search-vector-index.js';
+export type { AzureSearchVectorIndexOptions, VectorIndexDefinitionOptions } from './azure-search-vector-index.js';
 export { DEFAULT_RETRY_OPTIONS, SemanticQuotaError } from './connection.js';
 export type { AzureSearchConnectionOptions } from './connection.js';
 export { andFilters, odata, odataLiteral, scopeToFilter } from './odata.js';
