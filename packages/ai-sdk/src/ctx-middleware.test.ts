@@ -24,7 +24,7 @@ const SDKS: { name: string; version: Version; ai: typeof ai6 }[] = [
   { name: 'ai 6', version: 'v3', ai: ai6 },
 ];
 
-const weatherSchema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } as const;
+const weatherSchema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] as string[] } as const;
 
 describe.each(SDKS)('ctxMiddleware with $name', ({ version, ai }) => {
   const setup = (turns: ScriptedTurn[], options: CtxMiddlewareOptions = {}, streamDelayMs?: number) => {
