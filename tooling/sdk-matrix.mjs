@@ -136,7 +136,6 @@ function check(dir, sdk, version, companions) {
     );
     if (install.status !== 0) return 'FAILED: npm install';
   }
-  const sdkDir = join(home, 'node_modules', sdk);
 
   const tsconfig = join(base, `tsconfig.${version}.json`);
   writeFileSync(
