@@ -6,11 +6,15 @@
 // resolve from the package's own node_modules), then runs `tsc --noEmit` with `paths` pointing the
 // SDK at that copy and `vitest run` with a resolver plugin doing the same for the package's own
 // files. Test servers in tooling/ keep their own copies. Versions whose `engines.node` excludes the
-// running Node are reported and left out (openai 7 needs Node 22).
+// running Node are reported and left out (openai 7 needs Node 22). An SDK released in lockstep with
+// a companion package the tests import (`@openai/agents-core` with `@openai/agents`) gets the
+// companion at the same version.
 //
 //   node tooling/sdk-matrix.mjs                 every package
 //   node tooling/sdk-matrix.mjs redis mem0      some of them
 //   node tooling/sdk-matrix.mjs --plan          only say which versions it would test
+//   node tooling/sdk-matrix.mjs --above-node 20 only the versions that need a Node newer than 20
+//                                               (CI runs this under Node 22, after the Node 20 run)
 //
 // FUZZ_RUNS defaults to 30 here: the fuzz tests already run in full on the workspace versions.
 import { spawnSync } from 'node:child_process';
@@ -27,21 +31,27 @@ const MATRIX = [
   { name: 'azure-search', sdk: '@azure/search-documents' },
   { name: 'mem0', sdk: 'mem0ai' },
   { name: 'openai', sdk: 'openai' },
+  { name: 'openai-agents', sdk: '@openai/agents-core', companions: ['@openai/agents'] },
 ];
 
-const planOnly = process.argv.includes('--plan'); // print the versions, install and run nothing
-const only = process.argv.slice(2).filter((arg) => arg !== '--plan');
+const args = process.argv.slice(2);
+const planOnly = args.includes('--plan'); // print the versions, install and run nothing
+const aboveAt = args.indexOf('--above-node');
+const aboveNode = aboveAt === -1 ? undefined : Number(args[aboveAt + 1]);
+if (aboveAt !== -1 && !Number.isInteger(aboveNode)) throw new Error('--above-node takes a Node major, e.g. --above-node 20');
+const only = args.filter((arg, i) => arg !== '--plan' && (aboveAt === -1 || (i !== aboveAt && i !== aboveAt + 1)));
 const nodeMajor = Number(process.versions.node.split('.')[0]);
 const results = [];
 
-for (const { name, sdk } of MATRIX.filter((m) => only.length === 0 || only.includes(m.name))) {
+for (const { name, sdk, companions = [] } of MATRIX.filter((m) => only.length === 0 || only.includes(m.name))) {
   const dir = join(root, 'packages', name);
   const range = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).peerDependencies?.[sdk];
   if (!range) throw new Error(`packages/${name}: no peer dependency on ${sdk}`);
-  const { lowest, highest, tooNew } = pickVersions(sdk, range);
+  const { lowest, highest, tooNew, nodeOf } = pickVersions(sdk, range);
   for (const version of tooNew) results.push({ name, sdk, version, status: `skipped: needs Node ${version.node}` });
   for (const version of [...new Set([lowest, highest])]) {
-    const status = planOnly ? 'planned' : check(dir, sdk, version);
+    if (aboveNode !== undefined && !((nodeOf(version) ?? 0) > aboveNode)) continue; // already run on that Node
+    const status = planOnly ? 'planned' : check(dir, sdk, version, companions);
     results.push({ name, sdk, version, status });
   }
 }
@@ -84,7 +94,7 @@ function pickVersions(sdk, range) {
     }
   }
   if (!lowest || !highest) throw new Error(`${sdk}@${range}: no published version runs on Node ${nodeMajor}`);
-  return { lowest, highest, tooNew: [...tooNew.values()] };
+  return { lowest, highest, tooNew: [...tooNew.values()], nodeOf };
 }
 
 function compareVersions(a, b) {
@@ -98,8 +108,8 @@ function minNode(engines) {
   return match ? Number(match[1]) : undefined;
 }
 
-/** Installs `sdk@version` beside the package, then type-checks and tests the package against it. */
-function check(dir, sdk, version) {
+/** Installs `sdk@version` (and its companions at the same version) beside the package, then type-checks and tests the package against it. */
+function check(dir, sdk, version, companions) {
   const pkg = relative(root, dir);
   const base = join(dir, 'node_modules', '.sdk-matrix');
   const home = join(base, version);
@@ -120,22 +130,32 @@ function check(dir, sdk, version) {
         '--no-fund',
         '--loglevel=error',
         `${sdk}@${version}`,
+        ...companions.map((companion) => `${companion}@${version}`),
       ],
       { cwd: home },
     );
     if (install.status !== 0) return 'FAILED: npm install';
   }
-  const sdkDir = join(home, 'node_modules', sdk);
 
   const tsconfig = join(base, `tsconfig.${version}.json`);
   writeFileSync(
     tsconfig,
-    JSON.stringify({ extends: join(dir, 'tsconfig.json'), compilerOptions: { noEmit: true, paths: typePaths(sdk, sdkDir) } }, null, 2),
+    JSON.stringify(
+      {
+        extends: join(dir, 'tsconfig.json'),
+        compilerOptions: {
+          noEmit: true,
+          paths: Object.assign({}, ...[sdk, ...companions].map((name) => typePaths(name, join(home, 'node_modules', name)))),
+        },
+      },
+      null,
+      2,
+    ),
   );
   if (run(join(root, 'node_modules', '.bin', 'tsc'), ['-p', tsconfig], { cwd: dir }).status !== 0) return 'FAILED: typecheck';
 
   const config = join(base, `vitest.${version}.config.mjs`);
-  writeFileSync(config, vitestConfig(dir, sdk, home));
+  writeFileSync(config, vitestConfig(dir, [sdk, ...companions], home));
   const env = { ...process.env, FUZZ_RUNS: process.env.FUZZ_RUNS ?? '30' };
   const test = run(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--config', config, '--root', dir, '--reporter=default'], {
     cwd: dir,
@@ -167,12 +187,12 @@ function typesOf(target) {
   return undefined;
 }
 
-/** A vitest config: the package's own, plus a resolver that sends the SDK's imports from the package's files to `home`. */
-function vitestConfig(dir, sdk, home) {
+/** A vitest config: the package's own, plus a resolver that sends the SDKs' imports from the package's files to `home`. */
+function vitestConfig(dir, sdks, home) {
   return `import { mergeConfig } from 'vitest/config';
 import base from ${JSON.stringify(join(dir, 'vitest.config.ts'))};
 
-const sdk = ${JSON.stringify(sdk)};
+const sdks = ${JSON.stringify(sdks)};
 const own = ${JSON.stringify(`${dir}/`)};
 const importer = ${JSON.stringify(join(home, 'index.js'))};
 
@@ -182,7 +202,7 @@ export default mergeConfig(base, {
       name: 'ctx-sdk-matrix',
       enforce: 'pre',
       async resolveId(source, from, options) {
-        if (source !== sdk && !source.startsWith(\`\${sdk}/\`)) return null;
+        if (!sdks.some((sdk) => source === sdk || source.startsWith(\`\${sdk}/\`))) return null;
         if (!from || !from.startsWith(own) || from.includes('/node_modules/')) return null;
         return this.resolve(source, importer, { ...options, skipSelf: true });
       },

@@ -271,9 +271,35 @@ describe.each(VERSIONS)('aiSdkChatClient on a %s model', (version) => {
     expect(stats.streams).toBe(1);
   });
 
+  it("sends files in the model's own shape: bytes and URLs as v2 and v3 take them, wrapped as v4 takes them", async () => {
+    const { model, calls } = scriptedModel(version, [{ text: 'A cat.' }]);
+    const bytes = 'iVBORw0KGgo=';
+    const input = Message.user([
+      { type: 'text', text: 'What is on these?' },
+      { type: 'data', mediaType: 'image/png', data: bytes, name: 'cat.png' },
+      { type: 'data', mediaType: 'image/png', uri: 'https://example.com/dog.png' },
+    ]);
+    expect((await createAgent({ client: aiSdkChatClient(model) }).run([input])).text).toBe('A cat.');
+    const files = (calls[0]!.prompt[0]!.content as { type: string }[]).filter((p) => p.type === 'file');
+    const url = new URL('https://example.com/dog.png');
+    expect(files).toEqual(
+      version === 'v4'
+        ? [
+            { type: 'file', mediaType: 'image/png', filename: 'cat.png', data: { type: 'data', data: bytes } },
+            { type: 'file', mediaType: 'image/png', data: { type: 'url', url } },
+          ]
+        : [
+            { type: 'file', mediaType: 'image/png', filename: 'cat.png', data: bytes },
+            { type: 'file', mediaType: 'image/png', data: url },
+          ],
+    );
+  });
+
   it('refuses what is not an AI SDK language model', () => {
     expect(() => aiSdkChatClient({ specificationVersion: 'v1' } as never)).toThrow(ConfigurationError);
-    expect(() => aiSdkChatClient(undefined as never)).toThrow(/specification v2 \(ai 5\) or v3 \(ai 6\)/);
+    expect(() => aiSdkChatClient(undefined as never)).toThrow(
+      /specification v2 \(ai 5\), v3 \(ai 6\), v4 \(ai 7\); got undefined, not a model/,
+    );
     expect(() => aiSdkChatClient(scriptedModel(version).model, { maxRetries: -1 })).toThrow(ConfigurationError);
   });
 });

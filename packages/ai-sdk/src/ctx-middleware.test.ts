@@ -14,14 +14,16 @@ import {
 } from '@ctx/core';
 import * as ai6 from 'ai';
 import * as ai5 from 'ai-v5';
+import * as ai7 from 'ai-v7';
 import { describe, expect, it } from 'vitest';
 import { type CtxCallMetadata, ctxMiddleware, type CtxMiddlewareOptions } from './ctx-middleware.js';
 import { endlessModel, promptLines, type ScriptedTurn, scriptedModel, type Version } from './test-helpers.js';
 
-// Both majors of the AI SDK, each with the mock model of its own specification version.
+// Each major of the AI SDK, with the mock model of its own specification version.
 const SDKS: { name: string; version: Version; ai: typeof ai6 }[] = [
   { name: 'ai 5', version: 'v2', ai: ai5 as unknown as typeof ai6 },
   { name: 'ai 6', version: 'v3', ai: ai6 },
+  { name: 'ai 7', version: 'v4', ai: ai7 as unknown as typeof ai6 },
 ];
 
 const weatherSchema = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] as string[] } as const;
@@ -55,6 +57,25 @@ describe.each(SDKS)('ctxMiddleware with $name', ({ version, ai }) => {
         return { city, celsius: city === 'Oslo' ? -3 : 18 };
       },
     });
+
+  it("stores the app's files and sends them back on the next call in the model's own shape", async () => {
+    const session = new AgentSession();
+    const { wrapped, calls } = setup([{ text: 'A cat.' }, { text: 'Still a cat.' }], { session });
+    const bytes = new Uint8Array([137, 80, 78, 71]);
+    const content = [
+      { type: 'text' as const, text: 'What is on it?' },
+      { type: 'file' as const, data: bytes, mediaType: 'image/png' },
+    ];
+    expect((await ai.generateText({ model: wrapped, messages: [{ role: 'user', content }] })).text).toBe('A cat.');
+    const [user] = (session.state.memory?.messages ?? []) as unknown as Message[];
+    expect(user!.contents).toEqual([
+      { type: 'text', text: 'What is on it?' },
+      { type: 'data', mediaType: 'image/png', data: 'iVBORw==' },
+    ]);
+    await ai.generateText({ model: wrapped, prompt: 'And now?' });
+    const file = (calls[1]!.prompt[0]!.content as { type: string; data?: unknown }[]).find((p) => p.type === 'file');
+    expect(file?.data).toEqual(version === 'v4' ? { type: 'data', data: 'iVBORw==' } : 'iVBORw==');
+  });
 
   it('keeps the conversation of a generateText loop: history loaded before each call, each turn stored once', async () => {
     const session = new AgentSession();

@@ -1,10 +1,4 @@
-import type {
-  JSONObject,
-  LanguageModelV2Middleware,
-  LanguageModelV3Middleware,
-  SharedV2ProviderMetadata,
-  SharedV3ProviderMetadata,
-} from '@ai-sdk/provider';
+import type { JSONObject, SharedV2ProviderMetadata, SharedV3ProviderMetadata } from '@ai-sdk/provider';
 import {
   type Agent,
   type AgentInput,
@@ -32,6 +26,7 @@ import {
   type ContentPart,
   doGenerate,
   type GenerateResult,
+  nestedResults,
   type ModelFinishReason,
   type ModelUsage,
   type StreamPart,
@@ -60,10 +55,29 @@ export interface CtxMiddlewareOptions extends Omit<AgentOptions, 'client' | 'ses
 }
 
 /**
- * A language model middleware for `wrapLanguageModel` that works with `ai` 5 (specification v2)
- * and `ai` 6 (v3).
+ * A language model middleware for `wrapLanguageModel` that works with `ai` 5 (middleware and model
+ * specification v2), `ai` 6 (v3) and `ai` 7 (v4). Declared by its shape, without the AI SDK's
+ * types, so it type-checks against the middleware type of whichever `ai` is installed: each wrapper
+ * returns what the model it wraps returns, in that model's version.
  */
-export type CtxMiddleware = LanguageModelV2Middleware & LanguageModelV3Middleware;
+export interface CtxMiddleware {
+  /** The middleware version `ai` 6 checks (`ai` 7 takes any). */
+  readonly specificationVersion: 'v3';
+  /** The middleware version of `ai` 5. */
+  readonly middlewareVersion: 'v2';
+  /** Runs one `generateText` model call as a ctx run. */
+  wrapGenerate<Params extends object, Result>(options: {
+    model: AiSdkLanguageModel;
+    params: Params;
+    doGenerate: () => PromiseLike<Result>;
+  }): Promise<Result>;
+  /** Runs one `streamText` model call as a ctx run. */
+  wrapStream<Params extends object, Result>(options: {
+    model: AiSdkLanguageModel;
+    params: Params;
+    doStream: () => PromiseLike<Result>;
+  }): Promise<Result>;
+}
 
 /** What ctx did in one call of the wrapped model, in the result's `providerMetadata.ctx`. */
 export interface CtxCallMetadata {
@@ -375,10 +389,8 @@ function bind(model: AiSdkLanguageModel): ChatClient {
   };
 }
 
-const isV3 = (model: AiSdkLanguageModel) => model.specificationVersion === 'v3';
-
 function emptyUsage(model: AiSdkLanguageModel): ModelUsage {
-  return isV3(model)
+  return nestedResults(model)
     ? {
         inputTokens: { total: 0, noCache: 0, cacheRead: undefined, cacheWrite: undefined },
         outputTokens: { total: 0, text: 0, reasoning: undefined },
@@ -388,7 +400,7 @@ function emptyUsage(model: AiSdkLanguageModel): ModelUsage {
 
 function finishReason(model: AiSdkLanguageModel, response: AgentResponse): ModelFinishReason {
   const reason = response.finishReason === undefined ? 'stop' : response.finishReason;
-  return isV3(model) ? { unified: reason, raw: undefined } : reason;
+  return nestedResults(model) ? { unified: reason, raw: undefined } : reason;
 }
 
 /** The result of a call a provider answered without the model (a cache, say): its text. */

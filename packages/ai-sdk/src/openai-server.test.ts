@@ -1,7 +1,8 @@
-// The real AI SDK OpenAI providers (@ai-sdk/openai 2 for ai 5, 3 for ai 6) against the local
+// The real AI SDK OpenAI providers (@ai-sdk/openai 2 for ai 5, 3 for ai 6, 4 for ai 7) against the local
 // OpenAI-protocol server: what goes over the wire, and what comes back through ctx.
 import { createOpenAI as createOpenAIV3 } from '@ai-sdk/openai';
 import { createOpenAI as createOpenAIV2 } from '@ai-sdk/openai-v2';
+import { createOpenAI as createOpenAIV4 } from '@ai-sdk/openai-v4';
 import {
   AgentSession,
   BackendUnavailableError,
@@ -15,6 +16,7 @@ import {
 import { contextLengthExceeded, type OpenAITestServer, startOpenAITestServer } from '@ctx/openai-test-server';
 import * as ai6 from 'ai';
 import * as ai5 from 'ai-v5';
+import * as ai7 from 'ai-v7';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { aiSdkChatClient } from './ai-sdk-chat-client.js';
 import { ctxMiddleware } from './ctx-middleware.js';
@@ -38,6 +40,11 @@ const SDKS = [
     provider: () => createOpenAIV2({ baseURL: server.url, apiKey: 'sk-test-secret-key' }),
   },
   { name: 'ai 6 + @ai-sdk/openai 3', ai: ai6, provider: () => createOpenAIV3({ baseURL: server.url, apiKey: 'sk-test-secret-key' }) },
+  {
+    name: 'ai 7 + @ai-sdk/openai 4',
+    ai: ai7 as unknown as typeof ai6,
+    provider: () => createOpenAIV4({ baseURL: server.url, apiKey: 'sk-test-secret-key' }) as unknown as ReturnType<typeof createOpenAIV3>,
+  },
 ];
 
 const weather = defineTool({
@@ -186,5 +193,16 @@ describe.each(SDKS)('$name against the local OpenAI-protocol server', ({ ai, pro
       expect((failure as { statusCode?: number }).statusCode).toBe(400);
       expect(stored(session)).toEqual([]);
     });
+  });
+});
+
+describe('ai 7 + @ai-sdk/openai 4 without casts', () => {
+  it("type-checks ctxMiddleware against ai 7's middleware type and takes the v4 model as a ChatClient", async () => {
+    const model = createOpenAIV4({ baseURL: server.url, apiKey: 'sk-test-secret-key' }).chat('gpt-4o-mini');
+    expect(model.specificationVersion).toBe('v4');
+    server.enqueue({ text: 'From the client.' }, { text: 'From the middleware.' });
+    expect((await createAgent({ client: aiSdkChatClient(model) }).run('hi')).text).toBe('From the client.');
+    const wrapped = ai7.wrapLanguageModel({ model, middleware: ctxMiddleware() });
+    expect((await ai7.generateText({ model: wrapped, prompt: 'hi' })).text).toBe('From the middleware.');
   });
 });

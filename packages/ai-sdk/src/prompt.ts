@@ -3,14 +3,15 @@ import type {
   LanguageModelV2Message,
   LanguageModelV2ToolResultOutput,
   LanguageModelV3Message,
+  LanguageModelV4Message,
   SharedV2ProviderOptions,
 } from '@ai-sdk/provider';
 import { generateId, type Content, type FunctionResultContent, type JsonValue, Message } from '@ctx/core';
 import { isPlainObject } from '@ctx/core/backend';
-import type { ProviderMetadata } from './language-model.js';
+import { fileData, type ProviderMetadata } from './language-model.js';
 
-/** A prompt message, in either specification version. */
-export type PromptMessage = LanguageModelV2Message | LanguageModelV3Message;
+/** A prompt message, in any specification version. */
+export type PromptMessage = LanguageModelV2Message | LanguageModelV3Message | LanguageModelV4Message;
 
 type AssistantPart = Extract<LanguageModelV2Message, { role: 'assistant' }>['content'][number];
 type UserPart = Extract<LanguageModelV2Message, { role: 'user' }>['content'][number];
@@ -219,8 +220,9 @@ export function fromPromptMessage(message: PromptMessage): Message | undefined {
   return message.role === 'user' ? Message.user(contents) : Message.assistant(contents);
 }
 
-function fromFilePart(part: { data: Uint8Array | string | URL; mediaType: string; filename?: string }): Content {
-  const { data, mediaType } = part;
+function fromFilePart(part: { data: unknown; mediaType: string; filename?: string }): Content {
+  const { mediaType } = part;
+  const data = fileData(part.data);
   const name = part.filename ? { name: part.filename } : {};
   if (data instanceof URL) return { type: 'data', mediaType, uri: data.href, ...name };
   if (typeof data === 'string') {

@@ -3,10 +3,12 @@
 // what the service sends, not what our server would write.
 import { createOpenAI as createOpenAIV3 } from '@ai-sdk/openai';
 import { createOpenAI as createOpenAIV2 } from '@ai-sdk/openai-v2';
+import { createOpenAI as createOpenAIV4 } from '@ai-sdk/openai-v4';
 import { createAgent, Message } from '@ctx/core';
 import { type OpenAITestServer, recordedEvents, recordedSse, startOpenAITestServer } from '@ctx/openai-test-server';
 import * as ai6 from 'ai';
 import * as ai5 from 'ai-v5';
+import * as ai7 from 'ai-v7';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { aiSdkChatClient } from './ai-sdk-chat-client.js';
 import { ctxMiddleware } from './ctx-middleware.js';
@@ -26,6 +28,11 @@ const SDKS = [
     provider: () => createOpenAIV2({ baseURL: server.url, apiKey: 'test-key' }),
   },
   { name: 'ai 6 + @ai-sdk/openai 3', ai: ai6, provider: () => createOpenAIV3({ baseURL: server.url, apiKey: 'test-key' }) },
+  {
+    name: 'ai 7 + @ai-sdk/openai 4',
+    ai: ai7 as unknown as typeof ai6,
+    provider: () => createOpenAIV4({ baseURL: server.url, apiKey: 'test-key' }) as unknown as ReturnType<typeof createOpenAIV3>,
+  },
 ];
 
 /** The recorded text stream: its chunks, their joined text deltas and the usage of its last chunk. */

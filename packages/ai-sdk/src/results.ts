@@ -8,7 +8,15 @@ import {
   Message,
   type Usage,
 } from '@ctx/core';
-import type { ContentPart, GenerateResult, ModelFinishReason, ModelUsage, ProviderMetadata, StreamPart } from './language-model.js';
+import {
+  type ContentPart,
+  fileData,
+  type GenerateResult,
+  type ModelFinishReason,
+  type ModelUsage,
+  type ProviderMetadata,
+  type StreamPart,
+} from './language-model.js';
 import { encodeReasoningMetadata, toBase64 } from './prompt.js';
 
 /**
@@ -47,7 +55,8 @@ export function toUsage(usage: ModelUsage | undefined): Usage | undefined {
 export function toFinishReason(reason: ModelFinishReason | undefined): FinishReason | undefined {
   const unified = typeof reason === 'object' ? reason.unified : reason;
   if (unified === undefined) return undefined;
-  return unified === 'unknown' ? 'other' : unified;
+  // v4's `interrupted` (the model stopped before it finished) has no ctx reason of its own.
+  return unified === 'unknown' || unified === 'interrupted' ? 'other' : unified;
 }
 
 /**
@@ -61,8 +70,12 @@ export function toContent(part: ContentPart): Content | undefined {
       return { type: 'text', text: part.text };
     case 'reasoning':
       return { type: 'reasoning', text: part.text, ...reasoningMetadata(part.providerMetadata) };
-    case 'file':
-      return { type: 'data', mediaType: part.mediaType, data: typeof part.data === 'string' ? part.data : toBase64(part.data) };
+    case 'file': {
+      const data = fileData(part.data);
+      return data instanceof URL
+        ? { type: 'data', mediaType: part.mediaType, uri: data.href }
+        : { type: 'data', mediaType: part.mediaType, data: typeof data === 'string' ? data : toBase64(data) };
+    }
     case 'tool-call':
       return { type: 'function-call', callId: part.toolCallId, name: part.toolName, arguments: part.input };
     case 'tool-result':

@@ -1,8 +1,16 @@
-// Shared by the tests: AI SDK mock models (the AI SDK's own `MockLanguageModelV2` from `ai` 5 and
-// `MockLanguageModelV3` from `ai` 6) that play a script, in either specification version.
-import type { LanguageModelV2, LanguageModelV2StreamPart, LanguageModelV3, LanguageModelV3StreamPart } from '@ai-sdk/provider';
+// Shared by the tests: AI SDK mock models (the AI SDK's own `MockLanguageModelV2` from `ai` 5,
+// `MockLanguageModelV3` from `ai` 6 and `MockLanguageModelV4` from `ai` 7) that play a script, in
+// any specification version.
+import type {
+  LanguageModelV2,
+  LanguageModelV2StreamPart,
+  LanguageModelV3,
+  LanguageModelV3StreamPart,
+  LanguageModelV4,
+} from '@ai-sdk/provider';
 import { MockLanguageModelV3 } from 'ai/test';
 import { MockLanguageModelV2 } from 'ai-v5/test';
+import { MockLanguageModelV4 } from 'ai-v7/test';
 import type { CallOptions, ProviderMetadata } from './language-model.js';
 
 /** One scripted answer. */
@@ -20,12 +28,12 @@ export interface ScriptedTurn {
   truncate?: boolean;
 }
 
-export type Version = 'v2' | 'v3';
-export const VERSIONS: Version[] = ['v2', 'v3'];
+export type Version = 'v2' | 'v3' | 'v4';
+export const VERSIONS: Version[] = ['v2', 'v3', 'v4'];
 
 /** A scripted model of `version` and the options of every call it got, in order. */
 export interface ScriptedModel {
-  model: LanguageModelV2 | LanguageModelV3;
+  model: LanguageModelV2 | LanguageModelV3 | LanguageModelV4;
   calls: CallOptions[];
   /** Adds answers to the script. */
   push(...turns: ScriptedTurn[]): void;
@@ -46,7 +54,7 @@ export function scriptedModel(
   };
   const usage = (turn: ScriptedTurn) => {
     const u = turn.usage ?? { input: 10, output: 5 };
-    return version === 'v3'
+    return version !== 'v2'
       ? {
           inputTokens: { total: u.input, noCache: u.input - (u.cached ?? 0), cacheRead: u.cached, cacheWrite: undefined },
           outputTokens: { total: u.output, text: u.output - (u.reasoning ?? 0), reasoning: u.reasoning },
@@ -61,7 +69,7 @@ export function scriptedModel(
   };
   const finish = (turn: ScriptedTurn) => {
     const reason = turn.finish ?? (turn.toolCalls?.length ? 'tool-calls' : 'stop');
-    return version === 'v3' ? { unified: reason, raw: reason } : reason;
+    return version !== 'v2' ? { unified: reason, raw: reason } : reason;
   };
   const content = (turn: ScriptedTurn) => [
     ...(turn.reasoning
@@ -143,7 +151,12 @@ export function scriptedModel(
       return { stream: stream(parts(turn), call.abortSignal) };
     },
   };
-  const model = version === 'v3' ? new MockLanguageModelV3(settings as never) : new MockLanguageModelV2(settings as never);
+  const model =
+    version === 'v4'
+      ? new MockLanguageModelV4(settings as never)
+      : version === 'v3'
+        ? new MockLanguageModelV3(settings as never)
+        : new MockLanguageModelV2(settings as never);
   return { model, calls, push: (...more) => queue.push(...more) };
 }
 
