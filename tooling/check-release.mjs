@@ -205,7 +205,7 @@ export function versionPackages(root) {
   return updates;
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   if (process.argv.includes('--version')) {
     const updates = versionPackages(here);
     for (const u of updates) console.log(`check-release: ${u.name} peers on ${CORE} ${u.to.replace(/^workspace:/, '')} (was ${u.from})`);
