@@ -1,0 +1,169 @@
+// Type-checks and tests every package that peers on @ctx/core against the oldest and the newest
+// core its peer range claims, each installed from a packed tarball as an app would get it.
+//
+// The newest is the workspace's core (its version must be in every range). The oldest is the
+// range's floor: when that is not the workspace's version, it is built from the `@ctx/core@FLOOR`
+// tag the release made (in a temporary git worktree) and packed. Each tarball is unpacked into
+// `<package>/node_modules/.core-matrix/<version>/node_modules/@ctx/core`; `tsc --noEmit` runs with
+// `paths` pointing `@ctx/core` (and its subpaths) at that copy, and `vitest run` with a resolver
+// plugin sending every import of `@ctx/core`, from the package's files and from the workspace
+// packages its tests use (`@ctx/provider-tests` among them), to the same copy.
+//
+//   node tooling/core-matrix.mjs               every package
+//   node tooling/core-matrix.mjs redis otel    some of them
+//   node tooling/core-matrix.mjs --plan        only say which versions it would test
+//
+// FUZZ_RUNS defaults to 30 here: the fuzz tests already run in full on the workspace build.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseCoreRange } from './check-release.mjs';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const CORE = '@ctx/core';
+const planOnly = process.argv.includes('--plan');
+const only = process.argv.slice(2).filter((arg) => arg !== '--plan');
+const coreVersion = JSON.parse(readFileSync(join(root, 'packages', 'core', 'package.json'), 'utf8')).version;
+const tarballs = new Map(); // version -> packed tarball
+const work = mkdtempSync(join(tmpdir(), 'ctx-core-matrix-'));
+const results = [];
+const started = Date.now();
+
+try {
+  for (const name of readdirSync(join(root, 'packages')).sort()) {
+    const dir = join(root, 'packages', name);
+    const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+    const spec = manifest.peerDependencies?.[CORE];
+    if (manifest.private || !spec || (only.length > 0 && !only.includes(name))) continue;
+    const range = parseCoreRange(spec, coreVersion);
+    const versions = [...new Set([range.floor, coreVersion])];
+    for (const version of versions) {
+      const t0 = Date.now();
+      const status = planOnly ? 'planned' : check(dir, version, range);
+      results.push({ name: manifest.name, version, status, seconds: planOnly ? 0 : Math.round((Date.now() - t0) / 1000) });
+    }
+  }
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+
+console.log('\nCore-version matrix (Node %s), %d s:', process.versions.node, Math.round((Date.now() - started) / 1000));
+for (const r of results)
+  console.log(`  ${r.name.padEnd(20)} ${`${CORE}@${r.version}`.padEnd(18)} ${r.status}${r.seconds ? ` (${r.seconds} s)` : ''}`);
+if (results.some((r) => r.status.startsWith('FAILED'))) process.exit(1);
+
+/** The packed tarball of core at `version`: the workspace's, or built from its release tag. */
+function coreTarball(version) {
+  if (tarballs.has(version)) return tarballs.get(version);
+  const dest = join(work, `core-${version}`);
+  mkdirSync(dest, { recursive: true });
+  let source = join(root, 'packages', 'core');
+  if (version !== coreVersion) {
+    const tag = `${CORE}@${version}`;
+    const tags = execFileSync('git', ['tag', '--list', tag], { cwd: root, encoding: 'utf8' }).trim();
+    if (!tags) throw new Error(`no tag ${tag} to build the oldest core of the range from (the release tags each version it publishes)`);
+    const tree = join(work, `tree-${version}`);
+    execFileSync('git', ['worktree', 'add', '--detach', tree, tag], { cwd: root, stdio: 'ignore' });
+    try {
+      run('pnpm', ['install', '--frozen-lockfile', '--filter', `${CORE}...`, '--ignore-scripts'], { cwd: tree });
+      if (run('pnpm', ['--filter', CORE, 'build'], { cwd: tree }).status !== 0) throw new Error(`${tag} does not build`);
+      source = join(tree, 'packages', 'core');
+      run('pnpm', ['pack', '--pack-destination', dest], { cwd: source });
+    } finally {
+      execFileSync('git', ['worktree', 'remove', '--force', tree], { cwd: root, stdio: 'ignore' });
+    }
+  } else {
+    run('pnpm', ['pack', '--pack-destination', dest], { cwd: source, capture: true });
+  }
+  const file = readdirSync(dest).find((f) => f.endsWith('.tgz'));
+  if (!file) throw new Error(`packing ${CORE}@${version} gave no tarball`);
+  tarballs.set(version, join(dest, file));
+  return join(dest, file);
+}
+
+/** Unpacks core `version` beside the package, then type-checks and tests the package against it. */
+function check(dir, version, range) {
+  const pkg = relative(root, dir);
+  console.log(`\n=== ${pkg}: ${CORE}@${version} (range >=${range.floor} <${range.ceiling})`);
+  const base = join(dir, 'node_modules', '.core-matrix');
+  const home = join(base, version);
+  const coreDir = join(home, 'node_modules', '@ctx', 'core');
+  let tarball;
+  try {
+    tarball = coreTarball(version);
+  } catch (error) {
+    return `FAILED: ${error.message}`;
+  }
+  rmSync(home, { recursive: true, force: true });
+  mkdirSync(coreDir, { recursive: true });
+  execFileSync('tar', ['xzf', tarball, '-C', coreDir, '--strip-components=1']);
+  writeFileSync(join(home, 'package.json'), '{ "private": true }\n');
+  // The resolver resolves core as if imported from this file: vite resolves from an importer's
+  // directory only when the importer exists (else from the root, which finds the workspace's core).
+  writeFileSync(join(home, 'index.js'), '');
+
+  const tsconfig = join(base, `tsconfig.${version}.json`);
+  writeFileSync(
+    tsconfig,
+    JSON.stringify({ extends: join(dir, 'tsconfig.json'), compilerOptions: { noEmit: true, paths: typePaths(coreDir) } }, null, 2),
+  );
+  if (run(join(root, 'node_modules', '.bin', 'tsc'), ['-p', tsconfig], { cwd: dir }).status !== 0) return 'FAILED: typecheck';
+
+  const config = join(base, `vitest.${version}.config.mjs`);
+  writeFileSync(config, vitestConfig(dir, home, coreDir));
+  const env = { ...process.env, FUZZ_RUNS: process.env.FUZZ_RUNS ?? '30' };
+  const test = run(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--config', config, '--root', dir, '--reporter=dot'], {
+    cwd: dir,
+    env,
+  });
+  return test.status === 0 ? 'ok (typecheck, tests)' : 'FAILED: tests';
+}
+
+/** `paths` for tsc: core and each subpath it exports, to the type files of the copy in `coreDir`. */
+function typePaths(coreDir) {
+  const manifest = JSON.parse(readFileSync(join(coreDir, 'package.json'), 'utf8'));
+  const paths = {};
+  for (const [key, target] of Object.entries(manifest.exports ?? {})) {
+    const types = target?.import?.types;
+    if (types) paths[key === '.' ? CORE : `${CORE}/${key.slice(2)}`] = [join(coreDir, types)];
+  }
+  return paths;
+}
+
+/**
+ * A vitest config: the package's own, plus a resolver sending every import of core outside
+ * node_modules (the package's files, and the workspace packages its tests load, which vitest
+ * inlines) to the unpacked copy, which the copy's own files then share.
+ */
+function vitestConfig(dir, home, coreDir) {
+  return `import { mergeConfig } from 'vitest/config';
+import base from ${JSON.stringify(join(dir, 'vitest.config.ts'))};
+
+const core = ${JSON.stringify(CORE)};
+const copy = ${JSON.stringify(`${coreDir}/`)};
+const importer = ${JSON.stringify(join(home, 'index.js'))};
+
+export default mergeConfig(base, {
+  plugins: [
+    {
+      name: 'ctx-core-matrix',
+      enforce: 'pre',
+      async resolveId(source, from, options) {
+        if (source !== core && !source.startsWith(\`\${core}/\`)) return null;
+        if (!from || from.startsWith(copy)) return null;
+        return this.resolve(source, importer, { ...options, skipSelf: true });
+      },
+    },
+  ],
+  test: { reporters: ['dot'] },
+});
+`;
+}
+
+function run(command, args, { cwd = root, env = process.env, capture = false } = {}) {
+  const result = spawnSync(command, args, { cwd, env, stdio: capture ? ['ignore', 'pipe', 'inherit'] : 'inherit', encoding: 'utf8' });
+  if (result.error) throw result.error;
+  return result;
+}
