@@ -106,7 +106,7 @@ export interface VectorIndex {
   /** The contract version this index implements. Absent means `'v1'`. */
   readonly specificationVersion?: 'v1';
   /** Vector length, when the index is fixed to one. */
-  readonly dimensions?: number;
+  readonly dimensions?: number | undefined;
   /** Store the records, replacing those with the same `id`. Idempotent: a retry stores each once. */
   upsert(records: readonly VectorRecord[], options?: VectorIndexCallOptions): Promise<void>;
   /** The `topK` records of the filter's scope closest to `vector`, best first (ties in any order), each with its score. */
