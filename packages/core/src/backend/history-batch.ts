@@ -56,7 +56,10 @@ export function checkHistoryBatch(sessionId: string, messages: readonly Message[
     // Paths are only built for a message that fails: this check runs on every message a backend saves.
     const value: unknown = messages[i];
     const m = Message.isMessage(value) ? value : Message.parse(value, formatPath('$.messages', [i]), { sessionId });
-    if (m.id === '') throw new SessionStateError(`${formatPath('$.messages', [i])}.id`, 'must not be empty: message ids de-duplicate stored history', { sessionId });
+    if (m.id === '')
+      throw new SessionStateError(`${formatPath('$.messages', [i])}.id`, 'must not be empty: message ids de-duplicate stored history', {
+        sessionId,
+      });
     if (maxMessageBytes !== undefined) {
       const bytes = jsonByteLength(m, maxMessageBytes);
       if (bytes > maxMessageBytes) {
