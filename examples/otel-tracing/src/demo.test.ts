@@ -9,7 +9,7 @@ describe('otel-tracing demo', () => {
     expect(lines[0]).toBe(`Answer: ${answer}`);
     // Names and attributes, durations left out (they vary).
     const tree = lines.slice(2).map((l) => l.replace(/\s+\d+\.\d ms\s*/, ' | ').replace(/\s+\|/, ' |'));
-    expect(tree).toEqual([
+    expect(tree.slice(0, -2)).toEqual([
       'invoke_agent trip-planner | gen_ai.provider.name=scripted gen_ai.request.model=gpt-4o-mini gen_ai.usage.input_tokens=513 gen_ai.usage.output_tokens=67 ctx.context.tokens=' +
         spans.find((s) => s.name === 'invoke_agent trip-planner')!.attributes['ctx.context.tokens'],
       '├─ beforeRun memory | ctx.provider.added.messages=0 ctx.provider.added.instructions=0 ctx.provider.added.tools=0',
@@ -19,8 +19,11 @@ describe('otel-tracing demo', () => {
       '├─ execute_tool get_weather | gen_ai.tool.call.id=call_weather',
       '├─ execute_tool find_flights | gen_ai.tool.call.id=call_flights',
       '├─ chat gpt-4o-mini | gen_ai.provider.name=scripted gen_ai.request.model=gpt-4o-mini gen_ai.usage.input_tokens=301 gen_ai.usage.output_tokens=29 gen_ai.response.finish_reasons=[stop]',
-      '├─ afterRun audit | ctx.provider.added.messages=0 ctx.provider.added.instructions=0 ctx.provider.added.tools=0',
-      '└─ afterRun memory | ctx.provider.added.messages=0 ctx.provider.added.instructions=0 ctx.provider.added.tools=0',
+    ]);
+    // The two afterRun spans can start in the same clock tick, which leaves their order in the tree open.
+    expect(tree.slice(-2).map((l) => l.replace(/^[├└]─ /, '')).sort()).toEqual([
+      'afterRun audit | ctx.provider.added.messages=0 ctx.provider.added.instructions=0 ctx.provider.added.tools=0',
+      'afterRun memory | ctx.provider.added.messages=0 ctx.provider.added.instructions=0 ctx.provider.added.tools=0',
     ]);
     // Every span is in the run's trace, and the two tools ran at the same time.
     expect(new Set(spans.map((s) => s.spanContext().traceId)).size).toBe(1);
