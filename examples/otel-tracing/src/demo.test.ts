@@ -21,7 +21,12 @@ describe('otel-tracing demo', () => {
       '├─ chat gpt-4o-mini | gen_ai.provider.name=scripted gen_ai.request.model=gpt-4o-mini gen_ai.usage.input_tokens=301 gen_ai.usage.output_tokens=29 gen_ai.response.finish_reasons=[stop]',
     ]);
     // The two afterRun spans can start in the same clock tick, which leaves their order in the tree open.
-    expect(tree.slice(-2).map((l) => l.replace(/^[├└]─ /, '')).sort()).toEqual([
+    expect(
+      tree
+        .slice(-2)
+        .map((l) => l.replace(/^[├└]─ /, ''))
+        .sort(),
+    ).toEqual([
       'afterRun audit | ctx.provider.added.messages=0 ctx.provider.added.instructions=0 ctx.provider.added.tools=0',
       'afterRun memory | ctx.provider.added.messages=0 ctx.provider.added.instructions=0 ctx.provider.added.tools=0',
     ]);
