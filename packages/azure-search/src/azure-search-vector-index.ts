@@ -14,7 +14,7 @@ import {
   type VectorRecord,
   type VectorScope,
 } from '@ctx/core';
-import { shortId } from '@ctx/core/backend';
+import { checkVectorRecord, shortId } from '@ctx/core/backend';
 import { connect, toSearchError, type AzureSearchConnectionOptions } from './connection.js';
 import { andFilters, odataLiteral, scopeToFilter } from './odata.js';
 import { toDocumentKey } from './search-index.js';
@@ -54,7 +54,6 @@ const F = VECTOR_INDEX_FIELDS;
 const BATCH = 1000;
 /** The most `k` a vector query may ask for. */
 const MAX_TOP_K = 1000;
-const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'user', 'assistant', 'tool']);
 
 /**
  * The definition of an index for `AzureSearchVectorIndex`: a key (the URL-safe base64 of the
@@ -325,25 +324,7 @@ export class AzureSearchVectorIndex implements VectorIndex {
 
   /** The document of a record, after checking every field. */
   #document(record: VectorRecord, i: number): Document {
-    const fail = (problem: string) => {
-      const which = typeof record?.id === 'string' ? `record ${shortId(record.id)}` : `record [${i}]`;
-      return new InvalidInputError(`AzureSearchVectorIndex.upsert: ${which} ${problem}; nothing of the batch was stored.`);
-    };
-    if (!record || typeof record !== 'object') throw fail('is not an object');
-    if (typeof record.id !== 'string' || !record.id) throw fail('needs a non-empty string id');
-    for (const key of ['sessionId', 'messageId'] as const)
-      if (typeof record[key] !== 'string' || !record[key]) throw fail(`needs a non-empty string ${key}`);
-    if (typeof record.text !== 'string') throw fail('needs a string text');
-    if (record.userId !== undefined && (typeof record.userId !== 'string' || !record.userId))
-      throw fail('has a userId that is not a non-empty string');
-    if (!ROLES.has(record.role)) throw fail(`has role ${JSON.stringify(record.role)}, not one of system, user, assistant, tool`);
-    if (!Number.isSafeInteger(record.sequence) || record.sequence < 0)
-      throw fail(`has sequence ${String(record.sequence)}, not a non-negative integer`);
-    if (record.createdAt !== undefined && typeof record.createdAt !== 'string') throw fail('has a createdAt that is not a string');
-    if (record.kind !== undefined && record.kind !== 'archive') throw fail(`has kind ${JSON.stringify(record.kind)}, not 'archive'`);
-    if (!Array.isArray(record.vector) || !record.vector.every(Number.isFinite)) throw fail('needs a vector of finite numbers');
-    if (record.vector.length !== this.dimensions)
-      throw fail(`has a vector of ${record.vector.length} dimensions where index ${shortId(this.indexName)} has ${this.dimensions}`);
+    checkVectorRecord(record, i, { owner: 'AzureSearchVectorIndex', dimensions: this.dimensions, indexName: this.indexName });
     return {
       [F.key]: toDocumentKey(record.id),
       [F.id]: record.id,

@@ -1,6 +1,5 @@
-import { shortId } from '../backend/checks.js';
+import { checkVectorRecord } from '../backend/vector-record.js';
 import { ConfigurationError, InvalidInputError } from '../errors.js';
-import type { Role } from '../spec/message.js';
 import type {
   IndexedMessage,
   VectorDeleteTarget,
@@ -23,8 +22,6 @@ export interface InMemoryVectorIndexOptions {
    */
   maxRecords?: number;
 }
-
-const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'user', 'assistant', 'tool']);
 
 /**
  * Records of one user (or of one session without a user), laid out by dimension: `data` holds
@@ -134,7 +131,7 @@ export class InMemoryVectorIndex implements VectorIndex {
     if (!Array.isArray(records)) throw new InvalidInputError('InMemoryVectorIndex.upsert: records must be an array of vector records.');
     let dimensions = this.#dimensions;
     const checked = records.map((record, i) => {
-      const copy = checkRecord(record, i, dimensions);
+      const copy = checkVectorRecord(record, i, { owner: 'InMemoryVectorIndex', dimensions });
       dimensions ??= record.vector.length;
       return { copy, vector: record.vector };
     });
@@ -330,40 +327,4 @@ function checkScope(operation: string, scope: VectorScope | undefined): asserts 
     throw new InvalidInputError(
       `InMemoryVectorIndex.${operation}: the filter needs a userId or a sessionId; an index is never searched or cleared across users.`,
     );
-}
-
-/** A copy of `record` without its vector, after checking every field. */
-function checkRecord(record: VectorRecord, i: number, dimensions: number | undefined): IndexedMessage {
-  const fail = (problem: string) => {
-    const which = typeof record?.id === 'string' ? `record ${shortId(record.id)}` : `record [${i}]`;
-    return new InvalidInputError(`InMemoryVectorIndex.upsert: ${which} ${problem}; nothing of the batch was stored.`);
-  };
-  if (!record || typeof record !== 'object') throw fail('is not an object');
-  if (typeof record.id !== 'string' || !record.id) throw fail('needs a non-empty string id');
-  for (const key of ['sessionId', 'messageId'] as const)
-    if (typeof record[key] !== 'string' || !record[key]) throw fail(`needs a non-empty string ${key}`);
-  if (typeof record.text !== 'string') throw fail('needs a string text');
-  if (record.userId !== undefined && (typeof record.userId !== 'string' || !record.userId))
-    throw fail('has a userId that is not a non-empty string');
-  if (!ROLES.has(record.role)) throw fail(`has role ${JSON.stringify(record.role)}, not one of system, user, assistant, tool`);
-  if (!Number.isSafeInteger(record.sequence) || record.sequence < 0)
-    throw fail(`has sequence ${String(record.sequence)}, not a non-negative integer`);
-  if (record.createdAt !== undefined && typeof record.createdAt !== 'string') throw fail('has a createdAt that is not a string');
-  if (record.kind !== undefined && record.kind !== 'archive') throw fail(`has kind ${JSON.stringify(record.kind)}, not 'archive'`);
-  if (!Array.isArray(record.vector) || record.vector.length === 0) throw fail('needs a vector of finite numbers');
-  for (const x of record.vector) if (!Number.isFinite(x)) throw fail('needs a vector of finite numbers');
-  if (dimensions !== undefined && record.vector.length !== dimensions)
-    throw fail(`has a vector of ${record.vector.length} dimensions where the index has ${dimensions}`);
-  const copy: IndexedMessage = {
-    id: record.id,
-    text: record.text,
-    sessionId: record.sessionId,
-    messageId: record.messageId,
-    role: record.role,
-    sequence: record.sequence,
-  };
-  if (record.userId !== undefined) copy.userId = record.userId;
-  if (record.createdAt !== undefined) copy.createdAt = record.createdAt;
-  if (record.kind !== undefined) copy.kind = record.kind;
-  return copy;
 }
