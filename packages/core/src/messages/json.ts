@@ -197,3 +197,19 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   for (const k of ka) if (!Object.hasOwn(rb, k) || !jsonEqual(ra[k], rb[k])) return false;
   return true;
 }
+
+/**
+ * The JSON object a model answered with, a fenced ```json block accepted: for providers that ask a
+ * cheap model for structured updates. `fail(problem)` throws for anything else (problem: "is not
+ * valid JSON (...)" or "is not a JSON object").
+ */
+export function parseJsonAnswer(text: string, fail: (problem: string) => never): Record<string, unknown> {
+  const body = text.trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/i, '$1');
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch (error) {
+    return fail(`is not valid JSON (${(error as Error).message})`);
+  }
+  return isPlainObject(value) ? value : fail('is not a JSON object');
+}

@@ -1,5 +1,5 @@
 import { ConfigurationError, CtxError, SessionStateError } from '../errors.js';
-import { isPlainObject, jsonEqual, pathJoin } from '../messages/json.js';
+import { isPlainObject, jsonEqual, parseJsonAnswer, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
 import { type BudgetPolicy, fitPrefix, recordBudget, resolveBudget, type ResolvedBudget } from '../policies/budget.js';
 import { checkDecayPolicy, DecayingList, type DecayPolicy } from '../policies/decay.js';
@@ -368,14 +368,7 @@ function parseUpdate(text: string, sourceId: string): WhiteboardUpdate {
   const fail = (problem: string): never => {
     throw new CtxError(`The whiteboard "${sourceId}" was not updated: the model's answer ${problem}. The board was left as it was.`);
   };
-  const body = text.trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/i, '$1');
-  let value: unknown;
-  try {
-    value = JSON.parse(body);
-  } catch (error) {
-    return fail(`is not valid JSON (${(error as Error).message})`);
-  }
-  if (!isPlainObject(value)) return fail('is not a JSON object');
+  const value = parseJsonAnswer(text, fail);
   const list = (key: string): unknown[] => {
     const v = value[key];
     if (v === undefined) return [];

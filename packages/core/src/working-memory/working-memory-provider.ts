@@ -2,7 +2,7 @@ import { checkInteger } from '../backend/checks.js';
 import { abortable } from '../backend/deadline.js';
 import { checkWorkingMemoryKey, describeWorkingMemoryKey } from '../backend/working-memory-key.js';
 import { ConcurrencyError, ConfigurationError, CtxError, InvalidInputError, SessionStateError } from '../errors.js';
-import { isPlainObject, jsonEqual } from '../messages/json.js';
+import { isPlainObject, jsonEqual, parseJsonAnswer } from '../messages/json.js';
 import { formatBytes, jsonByteLength } from '../messages/json-bytes.js';
 import { Message } from '../messages/message.js';
 import { turnText } from '../providers/whiteboard-provider.js';
@@ -434,14 +434,7 @@ export class WorkingMemoryProvider implements ContextProvider {
         `The working memory "${this.sourceId}" was not updated: the model's answer ${problem}. The record was left as it was.`,
       );
     };
-    const body = text.trim().replace(/^```(?:json)?\s*([\s\S]*?)\s*```$/i, '$1');
-    let value: unknown;
-    try {
-      value = JSON.parse(body);
-    } catch (error) {
-      return fail(`is not valid JSON (${(error as Error).message})`);
-    }
-    if (!isPlainObject(value)) return fail('is not a JSON object');
+    const value = parseJsonAnswer(text, fail);
     if (this.#template !== undefined) {
       if (value.memory === null || value.memory === undefined) return undefined;
       return typeof value.memory === 'string' ? value.memory : fail('has a "memory" that is neither text nor null');
