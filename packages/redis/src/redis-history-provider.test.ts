@@ -640,21 +640,22 @@ for (const [topology, connect] of [
 
     it('hostile session and source ids stay apart, and every key stays inside the prefix and the key grammar', async () => {
       const ids = [
-        ...HOSTILE_SESSION_IDS,
-        '}{',
-        '{',
-        '}',
-        '*?[a-z]\\',
-        'a\u0000b',
-        '\uD800',
-        '\uDC00',
-        '\uFFFD',
-        'x'.repeat(200),
-        'x'.repeat(201),
-        '%7B',
-        '%u0041',
+        ...new Set([
+          ...HOSTILE_SESSION_IDS,
+          '}{',
+          '{',
+          '}',
+          '*?[a-z]\\',
+          'a\u0000b',
+          '\uD800',
+          '\uDC00',
+          '\uFFFD',
+          'x'.repeat(200),
+          'x'.repeat(201),
+          '%7B',
+          '%u0041',
+        ]),
       ];
-      expect(new Set(ids).size).toBe(ids.length);
       const hostilePrefix = uniquePrefix('hostile');
       const sources = ['redis', '*', ':{x}:'];
       const providers = sources.map((sourceId) => new RedisHistoryProvider({ client, prefix: hostilePrefix, sourceId }));
@@ -673,7 +674,7 @@ for (const [topology, connect] of [
       expect(new Set(mine)).toEqual(expected);
       // Every key anyone wrote through this package on this server follows the grammar: nothing escaped a prefix.
       const grammar =
-        /^[^\s{}*?[\]\\]+:(history:[A-Za-z0-9._%~-]+:\{[A-Za-z0-9._%~-]+\}:(messages|ids)|session:\{[A-Za-z0-9._%~-]+\}|sessions:\{(all|user:[A-Za-z0-9._%~-]+)\}:(order|meta|expires))$/;
+        /^[^\s{}*?[\]\\]+:(history:[A-Za-z0-9._%~-]+:\{[A-Za-z0-9._%~-]+\}:(messages|ids)|session:\{[A-Za-z0-9._%~-]+\}|sessions:\{(all|user:[A-Za-z0-9._%~-]+)\}:(order|meta|expires)|wm:\{[us]:[A-Za-z0-9._%~-]+\}:(user|index|session(:[A-Za-z0-9._%~-]+)?))$/;
       expect(keys.filter((k) => !grammar.test(k))).toEqual([]);
       for (const key of mine) expect(key.length).toBeLessThan(300);
     });

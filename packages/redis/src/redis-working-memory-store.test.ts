@@ -27,7 +27,7 @@ describe('RedisWorkingMemoryStore', () => {
         `${prefix}:wm:{u:u%3A1}:user`,
       ].sort(),
     );
-    expect(await single.hgetall(`${prefix}:wm:{u:u%3A1}:session:s%7B1%7D`)).toMatchObject({ record: '"# notes"', sessionId: 's{1}' });
+    expect(await single.hgetall(`${prefix}:wm:{u:u%3A1}:session:s%7B1%7D`)).toMatchObject({ record: '"# notes"', sessionId: '"s{1}"' });
     expect((await single.smembers(`${prefix}:wm:{u:u%3A1}:index`)).sort()).toEqual(
       [`${prefix}:wm:{u:u%3A1}:session:s%7B1%7D`, `${prefix}:wm:{u:u%3A1}:user`].sort(),
     );

@@ -19,7 +19,7 @@ export type RedisWorkingMemoryStoreOptions = RedisConnectionOptions;
 
 /** The Redis keys of one working-memory record. */
 export interface WorkingMemoryKeys {
-  /** The record's hash: `record` (JSON text), `etag`, `updatedAt`, and `sessionId` for a session's record. */
+  /** The record's hash: `record` (JSON text), `etag`, `updatedAt`, and `sessionId` (a JSON string) for a session's record. */
   record: string;
   /** The set of the record keys of its user, or undefined for the record of a session without a user. */
   index: string | undefined;
@@ -143,7 +143,8 @@ export class RedisWorkingMemoryStore implements WorkingMemoryStore {
         text,
         etag,
         new Date().toISOString(),
-        checked.sessionId ?? '',
+        // As JSON: Redis keeps UTF-8, and JSON escapes a lone surrogate, so every session id reads back as written.
+        checked.sessionId === undefined ? '' : JSON.stringify(checked.sessionId),
       ]),
     )) as [number, string?];
     if (Number(reply[0]) !== 1) checkWorkingMemoryEtag(checked, reply[1] ?? undefined, ifMatch);
@@ -172,7 +173,7 @@ export class RedisWorkingMemoryStore implements WorkingMemoryStore {
     )) as Array<[string, string, string, string, string]>;
     return reply.map(([sessionId, record, etag, updatedAt, key]) => {
       const stored = readRecord(key, record, etag, updatedAt);
-      return sessionId === '' ? stored : { sessionId, ...stored };
+      return sessionId === '' ? stored : { sessionId: readSessionId(key, sessionId), ...stored };
     });
   }
 
@@ -213,4 +214,17 @@ function readRecord(key: string, record: string | null, etag: string | null, upd
     throw new SessionStateError(`redis:${key}.record`, `is not JSON (${(error as Error).message}); delete the key`, { cause: error });
   }
   return { record: value, etag, updatedAt: updatedAt ?? new Date(0).toISOString() };
+}
+
+/** The session id a record's hash holds as a JSON string. @throws SessionStateError for anything else (a hand edit). */
+function readSessionId(key: string, text: string): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    value = undefined;
+  }
+  if (typeof value !== 'string')
+    throw new SessionStateError(`redis:${key}.sessionId`, 'must be a JSON string (the record was edited by hand)');
+  return value;
 }
