@@ -31,7 +31,8 @@ function walk(dir, prefix = '') {
 }
 
 /** Absolute paths of this machine that must not be in a tarball. */
-const machinePaths = [...new Set([root, dirname(root), homedir(), '/work/'])].filter((p) => p.length > 1);
+// The clone's own path, the home folder and the build folder; not the clone's parent, which may be /tmp, a path READMEs name.
+const machinePaths = [...new Set([root, homedir(), '/work/'])].filter((p) => p.length > 1);
 
 for (const name of readdirSync(join(root, 'packages'))) {
   const dir = join(root, 'packages', name);

@@ -155,8 +155,6 @@ function check(dir, sdk, version, companions) {
   if (run(join(root, 'node_modules', '.bin', 'tsc'), ['-p', tsconfig], { cwd: dir }).status !== 0) return 'FAILED: typecheck';
 
   const config = join(base, `vitest.${version}.config.mjs`);
-  // The resolver resolves the SDKs as imported from this file; it must exist, or Vite resolves from the workspace.
-  writeFileSync(join(home, 'index.js'), '');
   writeFileSync(config, vitestConfig(dir, [sdk, ...companions], home));
   const env = { ...process.env, FUZZ_RUNS: process.env.FUZZ_RUNS ?? '30' };
   const test = run(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--config', config, '--root', dir, '--reporter=default'], {
