@@ -36,7 +36,8 @@ if [ "$abi" != "$own_abi" ]; then
     [ -f "$own" ] || cp "$built" "$own"
     if [ ! -f "$wanted" ]; then
       echo "with-node: building $name for Node $major (ABI $abi)"
-      (cd "$addon" && PATH="$bin:$PATH" "$bin/node" "$node_gyp" rebuild --release --nodedir="$home/package" --jobs=2 --loglevel=error >"$cache/addons/$name-abi$abi.log" 2>&1)
+      # npm_config_nodedir (set by .ci/run for Node 20) would win over --nodedir: point both at this Node.
+      (cd "$addon" && PATH="$bin:$PATH" npm_config_nodedir="$home/package" "$bin/node" "$node_gyp" rebuild --release --nodedir="$home/package" --jobs=2 --loglevel=error >"$cache/addons/$name-abi$abi.log" 2>&1)
       cp "$built" "$wanted"
     fi
     cp "$wanted" "$built"
