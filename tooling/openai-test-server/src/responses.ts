@@ -88,21 +88,9 @@ export async function handleCreateResponse(
   store: ResponsesStore,
   deployment: string | undefined,
 ): Promise<void> {
-  const model = typeof body.model === 'string' ? body.model : deployment;
-  if (model === undefined) {
-    sendError(ex, 400, { message: "Missing required parameter: 'model'.", param: 'model', code: 'missing_required_parameter' });
-    return;
-  }
-  const input = normalizeItems(body.input, 'input');
-  if ('error' in input) {
-    sendError(ex, 400, input.error);
-    return;
-  }
-  const itemError = checkInputItems(input.items, store);
-  if (itemError !== undefined) {
-    sendError(ex, 400, itemError);
-    return;
-  }
+  const request = readModelAndInput(ex, body, store, deployment);
+  if (request === undefined) return;
+  const { model, input } = request;
   const previousResponseId = typeof body.previous_response_id === 'string' ? body.previous_response_id : null;
   const conversationId = conversationIdOf(body.conversation);
   if (previousResponseId !== null && conversationId !== null) {
@@ -832,21 +820,9 @@ function compactionItem(store: ResponsesStore): ConversationItem {
  * into a compacted window, as the service answers: every user message, then one compaction item.
  */
 export function handleCompact(ex: Exchange, body: JsonObject, store: ResponsesStore, deployment: string | undefined): void {
-  const model = typeof body.model === 'string' ? body.model : deployment;
-  if (model === undefined) {
-    sendError(ex, 400, { message: "Missing required parameter: 'model'.", param: 'model', code: 'missing_required_parameter' });
-    return;
-  }
-  const input = normalizeItems(body.input, 'input');
-  if ('error' in input) {
-    sendError(ex, 400, input.error);
-    return;
-  }
-  const itemError = checkInputItems(input.items, store);
-  if (itemError !== undefined) {
-    sendError(ex, 400, itemError);
-    return;
-  }
+  const request = readModelAndInput(ex, body, store, deployment);
+  if (request === undefined) return;
+  const { input } = request;
   let history: ConversationItem[] = [];
   if (typeof body.previous_response_id === 'string') {
     if (!store.responses.has(body.previous_response_id)) {
@@ -888,4 +864,32 @@ export function handleCompact(ex: Exchange, body: JsonObject, store: ResponsesSt
       total_tokens: inputTokens + outputTokens,
     },
   });
+}
+
+/**
+ * The request's model (or the deployment's) and its checked `input` items, as `POST /responses` and
+ * `POST /responses/compact` both read them; sends the service's 400 and returns undefined otherwise.
+ */
+function readModelAndInput(
+  ex: Exchange,
+  body: JsonObject,
+  store: ResponsesStore,
+  deployment: string | undefined,
+): { model: string; input: { items: ConversationItem[] } } | undefined {
+  const model = typeof body.model === 'string' ? body.model : deployment;
+  if (model === undefined) {
+    sendError(ex, 400, { message: "Missing required parameter: 'model'.", param: 'model', code: 'missing_required_parameter' });
+    return undefined;
+  }
+  const input = normalizeItems(body.input, 'input');
+  if ('error' in input) {
+    sendError(ex, 400, input.error);
+    return undefined;
+  }
+  const itemError = checkInputItems(input.items, store);
+  if (itemError !== undefined) {
+    sendError(ex, 400, itemError);
+    return undefined;
+  }
+  return { model, input };
 }
