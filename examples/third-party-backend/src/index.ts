@@ -1,0 +1,1 @@
+export { idKey, type SqliteBackendOptions, type SqliteDatabase, SqliteHistoryProvider, SqliteSessionStore } from './sqlite-backend.js';

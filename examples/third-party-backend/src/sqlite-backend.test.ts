@@ -1,0 +1,27 @@
+// The conformance suites the guide "Publish your own backend" names, against SQLite in a file of a
+// temporary directory. Every provider and store opens its own connection to that file (as the
+// servers of an app would), and closes it after its test.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describeHistoryProvider, describeHostedConcurrency, describeSessionStore } from '@ctx/provider-tests';
+import { SqliteHistoryProvider, SqliteSessionStore } from './sqlite-backend.js';
+
+const directory = mkdtempSync(join(tmpdir(), 'ctx-sqlite-'));
+const database = join(directory, 'ctx.db');
+const teardown = () => rmSync(directory, { recursive: true, force: true });
+
+describeHistoryProvider('SqliteHistoryProvider', {
+  create: (options) => new SqliteHistoryProvider({ ...options, database }),
+  cleanup: (provider) => provider.close(),
+});
+describeSessionStore('SqliteSessionStore', {
+  create: () => new SqliteSessionStore({ database }),
+  cleanup: (store) => store.close(),
+});
+describeHostedConcurrency('SqliteSessionStore with SqliteHistoryProvider', {
+  createStore: () => new SqliteSessionStore({ database }),
+  createHistory: (options) => new SqliteHistoryProvider({ ...options, database }),
+  cleanup: (store) => (store instanceof SqliteSessionStore ? store.close() : undefined),
+  teardown,
+});
