@@ -161,11 +161,15 @@ export function applyPeerRanges(root, plan) {
     const text = readFileSync(pkg.file, 'utf8');
     writeFileSync(pkg.file, text.replace(`"${CORE}": ${JSON.stringify(update.from)}`, `"${CORE}": ${JSON.stringify(update.to)}`));
   }
-  if (updates.length > 0) {
+  // At the first release of core (none released yet) a package released anyway by a changeset of
+  // its own needs no second entry announcing the first range it publishes.
+  const firstRelease = releasedCore(root).length === 0;
+  const announced = updates.filter((u) => !(firstRelease && plan.releases.some((r) => r.name === u.name && r.type !== 'none')));
+  if (announced.length > 0) {
     const core = plan.releases.find((r) => r.name === CORE);
     writeFileSync(
       join(root, '.changeset', `core-peer-range-${core.newVersion.replaceAll('.', '-')}.md`),
-      rangeChangeset(updates, core.newVersion),
+      rangeChangeset(announced, core.newVersion),
     );
   }
   return updates;

@@ -127,6 +127,10 @@ test('`--version` of the pending first release plus a core minor: nothing goes t
       const { floor, ceiling } = parseCoreRange(range, core);
       assert.equal(floor, core, `${name}: nothing older than ${core} was released, so the range starts there (${range})`);
       assert.equal(ceiling, `0.${Number(core.split('.')[1]) + 1}.0`, name);
+      // The first release is one entry per package: no second one announcing the first range.
+      const changelog = readFileSync(join(dir, 'packages', name.replace('@ctx/', ''), 'CHANGELOG.md'), 'utf8');
+      assert.equal(changelog.match(/^## /gm)?.length, 1, `${name}: one version in its CHANGELOG`);
+      assert.doesNotMatch(changelog, /### Patch Changes|Works with `@ctx\/core`/, name);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
