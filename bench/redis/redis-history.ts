@@ -8,9 +8,11 @@
  * the user message and the reply. Windowed and full loads are each compared like for like: ctx with
  * `maxMessages: 20` beside a user-written LangChain history reading the newest 20, and ctx without a
  * window beside LangChain's own history, which loads the whole list. ctx runs on ioredis, LangChain
- * on node-redis (`redis`), the client its docs use. The four sides take turns in three rounds, so
+ * on node-redis (`redis`), the client its docs use. The sides take turns in three rounds, so
  * load on the shared machine hits each alike. Round trips are counted by a loopback proxy between
- * each client and the server (one round trip = one burst of requests followed by a reply). Then 100
+ * each client and the server (one round trip = one burst of requests followed by a reply). Beside
+ * them, floor rows on each client: the least any client can do per turn on the same stored JSON
+ * (LRANGE, JSON.parse of each entry, RPUSH of two), so the table shows what ctx's checks cost. Then 100
  * sessions run turns concurrently on one connection, beside `redis-benchmark -c 100` running the
  * same two commands. Prints tables; asserts nothing. Usage: `pnpm --filter @ctx/bench bench:redis`.
  */
@@ -174,12 +176,16 @@ for (let i = 0; i < 100; i++) {
 }
 await Promise.all([ctx.clear('warm-up'), warmLc.clear()]);
 
-/** The four sides: windowed and full loads on each library. */
+/** The sides: windowed and full loads on each library, and the floor of each client beside them. */
 const SIDES = [
   'ctx, maxMessages 20',
   'LangChain, user-written last-20 history',
+  'floor on ioredis: LRANGE last 20, JSON.parse each, RPUSH 2',
+  'floor on node-redis: LRANGE last 20, JSON.parse each, RPUSH 2',
   'ctx, no window',
   'LangChain RedisChatMessageHistory (full list)',
+  'floor on ioredis: LRANGE all, JSON.parse each, RPUSH 2',
+  'floor on node-redis: LRANGE all, JSON.parse each, RPUSH 2',
 ] as const;
 type Side = (typeof SIDES)[number];
 interface Row {
@@ -227,7 +233,41 @@ for (const size of SIZES) {
     if (loaded.length < (history instanceof LastMessagesRedisHistory ? WINDOW : size)) throw new Error('history not loaded');
     await history.addMessages([new HumanMessage(`${TEXT} turn ${++turn}`), new AIMessage(`${TEXT} reply ${turn}`)]);
   };
+  // The floor: the least any client can do per turn, on the same stored JSON as ctx (a copy of its
+  // list): read the entries, JSON.parse each, append two message JSONs; no check of what was read.
+  const floorKey = `floor-${size}`;
+  await ioredis.copy(ctx.keys(sessionId).messages, floorKey, 'REPLACE');
+  const floorTexts = () => [
+    JSON.stringify(Message.user(`${TEXT} turn ${++turn}`)),
+    JSON.stringify(Message.assistant(`${TEXT} reply ${turn}`)),
+  ];
+  const floorIoredis = async (client: Redis, windowed: boolean) => {
+    const loaded = (await client.lrange(floorKey, windowed ? -WINDOW : 0, -1)).map((text) => JSON.parse(text) as unknown);
+    if (loaded.length < (windowed ? WINDOW : size)) throw new Error('history not loaded');
+    await client.rpush(floorKey, ...floorTexts());
+  };
+  const floorNodeRedis = async (client: typeof nodeRedis, windowed: boolean) => {
+    const loaded = (await client.lRange(floorKey, windowed ? -WINDOW : 0, -1)).map((text) => JSON.parse(text) as unknown);
+    if (loaded.length < (windowed ? WINDOW : size)) throw new Error('history not loaded');
+    await client.rPush(floorKey, floorTexts());
+  };
   const turns: Record<Side, [() => Promise<unknown>, () => Promise<unknown>]> = {
+    'floor on ioredis: LRANGE last 20, JSON.parse each, RPUSH 2': [
+      () => floorIoredis(ioredis, true),
+      () => floorIoredis(ioredisCounted, true),
+    ],
+    'floor on node-redis: LRANGE last 20, JSON.parse each, RPUSH 2': [
+      () => floorNodeRedis(nodeRedis, true),
+      () => floorNodeRedis(nodeRedisCounted, true),
+    ],
+    'floor on ioredis: LRANGE all, JSON.parse each, RPUSH 2': [
+      () => floorIoredis(ioredis, false),
+      () => floorIoredis(ioredisCounted, false),
+    ],
+    'floor on node-redis: LRANGE all, JSON.parse each, RPUSH 2': [
+      () => floorNodeRedis(nodeRedis, false),
+      () => floorNodeRedis(nodeRedisCounted, false),
+    ],
     'ctx, maxMessages 20': [() => ctxTurn(ctx), () => ctxTurn(ctxCounted)],
     'LangChain, user-written last-20 history': [() => lcTurn(lcHistory(nodeRedis, true)), () => lcTurn(lcHistory(nodeRedisCounted, true))],
     'ctx, no window': [() => ctxTurn(ctxFull), () => ctxTurn(ctxFullCounted)],
@@ -239,6 +279,8 @@ for (const size of SIZES) {
   // Untimed after each turn: remove the two messages it stored (LangChain pushes the newest first).
   const ctxReset = () => ctx.popMessages(sessionId, { state, count: 2 });
   const lcReset = () => nodeRedis.lTrim(lcKey, 2, -1);
+  const floorReset = () => ioredis.ltrim(floorKey, 0, -3);
+  const reset = (side: Side) => (side.startsWith('ctx') ? ctxReset : side.startsWith('floor') ? floorReset : lcReset);
   const samples = new Map(SIDES.map((side) => [side, [] as number[]]));
   const cpu = new Map(SIDES.map((side) => [side, [] as number[]]));
   for (let round = 0; round < 3; round++) {
@@ -246,7 +288,7 @@ for (const size of SIZES) {
       const full = !side.includes('20');
       const budget =
         full && size >= 100_000 ? { warmup: 1, min: 2, max: 20, budgetMs: 1500 } : { warmup: 5, min: 20, max: 700, budgetMs: 500 };
-      await time(turns[side][0], side.startsWith('ctx') ? ctxReset : lcReset, samples.get(side)!, budget, cpu.get(side)!);
+      await time(turns[side][0], reset(side), samples.get(side)!, budget, cpu.get(side)!);
     }
   }
   const count = async (fn: () => Promise<unknown>) => {
@@ -258,6 +300,7 @@ for (const size of SIZES) {
   const sides = new Map<Side, Timing & { rt: number }>();
   for (const side of SIDES) sides.set(side, { ...summarize(samples.get(side)!, cpu.get(side)!), rt: await count(turns[side][1]) });
   rows.push({ size, sides });
+  await ioredis.del(floorKey);
   console.log(`measured ${size.toLocaleString('en')} stored messages (${((performance.now() - started) / 1000).toFixed(1)} s)`);
 }
 
@@ -323,6 +366,28 @@ for (const r of rows) {
     const own = side.startsWith('ctx');
     console.log(
       `| ${r.size.toLocaleString('en')} | ${side} | ${fmt(t.p50)} | ${fmt(t.p90)} | ${t.n} | ${t.rt} | ${own ? '1' : `${(t.p50 / base.p50).toFixed(2)}x`} | ${fmt(t.cpu)} | ${own ? '1' : `${(t.cpu / base.cpu).toFixed(2)}x`} |`,
+    );
+  }
+}
+console.log(
+  "\nThe floor rows are the least any client can do per turn on the same stored JSON: read the entries, JSON.parse each, append two; what ctx does beyond its own client's floor (the check of each loaded message, de-duplication, the save script's arguments) is the difference:",
+);
+for (const r of rows) {
+  for (const [ctxSide, floorSide, otherFloor] of [
+    [
+      'ctx, maxMessages 20',
+      'floor on ioredis: LRANGE last 20, JSON.parse each, RPUSH 2',
+      'floor on node-redis: LRANGE last 20, JSON.parse each, RPUSH 2',
+    ],
+    [
+      'ctx, no window',
+      'floor on ioredis: LRANGE all, JSON.parse each, RPUSH 2',
+      'floor on node-redis: LRANGE all, JSON.parse each, RPUSH 2',
+    ],
+  ] as const) {
+    const [own, floor, other] = [r.sides.get(ctxSide)!, r.sides.get(floorSide)!, r.sides.get(otherFloor)!];
+    console.log(
+      `- ${r.size.toLocaleString('en')} stored, ${ctxSide}: client CPU ${fmt(own.cpu)} ms, ioredis floor ${fmt(floor.cpu)} ms (ctx's own work ${fmt(own.cpu - floor.cpu)} ms, ${((100 * (own.cpu - floor.cpu)) / own.cpu).toFixed(0)}% of the turn); node-redis floor ${fmt(other.cpu)} ms.`,
     );
   }
 }

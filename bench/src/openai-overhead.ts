@@ -7,7 +7,7 @@
  * Prints figures and ratios; asserts nothing.
  */
 import { pathToFileURL } from 'node:url';
-import { type Agent, type ChatClient, createAgent, Message } from '@ctx/core';
+import { type Agent, type ChatClient, createAgent, generateId, Message } from '@ctx/core';
 import { OpenAIChatClient, OpenAIResponsesClient } from '@ctx/openai';
 import OpenAI from 'openai';
 import { jsonBody, replay, sseBody } from './replay-fetch.js';
@@ -148,6 +148,79 @@ export async function openaiOverhead(): Promise<Map<string, { client: number; ag
   return out;
 }
 
+/** How many times a component side repeats its work per timed call (one is below the clock's resolution). */
+const REPEAT = 100;
+
+/**
+ * Where a plain `agent.run`'s time goes beyond its client's call, on Chat Completions: the same
+ * agent on a client that answers at once with the recorded reply already converted (the pipeline
+ * alone, no SDK), with an `onEvent` listener (what emitting the run's events costs), and the pieces
+ * a run does once that a client call does not (the run id, the input message with its id and time,
+ * the attribution of the input and of the reply). Prints the table; returns nothing.
+ */
+export async function openaiOverheadFloor(): Promise<void> {
+  console.log('\n## Where agent.run spends its time beyond the client call (Chat Completions, plain, recorded reply)\n');
+  const sdk = sdkFor(jsonBody('chat-text.json'), 'application/json');
+  const client = new OpenAIChatClient({ client: sdk, model: 'gpt-4.1-nano' });
+  const messages = [Message.user(QUESTION)];
+  const options = { instructions: INSTRUCTIONS };
+  const recorded = await client.getResponse(messages, options);
+  // A client answering at once with the recorded reply as @ctx/openai converted it (a fresh copy per call, as a client makes).
+  const instant: ChatClient = {
+    specificationVersion: 'v1',
+    provider: client.provider,
+    modelId: client.modelId,
+    async getResponse() {
+      return { ...recorded, messages: recorded.messages.map((m) => ({ ...m, contents: [...m.contents] })) };
+    },
+    getStreamingResponse: (m, o) => client.getStreamingResponse(m, o),
+  };
+  let events = 0;
+  const agent = createAgent({ client, instructions: INSTRUCTIONS });
+  const bare = createAgent({ client: instant, instructions: INSTRUCTIONS });
+  const listened = createAgent({ client: instant, instructions: INSTRUCTIONS, onEvent: () => void events++ });
+  const reply = recorded.messages[0]!;
+  const repeat = (fn: () => unknown) => async () => {
+    for (let i = 0; i < REPEAT; i++) fn();
+  };
+  const sides: CpuSide[] = [
+    { name: '@ctx/openai client.getResponse', call: () => client.getResponse(messages, options) },
+    { name: 'agent.run on that client', call: () => agent.run(QUESTION) },
+    { name: 'agent.run on a client answering at once (the pipeline alone)', call: () => bare.run(QUESTION) },
+    { name: 'the same with an onEvent listener (run-start, model-call, run-end events)', call: () => listened.run(QUESTION) },
+    {
+      name: `the pipeline alone, ${REPEAT} runs back to back (per run: warm caches, no SDK work in between)`,
+      call: async () => {
+        for (let i = 0; i < REPEAT; i++) await bare.run(QUESTION);
+      },
+    },
+    { name: 'that client answering at once, alone', call: () => instant.getResponse(messages, options) },
+    { name: `generateId() (the run id), x${REPEAT}`, call: repeat(generateId) },
+    { name: `Message.user(input) (id and time of the input message), x${REPEAT}`, call: repeat(() => Message.user(QUESTION)) },
+    {
+      name: `Message.withSource of the input and the reply (attribution), x${REPEAT}`,
+      call: repeat(() => [Message.withSource(messages[0]!, 'input', 'input'), Message.withSource(reply, 'response', 'response')]),
+    },
+  ];
+  const stats = await compareCpu(sides, { warmup: WARMUP, calls: CALLS });
+  // Sides that repeat their work say so in their name; their figure is per repetition.
+  const us = stats.map((st) => trimmedMean([...st.samples]) / (st.name.includes(`${REPEAT}`) ? REPEAT : 1));
+  const [clientUs, agentUs, pipelineUs] = us as [number, number, number];
+  printTable(
+    ['what', 'CPU µs per call', 'of the pipeline alone'],
+    sides.map((side, i) => [
+      side.name,
+      us[i]!.toFixed(i >= 6 ? 2 : 1),
+      i < 3 ? '' : `${((100 * (i === 3 ? us[3]! - pipelineUs : us[i]!)) / pipelineUs).toFixed(0)}%${i === 3 ? ' more' : ''}`,
+    ]),
+  );
+  console.log(
+    `\nagent.run beyond the client: ${(agentUs - clientUs).toFixed(1)} µs per call (${fmtRatio(agentUs / clientUs)} of the client) here, where most sides do no SDK work, so the client call runs as cold as the run around it; CPU µs, trimmed mean (middle 80%) of ${CALLS} calls per side, the sides in a shuffled order each round.\n`,
+  );
+  if (events === 0) throw new Error('no events were emitted');
+}
+
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   await openaiOverhead();
+  await openaiOverheadFloor();
 }
