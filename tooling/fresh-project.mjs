@@ -6,10 +6,11 @@
 // The blocks are read and written as modules the way tooling/doc-test does (its src/blocks.ts, loaded
 // through tsx), so both check the same code; the servers are the ones doc-test starts (a real
 // `redis-server` and the OpenAI-protocol test server, on loopback). The newest release is npm's
-// `latest` of each SDK, except where a peer range of ours caps it (`@openai/agents`: the newest in the
-// range `@ctx/openai-agents` claims). `mem0ai` is installed with the `overrides` block
+// `latest` of each SDK, except where a peer range caps it: ours (`@openai/agents`: the newest in the
+// range `@ctx/openai-agents` claims) or another SDK's (`@opentelemetry/sdk-trace-node` caps
+// `@opentelemetry/api`); each such choice is printed. `mem0ai` is installed with the `overrides` block
 // packages/mem0/README.md tells users to copy. Install scripts are skipped (no native addon is built;
-// no runnable block loads one).
+// no runnable block loads one). Installing, type-checking and each block's run have time limits.
 //
 //   bash tooling/with-node.sh 22 node tooling/fresh-project.mjs
 //   node tooling/fresh-project.mjs --keep     leave the project in the OS tmpdir and print its path
