@@ -5,7 +5,9 @@
 // `<package>/node_modules/.sdk-matrix/<version>/` (no lockfile, no scripts; peers the SDK wants
 // resolve from the package's own node_modules), then runs `tsc --noEmit` with `paths` pointing the
 // SDK at that copy and `vitest run` with a resolver plugin doing the same for the package's own
-// files. Test servers in tooling/ keep their own copies. Versions whose `engines.node` excludes the
+// files. The resolver logs where each SDK import went; a run whose imports reached any other copy
+// (the workspace's, say) or another version fails, and each run prints the version its tests loaded.
+// Test servers in tooling/ keep their own copies. Versions whose `engines.node` excludes the
 // running Node are reported and left out (openai 7 needs Node 22). An SDK released in lockstep with
 // a companion package the tests import (`@openai/agents-core` with `@openai/agents`) gets the
 // companion at the same version.
@@ -155,13 +157,50 @@ function check(dir, sdk, version, companions) {
   if (run(join(root, 'node_modules', '.bin', 'tsc'), ['-p', tsconfig], { cwd: dir }).status !== 0) return 'FAILED: typecheck';
 
   const config = join(base, `vitest.${version}.config.mjs`);
-  writeFileSync(config, vitestConfig(dir, [sdk, ...companions], home));
+  // The resolver resolves the SDKs as imported from this file; it must exist, or Vite resolves from the workspace.
+  writeFileSync(join(home, 'index.js'), '');
+  const log = join(base, `resolved.${version}.log`);
+  rmSync(log, { force: true });
+  writeFileSync(config, vitestConfig(dir, [sdk, ...companions], home, log));
   const env = { ...process.env, FUZZ_RUNS: process.env.FUZZ_RUNS ?? '30' };
   const test = run(join(root, 'node_modules', '.bin', 'vitest'), ['run', '--config', config, '--root', dir, '--reporter=default'], {
     cwd: dir,
     env,
   });
+  const loaded = loadedVersions(log, home);
+  console.log(`=== ${pkg}: the tests loaded ${loaded.summary}`);
+  if (loaded.problem) return `FAILED: ${loaded.problem}`;
+  if (loaded.versions.get(sdk) !== version) return `FAILED: the tests loaded ${sdk}@${loaded.versions.get(sdk) ?? 'nothing'}`;
   return test.status === 0 ? 'ok (typecheck, tests)' : 'FAILED: tests';
+}
+
+/**
+ * What the resolver logged: each SDK import of the package's files, and the version of the copy it
+ * went to. Any import that resolved outside the matrix's copy (the workspace's, say) is a problem.
+ */
+function loadedVersions(log, home) {
+  const lines = existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : [];
+  const versions = new Map();
+  const outside = [];
+  for (const line of lines) {
+    const [source, id] = line.split('\t');
+    const name = source.startsWith('@') ? source.split('/').slice(0, 2).join('/') : source.split('/')[0];
+    const dir = join(home, 'node_modules', name);
+    if (!id.startsWith(`${dir}/`)) {
+      outside.push(`${source} -> ${id}`);
+      continue;
+    }
+    versions.set(name, JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).version);
+  }
+  const summary =
+    versions.size > 0
+      ? [...versions].map(([name, v]) => `${name}@${v}`).join(', ')
+      : outside.length > 0
+        ? 'only copies outside the matrix'
+        : 'no SDK import';
+  if (outside.length > 0) return { versions, summary, problem: `SDK resolved outside the matrix copy (${outside[0]})` };
+  if (lines.length === 0) return { versions, summary, problem: 'the tests resolved no SDK import' };
+  return { versions, summary };
 }
 
 /** `paths` for tsc: the SDK and each subpath it exports, to the type files of the copy in `sdkDir`. */
@@ -187,14 +226,19 @@ function typesOf(target) {
   return undefined;
 }
 
-/** A vitest config: the package's own, plus a resolver that sends the SDKs' imports from the package's files to `home`. */
-function vitestConfig(dir, sdks, home) {
-  return `import { mergeConfig } from 'vitest/config';
+/**
+ * A vitest config: the package's own, plus a resolver that sends the SDKs' imports from the package's
+ * files to `home` and appends each (`specifier<TAB>resolved file`) to `log`, which `check` reads.
+ */
+function vitestConfig(dir, sdks, home, log) {
+  return `import { appendFileSync } from 'node:fs';
+import { mergeConfig } from 'vitest/config';
 import base from ${JSON.stringify(join(dir, 'vitest.config.ts'))};
 
 const sdks = ${JSON.stringify(sdks)};
 const own = ${JSON.stringify(`${dir}/`)};
 const importer = ${JSON.stringify(join(home, 'index.js'))};
+const log = ${JSON.stringify(log)};
 
 export default mergeConfig(base, {
   plugins: [
@@ -204,7 +248,9 @@ export default mergeConfig(base, {
       async resolveId(source, from, options) {
         if (!sdks.some((sdk) => source === sdk || source.startsWith(\`\${sdk}/\`))) return null;
         if (!from || !from.startsWith(own) || from.includes('/node_modules/')) return null;
-        return this.resolve(source, importer, { ...options, skipSelf: true });
+        const resolved = await this.resolve(source, importer, { ...options, skipSelf: true });
+        appendFileSync(log, \`\${source}\\t\${resolved?.id ?? ''}\\n\`);
+        return resolved;
       },
     },
   ],

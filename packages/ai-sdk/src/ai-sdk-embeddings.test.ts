@@ -1,5 +1,6 @@
 import { createOpenAI as createOpenAIV3 } from '@ai-sdk/openai';
 import { createOpenAI as createOpenAIV2 } from '@ai-sdk/openai-v2';
+import { createOpenAI as createOpenAIV4 } from '@ai-sdk/openai-v4';
 import type { EmbeddingModelV3 } from '@ai-sdk/provider';
 import { BackendUnavailableError, ConfigurationError, createAgent, InMemoryVectorIndex, Message, SemanticRecallProvider } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
@@ -25,6 +26,10 @@ function embeddingsFetch() {
 }
 
 describe.each([
+  [
+    'ai 7 (embedding model v4)',
+    (fetch: typeof globalThis.fetch) => createOpenAIV4({ apiKey: 'sk-test', fetch }).textEmbeddingModel('text-embedding-3-small'),
+  ],
   [
     'ai 6 (embedding model v3)',
     (fetch: typeof globalThis.fetch) => createOpenAIV3({ apiKey: 'sk-test', fetch }).textEmbeddingModel('text-embedding-3-small'),

@@ -1,10 +1,10 @@
-import type { EmbeddingModelV2, EmbeddingModelV3 } from '@ai-sdk/provider';
+import type { EmbeddingModelV2, EmbeddingModelV3, EmbeddingModelV4 } from '@ai-sdk/provider';
 import { BackendUnavailableError, ConfigurationError, type EmbeddingGenerator } from '@ctx/core';
 import { abortable } from '@ctx/core/backend';
 import { toCtxError } from './errors.js';
 
-/** An AI SDK embedding model: specification `v2` (`ai` 5 and its providers) or `v3` (`ai` 6). */
-export type AiSdkEmbeddingModel = EmbeddingModelV2<string> | EmbeddingModelV3;
+/** An AI SDK embedding model: specification `v2` (`ai` 5 and its providers), `v3` (`ai` 6) or `v4` (`ai` 7). */
+export type AiSdkEmbeddingModel = EmbeddingModelV2<string> | EmbeddingModelV3 | EmbeddingModelV4;
 
 /** Options of `aiSdkEmbeddings`. */
 export interface AiSdkEmbeddingsOptions {
@@ -27,8 +27,10 @@ export interface AiSdkEmbeddingsOptions {
  * @throws ConfigurationError for a model that is not an AI SDK embedding model, or bad options.
  */
 export function aiSdkEmbeddings(model: AiSdkEmbeddingModel, options: AiSdkEmbeddingsOptions = {}): EmbeddingGenerator {
-  if (typeof model?.doEmbed !== 'function' || (model.specificationVersion !== 'v2' && model.specificationVersion !== 'v3'))
-    throw new ConfigurationError('aiSdkEmbeddings: model must be an AI SDK embedding model (specification v2 or v3, with doEmbed).');
+  if (typeof model?.doEmbed !== 'function' || !['v2', 'v3', 'v4'].includes(model.specificationVersion))
+    throw new ConfigurationError(
+      `aiSdkEmbeddings: model must be an AI SDK embedding model (specification v2, v3 or v4, with doEmbed), got specification ${JSON.stringify(model?.specificationVersion)}.`,
+    );
   for (const key of ['dimensions', 'maxEmbeddingsPerCall'] as const) {
     const value = options[key];
     if (value !== undefined && !(Number.isInteger(value) && value > 0))

@@ -72,11 +72,13 @@ describe('listSessions on a container with several partition key ranges', () => 
     expect(pages.map((p) => p.length)).toEqual([5, 5, 5, 5, 3]);
     expect(pages.flat()).toEqual([...sessions].reverse());
 
-    // Every page went through the pipeline: a plan, the gateway's refusal, one query per range.
+    // Every page went through the pipeline: a plan, one query per range. @azure/cosmos 4.9 sends the
+    // query first and is refused by the gateway with the plan, once per page; 4.10 and later ask for
+    // the plan first when enableQueryControl is set, so nothing is refused.
     const log = proxy.requests;
     const plans = log.filter((r) => r.kind === 'query-plan').length;
     expect(plans).toBeGreaterThanOrEqual(5);
-    expect(log.filter((r) => r.kind === 'query' && r.status === 400 && r.gateway === 'answered')).toHaveLength(plans);
+    expect([0, plans]).toContain(log.filter((r) => r.kind === 'query' && r.status === 400 && r.gateway === 'answered').length);
     expect(new Set(log.filter((r) => r.partitionKeyRangeId !== undefined).map((r) => r.partitionKeyRangeId))).toEqual(
       new Set(['0', '1', '2', '3']),
     );
