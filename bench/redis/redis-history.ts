@@ -320,29 +320,67 @@ const ceiling = lrangeCeiling.p50 + evalCeiling.p50;
 const CONCURRENT = 100;
 const TURNS_EACH = 40;
 for (let c = 0; c < CONCURRENT; c++) {
-  await ctx.clear(`conc-${c}`);
-  await ctx.append(
-    `conc-${c}`,
-    Array.from({ length: 100 }, (_, j) => (j % 2 ? Message.assistant(`${TEXT} #${j}`) : Message.user(`${TEXT} #${j}`))),
-  );
+  for (const sessionId of [`conc-${c}`, `script-conc-${c}`]) {
+    await ctx.clear(sessionId);
+    await ctx.append(
+      sessionId,
+      Array.from({ length: 100 }, (_, j) => (j % 2 ? Message.assistant(`${TEXT} #${j}`) : Message.user(`${TEXT} #${j}`))),
+    );
+  }
 }
+// The same turns with the least any ioredis client can do (LRANGE the window, JSON.parse each, RPUSH
+// two) on copies of the same lists and the same kind of shared connection: the client's floor at this
+// concurrency. The sides take turns, in a rotated order each round.
+for (let c = 0; c < CONCURRENT; c++) await ioredis.copy(ctx.keys(`conc-${c}`).messages, `floor-conc-${c}`, 'REPLACE');
+const ctxTurns = async (c: number, round: number) => {
+  for (let t = 0; t < TURNS_EACH; t++) {
+    const window = await ctx.getMessages(`conc-${c}`, { state, limit: WINDOW });
+    if (window.length !== WINDOW) throw new Error('window not loaded');
+    await ctx.saveMessages(`conc-${c}`, [Message.user(`${TEXT} turn ${round}.${t}`), Message.assistant(`${TEXT} reply ${round}.${t}`)], {
+      state,
+    });
+  }
+};
+const floorTurns = async (c: number, round: number) => {
+  for (let t = 0; t < TURNS_EACH; t++) {
+    const window = (await ioredis.lrange(`floor-conc-${c}`, -WINDOW, -1)).map((text) => JSON.parse(text) as unknown);
+    if (window.length !== WINDOW) throw new Error('window not loaded');
+    await ioredis.rpush(
+      `floor-conc-${c}`,
+      JSON.stringify(Message.user(`${TEXT} turn ${round}.${t}`)),
+      JSON.stringify(Message.assistant(`${TEXT} reply ${round}.${t}`)),
+    );
+  }
+};
+// And the same with ctx's own save script called bare (its arguments as ctx built them for this
+// session, fresh ids each turn): the guarantees of a turn without ctx's client code.
+const scriptArgs = new Map<number, string[]>();
+for (let c = 0; c < CONCURRENT; c++) scriptArgs.set(c, (await saveCommand(`script-conc-${c}`)).slice(1));
+let fresh = 0;
+const scriptTurns = async (c: number) => {
+  const [sha, ...rest] = scriptArgs.get(c)!;
+  for (let t = 0; t < TURNS_EACH; t++) {
+    const window = (await ioredis.lrange(ctx.keys(`script-conc-${c}`).messages, -WINDOW, -1)).map((text) => JSON.parse(text) as unknown);
+    if (window.length !== WINDOW) throw new Error('window not loaded');
+    const id = String(++fresh);
+    await ioredis.call('EVALSHA', sha!, ...rest.map((a) => a.replaceAll('__rand_int__', id)));
+  }
+};
 const concurrentRounds: number[] = [];
+const floorRounds: number[] = [];
+const scriptRounds: number[] = [];
 for (let round = 0; round < 3; round++) {
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENT }, async (_, c) => {
-      for (let t = 0; t < TURNS_EACH; t++) {
-        const window = await ctx.getMessages(`conc-${c}`, { state, limit: WINDOW });
-        if (window.length !== WINDOW) throw new Error('window not loaded');
-        await ctx.saveMessages(
-          `conc-${c}`,
-          [Message.user(`${TEXT} turn ${round}.${t}`), Message.assistant(`${TEXT} reply ${round}.${t}`)],
-          { state },
-        );
-      }
-    }),
-  );
-  concurrentRounds.push((CONCURRENT * TURNS_EACH) / ((performance.now() - t0) / 1000));
+  const sides = [
+    [ctxTurns, concurrentRounds],
+    [floorTurns, floorRounds],
+    [scriptTurns, scriptRounds],
+  ] as const;
+  for (let k = 0; k < sides.length; k++) {
+    const [turns, rounds] = sides[(k + round) % sides.length]!;
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: CONCURRENT }, (_, c) => turns(c, round)));
+    rounds.push((CONCURRENT * TURNS_EACH) / ((performance.now() - t0) / 1000));
+  }
 }
 const concurrentKeys = ctx.keys('conc-0');
 const lrange100 = await redisBenchmark(server.port, ['-n', '50000', 'LRANGE', concurrentKeys.messages, String(-WINDOW), '-1'], CONCURRENT);
@@ -447,7 +485,18 @@ console.log(`| @ctx/redis, maxMessages 20 | ${sortedRounds[1]!.toFixed(0)} | ${c
 console.log(
   `| redis-benchmark -c ${CONCURRENT}: LRANGE ${lrange100.rps.toFixed(0)}/s and EVALSHA ${eval100.rps.toFixed(0)}/s, as turns (one of each) | ${ceilingTurns.toFixed(0)} | |`,
 );
+const sortedFloor = [...floorRounds].sort((a, b) => a - b);
+console.log(
+  `| floor on ioredis (the same connection and turns: LRANGE last 20, JSON.parse each, RPUSH 2) | ${sortedFloor[1]!.toFixed(0)} | ${floorRounds.map((r) => r.toFixed(0)).join(', ')} |`,
+);
+const sortedScript = [...scriptRounds].sort((a, b) => a - b);
+console.log(
+  `| ctx's save script called bare on ioredis (the same connection and turns: LRANGE last 20, JSON.parse each, EVALSHA with ctx's arguments) | ${sortedScript[1]!.toFixed(0)} | ${scriptRounds.map((r) => r.toFixed(0)).join(', ')} |`,
+);
 console.log(`\nctx / redis-benchmark: ${(sortedRounds[1]! / ceilingTurns).toFixed(2)}x of the server's ceiling at the same concurrency.`);
+console.log(
+  `ioredis floor / redis-benchmark: ${(sortedFloor[1]! / ceilingTurns).toFixed(2)}x; ctx / ioredis floor: ${(sortedRounds[1]! / sortedFloor[1]!).toFixed(2)}x; ctx / its save script called bare: ${(sortedRounds[1]! / sortedScript[1]!).toFixed(2)}x.`,
+);
 console.log(
   `Node ${process.version}; load average at the end ${(await import('node:os'))
     .loadavg()
