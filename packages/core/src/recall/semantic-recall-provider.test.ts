@@ -9,7 +9,7 @@ import { InMemorySessionStore } from '../session/in-memory-session-store.js';
 import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
 import type { AgentEvent } from '../spec/events.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
-import { SemanticRecallProvider } from './semantic-recall-provider.js';
+import { type RecalledPassage, SemanticRecallProvider } from './semantic-recall-provider.js';
 
 const embeddings = createHashEmbedding();
 const recalled = (messages: readonly Message[]) => messages.filter((m) => Message.source(m)?.sourceId === 'recall');
@@ -214,5 +214,150 @@ describe('SemanticRecallProvider, tool mode', () => {
     const { results } = result!.result as { results: { sessionId: string; messages: { role: string; text: string; said: string }[] }[] };
     expect(results[0]!.messages.map((m) => m.text)).toEqual(['The plumber comes on Thursday at noon.', 'noted']);
     expect(results[0]!.messages[0]!.said).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+});
+
+describe('SemanticRecallProvider, the index follows the history', () => {
+  const window2 = (index: InMemoryVectorIndex, client = echo()) => ({
+    client,
+    agent: createAgent({
+      client,
+      contextProviders: [
+        new InMemoryHistoryProvider({ maxMessages: 2 }),
+        new SemanticRecallProvider({ embeddings, index, scope: 'session', messageRange: 0 }),
+      ],
+    }),
+  });
+
+  it('a rewound message is never recalled again: its vectors leave the index before the history is cut', async () => {
+    const index = new InMemoryVectorIndex();
+    const { client, agent } = window2(index);
+    const session = agent.createSession();
+    await agent.run('I am planning a trip to Lisbon in March.', { session });
+    await agent.run('My locker code at the gym is 4471, please remember it.', { session });
+    await agent.run('The plumber comes on Thursday at noon.', { session });
+    const history = await agent.getHistory(session);
+    const removed = await agent.rewindSession(session, history[2]!.id);
+    expect(removed.map((m) => Message.text(m))).toEqual([
+      'My locker code at the gym is 4471, please remember it.',
+      'noted',
+      'The plumber comes on Thursday at noon.',
+      'noted',
+    ]);
+    expect(index.size).toBe(2);
+    await agent.run('My favourite tea is smoked lapsang souchong.', { session });
+    await agent.run('What was my locker code at the gym, or the plumber?', { session });
+    const text = recalled(client.calls.at(-1)!.messages)
+      .map((m) => Message.text(m))
+      .join('\n');
+    expect(text).not.toContain('4471');
+    expect(text).not.toContain('plumber comes');
+  });
+
+  it('regenerate: the answer it replaces is not recalled, the new one is', async () => {
+    const index = new InMemoryVectorIndex();
+    let boat = 0;
+    const client = new ScriptedChatClient({
+      replies: (messages) => {
+        const last = Message.text(messages.at(-1)!);
+        if (last.includes('name for my boat'))
+          return { text: ++boat === 1 ? 'Call the boat Seafoam Serenade.' : 'Call the boat Blue Heron.' };
+        return { text: 'noted' };
+      },
+    });
+    const { agent } = window2(index, client);
+    const session = agent.createSession();
+    await agent.run('Suggest a name for my boat.', { session });
+    await agent.regenerate(session);
+    await agent.run('My favourite tea is smoked lapsang souchong.', { session });
+    await agent.run('Which name did you suggest for the boat?', { session });
+    const text = Message.text(recalled(client.calls.at(-1)!.messages)[0]!);
+    expect(text).toContain('Blue Heron');
+    expect(text).not.toContain('Seafoam');
+  });
+
+  it('a fork recalls the history it copied (up to the fork point), under its own session id', async () => {
+    const index = new InMemoryVectorIndex();
+    const { client, agent } = window2(index);
+    const session = agent.createSession();
+    await agent.run('My locker code at the gym is 4471, please remember it.', { session });
+    await agent.run('I am planning a trip to Lisbon in March.', { session });
+    await agent.run('The gym locker code changes to 9902 next week.', { session });
+    const history = await agent.getHistory(session);
+    const fork = await agent.forkSession(session, { atMessageId: history[3]!.id });
+    expect(await index.getRange({ sessionId: fork.sessionId, fromSequence: 0, toSequence: 100 })).toHaveLength(4);
+
+    await agent.run('My favourite tea is smoked lapsang souchong.', { session: fork });
+    await agent.run('What is my locker code at the gym?', { session: fork });
+    const [message] = recalled(client.calls.at(-1)!.messages);
+    expect(Message.text(message!)).toContain('Earlier in this conversation:\n');
+    expect(Message.text(message!)).toContain('4471');
+    expect(Message.text(message!)).not.toContain('9902'); // said after the fork point, in the source only
+    expect((message!.metadata!.recall as unknown as RecalledPassage[]).every((p) => p.sessionId === fork.sessionId)).toBe(true);
+  });
+
+  it('user scope: a fork recalls each copied message once, as part of this conversation', async () => {
+    const index = new InMemoryVectorIndex();
+    const client = echo();
+    const agent = createAgent({
+      client,
+      contextProviders: [
+        new InMemoryHistoryProvider({ maxMessages: 2 }),
+        new SemanticRecallProvider({ embeddings, index, messageRange: 0 }),
+      ],
+    });
+    const session = agent.createSession({ userId: 'ana' });
+    await agent.run('My locker code at the gym is 4471, please remember it.', { session });
+    await agent.run('I am planning a trip to Lisbon in March.', { session });
+    const fork = await agent.forkSession(session);
+    await agent.run('What is my locker code at the gym?', { session: fork });
+    const [message] = recalled(client.calls.at(-1)!.messages);
+    const passages = message!.metadata!.recall as unknown as RecalledPassage[];
+    const ids = passages.flatMap((p) => p.messageIds);
+    expect(new Set(ids).size).toBe(ids.length);
+    const first = (await agent.getHistory(session))[0]!.id;
+    expect(passages.find((p) => p.messageIds.includes(first))?.sessionId).toBe(fork.sessionId);
+  });
+
+  it('an index that cannot delete stops the rewind with nothing removed from the history', async () => {
+    const index = new InMemoryVectorIndex();
+    const { agent } = window2(index);
+    const session = agent.createSession();
+    await agent.run('My locker code at the gym is 4471, please remember it.', { session });
+    await agent.run('I am planning a trip to Lisbon in March.', { session });
+    index.delete = async () => {
+      throw new Error('index unreachable');
+    };
+    const history = await agent.getHistory(session);
+    await expect(agent.rewindSession(session, history[2]!.id)).rejects.toThrow(/recall.*onRewind|index unreachable/s);
+    expect(await agent.getHistory(session)).toHaveLength(4);
+    expect(index.size).toBe(4);
+  });
+
+  it('a rewind that removes a summary removes what the summary stood for from the index too', async () => {
+    const index = new InMemoryVectorIndex();
+    const provider = new SemanticRecallProvider({ embeddings, index, scope: 'session' });
+    const session = createAgent({ client: echo(), contextProviders: [provider] }).createSession();
+    const archived = [Message.user('My locker code at the gym is 4471.'), Message.assistant('noted')];
+    await provider.archiveFor({ session }).store(archived, {});
+    expect(index.size).toBe(2);
+    const summary = Message.system('Summary: the user gave a locker code.', {
+      metadata: {
+        ctx: {
+          sourceId: 'compaction',
+          sourceType: 'context',
+          summary: { replaces: archived.map((m) => m.id), createdAt: '2026-11-28T00:00:00Z' },
+        },
+      },
+    });
+    await provider.onRewind({
+      agent: { name: 'a', client: echo(), contextProviders: [provider] },
+      session,
+      state: {},
+      removed: [summary],
+      kept: [],
+      signal: new AbortController().signal,
+    });
+    expect(index.size).toBe(0);
   });
 });
