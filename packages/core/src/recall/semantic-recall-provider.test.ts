@@ -361,3 +361,64 @@ describe('SemanticRecallProvider, the index follows the history', () => {
     expect(index.size).toBe(0);
   });
 });
+
+describe('SemanticRecallProvider, user data', () => {
+  it("exportUserData holds the user's indexed messages (text as redacted, ids, times, sessions), never another user's, and no vectors", async () => {
+    const index = new InMemoryVectorIndex();
+    const agent = createAgent({
+      client: echo(),
+      sessionStore: new InMemorySessionStore(),
+      contextProviders: [new SemanticRecallProvider({ embeddings, index })],
+      redact: (messages) =>
+        messages.map((m) => ({
+          ...m,
+          contents: m.contents.map((c) => (c.type === 'text' ? { ...c, text: c.text.replace(/\d{4}/g, '[code]') } : c)),
+        })),
+    });
+    const a1 = agent.createSession({ userId: 'alice' });
+    const b1 = agent.createSession({ userId: 'bob' });
+    await agent.run('My locker code is 4471.', { session: a1 });
+    await agent.run('My locker code is 9902.', { session: b1 });
+    for (const s of [a1, b1]) await agent.saveSession(s);
+
+    const exported = await agent.exportUserData('alice');
+    const { records } = exported.providers.recall as { records: Record<string, unknown>[] };
+    expect(records.map((r) => [r.sessionId, r.role, r.text, r.sequence])).toEqual([
+      [a1.sessionId, 'user', 'My locker code is [code].', 0],
+      [a1.sessionId, 'assistant', 'noted', 1],
+    ]);
+    const history = (await agent.exportUserData('alice')).sessions[0]!.history.memory!;
+    expect(records.map((r) => r.messageId)).toEqual(history.map((m) => m.id));
+    for (const r of records) {
+      expect(r.userId).toBe('alice');
+      expect(r.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+      expect(r).not.toHaveProperty('vector');
+    }
+    expect(JSON.stringify(exported)).not.toContain('9902');
+
+    await agent.deleteUserData('alice');
+    expect((await agent.exportUserData('alice')).providers).toEqual({});
+  });
+
+  it('an index that cannot list says so in the export instead of leaving the records out silently', async () => {
+    const index = new InMemoryVectorIndex();
+    const unlisted = {
+      upsert: index.upsert.bind(index),
+      query: index.query.bind(index),
+      getRange: index.getRange.bind(index),
+      delete: index.delete.bind(index),
+    };
+    const agent = createAgent({
+      client: echo(),
+      sessionStore: new InMemorySessionStore(),
+      contextProviders: [new SemanticRecallProvider({ embeddings, index: unlisted })],
+    });
+    const session = agent.createSession({ userId: 'alice' });
+    await agent.run('My locker code is 4471.', { session });
+    await agent.saveSession(session);
+    expect((await agent.exportUserData('alice')).providers.recall).toMatchObject({
+      listed: false,
+      reason: expect.stringMatching(/no list method/),
+    });
+  });
+});

@@ -5,7 +5,7 @@ import { Message } from '../messages/message.js';
 import { InMemoryVectorIndex } from '../retrieval/in-memory-vector-index.js';
 import type { CompactionArchive } from '../spec/compaction-strategy.js';
 import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
-import type { JsonObject } from '../spec/json.js';
+import type { JsonObject, JsonValue } from '../spec/json.js';
 import type {
   ContextProvider,
   MergeStateArgs,
@@ -258,6 +258,24 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
       await this.index.delete({ sessionId: session.sessionId }).catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * `agent.exportUserData`: the user's indexed messages (`IndexedMessage`: text as indexed, after
+   * `redact`; record, message and session ids; role; sequence; time; `kind: 'archive'` for what
+   * compaction replaced), by session and sequence, or undefined when the index holds none. Vectors
+   * are left out: they are derived from the text by the embedding model and say nothing the text
+   * does not. An index without `list` cannot enumerate them: the export then says so (`listed: false`).
+   */
+  async exportUserData({ userId, signal }: UserDataArgs): Promise<JsonValue | undefined> {
+    if (typeof this.index.list !== 'function')
+      return {
+        listed: false,
+        reason: `The vector index of "${this.sourceId}" has no list method, so the messages it indexed for this user are not in this export; deleteUserData still removes them.`,
+      };
+    const records = await this.index.list({ userId }, { signal });
+    if (!records.length) return undefined;
+    return { records: records.map((r) => ({ ...r })) as unknown as JsonObject[] };
   }
 
   /** Removes every vector of the user. */
