@@ -12,6 +12,13 @@ import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { type RecalledPassage, SemanticRecallProvider } from './semantic-recall-provider.js';
 
 const embeddings = createHashEmbedding();
+
+/** A history that reads through its own `getMessages` (as a backend does), so the base class's load runs. */
+class SelfReadingHistory extends InMemoryHistoryProvider {
+  override async getMessages(...args: Parameters<InMemoryHistoryProvider['getMessages']>) {
+    return super.getMessages(...args);
+  }
+}
 const recalled = (messages: readonly Message[]) => messages.filter((m) => Message.source(m)?.sourceId === 'recall');
 const echo = () => new ScriptedChatClient({ replies: () => ({ text: 'noted' }) });
 
@@ -274,6 +281,37 @@ describe('SemanticRecallProvider, the index follows the history', () => {
     const text = Message.text(recalled(client.calls.at(-1)!.messages)[0]!);
     expect(text).toContain('Blue Heron');
     expect(text).not.toContain('Seafoam');
+  });
+
+  it('a retried turn (same input message) replaces its earlier answer in the index as in the history', async () => {
+    for (const history of [new InMemoryHistoryProvider({ maxMessages: 2 }), new SelfReadingHistory({ maxMessages: 2 })]) {
+      const index = new InMemoryVectorIndex();
+      let boat = 0;
+      const client = new ScriptedChatClient({
+        replies: (messages) =>
+          Message.text(messages.at(-1)!).includes('name for my boat')
+            ? { text: ++boat === 1 ? 'Call the boat Seafoam Serenade.' : 'Call the boat Blue Heron.' }
+            : { text: 'noted' },
+      });
+      const agent = createAgent({
+        client,
+        contextProviders: [history, new SemanticRecallProvider({ embeddings, index, scope: 'session', messageRange: 0 })],
+      });
+      const session = agent.createSession();
+      const question = Message.user('Suggest a name for my boat.');
+      await agent.run(question, { session });
+      await agent.run(question, { session }); // the same message again: a retry of the turn
+      expect((await agent.getHistory(session)).map((m) => Message.text(m))).toEqual([
+        'Suggest a name for my boat.',
+        'Call the boat Blue Heron.',
+      ]);
+      expect(index.size).toBe(2);
+      await agent.run('My favourite tea is smoked lapsang souchong.', { session });
+      await agent.run('Which name did you suggest for the boat?', { session });
+      const text = Message.text(recalled(client.calls.at(-1)!.messages)[0]!);
+      expect(text, history.constructor.name).toContain('Blue Heron');
+      expect(text).not.toContain('Seafoam');
+    }
   });
 
   it('a fork recalls the history it copied (up to the fork point), under its own session id', async () => {

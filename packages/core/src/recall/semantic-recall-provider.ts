@@ -1,5 +1,6 @@
 import { abortable } from '../backend/deadline.js';
 import { ConfigurationError, CtxError, SessionStateError } from '../errors.js';
+import { replacedMessagesOf } from '../history/retried-turn.js';
 import { isoNow } from '../messages/iso-now.js';
 import { Message } from '../messages/message.js';
 import { InMemoryVectorIndex } from '../retrieval/in-memory-vector-index.js';
@@ -179,6 +180,10 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
     const { context, session, state, signal, redact } = args;
     if (!this.#indexMessages || context.error !== undefined || !context.response) return;
     const turn = [...context.inputMessages, ...context.response.messages];
+    // A retried turn replaces its stored earlier attempt: its answers leave the index first.
+    const ids = new Set(turn.map((m) => m.id));
+    const replaced = replacedMessagesOf(context.metadata).filter((id) => !ids.has(id));
+    if (replaced.length) await this.index.delete({ ids: replaced.map((id) => recordId(session.sessionId, id)) }, { signal });
     await this.#store(session, state, redact ? await redact(turn) : turn, false, signal);
   }
 
