@@ -334,6 +334,30 @@ describe('SemanticRecallProvider, the index follows the history', () => {
     expect((message!.metadata!.recall as unknown as RecalledPassage[]).every((p) => p.sessionId === fork.sessionId)).toBe(true);
   });
 
+  it('a fork whose recall copy fails is refused and leaves no record under its id', async () => {
+    const index = new InMemoryVectorIndex();
+    let failing = false;
+    let calls = 0;
+    // Fails the second batch of the copy, after the first was stored.
+    const flaky: EmbeddingGenerator = {
+      embed: async (texts, options) => {
+        if (failing && ++calls > 1) throw new Error('embedding service down');
+        return embeddings.embed(texts, options);
+      },
+    };
+    const agent = createAgent({
+      client: echo(),
+      contextProviders: [new InMemoryHistoryProvider(), new SemanticRecallProvider({ embeddings: flaky, index, scope: 'session' })],
+    });
+    const session = agent.createSession();
+    for (let turn = 0; turn < 70; turn++) await agent.run(`Turn ${turn}: my locker code is ${1000 + turn}.`, { session });
+    failing = true;
+    await expect(agent.forkSession(session, { sessionId: 'the-fork' })).rejects.toThrow(/embedding service down/);
+    expect(calls).toBe(2);
+    expect(await index.getRange({ sessionId: 'the-fork', fromSequence: 0, toSequence: 1000 })).toEqual([]);
+    expect(index.size).toBe(140);
+  });
+
   it('user scope: a fork recalls each copied message once, as part of this conversation', async () => {
     const index = new InMemoryVectorIndex();
     const client = echo();
