@@ -13,11 +13,18 @@
  * `lastMessages: 20`, LibSQL store and vector on a temp file), run in a child process under Node 22
  * (Mastra needs >= 22.13): set NODE22 to its binary, else the Mastra row is left out.
  *
+ * Times, like with like: Mastra's `memory.recall` (recent messages, embedding the question, the
+ * vector query, neighbours) beside the same work of a ctx run, read from the agent's `provider-end`
+ * events of that run: the recall step (`SemanticRecallProvider.beforeRun`: embed the question, query,
+ * neighbours) and the memory load (the history's, compaction's and recall's `beforeRun`: the window
+ * and what recall adds). The whole `agent.run` (also the stand-in model call, storing and indexing
+ * the turn) is its own row.
+ *
  * Embeddings: `createHashEmbedding` (lexical: hashed words) offline on every side; with OPENAI_API_KEY
  * set, OpenAI text-embedding-3-small on every side.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +32,7 @@ import {
   CompactionProvider,
   createAgent,
   createHashEmbedding,
+  type AgentEvent,
   type EmbeddingGenerator,
   InMemoryHistoryProvider,
   InMemoryVectorIndex,
@@ -59,9 +67,19 @@ const embeddings: EmbeddingGenerator = real
 const tokenizer = createOpenAITokenizer({ model: 'gpt-4o' });
 const SUMMARY = 'Summary of the earlier conversation: the user and the assistant chatted about everyday plans.';
 
+/** What one question cost a side, in ms. */
+interface Timing {
+  /** ctx: the whole `agent.run`; Mastra: `memory.recall` (its whole memory work for the call). */
+  ms: number;
+  /** ctx: `SemanticRecallProvider.beforeRun` (embed, query, neighbours); undefined without recall, and for Mastra. */
+  recallMs?: number;
+  /** ctx: the `beforeRun` of history, compaction and recall: the memory the call is given. Mastra: `memory.recall`. */
+  memoryMs: number;
+}
+
 interface Side {
   name: string;
-  ask(question: string): Promise<{ messages: Message[]; ms: number }>;
+  ask(question: string): Promise<{ messages: Message[] } & Timing>;
 }
 
 interface Outcome {
@@ -69,6 +87,8 @@ interface Outcome {
   hitsLast: number;
   tokens: number[];
   times: number[];
+  recallTimes: number[];
+  memoryTimes: number[];
 }
 
 /** A ctx side: one agent, the whole history run through it turn by turn, questions asked in the last session. */
@@ -99,7 +119,14 @@ async function ctxSide(
   }
   if (options.recall)
     providers.push(new SemanticRecallProvider({ embeddings, index, topK: TOP_K, messageRange: MESSAGE_RANGE, scope: 'user' }));
-  const agent = createAgent({ client, contextProviders: providers });
+  // Each provider's beforeRun time in the timed run, from the agent's own events.
+  let timing: { recall?: number; memory: number } | undefined;
+  const onEvent = (event: AgentEvent) => {
+    if (!timing || event.type !== 'provider-end' || event.phase !== 'beforeRun') return;
+    timing.memory += event.durationMs;
+    if (event.sourceId === 'recall') timing.recall = event.durationMs;
+  };
+  const agent = createAgent({ client, contextProviders: providers, onEvent });
   // Full history: every session's turns in one session, so every message is sent.
   const single = options.window === false ? agent.createSession({ userId: data.userId }) : undefined;
   let session = single;
@@ -115,10 +142,13 @@ async function ctxSide(
     name,
     index,
     async ask(question) {
+      timing = { memory: 0 };
       const start = performance.now();
       await agent.run(question, { session: session! });
       const ms = performance.now() - start;
-      return { messages: client.calls.at(-1)!.messages, ms };
+      const { recall, memory } = timing;
+      timing = undefined;
+      return { messages: client.calls.at(-1)!.messages, ms, memoryMs: memory, ...(recall === undefined ? {} : { recallMs: recall }) };
     },
   };
 }
@@ -158,10 +188,32 @@ async function mastraSide(data: RecallDataset, node: string): Promise<{ side: Si
           ...r.texts.map((t) => (t.role === 'assistant' ? Message.assistant(t.text) : Message.user(t.text))),
           Message.user(question),
         ];
-        return { messages, ms: r.times[r.next++ % r.times.length]! };
+        const ms = r.times[r.next++ % r.times.length]!;
+        return { messages, ms, memoryMs: ms };
       },
     },
   };
+}
+
+/**
+ * Mastra's side needs NODE22 (a Node >= 22.13 binary) and `npm install` run in bench/mastra: the
+ * binary to use, or why the side is skipped.
+ */
+function mastraAvailable(): { node: string; missing?: undefined } | { node?: undefined; missing: string } {
+  const node = process.env.NODE22;
+  if (!node) return { missing: 'NODE22 is not set (a Node >= 22.13 binary; Mastra needs it).' };
+  let version: string;
+  try {
+    version = execFileSync(node, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
+  } catch (error) {
+    return { missing: `NODE22 (${node}) does not run: ${(error as Error).message.split('\n')[0]}` };
+  }
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  if (major < 22 || (major === 22 && minor < 13)) return { missing: `NODE22 is Node ${version}; Mastra needs >= 22.13.` };
+  const mastraDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'mastra');
+  if (!existsSync(join(mastraDir, 'node_modules', '@mastra', 'memory')))
+    return { missing: `bench/mastra has no node_modules/@mastra/memory: run \`npm install\` there under Node 22 first.` };
+  return { node };
 }
 
 function p50(values: readonly number[]): number {
@@ -189,22 +241,28 @@ async function main(): Promise<void> {
     await ctxSide('ctx + semantic recall + archive', data, { recall: true, archive: true }),
   ];
   console.log(`ctx sides built in ${((performance.now() - built) / 1000).toFixed(1)} s`);
-  const node22 = process.env.NODE22;
-  let mastraNote = 'Mastra left out: set NODE22 to a Node >= 22.13 binary.';
-  if (node22) {
-    const mastra = await mastraSide(data, node22);
-    sides.push(mastra.side);
+  const mastraCheck = mastraAvailable();
+  let mastraNote = `Mastra skipped: ${mastraCheck.missing}`;
+  let mastraIndex: number | undefined;
+  if (mastraCheck.node) {
+    const mastra = await mastraSide(data, mastraCheck.node);
+    mastraIndex = sides.push(mastra.side) - 1;
     mastraNote = `Mastra ran under Node ${mastra.version} (child process); loading the history into LibSQL with embeddings took ${(mastra.loadMs / 1000).toFixed(1)} s.`;
   }
-  const outcomes = new Map<Side, Outcome>(sides.map((s) => [s, { hits: 0, hitsLast: 0, tokens: [], times: [] }]));
+  console.log(mastraNote);
+  const outcomes = new Map<Side, Outcome>(
+    sides.map((s) => [s, { hits: 0, hitsLast: 0, tokens: [], times: [], recallTimes: [], memoryTimes: [] }]),
+  );
   for (const question of data.questions) {
     for (let run = 0; run < RUNS; run++) {
       // Interleaved, the side that goes first rotating, so load drift spreads over every side.
       for (let i = 0; i < sides.length; i++) {
         const side = sides[(i + run) % sides.length]!;
-        const { messages, ms } = await side.ask(question.text);
+        const { messages, ms, recallMs, memoryMs } = await side.ask(question.text);
         const outcome = outcomes.get(side)!;
         outcome.times.push(ms);
+        outcome.memoryTimes.push(memoryMs);
+        if (recallMs !== undefined) outcome.recallTimes.push(recallMs);
         if (run > 0) continue;
         outcome.tokens.push(tokenizer.countMessageTokens(messages));
         if (messages.some((m) => Message.text(m).includes(question.value))) {
@@ -219,7 +277,7 @@ async function main(): Promise<void> {
   const n = data.questions.length;
   const last = data.questions.filter((q) => q.inLastSession).length;
   const windowOnly = outcomes.get(sides[1]!)!;
-  const mastra = node22 ? outcomes.get(sides[4]!) : undefined;
+  const mastra = mastraIndex === undefined ? undefined : outcomes.get(sides[mastraIndex]!);
   const rows = sides.map((side) => {
     const o = outcomes.get(side)!;
     const tokens = o.tokens.reduce((a, b) => a + b, 0) / o.tokens.length;
@@ -229,26 +287,34 @@ async function main(): Promise<void> {
       `${o.hitsLast}/${last}`,
       tokens.toFixed(0),
       mastra ? fmtRatio(tokens / (mastra.tokens.reduce((a, b) => a + b, 0) / mastra.tokens.length)) : '-',
-      `${p50(o.times).toFixed(2)} ms`,
-      fmtRatio(p50(o.times) / p50(windowOnly.times)),
     ];
   });
   console.log(`\nRecall at k=${TOP_K} (messageRange ${MESSAGE_RANGE}), embedder: ${EMBEDDER}`);
+  printTable(['side', 'evidence reached the model', 'of those summarized away', 'tokens sent (mean)', 'tokens vs Mastra'], rows);
+  // Times, like with like: the same work on every side in one row; the whole ctx run in a row of its own.
+  const ms = (values: readonly number[]) => (values.length ? `${p50(values).toFixed(2)} ms` : '-');
+  const isMastra = (side: Side) => mastraIndex !== undefined && side === sides[mastraIndex];
+  console.log(`\nTime per question, p50 over ${RUNS} interleaved runs of each of the ${n} questions (embedder: ${EMBEDDER})`);
   printTable(
+    ['what is timed', ...sides.map((side) => side.name)],
     [
-      'side',
-      'evidence reached the model',
-      'of those summarized away',
-      'tokens sent (mean)',
-      'tokens vs Mastra',
-      'time per run p50',
-      'vs window only',
+      [
+        'memory for the call: ctx history + compaction + recall beforeRun; Mastra memory.recall (recent messages, embed, vector query, neighbours)',
+        ...sides.map((side) => ms(outcomes.get(side)!.memoryTimes)),
+      ],
+      [
+        'recall step: ctx SemanticRecallProvider.beforeRun (embed the question, query, neighbours)',
+        ...sides.map((side) => ms(outcomes.get(side)!.recallTimes)),
+      ],
+      [
+        'whole agent.run (ctx only: also the stand-in model call, storing and indexing the turn)',
+        ...sides.map((side) => (isMastra(side) ? 'not comparable' : ms(outcomes.get(side)!.times))),
+      ],
     ],
-    rows,
   );
   const recallSide = outcomes.get(sides[2]!)!;
   console.log(
-    `\nrecall on vs off (window only), p50: ${p50(recallSide.times).toFixed(3)} ms vs ${p50(windowOnly.times).toFixed(3)} ms, +${(p50(recallSide.times) - p50(windowOnly.times)).toFixed(3)} ms; indexed messages: ${sides[2]!.index!.size} (recall), ${sides[3]!.index!.size} (recall + archive)`,
+    `\nwhole agent.run, recall on vs off (window only), p50: ${p50(recallSide.times).toFixed(3)} ms vs ${p50(windowOnly.times).toFixed(3)} ms, +${(p50(recallSide.times) - p50(windowOnly.times)).toFixed(3)} ms; indexed messages: ${sides[2]!.index!.size} (recall), ${sides[3]!.index!.size} (recall + archive)`,
   );
 
   // The time target at 10,000 indexed messages: the recall side's index is filled up with more sessions of the
@@ -276,6 +342,7 @@ async function main(): Promise<void> {
   }
   const on: number[] = [];
   const off: number[] = [];
+  const step: number[] = [];
   for (const question of data.questions) {
     for (let run = 0; run < RUNS; run++) {
       const pair: [Side, number[]][] = [
@@ -283,16 +350,18 @@ async function main(): Promise<void> {
         [sides[2]!, on],
       ];
       if (run % 2) pair.reverse();
-      for (const [side, times] of pair) times.push((await side.ask(question.text)).ms);
+      for (const [side, times] of pair) {
+        const timing = await side.ask(question.text);
+        times.push(timing.ms);
+        if (timing.recallMs !== undefined) step.push(timing.recallMs);
+      }
     }
   }
   console.log(
-    `recall on vs off at ${index.size} indexed messages (InMemoryVectorIndex), p50 over ${on.length} runs each: ${p50(on).toFixed(3)} ms vs ${p50(off).toFixed(3)} ms, +${(p50(on) - p50(off)).toFixed(3)} ms (${fmtRatio(p50(on) / p50(off))})`,
+    `target: recall on vs off at ${index.size} indexed messages (InMemoryVectorIndex), whole agent.run p50 over ${on.length} runs each: ${p50(on).toFixed(3)} ms vs ${p50(off).toFixed(3)} ms, +${(p50(on) - p50(off)).toFixed(3)} ms (${fmtRatio(p50(on) / p50(off))}); the recall step alone p50 ${p50(step).toFixed(3)} ms`,
   );
   console.log(mastraNote);
-  console.log(
-    `Times: ctx sides time agent.run with ScriptedChatClient (history load, compaction, recall, model call stand-in); Mastra times memory.recall only (what it loads and recalls for the call). Load average ${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}.`,
-  );
+  console.log(`Load average (1 min) during the run: ${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}.`);
 }
 
 await main();

@@ -5,12 +5,19 @@ import {
   createHashEmbedding,
   type EmbeddingGenerator,
   InMemoryHistoryProvider,
+  InMemorySessionStore,
   InMemoryVectorIndex,
+  InMemoryWorkingMemoryStore,
+  type JsonValue,
   Message,
   SemanticRecallProvider,
   summarization,
+  type UserDataExport,
+  WORKING_MEMORY_TOOL,
+  WorkingMemoryProvider,
 } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
+import { z } from 'zod';
 
 /** Where the demo's output goes. */
 export type Print = (line: string) => void;
@@ -26,20 +33,37 @@ export const SECOND_SESSION = [
   'Any tips for running in the rain?',
   'When does the plumber come?',
 ];
-/** Session 3, new: a question whose answer was said in session 1. */
-export const THIRD_SESSION = ['What is my gym locker code?'];
+/** Session 3, new: a question whose answer was said in session 1, and one the working memory answers. */
+export const THIRD_SESSION = ['What is my gym locker code?', 'What am I training for?'];
+
+/** The working-memory record kept per user: what the coach should always know, whatever the session. */
+export const profile = z.object({
+  training: z.string().optional().describe('The race or goal the user trains for, with its date.'),
+  injuries: z.array(z.string()).optional().describe('Injuries to work around.'),
+});
 
 /** The words of four letters or more (no "a", "is", "my"), lower-cased. */
 const words = (text: string) => new Set((text.toLowerCase().match(/[a-z0-9]+/g) ?? []).filter((w) => w.length >= 4));
 
 /**
- * The model without an API key: it answers a question only from the recalled lines it is sent (the
- * line sharing the most words with the question), and says "Noted." otherwise.
+ * The model without an API key. It keeps what the user trains for in the working memory (it calls
+ * `update_working_memory` when the user says "I am training for ..."); it answers "What am I
+ * training for?" only from the working memory in its instructions; any other question only from the
+ * recalled lines it is sent (the line sharing the most words with the question); and says "Noted."
+ * otherwise.
  */
 export function offlineModel(): ChatClient {
   return new ScriptedChatClient({
-    replies: (messages) => {
-      const question = Message.text(messages.at(-1)!);
+    replies: (messages, options) => {
+      const last = messages.at(-1)!;
+      if (last.role === 'tool') return 'Noted.';
+      const question = Message.text(last);
+      const training = /^I am training for (.+)\.$/.exec(question);
+      if (training) return { toolCalls: [{ name: WORKING_MEMORY_TOOL, arguments: { update: { training: training[1]! } } }] };
+      if (question === 'What am I training for?') {
+        const memory = /"training": "([^"]*)"/.exec(options.instructions ?? '');
+        return memory ? `Your working memory says: ${memory[1]}.` : 'I do not know yet.';
+      }
       const recalled = messages
         .filter((m) => (m.metadata?.ctx as { sourceId?: string } | undefined)?.sourceId === 'recall')
         .flatMap((m) => Message.text(m).split('\n'));
@@ -76,10 +100,22 @@ export async function chooseModels(
   return { client, summarizer: client, embeddings: new OpenAIEmbeddings({ apiKey: env.OPENAI_API_KEY }), label: 'OpenAI' };
 }
 
+/** What `runDemo` resolves to. */
+export interface DemoResult {
+  /** Every reply, by session. */
+  replies: string[][];
+  /** `agent.exportUserData` of the user after the three sessions. */
+  exported: UserDataExport;
+  /** What is left of the user after `agent.deleteUserData`: recall records, working-memory records, sessions. */
+  afterDelete: { recall: number; workingMemory: number; sessions: number };
+}
+
 /**
  * Three sessions of one user on one agent: every stored turn is embedded into the recall index;
  * compaction summarizes the second session's start and archives it; the last question of session 2
- * and the question of session 3 are answered from recalled messages. Resolves to every reply, by session.
+ * and the first of session 3 are answered from recalled messages; the model keeps what the user
+ * trains for in the user's working memory (session 1), which a later session is shown as
+ * instructions (session 3). Then everything about the user is exported and deleted.
  */
 export async function runDemo(options: {
   client: ChatClient;
@@ -87,12 +123,14 @@ export async function runDemo(options: {
   embeddings: EmbeddingGenerator;
   userId: string;
   print: Print;
-}): Promise<string[][]> {
+}): Promise<DemoResult> {
   const { client, summarizer, embeddings, userId, print } = options;
   const index = new InMemoryVectorIndex();
+  const memoryStore = new InMemoryWorkingMemoryStore();
   const agent = createAgent({
     client,
     instructions: 'You are a friendly running coach. Answer in one sentence.',
+    sessionStore: new InMemorySessionStore(),
     contextProviders: [
       new InMemoryHistoryProvider(),
       // Past 6 messages, everything but the last 2 turns becomes a summary; archive: true keeps the originals searchable.
@@ -100,6 +138,8 @@ export async function runDemo(options: {
         strategy: summarization({ client: summarizer, keepRecentGroups: 2, trigger: { messages: 6 }, archive: true }),
       }),
       new SemanticRecallProvider({ embeddings, index, scope: 'user', topK: 2, messageRange: 1 }),
+      // One record per user, shown as stable instructions; the model updates it with update_working_memory.
+      new WorkingMemoryProvider({ schema: profile, store: memoryStore }),
     ],
   });
   const replies: string[][] = [];
@@ -110,11 +150,27 @@ export async function runDemo(options: {
     for (const input of turns) {
       print(`user: ${input}`);
       const response = await agent.run(input, { session });
+      for (const call of response.messages.flatMap((m) => Message.functionCalls(m)))
+        print(`  (tool ${call.name}: ${JSON.stringify(call.arguments)})`);
       print(`assistant: ${response.text}`);
       out.push(response.text);
     }
+    await agent.saveSession(session);
     replies.push(out);
   }
   print(`(recall index: ${index.size} messages of this user, the summarized-away ones archived)`);
-  return replies;
+
+  const exported = await agent.exportUserData(userId);
+  const recall = exported.providers.recall as { records: JsonValue[] } | undefined;
+  print('--- export and delete ---');
+  print(`exportUserData: ${exported.sessions.length} sessions, ${recall?.records.length ?? 0} recall records,`);
+  print(`  working memory ${JSON.stringify(exported.providers['working-memory'])}`);
+  const { sessions } = await agent.deleteUserData(userId);
+  const afterDelete = {
+    recall: index.size,
+    workingMemory: (await memoryStore.listUser(userId)).length,
+    sessions: (await agent.listSessions({ userId })).sessions.length,
+  };
+  print(`deleteUserData: ${sessions} sessions deleted; left: ${JSON.stringify(afterDelete)}`);
+  return { replies, exported, afterDelete };
 }

@@ -275,6 +275,20 @@ export class AzureSearchVectorIndex implements VectorIndex {
   }
 
   /**
+   * Every record of the scope, without vectors, by session id and then sequence (a filtered scan).
+   * @throws InvalidInputError for an empty scope.
+   */
+  async list(scope: VectorScope, options?: VectorIndexCallOptions): Promise<IndexedMessage[]> {
+    const signal = options?.signal;
+    signal?.throwIfAborted();
+    const filter = scopeFilter('list', scope);
+    const documents = await this.#scan(filter, SELECT, signal);
+    return documents
+      .map(fromDocument)
+      .sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : a.sequence - b.sequence));
+  }
+
+  /**
    * Removes records by id, or every record of a scope (found by a filtered scan, deleted in requests of 1,000).
    * @throws InvalidInputError for an empty scope or ids that are not strings.
    */

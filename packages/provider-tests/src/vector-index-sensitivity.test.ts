@@ -14,6 +14,7 @@ import {
   type VectorQuery,
   type VectorRange,
   type VectorRecord,
+  type VectorScope,
 } from '@ctx/core';
 import { describeVectorIndex } from './index.js';
 
@@ -24,7 +25,8 @@ type IndexFault =
   | 'partial-batch'
   | 'ignores-signal'
   | 'range-unsorted'
-  | 'one-too-many';
+  | 'one-too-many'
+  | 'list-ignores-session';
 
 class FaultyIndex implements VectorIndex {
   readonly #inner: InMemoryVectorIndex;
@@ -71,6 +73,14 @@ class FaultyIndex implements VectorIndex {
     return this.fault === 'range-unsorted' ? records.reverse() : records;
   }
 
+  async list(scope: VectorScope, options?: VectorIndexCallOptions): Promise<IndexedMessage[]> {
+    const records = await this.#inner.list(
+      scope.userId && this.fault === 'list-ignores-session' ? { userId: scope.userId } : scope,
+      options,
+    );
+    return records;
+  }
+
   async delete(target: VectorDeleteTarget, options?: VectorIndexCallOptions): Promise<void> {
     return this.#inner.delete(target, this.fault === 'ignores-signal' ? {} : options);
   }
@@ -85,6 +95,9 @@ const MUST_FAIL: Record<IndexFault, string[]> = {
   'range-unsorted': [
     'getRange returns the records of one session within the sequences, in order',
     'delete by ids removes those records only; unknown ids are no error',
+  ],
+  'list-ignores-session': [
+    'list (optional) returns every record of the scope without vectors, by session and sequence, never another scope',
   ],
   'one-too-many': [
     'query is exact k-NN: the topK of 200 records are those a brute-force cosine ranks first',

@@ -295,6 +295,30 @@ export function describeVectorIndex<I extends VectorIndex>(name: string, options
         await index.delete({ userId: alice }); // idempotent
       });
 
+      test('list (optional) returns every record of the scope without vectors, by session and sequence, never another scope', async (context) => {
+        const index = await make();
+        if (typeof index.list !== 'function') return context.skip(`${name} has no list`);
+        const [alice, bob] = [newId('user'), newId('user')];
+        const [a1, a2, b1] = [`${tag}-a1`, `${tag}-a2`, newId('session')];
+        await write(index, [
+          record({ userId: alice, sessionId: a2, sequence: 1, messageId: 'a2-1', kind: 'archive' }),
+          record({ userId: alice, sessionId: a1, sequence: 7, messageId: 'a1-7', createdAt: '2026-11-02T10:04:00.000Z' }),
+          record({ userId: alice, sessionId: a2, sequence: 0, messageId: 'a2-0' }),
+          record({ userId: alice, sessionId: a1, sequence: 2, messageId: 'a1-2', role: 'assistant' }),
+          record({ userId: bob, sessionId: b1, sequence: 0, messageId: 'b1-0' }),
+        ]);
+        const listed = await index.list({ userId: alice });
+        expect(listed.map((r) => r.messageId)).toEqual(['a1-2', 'a1-7', 'a2-0', 'a2-1']);
+        for (const r of listed) expect(r).not.toHaveProperty('vector');
+        expect(listed[0]).toMatchObject({ userId: alice, sessionId: a1, role: 'assistant', text: 'text of a1-2', sequence: 2 });
+        expect(listed[1]!.createdAt).toBe('2026-11-02T10:04:00.000Z');
+        expect(listed[3]!.kind).toBe('archive');
+        expect((await index.list({ sessionId: a2 })).map((r) => r.messageId)).toEqual(['a2-0', 'a2-1']);
+        expect(await index.list({ userId: alice, sessionId: b1 })).toEqual([]);
+        expect(await index.list({ userId: newId('user') })).toEqual([]);
+        await expectRejection(index.list({}), InvalidInputError.isInstance, 'list({})');
+      });
+
       test('hostile user, session and message ids are stored, filtered and deleted exactly', async () => {
         const index = await make();
         const vector = axis(3);

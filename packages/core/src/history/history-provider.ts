@@ -6,7 +6,7 @@ import type { ChatClient, ChatOptions } from '../spec/chat-client.js';
 import type { ClearHistoryArgs, ForkHistoryArgs, GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { ContextProvider, ProviderRunArgs, SessionContext, SessionHookArgs, SessionView } from '../spec/run-view.js';
 import { sameMessageContent } from './message-conflict.js';
-import { findRetriedTurn, type StoredTurn } from './retried-turn.js';
+import { findRetriedTurn, noteReplacedMessages, type StoredTurn } from './retried-turn.js';
 
 /** Options every history provider takes. */
 export interface HistoryProviderOptions {
@@ -201,6 +201,7 @@ export abstract class HistoryProvider implements ContextProvider {
       const byId = new Map(loaded.map((m) => [m.id, m]));
       this.checkInputIds(context.sessionId, inputs, (id) => byId.get(id));
       retried = this.retriedTurn(loaded, args, inputs);
+      if (retried !== undefined) noteReplacedMessages(context.metadata, loaded, retried);
     }
     context.extendMessages(this.sourceId, dropLeadingResults(retried === undefined ? loaded : withoutTurn(loaded, retried)), 'history');
   }

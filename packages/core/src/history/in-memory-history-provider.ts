@@ -10,7 +10,7 @@ import type { MergeStateArgs, ProviderRunArgs } from '../spec/run-view.js';
 import { forkLength, HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
 import { HistoryViews } from './history-views.js';
 import { messageIdConflict, sameMessageContent } from './message-conflict.js';
-import { storedTurnAt, type StoredTurn } from './retried-turn.js';
+import { noteReplacedMessages, storedTurnAt, type StoredTurn } from './retried-turn.js';
 
 /** Checks every message of a batch before any is stored. */
 function checkMessages(messages: readonly Message[]): void {
@@ -65,7 +65,10 @@ export class InMemoryHistoryProvider extends HistoryProvider {
       this.checkInputIds(args.context.sessionId, inputs, (id) => index.get(id));
       retried = this.#storedTurn(all, ids, inputs);
     }
-    if (retried !== undefined) this.reportRetriedTurn(all.length, retried, args.report);
+    if (retried !== undefined) {
+      this.reportRetriedTurn(all.length, retried, args.report);
+      noteReplacedMessages(args.context.metadata, all, retried);
+    }
     const kept = dropLeadingResults(
       retried === undefined ? loaded : loaded.filter((_, i) => i + start < retried.start || i + start >= retried.end),
     );

@@ -9,9 +9,16 @@ import { InMemorySessionStore } from '../session/in-memory-session-store.js';
 import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
 import type { AgentEvent } from '../spec/events.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
-import { SemanticRecallProvider } from './semantic-recall-provider.js';
+import { type RecalledPassage, SemanticRecallProvider } from './semantic-recall-provider.js';
 
 const embeddings = createHashEmbedding();
+
+/** A history that reads through its own `getMessages` (as a backend does), so the base class's load runs. */
+class SelfReadingHistory extends InMemoryHistoryProvider {
+  override async getMessages(...args: Parameters<InMemoryHistoryProvider['getMessages']>) {
+    return super.getMessages(...args);
+  }
+}
 const recalled = (messages: readonly Message[]) => messages.filter((m) => Message.source(m)?.sourceId === 'recall');
 const echo = () => new ScriptedChatClient({ replies: () => ({ text: 'noted' }) });
 
@@ -214,5 +221,266 @@ describe('SemanticRecallProvider, tool mode', () => {
     const { results } = result!.result as { results: { sessionId: string; messages: { role: string; text: string; said: string }[] }[] };
     expect(results[0]!.messages.map((m) => m.text)).toEqual(['The plumber comes on Thursday at noon.', 'noted']);
     expect(results[0]!.messages[0]!.said).toMatch(/^\d{4}-\d\d-\d\dT/);
+  });
+});
+
+describe('SemanticRecallProvider, the index follows the history', () => {
+  const window2 = (index: InMemoryVectorIndex, client = echo()) => ({
+    client,
+    agent: createAgent({
+      client,
+      contextProviders: [
+        new InMemoryHistoryProvider({ maxMessages: 2 }),
+        new SemanticRecallProvider({ embeddings, index, scope: 'session', messageRange: 0 }),
+      ],
+    }),
+  });
+
+  it('a rewound message is never recalled again: its vectors leave the index before the history is cut', async () => {
+    const index = new InMemoryVectorIndex();
+    const { client, agent } = window2(index);
+    const session = agent.createSession();
+    await agent.run('I am planning a trip to Lisbon in March.', { session });
+    await agent.run('My locker code at the gym is 4471, please remember it.', { session });
+    await agent.run('The plumber comes on Thursday at noon.', { session });
+    const history = await agent.getHistory(session);
+    const removed = await agent.rewindSession(session, history[2]!.id);
+    expect(removed.map((m) => Message.text(m))).toEqual([
+      'My locker code at the gym is 4471, please remember it.',
+      'noted',
+      'The plumber comes on Thursday at noon.',
+      'noted',
+    ]);
+    expect(index.size).toBe(2);
+    await agent.run('My favourite tea is smoked lapsang souchong.', { session });
+    await agent.run('What was my locker code at the gym, or the plumber?', { session });
+    const text = recalled(client.calls.at(-1)!.messages)
+      .map((m) => Message.text(m))
+      .join('\n');
+    expect(text).not.toContain('4471');
+    expect(text).not.toContain('plumber comes');
+  });
+
+  it('regenerate: the answer it replaces is not recalled, the new one is', async () => {
+    const index = new InMemoryVectorIndex();
+    let boat = 0;
+    const client = new ScriptedChatClient({
+      replies: (messages) => {
+        const last = Message.text(messages.at(-1)!);
+        if (last.includes('name for my boat'))
+          return { text: ++boat === 1 ? 'Call the boat Seafoam Serenade.' : 'Call the boat Blue Heron.' };
+        return { text: 'noted' };
+      },
+    });
+    const { agent } = window2(index, client);
+    const session = agent.createSession();
+    await agent.run('Suggest a name for my boat.', { session });
+    await agent.regenerate(session);
+    await agent.run('My favourite tea is smoked lapsang souchong.', { session });
+    await agent.run('Which name did you suggest for the boat?', { session });
+    const text = Message.text(recalled(client.calls.at(-1)!.messages)[0]!);
+    expect(text).toContain('Blue Heron');
+    expect(text).not.toContain('Seafoam');
+  });
+
+  it('a retried turn (same input message) replaces its earlier answer in the index as in the history', async () => {
+    for (const history of [new InMemoryHistoryProvider({ maxMessages: 2 }), new SelfReadingHistory({ maxMessages: 2 })]) {
+      const index = new InMemoryVectorIndex();
+      let boat = 0;
+      const client = new ScriptedChatClient({
+        replies: (messages) =>
+          Message.text(messages.at(-1)!).includes('name for my boat')
+            ? { text: ++boat === 1 ? 'Call the boat Seafoam Serenade.' : 'Call the boat Blue Heron.' }
+            : { text: 'noted' },
+      });
+      const agent = createAgent({
+        client,
+        contextProviders: [history, new SemanticRecallProvider({ embeddings, index, scope: 'session', messageRange: 0 })],
+      });
+      const session = agent.createSession();
+      const question = Message.user('Suggest a name for my boat.');
+      await agent.run(question, { session });
+      await agent.run(question, { session }); // the same message again: a retry of the turn
+      expect((await agent.getHistory(session)).map((m) => Message.text(m))).toEqual([
+        'Suggest a name for my boat.',
+        'Call the boat Blue Heron.',
+      ]);
+      expect(index.size).toBe(2);
+      await agent.run('My favourite tea is smoked lapsang souchong.', { session });
+      await agent.run('Which name did you suggest for the boat?', { session });
+      const text = Message.text(recalled(client.calls.at(-1)!.messages)[0]!);
+      expect(text, history.constructor.name).toContain('Blue Heron');
+      expect(text).not.toContain('Seafoam');
+    }
+  });
+
+  it('a fork recalls the history it copied (up to the fork point), under its own session id', async () => {
+    const index = new InMemoryVectorIndex();
+    const { client, agent } = window2(index);
+    const session = agent.createSession();
+    await agent.run('My locker code at the gym is 4471, please remember it.', { session });
+    await agent.run('I am planning a trip to Lisbon in March.', { session });
+    await agent.run('The gym locker code changes to 9902 next week.', { session });
+    const history = await agent.getHistory(session);
+    const fork = await agent.forkSession(session, { atMessageId: history[3]!.id });
+    expect(await index.getRange({ sessionId: fork.sessionId, fromSequence: 0, toSequence: 100 })).toHaveLength(4);
+
+    await agent.run('My favourite tea is smoked lapsang souchong.', { session: fork });
+    await agent.run('What is my locker code at the gym?', { session: fork });
+    const [message] = recalled(client.calls.at(-1)!.messages);
+    expect(Message.text(message!)).toContain('Earlier in this conversation:\n');
+    expect(Message.text(message!)).toContain('4471');
+    expect(Message.text(message!)).not.toContain('9902'); // said after the fork point, in the source only
+    expect((message!.metadata!.recall as unknown as RecalledPassage[]).every((p) => p.sessionId === fork.sessionId)).toBe(true);
+  });
+
+  it('a fork whose recall copy fails is refused and leaves no record under its id', async () => {
+    const index = new InMemoryVectorIndex();
+    let failing = false;
+    let calls = 0;
+    // Fails the second batch of the copy, after the first was stored.
+    const flaky: EmbeddingGenerator = {
+      embed: async (texts, options) => {
+        if (failing && ++calls > 1) throw new Error('embedding service down');
+        return embeddings.embed(texts, options);
+      },
+    };
+    const agent = createAgent({
+      client: echo(),
+      contextProviders: [new InMemoryHistoryProvider(), new SemanticRecallProvider({ embeddings: flaky, index, scope: 'session' })],
+    });
+    const session = agent.createSession();
+    for (let turn = 0; turn < 70; turn++) await agent.run(`Turn ${turn}: my locker code is ${1000 + turn}.`, { session });
+    failing = true;
+    await expect(agent.forkSession(session, { sessionId: 'the-fork' })).rejects.toThrow(/embedding service down/);
+    expect(calls).toBe(2);
+    expect(await index.getRange({ sessionId: 'the-fork', fromSequence: 0, toSequence: 1000 })).toEqual([]);
+    expect(index.size).toBe(140);
+  });
+
+  it('user scope: a fork recalls each copied message once, as part of this conversation', async () => {
+    const index = new InMemoryVectorIndex();
+    const client = echo();
+    const agent = createAgent({
+      client,
+      contextProviders: [
+        new InMemoryHistoryProvider({ maxMessages: 2 }),
+        new SemanticRecallProvider({ embeddings, index, messageRange: 0 }),
+      ],
+    });
+    const session = agent.createSession({ userId: 'ana' });
+    await agent.run('My locker code at the gym is 4471, please remember it.', { session });
+    await agent.run('I am planning a trip to Lisbon in March.', { session });
+    const fork = await agent.forkSession(session);
+    await agent.run('What is my locker code at the gym?', { session: fork });
+    const [message] = recalled(client.calls.at(-1)!.messages);
+    const passages = message!.metadata!.recall as unknown as RecalledPassage[];
+    const ids = passages.flatMap((p) => p.messageIds);
+    expect(new Set(ids).size).toBe(ids.length);
+    const first = (await agent.getHistory(session))[0]!.id;
+    expect(passages.find((p) => p.messageIds.includes(first))?.sessionId).toBe(fork.sessionId);
+  });
+
+  it('an index that cannot delete stops the rewind with nothing removed from the history', async () => {
+    const index = new InMemoryVectorIndex();
+    const { agent } = window2(index);
+    const session = agent.createSession();
+    await agent.run('My locker code at the gym is 4471, please remember it.', { session });
+    await agent.run('I am planning a trip to Lisbon in March.', { session });
+    index.delete = async () => {
+      throw new Error('index unreachable');
+    };
+    const history = await agent.getHistory(session);
+    await expect(agent.rewindSession(session, history[2]!.id)).rejects.toThrow(/recall.*onRewind|index unreachable/s);
+    expect(await agent.getHistory(session)).toHaveLength(4);
+    expect(index.size).toBe(4);
+  });
+
+  it('a rewind that removes a summary removes what the summary stood for from the index too', async () => {
+    const index = new InMemoryVectorIndex();
+    const provider = new SemanticRecallProvider({ embeddings, index, scope: 'session' });
+    const session = createAgent({ client: echo(), contextProviders: [provider] }).createSession();
+    const archived = [Message.user('My locker code at the gym is 4471.'), Message.assistant('noted')];
+    await provider.archiveFor({ session }).store(archived, {});
+    expect(index.size).toBe(2);
+    const summary = Message.system('Summary: the user gave a locker code.', {
+      metadata: {
+        ctx: {
+          sourceId: 'compaction',
+          sourceType: 'context',
+          summary: { replaces: archived.map((m) => m.id), createdAt: '2026-11-28T00:00:00Z' },
+        },
+      },
+    });
+    await provider.onRewind({
+      agent: { name: 'a', client: echo(), contextProviders: [provider] },
+      session,
+      state: {},
+      removed: [summary],
+      kept: [],
+      signal: new AbortController().signal,
+    });
+    expect(index.size).toBe(0);
+  });
+});
+
+describe('SemanticRecallProvider, user data', () => {
+  it("exportUserData holds the user's indexed messages (text as redacted, ids, times, sessions), never another user's, and no vectors", async () => {
+    const index = new InMemoryVectorIndex();
+    const agent = createAgent({
+      client: echo(),
+      sessionStore: new InMemorySessionStore(),
+      contextProviders: [new SemanticRecallProvider({ embeddings, index })],
+      redact: (messages) =>
+        messages.map((m) => ({
+          ...m,
+          contents: m.contents.map((c) => (c.type === 'text' ? { ...c, text: c.text.replace(/\d{4}/g, '[code]') } : c)),
+        })),
+    });
+    const a1 = agent.createSession({ userId: 'alice' });
+    const b1 = agent.createSession({ userId: 'bob' });
+    await agent.run('My locker code is 4471.', { session: a1 });
+    await agent.run('My locker code is 9902.', { session: b1 });
+    for (const s of [a1, b1]) await agent.saveSession(s);
+
+    const exported = await agent.exportUserData('alice');
+    const { records } = exported.providers.recall as { records: Record<string, unknown>[] };
+    expect(records.map((r) => [r.sessionId, r.role, r.text, r.sequence])).toEqual([
+      [a1.sessionId, 'user', 'My locker code is [code].', 0],
+      [a1.sessionId, 'assistant', 'noted', 1],
+    ]);
+    const history = (await agent.exportUserData('alice')).sessions[0]!.history.memory!;
+    expect(records.map((r) => r.messageId)).toEqual(history.map((m) => m.id));
+    for (const r of records) {
+      expect(r.userId).toBe('alice');
+      expect(r.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+      expect(r).not.toHaveProperty('vector');
+    }
+    expect(JSON.stringify(exported)).not.toContain('9902');
+
+    await agent.deleteUserData('alice');
+    expect((await agent.exportUserData('alice')).providers).toEqual({});
+  });
+
+  it('an index that cannot list says so in the export instead of leaving the records out silently', async () => {
+    const index = new InMemoryVectorIndex();
+    const unlisted = {
+      upsert: index.upsert.bind(index),
+      query: index.query.bind(index),
+      getRange: index.getRange.bind(index),
+      delete: index.delete.bind(index),
+    };
+    const agent = createAgent({
+      client: echo(),
+      sessionStore: new InMemorySessionStore(),
+      contextProviders: [new SemanticRecallProvider({ embeddings, index: unlisted })],
+    });
+    const session = agent.createSession({ userId: 'alice' });
+    await agent.run('My locker code is 4471.', { session });
+    await agent.saveSession(session);
+    expect((await agent.exportUserData('alice')).providers.recall).toMatchObject({
+      listed: false,
+      reason: expect.stringMatching(/no list method/),
+    });
   });
 });

@@ -1,16 +1,19 @@
 import { abortable } from '../backend/deadline.js';
 import { ConfigurationError, CtxError, SessionStateError } from '../errors.js';
+import { replacedMessagesOf } from '../history/retried-turn.js';
 import { isoNow } from '../messages/iso-now.js';
 import { Message } from '../messages/message.js';
 import { InMemoryVectorIndex } from '../retrieval/in-memory-vector-index.js';
 import type { CompactionArchive } from '../spec/compaction-strategy.js';
 import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
-import type { JsonObject } from '../spec/json.js';
+import type { JsonObject, JsonValue } from '../spec/json.js';
 import type {
   ContextProvider,
   MergeStateArgs,
   ProviderRunArgs,
+  RewindArgs,
   SessionContext,
+  SessionForkedArgs,
   SessionHookArgs,
   SessionView,
   Tool,
@@ -81,6 +84,8 @@ const TOOL_DESCRIPTION =
 /** Sequences left free between an archived batch and the messages around it, so neighbours never cross into it. */
 const ARCHIVE_GAP = 1000;
 const MAX_RANGE = 20;
+/** Records a fork embeds again per call to the embedding model. */
+const COPY_BATCH = 128;
 const marker = Symbol.for('ctx.semantic-recall-provider');
 
 /**
@@ -175,6 +180,10 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
     const { context, session, state, signal, redact } = args;
     if (!this.#indexMessages || context.error !== undefined || !context.response) return;
     const turn = [...context.inputMessages, ...context.response.messages];
+    // A retried turn replaces its stored earlier attempt: its answers leave the index first.
+    const ids = new Set(turn.map((m) => m.id));
+    const replaced = replacedMessagesOf(context.metadata).filter((id) => !ids.has(id));
+    if (replaced.length) await this.index.delete({ ids: replaced.map((id) => recordId(session.sessionId, id)) }, { signal });
     await this.#store(session, state, redact ? await redact(turn) : turn, false, signal);
   }
 
@@ -197,6 +206,81 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
   /** Removes the session's vectors. */
   async onSessionDeleted({ session, signal }: SessionHookArgs<RecallState>): Promise<void> {
     await this.index.delete({ sessionId: session.sessionId }, { signal });
+  }
+
+  /**
+   * Before a rewind (`agent.rewindSession`, `agent.regenerate`): removes the vectors of the messages
+   * leaving the history, and of what a removed summary stood for, so none of them is recalled again.
+   */
+  async onRewind({ session, removed, signal }: RewindArgs<RecallState>): Promise<void> {
+    const ids = [...heldIds(removed)].map((id) => recordId(session.sessionId, id));
+    if (ids.length) await this.index.delete({ ids }, { signal });
+  }
+
+  /**
+   * After `agent.forkSession`: the fork recalls its copied history. The source session's records of
+   * the messages the fork holds (and of what its summary stands for) are embedded again from the
+   * text the index keeps (already redacted) and stored under the fork's session id with the same
+   * sequences. A failure removes what was copied.
+   */
+  async onSessionForked({ source, session, messages, signal }: SessionForkedArgs<RecallState>): Promise<void> {
+    const held = heldIds(messages);
+    if (!held.size) return;
+    const userId = source.metadata.userId;
+    const records = (
+      await this.index.getRange(
+        {
+          sessionId: source.sessionId,
+          ...(userId === undefined ? {} : { userId }),
+          fromSequence: 0,
+          toSequence: Number.MAX_SAFE_INTEGER,
+        },
+        { signal },
+      )
+    ).filter((r) => held.has(r.messageId));
+    const forkUser = session.metadata.userId;
+    try {
+      for (let at = 0; at < records.length; at += COPY_BATCH) {
+        const batch = records.slice(at, at + COPY_BATCH);
+        const vectors = await this.#embed(
+          batch.map((r) => r.text),
+          signal,
+        );
+        const copies = batch.map((r, i): VectorRecord => {
+          const { userId: _user, ...rest } = r;
+          const copy: VectorRecord = {
+            ...rest,
+            id: recordId(session.sessionId, r.messageId),
+            sessionId: session.sessionId,
+            vector: vectors[i]!,
+          };
+          if (forkUser !== undefined) copy.userId = forkUser;
+          return copy;
+        });
+        await this.index.upsert(copies, { signal });
+      }
+    } catch (error) {
+      await this.index.delete({ sessionId: session.sessionId }).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * `agent.exportUserData`: the user's indexed messages (`IndexedMessage`: text as indexed, after
+   * `redact`; record, message and session ids; role; sequence; time; `kind: 'archive'` for what
+   * compaction replaced), by session and sequence, or undefined when the index holds none. Vectors
+   * are left out: they are derived from the text by the embedding model and say nothing the text
+   * does not. An index without `list` cannot enumerate them: the export then says so (`listed: false`).
+   */
+  async exportUserData({ userId, signal }: UserDataArgs): Promise<JsonValue | undefined> {
+    if (typeof this.index.list !== 'function')
+      return {
+        listed: false,
+        reason: `The vector index of "${this.sourceId}" has no list method, so the messages it indexed for this user are not in this export; deleteUserData still removes them.`,
+      };
+    const records = await this.index.list({ userId }, { signal });
+    if (!records.length) return undefined;
+    return { records: records.map((r) => ({ ...r })) as unknown as JsonObject[] };
   }
 
   /** Removes every vector of the user. */
@@ -279,10 +363,17 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
       },
       { signal },
     );
+    // A fork holds copies of its source's records: one match per message, this session's first.
+    const chosen = new Map<string, VectorMatch>();
+    for (const m of matches) {
+      const seen = chosen.get(m.messageId);
+      if (!seen || (m.sessionId === session.sessionId && seen.sessionId !== session.sessionId)) chosen.set(m.messageId, m);
+    }
+    const unique = matches.filter((m) => chosen.get(m.messageId) === m);
     const inWindow = new Set(window);
     const around = this.#range
       ? await Promise.all(
-          matches.map((m) =>
+          unique.map((m) =>
             this.index.getRange(
               {
                 sessionId: m.sessionId,
@@ -294,8 +385,8 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
             ),
           ),
         )
-      : matches.map((m) => [m]);
-    return passagesOf(matches, around, inWindow);
+      : unique.map((m) => [m]);
+    return passagesOf(unique, around, inWindow);
   }
 
   #scopeOf(session: SessionView): VectorScope {
@@ -416,6 +507,20 @@ export function indexText(message: Message): string {
       lines.push(`result of ${c.name ?? c.callId}: ${typeof c.result === 'string' ? c.result : JSON.stringify(c.result)}`);
   }
   return lines.join('\n');
+}
+
+/**
+ * The ids of the messages a history holds: each message's own, and those a summary among them
+ * stands for (`metadata.ctx.summary.replaces`, whose originals only the index keeps).
+ */
+function heldIds(messages: readonly Message[]): Set<string> {
+  const ids = new Set<string>();
+  for (const m of messages) {
+    ids.add(m.id);
+    const summary = (m.metadata?.ctx as { summary?: { replaces?: unknown } } | undefined)?.summary;
+    if (Array.isArray(summary?.replaces)) for (const id of summary.replaces) if (typeof id === 'string') ids.add(id);
+  }
+  return ids;
 }
 
 /** The record id of a message of a session: unambiguous for any two strings. */

@@ -226,6 +226,24 @@ export class InMemoryVectorIndex implements VectorIndex {
   }
 
   /**
+   * Every record of the scope, without vectors, by session id and then sequence.
+   * @throws InvalidInputError for an empty scope.
+   */
+  async list(scope: VectorScope, options?: VectorIndexCallOptions): Promise<IndexedMessage[]> {
+    options?.signal?.throwIfAborted();
+    checkScope('list', scope);
+    const out: IndexedMessage[] = [];
+    for (const partition of this.#partitionsOf(scope))
+      for (const record of partition.rows)
+        if (
+          (scope.sessionId === undefined || record.sessionId === scope.sessionId) &&
+          (scope.userId === undefined || record.userId === scope.userId)
+        )
+          out.push({ ...record });
+    return out.sort(bySessionAndSequence);
+  }
+
+  /**
    * Removes records by id or every record of a scope.
    * @throws InvalidInputError for an empty scope or ids that are not strings.
    */
@@ -305,6 +323,11 @@ class TopK {
   sorted(): { score: number; record: IndexedMessage }[] {
     return this.#items;
   }
+}
+
+/** Session id (code unit order), then sequence. */
+function bySessionAndSequence(a: IndexedMessage, b: IndexedMessage): number {
+  return a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : a.sequence - b.sequence;
 }
 
 function partitionKey(record: IndexedMessage): string {

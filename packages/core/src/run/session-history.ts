@@ -6,11 +6,13 @@ import { isDeepFrozen } from '../messages/frozen.js';
 import { Message } from '../messages/message.js';
 import { AgentSession } from '../session/agent-session.js';
 import type { JsonObject } from '../spec/json.js';
+import type { AgentView, ContextProvider } from '../spec/run-view.js';
 import type { SessionMetadata } from '../spec/session.js';
 import { checkContextProviders } from './agent-options.js';
 import type { Agent } from './agent.js';
 import { type DefaultHistory, defaultHistory } from './default-history.js';
 import { type AgentRuntime, executeRun } from './execute-run.js';
+import { runHooks } from './provider-hooks.js';
 import { isoNow } from '../messages/iso-now.js';
 
 /** The history providers of one session. */
@@ -19,6 +21,8 @@ interface Histories {
   primary: HistoryProvider;
   /** Every history provider of the session (those that only store too), `primary` first. */
   all: HistoryProvider[];
+  /** Every provider of the session (the default history included when the rule adds it), for the hooks. */
+  providers: readonly ContextProvider[];
 }
 
 /**
@@ -30,7 +34,25 @@ interface Histories {
  */
 export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' | 'forkSession' | 'rewindSession' | 'regenerate'> {
   const { options } = runtime;
-  const { name } = options;
+  const { name, client, providerTimeoutMs } = options;
+
+  /**
+   * Runs `phase` of every provider of `histories` that has it, each bounded like a lifecycle hook.
+   * @throws ProviderError for a hook that failed, or the abort reason.
+   */
+  const hooks = <K extends 'onRewind' | 'onSessionForked'>(
+    histories: Histories,
+    phase: K,
+    signal: AbortSignal | undefined,
+    call: (provider: ContextProvider & Required<Pick<ContextProvider, K>>, agent: AgentView, signal: AbortSignal) => unknown,
+  ) => {
+    const agent: AgentView = { name, client, contextProviders: histories.providers };
+    const having = histories.providers.filter((p): p is ContextProvider & Required<Pick<ContextProvider, K>> => !!p[phase]);
+    if (!having.length) return Promise.resolve([]);
+    return runHooks(having, phase, signal ?? new AbortController().signal, providerTimeoutMs, async (p, hookSignal) => {
+      await call(p, agent, hookSignal);
+    });
+  };
 
   /**
    * The session's history providers. An operation that `changes` the conversation is refused when
@@ -50,14 +72,15 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
       );
     }
     // `store: false`: whether the service keeps the conversation is the session's own serviceSessionId.
-    const all = history.providersFor(session, { store: false }).filter(HistoryProvider.isInstance);
+    const providers = history.providersFor(session, { store: false });
+    const all = providers.filter(HistoryProvider.isInstance);
     const primary = all.find((p) => p.loadMessages === true || (p.loadMessages === 'auto' && service === undefined));
     if (!primary) {
       throw new ConfigurationError(
         `Agent "${name}" cannot ${what} session ${shortId(session.sessionId)}: ${kept} and no history provider of the agent loads it (loadMessages: true would).`,
       );
     }
-    return { primary, all: [primary, ...all.filter((p) => p !== primary)] };
+    return { primary, all: [primary, ...all.filter((p) => p !== primary)], providers };
   };
 
   /** Every message of the session in `provider`, oldest first. */
@@ -105,6 +128,16 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
         );
       }
     }
+    const removed = messages.slice(cut);
+    // What other providers derived from the removed messages (their vectors) goes first: a failure
+    // between the two writes leaves a history that still holds a message nothing recalls, never
+    // a recall of a message the history no longer holds.
+    if (removed.length) {
+      const kept = messages.slice(0, cut);
+      await hooks(histories, 'onRewind', signal, (p, agent, hookSignal) =>
+        p.onRewind({ agent, session, state: session.state[p.sourceId] ?? {}, removed, kept, signal: hookSignal }),
+      );
+    }
     for (const { provider, messages: stored, cut: at } of plan) {
       const args = { state: slotOf(session, provider), ...(signal ? { signal } : {}) };
       const done: Promise<unknown> = provider.popMessages
@@ -112,7 +145,6 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
         : provider.replaceMessages!(session.sessionId, stored.slice(0, at), args);
       await abortable(done, signal);
     }
-    const removed = messages.slice(cut);
     const waiting = new Set(session.pending?.approvals.map((a) => a.callId));
     if (removed.some((m) => Message.functionCalls(m).some((c) => waiting.has(c.callId)))) session.pending = undefined;
     return removed;
@@ -191,6 +223,14 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
           }
           // A slot the source did not have stays absent unless the provider wrote to it.
           if (!(provider.sourceId in fork.state) && Object.keys(toState).length > 0) fork.state[provider.sourceId] = toState;
+        }
+        if (histories.providers.some((p) => p.onSessionForked)) {
+          const messages = await read(histories.primary, fork, signal);
+          await hooks(histories, 'onSessionForked', signal, async (p, agent, hookSignal) => {
+            const state = fork.state[p.sourceId] ?? {};
+            await p.onSessionForked({ agent, source: session, session: fork, state, messages, signal: hookSignal });
+            if (!(p.sourceId in fork.state) && Object.keys(state).length > 0) fork.state[p.sourceId] = state;
+          });
         }
       } catch (error) {
         // A ConfigurationError of forkMessages (a message it does not hold) comes before it writes anything.

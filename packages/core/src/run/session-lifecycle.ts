@@ -1,17 +1,16 @@
 import { checkId, shortId } from '../backend/checks.js';
 import { MAX_LIST_LIMIT } from '../backend/session-cursor.js';
-import { ConcurrencyError, ConfigurationError, CtxError, ProviderError } from '../errors.js';
+import { ConcurrencyError, ConfigurationError, CtxError } from '../errors.js';
 import { HistoryProvider } from '../history/history-provider.js';
 import type { Message } from '../messages/message.js';
 import { AgentSession } from '../session/agent-session.js';
 import { sessionMethods } from '../session/session-methods.js';
-import type { ProviderPhase } from '../spec/events.js';
 import type { JsonValue } from '../spec/json.js';
-import type { AgentView, ContextProvider } from '../spec/run-view.js';
+import type { AgentView } from '../spec/run-view.js';
 import type { SessionPage, SessionStore } from '../spec/session-store.js';
 import type { Agent, UserDataExport } from './agent.js';
 import type { AgentRuntime } from './execute-run.js';
-import { boundHook } from './pipeline.js';
+import { runHooks } from './provider-hooks.js';
 
 /** How many sessions a user-data export or delete works on at once. */
 const SESSIONS_AT_ONCE = 8;
@@ -168,46 +167,6 @@ export function sessionLifecycle(
       return { sessions: deleted };
     },
   };
-}
-
-/**
- * Runs one hook of every provider at once, each bounded by its `timeoutMs` (else `timeoutMs`) and
- * `signal`; a hook that overruns sees its own signal abort. Resolves to the values in provider order
- * once every hook has settled. `onError` does not apply: a hook that fails fails the operation.
- * @throws the abort reason when `signal` aborted; else a `ProviderError` for the first provider (in
- *   list order) whose hook failed.
- */
-async function runHooks<P extends ContextProvider, T>(
-  providers: readonly P[],
-  phase: ProviderPhase,
-  signal: AbortSignal,
-  timeoutMs: number | undefined,
-  hook: (provider: P, signal: AbortSignal) => T | Promise<T>,
-): Promise<T[]> {
-  const outcomes = await Promise.allSettled(
-    providers.map(async (provider) => {
-      // A signal of its own per hook (no listener on the caller's, which many hooks share at once).
-      const own = new AbortController();
-      const hookSignal = AbortSignal.any([signal, own.signal]);
-      let value: T | undefined;
-      try {
-        await boundHook(provider, phase, hookSignal, timeoutMs, async () => {
-          value = await hook(provider, hookSignal);
-        });
-      } catch (error) {
-        own.abort(error);
-        throw error;
-      }
-      return value as T;
-    }),
-  );
-  signal.throwIfAborted();
-  const values: T[] = [];
-  outcomes.forEach((outcome, i) => {
-    if (outcome.status === 'fulfilled') values.push(outcome.value);
-    else throw new ProviderError(providers[i]!.sourceId, phase, outcome.reason);
-  });
-  return values;
 }
 
 /**

@@ -181,7 +181,7 @@ export type AgentEvent =
 /**
  * The hook of a provider an event or a `ProviderError` refers to: a run's `beforeRun`, `afterRun`,
  * `wrap` and `onSessionCreated`, or the agent's session and user-data operations
- * (`onSessionDeleted`, `exportUserData`, `deleteUserData`).
+ * (`onSessionDeleted`, `onRewind`, `onSessionForked`, `exportUserData`, `deleteUserData`).
  */
 export type ProviderPhase =
   | 'beforeRun'
@@ -189,6 +189,8 @@ export type ProviderPhase =
   | 'wrap'
   | 'onSessionCreated'
   | 'onSessionDeleted'
+  | 'onRewind'
+  | 'onSessionForked'
   | 'exportUserData'
   | 'deleteUserData';
 

@@ -215,6 +215,41 @@ export interface SessionHookArgs<TState extends JsonObject = JsonObject> {
   signal: AbortSignal;
 }
 
+/**
+ * What `onRewind` receives: the session's history is about to lose its newest messages
+ * (`agent.rewindSession`, or `agent.regenerate` replacing a turn's answer).
+ */
+export interface RewindArgs<TState extends JsonObject = JsonObject> {
+  /** The agent rewinding (a narrow view). */
+  agent: AgentView;
+  /** The session being rewound. */
+  session: SessionView;
+  /** This provider's state slot of the session (`{}` when it has none). */
+  state: TState;
+  /** The messages leaving the history (the one a run loads), oldest first. */
+  removed: readonly Message[];
+  /** The messages that stay, oldest first. */
+  kept: readonly Message[];
+  /** Aborts the hook; pass it to every call you make. */
+  signal: AbortSignal;
+}
+
+/** What `onSessionForked` receives: a new session that starts with a copy of another's history. */
+export interface SessionForkedArgs<TState extends JsonObject = JsonObject> {
+  /** The agent forking (a narrow view). */
+  agent: AgentView;
+  /** The session forked (unchanged). */
+  source: SessionView;
+  /** The fork. */
+  session: SessionView;
+  /** This provider's state slot of the fork (a copy of the source's; `{}` when it had none). Write to it to keep changes. */
+  state: TState;
+  /** The fork's history as copied (the one a run loads), oldest first. */
+  messages: readonly Message[];
+  /** Aborts the hook; pass it to every call you make. */
+  signal: AbortSignal;
+}
+
 /** What the user-data hooks (`exportUserData`, `deleteUserData`) receive. */
 export interface UserDataArgs {
   /** The agent exporting or deleting (a narrow view). */
@@ -317,6 +352,19 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
    * the delete: the session stays stored, so the delete can be retried. Must be idempotent.
    */
   onSessionDeleted?(args: SessionHookArgs<TState>): void | Promise<void>;
+  /**
+   * `agent.rewindSession` and `agent.regenerate` call it before any history is cut: drop what this
+   * provider derived from `removed` elsewhere (e.g. their vectors), so nothing brings back a message
+   * the history no longer holds. A throw stops the rewind with nothing removed, so it can be
+   * retried. Must be idempotent.
+   */
+  onRewind?(args: RewindArgs<TState>): void | Promise<void>;
+  /**
+   * `agent.forkSession` calls it after the histories are copied: copy what this provider keeps
+   * elsewhere for the source session's `messages` to the fork. A throw fails the fork (the copied
+   * history is removed again).
+   */
+  onSessionForked?(args: SessionForkedArgs<TState>): void | Promise<void>;
   /**
    * `agent.exportUserData` calls it: what this provider keeps about the user outside their sessions
    * (e.g. long-term memories), as JSON, or undefined when nothing.

@@ -113,6 +113,12 @@ export interface VectorIndex {
   query(query: VectorQuery, options?: VectorIndexCallOptions): Promise<VectorMatch[]>;
   /** The records of one session with `fromSequence <= sequence <= toSequence`, by sequence. */
   getRange(range: VectorRange, options?: VectorIndexCallOptions): Promise<IndexedMessage[]>;
+  /**
+   * Every record of the scope, without vectors, by session id and then sequence: what the index
+   * keeps about a user (`SemanticRecallProvider.exportUserData` reads it). Optional: an index
+   * without it leaves its records out of a user-data export, and the export says so.
+   */
+  list?(scope: VectorScope, options?: VectorIndexCallOptions): Promise<IndexedMessage[]>;
   /** Remove records by id or by scope; ids or scopes that hold nothing are no error. */
   delete(target: VectorDeleteTarget, options?: VectorIndexCallOptions): Promise<void>;
 }

@@ -1,0 +1,44 @@
+import { ProviderError } from '../errors.js';
+import type { ProviderPhase } from '../spec/events.js';
+import type { ContextProvider } from '../spec/run-view.js';
+import { boundHook } from './pipeline.js';
+
+/**
+ * Runs one hook of every provider at once, each bounded by its `timeoutMs` (else `timeoutMs`) and
+ * `signal`; a hook that overruns sees its own signal abort. Resolves to the values in provider order
+ * once every hook has settled. `onError` does not apply: a hook that fails fails the operation.
+ * @throws the abort reason when `signal` aborted; else a `ProviderError` for the first provider (in
+ *   list order) whose hook failed.
+ */
+export async function runHooks<P extends ContextProvider, T>(
+  providers: readonly P[],
+  phase: ProviderPhase,
+  signal: AbortSignal,
+  timeoutMs: number | undefined,
+  hook: (provider: P, signal: AbortSignal) => T | Promise<T>,
+): Promise<T[]> {
+  const outcomes = await Promise.allSettled(
+    providers.map(async (provider) => {
+      // A signal of its own per hook (no listener on the caller's, which many hooks share at once).
+      const own = new AbortController();
+      const hookSignal = AbortSignal.any([signal, own.signal]);
+      let value: T | undefined;
+      try {
+        await boundHook(provider, phase, hookSignal, timeoutMs, async () => {
+          value = await hook(provider, hookSignal);
+        });
+      } catch (error) {
+        own.abort(error);
+        throw error;
+      }
+      return value as T;
+    }),
+  );
+  signal.throwIfAborted();
+  const values: T[] = [];
+  outcomes.forEach((outcome, i) => {
+    if (outcome.status === 'fulfilled') values.push(outcome.value);
+    else throw new ProviderError(providers[i]!.sourceId, phase, outcome.reason);
+  });
+  return values;
+}
