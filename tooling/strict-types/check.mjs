@@ -42,6 +42,27 @@ if (mine.length) {
   console.error(`${mine.length} error(s) in the declaration files of ctx packages under the strictest options.`);
   process.exit(1);
 }
+
+// @ctx/ai-sdk's peer range takes @ai-sdk/provider 2, 3 and 4, and its declaration files resolve
+// `@ai-sdk/provider` to whichever major the app installed: compile them against each (the
+// program above reads them with the package's own devDependency, the newest major).
+const aiSdk = join(root, 'packages', 'ai-sdk');
+for (const [major, dir] of [
+  ['2', join(aiSdk, 'node_modules', '@ai-sdk', 'provider-v2')],
+  ['3', join(here, 'node_modules', '@ai-sdk', 'provider')],
+]) {
+  const version = JSON.parse(ts.sys.readFile(join(dir, 'package.json')) ?? '{}').version;
+  if (!version?.startsWith(`${major}.`)) throw new Error(`expected @ai-sdk/provider ${major} in ${dir}, found ${version}`);
+  const roots = ['index.d.ts', 'index.d.cts'].map((file) => join(aiSdk, 'dist', file));
+  const options = { ...config.options, paths: { '@ai-sdk/provider': [join(dir, 'dist', 'index.d.ts')] } };
+  const errors = ts.getPreEmitDiagnostics(ts.createProgram(roots, options)).filter((d) => d.file === undefined || ours(d.file.fileName));
+  if (errors.length) {
+    console.error(ts.formatDiagnostics(errors, host));
+    console.error(`${errors.length} error(s) in @ctx/ai-sdk's declaration files with @ai-sdk/provider ${version}.`);
+    process.exit(1);
+  }
+  console.log(`@ctx/ai-sdk's declaration files compile with @ai-sdk/provider ${version}.`);
+}
 console.log(
   `${checked.length} declaration files of ${packages.size - 1} packages compile under exactOptionalPropertyTypes, noUncheckedIndexedAccess and skipLibCheck false.`,
 );

@@ -2,6 +2,7 @@
 // "Publish your own backend" of @ctx/provider-tests (its template, example-backend.ts, with
 // ExampleDatabase replaced by SQL).
 import {
+  BackendUnavailableError,
   type ClearHistoryArgs,
   ConcurrencyError,
   ConfigurationError,
@@ -17,7 +18,7 @@ import {
   HistoryProvider,
   type HistoryProviderOptions,
   type ListSessionsOptions,
-  type Message,
+  Message,
   messageIdConflict,
   type PopHistoryArgs,
   parseSessionJson,
@@ -29,6 +30,7 @@ import {
   type SetSessionOptions,
   type StoredSession,
   sameMessageContent,
+  SessionStateError,
   sessionOfUser,
   shortId,
   withDeadline,
@@ -91,6 +93,25 @@ function ensureSchema(db: SqliteDatabase): void {
   schemaReady.add(db);
 }
 
+/** SQLite result codes of a failure that may pass: another connection's lock, or the disk. */
+const TRANSIENT = /^SQLITE_(BUSY|LOCKED|IOERR|FULL|NOMEM|INTERRUPT)/;
+
+/**
+ * What opening or preparing `database` threw, as a CtxError: `BackendUnavailableError` for a lock
+ * held past `busy_timeout` or an I/O failure (retry later), `ConfigurationError` for anything else
+ * (a path that cannot be opened, a file that is not a database, a read-only one, bad options).
+ */
+function connectError(owner: string, database: string, error: unknown): Error {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';
+  const reason = error instanceof Error ? error.message : String(error);
+  const what = `${owner}: could not open the SQLite database ${JSON.stringify(database)}`;
+  if (TRANSIENT.test(code)) return new BackendUnavailableError('sqlite', `${what} (${code}: ${reason}); retry later.`, { cause: error });
+  return new ConfigurationError(
+    `${what} (${code === '' ? reason : `${code}: ${reason}`}). Pass a writable file name (its directory must exist) or an open better-sqlite3 Database.`,
+    { cause: error },
+  );
+}
+
 /** The connection of `options` (opened when given a file name) and whether it is ours to close. */
 function connect(owner: string, options: SqliteBackendOptions): { db: SqliteDatabase; owned: boolean; timeoutMs: number } {
   const timeoutMs = checkInteger(owner, 'timeoutMs', options.timeoutMs ?? 5000);
@@ -98,33 +119,91 @@ function connect(owner: string, options: SqliteBackendOptions): { db: SqliteData
   if (typeof database === 'string') {
     if (database.trim() === '')
       throw new ConfigurationError(`${owner}: database must be a file name or a better-sqlite3 Database, got "".`);
-    const db = new Database(database, { timeout: timeoutMs });
-    db.pragma('journal_mode = WAL');
-    ensureSchema(db);
-    return { db, owned: true, timeoutMs };
+    let db: SqliteDatabase | undefined;
+    try {
+      db = new Database(database, { timeout: timeoutMs });
+      db.pragma('journal_mode = WAL');
+      ensureSchema(db);
+      return { db, owned: true, timeoutMs };
+    } catch (error) {
+      db?.close(); // opened here, so closed here: a failed constructor leaves no connection behind
+      throw connectError(owner, database, error);
+    }
   }
   if (typeof database !== 'object' || database === null || typeof database.prepare !== 'function') {
     throw new ConfigurationError(`${owner}: database must be a file name or a better-sqlite3 Database.`);
   }
-  ensureSchema(database);
+  try {
+    ensureSchema(database);
+  } catch (error) {
+    throw connectError(owner, database.name, error);
+  }
   return { db: database, owned: false, timeoutMs };
+}
+
+/**
+ * A stored message read back: corrupt text or a value that is not a message (a row written by
+ * something else) is a `SessionStateError` naming the session and the row's place in the history.
+ */
+function parseMessageRow(json: string, sessionId: string, seq: number): Message {
+  const path = `$.history[${seq}]`;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (error) {
+    throw new SessionStateError(path, `is not valid JSON (${error instanceof Error ? error.message : String(error)})`, {
+      cause: error,
+      sessionId,
+    });
+  }
+  return Message.parse(value, path, { sessionId });
+}
+
+/** A stored listing entry read back, checked as `parseMessageRow` checks a message. */
+function parseSummaryRow(json: string, key: Buffer): SessionSummary {
+  // The row's key names the session even when its text does not.
+  const sessionId = Buffer.from(key).swap16().toString('utf16le');
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (error) {
+    throw new SessionStateError('$', `is not valid JSON (${error instanceof Error ? error.message : String(error)})`, {
+      cause: error,
+      sessionId,
+    });
+  }
+  const summary = value as Partial<SessionSummary> | null;
+  if (typeof summary !== 'object' || summary === null || summary.sessionId !== sessionId)
+    throw new SessionStateError('$.sessionId', 'must be the id the summary is stored under', { sessionId });
+  if (typeof summary.metadata !== 'object' || summary.metadata === null || typeof summary.metadata.updatedAt !== 'string')
+    throw new SessionStateError('$.metadata', 'must be an object with updatedAt', { sessionId });
+  return summary as SessionSummary;
 }
 
 /**
  * Runs `body` as one SQLite transaction under `withDeadline`. better-sqlite3 is synchronous: the
  * transaction runs to its end (or its rollback) before this returns, so what the deadline and the
  * caller's signal decide is only whether it starts (an aborted signal: nothing is written).
+ *
+ * `write`: an IMMEDIATE transaction, which takes the write lock before its first read, so a
+ * read-then-write (dedupe, retried turns, pop) cannot interleave with another connection's. `read`:
+ * a DEFERRED one, which takes no write lock: under WAL it reads a consistent snapshot beside a
+ * writer instead of queueing behind it.
  */
 function inTransaction<T>(
   db: SqliteDatabase,
+  mode: 'read' | 'write',
   body: () => T,
   timeoutMs: number,
   signal: AbortSignal | undefined,
   operation: string,
 ): Promise<T> {
-  // IMMEDIATE: the write lock is taken before the first read, so a read-then-write (dedupe,
-  // retried turns, pop) cannot interleave with another connection's.
-  return withDeadline(async () => db.transaction(body).immediate(), { timeoutMs, signal, backend: 'sqlite', operation });
+  return withDeadline(async () => (mode === 'write' ? db.transaction(body).immediate() : db.transaction(body).deferred()), {
+    timeoutMs,
+    signal,
+    backend: 'sqlite',
+    operation,
+  });
 }
 
 interface MessageRow {
@@ -166,9 +245,9 @@ export class SqliteHistoryProvider extends HistoryProvider {
     };
   }
 
-  /** One transaction with a deadline that honours the caller's signal. */
-  #call<T>(operation: string, sessionId: string, signal: AbortSignal | undefined, body: () => T): Promise<T> {
-    return inTransaction(this.#db, body, this.#timeoutMs, signal, `sqlite ${operation} for session ${shortId(sessionId)}`);
+  /** One transaction (`read`: no write lock) with a deadline that honours the caller's signal. */
+  #call<T>(mode: 'read' | 'write', operation: string, sessionId: string, signal: AbortSignal | undefined, body: () => T): Promise<T> {
+    return inTransaction(this.#db, mode, body, this.#timeoutMs, signal, `sqlite ${operation} for session ${shortId(sessionId)}`);
   }
 
   #session(sessionId: string): Buffer {
@@ -182,20 +261,22 @@ export class SqliteHistoryProvider extends HistoryProvider {
 
   async getMessages(sessionId: string, { limit, signal }: GetHistoryArgs): Promise<Message[]> {
     const session = this.#session(sessionId);
-    const rows = await this.#call('getMessages', sessionId, signal, () => this.#sql.window.all(this.#source, session, limit ?? -1));
+    const rows = await this.#call('read', 'getMessages', sessionId, signal, () => this.#sql.window.all(this.#source, session, limit ?? -1));
     // Parsed from the stored text: fresh objects every time.
-    return rows.map((row) => JSON.parse(row.json) as Message);
+    return rows.map((row) => parseMessageRow(row.json, sessionId, row.seq));
   }
 
   async saveMessages(sessionId: string, messages: readonly Message[], { signal, report, turn }: SaveHistoryArgs): Promise<void> {
     // Everything checked before anything is written.
     const batch = checkHistoryBatch(sessionId, messages, { sourceId: this.sourceId, report }).messages;
     const session = this.#session(sessionId);
-    await this.#call('saveMessages', sessionId, signal, () => {
+    await this.#call('write', 'saveMessages', sessionId, signal, () => {
       // A batch of a run goes where its turn is stored (only a retry finds one: then the whole
       // history is read, as findRetriedTurn needs it).
       const retried = turn?.inputIds.some((id) => this.#sql.byId.get(this.#source, session, idKey(id)) !== undefined);
-      const stored = retried ? this.#sql.window.all(this.#source, session, -1).map((row) => JSON.parse(row.json) as Message) : [];
+      const stored = retried
+        ? this.#sql.window.all(this.#source, session, -1).map((row) => parseMessageRow(row.json, sessionId, row.seq))
+        : [];
       const inputs = turn ? batch.filter((m) => turn.inputIds.includes(m.id)) : [];
       const span = turn && retried ? findRetriedTurn(stored, turn.inputIds, inputs) : undefined;
       const replaces = turn?.opens === true && span !== undefined;
@@ -204,7 +285,7 @@ export class SqliteHistoryProvider extends HistoryProvider {
         const row = this.#sql.byId.get(this.#source, session, idKey(m.id));
         // Rows of the earlier attempt the opening batch replaces do not count as stored.
         if (row === undefined || (replaces && row.seq >= span.start && row.seq < span.end)) fresh.push(m);
-        else if (!sameMessageContent(JSON.parse(row.json) as Message, m))
+        else if (!sameMessageContent(parseMessageRow(row.json, sessionId, row.seq), m))
           throw messageIdConflict({ sourceId: this.sourceId, sessionId, messageId: m.id, index, batchSize: messages.length, report });
         // else: the same message saved again (a retry) is skipped.
       }
@@ -223,7 +304,7 @@ export class SqliteHistoryProvider extends HistoryProvider {
   override async replaceMessages(sessionId: string, messages: readonly Message[], { signal, report }: SaveHistoryArgs): Promise<void> {
     const batch = checkHistoryBatch(sessionId, messages, { sourceId: this.sourceId, report }).messages;
     const session = this.#session(sessionId);
-    await this.#call('replaceMessages', sessionId, signal, () => {
+    await this.#call('write', 'replaceMessages', sessionId, signal, () => {
       this.#sql.clear.run(this.#source, session);
       this.#insert(session, 0, batch);
     });
@@ -232,19 +313,20 @@ export class SqliteHistoryProvider extends HistoryProvider {
   override async popMessages(sessionId: string, { signal, count = 1 }: PopHistoryArgs): Promise<Message[]> {
     checkInteger('SqliteHistoryProvider.popMessages', 'count', count);
     const session = this.#session(sessionId);
-    // Read and remove in one transaction: two concurrent pops never return the same message.
-    const rows = await this.#call('popMessages', sessionId, signal, () => {
+    // Read and remove in one transaction: two concurrent pops never return the same message. The
+    // rows are parsed before the delete: a corrupt one throws, and the rollback keeps them all.
+    return this.#call('write', 'popMessages', sessionId, signal, () => {
       const popped = this.#sql.window.all(this.#source, session, count);
+      const messages = popped.map((row) => parseMessageRow(row.json, sessionId, row.seq));
       const first = popped[0];
       if (first !== undefined) this.#sql.deleteFrom.run(this.#source, session, first.seq);
-      return popped;
+      return messages;
     });
-    return rows.map((row) => JSON.parse(row.json) as Message);
   }
 
   override async clearMessages(sessionId: string, { signal }: ClearHistoryArgs): Promise<void> {
     const session = this.#session(sessionId);
-    await this.#call('clearMessages', sessionId, signal, () => void this.#sql.clear.run(this.#source, session));
+    await this.#call('write', 'clearMessages', sessionId, signal, () => void this.#sql.clear.run(this.#source, session));
   }
   // forkMessages: the default of HistoryProvider (one getMessages, one saveMessages) is correct.
 
@@ -290,13 +372,14 @@ export class SqliteSessionStore implements SessionStore {
     };
   }
 
-  #call<T>(operation: string, signal: AbortSignal | undefined, body: () => T): Promise<T> {
-    return inTransaction(this.#db, body, this.#timeoutMs, signal, operation);
+  /** One transaction (`read`: no write lock) with a deadline that honours the caller's signal. */
+  #call<T>(mode: 'read' | 'write', operation: string, signal: AbortSignal | undefined, body: () => T): Promise<T> {
+    return inTransaction(this.#db, mode, body, this.#timeoutMs, signal, operation);
   }
 
   async get(sessionId: string, options: GetSessionOptions = {}): Promise<StoredSession | undefined> {
     const key = idKey(checkSessionId(sessionId));
-    const row = await this.#call(`sqlite get of session ${shortId(sessionId)}`, options.signal, () => this.#sql.get.get(key));
+    const row = await this.#call('read', `sqlite get of session ${shortId(sessionId)}`, options.signal, () => this.#sql.get.get(key));
     if (row === undefined) return undefined;
     const stored = { session: parseSessionJson(row.json, { sessionId }), etag: row.etag };
     return options.userId === undefined ? stored : sessionOfUser(stored, options.userId);
@@ -312,7 +395,7 @@ export class SqliteSessionStore implements SessionStore {
     const summary = JSON.stringify({ sessionId, metadata } satisfies SessionSummary);
     const etag = crypto.randomUUID(); // new on every write, never one a deleted session had
     const { ifMatch } = options;
-    return this.#call(`sqlite set of session ${shortId(sessionId)}`, options.signal, () => {
+    return this.#call('write', `sqlite set of session ${shortId(sessionId)}`, options.signal, () => {
       const row: Row = [key, userKey, updatedAtMs, etag, json, summary];
       const { changes } =
         ifMatch === undefined
@@ -327,7 +410,12 @@ export class SqliteSessionStore implements SessionStore {
 
   async delete(sessionId: string, options: { signal?: AbortSignal } = {}): Promise<boolean> {
     const key = idKey(checkSessionId(sessionId));
-    return this.#call(`sqlite delete of session ${shortId(sessionId)}`, options.signal, () => this.#sql.delete.run(key).changes > 0);
+    return this.#call(
+      'write',
+      `sqlite delete of session ${shortId(sessionId)}`,
+      options.signal,
+      () => this.#sql.delete.run(key).changes > 0,
+    );
   }
 
   async list(options?: ListSessionsOptions): Promise<SessionPage> {
@@ -345,15 +433,16 @@ export class SqliteSessionStore implements SessionStore {
       params.push(cursor.updatedAtMs, idKey(cursor.sessionId));
     }
     const page = this.#statement(
-      `SELECT summary FROM ctx_sessions ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at_ms DESC, session_key DESC LIMIT ?`,
+      `SELECT session_key, summary FROM ctx_sessions ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY updated_at_ms DESC, session_key DESC LIMIT ?`,
     );
     // The whole listing's count, from the same index (the user's, or every session).
     const count = this.#statement(`SELECT COUNT(*) AS total FROM ctx_sessions ${userId === undefined ? '' : 'WHERE user_key = ?'}`);
-    const { rows, total } = await this.#call('sqlite list', options?.signal, () => ({
-      rows: page.all(...params, limit + 1) as { summary: string }[],
+    // One read transaction: the page and the count see the same snapshot.
+    const { rows, total } = await this.#call('read', 'sqlite list', options?.signal, () => ({
+      rows: page.all(...params, limit + 1) as { session_key: Buffer; summary: string }[],
       total: (count.get(...params.slice(0, userId === undefined ? 0 : 1)) as { total: number }).total,
     }));
-    const sessions = rows.slice(0, limit).map((row) => JSON.parse(row.summary) as SessionSummary);
+    const sessions = rows.slice(0, limit).map((row) => parseSummaryRow(row.summary, row.session_key));
     const last = sessions[sessions.length - 1];
     return rows.length > limit && last ? { sessions, nextCursor: encodeSessionCursor(last, userId), total } : { sessions, total };
   }

@@ -1,10 +1,25 @@
-import type { EmbeddingModelV2, EmbeddingModelV3, EmbeddingModelV4 } from '@ai-sdk/provider';
+import type { EmbeddingModelV4 } from '@ai-sdk/provider';
 import { BackendUnavailableError, ConfigurationError, type EmbeddingGenerator } from '@ctx/core';
 import { abortable } from '@ctx/core/backend';
 import { toCtxError } from './errors.js';
 
-/** An AI SDK embedding model: specification `v2` (`ai` 5 and its providers), `v3` (`ai` 6) or `v4` (`ai` 7). */
-export type AiSdkEmbeddingModel = EmbeddingModelV2<string> | EmbeddingModelV3 | EmbeddingModelV4;
+/**
+ * An AI SDK embedding model: specification `v2` (`ai` 5 and its providers), `v3` (`ai` 6) or `v4`
+ * (`ai` 7), e.g. `openai.textEmbeddingModel('text-embedding-3-small')` of `@ai-sdk/openai` 2, 3 or 4.
+ * Declared by its shape, so a model of any of them type-checks whichever `@ai-sdk/provider` is installed.
+ */
+export interface AiSdkEmbeddingModel {
+  /** `v2`, `v3` or `v4`. */
+  readonly specificationVersion: 'v2' | 'v3' | 'v4';
+  /** The provider, e.g. `openai.embedding`. */
+  readonly provider: string;
+  /** The model, e.g. `text-embedding-3-small`. */
+  readonly modelId: string;
+  /** The most texts one call takes, when the model limits it (a number, or a promise of one). */
+  readonly maxEmbeddingsPerCall: PromiseLike<number | undefined> | number | undefined;
+  /** One call; the options and the result are those of the model's specification version. */
+  doEmbed(options: never): PromiseLike<unknown>;
+}
 
 /** Options of `aiSdkEmbeddings`. */
 export interface AiSdkEmbeddingsOptions {
@@ -53,7 +68,8 @@ export function aiSdkEmbeddings(model: AiSdkEmbeddingModel, options: AiSdkEmbedd
         const batch = values.slice(start, start + size);
         let embeddings: number[][];
         try {
-          const call = model.doEmbed({
+          // The call options ctx sends are the same in v2, v3 and v4.
+          const call = (model as unknown as EmbeddingModelV4).doEmbed({
             values: batch,
             ...(signal ? { abortSignal: signal } : {}),
             ...(options.providerOptions ? { providerOptions: options.providerOptions as never } : {}),

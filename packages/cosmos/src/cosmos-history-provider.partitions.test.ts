@@ -1,3 +1,4 @@
+import { Constants } from '@azure/cosmos';
 import { ConfigurationError, Message } from '@ctx/core';
 import { effectivePartitionKey, startFaultProxy, type FaultProxy } from '@ctx/cosmos-stand-in';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,6 +29,12 @@ function make(options: Partial<CosmosHistoryProviderOptions> = {}): CosmosHistor
 function rangeOf(epk: string): number {
   return Math.min(RANGES - 1, Math.floor(Number.parseInt(epk.slice(0, 2), 16) / (64 / RANGES)));
 }
+
+/** Whether the loaded @azure/cosmos asks the gateway for a query plan before it sends the query (4.10 and later). */
+const plansFirst = (() => {
+  const [major = 0, minor = 0] = Constants.SDKVersion.split('.').map(Number);
+  return major > 4 || (major === 4 && minor >= 10);
+})();
 
 let minute = 0;
 
@@ -78,7 +85,8 @@ describe('listSessions on a container with several partition key ranges', () => 
     const log = proxy.requests;
     const plans = log.filter((r) => r.kind === 'query-plan').length;
     expect(plans).toBeGreaterThanOrEqual(5);
-    expect([0, plans]).toContain(log.filter((r) => r.kind === 'query' && r.status === 400 && r.gateway === 'answered').length);
+    const refused = log.filter((r) => r.kind === 'query' && r.status === 400 && r.gateway === 'answered').length;
+    expect(refused, `@azure/cosmos ${Constants.SDKVersion}`).toBe(plansFirst ? 0 : plans);
     expect(new Set(log.filter((r) => r.partitionKeyRangeId !== undefined).map((r) => r.partitionKeyRangeId))).toEqual(
       new Set(['0', '1', '2', '3']),
     );
