@@ -1,5 +1,6 @@
 import { abortable } from '../backend/deadline.js';
-import { ConfigurationError, CtxError, SessionStateError } from '../errors.js';
+import { shortId } from '../backend/checks.js';
+import { ConfigurationError, CtxError, describe, SessionStateError } from '../errors.js';
 import { replacedMessagesOf } from '../history/retried-turn.js';
 import { isoNow } from '../messages/iso-now.js';
 import { Message } from '../messages/message.js';
@@ -221,7 +222,9 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
    * After `agent.forkSession`: the fork recalls its copied history. The source session's records of
    * the messages the fork holds (and of what its summary stands for) are embedded again from the
    * text the index keeps (already redacted) and stored under the fork's session id with the same
-   * sequences. A failure removes what was copied.
+   * sequences. A failure removes what was copied, awaited (after an abort, `agent.forkSession`
+   * removes it through `onSessionDeleted`).
+   * @throws CtxError naming the fork when what was copied could not be removed.
    */
   async onSessionForked({ source, session, messages, signal }: SessionForkedArgs<RecallState>): Promise<void> {
     const held = heldIds(messages);
@@ -260,7 +263,16 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
         await this.index.upsert(copies, { signal });
       }
     } catch (error) {
-      await this.index.delete({ sessionId: session.sessionId }).catch(() => undefined);
+      // After an abort the caller is not held: `agent.forkSession` removes the copy (`onSessionDeleted`).
+      if (signal.aborted) throw error;
+      try {
+        await this.index.delete({ sessionId: session.sessionId }, { signal });
+      } catch (cleanup) {
+        throw new CtxError(
+          `Copying the recall records of session ${shortId(source.sessionId)} to its fork ${shortId(session.sessionId)} failed (${describe(error)}), and the records already copied could not be removed (${describe(cleanup)}). Delete session ${shortId(session.sessionId)} to remove them.`,
+          { cause: error },
+        );
+      }
       throw error;
     }
   }

@@ -362,7 +362,9 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
   /**
    * `agent.forkSession` calls it after the histories are copied: copy what this provider keeps
    * elsewhere for the source session's `messages` to the fork. A throw fails the fork (the copied
-   * history is removed again).
+   * history is removed again). When the fork fails after this hook started (its own throw, another
+   * provider's, an abort), the agent calls `onSessionDeleted` with the fork, so implement it to
+   * remove what this hook copied.
    */
   onSessionForked?(args: SessionForkedArgs<TState>): void | Promise<void>;
   /**
