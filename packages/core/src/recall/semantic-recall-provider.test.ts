@@ -479,6 +479,24 @@ describe('SemanticRecallProvider, the index follows the history', () => {
     expect(passages.find((p) => p.messageIds.includes(first))?.sessionId).toBe(fork.sessionId);
   });
 
+  it('user scope: forks do not crowd out recall: a session and two forks still give topK distinct messages', async () => {
+    const index = new InMemoryVectorIndex();
+    const client = echo();
+    const agent = createAgent({
+      client,
+      contextProviders: [new InMemoryHistoryProvider(), new SemanticRecallProvider({ embeddings, index, topK: 4, messageRange: 0 })],
+    });
+    const session = agent.createSession({ userId: 'ana' });
+    for (const code of [4471, 5582, 6693, 7704, 8815, 9926]) await agent.run(`My locker code at the gym was ${code}.`, { session });
+    await agent.forkSession(session);
+    await agent.forkSession(session);
+    await agent.run('What was my locker code at the gym?', { session: agent.createSession({ userId: 'ana' }) });
+    const passages = recalled(client.calls.at(-1)!.messages)[0]!.metadata!.recall as unknown as RecalledPassage[];
+    const ids = passages.flatMap((p) => p.messageIds);
+    expect(new Set(ids).size).toBe(4);
+    expect(ids).toHaveLength(4);
+  });
+
   it('an index that cannot delete stops the rewind with nothing removed from the history', async () => {
     const index = new InMemoryVectorIndex();
     const { agent } = window2(index);

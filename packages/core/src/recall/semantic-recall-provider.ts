@@ -34,7 +34,10 @@ export interface SemanticRecallProviderOptions {
    * session without a user recalls from itself only). `'session'`: from the session itself.
    */
   scope?: 'session' | 'user';
-  /** Past messages found per search, before neighbours are added. Default 4. */
+  /**
+   * Distinct past messages found per search, before neighbours are added. Default 4. Copies of a
+   * message in forks count once: the index is then asked for more (at most 1000).
+   */
   topK?: number;
   /** Messages shown before and after each one found, from the same session. Default 1; at most 20. */
   messageRange?: number;
@@ -85,6 +88,8 @@ const TOOL_DESCRIPTION =
 /** Sequences left free between an archived batch and the messages around it, so neighbours never cross into it. */
 const ARCHIVE_GAP = 1000;
 const MAX_RANGE = 20;
+/** The most matches asked of the index per search when copies in forks crowd out distinct messages. */
+const MAX_FETCH = 1000;
 /** Records a fork embeds again per call to the embedding model. */
 const COPY_BATCH = 128;
 const marker = Symbol.for('ctx.semantic-recall-provider');
@@ -366,22 +371,23 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
   async #search(session: SessionView, query: string, window: readonly string[], signal: AbortSignal): Promise<Passage[]> {
     const [vector] = await this.#embed([query.slice(0, this.#maxChars)], signal);
     const scope = this.#scopeOf(session);
-    const matches = await this.index.query(
-      {
-        vector: vector!,
-        topK: this.#topK,
-        filter: { ...scope, excludeMessageIds: window },
-        ...(this.#minScore === undefined ? {} : { minScore: this.#minScore }),
-      },
-      { signal },
-    );
-    // A fork holds copies of its source's records: one match per message, this session's first.
-    const chosen = new Map<string, VectorMatch>();
-    for (const m of matches) {
-      const seen = chosen.get(m.messageId);
-      if (!seen || (m.sessionId === session.sessionId && seen.sessionId !== session.sessionId)) chosen.set(m.messageId, m);
+    // A fork holds copies of its source's records (same vectors), so matches come in pairs or more:
+    // the index is asked for more until `topK` distinct messages are found, or it has no more.
+    let unique: VectorMatch[] = [];
+    for (let k = this.#topK; ; k = Math.min(MAX_FETCH, k * 4)) {
+      const matches = await this.index.query(
+        {
+          vector: vector!,
+          topK: k,
+          filter: { ...scope, excludeMessageIds: window },
+          ...(this.#minScore === undefined ? {} : { minScore: this.#minScore }),
+        },
+        { signal },
+      );
+      unique = distinctMessages(matches, session.sessionId);
+      if (unique.length >= this.#topK || matches.length < k || k >= MAX_FETCH) break;
     }
-    const unique = matches.filter((m) => chosen.get(m.messageId) === m);
+    unique = unique.slice(0, this.#topK);
     const inWindow = new Set(window);
     const around = this.#range
       ? await Promise.all(
@@ -453,6 +459,16 @@ function windowIds(context: SessionContext): string[] {
     if (!m.contents.some((c) => c.type === 'function-result' && typeof c.result === 'string' && c.result.startsWith('[collapsed:')))
       ids.push(m.id);
   return ids;
+}
+
+/** One match per message, best first: among copies of it (a fork's and its source's), the one of session `sessionId`, else the best. */
+function distinctMessages(matches: readonly VectorMatch[], sessionId: string): VectorMatch[] {
+  const chosen = new Map<string, VectorMatch>();
+  for (const m of matches) {
+    const seen = chosen.get(m.messageId);
+    if (!seen || (m.sessionId === sessionId && seen.sessionId !== sessionId)) chosen.set(m.messageId, m);
+  }
+  return matches.filter((m) => chosen.get(m.messageId) === m);
 }
 
 /** A stretch of one session: matches and their neighbours, by sequence. */
