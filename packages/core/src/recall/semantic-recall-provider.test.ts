@@ -456,6 +456,29 @@ describe('SemanticRecallProvider, the index follows the history', () => {
     expect(await index.getRange({ sessionId: 'the-fork', fromSequence: 0, toSequence: 1000 })).toHaveLength(140);
   });
 
+  it("a fork's copy is bounded by the fork's signal, not by the per-run timeoutMs", async () => {
+    const index = new InMemoryVectorIndex();
+    let copying = false;
+    const slow: EmbeddingGenerator = {
+      embed: async (texts, options) => {
+        if (copying) await new Promise((resolve) => setTimeout(resolve, 20));
+        return embeddings.embed(texts, options);
+      },
+    };
+    const agent = createAgent({
+      client: echo(),
+      contextProviders: [
+        new InMemoryHistoryProvider(),
+        new SemanticRecallProvider({ embeddings: slow, index, scope: 'session', timeoutMs: 1 }),
+      ],
+    });
+    const session = agent.createSession();
+    await agent.run('My locker code at the gym is 4471, please remember it.', { session });
+    copying = true;
+    const fork = await agent.forkSession(session);
+    expect(await index.getRange({ sessionId: fork.sessionId, fromSequence: 0, toSequence: 100 })).toHaveLength(2);
+  });
+
   it('user scope: a fork recalls each copied message once, as part of this conversation', async () => {
     const index = new InMemoryVectorIndex();
     const client = echo();

@@ -58,7 +58,11 @@ export interface SemanticRecallProviderOptions {
   toolName?: string;
   /** Default `'skip'`: a failing embedding model or index leaves the run without recall and emits `provider-skipped`. */
   onError?: 'throw' | 'skip';
-  /** Bounds each of its hooks, in milliseconds (see `ContextProvider.timeoutMs`). Default: the agent's `providerTimeoutMs`. */
+  /**
+   * Bounds each of its hooks, in milliseconds (see `ContextProvider.timeoutMs`). Default: the agent's
+   * `providerTimeoutMs`. Not `onSessionForked`, which embeds a fork's whole history again: the
+   * signal of `agent.forkSession` bounds it.
+   */
   timeoutMs?: number;
   /** First line of the injected message. */
   header?: string;

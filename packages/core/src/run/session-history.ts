@@ -39,7 +39,8 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
   const undoing = new Map<string, Promise<unknown>>();
 
   /**
-   * Runs `phase` of every provider of `histories` that has it, each bounded like a lifecycle hook.
+   * Runs `phase` of every provider of `histories` that has it: `onRewind` bounded like a lifecycle
+   * hook; `onSessionForked`, whose work grows with the history, under `signal` only (as the copies).
    * @throws ProviderError for a hook that failed, or the abort reason.
    */
   const hooks = <K extends 'onRewind' | 'onSessionForked'>(
@@ -51,9 +52,16 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
     const agent: AgentView = { name, client, contextProviders: histories.providers };
     const having = histories.providers.filter((p): p is ContextProvider & Required<Pick<ContextProvider, K>> => !!p[phase]);
     if (!having.length) return Promise.resolve([]);
-    return runHooks(having, phase, signal ?? new AbortController().signal, providerTimeoutMs, async (p, hookSignal) => {
-      await call(p, agent, hookSignal);
-    });
+    return runHooks(
+      having,
+      phase,
+      signal ?? new AbortController().signal,
+      providerTimeoutMs,
+      async (p, hookSignal) => {
+        await call(p, agent, hookSignal);
+      },
+      phase !== 'onSessionForked',
+    );
   };
 
   /**

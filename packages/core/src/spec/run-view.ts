@@ -321,6 +321,8 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
    * still running then is abandoned and counts as failed (`onError` decides). Default: the agent's
    * `providerTimeoutMs`, else no limit. Aborting the run ends it at once either way. `undefined`
    * means the same as absent (so a class may declare `timeoutMs: number | undefined`).
+   * `onSessionForked` is not bounded by it: its work grows with the history, and it runs under the
+   * signal of `agent.forkSession` only, as the copies of the histories do.
    */
   readonly timeoutMs?: number | undefined;
   /**
