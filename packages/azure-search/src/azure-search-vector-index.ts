@@ -14,7 +14,7 @@ import {
   type VectorRecord,
   type VectorScope,
 } from '@ctx/core';
-import { checkVectorRecord, shortId } from '@ctx/core/backend';
+import { checkVectorRecord, compareBySessionAndSequence, shortId } from '@ctx/core/backend';
 import { connect, toSearchError, type AzureSearchConnectionOptions } from './connection.js';
 import { andFilters, odataLiteral, scopeToFilter } from './odata.js';
 import { toDocumentKey } from './search-index.js';
@@ -283,9 +283,7 @@ export class AzureSearchVectorIndex implements VectorIndex {
     signal?.throwIfAborted();
     const filter = scopeFilter('list', scope);
     const documents = await this.#scan(filter, SELECT, signal);
-    return documents
-      .map(fromDocument)
-      .sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : a.sequence - b.sequence));
+    return documents.map(fromDocument).sort(compareBySessionAndSequence);
   }
 
   /**

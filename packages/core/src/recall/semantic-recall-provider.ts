@@ -1,7 +1,8 @@
 import { abortable } from '../backend/deadline.js';
 import { shortId } from '../backend/checks.js';
 import { ConfigurationError, CtxError, describe, SessionStateError } from '../errors.js';
-import { replacedMessagesOf } from '../history/retried-turn.js';
+import { summaryInfo } from '../compaction/summarization.js';
+import { replacedMessagesOf } from '../history/replaced-messages.js';
 import { isoNow } from '../messages/iso-now.js';
 import { Message } from '../messages/message.js';
 import { InMemoryVectorIndex } from '../retrieval/in-memory-vector-index.js';
@@ -549,8 +550,9 @@ function heldIds(messages: readonly Message[]): Set<string> {
   const ids = new Set<string>();
   for (const m of messages) {
     ids.add(m.id);
-    const summary = (m.metadata?.ctx as { summary?: { replaces?: unknown } } | undefined)?.summary;
-    if (Array.isArray(summary?.replaces)) for (const id of summary.replaces) if (typeof id === 'string') ids.add(id);
+    // Stored metadata may be anything: only string ids count.
+    const replaces: unknown = summaryInfo(m)?.replaces;
+    if (Array.isArray(replaces)) for (const id of replaces) if (typeof id === 'string') ids.add(id);
   }
   return ids;
 }
