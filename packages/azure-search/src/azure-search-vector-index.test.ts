@@ -69,4 +69,33 @@ describe('AzureSearchVectorIndex', () => {
     expect(new Set(a.map((m) => m.id))).toEqual(new Set(b.map((m) => m.id)));
     await expect(azure.query({ ...request, topK: 1001 })).rejects.toThrow(InvalidInputError);
   });
+  it('refuses a scan of more records than the service pages through, before reading or deleting any, instead of cutting it short', async () => {
+    const name = uniqueIndexName('recall');
+    await createVectorIndex(indexClient, { name, dimensions: 2 });
+    const client = new SearchClient<object>(env.searchEndpoint, name, credential(), insecure);
+    const index = new AzureSearchVectorIndex({ client, dimensions: 2 });
+    const records = Array.from({ length: 3 }, (_, i) => ({
+      id: `r${i}`,
+      text: `note ${i}`,
+      userId: 'ana',
+      sessionId: 's1',
+      messageId: `m${i}`,
+      role: 'user' as const,
+      sequence: i,
+      vector: [1, i],
+    }));
+    await index.upsert(records);
+    expect(await index.list({ userId: 'ana' })).toHaveLength(3);
+    // The service counts what the filter matches on the first page; this one reports more than a scan reaches.
+    const search = client.search.bind(client);
+    client.search = (async (...args: Parameters<typeof search>) => ({ ...(await search(...args)), count: 100_001 })) as typeof search;
+    for (const call of [() => index.list({ userId: 'ana' }), () => index.delete({ userId: 'ana' })]) {
+      const error = await call().catch((e: unknown) => e);
+      expect(InvalidInputError.isInstance(error)).toBe(true);
+      expect((error as InvalidInputError).limit).toBe('scanRecords');
+      expect((error as Error).message).toMatch(/100001 records .* more than the 100000/);
+    }
+    client.search = search;
+    expect(await index.list({ userId: 'ana' })).toHaveLength(3);
+  });
 });

@@ -14,7 +14,7 @@ import {
   type VectorRecord,
   type VectorScope,
 } from '@ctx/core';
-import { checkVectorRecord, shortId } from '@ctx/core/backend';
+import { checkVectorRecord, compareBySessionAndSequence, shortId } from '@ctx/core/backend';
 import { connect, toSearchError, type AzureSearchConnectionOptions } from './connection.js';
 import { andFilters, odataLiteral, scopeToFilter } from './odata.js';
 import { toDocumentKey } from './search-index.js';
@@ -52,6 +52,8 @@ const NAME = /^[a-z0-9](?:[a-z0-9-]{0,126}[a-z0-9])?$/;
 const F = VECTOR_INDEX_FIELDS;
 /** Documents per indexing request, and results per page of a scan (the service's limits). */
 const BATCH = 1000;
+/** The most records one filtered scan pages through (the service's `skip` stops at 100,000). */
+const MAX_SCAN = 100_000;
 /** The most `k` a vector query may ask for. */
 const MAX_TOP_K = 1000;
 
@@ -270,7 +272,7 @@ export class AzureSearchVectorIndex implements VectorIndex {
       scopeToFilter(userId === undefined ? { [F.sessionId]: sessionId } : { [F.sessionId]: sessionId, [F.userId]: userId }),
       `${F.sequence} ge ${odataLiteral(fromSequence)} and ${F.sequence} le ${odataLiteral(toSequence)}`,
     )!;
-    const documents = await this.#scan(filter, SELECT, signal, [`${F.sequence} asc`]);
+    const documents = await this.#scan('getRange', filter, SELECT, signal, [`${F.sequence} asc`]);
     return documents.map(fromDocument).sort((a, b) => a.sequence - b.sequence);
   }
 
@@ -282,10 +284,8 @@ export class AzureSearchVectorIndex implements VectorIndex {
     const signal = options?.signal;
     signal?.throwIfAborted();
     const filter = scopeFilter('list', scope);
-    const documents = await this.#scan(filter, SELECT, signal);
-    return documents
-      .map(fromDocument)
-      .sort((a, b) => (a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : a.sequence - b.sequence));
+    const documents = await this.#scan('list', filter, SELECT, signal);
+    return documents.map(fromDocument).sort(compareBySessionAndSequence);
   }
 
   /**
@@ -302,7 +302,7 @@ export class AzureSearchVectorIndex implements VectorIndex {
       keys = target.ids.filter((id) => id !== '').map(toDocumentKey);
     } else {
       const filter = scopeFilter('delete', target as VectorScope);
-      keys = (await this.#scan(filter, [F.key], signal)).map((d) => d[F.key] as string);
+      keys = (await this.#scan('delete', filter, [F.key], signal)).map((d) => d[F.key] as string);
     }
     for (let i = 0; i < keys.length; i += BATCH) {
       const batch = keys.slice(i, i + BATCH);
@@ -310,17 +310,35 @@ export class AzureSearchVectorIndex implements VectorIndex {
     }
   }
 
-  /** Every document matching `filter`, page by page (bounded by the index's document count). */
-  async #scan(filter: string, select: readonly string[], signal: AbortSignal | undefined, orderBy?: string[]): Promise<Document[]> {
+  /**
+   * Every document matching `filter`, page by page. The service pages a search by `skip`, which
+   * stops at 100,000: a filter that matches more is refused (the first page's count says so) before
+   * anything is read, rather than cut short.
+   * @throws InvalidInputError (`limit: 'scanRecords'`) naming the index, the count and the limit.
+   */
+  async #scan(
+    operation: string,
+    filter: string,
+    select: readonly string[],
+    signal: AbortSignal | undefined,
+    orderBy?: string[],
+  ): Promise<Document[]> {
     const out: Document[] = [];
     await this.#call(signal, async (abortSignal) => {
       const response = await this.#client.search('*', {
         filter,
         select: select as never[],
-        top: 100_000,
+        top: MAX_SCAN,
+        includeTotalCount: true,
         ...(orderBy ? { orderBy } : {}),
         abortSignal,
       });
+      if (response.count !== undefined && response.count > MAX_SCAN) {
+        throw new InvalidInputError(
+          `AzureSearchVectorIndex.${operation}: ${response.count} records of index ${shortId(this.indexName)} match (${filter}), more than the ${MAX_SCAN} one filtered scan can page through; nothing was ${operation === 'delete' ? 'deleted' : 'read'}. Narrow it: one session at a time, or delete records by id.`,
+          { limit: 'scanRecords' },
+        );
+      }
       for await (const result of response.results) out.push(result.document as Document);
     });
     return out;

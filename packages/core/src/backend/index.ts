@@ -43,7 +43,7 @@ export { encodeIdSegment } from './id-segment.js';
 export { checkHistoryBatch } from './history-batch.js';
 export type { CheckedHistoryBatch, CheckHistoryBatchOptions } from './history-batch.js';
 export { sessionOfUser } from './session-owner.js';
-export { checkVectorRecord } from './vector-record.js';
+export { checkVectorRecord, compareBySessionAndSequence } from './vector-record.js';
 export type { CheckVectorRecordOptions } from './vector-record.js';
 export { checkWorkingMemoryEtag, checkWorkingMemoryKey, describeWorkingMemoryKey } from './working-memory-key.js';
 export type { IdSegmentOptions } from './id-segment.js';

@@ -60,3 +60,11 @@ export function checkVectorRecord(record: VectorRecord, index: number, options: 
   if (record.kind !== undefined) copy.kind = record.kind;
   return copy;
 }
+
+/**
+ * Orders indexed records by session id (code unit order), then sequence: the order
+ * `VectorIndex.list` returns them in. For `Array.prototype.sort`.
+ */
+export function compareBySessionAndSequence(a: IndexedMessage, b: IndexedMessage): number {
+  return a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : a.sequence - b.sequence;
+}

@@ -6,7 +6,8 @@ import type { ChatClient, ChatOptions } from '../spec/chat-client.js';
 import type { ClearHistoryArgs, ForkHistoryArgs, GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { ContextProvider, ProviderRunArgs, SessionContext, SessionHookArgs, SessionView } from '../spec/run-view.js';
 import { sameMessageContent } from './message-conflict.js';
-import { findRetriedTurn, noteReplacedMessages, type StoredTurn } from './retried-turn.js';
+import { noteReplacedMessages } from './replaced-messages.js';
+import { findRetriedTurn, type StoredTurn } from './retried-turn.js';
 
 /** Options every history provider takes. */
 export interface HistoryProviderOptions {

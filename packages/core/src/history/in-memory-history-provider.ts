@@ -10,7 +10,8 @@ import type { MergeStateArgs, ProviderRunArgs } from '../spec/run-view.js';
 import { forkLength, HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
 import { HistoryViews } from './history-views.js';
 import { messageIdConflict, sameMessageContent } from './message-conflict.js';
-import { noteReplacedMessages, storedTurnAt, type StoredTurn } from './retried-turn.js';
+import { noteReplacedMessages } from './replaced-messages.js';
+import { storedTurnAt, type StoredTurn } from './retried-turn.js';
 
 /** Checks every message of a batch before any is stored. */
 function checkMessages(messages: readonly Message[]): void {

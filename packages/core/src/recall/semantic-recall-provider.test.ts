@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigurationError } from '../errors.js';
+import { ConfigurationError, CtxError } from '../errors.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { Message } from '../messages/message.js';
 import { createHashEmbedding } from '../retrieval/hash-embedding.js';
@@ -8,6 +8,7 @@ import { createAgent } from '../run/create-agent.js';
 import { InMemorySessionStore } from '../session/in-memory-session-store.js';
 import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
 import type { AgentEvent } from '../spec/events.js';
+import type { ContextProvider } from '../spec/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { type RecalledPassage, SemanticRecallProvider } from './semantic-recall-provider.js';
 
@@ -358,6 +359,126 @@ describe('SemanticRecallProvider, the index follows the history', () => {
     expect(index.size).toBe(140);
   });
 
+  it("a fork that fails in another provider's hook leaves no recall record under its id, so the user's other sessions never find it", async () => {
+    const index = new InMemoryVectorIndex();
+    const client = echo();
+    const mirror: ContextProvider = {
+      sourceId: 'mirror',
+      onSessionForked: async () => {
+        throw new Error('mirror down');
+      },
+    };
+    const agent = createAgent({
+      client,
+      contextProviders: [
+        new InMemoryHistoryProvider({ maxMessages: 2 }),
+        new SemanticRecallProvider({ embeddings, index, messageRange: 0 }),
+        mirror,
+      ],
+    });
+    const session = agent.createSession({ userId: 'ana' });
+    await agent.run('My locker code at the gym is 4471, please remember it.', { session });
+    await expect(agent.forkSession(session, { sessionId: 'the-fork' })).rejects.toThrow(/mirror down/);
+    expect(await index.getRange({ sessionId: 'the-fork', userId: 'ana', fromSequence: 0, toSequence: 100 })).toEqual([]);
+    await agent.run('What is my locker code at the gym?', { session: agent.createSession({ userId: 'ana' }) });
+    const passages = recalled(client.calls.at(-1)!.messages)[0]!.metadata!.recall as unknown as RecalledPassage[];
+    expect(passages.map((p) => p.sessionId)).toEqual([session.sessionId]);
+  });
+
+  it('a failed copy whose records cannot be removed is a CtxError naming the fork, never swallowed', async () => {
+    const index = new InMemoryVectorIndex();
+    const provider = new SemanticRecallProvider({ embeddings, index, scope: 'session' });
+    const agent = createAgent({ client: echo(), contextProviders: [new InMemoryHistoryProvider(), provider] });
+    const session = agent.createSession();
+    for (let turn = 0; turn < 70; turn++) await agent.run(`Turn ${turn}: my locker code is ${1000 + turn}.`, { session });
+    const messages = await agent.getHistory(session);
+    const fork = agent.createSession({ sessionId: 'the-fork' });
+    let calls = 0;
+    const flaky = new SemanticRecallProvider({
+      embeddings: {
+        embed: async (texts, options) => {
+          if (++calls > 1) throw new Error('embedding service down');
+          return embeddings.embed(texts, options);
+        },
+      },
+      index,
+      scope: 'session',
+    });
+    index.delete = async () => {
+      throw new Error('index unreachable');
+    };
+    const error = await flaky
+      .onSessionForked({ agent, source: session, session: fork, state: {}, messages, signal: new AbortController().signal })
+      .catch((e: unknown) => e);
+    expect(CtxError.isInstance(error)).toBe(true);
+    expect((error as Error).message).toMatch(
+      /fork "the-fork" failed \(Error: embedding service down\).*could not be removed \(Error: index unreachable\)/,
+    );
+    expect((error as Error).cause).toBeInstanceOf(Error);
+  });
+
+  it('an aborted fork is undone in the background, and a fork retried under the same id waits for it and keeps its records', async () => {
+    const index = new InMemoryVectorIndex();
+    const controller = new AbortController();
+    let hang = true;
+    const embed: EmbeddingGenerator = {
+      embed: async (texts, options) => {
+        // The copy's second batch: the caller gives up while it runs.
+        if (hang && texts.length === 12) {
+          controller.abort(new Error('user left'));
+          return new Promise(() => {});
+        }
+        return embeddings.embed(texts, options);
+      },
+    };
+    const agent = createAgent({
+      client: echo(),
+      contextProviders: [new InMemoryHistoryProvider(), new SemanticRecallProvider({ embeddings: embed, index, scope: 'session' })],
+    });
+    const session = agent.createSession();
+    for (let turn = 0; turn < 70; turn++) await agent.run(`Turn ${turn}: my locker code is ${1000 + turn}.`, { session });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const remove = index.delete.bind(index);
+    index.delete = async (target, options) => {
+      await gate;
+      return remove(target, options);
+    };
+    await expect(agent.forkSession(session, { sessionId: 'the-fork', signal: controller.signal })).rejects.toThrow('user left');
+    hang = false;
+    const retry = agent.forkSession(session, { sessionId: 'the-fork' });
+    await new Promise((resolve) => setImmediate(resolve));
+    release();
+    await retry;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await index.getRange({ sessionId: 'the-fork', fromSequence: 0, toSequence: 1000 })).toHaveLength(140);
+  });
+
+  it("a fork's copy is bounded by the fork's signal, not by the per-run timeoutMs", async () => {
+    const index = new InMemoryVectorIndex();
+    let copying = false;
+    const slow: EmbeddingGenerator = {
+      embed: async (texts, options) => {
+        if (copying) await new Promise((resolve) => setTimeout(resolve, 20));
+        return embeddings.embed(texts, options);
+      },
+    };
+    const agent = createAgent({
+      client: echo(),
+      contextProviders: [
+        new InMemoryHistoryProvider(),
+        new SemanticRecallProvider({ embeddings: slow, index, scope: 'session', timeoutMs: 1 }),
+      ],
+    });
+    const session = agent.createSession();
+    await agent.run('My locker code at the gym is 4471, please remember it.', { session });
+    copying = true;
+    const fork = await agent.forkSession(session);
+    expect(await index.getRange({ sessionId: fork.sessionId, fromSequence: 0, toSequence: 100 })).toHaveLength(2);
+  });
+
   it('user scope: a fork recalls each copied message once, as part of this conversation', async () => {
     const index = new InMemoryVectorIndex();
     const client = echo();
@@ -379,6 +500,24 @@ describe('SemanticRecallProvider, the index follows the history', () => {
     expect(new Set(ids).size).toBe(ids.length);
     const first = (await agent.getHistory(session))[0]!.id;
     expect(passages.find((p) => p.messageIds.includes(first))?.sessionId).toBe(fork.sessionId);
+  });
+
+  it('user scope: forks do not crowd out recall: a session and two forks still give topK distinct messages', async () => {
+    const index = new InMemoryVectorIndex();
+    const client = echo();
+    const agent = createAgent({
+      client,
+      contextProviders: [new InMemoryHistoryProvider(), new SemanticRecallProvider({ embeddings, index, topK: 4, messageRange: 0 })],
+    });
+    const session = agent.createSession({ userId: 'ana' });
+    for (const code of [4471, 5582, 6693, 7704, 8815, 9926]) await agent.run(`My locker code at the gym was ${code}.`, { session });
+    await agent.forkSession(session);
+    await agent.forkSession(session);
+    await agent.run('What was my locker code at the gym?', { session: agent.createSession({ userId: 'ana' }) });
+    const passages = recalled(client.calls.at(-1)!.messages)[0]!.metadata!.recall as unknown as RecalledPassage[];
+    const ids = passages.flatMap((p) => p.messageIds);
+    expect(new Set(ids).size).toBe(4);
+    expect(ids).toHaveLength(4);
   });
 
   it('an index that cannot delete stops the rewind with nothing removed from the history', async () => {

@@ -1,6 +1,8 @@
 import { abortable } from '../backend/deadline.js';
-import { ConfigurationError, CtxError, SessionStateError } from '../errors.js';
-import { replacedMessagesOf } from '../history/retried-turn.js';
+import { shortId } from '../backend/checks.js';
+import { ConfigurationError, CtxError, describe, SessionStateError } from '../errors.js';
+import { summaryInfo } from '../compaction/summarization.js';
+import { replacedMessagesOf } from '../history/replaced-messages.js';
 import { isoNow } from '../messages/iso-now.js';
 import { Message } from '../messages/message.js';
 import { InMemoryVectorIndex } from '../retrieval/in-memory-vector-index.js';
@@ -33,7 +35,10 @@ export interface SemanticRecallProviderOptions {
    * session without a user recalls from itself only). `'session'`: from the session itself.
    */
   scope?: 'session' | 'user';
-  /** Past messages found per search, before neighbours are added. Default 4. */
+  /**
+   * Distinct past messages found per search, before neighbours are added. Default 4. Copies of a
+   * message in forks count once: the index is then asked for more (at most 1000).
+   */
   topK?: number;
   /** Messages shown before and after each one found, from the same session. Default 1; at most 20. */
   messageRange?: number;
@@ -54,7 +59,11 @@ export interface SemanticRecallProviderOptions {
   toolName?: string;
   /** Default `'skip'`: a failing embedding model or index leaves the run without recall and emits `provider-skipped`. */
   onError?: 'throw' | 'skip';
-  /** Bounds each of its hooks, in milliseconds (see `ContextProvider.timeoutMs`). Default: the agent's `providerTimeoutMs`. */
+  /**
+   * Bounds each of its hooks, in milliseconds (see `ContextProvider.timeoutMs`). Default: the agent's
+   * `providerTimeoutMs`. Not `onSessionForked`, which embeds a fork's whole history again: the
+   * signal of `agent.forkSession` bounds it.
+   */
   timeoutMs?: number;
   /** First line of the injected message. */
   header?: string;
@@ -84,6 +93,8 @@ const TOOL_DESCRIPTION =
 /** Sequences left free between an archived batch and the messages around it, so neighbours never cross into it. */
 const ARCHIVE_GAP = 1000;
 const MAX_RANGE = 20;
+/** The most matches asked of the index per search when copies in forks crowd out distinct messages. */
+const MAX_FETCH = 1000;
 /** Records a fork embeds again per call to the embedding model. */
 const COPY_BATCH = 128;
 const marker = Symbol.for('ctx.semantic-recall-provider');
@@ -221,7 +232,9 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
    * After `agent.forkSession`: the fork recalls its copied history. The source session's records of
    * the messages the fork holds (and of what its summary stands for) are embedded again from the
    * text the index keeps (already redacted) and stored under the fork's session id with the same
-   * sequences. A failure removes what was copied.
+   * sequences. A failure removes what was copied, awaited (after an abort, `agent.forkSession`
+   * removes it through `onSessionDeleted`).
+   * @throws CtxError naming the fork when what was copied could not be removed.
    */
   async onSessionForked({ source, session, messages, signal }: SessionForkedArgs<RecallState>): Promise<void> {
     const held = heldIds(messages);
@@ -260,7 +273,16 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
         await this.index.upsert(copies, { signal });
       }
     } catch (error) {
-      await this.index.delete({ sessionId: session.sessionId }).catch(() => undefined);
+      // After an abort the caller is not held: `agent.forkSession` removes the copy (`onSessionDeleted`).
+      if (signal.aborted) throw error;
+      try {
+        await this.index.delete({ sessionId: session.sessionId }, { signal });
+      } catch (cleanup) {
+        throw new CtxError(
+          `Copying the recall records of session ${shortId(source.sessionId)} to its fork ${shortId(session.sessionId)} failed (${describe(error)}), and the records already copied could not be removed (${describe(cleanup)}). Delete session ${shortId(session.sessionId)} to remove them.`,
+          { cause: error },
+        );
+      }
       throw error;
     }
   }
@@ -354,22 +376,23 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
   async #search(session: SessionView, query: string, window: readonly string[], signal: AbortSignal): Promise<Passage[]> {
     const [vector] = await this.#embed([query.slice(0, this.#maxChars)], signal);
     const scope = this.#scopeOf(session);
-    const matches = await this.index.query(
-      {
-        vector: vector!,
-        topK: this.#topK,
-        filter: { ...scope, excludeMessageIds: window },
-        ...(this.#minScore === undefined ? {} : { minScore: this.#minScore }),
-      },
-      { signal },
-    );
-    // A fork holds copies of its source's records: one match per message, this session's first.
-    const chosen = new Map<string, VectorMatch>();
-    for (const m of matches) {
-      const seen = chosen.get(m.messageId);
-      if (!seen || (m.sessionId === session.sessionId && seen.sessionId !== session.sessionId)) chosen.set(m.messageId, m);
+    // A fork holds copies of its source's records (same vectors), so matches come in pairs or more:
+    // the index is asked for more until `topK` distinct messages are found, or it has no more.
+    let unique: VectorMatch[] = [];
+    for (let k = this.#topK; ; k = Math.min(MAX_FETCH, k * 4)) {
+      const matches = await this.index.query(
+        {
+          vector: vector!,
+          topK: k,
+          filter: { ...scope, excludeMessageIds: window },
+          ...(this.#minScore === undefined ? {} : { minScore: this.#minScore }),
+        },
+        { signal },
+      );
+      unique = distinctMessages(matches, session.sessionId);
+      if (unique.length >= this.#topK || matches.length < k || k >= MAX_FETCH) break;
     }
-    const unique = matches.filter((m) => chosen.get(m.messageId) === m);
+    unique = unique.slice(0, this.#topK);
     const inWindow = new Set(window);
     const around = this.#range
       ? await Promise.all(
@@ -441,6 +464,16 @@ function windowIds(context: SessionContext): string[] {
     if (!m.contents.some((c) => c.type === 'function-result' && typeof c.result === 'string' && c.result.startsWith('[collapsed:')))
       ids.push(m.id);
   return ids;
+}
+
+/** One match per message, best first: among copies of it (a fork's and its source's), the one of session `sessionId`, else the best. */
+function distinctMessages(matches: readonly VectorMatch[], sessionId: string): VectorMatch[] {
+  const chosen = new Map<string, VectorMatch>();
+  for (const m of matches) {
+    const seen = chosen.get(m.messageId);
+    if (!seen || (m.sessionId === sessionId && seen.sessionId !== sessionId)) chosen.set(m.messageId, m);
+  }
+  return matches.filter((m) => chosen.get(m.messageId) === m);
 }
 
 /** A stretch of one session: matches and their neighbours, by sequence. */
@@ -517,8 +550,9 @@ function heldIds(messages: readonly Message[]): Set<string> {
   const ids = new Set<string>();
   for (const m of messages) {
     ids.add(m.id);
-    const summary = (m.metadata?.ctx as { summary?: { replaces?: unknown } } | undefined)?.summary;
-    if (Array.isArray(summary?.replaces)) for (const id of summary.replaces) if (typeof id === 'string') ids.add(id);
+    // Stored metadata may be anything: only string ids count.
+    const replaces: unknown = summaryInfo(m)?.replaces;
+    if (Array.isArray(replaces)) for (const id of replaces) if (typeof id === 'string') ids.add(id);
   }
   return ids;
 }

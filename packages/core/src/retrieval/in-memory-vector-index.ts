@@ -1,4 +1,4 @@
-import { checkVectorRecord } from '../backend/vector-record.js';
+import { checkVectorRecord, compareBySessionAndSequence } from '../backend/vector-record.js';
 import { ConfigurationError, InvalidInputError } from '../errors.js';
 import type {
   IndexedMessage,
@@ -240,7 +240,7 @@ export class InMemoryVectorIndex implements VectorIndex {
           (scope.userId === undefined || record.userId === scope.userId)
         )
           out.push({ ...record });
-    return out.sort(bySessionAndSequence);
+    return out.sort(compareBySessionAndSequence);
   }
 
   /**
@@ -323,11 +323,6 @@ class TopK {
   sorted(): { score: number; record: IndexedMessage }[] {
     return this.#items;
   }
-}
-
-/** Session id (code unit order), then sequence. */
-function bySessionAndSequence(a: IndexedMessage, b: IndexedMessage): number {
-  return a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : a.sequence - b.sequence;
 }
 
 function partitionKey(record: IndexedMessage): string {

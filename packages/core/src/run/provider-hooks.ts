@@ -1,3 +1,4 @@
+import { abortable } from '../backend/deadline.js';
 import { ProviderError } from '../errors.js';
 import type { ProviderPhase } from '../spec/events.js';
 import type { ContextProvider } from '../spec/run-view.js';
@@ -7,6 +8,8 @@ import { boundHook } from './pipeline.js';
  * Runs one hook of every provider at once, each bounded by its `timeoutMs` (else `timeoutMs`) and
  * `signal`; a hook that overruns sees its own signal abort. Resolves to the values in provider order
  * once every hook has settled. `onError` does not apply: a hook that fails fails the operation.
+ * With `bounded: false` each hook runs under `signal` only, never a `timeoutMs`: for work that grows
+ * with the history (`onSessionForked` copies what a provider derived from a whole conversation).
  * @throws the abort reason when `signal` aborted; else a `ProviderError` for the first provider (in
  *   list order) whose hook failed.
  */
@@ -16,6 +19,7 @@ export async function runHooks<P extends ContextProvider, T>(
   signal: AbortSignal,
   timeoutMs: number | undefined,
   hook: (provider: P, signal: AbortSignal) => T | Promise<T>,
+  bounded = true,
 ): Promise<T[]> {
   const outcomes = await Promise.allSettled(
     providers.map(async (provider) => {
@@ -24,9 +28,10 @@ export async function runHooks<P extends ContextProvider, T>(
       const hookSignal = AbortSignal.any([signal, own.signal]);
       let value: T | undefined;
       try {
-        await boundHook(provider, phase, hookSignal, timeoutMs, async () => {
+        const run = async () => {
           value = await hook(provider, hookSignal);
-        });
+        };
+        await (bounded ? boundHook(provider, phase, hookSignal, timeoutMs, run) : abortable(run(), hookSignal));
       } catch (error) {
         own.abort(error);
         throw error;

@@ -298,6 +298,22 @@ describe('forkSession', () => {
     expect(db.calls.at(-1)).toBe('clear');
   });
 
+  it('removes every copy when a ConfigurationError comes after the copies (reading the fork), not only those before the last', async () => {
+    const db = new KeyedHistory({ sourceId: 'db' });
+    const original = db.getMessages.bind(db);
+    db.getMessages = async (sessionId, args) => {
+      if (sessionId === 'doomed' && db.stored.has('doomed')) throw new ConfigurationError('db refuses to read doomed');
+      return original(sessionId, args);
+    };
+    const derived: ContextProvider = { sourceId: 'derived', onSessionForked: () => {} };
+    const { agent } = agentWith({ contextProviders: [db, derived] });
+    const session = agent.createSession();
+    await converse(agent, session, 'one');
+    const error = await rejection(() => agent.forkSession(session, { sessionId: 'doomed' }));
+    expect((error as Error).message).toBe('db refuses to read doomed');
+    expect(db.stored.has('doomed')).toBe(false);
+  });
+
   it('stops at an aborted signal: at once when already aborted, and while a history hangs, removing what it copied', async () => {
     const db = new KeyedHistory({ sourceId: 'db' });
     const stuck = new KeyedHistory({ sourceId: 'stuck', loadMessages: false });

@@ -35,9 +35,12 @@ interface Histories {
 export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' | 'forkSession' | 'rewindSession' | 'regenerate'> {
   const { options } = runtime;
   const { name, client, providerTimeoutMs } = options;
+  /** The undos of failed forks still running, by the fork's session id. */
+  const undoing = new Map<string, Promise<unknown>>();
 
   /**
-   * Runs `phase` of every provider of `histories` that has it, each bounded like a lifecycle hook.
+   * Runs `phase` of every provider of `histories` that has it: `onRewind` bounded like a lifecycle
+   * hook; `onSessionForked`, whose work grows with the history, under `signal` only (as the copies).
    * @throws ProviderError for a hook that failed, or the abort reason.
    */
   const hooks = <K extends 'onRewind' | 'onSessionForked'>(
@@ -49,9 +52,16 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
     const agent: AgentView = { name, client, contextProviders: histories.providers };
     const having = histories.providers.filter((p): p is ContextProvider & Required<Pick<ContextProvider, K>> => !!p[phase]);
     if (!having.length) return Promise.resolve([]);
-    return runHooks(having, phase, signal ?? new AbortController().signal, providerTimeoutMs, async (p, hookSignal) => {
-      await call(p, agent, hookSignal);
-    });
+    return runHooks(
+      having,
+      phase,
+      signal ?? new AbortController().signal,
+      providerTimeoutMs,
+      async (p, hookSignal) => {
+        await call(p, agent, hookSignal);
+      },
+      phase !== 'onSessionForked',
+    );
   };
 
   /**
@@ -168,6 +178,8 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
         if (sessionId === session.sessionId) {
           throw new ConfigurationError(`A fork needs a session id of its own; ${shortId(sessionId)} is the id of the session forked.`);
         }
+        // A fork retried under the same id waits for the undo of the one that failed, which would remove its copy.
+        await abortable(undoing.get(sessionId) ?? Promise.resolve(), signal);
         // A backend keyed by session id must not mix the copy into a conversation it already holds.
         const held = await Promise.all(
           histories.all.map((p) => abortable(p.getMessages(sessionId, { state: {}, limit: 1, ...(signal ? { signal } : {}) }), signal)),
@@ -211,6 +223,10 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
       const fork = new AgentSession({ ...(sessionId !== undefined ? { sessionId } : {}), metadata });
       for (const sourceId of Object.keys(session.state)) fork.state[sourceId] = copyJson(session.state[sourceId]!);
       const copied: HistoryProvider[] = [];
+      // Set once every history is copied: a ConfigurationError after it comes from no copy that never happened.
+      let copiesDone = false;
+      // The providers that derive data from the fork's messages, once their `onSessionForked` hooks started.
+      let forked: ContextProvider[] = [];
       try {
         for (const { provider, at, empty } of cuts) {
           const toState = slotOf(fork, provider);
@@ -224,8 +240,10 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
           // A slot the source did not have stays absent unless the provider wrote to it.
           if (!(provider.sourceId in fork.state) && Object.keys(toState).length > 0) fork.state[provider.sourceId] = toState;
         }
+        copiesDone = true;
         if (histories.providers.some((p) => p.onSessionForked)) {
           const messages = await read(histories.primary, fork, signal);
+          forked = histories.providers.filter((p) => p.onSessionForked && !copied.includes(p as HistoryProvider));
           await hooks(histories, 'onSessionForked', signal, async (p, agent, hookSignal) => {
             const state = fork.state[p.sourceId] ?? {};
             await p.onSessionForked({ agent, source: session, session: fork, state, messages, signal: hookSignal });
@@ -234,7 +252,9 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
         }
       } catch (error) {
         // A ConfigurationError of forkMessages (a message it does not hold) comes before it writes anything.
-        await undoFork(fork, ConfigurationError.isInstance(error) ? copied.slice(0, -1) : copied, error, signal);
+        const toClear = !copiesDone && ConfigurationError.isInstance(error) ? copied.slice(0, -1) : copied;
+        const agent: AgentView = { name, client, contextProviders: histories.providers };
+        await undoFork({ agent, fork, copied: toClear, forked, undoing }, error, signal);
       }
       return fork;
     },
@@ -343,24 +363,57 @@ async function clearHistory(
   else await provider.replaceMessages?.(sessionId, [], args);
 }
 
+/** What a failed fork leaves to remove. */
+interface ForkUndo {
+  /** The agent forking (what the hooks see). */
+  agent: AgentView;
+  fork: AgentSession;
+  /** The histories that copied, or may have copied, messages under the fork's id. */
+  copied: readonly HistoryProvider[];
+  /** The other providers whose `onSessionForked` started: each removes what it derived through `onSessionDeleted`. */
+  forked: readonly ContextProvider[];
+  /** The undos still running, by fork id: a fork retried under the same id waits for its own. */
+  undoing: Map<string, Promise<unknown>>;
+}
+
 /**
- * After a fork failed: removes the copies already made under the fork's id, then throws `error`
- * (the abort reason when the signal aborted: the removal then goes on in the background).
+ * After a fork failed: removes the copies already made under the fork's id (each history's, and
+ * what each provider whose `onSessionForked` started derived from them, through its
+ * `onSessionDeleted`), then throws `error` (the abort reason when the signal aborted: the removal
+ * then goes on in the background, and a fork retried under the same id waits for it).
  * @throws CtxError naming the providers whose copy could not be removed.
  */
 async function undoFork(
-  fork: AgentSession,
-  copied: readonly HistoryProvider[],
+  { agent, fork, copied, forked, undoing }: ForkUndo,
   error: unknown,
   signal: AbortSignal | undefined,
 ): Promise<never> {
-  if (copied.length === 0) throw error;
-  const undo = Promise.allSettled(copied.map((p) => clearHistory(p, fork.sessionId, slotOf(fork, p), undefined)));
+  const steps: Array<{ sourceId: string; run: () => Promise<unknown> }> = [
+    ...copied.map((p) => ({ sourceId: p.sourceId, run: () => clearHistory(p, fork.sessionId, slotOf(fork, p), undefined) })),
+    ...forked.flatMap((p) =>
+      p.onSessionDeleted
+        ? [
+            {
+              sourceId: p.sourceId,
+              // The removal must happen even when the fork was aborted: it gets a signal that never aborts.
+              run: async () =>
+                p.onSessionDeleted!({ agent, session: fork, state: fork.state[p.sourceId] ?? {}, signal: new AbortController().signal }),
+            },
+          ]
+        : [],
+    ),
+  ];
+  if (steps.length === 0) throw error;
+  const undo = Promise.allSettled(steps.map((step) => step.run()));
+  undoing.set(fork.sessionId, undo);
+  void undo.then(() => {
+    if (undoing.get(fork.sessionId) === undo) undoing.delete(fork.sessionId);
+  });
   const outcomes = await abortable(undo, signal).catch(() => undefined);
-  const left = (outcomes ?? []).flatMap((o, i) => (o.status === 'rejected' ? [`"${copied[i]!.sourceId}" (${describe(o.reason)})`] : []));
+  const left = (outcomes ?? []).flatMap((o, i) => (o.status === 'rejected' ? [`"${steps[i]!.sourceId}" (${describe(o.reason)})`] : []));
   if (left.length) {
     throw new CtxError(
-      `Forking into session ${shortId(fork.sessionId)} failed (${describe(error)}), and the messages already copied could not be removed from ${left.join(', ')}. Delete session ${shortId(fork.sessionId)} to remove them.`,
+      `Forking into session ${shortId(fork.sessionId)} failed (${describe(error)}), and what was already copied could not be removed from ${left.join(', ')}. Delete session ${shortId(fork.sessionId)} to remove it.`,
       { cause: error },
     );
   }

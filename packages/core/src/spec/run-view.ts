@@ -321,6 +321,8 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
    * still running then is abandoned and counts as failed (`onError` decides). Default: the agent's
    * `providerTimeoutMs`, else no limit. Aborting the run ends it at once either way. `undefined`
    * means the same as absent (so a class may declare `timeoutMs: number | undefined`).
+   * `onSessionForked` is not bounded by it: its work grows with the history, and it runs under the
+   * signal of `agent.forkSession` only, as the copies of the histories do.
    */
   readonly timeoutMs?: number | undefined;
   /**
@@ -362,7 +364,9 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
   /**
    * `agent.forkSession` calls it after the histories are copied: copy what this provider keeps
    * elsewhere for the source session's `messages` to the fork. A throw fails the fork (the copied
-   * history is removed again).
+   * history is removed again). When the fork fails after this hook started (its own throw, another
+   * provider's, an abort), the agent calls `onSessionDeleted` with the fork, so implement it to
+   * remove what this hook copied.
    */
   onSessionForked?(args: SessionForkedArgs<TState>): void | Promise<void>;
   /**
