@@ -14,7 +14,7 @@
 //
 //   bash tooling/with-node.sh 22 node tooling/fresh-project.mjs
 //   node tooling/fresh-project.mjs --keep     leave the project in the OS tmpdir and print its path
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -32,7 +32,9 @@ const RUN_TIMEOUT_MS = 60_000;
 const fromDocTest = createRequire(join(root, 'tooling', 'doc-test', 'package.json'));
 const { register } = await import(pathToFileURL(fromDocTest.resolve('tsx/esm/api')).href);
 register();
-const { findReadmes, readReadme, writeModules } = await import(pathToFileURL(join(root, 'tooling', 'doc-test', 'src', 'blocks.ts')).href);
+const { findReadmes, readReadme, runBlock, writeModules } = await import(
+  pathToFileURL(join(root, 'tooling', 'doc-test', 'src', 'blocks.ts')).href
+);
 
 /** The workspace's packages by name: published (packed and installed) or private (not on the registry). */
 const workspace = new Map();
@@ -180,7 +182,7 @@ try {
   };
   let ran = 0;
   for (const block of runnable) {
-    const { code, output } = await runBlock(block.file, env);
+    const { code, output } = await runBlock(block.file, { cwd: project, env, timeoutMs: RUN_TIMEOUT_MS });
     if (code === 0) ran++;
     else failures.push(`${block.readme}:${block.line}: the block exited with ${code}\n${output.trim()}`);
   }
@@ -228,21 +230,6 @@ function mem0Overrides() {
   const block = [...readme.matchAll(/```json\n([\s\S]*?)```/g)].map((m) => m[1]).find((text) => text.includes('"overrides"'));
   if (!block) throw new Error('packages/mem0/README.md has no ```json block with "overrides"');
   return JSON.parse(block).overrides;
-}
-
-/** Runs a block module with the project's tsx in a child process, killed (by its pid) after RUN_TIMEOUT_MS. */
-function runBlock(file, env) {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: project, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code, output });
-    });
-  });
 }
 
 function run(command, args, { cwd = root, capture = false, timeout } = {}) {

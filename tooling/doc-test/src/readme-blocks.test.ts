@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { clean, findReadmes, readReadme, typeCheck, writeModules } from './blocks.js';
+import { clean, findReadmes, readReadme, runBlock, typeCheck, writeModules } from './blocks.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, '../../..');
@@ -32,7 +31,11 @@ describe.each(docs.map((doc) => [doc.readme, doc] as const))('%s', (_, doc) => {
   it.runIf(runnable.length > 0).each(runnable.map((block) => [block.line, block] as const))(
     'block at line %i runs against the local servers',
     async (_, block) => {
-      const { code, output } = await runBlock(block.file, inject('blockEnv'));
+      const { code, output } = await runBlock(block.file, {
+        cwd: join(here, '..'),
+        env: { ...process.env, ...inject('blockEnv') },
+        timeoutMs: RUN_TIMEOUT_MS,
+      });
       expect(code, `${block.readme}:${block.line}\n${output}`).toBe(0);
     },
     RUN_TIMEOUT_MS + 10_000,
@@ -42,22 +45,3 @@ describe.each(docs.map((doc) => [doc.readme, doc] as const))('%s', (_, doc) => {
 it('finds the blocks', () => {
   expect(docs.flatMap((doc) => doc.blocks).length).toBeGreaterThan(20);
 });
-
-/** Runs a generated module with tsx in a child process, killed (by its pid) after RUN_TIMEOUT_MS. */
-function runBlock(file: string, env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file], {
-      cwd: join(here, '..'),
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk) => (output += chunk));
-    child.stderr.on('data', (chunk) => (output += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_TIMEOUT_MS);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ code, output });
-    });
-  });
-}

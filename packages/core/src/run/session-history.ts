@@ -37,6 +37,8 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
   const { name, client, providerTimeoutMs } = options;
   /** The undos of failed forks still running, by the fork's session id. */
   const undoing = new Map<string, Promise<unknown>>();
+  /** The agent as the hooks of a session's providers see it. */
+  const viewOf = (histories: Histories): AgentView => ({ name, client, contextProviders: histories.providers });
 
   /**
    * Runs `phase` of every provider of `histories` that has it: `onRewind` bounded like a lifecycle
@@ -49,7 +51,7 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
     signal: AbortSignal | undefined,
     call: (provider: ContextProvider & Required<Pick<ContextProvider, K>>, agent: AgentView, signal: AbortSignal) => unknown,
   ) => {
-    const agent: AgentView = { name, client, contextProviders: histories.providers };
+    const agent = viewOf(histories);
     const having = histories.providers.filter((p): p is ContextProvider & Required<Pick<ContextProvider, K>> => !!p[phase]);
     if (!having.length) return Promise.resolve([]);
     return runHooks(
@@ -253,8 +255,7 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
       } catch (error) {
         // A ConfigurationError of forkMessages (a message it does not hold) comes before it writes anything.
         const toClear = !copiesDone && ConfigurationError.isInstance(error) ? copied.slice(0, -1) : copied;
-        const agent: AgentView = { name, client, contextProviders: histories.providers };
-        await undoFork({ agent, fork, copied: toClear, forked, undoing }, error, signal);
+        await undoFork({ agent: viewOf(histories), fork, copied: toClear, forked, undoing, timeoutMs: providerTimeoutMs }, error, signal);
       }
       return fork;
     },
@@ -374,6 +375,8 @@ interface ForkUndo {
   forked: readonly ContextProvider[];
   /** The undos still running, by fork id: a fork retried under the same id waits for its own. */
   undoing: Map<string, Promise<unknown>>;
+  /** The agent's `providerTimeoutMs`: each `onSessionDeleted` is bounded like a lifecycle hook. */
+  timeoutMs: number | undefined;
 }
 
 /**
@@ -384,7 +387,7 @@ interface ForkUndo {
  * @throws CtxError naming the providers whose copy could not be removed.
  */
 async function undoFork(
-  { agent, fork, copied, forked, undoing }: ForkUndo,
+  { agent, fork, copied, forked, undoing, timeoutMs }: ForkUndo,
   error: unknown,
   signal: AbortSignal | undefined,
 ): Promise<never> {
@@ -395,9 +398,12 @@ async function undoFork(
         ? [
             {
               sourceId: p.sourceId,
-              // The removal must happen even when the fork was aborted: it gets a signal that never aborts.
-              run: async () =>
-                p.onSessionDeleted!({ agent, session: fork, state: fork.state[p.sourceId] ?? {}, signal: new AbortController().signal }),
+              // The removal must happen even when the fork was aborted: it runs under a signal of its own,
+              // bounded by the provider's timeout like every lifecycle hook.
+              run: () =>
+                runHooks([p], 'onSessionDeleted', new AbortController().signal, timeoutMs, (q, hookSignal) =>
+                  q.onSessionDeleted!({ agent, session: fork, state: fork.state[q.sourceId] ?? {}, signal: hookSignal }),
+                ),
             },
           ]
         : [],
