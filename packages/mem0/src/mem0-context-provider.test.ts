@@ -116,6 +116,15 @@ describe('options', () => {
     expect(() => new Mem0ContextProvider(options as Mem0ContextProviderOptions)).toThrow(ConfigurationError);
   });
 
+  it('an option it does not know (a misspelling) is a ConfigurationError naming it, with the near name', () => {
+    const options = { client: adapter, topk: 3 } as unknown as Mem0ContextProviderOptions;
+    expect(() => new Mem0ContextProvider(options)).toThrow(ConfigurationError);
+    expect(() => new Mem0ContextProvider(options)).toThrow(/Mem0ContextProvider: unknown option "topk" \(did you mean "topK"\?\)/);
+    expect(() => new Mem0ContextProvider({ client: adapter, when: true } as unknown as Mem0ContextProviderOptions)).toThrow(
+      /when must be a function/,
+    );
+  });
+
   it('defaults: sourceId mem0, onError skip, search [[userId]], store [userId], topK 5, await writes', async () => {
     const a = fakeAdapter(() => Array.from({ length: 8 }, (_, i) => mem(`m${i}`, `fact ${i}`, 1 - i / 10)));
     const { agent, provider, chat, session } = setup(a);
@@ -138,6 +147,50 @@ describe('options', () => {
         { role: 'assistant', content: 'OK.' },
       ],
     });
+  });
+});
+
+describe('gating (when)', () => {
+  it('a run the gate declines is not searched, gets no memory message and stores nothing; the next open run does all three', async () => {
+    const a = fakeAdapter(() => [mem('a', 'likes tea', 0.9)]);
+    const seen: string[] = [];
+    const { agent, chat, session, report, budget } = setup(a, {
+      budget: { maxTokens: 1000 },
+      when: async (context, args) => {
+        seen.push(args.session.sessionId);
+        return !Message.text(context.inputMessages[0]!).startsWith('skip');
+      },
+    });
+    const s = session({ userId: 'alice' }, 'gated');
+    await agent.run('skip this one', { session: s });
+    expect(seen).toEqual(['gated']); // evaluated once per run
+    expect(a.searches).toEqual([]);
+    expect(a.adds).toEqual([]);
+    expect(chat.calls[0]!.messages.some(isMemoryMessage)).toBe(false);
+    expect(report()).toBeUndefined();
+    expect(budget()).toBeUndefined();
+    expect(s.state.mem0).toEqual({ userId: 'alice' });
+
+    await agent.run('what do I drink?', { session: s });
+    expect(seen).toEqual(['gated', 'gated']);
+    expect(a.searches).toHaveLength(1);
+    expect(memoryMessageOf(chat.calls[1]!.messages)?.metadata?.mem0).toEqual({ memoryIds: ['a'] });
+    expect(a.adds.map((add) => add.messages[0]!.content)).toEqual(['what do I drink?']);
+  });
+
+  it('a gate that throws is a failure of the provider: skipped under onError skip, and nothing is stored', async () => {
+    const a = fakeAdapter(() => [mem('a', 'likes tea', 0.9)]);
+    const { agent, events, session } = setup(a, {
+      when: () => {
+        throw new Error('gate broke');
+      },
+    });
+    const result = await agent.run('hi', { session: session() });
+    expect(result.text).toBe('OK.');
+    expect(a.searches).toEqual([]);
+    expect(a.adds).toEqual([]);
+    const skipped = events.find((e) => e.type === 'provider-skipped') as { error: Error } | undefined;
+    expect(skipped?.error.message).toMatch(/gate broke/);
   });
 });
 

@@ -8,6 +8,7 @@ import {
   type ContextProvider,
   type JsonObject,
   type JsonValue,
+  type ProviderGate,
   type ProviderRunArgs,
   type SessionContext,
   type SessionHookArgs,
@@ -15,7 +16,7 @@ import {
   type Tokenizer,
   type UserDataArgs,
 } from '@ctx/core';
-import { abortable, checkInteger, recordBudget } from '@ctx/core/backend';
+import { abortable, checkInteger, checkOptionNames, optionNames, recordBudget } from '@ctx/core/backend';
 import { callMem0, toCtxError, type Mem0CallSite } from './errors.js';
 import {
   createOssAdapter,
@@ -136,6 +137,13 @@ export interface Mem0ContextProviderOptions {
    * are ranked by score.
    */
   budget?: BudgetPolicy;
+  /**
+   * Gating, evaluated once per run before the provider does anything. When it returns false the
+   * provider takes no part in that run: it neither searches nor injects, and the turn is not
+   * stored either (a run the gate declines leaves no memory behind). A throw counts as a mem0
+   * failure of `beforeRun` (`onError` applies). Default: every run.
+   */
+  when?: ProviderGate;
   /** Role of the memory message. Default `'user'` (stored memories never gain system authority). */
   role?: 'user' | 'system';
   /** First line of the memory message. Default `DEFAULT_MEMORY_HEADER`. */
@@ -180,6 +188,36 @@ export interface Mem0UserDataExport {
 }
 
 const OWNER = 'Mem0ContextProvider';
+const OPTION_NAMES = optionNames<Mem0ContextProviderOptions>()({
+  client: true,
+  apiKey: true,
+  host: true,
+  oss: true,
+  sourceId: true,
+  userId: true,
+  agentId: true,
+  appId: true,
+  runId: true,
+  storeScope: true,
+  searchScopes: true,
+  queryMessages: true,
+  topK: true,
+  minScore: true,
+  budget: true,
+  when: true,
+  role: true,
+  header: true,
+  render: true,
+  writeMode: true,
+  metadata: true,
+  infer: true,
+  searchConcurrency: true,
+  searchTimeoutMs: true,
+  writeTimeoutMs: true,
+  onError: true,
+  forgetOnSessionDelete: true,
+  mapUserId: true,
+});
 const REPORT_KEY = 'ctx.mem0';
 const MAX_QUERY_CHARS = 4000;
 const MAX_KEPT_FAILURES = 100;
@@ -207,7 +245,7 @@ function integerOption(value: number | undefined, fallback: number, name: string
  * relevant ones as one attributed context message. After the run it hands the user's input and the
  * assistant's reply, and nothing else, to mem0 for extraction. Works with the platform
  * `MemoryClient` and the open-source `Memory`; stateless, so one instance serves every session.
- * @throws ConfigurationError for invalid options.
+ * @throws ConfigurationError for invalid options, or an option it does not know (named in the message).
  */
 export class Mem0ContextProvider implements ContextProvider {
   readonly sourceId: string;
@@ -231,6 +269,9 @@ export class Mem0ContextProvider implements ContextProvider {
   readonly #writeTimeoutMs: number;
   readonly #forgetOnSessionDelete: boolean;
   readonly #mapUserId: (userId: string) => string;
+  readonly #when: ProviderGate | undefined;
+  /** Each gated run's decision, by its context, so `afterRun` follows what `beforeRun` decided. */
+  readonly #gateDecisions = new WeakMap<SessionContext, boolean>();
   /** Writes not yet settled, with the id of the session each came from. */
   readonly #pending = new Map<Promise<void>, string>();
   /** The writes of each scope, chained (by `scopeKey`): the last one's settling, and the scope. */
@@ -240,6 +281,7 @@ export class Mem0ContextProvider implements ContextProvider {
   #failures: Mem0WriteFailure[] = [];
 
   constructor(options: Mem0ContextProviderOptions) {
+    checkOptionNames(OWNER, options, OPTION_NAMES);
     const sources = [options.client !== undefined, options.apiKey !== undefined, options.oss !== undefined].filter(Boolean).length;
     if (sources !== 1)
       throw new ConfigurationError(
@@ -292,6 +334,9 @@ export class Mem0ContextProvider implements ContextProvider {
     this.#mapUserId = options.mapUserId ?? ((userId) => userId);
     if (typeof this.#mapUserId !== 'function')
       throw new ConfigurationError('Mem0ContextProvider: mapUserId must be a function from a ctx user id to a mem0 user_id.');
+    if (options.when !== undefined && typeof options.when !== 'function')
+      throw new ConfigurationError('Mem0ContextProvider: when must be a function (context, args) => boolean | Promise<boolean>.');
+    this.#when = options.when;
     this.#forgetOnSessionDelete = options.forgetOnSessionDelete ?? false;
     if (typeof this.#forgetOnSessionDelete !== 'boolean')
       throw new ConfigurationError(
@@ -348,7 +393,17 @@ export class Mem0ContextProvider implements ContextProvider {
     resolveIds({}, state, path);
   }
 
-  async beforeRun({ session, context, state, signal, report }: ProviderRunArgs): Promise<void> {
+  /**
+   * Searches mem0 and injects the memory message, unless `when` declines the run (then nothing is
+   * searched, injected or, in `afterRun`, stored).
+   */
+  async beforeRun(args: ProviderRunArgs): Promise<void> {
+    const { session, context, state, signal, report } = args;
+    if (this.#when) {
+      const open = Boolean(await this.#when(context, args));
+      this.#gateDecisions.set(context, open);
+      if (!open) return;
+    }
     const run: Mem0RunReport = {
       searched: [],
       found: 0,
@@ -439,7 +494,9 @@ export class Mem0ContextProvider implements ContextProvider {
     context.extendMessages(this.sourceId, [fit.message]);
   }
 
+  /** Hands the turn (input and reply) to mem0, unless `when` declined the run in `beforeRun`. */
   async afterRun({ session, context, state, signal, report, redact }: ProviderRunArgs): Promise<void> {
+    if (this.#when && this.#gateDecisions.get(context) !== true) return;
     const run = mem0ReportOf(context, this.sourceId);
     const note = (write: NonNullable<Mem0RunReport['write']>) => {
       if (run) run.write = write;
