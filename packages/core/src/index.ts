@@ -28,6 +28,8 @@ export {
   SessionStateError,
   ToolExecutionError,
 } from './errors.js';
+export { errorBody, httpStatusOf } from './http-status.js';
+export type { ErrorBody } from './http-status.js';
 export { HistoryProvider } from './history/history-provider.js';
 export type { HistoryProviderOptions } from './history/history-provider.js';
 export { InMemoryHistoryProvider } from './history/in-memory-history-provider.js';

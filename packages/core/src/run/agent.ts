@@ -256,9 +256,9 @@ export interface Agent {
    * message, one that only stores (an audit log) up to the same point of the conversation. Calls
    * waiting for approval stay with the source: the fork's next run answers them as interrupted.
    * Not saved: save it as any session. A fork that fails removes what it copied.
-   * @throws ConfigurationError before anything is copied: `atMessageId` not in the history, a
-   *   `sessionId` equal to the source's or already holding history, a session whose conversation
-   *   the service keeps (`serviceSessionId`).
+   * @throws InvalidInputError before anything is copied when `atMessageId` is not in the history.
+   * @throws ConfigurationError before anything is copied: a `sessionId` equal to the source's or
+   *   already holding history, a session whose conversation the service keeps (`serviceSessionId`).
    */
   forkSession(session: AgentSession, options?: ForkSessionOptions): Promise<AgentSession>;
   /**
@@ -274,8 +274,9 @@ export interface Agent {
    * approval that it removes are dropped from `session.pending`. Resolves to the messages removed
    * from the loading history, oldest first. Save the session afterwards when it lives in a store.
    * Not safe while a run on the same session is going on.
-   * @throws ConfigurationError before anything is removed: the message is not in the history, a
-   *   history provider can neither pop nor replace, or the service keeps the conversation.
+   * @throws InvalidInputError before anything is removed when the message is not in the history.
+   * @throws ConfigurationError before anything is removed: a history provider can neither pop nor
+   *   replace, or the service keeps the conversation.
    */
   rewindSession(session: AgentSession, messageId: string, options?: { signal?: AbortSignal }): Promise<Message[]>;
   /**
@@ -284,7 +285,8 @@ export interface Agent {
    * `rewindSession` does), and runs the input again with the same message ids: a retry of the same
    * turn, so the new reply replaces the old one and the input is stored once. A run that fails
    * leaves the input stored, so it can be regenerated again. Resolves to the run's response.
-   * @throws ConfigurationError when the message is not in the history or no user message opens its turn.
+   * @throws InvalidInputError when the message is not in the history or no user message opens its
+   *   turn, before anything is removed.
    */
   regenerate(
     session: AgentSession,

@@ -253,7 +253,7 @@ describe('forkSession', () => {
     expect(texts(await audit.getMessages(session.sessionId, { state: session.state.audit! }))).toEqual(['assistant:re: one']);
   });
 
-  it('refuses, before anything is written: an unknown message, the source id, a blank id, an id whose history is taken, a service-kept conversation', async () => {
+  it("refuses, before anything is written: an unknown message (the caller's mistake), the source id, a blank id, an id whose history is taken, a service-kept conversation", async () => {
     const db = new KeyedHistory({ sourceId: 'db' });
     const audit = new KeyedHistory({ sourceId: 'audit', loadMessages: false });
     const { agent } = agentWith({ contextProviders: [db, audit] });
@@ -261,20 +261,28 @@ describe('forkSession', () => {
     await converse(agent, session, 'one');
     await converse(agent, agent.createSession({ sessionId: 'taken' }), 'other');
     const before = structuredClone([...db.stored, ...audit.stored]);
-    const refusals: Array<[string, () => Promise<unknown>, RegExp]> = [
-      ['unknown message', () => agent.forkSession(session, { atMessageId: 'nope' }), /not in the history/],
+    const refusals: Array<[string, () => Promise<unknown>, RegExp, typeof ConfigurationError | typeof InvalidInputError]> = [
+      ['unknown message', () => agent.forkSession(session, { atMessageId: 'nope' }), /"nope": it is not in the history/, InvalidInputError],
       [
         'unknown message, one history',
         () => createAgent({ client: echo(), contextProviders: [db] }).forkSession(session, { atMessageId: 'nope' }),
-        /not in the history/,
+        /"nope": it is not in the history/,
+        InvalidInputError,
       ],
-      ['the source id', () => agent.forkSession(session, { sessionId: 'source' }), /session id of its own/],
-      ['a blank id', () => agent.forkSession(session, { sessionId: ' ' }), /non-whitespace/],
-      ['a taken id', () => agent.forkSession(session, { sessionId: 'taken' }), /"db", "audit" already hold messages/],
+      [
+        'unknown message, the default history',
+        () => agentWith().agent.forkSession(session, { atMessageId: 'nope' }),
+        /"nope": it is not in the history/,
+        InvalidInputError,
+      ],
+      ['the source id', () => agent.forkSession(session, { sessionId: 'source' }), /session id of its own/, ConfigurationError],
+      ['a blank id', () => agent.forkSession(session, { sessionId: ' ' }), /non-whitespace/, ConfigurationError],
+      ['a taken id', () => agent.forkSession(session, { sessionId: 'taken' }), /"db", "audit" already hold messages/, ConfigurationError],
     ];
-    for (const [what, call, message] of refusals) {
+    for (const [what, call, message, type] of refusals) {
       const error = await rejection(call);
-      expect(ConfigurationError.isInstance(error), what).toBe(true);
+      expect(type.isInstance(error), what).toBe(true);
+      expect(InvalidInputError.isInstance(error) && ConfigurationError.isInstance(error), what).toBe(false);
       expect((error as Error).message, what).toMatch(message);
     }
     expect([...db.stored, ...audit.stored]).toEqual(before);
@@ -411,6 +419,7 @@ describe('rewindSession', () => {
     const stored = await agent.getHistory(session);
     const before = structuredClone([...db.stored, ...log.stored]);
     const unknown = await rejection(() => agent.rewindSession(session, 'nope'));
+    expect(InvalidInputError.isInstance(unknown)).toBe(true);
     expect((unknown as Error).message).toMatch(/"nope": it is not in the history/);
     const stuck = await rejection(() => agent.rewindSession(session, stored[2]!.id));
     expect(ConfigurationError.isInstance(stuck) && /"append-only" can neither pop nor replace/.test((stuck as Error).message)).toBe(true);
@@ -525,15 +534,14 @@ describe('regenerate', () => {
     const db = new KeyedHistory({ sourceId: 'db' });
     const agent = createAgent({ client: echo(), contextProviders: [db] });
     const session = agent.createSession();
-    expect((await rejection(() => agent.regenerate(session))) as Error).toHaveProperty(
-      'message',
-      expect.stringMatching(/holds no user message/),
-    );
+    const empty = await rejection(() => agent.regenerate(session));
+    expect(InvalidInputError.isInstance(empty)).toBe(true);
+    expect(empty as Error).toHaveProperty('message', expect.stringMatching(/holds no user message/));
     await db.saveMessages(session.sessionId, [Message.assistant('hello first')], { state: {} });
     await converse(agent, session, 'one');
     const stored = await agent.getHistory(session);
     for (const messageId of [stored[0]!.id, 'nope']) {
-      expect(ConfigurationError.isInstance(await rejection(() => agent.regenerate(session, { messageId })))).toBe(true);
+      expect(InvalidInputError.isInstance(await rejection(() => agent.regenerate(session, { messageId })))).toBe(true);
     }
     expect(await agent.getHistory(session)).toEqual(stored);
   });

@@ -1,7 +1,8 @@
+import { historiesIn } from '../policies/wrap-provider.js';
 import { checkId, checkInteger, shortId } from '../backend/checks.js';
 import { abortable } from '../backend/deadline.js';
-import { ConfigurationError, CtxError, describe } from '../errors.js';
-import { HistoryProvider } from '../history/history-provider.js';
+import { ConfigurationError, CtxError, describe, InvalidInputError } from '../errors.js';
+import type { HistoryProvider } from '../history/history-provider.js';
 import { isDeepFrozen } from '../messages/frozen.js';
 import { Message } from '../messages/message.js';
 import { AgentSession } from '../session/agent-session.js';
@@ -85,7 +86,7 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
     }
     // `store: false`: whether the service keeps the conversation is the session's own serviceSessionId.
     const providers = history.providersFor(session, { store: false });
-    const all = providers.filter(HistoryProvider.isInstance);
+    const all = historiesIn(providers);
     const primary = all.find((p) => p.loadMessages === true || (p.loadMessages === 'auto' && service === undefined));
     if (!primary) {
       throw new ConfigurationError(
@@ -162,6 +163,28 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
     return removed;
   };
 
+  /** The refusal of a fork at a message the loading history does not hold: the caller's mistake. */
+  const notInHistory = (session: AgentSession, atMessageId: string, histories: Histories, cause?: unknown) =>
+    new InvalidInputError(
+      `Cannot fork session ${shortId(session.sessionId)} at message ${shortId(atMessageId)}: it is not in the history (provider "${histories.primary.sourceId}"); nothing was copied.`,
+      cause === undefined ? undefined : { cause },
+    );
+
+  /**
+   * Why the loading history's `forkMessages` refused the fork (`error`, a `ConfigurationError`):
+   * `notInHistory` when the message is not in it (read again to be sure), else `error` as it is.
+   */
+  const unknownForkPoint = async (
+    session: AgentSession,
+    atMessageId: string,
+    histories: Histories,
+    error: unknown,
+    signal: AbortSignal | undefined,
+  ): Promise<unknown> => {
+    const messages = await read(histories.primary, session, signal).catch(() => undefined);
+    return messages && !messages.some((m) => m.id === atMessageId) ? notInHistory(session, atMessageId, histories, error) : error;
+  };
+
   return {
     async getHistory(session, { limit, signal } = {}) {
       if (limit !== undefined) checkInteger('getHistory', 'limit', limit);
@@ -200,11 +223,7 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
       } else {
         const messages = await read(histories.primary, session, signal);
         const end = messages.findIndex((m) => m.id === atMessageId) + 1;
-        if (end === 0) {
-          throw new ConfigurationError(
-            `Cannot fork session ${shortId(session.sessionId)} at message ${shortId(atMessageId)}: it is not in the history (provider "${histories.primary.sourceId}"); nothing was copied.`,
-          );
-        }
+        if (end === 0) throw notInHistory(session, atMessageId, histories);
         const keptIds = new Set(messages.slice(0, end).map((m) => m.id));
         const others = await cutsOf(histories, session, keptIds, signal);
         cuts = [
@@ -254,8 +273,14 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
         }
       } catch (error) {
         // A ConfigurationError of forkMessages (a message it does not hold) comes before it writes anything.
-        const toClear = !copiesDone && ConfigurationError.isInstance(error) ? copied.slice(0, -1) : copied;
-        await undoFork({ agent: viewOf(histories), fork, copied: toClear, forked, undoing, timeoutMs: providerTimeoutMs }, error, signal);
+        const beforeWrite = !copiesDone && ConfigurationError.isInstance(error);
+        const toClear = beforeWrite ? copied.slice(0, -1) : copied;
+        // The loading history refused the message first (one history: it was not read before): the caller's mistake when it is not there.
+        const failure =
+          beforeWrite && atMessageId !== undefined && copied.length === 1
+            ? await unknownForkPoint(session, atMessageId, histories, error, signal)
+            : error;
+        await undoFork({ agent: viewOf(histories), fork, copied: toClear, forked, undoing, timeoutMs: providerTimeoutMs }, failure, signal);
       }
       return fork;
     },
@@ -270,7 +295,7 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
         (messages) => {
           const at = messages.findIndex((m) => m.id === messageId);
           if (at === -1) {
-            throw new ConfigurationError(
+            throw new InvalidInputError(
               `Cannot rewind session ${shortId(session.sessionId)} to message ${shortId(messageId)}: it is not in the history (provider "${histories.primary.sourceId}"); nothing was removed.`,
             );
           }
@@ -298,7 +323,7 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
               messageId === undefined
                 ? 'it holds no user message'
                 : `message ${shortId(messageId)} is not in it, or no user message comes before it`;
-            throw new ConfigurationError(
+            throw new InvalidInputError(
               `Cannot regenerate a turn of session ${shortId(session.sessionId)}: ${where} (history provider "${histories.primary.sourceId}"); nothing was removed.`,
             );
           }
