@@ -47,6 +47,7 @@ export type { AgedEntry, DecayingListOptions, DecayPolicy } from './policies/dec
 export type { ProviderGate } from './policies/gate.js';
 export { withPolicies } from './policies/with-policies.js';
 export type { ProviderPolicies } from './policies/with-policies.js';
+export { findProvider, unwrapProvider, wrapProvider } from './policies/wrap-provider.js';
 export { ContextualToolsProvider } from './providers/contextual-tools-provider.js';
 export type { ContextualToolsProviderOptions, ToolCatalog } from './providers/contextual-tools-provider.js';
 export { TextSearchProvider } from './providers/text-search-provider.js';

@@ -46,6 +46,32 @@ export function checkPositiveNumber(owner: string, name: string, value: unknown)
   throw new ConfigurationError(`${owner}: ${name} must be a positive number, got ${describeValue(value)}.`);
 }
 
+/**
+ * The names of every option of `T`, each once: `optionNames<MyOptions>()({ a: true, b: true })`.
+ * A missing or extra name is a compile error, so the list cannot fall behind the options type.
+ */
+export function optionNames<T extends object>(): (names: { readonly [K in keyof Required<T>]: true }) => readonly string[] {
+  return (names) => Object.keys(names);
+}
+
+/**
+ * Refuses options a constructor does not know (a misspelled `topk`, an option of another
+ * provider), so a setting is never silently ignored. `known` comes from `optionNames`. `undefined`
+ * or `null` options pass (the constructor checks what it requires).
+ * @throws ConfigurationError naming `owner`, the unknown option and the known ones.
+ */
+export function checkOptionNames(owner: string, options: unknown, known: readonly string[]): void {
+  if (typeof options !== 'object' || options === null) return;
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) {
+      const near = known.find((k) => k.toLowerCase() === name.toLowerCase());
+      throw new ConfigurationError(
+        `${owner}: unknown option ${JSON.stringify(name)}${near ? ` (did you mean ${JSON.stringify(near)}?)` : ''}. Known options: ${known.join(', ')}.`,
+      );
+    }
+  }
+}
+
 function describeValue(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   try {

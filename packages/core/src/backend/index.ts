@@ -36,7 +36,7 @@ export type { StoredTurn } from '../history/retried-turn.js';
 export { messageIdConflict, sameMessageContent } from '../history/message-conflict.js';
 export type { MessageIdConflict } from '../history/message-conflict.js';
 export { checkIfMatch } from './check-if-match.js';
-export { checkId, checkInteger, checkPositiveNumber, checkSessionId, shortId } from './checks.js';
+export { checkId, checkInteger, checkOptionNames, checkPositiveNumber, checkSessionId, optionNames, shortId } from './checks.js';
 export { abortable, withDeadline } from './deadline.js';
 export type { DeadlineOptions } from './deadline.js';
 export { encodeIdSegment } from './id-segment.js';

@@ -1,8 +1,9 @@
 import { ConfigurationError } from '../errors.js';
-import { HistoryProvider } from '../history/history-provider.js';
+import type { HistoryProvider } from '../history/history-provider.js';
 import type { Message } from '../messages/message.js';
 import { SemanticRecallProvider } from '../recall/semantic-recall-provider.js';
-import type { CompactionStrategy, CompactOptions } from '../spec/compaction-strategy.js';
+import type { CompactionArchive, CompactionStrategy, CompactOptions } from '../spec/compaction-strategy.js';
+import { findProvider, historiesIn } from '../policies/wrap-provider.js';
 import type { ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
 import { dropLeadingResults } from './message-groups.js';
 import { runCompaction } from './run-compaction.js';
@@ -69,6 +70,7 @@ export class CompactionProvider implements ContextProvider {
   async beforeRun(args: ProviderRunArgs): Promise<void> {
     const { context, session, signal, report } = args;
     const history = this.#historyOf(args);
+    if (history?.replaceMessages && this.#rewrite) this.#archiveOf(args);
     if (this.#afterStore) {
       this.#checkAfterStore(args, history);
       return;
@@ -102,19 +104,32 @@ export class CompactionProvider implements ContextProvider {
 
   /**
    * Options of a compaction that rewrites stored history: with the archive of the run's first
-   * `SemanticRecallProvider`, so a strategy with `archive: true` keeps what it replaces findable.
+   * `SemanticRecallProvider` (found through wrappers), so a strategy with `archive: true` keeps what
+   * it replaces findable.
    */
   #rewriteOptions(args: ProviderRunArgs): CompactOptions {
     const { signal, report } = args;
-    const recall = args.agent.contextProviders.find((p) => SemanticRecallProvider.isInstance(p));
-    return { signal, report, ...(recall ? { archive: recall.archiveFor(args) } : {}) };
+    const archive = this.#archiveOf(args);
+    return { signal, report, ...(archive ? { archive } : {}) };
+  }
+
+  /**
+   * The archive of the run's first recall provider, wrapped or not.
+   * @throws ConfigurationError when the strategy archives what it replaces and the run has none.
+   */
+  #archiveOf(args: ProviderRunArgs): CompactionArchive | undefined {
+    const recall = findProvider(args.agent.contextProviders, SemanticRecallProvider.isInstance);
+    if (recall) return recall.archiveFor(args);
+    if (this.#strategy.archives)
+      throw new ConfigurationError(
+        `CompactionProvider "${this.sourceId}": its strategy archives what it replaces (archive: true), but this run has no SemanticRecallProvider to archive into, so the replaced messages would be lost for good. Add one to contextProviders (wrapped or not), or make the strategy without archive: true.`,
+      );
+    return undefined;
   }
 
   #historyOf(args: ProviderRunArgs): HistoryProvider | undefined {
-    return (
-      this.#history ??
-      args.agent.contextProviders.find((p): p is HistoryProvider => HistoryProvider.isInstance(p) && p.loadMessages !== false)
-    );
+    if (this.#history) return this.#history;
+    return historiesIn(args.agent.contextProviders).find((p) => p.loadMessages !== false);
   }
 
   /** After-store compaction must run after the history stored the turn: before it in the list, so after it on the way out. */

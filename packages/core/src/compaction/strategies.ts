@@ -167,6 +167,7 @@ export function toolResultCollapse(options: ToolResultCollapseOptions = {}): Com
   if (!options.archive) return grouped(options, plain);
   const byNote = new Map<string, GroupedCompact>();
   return withTrigger(options, {
+    archives: true,
     async compact(messages, compactOptions) {
       const { archive, signal, report } = compactOptions;
       if (!archive) return plain(messages, groupMessages(messages)).messages;
@@ -321,6 +322,7 @@ export function tokenBudget(options: TokenBudgetOptions): CompactionStrategy {
   const last = truncation({ maxTokens: Math.max(1, goal), target: 1, tokenizer });
   const strategies = options.strategies ?? [toolResultCollapse(), toolResultCollapse({ includeCurrentTurn: true })];
   return withTrigger(options, {
+    ...(strategies.some((s) => s.archives) ? { archives: true } : {}),
     async compact(messages, context) {
       let tokens = countTokens(tokenizer, withoutCompacted(messages));
       if (tokens <= maxTokens) return [...messages];

@@ -72,6 +72,7 @@ export function summarization(options: SummarizationOptions): CompactionStrategy
   if (typeof options.client?.getResponse !== 'function')
     throw new ConfigurationError('summarization: client must be a ChatClient (an object with getResponse).');
   const strategy: CompactionStrategy = {
+    ...(options.archive || options.fallback?.archives ? { archives: true } : {}),
     async compact(messages, compactOptions) {
       const { signal } = compactOptions;
       const groups = groupMessages(messages);

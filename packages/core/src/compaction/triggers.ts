@@ -46,6 +46,7 @@ export function compactWhen(trigger: CompactionTrigger, strategy: CompactionStra
   }
   return {
     specificationVersion: 'v1',
+    ...(strategy.archives ? { archives: true } : {}),
     compact: (messages, options) => (isTriggered(trigger, messages) ? strategy.compact(messages, options) : [...messages]),
   };
 }

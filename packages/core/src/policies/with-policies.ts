@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
 import { HistoryProvider } from '../history/history-provider.js';
 import { Message } from '../messages/message.js';
@@ -15,6 +16,7 @@ import {
   type ResolvedBudget,
 } from './budget.js';
 import { type ProviderGate, RunGate } from './gate.js';
+import { findProvider, wrapProvider } from './wrap-provider.js';
 
 /** The policies `withPolicies` adds to a provider. */
 export interface ProviderPolicies {
@@ -24,11 +26,15 @@ export interface ProviderPolicies {
   budget?: BudgetPolicy;
 }
 
+const POLICY_NAMES = optionNames<ProviderPolicies>()({ when: true, budget: true });
+
 /**
  * Gives any provider, yours or a third party's, the `when` and `budget` policies. Returns a
- * provider with the same `sourceId`, `onError`, `stability`, `timeoutMs` and `validateState`, so it keeps the same state
- * slot and attribution, and the same `flush`, `mergeState` and session and user-data hooks (`onSessionCreated`,
- * `onSessionDeleted`, `exportUserData`, `deleteUserData`), which are never gated.
+ * provider (`wrapProvider`) that is the same provider for every member but its run hooks: the
+ * same `sourceId`, `onError`, `stability` and `timeoutMs`, so it keeps the same state slot and
+ * attribution, and every other hook (`onTurnStored`, `flush`, `mergeState`, `validateState`, the
+ * session, rewind, fork and user-data hooks), none of them gated. Capabilities of the provider (the
+ * recall archive compaction uses) are found through it.
  *
  * - `when`: decided in `beforeRun` (or before `wrap`); when it declines, the inner provider's hooks
  *   do not run in that run, its `afterRun` included.
@@ -48,7 +54,8 @@ export function withPolicies<TState extends JsonObject = JsonObject>(
   policies: ProviderPolicies,
 ): ContextProvider<TState> {
   const { sourceId } = provider;
-  if (HistoryProvider.isInstance(provider)) {
+  checkOptionNames(`withPolicies("${sourceId}")`, policies, POLICY_NAMES);
+  if (findProvider([provider], HistoryProvider.isInstance)) {
     throw new ConfigurationError(
       `withPolicies cannot wrap history provider "${sourceId}": the agent would no longer see it as history and would add a default one. ` +
         'Gate loading with `loadMessages` or an overridden `shouldLoad`, and bound it with `maxMessages` or compaction.',
@@ -56,43 +63,31 @@ export function withPolicies<TState extends JsonObject = JsonObject>(
   }
   const budget = resolveBudget(`withPolicies("${sourceId}")`, policies.budget);
   const gate = new RunGate(policies.when);
-  const wrapped: { -readonly [K in keyof ContextProvider<TState>]: ContextProvider<TState>[K] } = { sourceId };
-  if (provider.onError !== undefined) wrapped.onError = provider.onError;
-  if (provider.stability !== undefined) wrapped.stability = provider.stability;
-  if (provider.timeoutMs !== undefined) wrapped.timeoutMs = provider.timeoutMs;
-  if (provider.validateState) wrapped.validateState = (state, path) => provider.validateState!(state, path);
-  if (provider.flush) wrapped.flush = (options) => provider.flush!(options);
-  if (provider.mergeState) wrapped.mergeState = (args) => provider.mergeState!(args);
-  // The session and user-data hooks are not gated: a session deleted or a user's data exported
-  // concerns the provider whether or not it took part in a run.
-  if (provider.onSessionCreated) wrapped.onSessionCreated = (args) => provider.onSessionCreated!(args);
-  if (provider.onSessionDeleted) wrapped.onSessionDeleted = (args) => provider.onSessionDeleted!(args);
-  if (provider.exportUserData) wrapped.exportUserData = (args) => provider.exportUserData!(args);
-  if (provider.deleteUserData) wrapped.deleteUserData = (args) => provider.deleteUserData!(args);
-
   if (provider.wrap) {
-    wrapped.wrap = async (args, next) => {
-      if (!(await gate.enter(args))) return next();
-      await provider.wrap!(args, async () => {
-        if (budget) enforceBudget(sourceId, args.context, budget);
-        await next();
-      });
-    };
-    return wrapped;
+    return wrapProvider(provider, {
+      wrap: async (args, next) => {
+        if (!(await gate.enter(args))) return next();
+        await provider.wrap!(args, async () => {
+          if (budget) enforceBudget(sourceId, args.context, budget);
+          await next();
+        });
+      },
+    });
   }
+  const overrides: Partial<ContextProvider<TState>> = {};
   if (provider.beforeRun || gate.gated || budget) {
-    wrapped.beforeRun = async (args: ProviderRunArgs<TState>) => {
+    overrides.beforeRun = async (args: ProviderRunArgs<TState>) => {
       if (!(await gate.enter(args))) return;
       await provider.beforeRun?.(args);
       if (budget) enforceBudget(sourceId, args.context, budget);
     };
   }
   if (provider.afterRun) {
-    wrapped.afterRun = async (args: ProviderRunArgs<TState>) => {
+    overrides.afterRun = async (args: ProviderRunArgs<TState>) => {
       if (gate.isOpen(args.context)) await provider.afterRun!(args);
     };
   }
-  return wrapped;
+  return wrapProvider(provider, overrides);
 }
 
 function toolSource(metadata: JsonObject | undefined): string | undefined {

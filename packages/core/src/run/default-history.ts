@@ -1,5 +1,6 @@
+import { historiesIn } from '../policies/wrap-provider.js';
 import { ConfigurationError } from '../errors.js';
-import { HistoryProvider, serviceKeepsConversation } from '../history/history-provider.js';
+import { serviceKeepsConversation } from '../history/history-provider.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import type { ChatClient, ChatOptions } from '../spec/chat-client.js';
 import type { ContextProvider, SessionView } from '../spec/run-view.js';
@@ -31,7 +32,7 @@ export interface DefaultHistory {
  */
 export function defaultHistory(client: ChatClient, providers: readonly ContextProvider[]): DefaultHistory {
   const history = new InMemoryHistoryProvider();
-  const loaders = providers.filter((p) => HistoryProvider.isInstance(p) && p.loadMessages !== false);
+  const loaders = historiesIn(providers).filter((p) => p.loadMessages !== false);
   const slotTaken = providers.some((p) => p.sourceId === history.sourceId);
   if (slotTaken && loaders.length === 0) {
     throw new ConfigurationError(

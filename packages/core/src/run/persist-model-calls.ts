@@ -1,5 +1,5 @@
+import { historiesIn } from '../policies/wrap-provider.js';
 import { isAbortError, ProviderError } from '../errors.js';
-import { HistoryProvider } from '../history/history-provider.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import type { Message } from '../messages/message.js';
 import type { AgentSession } from '../session/agent-session.js';
@@ -36,7 +36,7 @@ export interface ModelCallPersistence {
  * says so) and its `afterRun` stores what is left.
  */
 export function persistModelCalls(run: ModelCallPersistence): (produced: readonly Message[]) => Promise<void> {
-  const histories = run.inside.filter(HistoryProvider.isInstance).reverse();
+  const histories = historiesIn(run.inside).reverse();
   const skipped = new Set<ContextProvider>();
   return async (produced) => {
     let inSession = false;

@@ -1,7 +1,7 @@
+import { historiesIn } from '../policies/wrap-provider.js';
 import { checkId, shortId } from '../backend/checks.js';
 import { MAX_LIST_LIMIT } from '../backend/session-cursor.js';
 import { ConcurrencyError, ConfigurationError, CtxError } from '../errors.js';
-import { HistoryProvider } from '../history/history-provider.js';
 import type { Message } from '../messages/message.js';
 import { AgentSession } from '../session/agent-session.js';
 import { sessionMethods } from '../session/session-methods.js';
@@ -103,7 +103,7 @@ export function sessionLifecycle(
       const exportSession = async (sessionId: string) => {
         const session = await load(sessionId, signal);
         if (session?.metadata.userId !== userId) return undefined; // deleted or handed to another user meanwhile
-        const histories = history.providersFor(session, {}).filter(HistoryProvider.isInstance);
+        const histories = historiesIn(history.providersFor(session, {}));
         const messages = await runHooks(histories, 'exportUserData', signal, providerTimeoutMs, (p, hookSignal) =>
           p.getMessages(sessionId, { state: session.state[p.sourceId] ?? {}, signal: hookSignal }),
         );

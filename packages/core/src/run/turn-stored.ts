@@ -1,4 +1,4 @@
-import { HistoryProvider } from '../history/history-provider.js';
+import { historiesIn } from '../policies/wrap-provider.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import type { AgentSession } from '../session/agent-session.js';
 import { recordTurn } from '../session/session-merge.js';
@@ -11,9 +11,7 @@ import type { ContextProvider, SessionContext } from '../spec/run-view.js';
  * history does not count). Such a turn survives a failed save of the session.
  */
 export function storedTurnOutsideSession(providers: readonly ContextProvider[], context: SessionContext): boolean {
-  return providers.some(
-    (p) => HistoryProvider.isInstance(p) && !(p instanceof InMemoryHistoryProvider) && p.storedWholeTurn?.(context) === true,
-  );
+  return historiesIn(providers).some((p) => !(p instanceof InMemoryHistoryProvider) && p.storedWholeTurn?.(context) === true);
 }
 
 /** Notes on `session` that the run with `context` succeeded, for the `turnStored` of its next failed save. */

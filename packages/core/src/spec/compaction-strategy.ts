@@ -13,7 +13,8 @@ export interface CompactOptions {
   /**
    * Where a strategy made with `archive: true` keeps the messages it replaces, so they stay
    * findable. Set by `CompactionProvider` when it rewrites stored history and the run has a
-   * `SemanticRecallProvider`; absent otherwise (the originals then stay in the stored history).
+   * `SemanticRecallProvider` (found through wrappers); absent otherwise, where a strategy that
+   * `archives` is refused, and the originals of any other stay in the stored history.
    */
   archive?: CompactionArchive;
 }
@@ -39,6 +40,13 @@ export interface CompactionArchive {
 export interface CompactionStrategy {
   /** The contract version this strategy implements. Absent means `'v1'`. */
   readonly specificationVersion?: 'v1';
+  /**
+   * True when the strategy replaces messages only once `CompactOptions.archive` has kept them (made
+   * with `archive: true`, or built on such a strategy). `CompactionProvider` then refuses, with a
+   * `ConfigurationError` at the start of a run, to rewrite stored history where no archive (a
+   * `SemanticRecallProvider`, wrapped or not) is reachable, instead of replacing the detail for good.
+   */
+  readonly archives?: boolean;
   /** Returns the compacted list (or `messages` unchanged). */
   compact(messages: readonly Message[], options: CompactOptions): Message[] | Promise<Message[]>;
 }

@@ -301,6 +301,16 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
   /** Runs after the model call (or a failure: see `context.error`), in reverse order. */
   afterRun?(args: ProviderRunArgs<TState>): void | Promise<void>;
   /**
+   * Runs once the run's turn is stored: after every `afterRun` of a run that succeeded, or, in a
+   * hosted run (`agent.run(input, { sessionId })`), once the session is saved (also when the save
+   * failed but its `turnStored` says the history holds the turn). Derive here what must exist only
+   * for stored messages (recall vectors), so a reply that was never stored (a failed store or save,
+   * an abort, a discarded attempt) leaves nothing behind. Bounded like the other hooks; a failure is
+   * a `turn-stored-failed` diagnostic, never the run's failure (the turn is stored). State changed
+   * here is not saved by a hosted run: change state in `afterRun`.
+   */
+  onTurnStored?(args: ProviderRunArgs<TState>): void | Promise<void>;
+  /**
    * Around advice: do work, `await next()` to run the rest of the pipeline and the model, then
    * do more. `next()` never throws: a failure further in is in `context.error`.
    */
