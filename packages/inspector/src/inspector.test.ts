@@ -1,3 +1,4 @@
+import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { ConfigurationError, createAgent, InMemorySessionStore, type Message } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
@@ -17,6 +18,25 @@ async function start(options: Parameters<typeof createInspector>[0] = {}) {
 }
 const state = async (inspector: Inspector) =>
   (await (await fetch(`${inspector.url}api/state`)).json()) as InspectorSnapshot & { storeError?: string };
+
+/** A GET (or another method) with the headers given as they are, `Host` included: what `fetch` does not let a test forge. */
+function raw(url: string, path: string, headers: { host: string; origin?: string }, method = 'GET') {
+  const { hostname, port } = new URL(url);
+  return new Promise<{ status: number; type: string | undefined; body: string }>((resolve, reject) => {
+    const req = request({ hostname: hostname.replace(/^\[|\]$/g, ''), port, path, method, headers }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+        // The event stream never ends by itself: its first line is enough.
+        if (res.headers['content-type'] === 'text/event-stream') res.destroy();
+      });
+      res.on('close', () => resolve({ status: res.statusCode!, type: res.headers['content-type'], body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
 
 /** Opens the page's event stream; once the headers are in, the server sends it every change. */
 async function openEvents(url: string): Promise<Response> {
@@ -89,6 +109,82 @@ describe('createInspector', () => {
     expect((await fetch(`${inspector.url}nope`)).status).toBe(404);
     expect((await fetch(`${inspector.url}api/state`, { method: 'POST' })).status).toBe(405);
     expect(inspector.onEvent.includeContent).toBe(true);
+  });
+
+  it('refuses every request whose Host or Origin is not the address it listens on (DNS rebinding), before reading anything', async () => {
+    let listed = 0;
+    const sessionStore = new InMemorySessionStore();
+    const list = sessionStore.list.bind(sessionStore);
+    sessionStore.list = (options) => {
+      listed++;
+      return list(options);
+    };
+    const inspector = await start({ sessionStore });
+    const { agent } = createScenarioAgent({ onEvent: inspector.onEvent });
+    await agent.run(SCENARIO_TURNS[0], { session: agent.createSession({ sessionId: 'secret-session' }) });
+    const port = new URL(inspector.url).port;
+    const paths = ['/', '/index.html', '/app.js', '/style.css', '/api/state', '/api/events', '/api/state?x=1', '/nope'];
+    const forged: Array<{ host: string; origin?: string }> = [
+      { host: `evil.test:${port}` }, // a name that resolves to 127.0.0.1: a rebinding page's own name
+      { host: 'evil.test' },
+      { host: `127.0.0.1:${Number(port) + 1}` }, // another port: not the inspector's address
+      { host: `evil.test@127.0.0.1:${port}` },
+      { host: `localhost.evil.test:${port}` },
+      { host: `127.0.0.1:${port}`, origin: `http://evil.test:${port}` },
+      { host: `127.0.0.1:${port}`, origin: `https://127.0.0.1:${port}` },
+      { host: `127.0.0.1:${port}`, origin: `http://127.0.0.1:${Number(port) + 1}` },
+      { host: `127.0.0.1:${port}`, origin: 'null' },
+    ];
+    for (const headers of forged) {
+      for (const path of paths) {
+        const res = await raw(inspector.url, path, headers);
+        const what = `${path} ${JSON.stringify(headers)}`;
+        expect(res.status, what).toBe(403);
+        expect(res.type, what).toBe('application/json; charset=utf-8');
+        expect(JSON.parse(res.body), what).toEqual({ error: 'forbidden', message: expect.stringContaining(`open ${inspector.url}`) });
+        expect(res.body, what).not.toMatch(/secret-session|Lisbon|<html|EventSource/);
+      }
+      expect((await raw(inspector.url, '/api/state', headers, 'POST')).status).toBe(403);
+    }
+    expect(JSON.parse((await raw(inspector.url, '/api/state', forged[0]!)).body).message).toBe(
+      `Host "evil.test:${port}" is not the address the inspector listens on; open ${inspector.url}, or add the name to allowedHosts (behind a proxy)`,
+    );
+    expect(listed).toBe(0);
+    // The loopback names with the inspector's port are answered, with or without a same-origin Origin.
+    for (const headers of [
+      { host: `127.0.0.1:${port}` },
+      { host: `localhost:${port}` },
+      { host: `LOCALHOST:${port}` },
+      { host: `[::1]:${port}` },
+      { host: `127.0.0.1:${port}`, origin: `http://127.0.0.1:${port}` },
+      { host: `localhost:${port}`, origin: `http://localhost:${port}` },
+    ]) {
+      const res = await raw(inspector.url, '/api/state', headers);
+      expect(res.status, JSON.stringify(headers)).toBe(200);
+      expect(res.body).toContain('secret-session');
+      expect((await raw(inspector.url, '/api/events', headers)).body).toBe('retry: 1000\n\n');
+    }
+    expect(listed).toBe(6);
+  });
+
+  it('answers the names in allowedHosts on any port, and refuses an entry that is not a host name', async () => {
+    const inspector = await start({ allowedHosts: ['Inspector.Example.test'] });
+    const port = new URL(inspector.url).port;
+    for (const headers of [
+      { host: 'inspector.example.test' },
+      { host: 'inspector.example.test:8443', origin: 'https://inspector.example.test:8443' },
+      { host: `127.0.0.1:${port}`, origin: 'https://inspector.example.test' },
+    ])
+      expect((await raw(inspector.url, '/api/state', headers)).status, JSON.stringify(headers)).toBe(200);
+    const refused = await raw(inspector.url, '/', { host: 'other.example.test' });
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.body).message).toContain('one of allowedHosts (inspector.example.test)');
+    expect((await raw(inspector.url, '/', { host: 'inspector.example.test', origin: 'ftp://inspector.example.test' })).status).toBe(403);
+    for (const entry of ['https://inspector.example.test', 'inspector.example.test:80', 'a/b', '', 42])
+      await expect(createInspector({ port: 0, log: false, allowedHosts: [entry as string] })).rejects.toThrow(
+        `allowedHosts must list host names such as "inspector.example.com" (no scheme, port or path), got ${JSON.stringify(entry)}.`,
+      );
+    await expect(createInspector({ port: 0, log: false, allowedHosts: 'x' as unknown as string[] })).rejects.toThrow(ConfigurationError);
   });
 
   it('streams each change of a run to the page as it happens', async () => {

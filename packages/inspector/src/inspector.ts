@@ -11,7 +11,10 @@ import {
   type Redactor,
   type SessionStore,
 } from '@ctx/core';
+import { checkAllowedHosts, createHostCheck, type HostCheck, isLoopback } from './host-check.js';
 import { createInspectorModel, DEFAULT_MAX_RUNS, type InspectorSnapshot } from './model.js';
+
+export { isLoopback } from './host-check.js';
 
 /** Options of `createInspector`. */
 export interface InspectorOptions {
@@ -24,6 +27,15 @@ export interface InspectorOptions {
   host?: string;
   /** Listen on a non-loopback `host`. Default false. */
   allowRemote?: boolean;
+  /**
+   * More host names the page may be reached under, e.g. behind a proxy: `['inspector.example.com']`.
+   * Default none. Every request (the page, its files, the API, the event stream) whose `Host` header,
+   * or `Origin` when sent, names neither the address the inspector listens on (on loopback:
+   * `127.0.0.1`, `localhost`, `[::1]`, with its port) nor one of these (any port) is refused with a
+   * 403, so a page at another name that resolves to this machine (DNS rebinding) reads nothing.
+   * @throws ConfigurationError (from `createInspector`) for an entry with a scheme, port or path.
+   */
+  allowedHosts?: readonly string[];
   /** Lists sessions (with their user and title) from this store, beside those seen running. */
   sessionStore?: SessionStore;
   /** Show message text, instructions, tool arguments and results. Default false: ids, roles, sources and tokens only. */
@@ -66,8 +78,10 @@ const TYPES: Record<string, string> = {
  * (every message, instruction and tool with its source and tokens, what was removed, the prompt-
  * cache prefix and what broke it, tool calls, diagnostics), live as runs happen.
  *
- * @throws ConfigurationError for a non-loopback `host` without `allowRemote`, a bad `port` or
- * `maxRuns`, or a port already in use.
+ * Requests under another name than the address it listens on (or `allowedHosts`) get a 403.
+ *
+ * @throws ConfigurationError for a non-loopback `host` without `allowRemote`, a bad `port`,
+ * `maxRuns` or `allowedHosts` entry, or a port already in use.
  */
 export async function createInspector(options: InspectorOptions = {}): Promise<Inspector> {
   const host = options.host ?? '127.0.0.1';
@@ -78,6 +92,7 @@ export async function createInspector(options: InspectorOptions = {}): Promise<I
     throw new ConfigurationError(
       `createInspector: host "${host}" is not a loopback address; the page shows what your agent sends to the model. Use 127.0.0.1, or pass allowRemote: true to listen on "${host}".`,
     );
+  const allowedHosts = checkAllowedHosts(options.allowedHosts);
   const maxRuns = options.maxRuns ?? DEFAULT_MAX_RUNS;
   if (!Number.isInteger(maxRuns) || maxRuns < 1)
     throw new ConfigurationError(`createInspector: maxRuns must be a positive integer, got ${String(maxRuns)}.`);
@@ -142,6 +157,7 @@ export async function createInspector(options: InspectorOptions = {}): Promise<I
     }
   };
 
+  let hostCheck: HostCheck | undefined; // set once the server listens and its port is known
   const server = createServer((req, res) => {
     void serve(req, res).catch(() => {
       if (!res.headersSent) res.writeHead(500);
@@ -149,6 +165,19 @@ export async function createInspector(options: InspectorOptions = {}): Promise<I
     });
   });
   const serve = async (req: IncomingMessage, res: ServerResponse) => {
+    // First of all, before any data is read: a page under a name that is not ours (DNS rebinding)
+    // gets nothing, whatever it asks for.
+    const refusal = hostCheck ? hostCheck.refusal(req.headers) : 'the inspector is not listening yet';
+    if (refusal !== undefined) {
+      res
+        .writeHead(403, {
+          'content-type': 'application/json; charset=utf-8',
+          'cache-control': 'no-store',
+          'x-content-type-options': 'nosniff',
+        })
+        .end(JSON.stringify({ error: 'forbidden', message: refusal }));
+      return;
+    }
     const path = new URL(req.url ?? '/', 'http://inspector').pathname;
     if (req.method !== 'GET') {
       res.writeHead(405, { allow: 'GET' }).end();
@@ -193,6 +222,7 @@ export async function createInspector(options: InspectorOptions = {}): Promise<I
   });
   const address = server.address() as AddressInfo;
   const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
+  hostCheck = createHostCheck({ host, port: address.port, allowedHosts, url });
   if (options.log !== false) (options.log ?? console.log)(`ctx inspector: ${url}`);
 
   return {
@@ -208,12 +238,6 @@ export async function createInspector(options: InspectorOptions = {}): Promise<I
       });
     },
   };
-}
-
-/** Whether `host` names this machine's loopback interface. */
-export function isLoopback(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h) || h === '::ffff:127.0.0.1';
 }
 
 async function loadPage(): Promise<Record<string, string>> {

@@ -11,6 +11,7 @@ import { createScenarioAgent, RESEARCH_STEPS, SCENARIO_TURNS } from './scripted-
 const CHROMIUM = process.env.CTX_CHROMIUM ?? '/usr/bin/chromium';
 const SHOTS = fileURLToPath(new URL('../test-results/screenshots/', import.meta.url));
 // CI installs chromium (tooling/ensure-backends.mjs); elsewhere the test says why it did not run.
+const EVIL = 'evil.test';
 const haveBrowser = existsSync(CHROMIUM) || process.env.CI === 'true';
 
 describe.runIf(haveBrowser)(`the page in chromium (${CHROMIUM})`, () => {
@@ -19,7 +20,8 @@ describe.runIf(haveBrowser)(`the page in chromium (${CHROMIUM})`, () => {
   let page: Page;
 
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    // evil.test resolves to this machine, as a name an attacker rebinds to 127.0.0.1 would.
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', `--host-resolver-rules=MAP ${EVIL} 127.0.0.1`] });
     inspector = await createInspector({ port: 0, log: false });
     page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
     page.setDefaultTimeout(30_000); // a page that never shows what the test waits for fails here
@@ -130,6 +132,61 @@ describe.runIf(haveBrowser)(`the page in chromium (${CHROMIUM})`, () => {
     expect(await page.locator('[data-testid=cache] .ok').textContent()).toBe('Everything the previous call sent is repeated.');
     expect(await page.locator('[data-testid=diff] h3').textContent()).toBe('Difference with the previous call (+2 / −0)');
     await page.screenshot({ path: `${SHOTS}tool-loop.png` });
+  });
+
+  it('reads nothing for a page under another name that resolves to this machine (DNS rebinding)', { timeout: 60_000 }, async () => {
+    const { agent } = createScenarioAgent({ onEvent: inspector.onEvent });
+    await agent.run(SCENARIO_TURNS[0], { session: agent.createSession({ sessionId: 'private-1' }) });
+    const port = new URL(inspector.url).port;
+    const evil = await browser.newPage();
+    try {
+      // The page as the rebinding site: same name, same port, now resolving to 127.0.0.1.
+      const doc = await evil.goto(`http://${EVIL}:${port}/`);
+      expect(doc?.status()).toBe(403);
+      expect(await evil.locator('body').textContent()).not.toContain('ctx inspector');
+      const read = await evil.evaluate(async () => {
+        const out: Array<{ path: string; status: number; body: string }> = [];
+        for (const path of ['/api/state', '/app.js', '/', '/api/events']) {
+          const res = await fetch(path);
+          out.push({ path, status: res.status, body: await res.text() });
+        }
+        return out;
+      });
+      for (const r of read) {
+        expect(r.status, r.path).toBe(403);
+        expect(r.body, r.path).not.toMatch(/private-1|EventSource|<html/);
+        expect(JSON.parse(r.body), r.path).toMatchObject({ error: 'forbidden' });
+      }
+      // The live stream does not open either.
+      const stream = await evil.evaluate(
+        () =>
+          new Promise<string>((resolve) => {
+            const events = new EventSource('/api/events');
+            events.onopen = () => resolve('open');
+            events.onerror = () => {
+              events.close();
+              resolve('refused');
+            };
+          }),
+      );
+      expect(stream).toBe('refused');
+    } finally {
+      await evil.close();
+    }
+    // The inspector's own address still works, in the same browser.
+    const own = await browser.newPage();
+    try {
+      expect((await own.goto(inspector.url))?.status()).toBe(200);
+      const state = await own.evaluate(async () => {
+        const res = await fetch('api/state');
+        return { status: res.status, body: await res.text() };
+      });
+      expect(state.status).toBe(200);
+      expect(state.body).toContain('private-1');
+      await own.waitForSelector('#live[data-state=open]');
+    } finally {
+      await own.close();
+    }
   });
 });
 
