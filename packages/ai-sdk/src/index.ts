@@ -6,6 +6,8 @@ export { toCtxError } from './errors.js';
 export type { AiSdkLanguageModel } from './language-model.js';
 export { aiSdkEmbeddings } from './ai-sdk-embeddings.js';
 export type { AiSdkEmbeddingModel, AiSdkEmbeddingsOptions } from './ai-sdk-embeddings.js';
+export { DEFAULT_MAX_BODY_BYTES, handleChatRequest } from './handle-chat-request.js';
+export type { HandleChatRequestOptions } from './handle-chat-request.js';
 export { runInputFromUIMessages } from './run-input-from-ui-messages.js';
 export type { RunInputFromUIMessages, RunInputFromUIMessagesOptions } from './run-input-from-ui-messages.js';
 export type { UIApprovalMode, UIMessage, UIMessageChunk, UIMessagePart, UIToolPart, UIToolState } from './ui-message.js';

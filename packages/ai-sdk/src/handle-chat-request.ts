@@ -1,0 +1,187 @@
+import {
+  type Agent,
+  type AgentRunOptions,
+  type AgentRunStream,
+  type ChatResponseUpdate,
+  type ErrorBody,
+  errorBody,
+  httpStatusOf,
+  InvalidInputError,
+} from '@ctx/core';
+import { runInputFromUIMessages } from './run-input-from-ui-messages.js';
+import { type ToUIMessageStreamOptions, toUIMessageStreamResponse } from './ui-message-stream.js';
+
+/** The default `maxBodyBytes` of `handleChatRequest`: 32 MiB, twice the agent's default input limit. */
+export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+/** Options of `handleChatRequest`: whose conversation, and how the stream is sent. */
+export interface HandleChatRequestOptions extends ToUIMessageStreamOptions {
+  /** The agent, with a `sessionStore`: the run is hosted (loaded, run and saved by the agent). */
+  agent: Agent;
+  /**
+   * The conversation's id (the session id), from the route (`/api/chat/:id`). An id the store does
+   * not hold starts a conversation owned by `userId`. Let the server make new ids (`generateId()`).
+   */
+  sessionId: string;
+  /** The signed-in user, from your authentication (never from the request). */
+  userId: string;
+  /**
+   * The largest request body read, in bytes: a larger one is a 413 (`limit: 'maxBodyBytes'`), read
+   * no further than the limit. Default 32 MiB (`DEFAULT_MAX_BODY_BYTES`). The agent's `limits`
+   * apply to the message itself.
+   */
+  maxBodyBytes?: number;
+  /** The largest number of UI messages in the body (`runInputFromUIMessages`). Default 10000. */
+  maxMessages?: number;
+  /** More options of the run: model options, the run's providers, a signal that aborts it. */
+  run?: Pick<AgentRunOptions, 'options' | 'contextProviders' | 'signal'>;
+  /** More headers of the stream's response (they win over the protocol's of the same name). */
+  headers?: Record<string, string>;
+  /**
+   * Called with every failure answered with a JSON error instead of a stream, and its status: log
+   * the 5xx here (their body says nothing of the cause). A throw here is ignored.
+   */
+  onErrorResponse?: (error: unknown, status: number) => void;
+}
+
+/**
+ * Answers a `useChat` POST request with a ctx run, or refuses it with a plain 4xx before the first
+ * byte: `return handleChatRequest(request, { agent, sessionId, userId })` in any route with web
+ * `Request` and `Response` (Next.js route handlers, Hono, Remix, Bun, Deno, workers).
+ *
+ * In order: the body is read (at most `maxBodyBytes`, else 413) and parsed (not JSON, or not an
+ * object: 400); the session is read and a conversation of another user (or of no user) is a 404,
+ * as if it did not exist; the body's last UI message is read (`runInputFromUIMessages`: a new user
+ * message, or answers to approvals; malformed: 400); then the run starts hosted
+ * (`agent.runStream(input, { sessionId, userId, approvals })`) and the response waits for its first
+ * update. Every check the run makes before the model is called fails it before that update, and is
+ * answered with `httpStatusOf` and `errorBody` (JSON `{ error: { type, message, ... } }`): a message
+ * over the agent's `limits` (413), an input reusing the id of another stored message (400), an
+ * approval for a call that does not wait (400), a turn running in another request (409 with
+ * `Retry-After`), a backend down (503). Once the first update is there, the run streams as
+ * `toUIMessageStreamResponse` sends it (with this call's stream options); a failure after that is
+ * the stream's `error` chunk.
+ *
+ * The page's `useChat` gets a refusal as its `error`: `error.message` is the JSON body's text
+ * (`ai` 7 also sets `error.statusCode`). Never rejects: every failure is a response.
+ */
+export async function handleChatRequest(request: Request, options: HandleChatRequestOptions): Promise<Response> {
+  const {
+    agent,
+    sessionId,
+    userId,
+    maxBodyBytes = DEFAULT_MAX_BODY_BYTES,
+    maxMessages,
+    run,
+    headers,
+    onErrorResponse,
+    ...streamOptions
+  } = options;
+  let stream: AgentRunStream | undefined;
+  try {
+    if (typeof sessionId !== 'string' || sessionId.trim() === '') {
+      throw new InvalidInputError('The conversation id of a chat request must be a non-blank string (the route names it).');
+    }
+    const body = await readJsonBody(request, maxBodyBytes);
+    const stored = await agent.getSession(sessionId);
+    if (stored && stored.metadata.userId !== userId) return notFound(onErrorResponse);
+    const { input, approvals } = runInputFromUIMessages(body.messages, {
+      pendingApprovals: stored?.pending?.approvals ?? [],
+      ...(maxMessages !== undefined ? { maxMessages } : {}),
+    });
+    stream = agent.runStream(input, { ...run, sessionId, userId, approvals });
+    const updates = stream[Symbol.asyncIterator]();
+    // The run's own refusals (limits, message ids, approvals, a running turn) come before its first update.
+    const first = await updates.next();
+    return toUIMessageStreamResponse(replayed(stream, updates, first), { ...streamOptions, ...(headers ? { headers } : {}) });
+  } catch (error) {
+    stream?.response.catch(() => {});
+    const status = httpStatusOf(error);
+    report(onErrorResponse, error, status);
+    return json(status, errorBody(error));
+  }
+}
+
+/**
+ * The request's body as a JSON object, read up to `max` bytes.
+ * @throws InvalidInputError (`limit: 'maxBodyBytes'`) for a larger body, and for one that is not a
+ *   UTF-8 JSON object.
+ */
+async function readJsonBody(request: Request, max: number): Promise<Record<string, unknown>> {
+  const tooLarge = (size: string) =>
+    new InvalidInputError(
+      `The request body is ${size}, over maxBodyBytes (${max} bytes). Send only the new message (prepareSendMessagesRequest), or raise maxBodyBytes.`,
+      { limit: 'maxBodyBytes' },
+    );
+  const declared = Number(request.headers.get('content-length') ?? Number.NaN);
+  if (declared > max) throw tooLarge(`${declared} bytes`);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (request.body) {
+    const reader = request.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > max) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge(`at least ${size} bytes`);
+      }
+      chunks.push(value);
+    }
+  }
+  const notJson = (why: string) =>
+    new InvalidInputError(`The request body ${why}; a useChat request is JSON { "messages": [UIMessage, ...] }.`);
+  let body: unknown;
+  try {
+    const decoder = new TextDecoder('utf-8', { fatal: true });
+    body = JSON.parse(chunks.map((chunk) => decoder.decode(chunk, { stream: true })).join('') + decoder.decode());
+  } catch {
+    throw notJson(size === 0 ? 'is empty' : 'is not JSON');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw notJson('is not a JSON object');
+  return body as Record<string, unknown>;
+}
+
+/** The run as a stream again, its first update (already read) first. */
+function replayed(
+  stream: AgentRunStream,
+  updates: AsyncIterator<ChatResponseUpdate>,
+  first: IteratorResult<ChatResponseUpdate>,
+): AgentRunStream {
+  let held: IteratorResult<ChatResponseUpdate> | undefined = first;
+  const iterator: AsyncIterator<ChatResponseUpdate> = {
+    next: async () => {
+      if (held === undefined) return updates.next();
+      const next = held;
+      held = undefined;
+      return next;
+    },
+    return: async (value?: unknown) => {
+      held = undefined;
+      return (await updates.return?.(value)) ?? { done: true, value: undefined };
+    },
+  };
+  return { response: stream.response, [Symbol.asyncIterator]: () => iterator };
+}
+
+/** The 404 of a conversation the user does not own: the same answer as for one that does not exist. */
+function notFound(onErrorResponse: HandleChatRequestOptions['onErrorResponse']): Response {
+  const error = new InvalidInputError('No such conversation: the user has none with this id.');
+  report(onErrorResponse, error, 404);
+  return json(404, { error: { type: 'NotFound', message: error.message } });
+}
+
+function report(onErrorResponse: HandleChatRequestOptions['onErrorResponse'], error: unknown, status: number): void {
+  try {
+    onErrorResponse?.(error, status);
+  } catch {
+    // the answer does not depend on the callback
+  }
+}
+
+function json(status: number, body: ErrorBody): Response {
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
+  if (body.error.retryAfter !== undefined) headers['retry-after'] = String(body.error.retryAfter);
+  return new Response(JSON.stringify(body), { status, headers });
+}
