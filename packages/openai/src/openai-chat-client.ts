@@ -3,7 +3,8 @@ import type { ChatCompletionCreateParamsNonStreaming, ChatCompletionCreateParams
 import { ConfigurationError, type ChatClient, type ChatOptions, type ChatResponse, type ChatResponseUpdate, type Message } from '@ctx/core';
 import { createChunkMapper, fromChatCompletion, toChatMessages, toChatParams } from './chat-completions-mapping.js';
 import { toCtxError, truncatedStream } from './errors.js';
-import { connect, type OpenAIConnectionOptions } from './openai-connection.js';
+import { checkOptionNames, optionNames } from '@ctx/core/backend';
+import { CONNECTION_OPTIONS, connect, type OpenAIConnectionOptions } from './openai-connection.js';
 
 /** Options of `OpenAIChatClient`. */
 export interface OpenAIChatClientOptions extends OpenAIConnectionOptions {
@@ -13,10 +14,12 @@ export interface OpenAIChatClientOptions extends OpenAIConnectionOptions {
   systemRole?: 'system' | 'developer';
 }
 
+const OPTION_NAMES = optionNames<OpenAIChatClientOptions>()({ ...CONNECTION_OPTIONS, model: true, systemRole: true });
+
 /**
  * A `ChatClient` on the Chat Completions API (OpenAI, Azure OpenAI, and compatible servers).
  * The service keeps no conversation, so ctx's history providers send it each turn.
- * @throws ConfigurationError when no model is given.
+ * @throws ConfigurationError when no model is given, or for an option it does not know (named).
  */
 export class OpenAIChatClient implements ChatClient {
   readonly specificationVersion = 'v1' as const;
@@ -31,6 +34,7 @@ export class OpenAIChatClient implements ChatClient {
   readonly #systemRole: 'system' | 'developer';
 
   constructor(options: OpenAIChatClientOptions) {
+    checkOptionNames('OpenAIChatClient', options, OPTION_NAMES);
     const { client, secret } = connect('OpenAIChatClient', options);
     this.client = client;
     this.#secret = secret;

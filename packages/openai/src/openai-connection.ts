@@ -1,6 +1,6 @@
 import OpenAI, { AzureOpenAI } from 'openai';
 import { ConfigurationError } from '@ctx/core';
-import { checkInteger, checkPositiveNumber } from '@ctx/core/backend';
+import { checkInteger, checkOptionNames, checkPositiveNumber, optionNames } from '@ctx/core/backend';
 
 /** Azure OpenAI settings. Either `apiKey` or `azureADTokenProvider` (e.g. from `@azure/identity`). */
 export interface AzureOpenAIOptions {
@@ -34,13 +34,34 @@ export interface OpenAIConnectionOptions {
   azure?: AzureOpenAIOptions;
 }
 
+/** The names of `OpenAIConnectionOptions`, for the option checks of every class that connects. Internal. */
+export const CONNECTION_OPTIONS = {
+  client: true,
+  apiKey: true,
+  baseURL: true,
+  organization: true,
+  project: true,
+  maxRetries: true,
+  timeout: true,
+  azure: true,
+} as const satisfies { readonly [K in keyof Required<OpenAIConnectionOptions>]: true };
+
+const AZURE_OPTION_NAMES = optionNames<AzureOpenAIOptions>()({
+  endpoint: true,
+  deployment: true,
+  apiVersion: true,
+  apiKey: true,
+  azureADTokenProvider: true,
+});
+
 /**
  * The SDK client for `options`, and the key to redact from error messages. `owner` names the class
  * in error messages.
  * @throws ConfigurationError for a negative or fractional `maxRetries`, a `timeout` that is not a
- *   positive number, or settings the SDK refuses (e.g. no API key).
+ *   positive number, an `azure` setting it does not know, or settings the SDK refuses (e.g. no API key).
  */
 export function connect(owner: string, options: OpenAIConnectionOptions): { client: OpenAI; secret: string | undefined } {
+  checkOptionNames(`${owner} azure`, options.azure, AZURE_OPTION_NAMES);
   if (options.client) return { client: options.client, secret: options.client.apiKey ?? undefined };
   if (options.maxRetries !== undefined) checkInteger(owner, 'maxRetries', options.maxRetries, 0);
   if (options.timeout !== undefined) checkPositiveNumber(owner, 'timeout', options.timeout);

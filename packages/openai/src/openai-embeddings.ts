@@ -1,8 +1,8 @@
 import type OpenAI from 'openai';
 import type { EmbeddingGenerator } from '@ctx/core';
-import { checkInteger } from '@ctx/core/backend';
+import { checkInteger, checkOptionNames, optionNames } from '@ctx/core/backend';
 import { toCtxError } from './errors.js';
-import { connect, type OpenAIConnectionOptions } from './openai-connection.js';
+import { CONNECTION_OPTIONS, connect, type OpenAIConnectionOptions } from './openai-connection.js';
 
 /** Options of `OpenAIEmbeddings`. */
 export interface OpenAIEmbeddingsOptions extends OpenAIConnectionOptions {
@@ -16,9 +16,18 @@ export interface OpenAIEmbeddingsOptions extends OpenAIConnectionOptions {
   concurrency?: number;
 }
 
+const OPTION_NAMES = optionNames<OpenAIEmbeddingsOptions>()({
+  ...CONNECTION_OPTIONS,
+  model: true,
+  dimensions: true,
+  batchSize: true,
+  concurrency: true,
+});
+
 /**
  * An `EmbeddingGenerator` on the OpenAI (or Azure OpenAI) embeddings endpoint, batching large inputs.
- * @throws ConfigurationError (constructor) for `dimensions`, `batchSize` or `concurrency` that are not positive integers.
+ * @throws ConfigurationError (constructor) for `dimensions`, `batchSize` or `concurrency` that are not positive integers,
+ *   or for an option it does not know (named).
  */
 export class OpenAIEmbeddings implements EmbeddingGenerator {
   readonly modelId: string;
@@ -30,6 +39,7 @@ export class OpenAIEmbeddings implements EmbeddingGenerator {
 
   constructor(options: OpenAIEmbeddingsOptions = {}) {
     const owner = 'OpenAIEmbeddings';
+    checkOptionNames(owner, options, OPTION_NAMES);
     const { client, secret } = connect(owner, options);
     this.client = client;
     this.#secret = secret;

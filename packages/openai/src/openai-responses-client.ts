@@ -1,10 +1,10 @@
 import type OpenAI from 'openai';
 import type { ResponseCreateParamsNonStreaming, ResponseCreateParamsStreaming } from 'openai/resources/responses/responses';
 import type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, Message } from '@ctx/core';
-import { checkInteger } from '@ctx/core/backend';
+import { checkInteger, checkOptionNames, optionNames } from '@ctx/core/backend';
 import { toCtxError, truncatedStream } from './errors.js';
 import { resolveModel } from './openai-chat-client.js';
-import { connect, type OpenAIConnectionOptions } from './openai-connection.js';
+import { CONNECTION_OPTIONS, connect, type OpenAIConnectionOptions } from './openai-connection.js';
 import { fromCompactedResponse, type ResponsesCompaction } from './responses-compaction.js';
 import { createEventMapper, fromResponse, toResponseInput, toResponseParams, toUsage } from './responses-mapping.js';
 
@@ -31,12 +31,16 @@ export interface ResponsesCompactOptions {
   instructions?: string;
 }
 
+const OPTION_NAMES = optionNames<OpenAIResponsesClientOptions>()({ ...CONNECTION_OPTIONS, model: true, compactThreshold: true });
+
 /**
  * A `ChatClient` on the Responses API. The service stores responses by default, so it keeps the
  * conversation: each response's id comes back as `conversationId`, the agent puts it on
  * `session.serviceSessionId`, and the next run sends only new messages (`previous_response_id`).
  * A `conv_...` session id continues a Conversations API conversation instead. Pass
  * `options: { store: false }` to keep history locally.
+ * @throws ConfigurationError (constructor) when no model is given, for an invalid `compactThreshold`,
+ *   or for an option it does not know (named).
  */
 export class OpenAIResponsesClient implements ChatClient {
   readonly specificationVersion = 'v1' as const;
@@ -51,6 +55,7 @@ export class OpenAIResponsesClient implements ChatClient {
   readonly #secret: string | undefined;
 
   constructor(options: OpenAIResponsesClientOptions) {
+    checkOptionNames('OpenAIResponsesClient', options, OPTION_NAMES);
     const { client, secret } = connect('OpenAIResponsesClient', options);
     this.client = client;
     this.#secret = secret;

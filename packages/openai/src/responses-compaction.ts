@@ -1,7 +1,7 @@
 import type { CompactedResponse, ResponseOutputItem } from 'openai/resources/responses/responses';
 import type { CompactionStrategy, CompactionTrigger, Content, JsonObject, Message as CoreMessage, Usage } from '@ctx/core';
 import { COMPACTION_WINDOW, compactWhen, generateId, Message } from '@ctx/core';
-import { flattenGroups, groupMessages, splitProtected } from '@ctx/core/backend';
+import { checkOptionNames, flattenGroups, groupMessages, optionNames, splitProtected } from '@ctx/core/backend';
 import { textContent } from './annotations.js';
 import { SERVICE_MESSAGE_ID } from './chat-completions-mapping.js';
 
@@ -100,6 +100,8 @@ export interface ServiceCompactionOptions {
   instructions?: string;
 }
 
+const OPTION_NAMES = optionNames<ServiceCompactionOptions>()({ client: true, trigger: true, instructions: true });
+
 /**
  * A `CompactionStrategy` that has the service compact (the Responses API's standalone compaction,
  * `POST /responses/compact`): everything before the newest user turn (system messages included) is
@@ -107,8 +109,10 @@ export interface ServiceCompactionOptions {
  * newest user turn and what follows it stay as they are. A previous compaction item is kept inside
  * what is compacted, so the service folds it in. A failing call changes nothing (the agent and
  * `CompactionProvider` report it as `compaction-failed`).
+ * @throws ConfigurationError for an option it does not know (named).
  */
 export function serviceCompaction(options: ServiceCompactionOptions): CompactionStrategy {
+  checkOptionNames('serviceCompaction', options, OPTION_NAMES);
   const strategy: CompactionStrategy = {
     specificationVersion: 'v1',
     async compact(messages, { signal }) {

@@ -1,8 +1,8 @@
 import { Tiktoken } from 'js-tiktoken/lite';
 import cl100k_base from 'js-tiktoken/ranks/cl100k_base';
 import o200k_base from 'js-tiktoken/ranks/o200k_base';
-import type { Message, Tokenizer } from '@ctx/core';
-import { countContentTokens } from '@ctx/core/backend';
+import { ConfigurationError, type Message, type Tokenizer } from '@ctx/core';
+import { checkOptionNames, countContentTokens, optionNames } from '@ctx/core/backend';
 
 /** The BPE encodings OpenAI's current models use. */
 export type OpenAIEncoding = 'o200k_base' | 'cl100k_base';
@@ -22,6 +22,7 @@ export interface OpenAITokenizer extends Tokenizer {
   encode(text: string): number[];
 }
 
+const OPTION_NAMES = optionNames<OpenAITokenizerOptions>()({ model: true, encoding: true });
 const ranks = { o200k_base, cl100k_base };
 const cache = new Map<OpenAIEncoding, Tiktoken>();
 
@@ -43,9 +44,13 @@ export function encodingForModel(model: string): OpenAIEncoding {
  * `countMessageTokens` follows the service's chat framing, so its result for a Chat Completions
  * request of plain text messages equals the `prompt_tokens` the service reports. Function calls
  * and results are counted by their JSON text (the service's framing for them is undocumented).
+ * @throws ConfigurationError for an option it does not know (named), or an unknown `encoding`.
  */
 export function createOpenAITokenizer(options: OpenAITokenizerOptions = {}): OpenAITokenizer {
+  checkOptionNames('createOpenAITokenizer', options, OPTION_NAMES);
   const encoding = options.encoding ?? encodingForModel(options.model ?? 'gpt-4o');
+  if (!Object.hasOwn(ranks, encoding))
+    throw new ConfigurationError(`createOpenAITokenizer: encoding must be 'o200k_base' or 'cl100k_base', got ${JSON.stringify(encoding)}.`);
   let bpe = cache.get(encoding);
   if (!bpe) cache.set(encoding, (bpe = new Tiktoken(ranks[encoding])));
   const tiktoken = bpe;
