@@ -1,8 +1,17 @@
 import type { CacheView, SentCall } from './model.js';
+import type { Removal } from './removals.js';
 
 type FirstChange = NonNullable<CacheView['firstChange']>;
 
 const PER_RUN = "declare it per-run (stability: 'per-run') so it goes after the history";
+
+/** What the model knows of the history's removals: since the previous call, and run after run. */
+export interface RemovalContext {
+  /** What each history lost since the previous call, and how (`removalsSince`). */
+  removals: readonly Removal[];
+  /** Per source: in how many runs in a row (this one included) its history was cut from the front. */
+  frontCuts: ReadonlyMap<string, number>;
+}
 
 /**
  * Why a call's prefix stops repeating the previous call at item `at` (in prompt order: tools,
@@ -13,6 +22,7 @@ export function explainFirstChange(
   previous: SentCall,
   at: number,
   history: ReadonlyMap<string, { text: string; changes: number }>,
+  removals: RemovalContext,
 ): FirstChange {
   const kind = current.kinds[at] ?? previous.kinds[at] ?? 'messages';
   if (at >= current.kinds.length) {
@@ -22,7 +32,7 @@ export function explainFirstChange(
   const before = previous.kinds[at];
   if (kind === 'tools' || before === 'tools') return toolChange(current, previous, at);
   if (kind === 'instructions' || before === 'instructions') return instructionChange(current, previous, history);
-  return messageChange(current, previous, at);
+  return messageChange(current, previous, at, removals);
 }
 
 function toolChange(current: SentCall, previous: SentCall, at: number): FirstChange {
@@ -77,20 +87,29 @@ function instructionChange(
   };
 }
 
-function messageChange(current: SentCall, previous: SentCall, at: number): FirstChange {
+function messageChange(current: SentCall, previous: SentCall, at: number, context: RemovalContext): FirstChange {
   const firstMessage = current.kinds.indexOf('messages');
   const item = current.items.filter((i) => i.kind === 'message')[at - firstMessage];
   const sourceId = current.owners[at] ?? 'unknown';
+  const prevMessages = previous.items.filter((i) => i.kind === 'message');
+  const prevAt = at - previous.kinds.indexOf('messages');
+  const gone = prevMessages[prevAt];
+  // Compaction first: the message the previous call sent here was cut from its history, or a new
+  // summary stands here. Whatever follows a removal is sent anew: that is the break, not the history.
+  const isNewSummary = item?.summaryOf !== undefined && !previous.messageIds.has(item.id ?? '');
+  const removal = context.removals.find(
+    (r) =>
+      r.kind !== 'middle' &&
+      ((gone?.id !== undefined && r.ids.has(gone.id)) || (isNewSummary && r.kind === 'summary' && r.sourceId === sourceId)),
+  );
+  if (removal) return compactionChange(removal, context.frontCuts.get(removal.sourceId) ?? 0);
   if (item?.summaryOf !== undefined)
     return {
       kind: 'messages',
       sourceId,
-      reason: `${sourceId}: history compacted, a summary replaced ${item.summaryOf} messages`,
-      advice: 'expected once per compaction; a target well below the trigger makes it rare',
+      reason: `${sourceId}: compaction put a summary of ${plural(item.summaryOf, 'message')} here`,
+      advice: `${sourceId}: ${SUMMARIZE_RARELY}`,
     };
-  const prevMessages = previous.items.filter((i) => i.kind === 'message');
-  const prevAt = at - previous.kinds.indexOf('messages');
-  const gone = prevMessages[prevAt];
   if (gone?.id !== undefined && !current.messageIds.has(gone.id) && gone.sourceId !== sourceId) {
     // What the previous call had here is not sent again. After the history (only the input behind
     // it), that is per-run context made anew each run: the prefix before it holds, as designed.
@@ -128,4 +147,29 @@ function messageChange(current: SentCall, previous: SentCall, at: number): First
     reason: `${sourceId}: context message changes between runs, ahead of the history`,
     advice: `${sourceId}: ${PER_RUN}`,
   };
+}
+
+const SUMMARIZE_RARELY =
+  "expected once per summary; summarize rarely, with a trigger well above what it keeps (compactWhen's trigger, summarization's keepRecentGroups), so the history grows for several runs between summaries";
+
+/** The first change is compaction's: what it removed, and how to make it break the prefix rarely. */
+function compactionChange(removal: Removal, runsInARow: number): FirstChange {
+  const { sourceId, summaryOf } = removal;
+  if (removal.kind === 'summary') {
+    const replaced = removal.messages - removal.foldedSummaries;
+    const reason = removal.foldedSummaries
+      ? `${sourceId}: compaction folded the previous summary and ${plural(replaced, 'more message')} into a new summary${summaryOf !== undefined ? ` (of ${plural(summaryOf, 'message')} now)` : ''}`
+      : `${sourceId}: compaction replaced ${plural(replaced, 'earlier message')} with a summary`;
+    return { kind: 'messages', sourceId, reason, advice: `${sourceId}: ${SUMMARIZE_RARELY}` };
+  }
+  const reason = `${sourceId}: compaction removed ${plural(removal.messages, 'message')} from the front (truncation, a sliding window or the history's maxMessages), so everything after is sent anew`;
+  const advice =
+    runsInARow >= 2
+      ? `${sourceId}: the front was cut in ${runsInARow} runs in a row (a sliding window, or truncation with target: 1), so the prefix breaks every run: cut in steps instead, e.g. truncation({ maxMessages, target: 0.5 }) cuts to half its limit and the front then holds for several runs`
+      : `${sourceId}: expected once per cut; keep compaction's target well below its limit (truncation's target, default 0.5) so it cuts rarely and the front holds for several runs`;
+  return { kind: 'messages', sourceId, reason, advice };
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }

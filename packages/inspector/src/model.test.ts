@@ -1,4 +1,18 @@
-import { type AgentEvent, type ContextAudit, createAgent, createAuditProvider, defineTool, type EventHandler, Message } from '@ctx/core';
+import {
+  type AgentEvent,
+  CompactionProvider,
+  type CompactionStrategy,
+  type ContextAudit,
+  compactWhen,
+  createAgent,
+  createAuditProvider,
+  defineTool,
+  type EventHandler,
+  Message,
+  slidingWindow,
+  summarization,
+  truncation,
+} from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { describe, expect, it } from 'vitest';
 import { createInspectorModel, type InspectorModelOptions } from './model.js';
@@ -129,6 +143,100 @@ describe('createInspectorModel', () => {
       firstChange: { kind: 'tools', sourceId: 'flaky', reason: 'flaky: tool "extra" added' },
     });
     expect(third!.calls[0]!.diff.added).toContainEqual({ kind: 'tool', sourceId: 'flaky', label: 'extra', tokens: expect.any(Number) });
+  });
+
+  describe('when compaction breaks the prefix, names what it removed and what to do, never the history', () => {
+    /** Eight one-line turns through `CompactionProvider` with `strategy`: each run's first call. */
+    async function firstCalls(strategy: CompactionStrategy) {
+      const { model, onEvent } = feed();
+      const agent = createAgent({
+        client: new ScriptedChatClient({ replies: () => 'ok' }),
+        instructions: 'Be brief.',
+        contextProviders: [new CompactionProvider({ strategy })],
+        onEvent,
+      });
+      const session = agent.createSession();
+      for (let i = 0; i < 8; i++) await agent.run(`turn ${i}`, { session });
+      return runsOf(model).map((r) => r.calls[0]!);
+    }
+    const PER_RUN = /per-run|stability/;
+
+    it('truncation: removed N messages from the front; keep its target below its limit', async () => {
+      const calls = await firstCalls(truncation({ maxMessages: 6 }));
+      // Runs 5 and 7 cut the history (7 messages, then 6, cut to half of 6).
+      const cut = calls.map((c) => c.cache.firstChange?.sourceId);
+      expect(cut).toEqual([undefined, undefined, undefined, undefined, 'memory', undefined, 'memory', undefined]);
+      expect(calls[4]!.cache.firstChange).toEqual({
+        kind: 'messages',
+        sourceId: 'memory',
+        reason:
+          "memory: compaction removed 5 messages from the front (truncation, a sliding window or the history's maxMessages), so everything after is sent anew",
+        advice:
+          "memory: expected once per cut; keep compaction's target well below its limit (truncation's target, default 0.5) so it cuts rarely and the front holds for several runs",
+      });
+      expect(calls[6]!.cache.firstChange?.reason).toMatch(/^memory: compaction removed 4 messages from the front/);
+      expect(calls[4]!.removed).toEqual([
+        {
+          sourceId: 'memory',
+          messages: 5,
+          tokens: expect.any(Number),
+          reason: "removed from the front (compaction: truncation or a sliding window, or the history's window)",
+        },
+      ]);
+      for (const c of calls) expect(c.cache.firstChange?.advice ?? '').not.toMatch(PER_RUN);
+    });
+
+    it('a sliding window: cut run after run, so it says the prefix breaks every run and how to cut in steps', async () => {
+      const calls = await firstCalls(slidingWindow({ maxGroups: 3 }));
+      expect(calls[2]!.cache.firstChange).toMatchObject({
+        sourceId: 'memory',
+        reason: expect.stringMatching(/^memory: compaction removed 1 message from the front \(truncation, a sliding window/),
+        advice: expect.stringMatching(/^memory: expected once per cut/),
+      });
+      expect(calls[7]!.cache.firstChange).toEqual({
+        kind: 'messages',
+        sourceId: 'memory',
+        reason:
+          "memory: compaction removed 2 messages from the front (truncation, a sliding window or the history's maxMessages), so everything after is sent anew",
+        advice:
+          'memory: the front was cut in 6 runs in a row (a sliding window, or truncation with target: 1), so the prefix breaks every run: cut in steps instead, e.g. truncation({ maxMessages, target: 0.5 }) cuts to half its limit and the front then holds for several runs',
+      });
+      for (const c of calls.slice(2)) {
+        expect(c.cache.firstChange?.advice).not.toMatch(PER_RUN);
+        expect(c.removed.map((r) => r.reason)).toEqual([expect.stringMatching(/^removed from the front/)]);
+      }
+    });
+
+    it('summarization: a summary replaced N messages, then folded the previous summary in', async () => {
+      for (const sameText of [false, true]) {
+        let made = 0;
+        const summarizer = new ScriptedChatClient({ replies: () => (sameText ? 'The user counted turns.' : `Summary ${++made}.`) });
+        const calls = await firstCalls(compactWhen({ messages: 6 }, summarization({ client: summarizer, keepRecentGroups: 1 })));
+        expect(calls[4]!.cache.firstChange, `same text: ${sameText}`).toEqual({
+          kind: 'messages',
+          sourceId: 'memory',
+          reason: 'memory: compaction replaced 5 earlier messages with a summary',
+          advice:
+            "memory: expected once per summary; summarize rarely, with a trigger well above what it keeps (compactWhen's trigger, summarization's keepRecentGroups), so the history grows for several runs between summaries",
+        });
+        // Run 7 summarizes again: the new summary stands for the old one's 5 and 4 more. (A
+        // summarizer that writes the same text again leaves the summary's text repeated: the break
+        // is at the first message it folded.)
+        expect(calls[6]!.cache.firstChange, `same text: ${sameText}`).toMatchObject({
+          sourceId: 'memory',
+          reason: 'memory: compaction folded the previous summary and 4 more messages into a new summary (of 9 messages now)',
+          advice: expect.stringMatching(/^memory: expected once per summary; summarize rarely/),
+        });
+        expect(calls[6]!.removed).toEqual([
+          {
+            sourceId: 'memory',
+            messages: 5,
+            tokens: expect.any(Number),
+            reason: 'compaction: replaced by a summary (the previous summary folded in)',
+          },
+        ]);
+      }
+    });
   });
 
   it('says what compaction and budgets removed, and which providers added nothing', async () => {

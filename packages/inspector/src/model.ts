@@ -1,6 +1,7 @@
 import type { AgentEvent, Contribution, JsonValue, Message, Tokenizer, ToolDefinition, Usage } from '@ctx/core';
 import { createCharacterTokenizer } from '@ctx/core';
-import { explainFirstChange } from './cache-advice.js';
+import { explainFirstChange, type RemovalContext } from './cache-advice.js';
+import { removalsSince, removedSince } from './removals.js';
 
 /** One thing a model call sent, in the order the model reads it: tools, then instructions, then messages. */
 export interface CallItem {
@@ -71,7 +72,11 @@ export interface RemovedView {
   messages: number;
   /** Their tokens. */
   tokens: number;
-  /** Why: `compaction (summary)`, `compaction`, `budget`... */
+  /**
+   * Why: `compaction: replaced by a summary` (with `(the previous summary folded in)` when it
+   * folded one), `removed from the front (...)` (truncation, a sliding window, a history's window),
+   * or `left out, newer messages kept (...)` (a budget).
+   */
   reason: string;
 }
 
@@ -252,7 +257,8 @@ interface Sent {
   /** One entry per item of `hashes`: the source(s) of that item. */
   owners: string[];
   instructionParts: Array<{ sourceId: string; text: string }>;
-  messageIds: Map<string, { sourceId: string; tokens: number }>;
+  /** Each message sent, in order: its source, tokens, and for a summary the ids it replaces. */
+  messageIds: Map<string, { sourceId: string; tokens: number; summary?: readonly string[] }>;
 }
 
 /** `DEFAULT_MAX_RUNS`: runs kept by default. */
@@ -277,6 +283,8 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
   const lastSent = new Map<string, Sent>();
   /** Per session: the instruction text each source sent last time, and how many runs in a row it changed. */
   const instructionHistory = new Map<string, Map<string, { text: string; changes: number }>>();
+  /** Per session and source: in how many runs in a row the first call found the history cut from the front. */
+  const frontCuts = new Map<string, Map<string, number>>();
 
   const touch = (sessionId: string): SessionView => {
     let s = sessions.get(sessionId);
@@ -299,6 +307,7 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
           sessions.delete(run.sessionId);
           lastSent.delete(run.sessionId);
           instructionHistory.delete(run.sessionId);
+          frontCuts.delete(run.sessionId);
         }
       }
     }
@@ -352,7 +361,8 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
     for (const m of content?.messages ?? []) {
       const item = messageItem(m, tokenizer, showText);
       items.push(item);
-      sent.messageIds.set(m.id, { sourceId: item.sourceId, tokens: item.tokens });
+      const replaces = summaryReplaces(m.metadata);
+      sent.messageIds.set(m.id, { sourceId: item.sourceId, tokens: item.tokens, ...(replaces ? { summary: replaces } : {}) });
       add('messages', JSON.stringify([m.role, m.contents]), item.tokens, item.sourceId);
     }
     return { items, sent };
@@ -429,13 +439,21 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
             history.set(part.sourceId, { text: part.text, changes: before && before.text !== part.text ? before.changes + 1 : 0 });
           }
         }
+        const removals = previous ? removalsSince(previous, sent) : [];
+        let cuts = frontCuts.get(run.sessionId);
+        if (!cuts) frontCuts.set(run.sessionId, (cuts = new Map()));
+        if (firstOfRun) {
+          const cut = new Set(removals.filter((r) => r.kind === 'front').map((r) => r.sourceId));
+          for (const sourceId of cuts.keys()) if (!cut.has(sourceId)) cuts.delete(sourceId);
+          for (const sourceId of cut) cuts.set(sourceId, (cuts.get(sourceId) ?? 0) + 1);
+        }
         const call: CallView = {
           index: run.calls.length + 1,
           items,
           sources: bySource(items),
           totalTokens: items.reduce((a, i) => a + i.tokens, 0),
-          cache: comparePrefix(sent, previous, history),
-          removed: previous ? removedSince(previous, sent, items) : [],
+          cache: comparePrefix(sent, previous, history, { removals, frontCuts: cuts }),
+          removed: previous ? removedSince(previous, sent) : [],
           diff: diffOf(previous?.items ?? [], items),
         };
         run.calls.push(call);
@@ -555,9 +573,10 @@ function sourceOf(metadata: unknown): string | undefined {
   return typeof ctx?.sourceId === 'string' ? ctx.sourceId : undefined;
 }
 
-function summaryCount(metadata: unknown): number | undefined {
+/** The ids a compaction summary stands for (`metadata.ctx.summary.replaces`), when the message is one. */
+function summaryReplaces(metadata: unknown): string[] | undefined {
   const summary = (metadata as { ctx?: { summary?: { replaces?: unknown } } } | undefined)?.ctx?.summary;
-  return Array.isArray(summary?.replaces) ? summary.replaces.length : undefined;
+  return Array.isArray(summary?.replaces) ? summary.replaces.filter((id): id is string => typeof id === 'string') : undefined;
 }
 
 function messageItem(m: Message, tokenizer: Tokenizer, showText: boolean, fallbackSource = 'response'): CallItem {
@@ -576,7 +595,7 @@ function messageItem(m: Message, tokenizer: Tokenizer, showText: boolean, fallba
     else if (c.type !== 'text') parts.push(c.type);
   }
   if (parts.length) item.parts = parts;
-  const summaryOf = summaryCount(m.metadata);
+  const summaryOf = summaryReplaces(m.metadata)?.length;
   if (summaryOf !== undefined) item.summaryOf = summaryOf;
   if (showText) {
     const text = m.contents.map((c) => (c.type === 'text' ? c.text : '')).join('');
@@ -603,6 +622,7 @@ function comparePrefix(
   current: Sent,
   previous: Sent | undefined,
   history: ReadonlyMap<string, { text: string; changes: number }>,
+  removals: RemovalContext,
 ): CacheView {
   const totalTokens = current.tokens.reduce((a, b) => a + b, 0);
   if (!previous) return { repeatedTokens: 0, totalTokens, compared: false };
@@ -611,28 +631,8 @@ function comparePrefix(
   for (; i < current.hashes.length && i < previous.hashes.length && current.hashes[i] === previous.hashes[i]; i++)
     repeatedTokens += current.tokens[i]!;
   if (i >= previous.hashes.length) return { repeatedTokens, totalTokens, compared: true };
-  const firstChange = explainFirstChange(current, previous, i, history);
+  const firstChange = explainFirstChange(current, previous, i, history, removals);
   return { repeatedTokens, totalTokens, compared: true, firstChange };
-}
-
-function removedSince(previous: Sent, current: Sent, items: readonly CallItem[]): RemovedView[] {
-  // Only a source whose messages carry on from call to call (a history) can lose some: one that
-  // makes its messages anew every run (retrieved documents, per-run context) replaces them.
-  const carriesOn = new Set<string>();
-  for (const [id, m] of current.messageIds) if (previous.messageIds.has(id)) carriesOn.add(m.sourceId);
-  const summaries = new Set(items.filter((i) => i.summaryOf !== undefined && !previous.messageIds.has(i.id ?? '')).map((i) => i.sourceId));
-  const out = new Map<string, RemovedView>();
-  for (const [id, { sourceId, tokens }] of previous.messageIds) {
-    if (current.messageIds.has(id) || !(carriesOn.has(sourceId) || summaries.has(sourceId))) continue;
-    let r = out.get(sourceId);
-    if (!r) {
-      const reason = summaries.has(sourceId) ? 'compaction: replaced by a summary' : 'left out (compaction, a window or a budget)';
-      out.set(sourceId, (r = { sourceId, messages: 0, tokens: 0, reason }));
-    }
-    r.messages++;
-    r.tokens += tokens;
-  }
-  return [...out.values()];
 }
 
 function diffOf(before: readonly CallItem[], after: readonly CallItem[]): CallView['diff'] {
