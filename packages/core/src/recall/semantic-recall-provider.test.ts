@@ -10,6 +10,8 @@ import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
 import type { AgentEvent } from '../spec/events.js';
 import type { ContextProvider } from '../spec/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
+import { withPolicies } from '../policies/with-policies.js';
+import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
 import { type RecalledPassage, SemanticRecallProvider } from './semantic-recall-provider.js';
 
 const embeddings = createHashEmbedding();
@@ -21,6 +23,8 @@ class SelfReadingHistory extends InMemoryHistoryProvider {
   }
 }
 const recalled = (messages: readonly Message[]) => messages.filter((m) => Message.source(m)?.sourceId === 'recall');
+/** The passages of every recall message sent, best first (one message per passage). */
+const passagesIn = (messages: readonly Message[]) => recalled(messages).flatMap((m) => m.metadata!.recall as unknown as RecalledPassage[]);
 const echo = () => new ScriptedChatClient({ replies: () => ({ text: 'noted' }) });
 
 const TURNS = [
@@ -167,7 +171,7 @@ describe('SemanticRecallProvider, before mode', () => {
     expect(events.filter((e) => e.type === 'provider-skipped' && e.sourceId === 'recall')).toHaveLength(1);
   });
 
-  it('an index that fails while storing the turn is reported and the run still answers', async () => {
+  it('an index that fails while storing the turn is reported and the run still answers, its turn stored', async () => {
     const index = new InMemoryVectorIndex();
     index.upsert = async () => {
       throw new Error('index unreachable');
@@ -178,9 +182,13 @@ describe('SemanticRecallProvider, before mode', () => {
       onEvent: (e) => events.push(e),
       contextProviders: [new SemanticRecallProvider({ embeddings, index })],
     });
-    const response = await agent.run('Remember the parcel number 881.', { session: agent.createSession() });
+    const session = agent.createSession();
+    const response = await agent.run('Remember the parcel number 881.', { session });
     expect(response.text).toBe('noted');
-    expect(events.filter((e) => e.type === 'provider-skipped' && e.sourceId === 'recall')).toHaveLength(1);
+    expect(await agent.getHistory(session)).toHaveLength(2);
+    expect(
+      events.filter((e) => e.type === 'provider-diagnostic' && e.code === 'turn-stored-failed' && e.sourceId === 'recall'),
+    ).toHaveLength(1);
   });
 
   it('an embedding model that never answers is abandoned at timeoutMs, and an abort ends the run at once', async () => {
@@ -381,7 +389,7 @@ describe('SemanticRecallProvider, the index follows the history', () => {
     await expect(agent.forkSession(session, { sessionId: 'the-fork' })).rejects.toThrow(/mirror down/);
     expect(await index.getRange({ sessionId: 'the-fork', userId: 'ana', fromSequence: 0, toSequence: 100 })).toEqual([]);
     await agent.run('What is my locker code at the gym?', { session: agent.createSession({ userId: 'ana' }) });
-    const passages = recalled(client.calls.at(-1)!.messages)[0]!.metadata!.recall as unknown as RecalledPassage[];
+    const passages = passagesIn(client.calls.at(-1)!.messages);
     expect(passages.map((p) => p.sessionId)).toEqual([session.sessionId]);
   });
 
@@ -494,8 +502,7 @@ describe('SemanticRecallProvider, the index follows the history', () => {
     await agent.run('I am planning a trip to Lisbon in March.', { session });
     const fork = await agent.forkSession(session);
     await agent.run('What is my locker code at the gym?', { session: fork });
-    const [message] = recalled(client.calls.at(-1)!.messages);
-    const passages = message!.metadata!.recall as unknown as RecalledPassage[];
+    const passages = passagesIn(client.calls.at(-1)!.messages);
     const ids = passages.flatMap((p) => p.messageIds);
     expect(new Set(ids).size).toBe(ids.length);
     const first = (await agent.getHistory(session))[0]!.id;
@@ -514,7 +521,7 @@ describe('SemanticRecallProvider, the index follows the history', () => {
     await agent.forkSession(session);
     await agent.forkSession(session);
     await agent.run('What was my locker code at the gym?', { session: agent.createSession({ userId: 'ana' }) });
-    const passages = recalled(client.calls.at(-1)!.messages)[0]!.metadata!.recall as unknown as RecalledPassage[];
+    const passages = passagesIn(client.calls.at(-1)!.messages);
     const ids = passages.flatMap((p) => p.messageIds);
     expect(new Set(ids).size).toBe(4);
     expect(ids).toHaveLength(4);
@@ -621,5 +628,55 @@ describe('SemanticRecallProvider, user data', () => {
       listed: false,
       reason: expect.stringMatching(/no list method/),
     });
+  });
+});
+
+describe('SemanticRecallProvider, budget and when', () => {
+  const FACTS = ['My locker code at the gym is 4471.', 'The gym locker room closes at ten.', 'I bought new gym shoes for the locker room.'];
+
+  /** Three sessions of one user, one fact each; then a question about the locker code, in a fourth. */
+  async function ask(recall: ContextProvider) {
+    const client = echo();
+    const agent = createAgent({ client, contextProviders: [new InMemoryHistoryProvider(), recall] });
+    for (const fact of FACTS) await agent.run(fact, { session: agent.createSession({ userId: 'ana' }) });
+    await agent.run('What is my gym locker code?', { session: agent.createSession({ userId: 'ana' }) });
+    return recalled(client.calls.at(-1)!.messages);
+  }
+  const options = { embeddings, topK: 3, messageRange: 0, indexMessages: true } as const;
+
+  it('one message per passage, best first, each with its similarity as metadata.priority; the header rides on the first', async () => {
+    const messages = await ask(new SemanticRecallProvider(options));
+    expect(messages).toHaveLength(3);
+    const scores = messages.map((m) => m.metadata!.priority as number);
+    expect([...scores].sort((a, b) => b - a)).toEqual(scores);
+    expect(Message.text(messages[0]!)).toMatch(/^Earlier messages that may be relevant/);
+    expect(Message.text(messages[1]!)).not.toMatch(/^Earlier messages/);
+  });
+
+  for (const [way, make] of [
+    ['its own budget', (maxTokens: number) => new SemanticRecallProvider({ ...options, budget: { maxTokens } })],
+    ['withPolicies', (maxTokens: number) => withPolicies(new SemanticRecallProvider(options), { budget: { maxTokens } })],
+  ] as const) {
+    it(`a budget (${way}) smaller than the block drops the weakest passages first and keeps the best`, async () => {
+      const all = await ask(new SemanticRecallProvider(options));
+      const best = all[0]!;
+      const tokens = createCharacterTokenizer().countMessageTokens([best]);
+      const kept = await ask(make(tokens + 5));
+      expect(kept.map((m) => Message.text(m))).toEqual([Message.text(best)]);
+      expect(Message.text(kept[0]!)).toContain('4471');
+    });
+  }
+
+  it('when declines: nothing is recalled in that run, but the turn is still indexed', async () => {
+    const index = new InMemoryVectorIndex();
+    const messages = await ask(
+      new SemanticRecallProvider({
+        ...options,
+        index,
+        when: (context) => !Message.text(context.inputMessages[0]!).includes('locker code'),
+      }),
+    );
+    expect(messages).toEqual([]);
+    expect(index.size).toBe(8);
   });
 });

@@ -1,5 +1,7 @@
 import { abortable } from '../backend/deadline.js';
-import { shortId } from '../backend/checks.js';
+import { checkOptionNames, optionNames, shortId } from '../backend/checks.js';
+import { type BudgetPolicy, fitPrefix, recordBudget, resolveBudget, type ResolvedBudget } from '../policies/budget.js';
+import { type ProviderGate, RunGate } from '../policies/gate.js';
 import { ConfigurationError, CtxError, describe, SessionStateError } from '../errors.js';
 import { summaryInfo } from '../compaction/summarization.js';
 import { replacedMessagesOf } from '../history/replaced-messages.js';
@@ -67,9 +69,40 @@ export interface SemanticRecallProviderOptions {
   timeoutMs?: number;
   /** First line of the injected message. */
   header?: string;
+  /**
+   * Gating: evaluated once per run before recalling (`before`) or offering the tool (`tool`);
+   * `false` and nothing is recalled in that run. The run's turn is still indexed, so it can be
+   * recalled later.
+   */
+  when?: ProviderGate;
+  /**
+   * A token cap on what is recalled: passages (a match with its neighbours) are dropped weakest
+   * first (lowest similarity), the best that fit are kept; in `tool` mode it caps each tool
+   * result the same way. Recorded for `auditContext`. Default: no cap.
+   */
+  budget?: BudgetPolicy;
 }
 
-/** One passage in `metadata.recall` of the injected message: a stretch of a past session. */
+const OPTION_NAMES = optionNames<SemanticRecallProviderOptions>()({
+  embeddings: true,
+  index: true,
+  scope: true,
+  topK: true,
+  messageRange: true,
+  mode: true,
+  minScore: true,
+  indexMessages: true,
+  maxTextChars: true,
+  sourceId: true,
+  toolName: true,
+  onError: true,
+  timeoutMs: true,
+  header: true,
+  when: true,
+  budget: true,
+});
+
+/** One passage in `metadata.recall` of an injected message: a stretch of a past session. */
 export interface RecalledPassage {
   /** The session it comes from. */
   sessionId: string;
@@ -101,12 +134,15 @@ const marker = Symbol.for('ctx.semantic-recall-provider');
 
 /**
  * Memory beyond the window: every stored turn is embedded into a `VectorIndex` (after `redact`),
- * per session or per user. Before a run it finds past messages that are not in this run's window
- * and adds them, with `messageRange` neighbours and when they were said, as one per-run context
- * message attributed to `sourceId` (after the history, so the prompt cache holds); in `tool` mode
- * the model searches with a `recall` tool instead. `deleteSession` and `deleteUserData` remove the
- * vectors. Compaction with `archive: true` puts what it replaces into the same index.
- * @throws ConfigurationError (constructor) for invalid options.
+ * per session or per user, once the history has stored it (`onTurnStored`): a reply that was never
+ * stored (a failed store or save, an abort) is never indexed. Before a run it finds past messages
+ * that are not in this run's window and adds them, with `messageRange` neighbours and when they
+ * were said, as per-run context attributed to `sourceId` (after the history, so the prompt cache
+ * holds): one message per passage, best first, each with `metadata.priority` set to its similarity,
+ * so a budget (its own or `withPolicies`') drops the weakest passages first. In `tool` mode the
+ * model searches with a `recall` tool instead. Rewinds, forks, `deleteSession` and `deleteUserData`
+ * keep the index in step. Compaction with `archive: true` puts what it replaces into the same index.
+ * @throws ConfigurationError (constructor) for invalid or unknown options.
  */
 export class SemanticRecallProvider implements ContextProvider<RecallState> {
   private readonly [marker] = true;
@@ -133,10 +169,15 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
   readonly #maxChars: number;
   readonly #header: string;
   readonly #tool: Tool | undefined;
+  readonly #gate: RunGate;
+  readonly #budget: ResolvedBudget | undefined;
+  /** Per run: the records of its turn, sequenced in `afterRun`, indexed once the turn is stored. */
+  readonly #pending = new WeakMap<SessionContext, PendingTurn>();
 
   constructor(options: SemanticRecallProviderOptions) {
     this.sourceId = options?.sourceId ?? 'recall';
     const owner = `SemanticRecallProvider("${this.sourceId}")`;
+    checkOptionNames(owner, options, OPTION_NAMES);
     if (typeof options?.embeddings?.embed !== 'function')
       throw new ConfigurationError(`${owner} needs \`embeddings\`: an EmbeddingGenerator (e.g. createHashEmbedding()).`);
     const index = options.index ?? new InMemoryVectorIndex();
@@ -161,6 +202,8 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
     this.timeoutMs = options.timeoutMs;
     this.#header = options.header ?? DEFAULT_HEADER;
     this.toolName = options.toolName ?? 'recall';
+    this.#gate = new RunGate(options.when);
+    this.#budget = resolveBudget(owner, options.budget);
     if (this.mode === 'tool') this.#tool = this.#recallTool();
   }
 
@@ -172,6 +215,7 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
   /** Recalls past messages for the input (`before`), or offers the recall tool (`tool`). */
   async beforeRun(args: ProviderRunArgs<RecallState>): Promise<void> {
     const { context, session, signal } = args;
+    if (!(await this.#gate.enter(args))) return;
     if (this.#tool) {
       context.extendTools(this.sourceId, [this.#tool]);
       return;
@@ -183,19 +227,35 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
       .trim();
     if (!query) return;
     const passages = await this.#search(session, query, windowIds(context), signal);
-    if (passages.length) context.extendMessages(this.sourceId, [this.#message(passages, session.sessionId)]);
+    const messages = this.#fit(passages, session.sessionId, context.metadata);
+    if (messages.length) context.extendMessages(this.sourceId, messages);
   }
 
-  /** Embeds and indexes the run's turn as the history stores it (input and response, after `redact`). Nothing for a failed run. */
+  /**
+   * Prepares the run's turn for the index as the history stores it (input and response, after
+   * `redact`) and gives its messages their sequences (kept in `state`, saved with the session).
+   * Nothing is indexed yet: `onTurnStored` does it once the turn is stored. Nothing for a failed run.
+   */
   async afterRun(args: ProviderRunArgs<RecallState>): Promise<void> {
-    const { context, session, state, signal, redact } = args;
+    const { context, session, state, redact } = args;
     if (!this.#indexMessages || context.error !== undefined || !context.response) return;
     const turn = [...context.inputMessages, ...context.response.messages];
-    // A retried turn replaces its stored earlier attempt: its answers leave the index first.
+    // A retried turn replaces its stored earlier attempt: its answers leave the index (once this turn is stored).
     const ids = new Set(turn.map((m) => m.id));
-    const replaced = replacedMessagesOf(context.metadata).filter((id) => !ids.has(id));
-    if (replaced.length) await this.index.delete({ ids: replaced.map((id) => recordId(session.sessionId, id)) }, { signal });
-    await this.#store(session, state, redact ? await redact(turn) : turn, false, signal);
+    const replaced = replacedMessagesOf(context.metadata)
+      .filter((id) => !ids.has(id))
+      .map((id) => recordId(session.sessionId, id));
+    const records = this.#records(session, state, redact ? await redact(turn) : turn, false);
+    this.#pending.set(context, { replaced, records });
+  }
+
+  /** Indexes the turn `afterRun` prepared, now that the history holds it, and drops the answers it replaced. */
+  async onTurnStored({ context, signal }: ProviderRunArgs<RecallState>): Promise<void> {
+    const pending = this.#pending.get(context);
+    if (!pending) return;
+    this.#pending.delete(context);
+    if (pending.replaced.length) await this.index.delete({ ids: pending.replaced }, { signal });
+    await this.#upsert(pending.records, signal);
   }
 
   /**
@@ -209,7 +269,7 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
       ...(this.#tool ? { toolName: this.toolName } : {}),
       store: async (messages, { signal }) => {
         const state = session.stateOf(this.sourceId) as RecallState;
-        await this.#store(session, state, redact ? await redact(messages) : messages, true, signal);
+        await this.#upsert(this.#records(session, state, redact ? await redact(messages) : messages, true), signal);
       },
     };
   }
@@ -324,30 +384,20 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
       );
   }
 
-  async #store(
-    session: SessionView,
-    state: RecallState,
-    messages: readonly Message[],
-    archive: boolean,
-    signal: AbortSignal | undefined,
-  ): Promise<void> {
+  /** The index records of `messages` without their vectors, given the session's next sequences. */
+  #records(session: SessionView, state: RecallState, messages: readonly Message[], archive: boolean): Omit<VectorRecord, 'vector'>[] {
     const texts: { message: Message; text: string }[] = [];
     for (const message of messages) {
       const text = indexText(message).slice(0, this.#maxChars);
       if (text.trim()) texts.push({ message, text });
     }
-    if (!texts.length) return;
-    const vectors = await this.#embed(
-      texts.map((t) => t.text),
-      signal,
-    );
+    if (!texts.length) return [];
     const userId = session.metadata.userId;
     const start = nextOf(state) + (archive ? ARCHIVE_GAP : 0);
     const now = isoNow();
-    const records = texts.map(({ message, text }, i): VectorRecord => {
-      const record: VectorRecord = {
+    const records = texts.map(({ message, text }, i) => {
+      const record: Omit<VectorRecord, 'vector'> = {
         id: recordId(session.sessionId, message.id),
-        vector: vectors[i]!,
         text,
         sessionId: session.sessionId,
         messageId: message.id,
@@ -359,8 +409,21 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
       if (archive) record.kind = 'archive';
       return record;
     });
-    await this.index.upsert(records, signal ? { signal } : {});
     state.next = start + records.length + (archive ? ARCHIVE_GAP : 0);
+    return records;
+  }
+
+  /** Embeds `records` and writes them to the index. */
+  async #upsert(records: readonly Omit<VectorRecord, 'vector'>[], signal: AbortSignal | undefined): Promise<void> {
+    if (!records.length) return;
+    const vectors = await this.#embed(
+      records.map((r) => r.text),
+      signal,
+    );
+    await this.index.upsert(
+      records.map((r, i): VectorRecord => ({ ...r, vector: vectors[i]! })),
+      signal ? { signal } : {},
+    );
   }
 
   async #embed(texts: string[], signal: AbortSignal | undefined): Promise<number[][]> {
@@ -419,14 +482,26 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
       : { sessionId: session.sessionId, ...(userId === undefined ? {} : { userId }) };
   }
 
-  #message(passages: readonly Passage[], sessionId: string): Message {
-    const parts = [this.#header, ...passages.map((p) => formatPassage(p, sessionId))];
-    const recall: RecalledPassage[] = passages.map((p) => ({
-      sessionId: p.sessionId,
-      messageIds: p.messages.map((m) => m.messageId),
-      score: p.score,
-    }));
-    return Message.user(parts.join('\n\n'), { metadata: { recall: recall as unknown as JsonObject[] } });
+  /**
+   * One message per passage, best first; the first carries the header, so whatever a budget keeps
+   * (always the best passages) starts with it. Within its own `budget`, the weakest passages go
+   * first; how is recorded for `auditContext`.
+   */
+  #fit(passages: readonly Passage[], sessionId: string, metadata: Record<string, unknown>): Message[] {
+    const render = (list: readonly Passage[]) =>
+      list.map((p, i) => {
+        const text = formatPassage(p, sessionId);
+        const recall: RecalledPassage = { sessionId: p.sessionId, messageIds: p.messages.map((m) => m.messageId), score: p.score };
+        return Message.user(i === 0 ? `${this.#header}\n\n${text}` : text, {
+          metadata: { priority: p.score, recall: [recall as unknown as JsonObject] },
+        });
+      });
+    if (!this.#budget || !passages.length) return render(passages);
+    const { maxTokens, tokenizer } = this.#budget;
+    const kept = fitPrefix(passages, maxTokens, (prefix) => tokenizer.countMessageTokens(render(prefix)));
+    const messages = render(passages.slice(0, kept));
+    recordBudget(metadata, this.sourceId, { maxTokens, tokens: tokenizer.countMessageTokens(messages), dropped: passages.length - kept });
+    return messages;
   }
 
   #recallTool(): Tool {
@@ -441,17 +516,29 @@ export class SemanticRecallProvider implements ContextProvider<RecallState> {
       },
       execute: async ({ query }, { session, context, signal }) => {
         if (typeof query !== 'string' || !query.trim()) throw new Error('The recall tool needs a non-empty "query" string.');
-        const passages = await this.#search(session, query, windowIds(context), signal);
-        return {
-          results: passages.map((p) => ({
-            ...(p.sessionId === session.sessionId ? { thisConversation: true } : { sessionId: p.sessionId }),
-            score: p.score,
-            messages: p.messages.map((m) => ({ role: m.role, text: m.text, ...(m.createdAt ? { said: m.createdAt } : {}) })),
-          })),
-        };
+        let passages = await this.#search(session, query, windowIds(context), signal);
+        if (this.#budget) {
+          const { maxTokens, tokenizer } = this.#budget;
+          passages = passages.slice(
+            0,
+            fitPrefix(passages, maxTokens, (prefix) => tokenizer.countTokens(JSON.stringify(toolResults(prefix, session.sessionId)))),
+          );
+        }
+        return toolResults(passages, session.sessionId);
       },
     });
   }
+}
+
+/** What the recall tool answers: the passages, best first. */
+function toolResults(passages: readonly Passage[], sessionId: string): JsonObject {
+  return {
+    results: passages.map((p) => ({
+      ...(p.sessionId === sessionId ? { thisConversation: true } : { sessionId: p.sessionId }),
+      score: p.score,
+      messages: p.messages.map((m) => ({ role: m.role, text: m.text, ...(m.createdAt ? { said: m.createdAt } : {}) })),
+    })),
+  };
 }
 
 /**
@@ -474,6 +561,12 @@ function distinctMessages(matches: readonly VectorMatch[], sessionId: string): V
     if (!seen || (m.sessionId === sessionId && seen.sessionId !== sessionId)) chosen.set(m.messageId, m);
   }
   return matches.filter((m) => chosen.get(m.messageId) === m);
+}
+
+/** A turn's records, sequenced in `afterRun`, and the records of the answers it replaces: indexed once the turn is stored. */
+interface PendingTurn {
+  replaced: string[];
+  records: Omit<VectorRecord, 'vector'>[];
 }
 
 /** A stretch of one session: matches and their neighbours, by sequence. */

@@ -18,7 +18,7 @@ import { RunAbort } from './run-abort.js';
 import { RunContext } from './run-context.js';
 import type { RunStreamSink } from './run-stream.js';
 import { runToolLoop } from './tool-loop.js';
-import { noteTurn } from './turn-stored.js';
+import { noteTurn, oweTurnStored } from './turn-stored.js';
 import { isoNow } from '../messages/iso-now.js';
 
 /** What every run of one agent shares. */
@@ -176,6 +176,7 @@ export async function executeRun(
   for (const p of providers) added[p.sourceId] = context.contributionOf(p.sourceId);
   response.added = added;
   session.pending = approvals.next; // calls waiting for approval, kept once the run succeeded
+  oweTurnStored(response, { runId, providers, args, signal: runOptions.signal, timeoutMs: options.providerTimeoutMs, emit });
   if (runOptions.session) {
     session.metadata.updatedAt = isoNow();
     response.sessionId = session.sessionId;

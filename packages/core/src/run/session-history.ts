@@ -13,6 +13,7 @@ import { checkContextProviders } from './agent-options.js';
 import type { Agent } from './agent.js';
 import { type DefaultHistory, defaultHistory } from './default-history.js';
 import { type AgentRuntime, executeRun } from './execute-run.js';
+import { settleTurnStored } from './turn-stored.js';
 import { runHooks } from './provider-hooks.js';
 import { isoNow } from '../messages/iso-now.js';
 
@@ -333,7 +334,7 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
         },
         runOptions.signal,
       );
-      return executeRun(runtime, input, { ...runOptions, session });
+      return settleTurnStored(await executeRun(runtime, input, { ...runOptions, session }));
     },
   };
 }
