@@ -4,23 +4,12 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  BackendUnavailableError,
-  ConcurrencyError,
-  ConfigurationError,
-  ContextWindowExceededError,
-  InvalidInputError,
-  ProviderError,
-  SessionStateError,
-  ToolExecutionError,
-} from '@ctx/core';
 import { type RedisServer, startRedisServer } from '@ctx/redis-test-server';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChatAgent } from './chat-agent.js';
 import { createChatServer, type MessageView } from './chat-server.js';
 import { type Answer, chatApi, messagesOf } from './http-client.js';
-import { httpStatusOf } from './http-status.js';
 import { offlineModel } from './offline-model.js';
 
 let redisServer: RedisServer;
@@ -43,6 +32,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** The `error` of a refusal's JSON body (or of a stream's `error` event). */
+const errorOf = (answer: Answer) => (answer.body.error ?? {}) as { type?: string; message?: string; limit?: string; turnStored?: boolean };
 const replyText = (answer: Answer) =>
   answer.events
     .filter((e) => e.event === 'text')
@@ -51,7 +42,7 @@ const replyText = (answer: Answer) =>
 const lines = (messages: MessageView[]) =>
   messages.map((m) => `${m.role}: ${m.toolCalls ? m.toolCalls.map((c) => c.name).join() : m.text}`);
 /** An outcome a caller may end in: success, or a typed conflict that says whether the turn is stored. */
-const truthful = (answer: Answer) => answer.status === 200 || (answer.status === 409 && typeof answer.body.turnStored === 'boolean');
+const truthful = (answer: Answer) => answer.status === 200 || (answer.status === 409 && typeof errorOf(answer).turnStored === 'boolean');
 
 describe('http-chat', () => {
   it('streams a turn as server-sent events and stores it once, with the ids the page saw', async () => {
@@ -129,16 +120,16 @@ describe('http-chat', () => {
     // A cursor is the client's to send: a forged or foreign one is its mistake, not the server's.
     const forged = await bob.list('garbage');
     expect(forged.status).toBe(400);
-    expect(forged.body.error).toBe('InvalidInputError');
+    expect(errorOf(forged).type).toBe('InvalidInputError');
   });
 
-  it('an oversize message is a 400 naming the limit, an oversize body a 413, and neither is stored', async () => {
+  it('an oversize message is a 413 naming the limit, an oversize body a 413, and neither is stored', async () => {
     const ada = chatApi(base, 'ada');
     const chat = await ada.create('Limits');
     const paste = await ada.send(chat, { id: randomUUID(), text: 'x'.repeat(300 * 1024) });
-    expect(paste.status).toBe(400);
-    expect(paste.body.error).toBe('InvalidInputError');
-    expect(String(paste.body.message)).toMatch(/maxMessageBytes/);
+    expect(paste.status).toBe(413);
+    expect(errorOf(paste)).toMatchObject({ type: 'InvalidInputError', limit: 'maxMessageBytes' });
+    expect(errorOf(paste).message).toMatch(/maxMessageBytes/);
     const huge = await ada.sendRaw(chat, JSON.stringify({ id: 'huge', text: 'x'.repeat(2 * 1024 * 1024) }));
     expect(huge.status).toBe(413);
     expect((await ada.sendRaw(chat, '{not json')).status).toBe(400);
@@ -160,7 +151,7 @@ describe('http-chat', () => {
       await ada.send(chat, { id: randomUUID(), text: 'Never mind that, hello' }),
     ]) {
       expect(wrong.status).toBe(400);
-      expect(wrong.body.error).toBe('InvalidInputError');
+      expect(errorOf(wrong).type).toBe('InvalidInputError');
     }
     const approved = await ada.approve(chat, [{ callId: waiting[0]!.callId, approved: true }]);
     expect(approved.status).toBe(200);
@@ -184,19 +175,5 @@ describe('http-chat', () => {
     expect((await cy.list()).body.conversations).toEqual([]);
     const keys = await redis.keys('*');
     expect(keys.filter((k) => k.includes(chat))).toEqual([]);
-  });
-});
-
-describe('httpStatusOf', () => {
-  it('maps every error class to a status from the class alone: the caller’s mistakes 4xx, the rest 5xx', () => {
-    expect(httpStatusOf(new InvalidInputError('too big'))).toBe(400);
-    expect(httpStatusOf(new ConcurrencyError('s1'))).toBe(409);
-    expect(httpStatusOf(new BackendUnavailableError('redis', 'down'))).toBe(503);
-    expect(httpStatusOf(new ProviderError('rag', 'beforeRun', new Error('x')))).toBe(502);
-    expect(httpStatusOf(new ConfigurationError('bad'))).toBe(500);
-    expect(httpStatusOf(new SessionStateError('$.state', 'bad'))).toBe(500);
-    expect(httpStatusOf(new ContextWindowExceededError('long'))).toBe(500);
-    expect(httpStatusOf(new ToolExecutionError('t', 'c', 'failed'))).toBe(500);
-    expect(httpStatusOf(new Error('plain'))).toBe(500);
   });
 });

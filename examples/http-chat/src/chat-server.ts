@@ -1,6 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { type Agent, type AgentResponse, type AgentRunStream, type Message, Message as Messages, type ToolApproval } from '@ctx/core';
-import { errorBody, httpStatusOf } from './http-status.js';
+import {
+  type Agent,
+  type AgentResponse,
+  type AgentRunStream,
+  errorBody,
+  httpStatusOf,
+  type Message,
+  Message as Messages,
+  type ToolApproval,
+} from '@ctx/core';
 
 /** What `createChatServer` takes. */
 export interface ChatServerOptions {
@@ -149,7 +157,7 @@ export function createChatServer(options: ChatServerOptions): Server {
       if (error instanceof HttpError) {
         // A body left unread (413) is not read on: the connection closes after the answer.
         if (error.status === 413) response.setHeader('connection', 'close');
-        return json(response, error.status, { error: 'HttpError', message: error.message });
+        return json(response, error.status, { error: { type: 'HttpError', message: error.message } });
       }
       const status = httpStatusOf(error);
       if (status >= 500) console.error('[http-chat]', error);
@@ -269,8 +277,14 @@ async function readJson(request: IncomingMessage, max: number): Promise<Record<s
   return body as Record<string, unknown>;
 }
 
+/** A JSON answer; an error body's `retryAfter` (a turn running in another request) is also the `Retry-After` header. */
 function json(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+  const retryAfter = (body as { error?: { retryAfter?: unknown } }).error?.retryAfter;
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    ...(typeof retryAfter === 'number' ? { 'retry-after': String(retryAfter) } : {}),
+  });
   response.end(text);
 }

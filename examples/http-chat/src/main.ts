@@ -77,7 +77,8 @@ async function walkThrough(base: string): Promise<void> {
   show("POST to ada's conversation as bob", await bob.send(chat, { id: randomUUID(), text: 'hi' }));
   // A 300 KB paste: over the agent's limit, refused before the model or Redis sees it.
   const paste = await ada.send(chat, { id: randomUUID(), text: 'x'.repeat(300 * 1024) });
-  show('POST a 300 KB paste', paste, ` ${String(paste.body.error)}: ${String(paste.body.message)}`);
+  const refusal = paste.body.error as { type: string; message: string };
+  show('POST a 300 KB paste', paste, ` ${refusal.type}: ${refusal.message}`);
   // A 2 MB body: refused by the server before it is read.
   show('POST a 2 MB body', await ada.sendRaw(chat, JSON.stringify({ id: 'big', text: 'x'.repeat(2 * 1024 * 1024) })));
 
