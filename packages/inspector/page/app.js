@@ -162,7 +162,7 @@ function runDetail(run) {
     ),
   );
   if (!call) {
-    out.append(h('p', { class: 'empty' }, 'No model call yet.'));
+    out.append(h('p', { class: 'empty' }, 'No model call yet.'), diagnosticsCard(run));
     return out;
   }
   out.append(

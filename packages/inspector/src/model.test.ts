@@ -272,6 +272,54 @@ describe('createInspectorModel', () => {
     }
   });
 
+  it('lists a provider that failed or was skipped only as such, with its error, never as having added nothing', async () => {
+    const { model, onEvent } = feed();
+    const quiet = { sourceId: 'quiet', beforeRun: () => {} };
+    const flaky = {
+      sourceId: 'flaky',
+      onError: 'skip' as const,
+      beforeRun: () => {
+        throw new Error('index offline');
+      },
+    };
+    const lateSkip = {
+      sourceId: 'late-skip',
+      onError: 'skip' as const,
+      afterRun: () => {
+        throw new Error('queue full');
+      },
+    };
+    let failLater = false;
+    const writer = {
+      sourceId: 'writer',
+      afterRun: () => {
+        if (failLater) throw new Error('disk full');
+      },
+    };
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: () => 'ok' }),
+      contextProviders: [quiet, flaky, lateSkip, writer],
+      onEvent,
+    });
+    const session = agent.createSession();
+    await agent.run('one', { session });
+    failLater = true;
+    await expect(agent.run('two', { session })).rejects.toThrow(/disk full/);
+    const [first, second] = runsOf(model);
+    expect(first!.idle).toEqual(['memory', 'quiet', 'writer']);
+    expect(first!.diagnostics).toEqual([
+      { level: 'skipped', sourceId: 'flaky', code: 'beforeRun', message: 'left out of the run: Error: index offline' },
+      { level: 'skipped', sourceId: 'late-skip', code: 'afterRun', message: 'left out of the run: Error: queue full' },
+    ]);
+    expect(second!.idle).toEqual(['quiet']);
+    expect(second!.diagnostics).toEqual([
+      { level: 'skipped', sourceId: 'flaky', code: 'beforeRun', message: 'left out of the run: Error: index offline' },
+      { level: 'skipped', sourceId: 'late-skip', code: 'afterRun', message: 'left out of the run: Error: queue full' },
+      { level: 'failed', sourceId: 'writer', code: 'afterRun', message: 'failed, so the run failed: Error: disk full' },
+    ]);
+    expect(second!.status).toBe('failed');
+  });
+
   it('keeps no text unless asked, and the text when asked', async () => {
     const run = async (showText: boolean) => {
       const { model, onEvent } = feed({ showText });

@@ -1,5 +1,5 @@
 import type { AgentEvent, Contribution, JsonValue, Message, Tokenizer, ToolDefinition, Usage } from '@ctx/core';
-import { createCharacterTokenizer } from '@ctx/core';
+import { createCharacterTokenizer, ProviderError } from '@ctx/core';
 import { explainFirstChange, type RemovalContext } from './cache-advice.js';
 import { removalsSince, removedSince } from './removals.js';
 
@@ -145,13 +145,16 @@ export interface ToolCallView {
   error?: string;
 }
 
-/** A diagnostic of the run: a warning, a provider's report, a skipped provider, a budget. */
+/** A diagnostic of the run: a warning, a provider's report, a skipped or failed provider, a budget. */
 export interface DiagnosticView {
-  /** `warning`, `diagnostic`, `skipped` or `budget`. */
-  level: 'warning' | 'diagnostic' | 'skipped' | 'budget';
+  /**
+   * `warning`, `diagnostic`, `skipped` (a provider with `onError: 'skip'` that failed and was left
+   * out), `failed` (the provider whose failure failed the run) or `budget`.
+   */
+  level: 'warning' | 'diagnostic' | 'skipped' | 'failed' | 'budget';
   /** The source concerned. */
   sourceId?: string;
-  /** A code: a `WarningCode`, a provider's own code, or a hook name for a skip. */
+  /** A code: a `WarningCode`, a provider's own code, or the hook that failed for a skip or a failure. */
   code: string;
   /** For people. */
   message: string;
@@ -183,7 +186,7 @@ export interface RunView {
   usage?: Usage;
   /** What each provider added (its hooks' contributions summed). */
   contributions: Record<string, Contribution>;
-  /** Providers of the run that added nothing (gated off, or nothing to add). */
+  /** Providers of the run that added nothing (gated off, or nothing to add); never one that failed or was skipped (see `diagnostics`). */
   idle: string[];
   /** Time spent per provider (its hooks, summed), and the model's calls under `model`, in ms. */
   latency: Record<string, number>;
@@ -411,6 +414,7 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
           code: event.phase,
           message: `left out of the run: ${describe(event.error)}`,
         });
+        run.idle = run.idle.filter((p) => p !== event.sourceId);
         break;
       case 'warning':
         run.diagnostics.push({
@@ -458,7 +462,10 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
         };
         run.calls.push(call);
         lastSent.set(run.sessionId, sent);
-        if (firstOfRun) run.idle = run.providers.filter((p) => !hasAdded(run.contributions[p]) && !items.some((i) => i.sourceId === p));
+        if (firstOfRun) {
+          const failed = new Set(run.diagnostics.filter((d) => d.level === 'skipped' || d.level === 'failed').map((d) => d.sourceId));
+          run.idle = run.providers.filter((p) => !failed.has(p) && !hasAdded(run.contributions[p]) && !items.some((i) => i.sourceId === p));
+        }
         run.progress = `call ${call.index} · waiting for the model`;
         break;
       }
@@ -516,6 +523,16 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
         if (event.usage) run.usage = { ...event.usage };
         run.status = event.error === undefined ? 'done' : 'failed';
         if (event.error !== undefined) run.error = describe(event.error);
+        if (ProviderError.isInstance(event.error)) {
+          const { sourceId, phase } = event.error;
+          run.diagnostics.push({
+            level: 'failed',
+            sourceId,
+            code: phase,
+            message: `failed, so the run failed: ${describe(event.error.cause)}`,
+          });
+          run.idle = run.idle.filter((p) => p !== sourceId);
+        }
         const waiting = run.tools.filter((t) => t.status === 'awaiting approval').length;
         run.progress =
           run.status === 'failed'
