@@ -9,7 +9,13 @@ import {
   type Retriever,
   type TextSearchProviderOptions,
 } from '@ctx/core';
-import { AzureAISearchRetriever, type AzureAISearchRetrieverOptions, type AzureSearchResponse } from './azure-search-retriever.js';
+import { checkOptionNames, optionNames } from '@ctx/core/backend';
+import {
+  AzureAISearchRetriever,
+  RETRIEVER_OPTIONS,
+  type AzureAISearchRetrieverOptions,
+  type AzureSearchResponse,
+} from './azure-search-retriever.js';
 import { statusOf } from './connection.js';
 import { scopeToFilter, type SearchScope } from './odata.js';
 
@@ -65,6 +71,24 @@ export interface AzureSearchPartial extends JsonObject {
   belowMinScore: number;
 }
 
+const OPTION_NAMES = optionNames<AzureAISearchContextProviderOptions>()({
+  ...RETRIEVER_OPTIONS,
+  sourceId: true,
+  mode: true,
+  topK: true,
+  queryFromHistory: true,
+  budget: true,
+  when: true,
+  onError: true,
+  timeoutMs: true,
+  role: true,
+  header: true,
+  formatResult: true,
+  toolName: true,
+  toolDescription: true,
+  scope: true,
+});
+
 const DEFAULT_TOOL_DESCRIPTION =
   'Searches the knowledge base (Azure AI Search) for passages that help answer the user. Returns passages with ids, titles and urls to cite.';
 
@@ -79,7 +103,7 @@ const DEFAULT_TOOL_DESCRIPTION =
  * applied to every search of that run. `onError` defaults to `'skip'`: a failed search leaves the
  * run without results, and the provider reports an `azure-search-failed` diagnostic (plus the
  * agent's `provider-skipped` event).
- * @throws ConfigurationError (constructor) for invalid options.
+ * @throws ConfigurationError (constructor) for invalid options, or an option it does not know (named).
  */
 export class AzureAISearchContextProvider implements ContextProvider {
   /** Default `azure-search`. */
@@ -94,7 +118,8 @@ export class AzureAISearchContextProvider implements ContextProvider {
   readonly #scope: SearchScopeResolver | undefined;
 
   constructor(options: AzureAISearchContextProviderOptions) {
-    this.sourceId = options.sourceId ?? 'azure-search';
+    this.sourceId = options?.sourceId ?? 'azure-search';
+    checkOptionNames(`AzureAISearchContextProvider("${this.sourceId}")`, options, OPTION_NAMES);
     this.onError = options.onError ?? 'skip';
     this.mode = options.mode ?? 'before';
     if (options.scope !== undefined && typeof options.scope !== 'function') {
@@ -103,7 +128,7 @@ export class AzureAISearchContextProvider implements ContextProvider {
       );
     }
     this.#scope = options.scope;
-    this.retriever = new AzureAISearchRetriever(options);
+    this.retriever = new AzureAISearchRetriever(pick(options, Object.keys(RETRIEVER_OPTIONS) as (keyof AzureAISearchRetrieverOptions)[]));
     const answers = options.queryMode === 'semantic' && options.semantic?.answers !== undefined && options.semantic.answers !== false;
     this.#searchOptions = {
       sourceId: this.sourceId,

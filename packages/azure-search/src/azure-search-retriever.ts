@@ -8,8 +8,8 @@ import {
   type Retriever,
   type RetrieverSearchOptions,
 } from '@ctx/core';
-import { checkInteger, checkPositiveNumber, shortId, withDeadline } from '@ctx/core/backend';
-import { connect, toSearchError, type AzureSearchConnectionOptions } from './connection.js';
+import { checkInteger, checkOptionNames, checkPositiveNumber, optionNames, shortId, withDeadline } from '@ctx/core/backend';
+import { CONNECTION_OPTION_NAMES, connect, toSearchError, type AzureSearchConnectionOptions } from './connection.js';
 import { andFilters, checkFieldPath } from './odata.js';
 
 /**
@@ -142,6 +142,25 @@ export interface AzureSearchOptions extends RetrieverSearchOptions {
   filter?: string;
 }
 
+/** The names of `AzureAISearchRetrieverOptions`, for the retriever's and the context provider's option checks. Internal. */
+export const RETRIEVER_OPTIONS = {
+  ...CONNECTION_OPTION_NAMES,
+  queryMode: true,
+  fields: true,
+  select: true,
+  vectorizer: true,
+  kNearestNeighbors: true,
+  semantic: true,
+  searchFields: true,
+  filter: true,
+  timeoutMs: true,
+  maxQueryLength: true,
+  minScore: true,
+  highlight: true,
+  minimumCoverage: true,
+} as const satisfies { readonly [K in keyof Required<AzureAISearchRetrieverOptions>]: true };
+const RETRIEVER_OPTION_NAMES = optionNames<AzureAISearchRetrieverOptions>()(RETRIEVER_OPTIONS);
+
 /** Characters with a meaning in the simple query syntax; escaped so the user's text is searched as words. */
 const SIMPLE_SYNTAX = /[+\-&|!(){}[\]^"~*?:\\/]/g;
 const RESERVED_METADATA = new Set([
@@ -158,7 +177,7 @@ const RESERVED_METADATA = new Set([
  * results mapped through a field mapping to `RetrievalResult`s (best first), with the service's
  * scores, captions, answers and selected fields in `metadata`. Use it with `TextSearchProvider`,
  * or through `AzureAISearchContextProvider`, which adds per-session scoping.
- * @throws ConfigurationError (constructor) for invalid options.
+ * @throws ConfigurationError (constructor) for invalid options, or an option it does not know (named).
  */
 export class AzureAISearchRetriever implements Retriever {
   /** The SDK client searches go through. */
@@ -180,6 +199,7 @@ export class AzureAISearchRetriever implements Retriever {
 
   constructor(options: AzureAISearchRetrieverOptions) {
     const owner = 'AzureAISearchRetriever';
+    checkOptionNames(owner, options, RETRIEVER_OPTION_NAMES);
     this.#timeoutMs = options.timeoutMs === undefined ? 5000 : checkPositiveNumber(owner, 'timeoutMs', options.timeoutMs);
     this.client = connect(owner, options, this.#timeoutMs);
     this.#vectorizer = options.vectorizer;

@@ -14,8 +14,8 @@ import {
   type VectorRecord,
   type VectorScope,
 } from '@ctx/core';
-import { checkVectorRecord, compareBySessionAndSequence, shortId } from '@ctx/core/backend';
-import { connect, toSearchError, type AzureSearchConnectionOptions } from './connection.js';
+import { checkOptionNames, checkVectorRecord, compareBySessionAndSequence, optionNames, shortId } from '@ctx/core/backend';
+import { CONNECTION_OPTION_NAMES, connect, toSearchError, type AzureSearchConnectionOptions } from './connection.js';
 import { andFilters, odataLiteral, scopeToFilter } from './odata.js';
 import { toDocumentKey } from './search-index.js';
 
@@ -48,6 +48,11 @@ export interface VectorIndexDefinitionOptions {
   algorithm?: 'hnsw' | 'exhaustiveKnn';
 }
 
+const DEFINITION_OPTIONS = { name: true, dimensions: true, algorithm: true } as const satisfies {
+  readonly [K in keyof Required<VectorIndexDefinitionOptions>]: true;
+};
+const DEFINITION_OPTION_NAMES = optionNames<VectorIndexDefinitionOptions>()(DEFINITION_OPTIONS);
+const CREATE_OPTION_NAMES = optionNames<VectorIndexDefinitionOptions & { signal?: AbortSignal }>()({ ...DEFINITION_OPTIONS, signal: true });
 const NAME = /^[a-z0-9](?:[a-z0-9-]{0,126}[a-z0-9])?$/;
 const F = VECTOR_INDEX_FIELDS;
 /** Documents per indexing request, and results per page of a scan (the service's limits). */
@@ -62,9 +67,14 @@ const MAX_TOP_K = 1000;
  * record id), the record id, text, filterable `userId`, `sessionId`, `messageId`, `kind`, a
  * filterable and sortable `sequence` (`Edm.Int64`), `role`, `createdAt`, and a hidden vector field
  * searched by cosine similarity.
- * @throws ConfigurationError for an invalid name, dimensions or algorithm.
+ * @throws ConfigurationError for an invalid name, dimensions or algorithm, or an option it does not know (named).
  */
 export function defineVectorIndex(options: VectorIndexDefinitionOptions): SearchIndex {
+  checkOptionNames('defineVectorIndex', options, DEFINITION_OPTION_NAMES);
+  return vectorIndexDefinition(options);
+}
+
+function vectorIndexDefinition(options: VectorIndexDefinitionOptions): SearchIndex {
   if (!NAME.test(options?.name ?? '')) {
     throw new ConfigurationError(
       `defineVectorIndex: index name ${JSON.stringify(options?.name)} must be lower-case letters, digits and dashes (not at either end), at most 128 characters.`,
@@ -112,13 +122,15 @@ export function defineVectorIndex(options: VectorIndexDefinitionOptions): Search
 /**
  * Creates the index `defineVectorIndex(options)` describes, or updates it. Returns the definition
  * the service stored.
- * @throws ConfigurationError / BackendUnavailableError as the service answers.
+ * @throws ConfigurationError for invalid or unknown options (as `defineVectorIndex`); ConfigurationError /
+ *   BackendUnavailableError as the service answers.
  */
 export async function createVectorIndex(
   client: SearchIndexClient,
   options: VectorIndexDefinitionOptions & { signal?: AbortSignal },
 ): Promise<SearchIndex> {
-  const definition = defineVectorIndex(options);
+  checkOptionNames('createVectorIndex', options, CREATE_OPTION_NAMES);
+  const definition = vectorIndexDefinition(options);
   try {
     return await client.createOrUpdateIndex(definition, options.signal ? { abortSignal: options.signal } : {});
   } catch (error) {
@@ -140,6 +152,13 @@ export interface AzureSearchVectorIndexOptions extends AzureSearchConnectionOpti
   timeoutMs?: number;
 }
 
+const OPTION_NAMES = optionNames<AzureSearchVectorIndexOptions>()({
+  ...CONNECTION_OPTION_NAMES,
+  dimensions: true,
+  exhaustive: true,
+  timeoutMs: true,
+});
+
 type Document = Record<string, unknown>;
 
 /**
@@ -148,7 +167,7 @@ type Document = Record<string, unknown>;
  * by cosine k-NN pre-filtered to a user or a session. Record ids of any form are stored under
  * `toDocumentKey(id)`; filters escape every value. Scores are the cosine similarity (the service's
  * `@search.score` for cosine, `1 / (2 - cosine)`, turned back).
- * @throws ConfigurationError (constructor) for a bad connection or `dimensions`.
+ * @throws ConfigurationError (constructor) for a bad connection or `dimensions`, or an option it does not know (named).
  */
 export class AzureSearchVectorIndex implements VectorIndex {
   readonly specificationVersion = 'v1';
@@ -160,6 +179,7 @@ export class AzureSearchVectorIndex implements VectorIndex {
   readonly #exhaustive: boolean;
 
   constructor(options: AzureSearchVectorIndexOptions) {
+    checkOptionNames('AzureSearchVectorIndex', options, OPTION_NAMES);
     checkDimensions('AzureSearchVectorIndex', options?.dimensions);
     this.#client = connect('AzureSearchVectorIndex', options, options.timeoutMs ?? 10_000);
     this.dimensions = options.dimensions;

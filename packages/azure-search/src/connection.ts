@@ -22,6 +22,16 @@ export interface AzureSearchConnectionOptions {
   clientOptions?: SearchClientOptions;
 }
 
+/** The names of `AzureSearchConnectionOptions`, for the option checks of every class that connects. Internal. */
+export const CONNECTION_OPTION_NAMES = {
+  client: true,
+  endpoint: true,
+  indexName: true,
+  apiKey: true,
+  credential: true,
+  clientOptions: true,
+} as const satisfies { readonly [K in keyof Required<AzureSearchConnectionOptions>]: true };
+
 /** Retry settings of a client the package creates: a retrieval step should fail fast, not hold the turn. */
 export const DEFAULT_RETRY_OPTIONS = { maxRetries: 2, retryDelayInMs: 200, maxRetryDelayInMs: 2000 } as const;
 

@@ -232,6 +232,16 @@ describe('gating', () => {
     expect(contextMessages(chat.calls[0]!.messages)).toEqual([]);
     expect(contextMessages(chat.calls[1]!.messages)).toHaveLength(1);
   });
+
+  it('tool mode: when() declining means no tool is advertised in that run; the next open run has it', async () => {
+    const p = provider({ mode: 'tool', when: (context) => !/^(hi|thanks)/i.test(Message.text(context.inputMessages[0]!)) });
+    const { agent, chat } = agentWith([p], () => 'ok');
+    const session = agent.createSession();
+    await agent.run('Thanks a lot!', { session });
+    await agent.run('refund policy', { session });
+    expect(chat.calls[0]!.options.tools ?? []).toEqual([]);
+    expect(chat.calls[1]!.options.tools?.map((t) => t.name)).toEqual(['search']);
+  });
 });
 
 describe('budget: the lowest-ranked results are trimmed first', () => {
@@ -257,6 +267,54 @@ describe('budget: the lowest-ranked results are trimmed first', () => {
     expect(kept.length).toBeLessThan(5);
     expect(kept).toEqual(ranked.slice(0, kept.length));
     expect(tokenizer.countMessageTokens([message!])).toBeLessThanOrEqual(maxTokens);
-    expect(reports[0]).toMatchObject({ maxTokens, dropped: 5 - kept.length });
+    expect(reports[0]).toEqual({ maxTokens, tokens: tokenizer.countMessageTokens([message!]), dropped: 5 - kept.length });
+  });
+
+  it('keeps exactly the best results that fit: a cap of the two-result message keeps two, one token less keeps one', async () => {
+    const question = 'Aurora kettle price warranty refund';
+    const tokenizer = createCharacterTokenizer();
+    const run = async (options: Partial<AzureAISearchContextProviderOptions>) => {
+      const reports: (BudgetReport | undefined)[] = [];
+      const audit: ContextProvider = {
+        sourceId: 'audit',
+        beforeRun: ({ context }) => void reports.push(budgetReportOf(context.metadata, 'azure-search')),
+      };
+      const { agent, chat } = agentWith([provider(options), audit]);
+      await agent.run(question, { session: agent.createSession() });
+      const [message] = contextMessages(chat.calls[0]!.messages);
+      return { message: message!, ids: citations(message!).map((c) => c.id), report: reports[0] };
+    };
+    const two = await run({ topK: 2 });
+    const five = await run({ topK: 5 });
+    expect(five.ids.slice(0, 2)).toEqual(two.ids);
+    const cap = tokenizer.countMessageTokens([two.message]);
+    const atCap = await run({ topK: 5, budget: { maxTokens: cap, tokenizer } });
+    expect(atCap.ids).toEqual(two.ids);
+    expect(Message.text(atCap.message)).toBe(Message.text(two.message));
+    expect(atCap.report).toEqual({ maxTokens: cap, tokens: cap, dropped: 3 });
+    const below = await run({ topK: 5, budget: { maxTokens: cap - 1, tokenizer } });
+    expect(below.ids).toEqual(two.ids.slice(0, 1));
+    expect(below.report).toMatchObject({ maxTokens: cap - 1, dropped: 4 });
+    expect(below.report!.tokens).toBeLessThan(cap);
+  });
+
+  it('tool mode: each search result is trimmed to the budget lowest-ranked first, with how many were omitted', async () => {
+    const question = 'Aurora kettle price warranty refund';
+    const results = async (budget?: { maxTokens: number }) => {
+      const { agent, chat } = agentWith([provider({ mode: 'tool', topK: 5, ...(budget ? { budget } : {}) })], (_m, _o, index) =>
+        index === 0 ? { toolCalls: [{ name: 'search', arguments: { query: question }, callId: 'c1' }] } : 'done',
+      );
+      await agent.run(question, { session: agent.createSession() });
+      const result = chat.calls[1]!.messages.flatMap((m) => m.contents).find((c) => c.type === 'function-result')!;
+      return (result as unknown as { result: { results: { id: string }[]; omitted?: number } }).result;
+    };
+    const full = await results();
+    expect(full.results).toHaveLength(5);
+    expect(full.omitted).toBeUndefined();
+    const tokenizer = createCharacterTokenizer();
+    const maxTokens = tokenizer.countTokens(JSON.stringify({ results: full.results.slice(0, 2) }));
+    const trimmed = await results({ maxTokens });
+    expect(trimmed.results.map((r) => r.id)).toEqual(full.results.slice(0, 2).map((r) => r.id));
+    expect(trimmed.omitted).toBe(3);
   });
 });

@@ -1,6 +1,6 @@
 import type { SearchClient, SearchField, SearchIndex, SearchIndexClient } from '@azure/search-documents';
 import { BackendUnavailableError, ConfigurationError, type EmbeddingGenerator, type JsonValue } from '@ctx/core';
-import { shortId } from '@ctx/core/backend';
+import { checkOptionNames, optionNames, shortId } from '@ctx/core/backend';
 import { toSearchError } from './connection.js';
 import { checkFieldPath } from './odata.js';
 
@@ -25,13 +25,30 @@ export interface SearchIndexDefinitionOptions {
   semanticConfiguration?: string | false;
 }
 
+const DEFINITION_OPTIONS = {
+  name: true,
+  fields: true,
+  dimensions: true,
+  filterableFields: true,
+  filterableCollections: true,
+  vectorizer: true,
+  semanticConfiguration: true,
+} as const satisfies { readonly [K in keyof Required<SearchIndexDefinitionOptions>]: true };
+const DEFINITION_OPTION_NAMES = optionNames<SearchIndexDefinitionOptions>()(DEFINITION_OPTIONS);
+const CREATE_OPTION_NAMES = optionNames<SearchIndexDefinitionOptions & { signal?: AbortSignal }>()({ ...DEFINITION_OPTIONS, signal: true });
+
 /**
  * The definition of a small RAG index: a key, searchable content and title, retrievable url,
  * your filterable scoping fields, and optionally a vector field (HNSW, cosine, hidden from results)
  * with an Azure OpenAI vectorizer, plus a semantic configuration over title and content.
- * @throws ConfigurationError for invalid names or dimensions.
+ * @throws ConfigurationError for invalid names or dimensions, or an option it does not know (named).
  */
 export function defineSearchIndex(options: SearchIndexDefinitionOptions): SearchIndex {
+  checkOptionNames('defineSearchIndex', options, DEFINITION_OPTION_NAMES);
+  return searchIndexDefinition(options);
+}
+
+function searchIndexDefinition(options: SearchIndexDefinitionOptions): SearchIndex {
   const names = { ...EXAMPLE_INDEX_FIELDS, ...options.fields };
   for (const name of Object.values(names)) checkFieldPath(name, 'defineSearchIndex fields');
   if (!/^[a-z0-9](?:[a-z0-9-]{0,126}[a-z0-9])?$/.test(options.name ?? '')) {
@@ -107,13 +124,15 @@ export function defineSearchIndex(options: SearchIndexDefinitionOptions): Search
 /**
  * Creates the index `defineSearchIndex(options)` describes, or updates it (fields may be added,
  * not changed). Returns the definition the service stored.
- * @throws ConfigurationError / BackendUnavailableError as the service answers.
+ * @throws ConfigurationError for invalid or unknown options (as `defineSearchIndex`); ConfigurationError /
+ *   BackendUnavailableError as the service answers.
  */
 export async function createSearchIndex(
   client: SearchIndexClient,
   options: SearchIndexDefinitionOptions & { signal?: AbortSignal },
 ): Promise<SearchIndex> {
-  const definition = defineSearchIndex(options);
+  checkOptionNames('createSearchIndex', options, CREATE_OPTION_NAMES);
+  const definition = searchIndexDefinition(options);
   try {
     return await client.createOrUpdateIndex(definition, options.signal ? { abortSignal: options.signal } : {});
   } catch (error) {
@@ -143,13 +162,20 @@ export interface UploadSearchDocumentsOptions {
   signal?: AbortSignal;
 }
 
+const UPLOAD_OPTION_NAMES = optionNames<UploadSearchDocumentsOptions>()({
+  embeddings: true,
+  fields: true,
+  embedText: true,
+  batchSize: true,
+  signal: true,
+});
 const KEY = /^[A-Za-z0-9_\-=]+$/;
 
 /**
  * Uploads documents (merge-or-upload, so running it again updates instead of duplicating), with
  * their embeddings when `embeddings` is given. Ids must be valid document keys (letters, digits,
  * `_`, `-`, `=`); use `toDocumentKey` for anything else.
- * @throws ConfigurationError for invalid keys, an `embeddings` generator that returns the wrong number
+ * @throws ConfigurationError for an option it does not know (named), invalid keys, an `embeddings` generator that returns the wrong number
  *   of vectors, or documents the service refused for good (named); BackendUnavailableError when the
  *   service cannot be reached or refused documents only for the moment (409, 422, 429, 5xx: upload again).
  *   Batches sent before the failure stay uploaded.
@@ -159,6 +185,7 @@ export async function uploadSearchDocuments(
   documents: readonly SearchDocumentInput[],
   options: UploadSearchDocumentsOptions = {},
 ): Promise<{ uploaded: number }> {
+  checkOptionNames('uploadSearchDocuments', options, UPLOAD_OPTION_NAMES);
   const names = { ...EXAMPLE_INDEX_FIELDS, ...options.fields };
   const invalid = documents.filter((d) => typeof d.id !== 'string' || !KEY.test(d.id)).map((d) => JSON.stringify(d.id));
   if (invalid.length) {
