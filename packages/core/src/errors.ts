@@ -119,11 +119,22 @@ export class ConcurrencyError extends CtxError {
    * write was not a run's (a store's own `set`, a save with no run since the last save).
    */
   readonly turnStored: boolean | undefined;
-  constructor(sessionId: string, message?: string, options?: { cause?: unknown; turnStored?: boolean }) {
-    super(message ?? `Session "${truncate(sessionId)}" was changed by another writer since it was read; reload it and retry.`, options);
+  /**
+   * `true` when a hosted run found the same turn (the same input message ids, on the same session)
+   * running in another request and it was not stored within the agent's `runningTurns.waitMs`:
+   * nothing of this request ran or was stored; send the same request again a little later, and it
+   * answers with the stored reply (or runs the turn, if the other request failed). Undefined otherwise.
+   */
+  readonly turnRunning: boolean | undefined;
+  constructor(sessionId: string, message?: string, options?: { cause?: unknown; turnStored?: boolean; turnRunning?: boolean }) {
+    super(
+      message ?? `Session "${truncate(sessionId)}" was changed by another writer since it was read; reload it and retry.`,
+      options?.cause === undefined ? undefined : { cause: options.cause },
+    );
     this.name = 'ConcurrencyError';
     this.sessionId = sessionId;
     this.turnStored = options?.turnStored;
+    this.turnRunning = options?.turnRunning;
   }
   static override isInstance(error: unknown): error is ConcurrencyError {
     return hasMarker(error, CONCURRENCY);

@@ -78,6 +78,7 @@ export type {
 } from './run/agent.js';
 export { createAgent } from './run/create-agent.js';
 export { DEFAULT_LIMITS } from './run/limits.js';
+export type { RunningTurnsOptions } from './run/running-turns.js';
 export type { AgentLimits } from './run/limits.js';
 export { AgentSession } from './session/agent-session.js';
 export type { AgentSessionInit } from './session/agent-session.js';

@@ -43,6 +43,7 @@ export { encodeIdSegment } from './id-segment.js';
 export { checkHistoryBatch } from './history-batch.js';
 export type { CheckedHistoryBatch, CheckHistoryBatchOptions } from './history-batch.js';
 export { sessionOfUser } from './session-owner.js';
+export { checkTurnLease, MAX_TURN_LEASE_MS } from './turn-lease.js';
 export { checkVectorRecord, compareBySessionAndSequence } from './vector-record.js';
 export type { CheckVectorRecordOptions } from './vector-record.js';
 export { checkWorkingMemoryEtag, checkWorkingMemoryKey, describeWorkingMemoryKey } from './working-memory-key.js';

@@ -31,13 +31,15 @@ const DEFAULT_INSTRUCTIONS = (maxChars: number) =>
  * Titles sessions for lists: on a session without `metadata.title`, `beforeRun` sends the
  * conversation's first user message (the loaded history's first, else this run's input) to a
  * title model in the background, so the reply is not delayed; the title is set on the session
- * object as soon as it arrives: before the run ends when it was quicker than the model, else
- * later (save the session again, or `await agent.flush()` before saving). It is trimmed, stripped
- * of quotes, a `Title:` prefix and a final period, and cut to `maxChars`. A session that has a title
- * (given by the app or set earlier) is never sent. A failed, empty or timed-out answer is a
- * diagnostic (`title-failed`, `title-empty`), never a failed run, and a later run tries again.
- * Place it after the history provider so it sees the loaded history. Each title costs one model
- * call, also in runs without a session (their throwaway session is untitled).
+ * object as soon as it arrives. A hosted run (`agent.run(input, { sessionId })`) waits for it
+ * before it saves (its `flush`, bounded by `timeoutMs`), so the title is stored with the first
+ * turn; with a session you save yourself, `await agent.flush({ session })` before saving. It is
+ * trimmed, stripped of quotes, a `Title:` prefix and a final period, and cut to `maxChars`. A
+ * session that has a title (given by the app or set earlier) is never sent, and runs on one
+ * session at once share one request. A failed, empty or timed-out answer is a diagnostic
+ * (`title-failed`, `title-empty`), never a failed run, and a later run tries again. Place it after
+ * the history provider so it sees the loaded history. Each title costs one model call, also in
+ * runs without a session (their throwaway session is untitled).
  * @throws ConfigurationError (constructor) for a missing client or invalid options.
  */
 export class TitleProvider implements ContextProvider {
@@ -45,13 +47,19 @@ export class TitleProvider implements ContextProvider {
   readonly sourceId: string;
   /** `'skip'`: its hooks only start or look at a request, and nothing they do may fail a run. */
   readonly onError = 'skip' as const;
+  /**
+   * Bounds each title request (`TitleProviderOptions.timeoutMs`), and with it how long a hosted
+   * run waits for the title before it saves (`flush`).
+   */
+  readonly timeoutMs: number;
   readonly #client: ChatClient;
   readonly #instructions: string;
   readonly #maxChars: number;
-  readonly #timeoutMs: number;
-  /** The request in flight for a session object, so concurrent runs on it send one. */
+  /** What each session object waits for (its title set on it), so one object is never sent twice. */
   readonly #pending = new WeakMap<SessionView, Promise<void>>();
-  /** Every request in flight, with the id of its session, for `flush`. */
+  /** The title request in flight for each session id, so runs on one session at once share it. */
+  readonly #requests = new Map<string, Promise<string | undefined>>();
+  /** Every wait in flight, with the id of its session, for `flush`. */
   readonly #inFlight = new Map<Promise<void>, string>();
 
   constructor(options: TitleProviderOptions) {
@@ -63,36 +71,50 @@ export class TitleProvider implements ContextProvider {
     this.#client = client;
     this.#maxChars = checkInteger(owner, 'maxChars', options.maxChars ?? 60);
     if (this.#maxChars > MAX_TITLE) throw new ConfigurationError(`${owner}: maxChars must be at most ${MAX_TITLE}, got ${this.#maxChars}.`);
-    this.#timeoutMs = checkPositiveNumber(owner, 'timeoutMs', options.timeoutMs ?? 30_000);
+    this.timeoutMs = checkPositiveNumber(owner, 'timeoutMs', options.timeoutMs ?? 30_000);
     if (options.instructions !== undefined && typeof options.instructions !== 'string')
       throw new ConfigurationError(`${owner}: instructions must be a string.`);
     this.#instructions = options.instructions ?? DEFAULT_INSTRUCTIONS(this.#maxChars);
   }
 
-  /** Starts a title request for an untitled session, without waiting for it. */
+  /**
+   * Starts a title request for an untitled session (or joins the one in flight for its id), without
+   * waiting for it.
+   */
   beforeRun({ session, context, signal, report }: ProviderRunArgs): void {
     if (session.metadata.title || this.#pending.has(session)) return;
-    const first = firstUserText(context);
-    if (!first) return;
-    const request = this.#title(first, signal).then(
-      (title) => {
-        if (!title) {
-          report({ code: 'title-empty', message: 'The title model answered with no usable title; a later run tries again.' });
-        } else if (!session.metadata.title) {
-          session.metadata.title = title;
-        }
-      },
-      (error: unknown) => {
-        if (signal.aborted) return; // the run was aborted: a later run tries again
-        report({ code: 'title-failed', message: 'The title request failed; a later run tries again.', error });
-      },
-    );
-    const settled = request.finally(() => {
-      this.#pending.delete(session);
-      this.#inFlight.delete(settled);
-    });
+    const { sessionId } = session;
+    let request = this.#requests.get(sessionId);
+    if (!request) {
+      const first = firstUserText(context);
+      if (!first) return;
+      const started = this.#title(first, signal).then(
+        (title) => {
+          if (!title) report({ code: 'title-empty', message: 'The title model answered with no usable title; a later run tries again.' });
+          return title || undefined;
+        },
+        (error: unknown) => {
+          // An aborted run's request ends quietly: a later run tries again.
+          if (!signal.aborted) report({ code: 'title-failed', message: 'The title request failed; a later run tries again.', error });
+          return undefined;
+        },
+      );
+      request = started;
+      this.#requests.set(sessionId, started);
+      void started.then(() => {
+        if (this.#requests.get(sessionId) === started) this.#requests.delete(sessionId);
+      });
+    }
+    const settled = request
+      .then((title) => {
+        if (title && !session.metadata.title) session.metadata.title = title;
+      })
+      .finally(() => {
+        this.#pending.delete(session);
+        this.#inFlight.delete(settled);
+      });
     this.#pending.set(session, settled);
-    this.#inFlight.set(settled, session.sessionId);
+    this.#inFlight.set(settled, sessionId);
   }
 
   /**
@@ -114,7 +136,7 @@ export class TitleProvider implements ContextProvider {
           signal: callSignal,
         }),
       {
-        timeoutMs: this.#timeoutMs,
+        timeoutMs: this.timeoutMs,
         signal,
         backend: this.#client.provider,
         operation: `TitleProvider("${this.sourceId}") title request`,

@@ -5,6 +5,7 @@ import type { ContextProvider } from '../spec/run-view.js';
 import { checkUniqueToolNames, compileToolChecks } from '../tools/tool-validator.js';
 import type { AgentOptions } from './agent.js';
 import { type CheckedLimits, checkLimits } from './limits.js';
+import { type CheckedRunningTurns, checkRunningTurns } from './running-turns.js';
 
 /** Source ids the engine itself uses for attribution. */
 const RESERVED_SOURCE_IDS = new Set(['agent', 'input', 'response']);
@@ -18,11 +19,12 @@ export interface CheckedAgentOptions extends AgentOptions {
   maxToolRoundtrips: number;
   persistence: 'run' | 'model-call';
   limits: CheckedLimits;
+  runningTurns: CheckedRunningTurns;
 }
 
 /**
  * Checks what `createAgent` was given.
- * @throws ConfigurationError for a missing client, a bad `maxToolRoundtrips`, `persistence`, `redact` or `limits`, duplicate or reserved
+ * @throws ConfigurationError for a missing client, a bad `maxToolRoundtrips`, `persistence`, `redact`, `limits` or `runningTurns`, duplicate or reserved
  *   source ids, two tools with one name, a `toolValidator` that cannot compile a tool's schema, or
  *   a contract version this copy of `@ctx/core` does not implement.
  */
@@ -46,9 +48,19 @@ export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
     );
   }
   const limits = checkLimits(options.limits);
+  const runningTurns = checkRunningTurns(options.runningTurns);
   checkTools(options);
   const contextProviders = checkContextProviders(options.contextProviders ?? []);
-  return { ...options, name: options.name ?? 'agent', authorName: options.name, contextProviders, maxToolRoundtrips, persistence, limits };
+  return {
+    ...options,
+    name: options.name ?? 'agent',
+    authorName: options.name,
+    contextProviders,
+    maxToolRoundtrips,
+    persistence,
+    limits,
+    runningTurns,
+  };
 }
 
 /**

@@ -10,6 +10,7 @@ import type { GetSessionOptions, ListSessionsOptions, SessionPage, SessionStore 
 import type { SessionJson } from '../spec/session.js';
 import type { ToolValidator } from '../spec/tool-validator.js';
 import type { AgentLimits } from './limits.js';
+import type { RunningTurnsOptions } from './running-turns.js';
 
 /** What `createAgent` takes. */
 export interface AgentOptions {
@@ -39,6 +40,15 @@ export interface AgentOptions {
   contextProviders?: readonly ContextProvider[];
   /** Where `getSession` / `saveSession` keep sessions. */
   sessionStore?: SessionStore;
+  /**
+   * How a hosted run treats the same turn (the same input message ids on the same session) running
+   * now in another request, a double submit: it waits for that turn and answers with its reply, so
+   * the model is called once. In this process always; across processes through the
+   * `sessionStore`'s turn leases (`leaseTurn`; every store of ctx has them). `waitMs` (default
+   * 60000) bounds the wait: past it the request fails with a `ConcurrencyError` with
+   * `turnRunning: true`. `leaseMs` (default 15000) is how long a lease outlives a process that died.
+   */
+  runningTurns?: RunningTurnsOptions;
   /** Runs before every model call of the tool loop. */
   compaction?: CompactionStrategy;
   /** How many times tool results may be sent back to the model in one run. Default 10. */

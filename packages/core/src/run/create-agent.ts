@@ -5,7 +5,7 @@ import type { AgentEvent } from '../spec/events.js';
 import { checkAgentOptions } from './agent-options.js';
 import type { Agent, AgentOptions } from './agent.js';
 import { defaultHistory } from './default-history.js';
-import { type AgentRuntime, executeRun, toMessages } from './execute-run.js';
+import { type AgentRuntime, executeRun } from './execute-run.js';
 import { hostedRun } from './hosted-run.js';
 import { createRunStream } from './run-stream.js';
 import { sessionHistory } from './session-history.js';
@@ -39,22 +39,13 @@ export function createAgent(agentOptions: AgentOptions): Agent {
     client,
     contextProviders,
     run: (input, runOptions = {}) =>
-      hostedRun(
-        runtime,
-        runOptions,
-        queue,
-        (run) => executeRun(runtime, input, run),
-        () => toMessages(input, options.limits),
-      ),
+      hostedRun(runtime, runOptions, queue, input, (run) => executeRun(runtime, input, run)),
     runStream: (input, runOptions = {}) =>
       createRunStream((sink, controller) =>
-        hostedRun(
-          runtime,
-          runOptions,
-          queue,
-          (run) => executeRun(runtime, input, run, sink, controller),
-          () => toMessages(input, options.limits),
-        ),
+        hostedRun(runtime, runOptions, queue, input, (run) => executeRun(runtime, input, run, sink, controller), {
+          sink,
+          controller,
+        }),
       ),
     flush: async ({ signal, session } = {}) => {
       const sessionId = typeof session === 'string' ? session : session?.sessionId;

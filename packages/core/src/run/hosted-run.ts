@@ -1,35 +1,62 @@
 import { checkId, checkSessionId, shortId } from '../backend/checks.js';
-import { ConcurrencyError, ConfigurationError, InvalidInputError } from '../errors.js';
+import { ConcurrencyError, ConfigurationError, describe, InvalidInputError, isAbortError } from '../errors.js';
+import { generateId } from '../messages/id.js';
+import type { Message } from '../messages/message.js';
 import { AgentSession } from '../session/agent-session.js';
 import { markSaved, type SaveQueue, saveMerging, setSessionBase } from '../session/session-merge.js';
 import { sessionMethods } from '../session/session-methods.js';
 import type { AgentResponse } from '../spec/agent-response.js';
-import type { SessionStore, StoredSession } from '../spec/session-store.js';
+import type { ContextProvider } from '../spec/run-view.js';
+import type { SessionStore, StoredSession, TurnLease } from '../spec/session-store.js';
 import { checkContextProviders } from './agent-options.js';
-import type { AgentRunOptions } from './agent.js';
-import { defaultHistory } from './default-history.js';
-import type { AgentRuntime } from './execute-run.js';
+import type { AgentInput, AgentRunOptions } from './agent.js';
+import { type DefaultHistory, defaultHistory } from './default-history.js';
+import { type AgentRuntime, toMessages } from './execute-run.js';
+import { awaitPostReplyWork } from './post-reply-work.js';
+import type { RunStreamSink } from './run-stream.js';
+import { checkSameInputs, flightKey, leaseKey, pause, runningTurnsOf, turnRunningError, waitUntil } from './running-turns.js';
+import { storedReply } from './stored-reply.js';
+
+/** What a streaming hosted run hands over, so that a reply it did not run itself still reaches the caller's stream. */
+export interface HostedStream {
+  /** Where the caller reads. */
+  sink: RunStreamSink;
+  /** Aborts when the caller stops reading. */
+  controller: AbortController;
+}
+
+/** The first pause between two looks at a lease held in another process, in ms; doubled up to `MAX_POLL_MS`. */
+const FIRST_POLL_MS = 25;
+const MAX_POLL_MS = 500;
 
 /**
  * A run, hosted when it names a `sessionId`: the session is loaded from the agent's `sessionStore`
  * (a new one, owned by `userId`, when the store does not hold the id: stored before the run, so no
- * other user can take the id meanwhile), `execute` runs it, and the session is saved, merging what
- * other runs saved meanwhile (`agent.saveSession`). Without `sessionId`, `execute` runs as given.
- * `checkInput` checks the run's input (`InvalidInputError`) before a new session is stored, so a
- * refused input leaves nothing behind.
+ * other user can take the id meanwhile), `execute` runs it, the providers' work after the reply is
+ * waited for (`awaitPostReplyWork`), and the session is saved, merging what other runs saved
+ * meanwhile (`agent.saveSession`). Without `sessionId`, `execute` runs as given. The input is
+ * checked (`InvalidInputError`) before a new session is stored, so a refused input leaves nothing
+ * behind.
+ *
+ * A turn runs once: a hosted run whose input messages (by id; not a string input, not a run with
+ * `approvals`) are those of a turn running now on the session waits for it and answers with its
+ * reply instead of running it again (`runOnce`). `stream`: where a streaming run's caller reads.
  * @throws ConfigurationError for `sessionId` with `session`, `sessionId` without a `sessionStore`,
  *   `userId` without `sessionId`, or a blank `sessionId` or `userId`; before anything runs.
  * @throws InvalidInputError when `userId` is given and the session belongs to another user (or to
- *   none); before anything runs or is stored.
- * @throws ConcurrencyError when the save met a change it cannot merge; `turnStored` says whether
- *   the turn is stored anyway.
+ *   none), or when the input reuses the ids of a turn running now with other content; before
+ *   anything runs or is stored.
+ * @throws ConcurrencyError when the save met a change it cannot merge (`turnStored` says whether
+ *   the turn is stored anyway), or with `turnRunning: true` when the same turn runs in another
+ *   request and did not end within `runningTurns.waitMs`.
  */
 export async function hostedRun(
   runtime: AgentRuntime,
   runOptions: AgentRunOptions,
   queue: SaveQueue,
+  input: AgentInput,
   execute: (options: AgentRunOptions) => Promise<AgentResponse>,
-  checkInput: () => void,
+  stream?: HostedStream,
 ): Promise<AgentResponse> {
   const { sessionId, userId, ...rest } = runOptions;
   const { name, client, sessionStore: store } = runtime.options;
@@ -53,26 +80,192 @@ export async function hostedRun(
       `Agent "${name}" has no sessionStore, so it cannot load session ${shortId(sessionId)}; pass one to createAgent, or pass the session itself (session).`,
     );
   }
-  const { signal } = rest;
-  const signalOption = signal ? { signal } : {};
-  const providers = (rest.contextProviders ? defaultHistory(client, checkContextProviders(rest.contextProviders)) : runtime.history)
-    .validators;
-  const { restoreSession } = sessionMethods(name, providers, store, queue);
-  const adopt = (stored: StoredSession): AgentSession => {
-    if (userId !== undefined && stored.session.metadata.userId !== userId) {
-      throw new InvalidInputError(
-        `Session ${shortId(sessionId)} cannot be used by user ${shortId(userId)}: it belongs to ${stored.session.metadata.userId === undefined ? 'no user (it was saved without a userId)' : 'another user'}. Nothing was run or stored. Give each new conversation an id the server generates (generateId()) and hands to the client, so ids of other users are never guessed or reused.`,
-      );
+  const providers = rest.contextProviders ? checkContextProviders(rest.contextProviders) : runtime.options.contextProviders;
+  const history = rest.contextProviders ? defaultHistory(client, providers) : runtime.history;
+  const checkInput = () => toMessages(input, runtime.options.limits);
+  const hosted = new HostedTurn({ runtime, store, sessionId, userId, rest, providers, history, queue, execute, checkInput, stream });
+  // A string is a new message (a new id) every time: only messages given with their ids can repeat a turn.
+  const inputs = typeof input === 'string' || rest.approvals !== undefined ? [] : checkInput();
+  return inputs.length > 0 ? hosted.runOnce(inputs) : hosted.run(await hosted.load());
+}
+
+/** What one hosted run works with. */
+interface HostedTurnInit {
+  runtime: AgentRuntime;
+  store: SessionStore;
+  sessionId: string;
+  userId: string | undefined;
+  /** The run's options without `sessionId` and `userId`. */
+  rest: Omit<AgentRunOptions, 'sessionId' | 'userId'>;
+  /** The run's providers (the agent's, or the run's own `contextProviders`, checked). */
+  providers: readonly ContextProvider[];
+  history: DefaultHistory;
+  queue: SaveQueue;
+  execute: (options: AgentRunOptions) => Promise<AgentResponse>;
+  checkInput: () => Message[];
+  stream: HostedStream | undefined;
+}
+
+/** One hosted run: load, run once (or wait for the run of the same turn), save. */
+class HostedTurn {
+  readonly #init: HostedTurnInit;
+  /** What ends a wait for another run of the turn: the run's signal, and a streaming caller that stops reading. */
+  readonly #waitSignal: AbortSignal | undefined;
+
+  constructor(init: HostedTurnInit) {
+    this.#init = init;
+    const { rest, stream } = init;
+    const stopped = stream?.controller.signal;
+    this.#waitSignal = rest.signal && stopped ? AbortSignal.any([rest.signal, stopped]) : (rest.signal ?? stopped);
+  }
+
+  /** The session, loaded (or created) and checked for the user (see `load`). */
+  load(): Promise<AgentSession> {
+    const { runtime, store, sessionId, userId, history, queue, rest, checkInput } = this.#init;
+    const { restoreSession } = sessionMethods(runtime.options.name, history.validators, store, queue);
+    const adopt = (stored: StoredSession): AgentSession => {
+      if (userId !== undefined && stored.session.metadata.userId !== userId) {
+        throw new InvalidInputError(
+          `Session ${shortId(sessionId)} cannot be used by user ${shortId(userId)}: it belongs to ${stored.session.metadata.userId === undefined ? 'no user (it was saved without a userId)' : 'another user'}. Nothing was run or stored. Give each new conversation an id the server generates (generateId()) and hands to the client, so ids of other users are never guessed or reused.`,
+        );
+      }
+      const session = restoreSession(stored.session);
+      session.etag = stored.etag;
+      setSessionBase(session, stored.session);
+      return session;
+    };
+    return load(store, sessionId, userId, rest.signal ? { signal: rest.signal } : {}, adopt, checkInput);
+  }
+
+  /** Runs the turn on `session`, waits for the providers' work after the reply, and saves the session. */
+  async run(session: AgentSession): Promise<AgentResponse> {
+    const { runtime, store, sessionId, rest, providers, history, queue, execute } = this.#init;
+    const { signal } = rest;
+    const response = await execute({ ...rest, session });
+    await awaitPostReplyWork({ providers, sessionId, timeoutMs: runtime.options.providerTimeoutMs, signal, emit: runtime.emit });
+    await queue(sessionId, signal, () => saveMerging(store, session, { providers: history.validators, signal }));
+    return response;
+  }
+
+  /**
+   * Runs the turn of `inputs` once. When a run of it is running in this process (same session,
+   * user and input ids), waits for it and answers with a copy of its response; when that run fails,
+   * fails with its error, unless it failed because its own caller aborted it (a closed connection):
+   * then the turn is still to run, and runs here. Otherwise runs it (`runLeased`), and the runs of
+   * the same turn that start meanwhile wait for this one.
+   * @throws InvalidInputError when the running turn has other content under these ids.
+   * @throws ConcurrencyError with `turnRunning: true` when it did not end within `runningTurns.waitMs`.
+   */
+  async runOnce(inputs: Message[]): Promise<AgentResponse> {
+    const { runtime, sessionId, userId } = this.#init;
+    const turns = runningTurnsOf(runtime, runtime.options.runningTurns);
+    const { waitMs } = turns.options;
+    const deadline = performance.now() + waitMs;
+    const key = flightKey(sessionId, userId, inputs);
+    for (let flight = turns.get(key); flight; flight = turns.get(key)) {
+      checkSameInputs(sessionId, flight.inputs, inputs);
+      const outcome = await waitUntil(flight.outcome, this.#waitSignal, deadline, () => turnRunningError(sessionId, inputs, waitMs));
+      if ('response' in outcome) return this.#answer(structuredClone(outcome.response));
+      if (!outcome.abandoned) throw outcome.error;
     }
-    const session = restoreSession(stored.session);
-    session.etag = stored.etag;
-    setSessionBase(session, stored.session);
-    return session;
-  };
-  const session = await load(store, sessionId, userId, signalOption, adopt, checkInput);
-  const response = await execute({ ...rest, session });
-  await queue(sessionId, signal, () => saveMerging(store, session, { providers, signal }));
-  return response;
+    const end = turns.start(key, inputs);
+    try {
+      const response = await this.#runLeased(inputs, deadline);
+      end({ response: structuredClone(response) });
+      return response;
+    } catch (error) {
+      end({ error, abandoned: isAbortError(error, this.#waitSignal) });
+      throw error;
+    }
+  }
+
+  /**
+   * Runs the turn holding the store's lease on it (`leaseTurn`, when the store has it; else just
+   * runs). When another process holds it, waits (pausing between looks, until `deadline`) until the
+   * lease is free, takes it, and answers with the reply that process stored, or runs the turn
+   * when it stored none (it failed, or died and its lease expired).
+   */
+  async #runLeased(inputs: Message[], deadline: number): Promise<AgentResponse> {
+    const { runtime, store, sessionId, rest, history } = this.#init;
+    const session = await this.load();
+    if (typeof store.leaseTurn !== 'function' || typeof store.releaseTurn !== 'function') return this.run(session);
+    const { leaseMs, waitMs } = runtime.options.runningTurns;
+    const lease: TurnLease = { turn: await leaseKey(inputs), holder: generateId(), ttlMs: leaseMs };
+    const signal = this.#waitSignal;
+    if (await store.leaseTurn(sessionId, { ...lease, ...(signal ? { signal } : {}) })) return this.#holding(lease, () => this.run(session));
+    for (let attempt = 0; ; attempt++) {
+      const left = deadline - performance.now();
+      if (left <= 0) throw turnRunningError(sessionId, inputs, waitMs);
+      await pause(Math.min(left, FIRST_POLL_MS * 2 ** Math.min(attempt, 5), MAX_POLL_MS), signal);
+      if (await store.leaseTurn(sessionId, { ...lease, ...(signal ? { signal } : {}) })) break;
+    }
+    return this.#holding(lease, async () => {
+      const fresh = await this.load();
+      const reply = await storedReply(runtime, history, fresh, inputs, rest.options ?? {}, rest.signal);
+      return reply ? this.#answer(reply) : this.run(fresh);
+    });
+  }
+
+  /**
+   * Runs `work` holding `lease`: renews it every third of its `ttlMs` meanwhile, then releases it
+   * (after the save, so a request waiting for the turn finds it stored). A renewal that finds the
+   * lease taken, or a renewal or release that fails, is a `turn-lease-failed` warning: the lease
+   * expires by itself, and the turn is stored once either way.
+   */
+  async #holding<T>(lease: TurnLease, work: () => Promise<T>): Promise<T> {
+    const { runtime, store, sessionId } = this.#init;
+    const warn = (message: string) => runtime.emit?.({ type: 'warning', code: 'turn-lease-failed', message });
+    const id = shortId(sessionId);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let renewing: Promise<void> | undefined;
+    let held = true;
+    const schedule = () => {
+      timer = setTimeout(
+        () => {
+          renewing = store.leaseTurn!(sessionId, lease).then(
+            (still) => {
+              if (still || !held) return;
+              held = false;
+              warn(
+                `The lease on a turn of session ${id} expired while it ran and another request took it (the process was too busy to renew it within ${lease.ttlMs} ms, runningTurns.leaseMs); that request may run the turn too. It is stored once.`,
+              );
+            },
+            (error: unknown) => warn(`The lease on a turn of session ${id} could not be renewed: ${describe(error)}.`),
+          );
+          void renewing.then(() => {
+            if (held && timer !== undefined) schedule();
+          });
+        },
+        Math.max(1, Math.floor(lease.ttlMs / 3)),
+      );
+      (timer as { unref?: () => void }).unref?.();
+    };
+    schedule();
+    try {
+      return await work();
+    } finally {
+      clearTimeout(timer);
+      timer = undefined;
+      await renewing;
+      try {
+        // No signal: the lease is released even when the run was aborted.
+        await store.releaseTurn!(sessionId, { turn: lease.turn, holder: lease.holder });
+      } catch (error) {
+        warn(`The lease on a turn of session ${id} could not be released (it expires within ${lease.ttlMs} ms): ${describe(error)}.`);
+      }
+    }
+  }
+
+  /** A reply this request did not run itself, handed to a streaming caller as one update per message. */
+  async #answer(response: AgentResponse): Promise<AgentResponse> {
+    const sink = this.#init.stream?.sink;
+    if (sink) {
+      for (const m of response.messages) {
+        await sink.push({ messageId: m.id, role: m.role, contents: m.contents, ...(m.metadata ? { metadata: m.metadata } : {}) });
+      }
+    }
+    return response;
+  }
 }
 
 /**

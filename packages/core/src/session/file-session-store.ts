@@ -3,6 +3,7 @@ import { checkSessionId, shortId } from '../backend/checks.js';
 import { encodeIdSegment } from '../backend/id-segment.js';
 import { checkListOptions, pageOfSessions } from '../backend/session-cursor.js';
 import { sessionOfUser } from '../backend/session-owner.js';
+import { checkTurnLease } from '../backend/turn-lease.js';
 import { BackendUnavailableError, ConfigurationError, SessionStateError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import { describeThrown, describeValue } from '../messages/json.js';
@@ -14,6 +15,7 @@ import type {
   SessionSummary,
   SetSessionOptions,
   StoredSession,
+  TurnLease,
 } from '../spec/session-store.js';
 import type { SessionJson } from '../spec/session.js';
 import type { BigIntStats } from 'node:fs';
@@ -271,6 +273,81 @@ export class FileSessionStore implements SessionStore {
       return deleted;
     } finally {
       await release();
+    }
+  }
+
+  /**
+   * Takes or renews the lease `lease.turn` of a session for `lease.holder` (see
+   * `SessionStore.leaseTurn`): a file `<session file>.turn-<turn>` holding the holder and when the
+   * lease expires (this machine's clock), written under its own lock file. Resolves to false while
+   * another holder's lease is live; a lease file that cannot be read as one counts as expired.
+   * @throws ConfigurationError for a blank session id, a malformed lease, or a symbolic link at the lease's path.
+   * @throws BackendUnavailableError when the lock is held past `lockTimeoutMs` or the file cannot be written.
+   */
+  async leaseTurn(sessionId: string, lease: TurnLease): Promise<boolean> {
+    checkTurnLease('FileSessionStore.leaseTurn', sessionId, lease);
+    const { writeFile, rename, rm } = await import('node:fs/promises');
+    const file = await this.#leaseFile(sessionId, lease.turn);
+    const release = await this.#lock(file, sessionId, lease.signal);
+    try {
+      const held = await this.#readLease(file, sessionId);
+      const now = Date.now();
+      if (held && held.holder !== lease.holder && held.expiresAt > now) return false;
+      const temp = `${file}.${generateId().replaceAll('-', '').slice(0, 12)}.tmp`;
+      try {
+        await writeFile(temp, JSON.stringify({ holder: lease.holder, expiresAt: now + lease.ttlMs }), { flag: 'wx' });
+        await rename(temp, file);
+      } catch (error) {
+        await rm(temp, { force: true }).catch(() => undefined);
+        throw this.#ioError('lease a turn of', sessionId, file, error);
+      }
+      return true;
+    } finally {
+      await release();
+    }
+  }
+
+  /**
+   * Ends the lease `lease.turn` of a session if `lease.holder` holds it (removes its file);
+   * resolves to whether a live lease of `holder` was ended.
+   * @throws ConfigurationError for a blank session id, a malformed lease, or a symbolic link at the lease's path.
+   * @throws BackendUnavailableError when the lock is held past `lockTimeoutMs` or the file cannot be removed.
+   */
+  async releaseTurn(sessionId: string, lease: Omit<TurnLease, 'ttlMs'>): Promise<boolean> {
+    checkTurnLease('FileSessionStore.releaseTurn', sessionId, lease, false);
+    const file = await this.#leaseFile(sessionId, lease.turn);
+    const release = await this.#lock(file, sessionId, lease.signal);
+    try {
+      const held = await this.#readLease(file, sessionId);
+      if (held?.holder !== lease.holder) return false;
+      await this.#remove(file, sessionId);
+      return held.expiresAt > Date.now();
+    } finally {
+      await release();
+    }
+  }
+
+  /** The file of a session's turn lease: beside the session's file, named so that `list` never reads it. */
+  async #leaseFile(sessionId: string, turn: string): Promise<string> {
+    return `${(await this.#paths(sessionId)).file}.turn-${turn}`;
+  }
+
+  /** The lease in `file`, or undefined when there is none or it is not a lease (it then counts as expired). */
+  async #readLease(file: string, sessionId: string): Promise<{ holder: string; expiresAt: number } | undefined> {
+    if (!(await this.#checkEntry(file, sessionId, 'read the turn lease of'))) return undefined;
+    const { readFile } = await import('node:fs/promises');
+    let text: string;
+    try {
+      text = await readFile(file, 'utf8');
+    } catch (error) {
+      if (codeOf(error) === 'ENOENT') return undefined;
+      throw this.#ioError('read the turn lease of', sessionId, file, error);
+    }
+    try {
+      const { holder, expiresAt } = JSON.parse(text) as { holder?: unknown; expiresAt?: unknown };
+      return typeof holder === 'string' && typeof expiresAt === 'number' ? { holder, expiresAt } : undefined;
+    } catch {
+      return undefined;
     }
   }
 

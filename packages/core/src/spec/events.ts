@@ -208,7 +208,17 @@ export type WarningCode =
    * The session continues a conversation the service keeps (`serviceSessionId`), but the client's
    * response carried no conversation id: the session keeps the old one, which may not hold this turn.
    */
-  | 'conversation-id-missing';
+  | 'conversation-id-missing'
+  /**
+   * A hosted run saved its turn without a provider's post-reply work (`flush`: a title, a memory
+   * update), which failed or did not end within the provider's timeout; the work goes on, unsaved.
+   */
+  | 'post-reply-work-failed'
+  /**
+   * A hosted run could not renew or release the lease on its turn in the session store (another
+   * request took it after it expired, or the store failed); the turn still ran and was saved.
+   */
+  | 'turn-lease-failed';
 
 /** Receives diagnostic events; an OpenTelemetry bridge can sit here. Must not throw. */
 export interface EventHandler {

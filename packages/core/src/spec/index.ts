@@ -62,6 +62,7 @@ export type {
   SessionSummary,
   SetSessionOptions,
   StoredSession,
+  TurnLease,
 } from './session-store.js';
 export type { Tokenizer } from './tokenizer.js';
 export type { ToolDefinition } from './tool-definition.js';

@@ -70,6 +70,25 @@ export interface SessionPage {
 }
 
 /**
+ * A lease on one turn running on a session (`SessionStore.leaseTurn`), which a hosted run holds
+ * while it runs the turn, so that a hosted run of the same turn in another process waits for it
+ * instead of running it again.
+ */
+export interface TurnLease {
+  /**
+   * The turn: a key the agent derives from the turn's input message ids, 1 to 64 characters of
+   * `A-Z`, `a-z`, `0-9`, `_` and `-` (`checkTurnLease` in `@ctx/core/backend` checks it).
+   */
+  turn: string;
+  /** Who holds the lease: a random id of one run, 1 to 64 characters of the same set. */
+  holder: string;
+  /** How long the lease lasts from now unless renewed, in milliseconds (an integer, 1 to 3,600,000). */
+  ttlMs: number;
+  /** Aborts the call. */
+  signal?: AbortSignal;
+}
+
+/**
  * Keeps whole sessions between requests (the hosted flow: load, run, save). Stores hold JSON and
  * never interpret provider state.
  */
@@ -95,4 +114,25 @@ export interface SessionStore {
    *   `userId`): cursors come from clients. (A store written before may throw `ConfigurationError`.)
    */
   list?(options?: ListSessionsOptions): Promise<SessionPage>;
+  /**
+   * Optional capability (with `releaseTurn`): a short lease on one turn running on a session, so
+   * that hosted runs in several processes run a turn once. Atomically: when nobody holds the lease
+   * `lease.turn` of session `sessionId`, its holder's lease has expired, or `lease.holder` holds it
+   * already (a renewal), `holder` holds it for `ttlMs` from now and it resolves to `true`; while
+   * another holder's lease is live it resolves to `false` and changes nothing. A lease is kept
+   * beside the session, not in it: the session need not be stored, and `get`, `set` and `list`
+   * never show it. It must expire by itself (a holder that crashed never releases it). A store
+   * without it keeps the behaviour of before: the same turn sent to two processes at once runs in
+   * both (it is still stored once). Stores that check time on several machines need their clocks
+   * to agree within a fraction of `ttlMs`.
+   * @throws ConfigurationError for a blank session id or a lease `checkTurnLease` refuses.
+   */
+  leaseTurn?(sessionId: string, lease: TurnLease): Promise<boolean>;
+  /**
+   * Optional capability (with `leaseTurn`): ends the lease `lease.turn` of session `sessionId` if
+   * `lease.holder` holds it (another holder's lease is left alone); resolves to whether it ended a
+   * live lease of `holder` (false when it had expired or was another holder's).
+   * @throws ConfigurationError for a blank session id or a lease `checkTurnLease` refuses.
+   */
+  releaseTurn?(sessionId: string, lease: Omit<TurnLease, 'ttlMs'>): Promise<boolean>;
 }
