@@ -430,3 +430,44 @@ describe('WorkingMemoryProvider and user data', () => {
     expect((await store.get({ userId: 'u2' }))!.record).toEqual({ name: 'Bob' }); // another user's record stays
   });
 });
+
+describe('WorkingMemoryProvider: when, budget and unknown options', () => {
+  const instructionsOf = (client: ScriptedChatClient) => client.calls.at(-1)!.options.instructions ?? '';
+  async function seeded() {
+    const store = new InMemoryWorkingMemoryStore();
+    await store.put({ userId: 'ada' }, { name: 'Ada', city: 'Lyon' }, { ifMatch: null });
+    return store;
+  }
+
+  it('when declines: neither the record nor the tool is in that run', async () => {
+    const client = new ScriptedChatClient({ replies: () => ({ text: 'ok' }) });
+    const memory = new WorkingMemoryProvider({
+      schema: profile,
+      store: await seeded(),
+      when: (context) => Message.text(context.inputMessages[0]!) !== 'skip',
+    });
+    const agent = createAgent({ client, contextProviders: [memory] });
+    await agent.run('hello', { session: agent.createSession({ userId: 'ada' }) });
+    expect(instructionsOf(client)).toContain('Lyon');
+    await agent.run('skip', { session: agent.createSession({ userId: 'ada' }) });
+    expect(instructionsOf(client)).not.toContain('Lyon');
+    expect(client.calls.at(-1)!.options.tools ?? []).toEqual([]);
+  });
+
+  it('a record over its budget is left out whole, reported, and the tool stays', async () => {
+    const client = new ScriptedChatClient({ replies: () => ({ text: 'ok' }) });
+    const events: AgentEvent[] = [];
+    const memory = new WorkingMemoryProvider({ schema: profile, store: await seeded(), budget: { maxTokens: 5 } });
+    const agent = createAgent({ client, onEvent: (e) => events.push(e), contextProviders: [memory] });
+    await agent.run('hello', { session: agent.createSession({ userId: 'ada' }) });
+    expect(instructionsOf(client)).not.toContain('Lyon');
+    expect(client.calls.at(-1)!.options.tools?.map((t) => t.name)).toEqual([WORKING_MEMORY_TOOL]);
+    expect(events.some((e) => e.type === 'provider-diagnostic' && e.code === 'working-memory-over-budget')).toBe(true);
+  });
+
+  it('refuses an option it does not know, naming it', () => {
+    expect(() => new WorkingMemoryProvider({ schema: profile, store: new InMemoryWorkingMemoryStore(), scopes: 'user' } as never)).toThrow(
+      /unknown option "scopes"/,
+    );
+  });
+});

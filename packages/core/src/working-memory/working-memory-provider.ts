@@ -1,4 +1,6 @@
-import { checkInteger } from '../backend/checks.js';
+import { checkInteger, checkOptionNames, optionNames } from '../backend/checks.js';
+import { type BudgetPolicy, recordBudget, resolveBudget, type ResolvedBudget } from '../policies/budget.js';
+import { type ProviderGate, RunGate } from '../policies/gate.js';
 import { abortable } from '../backend/deadline.js';
 import { checkWorkingMemoryKey, describeWorkingMemoryKey } from '../backend/working-memory-key.js';
 import { ConcurrencyError, ConfigurationError, CtxError, InvalidInputError, SessionStateError } from '../errors.js';
@@ -70,7 +72,37 @@ export interface WorkingMemoryProviderOptions {
   timeoutMs?: number;
   /** Background mode: instructions for the update model, replacing the built-in ones. */
   updateInstructions?: string;
+  /**
+   * Gating: evaluated once per run before the record is shown; `false` and neither the record nor
+   * the tool is in that run. Background updates after the run still happen.
+   */
+  when?: ProviderGate;
+  /**
+   * A token cap on the record's instructions (the record is one whole: it is shown entire or not
+   * at all). Over it, the record is left out of the run (the update tool stays, so the model can
+   * still write), a `working-memory-over-budget` diagnostic says so, and the budget report counts
+   * it dropped. Default: no cap (`maxBytes` bounds the record anyway).
+   */
+  budget?: BudgetPolicy;
 }
+
+const OPTION_NAMES = optionNames<WorkingMemoryProviderOptions>()({
+  schema: true,
+  jsonSchema: true,
+  validator: true,
+  template: true,
+  store: true,
+  scope: true,
+  mode: true,
+  client: true,
+  maxBytes: true,
+  sourceId: true,
+  onError: true,
+  timeoutMs: true,
+  updateInstructions: true,
+  when: true,
+  budget: true,
+});
 
 /** What `WorkingMemoryProvider.update` resolves to. */
 export interface WorkingMemoryUpdate {
@@ -128,11 +160,14 @@ export class WorkingMemoryProvider implements ContextProvider {
   readonly #tool: Tool | undefined;
   /** Each run's storage redaction (`ProviderRunArgs.redact`), for the tool, which is not handed it. */
   readonly #redactors = new WeakMap<SessionContext, Redact>();
+  readonly #gate: RunGate;
+  readonly #budget: ResolvedBudget | undefined;
 
   constructor(options: WorkingMemoryProviderOptions) {
     this.sourceId = options?.sourceId ?? 'working-memory';
     const owner = `WorkingMemoryProvider("${this.sourceId}")`;
     if (!isPlainObject(options)) throw new ConfigurationError(`${owner} needs options: { schema | template, store }.`);
+    checkOptionNames(owner, options, OPTION_NAMES);
     const { schema, template, store, validator } = options;
     if ((schema === undefined) === (template === undefined)) {
       throw new ConfigurationError(`${owner} needs exactly one of \`schema\` (a structured record) and \`template\` (a markdown record).`);
@@ -157,6 +192,8 @@ export class WorkingMemoryProvider implements ContextProvider {
     this.#template = template;
     this.#client = options.client;
     this.#updateInstructions = options.updateInstructions ?? DEFAULT_UPDATE_INSTRUCTIONS;
+    this.#gate = new RunGate(options.when);
+    this.#budget = resolveBudget(owner, options.budget);
     if (schema !== undefined) {
       if (isStandardSchema(schema)) {
         const standard = schema['~standard'];
@@ -263,7 +300,9 @@ export class WorkingMemoryProvider implements ContextProvider {
   }
 
   /** Shows the record as stable instructions, and offers the tool in tool mode. */
-  async beforeRun({ session, context, signal, report, redact }: ProviderRunArgs): Promise<void> {
+  async beforeRun(args: ProviderRunArgs): Promise<void> {
+    const { session, context, signal, report, redact } = args;
+    if (!(await this.#gate.enter(args))) return;
     if (redact) this.#redactors.set(context, redact);
     const key = this.keyOf(session);
     if (!key) {
@@ -274,7 +313,20 @@ export class WorkingMemoryProvider implements ContextProvider {
       return;
     }
     const record = this.#recordIn(key, await this.#store.get(key, { signal }));
-    context.extendInstructions(this.sourceId, this.#instructions(record));
+    const instructions = this.#instructions(record);
+    if (this.#budget) {
+      const { maxTokens, tokenizer } = this.#budget;
+      const tokens = tokenizer.countTokens(instructions);
+      const fits = tokens <= maxTokens;
+      recordBudget(context.metadata, this.sourceId, { maxTokens, tokens: fits ? tokens : 0, dropped: fits ? 0 : 1 });
+      if (!fits)
+        report({
+          code: 'working-memory-over-budget',
+          message: `The working memory record of "${this.sourceId}" takes ${tokens} tokens, over its budget of ${maxTokens}: it was left out of this run. Raise budget.maxTokens or lower maxBytes.`,
+          data: { tokens, maxTokens },
+        });
+      else context.extendInstructions(this.sourceId, instructions);
+    } else context.extendInstructions(this.sourceId, instructions);
     if (this.#tool) context.extendTools(this.sourceId, [this.#tool]);
   }
 
