@@ -99,4 +99,31 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the chat page in a re
       await page.close();
     }
   });
+
+  it("a refused message (over the agent's limit) is a 413 the page shows as what to fix; nothing is stored, and the chat goes on", async () => {
+    const page = await browser.newPage();
+    page.setDefaultTimeout(WAIT_MS);
+    const statuses: number[] = [];
+    page.on('response', (response) => {
+      if (response.request().method() === 'POST') statuses.push(response.status());
+    });
+    try {
+      await page.goto(`${base}/`);
+      const chatId = page.url().split('/').at(-1)!;
+      await ready(page);
+      await say(page, 'x'.repeat(300 * 1024));
+      await page
+        .getByRole('alert')
+        .filter({ hasText: /over limits\.maxMessageBytes/ })
+        .waitFor();
+      expect(statuses).toEqual([413]);
+      expect(await agentOf().getHistory((await agentOf().getSession(chatId, { userId: 'demo' }))!)).toEqual([]);
+
+      await say(page, 'Hello again');
+      await page.getByText('You said: Hello again').waitFor();
+      expect(statuses).toEqual([413, 200]);
+    } finally {
+      await page.close();
+    }
+  });
 });

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { runInputFromUIMessages, toUIMessageStreamResponse, uiMessagesFromHistory } from '@ctx/ai-sdk';
-import { type Agent, ConcurrencyError, InvalidInputError, type Tool } from '@ctx/core';
+import { Readable } from 'node:stream';
+import { handleChatRequest, uiMessagesFromHistory } from '@ctx/ai-sdk';
+import { type Agent, ConcurrencyError, errorBody, httpStatusOf, InvalidInputError, type Tool } from '@ctx/core';
 
 /** What `createChatServer` takes. */
 export interface ChatServerOptions {
@@ -37,8 +38,10 @@ class HttpError extends Error {
  * - `GET /chats/:id`: the page; `GET /page.js`: its script;
  * - `GET /api/chats/:id`: the stored conversation as the AI SDK's UI messages (`uiMessagesFromHistory`);
  * - `POST /api/chats/:id`: what `useChat` sends (a new message, or answers to approvals), answered
- *   with the UI message stream (`toUIMessageStreamResponse`). The run is hosted: the agent loads
- *   the session, runs, and saves it before the stream's `finish`, so a reload right after shows it.
+ *   by `handleChatRequest`: a refusal (another user's conversation, a message over the agent's
+ *   limits, a reused message id, a malformed body) is a plain 4xx with a JSON body, anything else the
+ *   UI message stream. The run is hosted: the agent loads the session, runs, and saves it before the
+ *   stream's `finish`, so a reload right after shows it.
  */
 export function createChatServer(options: ChatServerOptions): Server {
   const { agent, tools, pageScript, maxBodyBytes = 1024 * 1024 } = options;
@@ -65,8 +68,22 @@ export function createChatServer(options: ChatServerOptions): Server {
       return send(response, 200, 'text/html; charset=utf-8', PAGE);
     }
     if (scope !== 'api' || collection !== 'chats' || id === undefined) throw new HttpError(404, 'No such route.');
+    if (!ID.test(id)) throw new HttpError(404, 'No such conversation.');
+    if (method === 'POST') {
+      const answer = await handleChatRequest(webRequest(request), {
+        agent,
+        sessionId: id,
+        userId,
+        maxBodyBytes,
+        onError: errorText,
+        onErrorResponse: (error, status) => {
+          if (status >= 500) console.error('[ai-sdk-ui]', error);
+        },
+      });
+      return pipe(answer, response);
+    }
     // The conversation must be the user's: another user's is answered as one that does not exist.
-    const session = ID.test(id) ? await agent.getSession(id, { userId }) : undefined;
+    const session = await agent.getSession(id, { userId });
     if (!session) throw new HttpError(404, 'No such conversation.');
 
     if (method === 'GET') {
@@ -76,22 +93,16 @@ export function createChatServer(options: ChatServerOptions): Server {
       });
       return send(response, 200, 'application/json; charset=utf-8', JSON.stringify({ id, messages }));
     }
-    if (method === 'POST') {
-      const body = await readJson(request, maxBodyBytes);
-      const { input, approvals } = runInputFromUIMessages(body.messages, { pendingApprovals: session.pending?.approvals ?? [] });
-      const stream = agent.runStream(input, { sessionId: id, userId, approvals });
-      return pipe(toUIMessageStreamResponse(stream, { onError: errorText }), response);
-    }
     throw new HttpError(405, `${method} is not allowed here.`);
   }
 
   return createServer((request, response) => {
     route(request, response).catch((error: unknown) => {
       if (response.headersSent) return void response.end();
-      const status = error instanceof HttpError ? error.status : InvalidInputError.isInstance(error) ? 400 : 500;
+      const status = error instanceof HttpError ? error.status : httpStatusOf(error);
       if (status >= 500) console.error('[ai-sdk-ui]', error);
-      const message = status < 500 && error instanceof Error ? error.message : 'The server could not answer; try again later.';
-      send(response, status, 'application/json; charset=utf-8', JSON.stringify({ error: message }));
+      const body = error instanceof HttpError ? { error: { type: 'HttpError', message: error.message } } : errorBody(error);
+      send(response, status, 'application/json; charset=utf-8', JSON.stringify(body));
     });
   });
 }
@@ -132,23 +143,18 @@ function send(response: ServerResponse, status: number, type: string, text: stri
   response.end(text);
 }
 
-async function readJson(request: IncomingMessage, max: number): Promise<Record<string, unknown>> {
-  if (Number(request.headers['content-length']) > max) throw new HttpError(413, `The body is larger than ${max} bytes.`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > max) throw new HttpError(413, `The body is larger than ${max} bytes.`);
-    chunks.push(chunk);
+/** A node:http request as a web `Request` (its body streamed, not read ahead), for `handleChatRequest`. */
+function webRequest(request: IncomingMessage): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(request.headers)) {
+    for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, item);
   }
-  let body: unknown;
-  try {
-    body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}');
-  } catch {
-    throw new HttpError(400, 'The body is not JSON.');
-  }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new HttpError(400, 'The body must be a JSON object.');
-  return body as Record<string, unknown>;
+  return new Request(`http://localhost${request.url ?? '/'}`, {
+    method: request.method ?? 'POST',
+    headers,
+    body: Readable.toWeb(request) as ReadableStream<Uint8Array>,
+    duplex: 'half',
+  } as RequestInit);
 }
 
 const PAGE = `<!doctype html>

@@ -64,7 +64,7 @@ function ChatPage({ id, initialMessages }: { id: string; initialMessages: UIMess
           </li>
         ))}
       </ul>
-      {error && <p role="alert">{error.message}</p>}
+      {error && <p role="alert">{refusalText(error)}</p>}
       <form onSubmit={submit}>
         <input aria-label="Message" value={text} onChange={(e) => setText(e.target.value)} placeholder="Ask about the weather, or book a table for 4" />
         <button type="submit" disabled={status !== 'ready' && status !== 'error'}>
@@ -74,6 +74,20 @@ function ChatPage({ id, initialMessages }: { id: string; initialMessages: UIMess
       <p data-testid="status">{status}</p>
     </main>
   );
+}
+
+/**
+ * What the page shows for a failed request: a refusal's JSON body (`{ error: { message } }`, which
+ * `useChat` hands over as `error.message`) says what to fix; a failed stream's `error` chunk is text.
+ */
+function refusalText(error: Error): string {
+  try {
+    const body = JSON.parse(error.message) as { error?: { message?: unknown } };
+    if (typeof body.error?.message === 'string') return body.error.message;
+  } catch {
+    // not a JSON body: the stream's own error text
+  }
+  return error.message;
 }
 
 createRoot(document.getElementById('root')!).render(<ChatPage id={chatId} initialMessages={stored.messages} />);
