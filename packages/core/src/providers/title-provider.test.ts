@@ -64,6 +64,26 @@ describe('TitleProvider', () => {
     await provider.flush(); // nothing pending any more
   });
 
+  it('runs on one session at once (each with its own session object, as hosted runs have) share one request, and each object gets the title', async () => {
+    let give!: () => void;
+    const given = new Promise<void>((resolve) => {
+      give = resolve;
+    });
+    const titles = new ScriptedChatClient({
+      replies: async () => {
+        await given;
+        return 'Shared title';
+      },
+    });
+    const { agent } = setup(titles);
+    const [one, two] = [agent.createSession({ sessionId: 'same' }), agent.createSession({ sessionId: 'same' })];
+    await Promise.all([agent.run('first tab', { session: one }), agent.run('second tab', { session: two })]);
+    give();
+    await agent.flush({ session: 'same' });
+    expect(titles.calls).toHaveLength(1);
+    expect([one.metadata.title, two.metadata.title]).toEqual(['Shared title', 'Shared title']);
+  });
+
   it('does not hold back the updates of a streaming run', async () => {
     const titles = new ScriptedChatClient({ replies: [{ text: 'Streamed', delayMs: 300 }] });
     const { agent } = setup(titles, { reply: { text: 'A streamed answer of several chunks.' } });
