@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
 import type { HistoryProvider } from '../history/history-provider.js';
 import type { Message } from '../messages/message.js';
@@ -36,6 +37,15 @@ export interface CompactionProviderOptions {
   onError?: 'throw' | 'skip';
 }
 
+const COMPACTION_PROVIDER_OPTIONS = optionNames<CompactionProviderOptions>()({
+  strategy: true,
+  when: true,
+  sourceId: true,
+  history: true,
+  rewriteStoredHistory: true,
+  onError: true,
+});
+
 /**
  * Compaction at the run boundary. Before the model call (`when: 'before-load'`) it compacts the
  * stored history and writes the result back through the history provider's `replaceMessages` (so a
@@ -55,6 +65,7 @@ export class CompactionProvider implements ContextProvider {
   readonly #afterStore: boolean;
 
   constructor(options: CompactionProviderOptions) {
+    checkOptionNames('CompactionProvider', options, COMPACTION_PROVIDER_OPTIONS);
     if (typeof options?.strategy?.compact !== 'function')
       throw new ConfigurationError('CompactionProvider: strategy must be a CompactionStrategy (an object with compact).');
     if (options.when !== undefined && options.when !== 'before-load' && options.when !== 'after-store')

@@ -1,4 +1,4 @@
-import { checkInteger, checkPositiveNumber } from '../backend/checks.js';
+import { checkInteger, checkOptionNames, checkPositiveNumber, optionNames } from '../backend/checks.js';
 import { ConfigurationError, describe } from '../errors.js';
 import type { Message } from '../messages/message.js';
 import type { CompactionStrategy } from '../spec/compaction-strategy.js';
@@ -69,12 +69,21 @@ export interface TruncationOptions extends StrategyOptions {
   tokenizer?: Tokenizer;
 }
 
+const TRUNCATION_OPTIONS = optionNames<TruncationOptions>()({
+  trigger: true,
+  maxMessages: true,
+  maxTokens: true,
+  target: true,
+  tokenizer: true,
+});
+
 /**
  * Drops the oldest groups once the conversation passes `maxMessages` or `maxTokens`, down to
  * `target` of each limit. System messages and everything from the newest user turn on are always
  * kept, even if they alone exceed the limits.
  */
 export function truncation(options: TruncationOptions): CompactionStrategy {
+  checkOptionNames('truncation', options, TRUNCATION_OPTIONS);
   const { maxMessages, maxTokens } = options;
   if (maxMessages === undefined && maxTokens === undefined)
     throw new ConfigurationError('truncation: give maxMessages, maxTokens or both.');
@@ -111,8 +120,11 @@ export interface SlidingWindowOptions extends StrategyOptions {
   maxGroups: number;
 }
 
+const SLIDING_WINDOW_OPTIONS = optionNames<SlidingWindowOptions>()({ trigger: true, maxGroups: true });
+
 /** Keeps the newest `maxGroups` groups, and never less than the newest user turn and what follows it. */
 export function slidingWindow(options: SlidingWindowOptions): CompactionStrategy {
+  checkOptionNames('slidingWindow', options, SLIDING_WINDOW_OPTIONS);
   checkInteger('slidingWindow', 'maxGroups', options.maxGroups, 0);
   return withTrigger(options, {
     compact(messages) {
@@ -154,12 +166,22 @@ export interface ToolResultCollapseOptions extends StrategyOptions {
  */
 const collapsedByOptions = new Map<string, WeakMap<readonly Content[], Content[] | null>>();
 
+const TOOL_RESULT_COLLAPSE_OPTIONS = optionNames<ToolResultCollapseOptions>()({
+  trigger: true,
+  keepRecent: true,
+  includeCurrentTurn: true,
+  minChars: true,
+  gistChars: true,
+  archive: true,
+});
+
 /**
  * Replaces the results of older tool exchanges with their first `gistChars` characters and a
  * marker that says what was removed (`[collapsed: 5,210 characters of search_docs result; the first
  * 160 follow]`). Calls and results stay paired.
  */
 export function toolResultCollapse(options: ToolResultCollapseOptions = {}): CompactionStrategy {
+  checkOptionNames('toolResultCollapse', options, TOOL_RESULT_COLLAPSE_OPTIONS);
   const keepRecent = checkInteger('toolResultCollapse', 'keepRecent', options.keepRecent ?? 1, 0);
   const minChars = checkInteger('toolResultCollapse', 'minChars', options.minChars ?? 200, 0);
   const gistChars = checkInteger('toolResultCollapse', 'gistChars', options.gistChars ?? 160, 0);
@@ -308,6 +330,14 @@ export interface TokenBudgetOptions extends StrategyOptions {
   strategies?: readonly CompactionStrategy[];
 }
 
+const TOKEN_BUDGET_OPTIONS = optionNames<TokenBudgetOptions>()({
+  trigger: true,
+  maxTokens: true,
+  target: true,
+  tokenizer: true,
+  strategies: true,
+});
+
 /**
  * Past `maxTokens`, applies strategies in order until the conversation fits `target` of it, then
  * truncates as a last resort. Leaves a conversation within `maxTokens` untouched. System messages
@@ -316,6 +346,7 @@ export interface TokenBudgetOptions extends StrategyOptions {
  * at the model call with `ContextWindowExceededError`.
  */
 export function tokenBudget(options: TokenBudgetOptions): CompactionStrategy {
+  checkOptionNames('tokenBudget', options, TOKEN_BUDGET_OPTIONS);
   const maxTokens = checkInteger('tokenBudget', 'maxTokens', options.maxTokens);
   const goal = Math.floor(maxTokens * checkShare('tokenBudget', 'target', options.target ?? 0.5));
   const tokenizer = options.tokenizer ?? defaultTokenizer();
@@ -360,8 +391,18 @@ export interface ContextWindowOptions {
   strategies?: readonly CompactionStrategy[];
 }
 
+const CONTEXT_WINDOW_OPTIONS = optionNames<ContextWindowOptions>()({
+  contextWindow: true,
+  reserveTokens: true,
+  threshold: true,
+  target: true,
+  tokenizer: true,
+  strategies: true,
+});
+
 /** Keeps a conversation inside a model's window: past `threshold` of it, compacts down to `target`. */
 export function contextWindow(options: ContextWindowOptions): CompactionStrategy {
+  checkOptionNames('contextWindow', options, CONTEXT_WINDOW_OPTIONS);
   const window = checkInteger('contextWindow', 'contextWindow', options.contextWindow);
   const usable = window - checkInteger('contextWindow', 'reserveTokens', options.reserveTokens ?? 4096, 0);
   if (usable <= 0)

@@ -1,4 +1,4 @@
-import { checkInteger } from '../backend/checks.js';
+import { checkInteger, checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError, ContextWindowExceededError, describe } from '../errors.js';
 import { Message } from '../messages/message.js';
 import type { ChatClient } from '../spec/chat-client.js';
@@ -58,6 +58,16 @@ export function summaryInfo(message: Message): SummaryInfo | undefined {
   return isSummary(message) ? (message.metadata!.ctx as unknown as { summary: SummaryInfo }).summary : undefined;
 }
 
+const SUMMARIZATION_OPTIONS = optionNames<SummarizationOptions>()({
+  client: true,
+  keepRecentGroups: true,
+  trigger: true,
+  instructions: true,
+  maxResultChars: true,
+  fallback: true,
+  archive: true,
+});
+
 /**
  * Summarizes the oldest groups into one system message marked `metadata.ctx.summary` (with the ids
  * it replaces). A later summarization folds the previous summary in, so there is at most one. A
@@ -67,6 +77,7 @@ export function summaryInfo(message: Message): SummaryInfo | undefined {
  * `summary-failed`; only an abort propagates.
  */
 export function summarization(options: SummarizationOptions): CompactionStrategy {
+  checkOptionNames('summarization', options, SUMMARIZATION_OPTIONS);
   const keep = checkInteger('summarization', 'keepRecentGroups', options.keepRecentGroups ?? 4, 0);
   const maxResultChars = checkInteger('summarization', 'maxResultChars', options.maxResultChars ?? 500, 0);
   if (typeof options.client?.getResponse !== 'function')

@@ -1,4 +1,4 @@
-import { checkInteger } from '../backend/checks.js';
+import { checkInteger, checkOptionNames, optionNames } from '../backend/checks.js';
 import { dropLeadingResults } from '../compaction/message-groups.js';
 import { SessionStateError } from '../errors.js';
 import { frozenMessage, markAttributed } from '../messages/frozen.js';
@@ -24,6 +24,17 @@ function idOf(entry: unknown): unknown {
   return (entry as { id?: unknown } | null)?.id;
 }
 
+const HISTORY_PROVIDER_OPTIONS = optionNames<HistoryProviderOptions>()({
+  sourceId: true,
+  loadMessages: true,
+  storeInputs: true,
+  storeOutputs: true,
+  storeContextMessages: true,
+  storeContextFrom: true,
+  maxMessages: true,
+  onError: true,
+});
+
 /**
  * History kept in the session itself (`state.messages`), so it serializes with the session and
  * needs no backend. The agent adds one (sourceId `memory`) when a run has no other history.
@@ -31,6 +42,7 @@ function idOf(entry: unknown): unknown {
  */
 export class InMemoryHistoryProvider extends HistoryProvider {
   constructor(options: HistoryProviderOptions = {}) {
+    checkOptionNames('InMemoryHistoryProvider', options, HISTORY_PROVIDER_OPTIONS);
     super({ ...options, sourceId: options.sourceId ?? 'memory' });
   }
 

@@ -305,3 +305,31 @@ describe('the recall index follows what the history stored', () => {
     expect(events.some((e) => e.type === 'provider-diagnostic' && e.code === 'turn-stored-failed' && e.sourceId === 'recall')).toBe(true);
   });
 });
+
+describe('every built-in refuses an option it does not know, naming it', () => {
+  const client = echo();
+  const store = new InMemoryWorkingMemoryStore();
+  const retriever = new InMemoryRetriever();
+  const cases: [string, () => unknown][] = [
+    ['SemanticRecallProvider', () => new SemanticRecallProvider({ embeddings, topk: 3 } as never)],
+    ['WorkingMemoryProvider', () => new WorkingMemoryProvider({ template: '#', store, topk: 3 } as never)],
+    ['WhiteboardProvider', () => new WhiteboardProvider({ client, topk: 3 } as never)],
+    ['TextSearchProvider', () => new TextSearchProvider({ retriever, topk: 3 } as never)],
+    ['ContextualToolsProvider', () => new ContextualToolsProvider({ embeddings, tools: [], topk: 3 } as never)],
+    ['CompactionProvider', () => new CompactionProvider({ strategy: toolResultCollapse(), topk: 3 } as never)],
+    ['InMemoryHistoryProvider', () => new InMemoryHistoryProvider({ maxMessage: 3 } as never)],
+    ['InMemoryRetriever', () => new InMemoryRetriever({ topk: 3 } as never)],
+    ['InMemoryVectorIndex', () => new InMemoryVectorIndex({ topk: 3 } as never)],
+    ['createHashEmbedding', () => createHashEmbedding({ topk: 3 } as never)],
+    ['toolResultCollapse', () => toolResultCollapse({ topk: 3 } as never)],
+    ['summarization', () => summarization({ client, topk: 3 } as never)],
+  ];
+  it.each(cases)('%s', (_name, make) => {
+    expect(make).toThrow(ConfigurationError);
+    expect(make).toThrow(/unknown option "(topk|maxMessage)"/);
+  });
+
+  it('a misspelling of a known option gets a did-you-mean', () => {
+    expect(() => new SemanticRecallProvider({ embeddings, topk: 3 } as never)).toThrow(/did you mean "topK"/);
+  });
+});

@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { abortable } from '../backend/deadline.js';
 import { ConfigurationError } from '../errors.js';
 import { checkHistoryCount, recentConversationText } from '../messages/conversation-text.js';
@@ -45,6 +46,21 @@ export interface ContextualToolsProviderOptions {
 /** `metadata.priority` of `alwaysInclude` tools: above any cosine similarity. */
 const ALWAYS_PRIORITY = 2;
 
+const CONTEXTUAL_TOOLS_PROVIDER_OPTIONS = optionNames<ContextualToolsProviderOptions>()({
+  tools: true,
+  embeddings: true,
+  maxTools: true,
+  alwaysInclude: true,
+  queryFromHistory: true,
+  minSimilarity: true,
+  describeTool: true,
+  sourceId: true,
+  budget: true,
+  when: true,
+  onError: true,
+  timeoutMs: true,
+});
+
 /**
  * Advertises, out of a large tool catalog, only the tools most similar to the recent conversation
  * (plus `alwaysInclude`), so the model sees a short, relevant list. Tool embeddings are computed
@@ -76,6 +92,7 @@ export class ContextualToolsProvider implements ContextProvider {
   constructor(options: ContextualToolsProviderOptions) {
     this.sourceId = options.sourceId ?? 'contextual-tools';
     const owner = `ContextualToolsProvider("${this.sourceId}")`;
+    checkOptionNames(owner, options, CONTEXTUAL_TOOLS_PROVIDER_OPTIONS);
     if (typeof options.embeddings?.embed !== 'function') throw new ConfigurationError(`${owner} needs an \`embeddings\` generator.`);
     this.#embeddings = options.embeddings;
     this.#catalog = options.tools;

@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError, CtxError } from '../errors.js';
 import { checkHistoryCount, recentConversationText } from '../messages/conversation-text.js';
 import { findNonJson } from '../messages/json.js';
@@ -72,6 +73,24 @@ const DEFAULT_HEADER = 'Retrieved context for this turn. It may be incomplete or
 const DEFAULT_TOOL_DESCRIPTION =
   'Searches the knowledge base for information that helps answer the user. Returns passages with ids, titles and urls to cite.';
 
+const TEXT_SEARCH_PROVIDER_OPTIONS = optionNames<TextSearchProviderOptions>()({
+  retriever: true,
+  sourceId: true,
+  mode: true,
+  topK: true,
+  queryFromHistory: true,
+  minScore: true,
+  budget: true,
+  when: true,
+  onError: true,
+  timeoutMs: true,
+  role: true,
+  header: true,
+  formatResult: true,
+  toolName: true,
+  toolDescription: true,
+});
+
 /**
  * Retrieval-augmented generation over any `Retriever`. In `before` mode it searches with the input
  * (or the recent conversation) before every run and injects the results as one attributed context
@@ -100,6 +119,7 @@ export class TextSearchProvider implements ContextProvider {
   constructor(options: TextSearchProviderOptions) {
     this.sourceId = options.sourceId ?? 'text-search';
     const owner = `TextSearchProvider("${this.sourceId}")`;
+    checkOptionNames(owner, options, TEXT_SEARCH_PROVIDER_OPTIONS);
     if (typeof options.retriever?.search !== 'function')
       throw new ConfigurationError(`${owner} needs a \`retriever\` with a search(query, { topK, signal }) method.`);
     this.#retriever = options.retriever;

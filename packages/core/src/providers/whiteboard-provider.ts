@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError, CtxError, SessionStateError } from '../errors.js';
 import { isPlainObject, jsonEqual, parseJsonAnswer, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
@@ -127,6 +128,20 @@ function boardOf(slot: JsonObject): readonly StoredBoardEntry[] | undefined {
   return (slot.entries ?? []) as unknown as StoredBoardEntry[];
 }
 
+const WHITEBOARD_PROVIDER_OPTIONS = optionNames<WhiteboardProviderOptions>()({
+  client: true,
+  sourceId: true,
+  inject: true,
+  budget: true,
+  decay: true,
+  now: true,
+  when: true,
+  onError: true,
+  timeoutMs: true,
+  updateInstructions: true,
+  maxEntryLength: true,
+});
+
 /**
  * Keeps the requirements, proposals, decisions and actions of a conversation in the session state,
  * injects them before each run as one compact capsule, and after each successful run asks a model
@@ -156,6 +171,7 @@ export class WhiteboardProvider implements ContextProvider {
   constructor(options: WhiteboardProviderOptions = {}) {
     this.sourceId = options.sourceId ?? 'whiteboard';
     const owner = `WhiteboardProvider("${this.sourceId}")`;
+    checkOptionNames(owner, options, WHITEBOARD_PROVIDER_OPTIONS);
     this.#client = options.client;
     this.#inject = options.inject ?? 'message';
     if (this.#inject !== 'message' && this.#inject !== 'instructions')

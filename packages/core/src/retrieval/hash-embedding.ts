@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
 import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
 import { normalize } from './vectors.js';
@@ -28,6 +29,8 @@ function fnv1a(text: string): number {
   return h >>> 0;
 }
 
+const HASH_EMBEDDING_OPTIONS = optionNames<HashEmbeddingOptions>()({ dimensions: true, ngram: true, stopWords: true });
+
 /**
  * A deterministic, dependency-free `EmbeddingGenerator` for tests, examples and offline demos:
  * hashed bag of words plus character n-grams of each word (signed feature hashing), L2-normalized.
@@ -36,6 +39,7 @@ function fnv1a(text: string): number {
  * @throws ConfigurationError for a non-positive `dimensions` or a negative `ngram`.
  */
 export function createHashEmbedding(options: HashEmbeddingOptions = {}): EmbeddingGenerator {
+  checkOptionNames('createHashEmbedding', options, HASH_EMBEDDING_OPTIONS);
   const dimensions = options.dimensions ?? 512;
   const ngram = options.ngram ?? 3;
   if (!Number.isInteger(dimensions) || dimensions <= 0)

@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { abortable } from '../backend/deadline.js';
 import { ConfigurationError } from '../errors.js';
 import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
@@ -51,6 +52,14 @@ interface Indexed {
 const K1 = 1.2;
 const B = 0.75;
 
+const IN_MEMORY_RETRIEVER_OPTIONS = optionNames<InMemoryRetrieverOptions>()({
+  documents: true,
+  embeddings: true,
+  scoring: true,
+  minScore: true,
+  stopWords: true,
+});
+
 /**
  * A `Retriever` over documents held in memory: keyword (BM25), embedding or hybrid scoring.
  * Document embeddings are computed once, lazily at the first search after they were added, and
@@ -70,6 +79,7 @@ export class InMemoryRetriever implements Retriever {
   readonly #stop: ReadonlySet<string>;
 
   constructor(options: InMemoryRetrieverOptions = {}) {
+    checkOptionNames('InMemoryRetriever', options, IN_MEMORY_RETRIEVER_OPTIONS);
     this.scoring = options.scoring ?? (options.embeddings ? 'embedding' : 'keyword');
     if (this.scoring !== 'keyword' && !options.embeddings)
       throw new ConfigurationError(`InMemoryRetriever: "${this.scoring}" scoring needs an \`embeddings\` generator.`);

@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { checkVectorRecord, compareBySessionAndSequence } from '../backend/vector-record.js';
 import { ConfigurationError, InvalidInputError } from '../errors.js';
 import type {
@@ -83,6 +84,8 @@ interface Location {
   row: number;
 }
 
+const IN_MEMORY_VECTOR_INDEX_OPTIONS = optionNames<InMemoryVectorIndexOptions>()({ dimensions: true, maxRecords: true });
+
 /**
  * A `VectorIndex` held in memory: exact cosine k-NN over the records of the filter's user (or
  * session), for tests, examples, single-process apps and benchmarks. Records are copied in and out,
@@ -103,6 +106,7 @@ export class InMemoryVectorIndex implements VectorIndex {
   #scores = new Float64Array(0);
 
   constructor(options: InMemoryVectorIndexOptions = {}) {
+    checkOptionNames('InMemoryVectorIndex', options, IN_MEMORY_VECTOR_INDEX_OPTIONS);
     for (const key of ['dimensions', 'maxRecords'] as const) {
       const value = options[key];
       if (value !== undefined && !(Number.isInteger(value) && value > 0))
