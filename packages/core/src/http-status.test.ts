@@ -16,13 +16,12 @@ import { errorBody, httpStatusOf } from './http-status.js';
 
 const SECRET = 'connect ECONNREFUSED 10.1.2.3:6379 (password=hunter2)';
 
-/** A ConcurrencyError as a hosted run throws it while the same turn runs elsewhere (`turnRunning` read defensively). */
+/** A ConcurrencyError as a hosted run throws it while the same turn runs elsewhere. */
 function turnRunning(running = true): ConcurrencyError {
-  const error = new ConcurrencyError('s1', 'The turn of message "m1" is running in another request; send it again shortly.', {
+  return new ConcurrencyError('s1', 'The turn of message "m1" is running in another request; send it again shortly.', {
     turnStored: false,
+    turnRunning: running,
   });
-  Object.defineProperty(error, 'turnRunning', { value: running });
-  return error;
 }
 
 describe('httpStatusOf', () => {

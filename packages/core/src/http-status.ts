@@ -98,7 +98,7 @@ export function errorBody(error: unknown): ErrorBody {
   } else if (ConcurrencyError.isInstance(error)) {
     const turnStored = read(() => error.turnStored);
     if (typeof turnStored === 'boolean') body.error.turnStored = turnStored;
-    if (read(() => (error as { turnRunning?: boolean }).turnRunning) === true) {
+    if (read(() => error.turnRunning) === true) {
       body.error.turnRunning = true;
       body.error.retryAfter = TURN_RUNNING_RETRY_AFTER;
     }
