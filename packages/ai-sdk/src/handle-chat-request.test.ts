@@ -5,7 +5,7 @@ import {
   type Agent,
   type AgentOptions,
   BackendUnavailableError,
-  ConcurrencyError,
+  type ChatClient,
   createAgent,
   InMemorySessionStore,
   Message,
@@ -81,6 +81,17 @@ async function expectRefusal(response: Response, status: number): Promise<{ erro
   const text = await response.text();
   expect(text).not.toMatch(/^data:/m);
   return JSON.parse(text) as { error: Record<string, unknown> };
+}
+
+/** The text a UI message stream's `text-delta` chunks carry. */
+function textOf(sse: string): string {
+  return sse
+    .split('\n')
+    .filter((line) => line.startsWith('data: {'))
+    .map((line) => JSON.parse(line.slice('data: '.length)) as { type: string; delta?: string })
+    .filter((chunk) => chunk.type === 'text-delta')
+    .map((chunk) => chunk.delta)
+    .join('');
 }
 
 const post = (base: string, id: string, userId: string, body: string) =>
@@ -257,14 +268,58 @@ describe('handleChatRequest', () => {
     expect((await expectRefusal(response, 400)).error.message).toMatch(/call-x/);
   });
 
-  it('answers a turn running in another request with a 409 and Retry-After', async () => {
-    const running = Object.assign(new ConcurrencyError('c1', 'The turn of message "u-1" is running in another request.'), {
-      turnRunning: true,
+  it('answers a turn running in another process with a 409 and Retry-After; the turn is stored once', async () => {
+    // Two agents on one store are two server processes; the first one's model answers when released.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
     });
-    const agent = agentWith({ client: new ScriptedChatClient({ replies: [{ error: running }] }) });
-    const response = await handleChatRequest(json([userMessage('u-1', 'Hi')]), { agent, sessionId: 'c1', userId: 'ann' });
-    expect(response.headers.get('retry-after')).toBe('1');
-    expect((await expectRefusal(response, 409)).error).toMatchObject({ type: 'ConcurrencyError', turnRunning: true, retryAfter: 1 });
+    let called!: () => void;
+    const modelCalled = new Promise<void>((resolve) => {
+      called = resolve;
+    });
+    const gated: ChatClient = {
+      specificationVersion: 'v1',
+      provider: 'test',
+      modelId: 'gated',
+      getResponse: () => Promise.reject(new Error('only streams')),
+      async *getStreamingResponse() {
+        called();
+        await released;
+        yield { messageId: 'a-1', role: 'assistant', contents: [{ type: 'text', text: 'The one reply.' }] };
+      },
+    };
+    const sessionStore = new InMemorySessionStore();
+    const first = agentWith({ client: gated, sessionStore });
+    const second = agentWith({ sessionStore, runningTurns: { waitMs: 0 } });
+    const message = userMessage('u-1', 'Hi');
+    const running = handleChatRequest(json([message]), { agent: first, sessionId: 'c1', userId: 'ann' });
+    await modelCalled;
+    const refused = await handleChatRequest(json([message]), { agent: second, sessionId: 'c1', userId: 'ann' });
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect((await expectRefusal(refused, 409)).error).toMatchObject({ type: 'ConcurrencyError', turnRunning: true, retryAfter: 1 });
+    release();
+    expect(textOf(await (await running).text())).toBe('The one reply.');
+    const stored = await second.getHistory((await second.getSession('c1'))!);
+    expect(stored.map((m) => Message.text(m))).toEqual(['Hi', 'The one reply.']);
+  });
+
+  it('a double submit on one server: both requests stream the one reply, stored once', async () => {
+    const client = new ScriptedChatClient({ replies: ['First reply.', 'Second reply.'] });
+    const agent = agentWith({ client });
+    const message = userMessage('u-1', 'Only once');
+    // Each page reads its own answer as it comes (the second one's starts once the first turn is stored).
+    const answers = await Promise.all(
+      [0, 1].map(async () => {
+        const answer = await handleChatRequest(json([message]), { agent, sessionId: 'c1', userId: 'ann' });
+        return { status: answer.status, text: await answer.text() };
+      }),
+    );
+    expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    expect(answers.map((a) => textOf(a.text))).toEqual(['First reply.', 'First reply.']);
+    expect(client.calls).toHaveLength(1);
+    const stored = await agent.getHistory((await agent.getSession('c1'))!);
+    expect(stored.map((m) => Message.text(m))).toEqual(['Only once', 'First reply.']);
   });
 
   it('answers a failure before the first update with its 5xx, a generic body, and onErrorResponse', async () => {

@@ -53,8 +53,9 @@ export interface HandleChatRequestOptions extends ToUIMessageStreamOptions {
  * object: 400); the session is read and a conversation of another user (or of no user) is a 404,
  * as if it did not exist; the body's last UI message is read (`runInputFromUIMessages`: a new user
  * message, or answers to approvals; malformed: 400); then the run starts hosted
- * (`agent.runStream(input, { sessionId, userId, approvals })`) and the response waits for its first
- * update. Every check the run makes before the model is called fails it before that update, and is
+ * (`agent.runStream(input, { sessionId, userId, approvals })`, `approvals` only when the page sent
+ * some, so a message sent twice at once is one turn, run once, whose reply both requests stream)
+ * and the response waits for its first update. Every check the run makes before the model is called fails it before that update, and is
  * answered with `httpStatusOf` and `errorBody` (JSON `{ error: { type, message, ... } }`): a message
  * over the agent's `limits` (413), an input reusing the id of another stored message (400), an
  * approval for a call that does not wait (400), a turn running in another request (409 with
@@ -89,7 +90,8 @@ export async function handleChatRequest(request: Request, options: HandleChatReq
       pendingApprovals: stored?.pending?.approvals ?? [],
       ...(maxMessages !== undefined ? { maxMessages } : {}),
     });
-    stream = agent.runStream(input, { ...run, sessionId, userId, approvals });
+    // Approvals only when there are some: a new message is then a turn the agent runs once, however often it is sent.
+    stream = agent.runStream(input, { ...run, sessionId, userId, ...(approvals.length > 0 ? { approvals } : {}) });
     const updates = stream[Symbol.asyncIterator]();
     // The run's own refusals (limits, message ids, approvals, a running turn) come before its first update.
     const first = await updates.next();
