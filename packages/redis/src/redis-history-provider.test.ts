@@ -43,6 +43,35 @@ describe('RedisHistoryProvider options and arguments', () => {
     expect(() => new RedisHistoryProvider(options)).toThrow(ConfigurationError);
   });
 
+  it('an option it does not know is a ConfigurationError naming it; core history options and ioredis options pass', () => {
+    const misspelled = () => new RedisHistoryProvider({ client: lazy(), maxstored: 5 } as never);
+    expect(misspelled).toThrow(ConfigurationError);
+    expect(misspelled).toThrow('RedisHistoryProvider: unknown option "maxstored" (did you mean "maxStored"?).');
+    expect(() => new RedisHistoryProvider({ client: lazy(), storeInput: false } as never)).toThrow(
+      'RedisHistoryProvider: unknown option "storeInput".',
+    );
+    // The names inherited from core's HistoryProviderOptions are known; redisOptions goes to ioredis unchecked.
+    const provider = new RedisHistoryProvider({
+      url: 'redis://127.0.0.1:9',
+      redisOptions: { lazyConnect: true, anyIoredisOption: 1 } as never,
+      sourceId: 'h',
+      loadMessages: 'auto',
+      storeInputs: true,
+      storeOutputs: true,
+      storeContextMessages: false,
+      storeContextFrom: ['rag'],
+      maxMessages: 10,
+      onError: 'skip',
+      prefix: 'p',
+      timeoutMs: 100,
+      maxValueBytes: 1000,
+      maxStored: 20,
+      ttlSeconds: 60,
+    });
+    expect([provider.sourceId, provider.maxStored]).toEqual(['h', 20]);
+    provider.client.disconnect();
+  });
+
   it('passes the history options of @ctx/core on, with sourceId "redis" by default', () => {
     const provider = new RedisHistoryProvider({ client: lazy(), maxMessages: 7, storeInputs: false, loadMessages: false });
     expect([

@@ -10,7 +10,16 @@ import {
   type PopHistoryArgs,
   type SaveHistoryArgs,
 } from '@ctx/core';
-import { checkHistoryBatch, checkId, checkInteger, checkSessionId, messageIdConflict, shortId } from '@ctx/core/backend';
+import {
+  checkHistoryBatch,
+  checkId,
+  checkInteger,
+  checkOptionNames,
+  checkSessionId,
+  messageIdConflict,
+  optionNames,
+  shortId,
+} from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { decodeAll, repeatedIds } from './decode.js';
 import { historyKeys, type HistoryKeys } from './keys.js';
@@ -29,6 +38,28 @@ export interface RedisHistoryProviderOptions extends HistoryProviderOptions, Red
    */
   ttlSeconds?: number;
 }
+
+/** Every option name of `RedisHistoryProvider`: core's history options, the connection's, and its own. */
+const OPTION_NAMES = optionNames<RedisHistoryProviderOptions>()({
+  sourceId: true,
+  loadMessages: true,
+  storeInputs: true,
+  storeOutputs: true,
+  storeContextMessages: true,
+  storeContextFrom: true,
+  maxMessages: true,
+  onError: true,
+  client: true,
+  url: true,
+  nodes: true,
+  redisOptions: true,
+  clusterOptions: true,
+  prefix: true,
+  timeoutMs: true,
+  maxValueBytes: true,
+  maxStored: true,
+  ttlSeconds: true,
+});
 
 /** Options of `RedisHistoryProvider.listMessages`. */
 export interface ListMessagesOptions {
@@ -73,7 +104,8 @@ export interface RedisCallOptions {
  * Entries repeating a message id already loaded (written twice by an older version's retry, or by
  * hand) are loaded once, the first kept; a run reports them as a `duplicate-messages` diagnostic.
  * @throws ConfigurationError for bad options (not exactly one of client/url/nodes, bad prefix, bad
- *   limits, an empty or whitespace-only sourceId).
+ *   limits, an empty or whitespace-only sourceId), or an option it does not know (named; only the
+ *   top-level names: `redisOptions` and `clusterOptions` go to ioredis as they are).
  */
 export class RedisHistoryProvider extends HistoryProvider {
   /** Retention cap per conversation, or undefined for none. */
@@ -87,6 +119,7 @@ export class RedisHistoryProvider extends HistoryProvider {
   readonly #fixedArgs: readonly [string, string];
 
   constructor(options: RedisHistoryProviderOptions) {
+    checkOptionNames('RedisHistoryProvider', options, OPTION_NAMES);
     super({ ...options, sourceId: options.sourceId ?? 'redis' });
     checkId(this.sourceId, 'sourceId of RedisHistoryProvider');
     if (options.maxStored !== undefined) checkInteger('RedisHistoryProvider', 'maxStored', options.maxStored);
