@@ -60,6 +60,33 @@ describe('options and arguments', () => {
     expect(() => new CosmosHistoryProvider({ client, ...options })).toThrow(ConfigurationError);
   });
 
+  it('an option it does not know is a ConfigurationError naming it; core history options pass', () => {
+    const misspelled = () => new CosmosHistoryProvider({ client, ttlseconds: 60 } as never);
+    expect(misspelled).toThrow(ConfigurationError);
+    expect(misspelled).toThrow('CosmosHistoryProvider: unknown option "ttlseconds" (did you mean "ttlSeconds"?).');
+    expect(() => new CosmosHistoryProvider({ client, partitionKey: '/sessionKey' } as never)).toThrow(
+      'CosmosHistoryProvider: unknown option "partitionKey".',
+    );
+    const provider = new CosmosHistoryProvider({
+      client,
+      sourceId: 'h',
+      loadMessages: 'auto',
+      storeInputs: true,
+      storeOutputs: true,
+      storeContextMessages: false,
+      storeContextFrom: ['rag'],
+      maxMessages: 10,
+      onError: 'skip',
+      databaseId,
+      containerId: 'c',
+      createIfNotExists: false,
+      timeoutMs: 1000,
+      retries: 1,
+      ttlSeconds: 60,
+    });
+    expect([provider.sourceId, provider.ttlSeconds]).toEqual(['h', 60]);
+  });
+
   it('passes the history options of @ctx/core on, with sourceId "cosmos" and no TTL', () => {
     const provider = new CosmosHistoryProvider({ client, maxMessages: 7, storeInputs: false, loadMessages: false });
     expect([

@@ -17,10 +17,12 @@ import {
 import {
   checkId,
   checkInteger,
+  checkOptionNames,
   checkSessionId,
   describeError,
   findRetriedTurn,
   messageIdConflict,
+  optionNames,
   sameMessageContent,
   shortId,
   type HistoryTurn,
@@ -65,6 +67,31 @@ export interface CosmosCallOptions {
   /** Aborts the call (rejects with the signal's reason; a request already sent may still complete). */
   signal?: AbortSignal;
 }
+
+/** Every option name of `CosmosHistoryProvider`: core's history options, the connection's, and its own. */
+const OPTION_NAMES = optionNames<CosmosHistoryProviderOptions>()({
+  sourceId: true,
+  loadMessages: true,
+  storeInputs: true,
+  storeOutputs: true,
+  storeContextMessages: true,
+  storeContextFrom: true,
+  maxMessages: true,
+  onError: true,
+  container: true,
+  client: true,
+  endpoint: true,
+  key: true,
+  credential: true,
+  clientOptions: true,
+  databaseId: true,
+  containerId: true,
+  createIfNotExists: true,
+  timeoutMs: true,
+  retries: true,
+  scope: true,
+  ttlSeconds: true,
+});
 
 /** Options of `CosmosHistoryProvider.listMessages`. */
 export interface ListMessagesOptions extends CosmosCallOptions {
@@ -160,7 +187,8 @@ const MAX_CLEAR_ROUNDS = 10;
  * `timeoutMs` (after the SDK's 429 retries and the package's transient retries); a stored item
  * that is not a valid message gives `SessionStateError` naming the item; a container that is
  * missing or partitioned differently gives `ConfigurationError`.
- * @throws ConfigurationError for bad options.
+ * @throws ConfigurationError for bad options, or an option it does not know (named; only the top-level
+ *   names: `clientOptions` goes to the SDK as it is).
  */
 export class CosmosHistoryProvider extends HistoryProvider {
   /** Seconds each message and head live after they were written, or undefined for never. */
@@ -170,6 +198,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
   readonly #hierarchical: boolean;
 
   constructor(options: CosmosHistoryProviderOptions) {
+    checkOptionNames('CosmosHistoryProvider', options, OPTION_NAMES);
     super({ ...options, sourceId: options.sourceId ?? 'cosmos' });
     checkId(this.sourceId, 'sourceId of CosmosHistoryProvider');
     if (options.ttlSeconds !== undefined) checkInteger('CosmosHistoryProvider', 'ttlSeconds', options.ttlSeconds);
