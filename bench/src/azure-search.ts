@@ -210,7 +210,8 @@ export async function azureSearch(): Promise<void> {
     } as AzureAISearchContextProviderOptions;
     const provider = new AzureAISearchContextProvider(base);
     const budgeted = new AzureAISearchContextProvider({ ...base, budget: { maxTokens: 300 } });
-    const retriever = new AzureAISearchRetriever({ ...base, filter: `tenantId eq 'acme'` });
+    const { topK: _topK, scope: _scope, ...retrieverOptions } = base; // the provider's own options are not the retriever's
+    const retriever = new AzureAISearchRetriever({ ...retrieverOptions, filter: `tenantId eq 'acme'` });
     let q = 0;
     const nextQuery = () => QUERIES[q++ % QUERIES.length]!;
     // What a user writes without ctx: search, collect, format one context message with citations.
