@@ -22,11 +22,13 @@ export interface StandardSchemaV1<Input = unknown, Output = Input> {
           readonly output: Output;
         }
       | undefined;
-    /** Standard JSON Schema, offered by some libraries (zod 4.2+). */
-    readonly jsonSchema?: {
-      /** The JSON Schema of the input, for a target draft. */
-      readonly input: (options: { target: string }) => Record<string, unknown>;
-    };
+    /** Standard JSON Schema, offered by some libraries (zod 4.2+, arktype). */
+    readonly jsonSchema?:
+      | {
+          /** The JSON Schema of the input, for a target draft. */
+          readonly input: (options: { readonly target: string }) => Record<string, unknown>;
+        }
+      | undefined;
   };
 }
 
@@ -44,13 +46,15 @@ export type StandardResult<Output> =
         /** What is wrong. */
         readonly message: string;
         /** Where in the value. */
-        readonly path?: ReadonlyArray<
-          | PropertyKey
-          | {
-              /** One step of the path. */
-              readonly key: PropertyKey;
-            }
-        >;
+        readonly path?:
+          | ReadonlyArray<
+              | PropertyKey
+              | {
+                  /** One step of the path. */
+                  readonly key: PropertyKey;
+                }
+            >
+          | undefined;
       }>;
     };
 
@@ -157,7 +161,7 @@ export function isStandardSchema(value: unknown): value is StandardSchemaV1 {
 }
 
 /** A Standard Schema issue as `path: message`, the way tool argument issues are reported. */
-export function formatIssue(issue: { message: string; path?: ReadonlyArray<PropertyKey | { key: PropertyKey }> }): string {
+export function formatIssue(issue: { message: string; path?: ReadonlyArray<PropertyKey | { key: PropertyKey }> | undefined }): string {
   if (!issue.path?.length) return issue.message;
   const path = issue.path.map((p) => String(typeof p === 'object' ? p.key : p)).join('.');
   return `${path}: ${issue.message}`;
