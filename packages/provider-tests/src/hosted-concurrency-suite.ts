@@ -35,8 +35,10 @@ const MAX_RETRY_ROUNDS = 5;
  * must end in success or in a `ConcurrencyError` that says whether its turn is stored
  * (`turnStored`), and that must be true; the requests whose turn is not stored are run again with
  * the same message, as an app would. Afterwards every input is stored exactly once, right before
- * exactly one reply to it, and the session belongs to the user. Call it at the top level of a test
- * file.
+ * exactly one reply to it, and the session belongs to the user. And one message sent to every
+ * server at once (a double submit): with a store that has turn leases, the model is called once
+ * and every caller gets the one stored reply (skipped for a store without them). Call it at the top
+ * level of a test file.
  */
 export function describeHostedConcurrency(name: string, options: HostedConcurrencySuiteOptions): void {
   const servers = options.servers ?? 3;
@@ -127,6 +129,64 @@ export function describeHostedConcurrency(name: string, options: HostedConcurren
         expect(await agents[0]!.getSession(sessionId, { userId: `${userId}-other` })).toBeUndefined();
       });
     }
+
+    test('one message sent to every server at once (a double submit): the model is called once, and every caller gets the stored reply', async (context) => {
+      const n = ++counter;
+      const sessionId = `hosted-${tag}-${n}`;
+      const userId = `user-${tag}-${n}`;
+      const sourceId = `chat-${tag}-${n}`;
+      let waitingServers = 0;
+      let allWaiting!: () => void;
+      const waiting = new Promise<void>((resolve) => {
+        allWaiting = resolve;
+      });
+      // The model answers once every other server found the turn running (and waits for it).
+      const client = new ScriptedChatClient({
+        replies: async (messages) => {
+          await waiting;
+          return { text: `re: ${Message.text(messages.at(-1)!)}` };
+        },
+      });
+      const agents: Agent[] = [];
+      for (let i = 0; i < servers; i++) {
+        const store = await options.createStore();
+        created.push(store);
+        const { leaseTurn, releaseTurn } = store;
+        if (typeof leaseTurn !== 'function' || typeof releaseTurn !== 'function')
+          return context.skip(`${name}: the store has no turn leases`);
+        let found = false;
+        const watched: SessionStore = {
+          get: store.get.bind(store),
+          set: store.set.bind(store),
+          delete: store.delete.bind(store),
+          releaseTurn: releaseTurn.bind(store),
+          leaseTurn: async (id, lease) => {
+            const taken = await leaseTurn.call(store, id, lease);
+            if (!taken && !found) {
+              found = true;
+              if (++waitingServers === servers - 1) allWaiting();
+            }
+            return taken;
+          },
+        };
+        const history = options.createHistory ? [await options.createHistory({ sourceId })] : [];
+        agents.push(createAgent({ client, sessionStore: watched, contextProviders: history, name: `server-${i}` }));
+      }
+      if (servers === 1) allWaiting();
+      const message = Message.user('book a table for two', { id: `${sessionId}-q` });
+      // Two copies per server: one waits in its process for the other, or for another server.
+      const responses = await Promise.all(
+        Array.from({ length: servers * 2 }, (_, i) => agents[i % servers]!.run(message, { sessionId, userId })),
+      );
+      expect(client.calls).toHaveLength(1);
+      const history = await historyOf(agents[0]!, sessionId, userId);
+      expect(history.map((m) => m.id)).toEqual([message.id, history[1]!.id]);
+      for (const response of responses) {
+        expect(response.text).toBe('re: book a table for two');
+        expect(response.sessionId).toBe(sessionId);
+        expect(response.messages.map((m) => m.id)).toEqual([history[1]!.id]);
+      }
+    });
   });
 }
 

@@ -15,6 +15,7 @@ import {
   type SessionSummary,
   type SetSessionOptions,
   type StoredSession,
+  type TurnLease,
 } from '@ctx/core';
 import {
   type CheckedListOptions,
@@ -22,6 +23,7 @@ import {
   checkListOptions,
   checkSessionForWrite,
   checkSessionId,
+  checkTurnLease,
   compareSessions,
   decodeSessionCursor,
   encodeSessionCursor,
@@ -61,7 +63,12 @@ type StoreFault =
   | 'list-includes-state'
   | 'list-stale-metadata'
   | 'get-ignores-user'
-  | 'get-hides-from-owner';
+  | 'get-hides-from-owner'
+  | 'lease-never-expires'
+  | 'lease-ignores-holder'
+  | 'lease-release-any-holder'
+  | 'lease-per-turn-only'
+  | 'lease-unchecked';
 
 interface Item {
   json: string;
@@ -76,6 +83,7 @@ class MapSessionStore implements SessionStore {
   readonly #items = new Map<string, Item>();
   readonly #cache = new Map<string, StoredSession>();
   readonly #fault: StoreFault | undefined;
+  readonly #leases = new Map<string, { holder: string; expiresAt: number }>();
   #version = 0;
 
   constructor(fault?: StoreFault) {
@@ -140,6 +148,31 @@ class MapSessionStore implements SessionStore {
     await tick();
     const existed = this.#items.delete(this.#key(sessionId));
     return this.#fault === 'delete-always-true' ? true : existed;
+  }
+
+  async leaseTurn(sessionId: string, lease: TurnLease): Promise<boolean> {
+    if (this.#fault !== 'lease-unchecked') checkTurnLease('MapSessionStore.leaseTurn', sessionId, lease);
+    await tick();
+    const key = this.#leaseKey(sessionId, lease.turn);
+    const held = this.#leases.get(key);
+    const live = held && (this.#fault === 'lease-never-expires' || held.expiresAt > Date.now());
+    if (live && held.holder !== lease.holder && this.#fault !== 'lease-ignores-holder') return false;
+    this.#leases.set(key, { holder: lease.holder, expiresAt: Date.now() + lease.ttlMs });
+    return true;
+  }
+
+  async releaseTurn(sessionId: string, lease: Omit<TurnLease, 'ttlMs'>): Promise<boolean> {
+    if (this.#fault !== 'lease-unchecked') checkTurnLease('MapSessionStore.releaseTurn', sessionId, lease, false);
+    await tick();
+    const key = this.#leaseKey(sessionId, lease.turn);
+    const held = this.#leases.get(key);
+    if (!held || (held.holder !== lease.holder && this.#fault !== 'lease-release-any-holder')) return false;
+    this.#leases.delete(key);
+    return held.expiresAt > Date.now();
+  }
+
+  #leaseKey(sessionId: string, turn: string): string {
+    return this.#fault === 'lease-per-turn-only' ? turn : JSON.stringify([sessionId, turn]);
   }
 
   async list(options: ListSessionsOptions = {}): Promise<SessionPage> {
@@ -274,6 +307,11 @@ const store = {
   listTotal: 'total, when the store gives it, counts every session of the listing on every page',
   listHostile: 'lists hostile session ids, each once and under its own id',
   listAgent: 'a session saved through an agent is listed for its user, with updatedAt set when its last run ended',
+  leaseOne: 'leaseTurn: one holder at a time; the holder renews it; only the holder releases it',
+  leaseExpiry: 'a lease whose holder never renews or releases it expires by itself',
+  leaseApart: 'leases are per session and per turn, and never show in get or list',
+  leaseChecks: 'refuses a blank session id and malformed leases with ConfigurationError, before any I/O',
+  leaseAgents: 'a double submit through two agents sharing the store: the model is called once and both callers get the stored reply',
 } as const;
 
 const ifMatchTests = [
@@ -294,7 +332,7 @@ const storeFaults: Record<StoreFault, readonly string[]> = {
   'content-etag': [store.etag],
   'check-then-write-race': [store.raceIfMatch, store.raceCreate],
   'live-references': [store.copies],
-  'delete-always-true': [store.delete],
+  'delete-always-true': [store.delete, store.leaseApart],
   'case-insensitive-ids': [store.hostile, store.listHostile],
   'plain-error-on-conflict': ifMatchTests,
   'writes-before-check': ifMatchTests,
@@ -317,10 +355,11 @@ const storeFaults: Record<StoreFault, readonly string[]> = {
     store.badMetadata,
     store.tooDeep,
     store.getUser,
+    store.leaseApart,
   ],
   'drops-forked-from': [store.metadata],
-  'null-when-missing': [store.unknown, store.delete, store.missing, store.hostile, store.nonJson, store.badMetadata],
-  'caches-reads': [store.hostile, store.agents, store.agentMerge, store.agentConflict, store.agentNew],
+  'null-when-missing': [store.unknown, store.delete, store.missing, store.hostile, store.nonJson, store.badMetadata, store.leaseApart],
+  'caches-reads': [store.hostile, store.agents, store.agentMerge, store.agentConflict, store.agentNew, store.leaseAgents],
   'accepts-blank-ids': [store.blankIds],
   'stores-non-json': [store.nonJson, store.badMetadata, store.tooDeep],
   'validates-after-write': [store.nonJson, store.badMetadata, store.tooDeep],
@@ -344,7 +383,12 @@ const storeFaults: Record<StoreFault, readonly string[]> = {
   'list-includes-state': [store.listOrder, store.listChanges, store.listAgent],
   'list-stale-metadata': [store.listChanges, store.listUsers, store.listAgent],
   'get-ignores-user': [store.getUser],
-  'get-hides-from-owner': [store.getUser, store.agentUser, store.listAgent],
+  'get-hides-from-owner': [store.getUser, store.agentUser, store.listAgent, store.leaseAgents],
+  'lease-never-expires': [store.leaseExpiry],
+  'lease-ignores-holder': [store.leaseOne, store.leaseExpiry, store.leaseAgents],
+  'lease-release-any-holder': [store.leaseOne, store.leaseExpiry],
+  'lease-per-turn-only': [store.leaseApart],
+  'lease-unchecked': [store.leaseChecks],
 };
 
 for (const [fault, expectedFailures] of Object.entries(storeFaults)) {

@@ -15,6 +15,7 @@ import {
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import { BLANK_SESSION_IDS, describeId, expectRejection, HOSTILE_SESSION_IDS, jsonCopy, messagesOfEveryKind } from './fixtures.js';
+import { describeTurnLeases } from './session-lease-tests.js';
 import { describeListing } from './session-list-tests.js';
 import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
 
@@ -56,8 +57,9 @@ export interface SessionStoreSuiteOptions<S extends SessionStore = SessionStore>
 /**
  * Defines a vitest suite that checks a `SessionStore` against the contract of `@ctx/core`: round
  * trips, copies, etags, `ifMatch` (current, stale, `null`), delete, hostile ids, concurrent writers,
- * and the hosted flow through `agent.getSession` / `agent.saveSession`. Call it at the top level
- * of a test file.
+ * listing and turn leases (the optional `list`, `leaseTurn` and `releaseTurn`: skipped when the
+ * store lacks them), and the hosted flow through `agent.getSession` / `agent.saveSession`. Call it
+ * at the top level of a test file.
  */
 export function describeSessionStore<S extends SessionStore>(name: string, options: SessionStoreSuiteOptions<S>): void {
   const maxSessionIdLength = options.capabilities?.maxSessionIdLength ?? Number.POSITIVE_INFINITY;
@@ -382,6 +384,10 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
     });
 
     describeListing({ name, test, make, newId, storable });
+
+    describe('turn leases', () => {
+      describeTurnLeases({ name, test, make, newId });
+    });
 
     describe('reading for a user', () => {
       test("get with userId gives a session to its owner only: another user's, or one with no user, reads as not stored", async () => {
