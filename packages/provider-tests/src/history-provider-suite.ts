@@ -2,8 +2,10 @@ import {
   AgentSession,
   ConfigurationError,
   createAgent,
+  createHashEmbedding,
   defineTool,
   HistoryProvider,
+  InMemoryVectorIndex,
   InvalidInputError,
   Message,
   type Agent,
@@ -14,6 +16,7 @@ import {
   type HistoryProviderOptions,
   type JsonValue,
   type ProviderDiagnostic,
+  SemanticRecallProvider,
   SessionStateError,
 } from '@ctx/core';
 import { ScriptedChatClient, type ScriptedCall, type ScriptedReply } from '@ctx/core/testing';
@@ -1357,6 +1360,71 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
           },
         ]);
       });
+    });
+
+    describe('the recall index follows what this history stored', () => {
+      /** A recall provider on its own index beside `provider`, and what the index and the history hold. */
+      const recallBeside = (provider: HistoryProvider, client: ScriptedChatClient = echoClient()) => {
+        const index = new InMemoryVectorIndex();
+        const agent = agentWith(
+          [provider, new SemanticRecallProvider({ embeddings: createHashEmbedding(), index, scope: 'session' })],
+          client,
+        );
+        const indexed = async (session: AgentSession) =>
+          (await index.getRange({ sessionId: session.sessionId, fromSequence: 0, toSequence: Number.MAX_SAFE_INTEGER })).map(
+            (r) => `${r.role}:${r.text}`,
+          );
+        return { agent, indexed };
+      };
+
+      test('a turn whose store fails is never indexed', async () => {
+        const provider = await make();
+        const { agent, indexed } = recallBeside(provider);
+        const session = agent.createSession();
+        await agent.run('kept', { session });
+        const original = provider.saveMessages;
+        provider.saveMessages = async () => {
+          throw new Error('the backend went away');
+        };
+        await expect(agent.run('lost', { session })).rejects.toThrow();
+        provider.saveMessages = original;
+        expect(await indexed(session)).toEqual(texts(await load(provider, session)));
+      });
+
+      test('a run aborted while its turn is stored indexes nothing the history does not hold', async () => {
+        const provider = await make();
+        const { agent, indexed } = recallBeside(provider);
+        const session = agent.createSession();
+        await agent.run('kept', { session });
+        const controller = new AbortController();
+        const original = provider.saveMessages;
+        provider.saveMessages = function (this: HistoryProvider, ...args) {
+          controller.abort(new Error('the user left'));
+          return original.apply(this, args);
+        };
+        await agent.run('maybe', { session, signal: controller.signal }).catch(() => {});
+        provider.saveMessages = original;
+        // Whether the abort beat the store is the backend's timing; either way nothing is indexed that is not stored.
+        const stored = texts(await load(provider, session));
+        expect((await indexed(session)).filter((m) => !stored.includes(m))).toEqual([]);
+      });
+
+      test(
+        'a retried turn (same input message) leaves the answer the history kept in the index, once',
+        async () => {
+          const provider = await make();
+          let n = 0;
+          const { agent, indexed } = recallBeside(provider, new ScriptedChatClient({ replies: () => ({ text: `answer ${++n}` }) }));
+          const session = agent.createSession();
+          const question = Message.user('name a boat');
+          await agent.run(question, { session });
+          await agent.run(question, { session });
+          const stored = texts(await load(provider, session));
+          expect(stored).toEqual(['user:name a boat', 'assistant:answer 2']);
+          expect(await indexed(session)).toEqual(stored);
+        },
+        !capabilities.replacesRetriedTurns,
+      );
     });
   });
 }

@@ -356,6 +356,9 @@ const history = {
   forkLong: 'forkMessages copies a long history (300 messages) whole and in order',
   forkHostile: 'forkMessages keeps every hostile session id apart, as source and as target',
   forkBlank: 'forkMessages refuses blank session ids, as source or target, with ConfigurationError; nothing is written',
+  recallStoreFails: 'a turn whose store fails is never indexed',
+  recallAborted: 'a run aborted while its turn is stored indexes nothing the history does not hold',
+  recallRetried: 'a retried turn (same input message) leaves the answer the history kept in the index, once',
 } as const;
 
 const sharedHistory = new Map<string, unknown[]>();
@@ -417,6 +420,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.clearBlank,
     history.forkEmpty,
     history.forkBlank,
+    history.recallAborted,
   ]),
   'undefined-when-empty': allBut(history, [
     history.abandoned,
@@ -447,7 +451,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
   ]),
   'abandons-midway': [history.abandoned],
   'no-dedupe': [history.retry, history.overlap, history.abandoned, history.conflict, history.sameAgain, history.sameIdClient],
-  'ignores-turns': [history.retriedTurn, history.retriedMiddle, history.modelCallMiddle],
+  'ignores-turns': [history.retriedTurn, history.retriedMiddle, history.modelCallMiddle, history.recallRetried],
   'skips-conflicts': [history.conflict, history.sameAgain, history.sameIdClient],
   'retries-at-tail-only': [history.retriedMiddle, history.modelCallMiddle],
   'appends-later-batches': [history.modelCallMiddle],
@@ -489,6 +493,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.modelCallMiddle,
     history.interrupted,
     history.forkDiverge,
+    history.recallRetried,
   ],
   'always-loads': [history.autoService, history.autoStore, history.autoDefault, history.storeOnly],
   'stores-whole-context': [
@@ -504,9 +509,10 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.fidelityRun,
     history.retriedTurn,
     history.retriedMiddle,
+    history.recallRetried,
   ],
   'stores-failed-runs': [history.modelFails, history.aborted],
-  'keeps-leading-results': [history.orphan, history.retriedTurn, history.retriedMiddle, history.modelCallMiddle],
+  'keeps-leading-results': [history.orphan, history.retriedTurn, history.retriedMiddle, history.modelCallMiddle, history.recallRetried],
   'drops-options': [
     history.loadTrue,
     history.storeOnly,
