@@ -191,6 +191,7 @@ export type ProviderPhase =
   | 'onSessionDeleted'
   | 'onRewind'
   | 'onSessionForked'
+  | 'onTurnStored'
   | 'exportUserData'
   | 'deleteUserData';
 
