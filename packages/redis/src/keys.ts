@@ -54,6 +54,15 @@ export function sessionKey(prefix: string, sessionId: string): string {
   return `${prefix}:session:{${encodeKeyPart(sessionId)}}`;
 }
 
+/**
+ * `{prefix}:turn:{{encoded sessionId}}:<turn>`: the lease on a turn running on a session (a string
+ * holding its holder, with a TTL), in the slot of the session's own key. `turn` is a checked lease
+ * key (`checkTurnLease`: letters, digits, `_` and `-`).
+ */
+export function turnLeaseKey(prefix: string, sessionId: string, turn: string): string {
+  return `${prefix}:turn:{${encodeKeyPart(sessionId)}}:${turn}`;
+}
+
 /** The Redis keys of one session listing: every session, or one user's. All three share one hash tag. */
 export interface IndexKeys {
   /** The sorted set of session ids, scored by `metadata.updatedAt` in ms since the epoch. */

@@ -13,6 +13,7 @@ import {
   type SessionSummary,
   type SetSessionOptions,
   type StoredSession,
+  type TurnLease,
 } from '@ctx/core';
 import {
   checkId,
@@ -20,6 +21,7 @@ import {
   checkListOptions,
   checkSessionForWrite,
   checkSessionId,
+  checkTurnLease,
   describeError,
   encodeSessionCursor,
   parseSessionJson,
@@ -28,7 +30,7 @@ import {
 } from '@ctx/core/backend';
 import { Cluster, type Redis } from 'ioredis';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
-import { indexKeys, sessionKey, type IndexKeys } from './keys.js';
+import { indexKeys, sessionKey, turnLeaseKey, type IndexKeys } from './keys.js';
 import {
   DELETE_CLUSTER_SCRIPT,
   DELETE_SINGLE_SCRIPT,
@@ -38,6 +40,8 @@ import {
   MOVED,
   SET_CLUSTER_SCRIPT,
   SET_SINGLE_SCRIPT,
+  TURN_LEASE_SCRIPT,
+  TURN_RELEASE_SCRIPT,
 } from './session-scripts.js';
 
 /** A lone UTF-16 surrogate (in `u` mode a surrogate pair is one code point, so only a lone one matches). */
@@ -256,6 +260,38 @@ export class RedisSessionStore implements SessionStore {
       this.#remember(sessionId, stored);
     }
     throw new ConcurrencyError(sessionId, `The user of session ${shortId(sessionId)} kept changing during ${site.operation}; retry.`);
+  }
+
+  /**
+   * Takes or renews the lease `lease.turn` of a session for `lease.holder` (see
+   * `SessionStore.leaseTurn`): one script call on `{prefix}:turn:{<session>}:<turn>`, a string
+   * holding the holder with a TTL of `ttlMs` (`SET ... PX`), so a lease whose holder died expires on
+   * the server's clock. Resolves to false while another holder's lease is live.
+   * @throws ConfigurationError for a blank session id or a malformed lease, before any round trip.
+   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
+   */
+  async leaseTurn(sessionId: string, lease: TurnLease): Promise<boolean> {
+    checkTurnLease('RedisSessionStore.leaseTurn', sessionId, lease);
+    const key = turnLeaseKey(this.#connection.prefix, sessionId, lease.turn);
+    const reply = await this.#connection.call({ operation: 'leaseTurn', sessionId, key }, lease.signal, (c) =>
+      this.#connection.script(c, TURN_LEASE_SCRIPT, [key], [lease.holder, lease.ttlMs]),
+    );
+    return Number(reply) === 1;
+  }
+
+  /**
+   * Ends the lease `lease.turn` of a session if `lease.holder` holds it (one script call); resolves
+   * to whether a live lease of `holder` was ended.
+   * @throws ConfigurationError for a blank session id or a malformed lease, before any round trip.
+   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
+   */
+  async releaseTurn(sessionId: string, lease: Omit<TurnLease, 'ttlMs'>): Promise<boolean> {
+    checkTurnLease('RedisSessionStore.releaseTurn', sessionId, lease, false);
+    const key = turnLeaseKey(this.#connection.prefix, sessionId, lease.turn);
+    const reply = await this.#connection.call({ operation: 'releaseTurn', sessionId, key }, lease.signal, (c) =>
+      this.#connection.script(c, TURN_RELEASE_SCRIPT, [key], [lease.holder]),
+    );
+    return Number(reply) === 1;
   }
 
   /**

@@ -237,3 +237,24 @@ end
 if #ids > 0 then entries = redis.call('HMGET', meta, unpack(ids)) end
 return { redis.call('ZCARD', order), ids, scores, entries }
 `;
+
+/**
+ * Lua: takes or renews a turn lease. KEYS[1] the lease key; ARGV[1] the holder, ARGV[2] the TTL in
+ * ms. Takes it when the key is absent (an expired lease is gone: Redis expires it), renews it when
+ * it holds this holder; returns 1 then, else 0 (another holder's live lease; nothing changes).
+ */
+export const TURN_LEASE_SCRIPT = `
+local held = redis.call('GET', KEYS[1])
+if held and held ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+`;
+
+/**
+ * Lua: releases a turn lease. KEYS[1] the lease key; ARGV[1] the holder. Deletes it only when it
+ * holds this holder; returns 1 then, else 0.
+ */
+export const TURN_RELEASE_SCRIPT = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
