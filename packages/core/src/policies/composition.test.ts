@@ -23,7 +23,7 @@ import { defineTool } from '../tools/define-tool.js';
 import { InMemoryWorkingMemoryStore } from '../working-memory/in-memory-working-memory-store.js';
 import { WorkingMemoryProvider } from '../working-memory/working-memory-provider.js';
 import { withPolicies } from './with-policies.js';
-import { CONTEXT_PROVIDER_MEMBERS, unwrapProvider } from './wrap-provider.js';
+import { CONTEXT_PROVIDER_MEMBERS, findProvider, unwrapProvider, wrapProvider } from './wrap-provider.js';
 
 // Every built-in provider, wrapped and unwrapped, against the operations that keep derived data in
 // step with the history: rewind, fork, regenerate, session delete, user export and delete, and the
@@ -331,5 +331,24 @@ describe('every built-in refuses an option it does not know, naming it', () => {
 
   it('a misspelling of a known option gets a did-you-mean', () => {
     expect(() => new SemanticRecallProvider({ embeddings, topk: 3 } as never)).toThrow(/did you mean "topK"/);
+  });
+});
+
+describe('wrapProvider', () => {
+  it('an override replaces a hook, an override of undefined removes one, and a cycle of wrappers is bounded', async () => {
+    const calls: string[] = [];
+    const inner: ContextProvider = {
+      sourceId: 'p',
+      beforeRun: () => void calls.push('inner before'),
+      afterRun: () => void calls.push('inner after'),
+    };
+    const wrapped = wrapProvider(inner, { beforeRun: () => void calls.push('outer before'), afterRun: undefined });
+    await wrapped.beforeRun!({} as never);
+    expect(calls).toEqual(['outer before']);
+    expect(wrapped.afterRun).toBeUndefined();
+    expect(findProvider([wrapped], (p): p is ContextProvider => p === inner)).toBe(inner);
+    const cyclic = wrapProvider(inner);
+    (cyclic as unknown as Record<symbol, unknown>)[Symbol.for('ctx.wrapped-provider')] = cyclic;
+    expect(unwrapProvider(cyclic).length).toBeLessThanOrEqual(64);
   });
 });
