@@ -323,6 +323,7 @@ describe('every built-in refuses an option it does not know, naming it', () => {
     ['createHashEmbedding', () => createHashEmbedding({ topk: 3 } as never)],
     ['toolResultCollapse', () => toolResultCollapse({ topk: 3 } as never)],
     ['summarization', () => summarization({ client, topk: 3 } as never)],
+    ['createAgent', () => createAgent({ client, topk: 3 } as never)],
   ];
   it.each(cases)('%s', (_name, make) => {
     expect(make).toThrow(ConfigurationError);

@@ -1,4 +1,4 @@
-import { checkId, checkPositiveNumber } from '../backend/checks.js';
+import { checkId, checkOptionNames, checkPositiveNumber, optionNames } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
 import { describeValue } from '../messages/json.js';
 import type { ContextProvider } from '../spec/run-view.js';
@@ -22,6 +22,24 @@ export interface CheckedAgentOptions extends AgentOptions {
   runningTurns: CheckedRunningTurns;
 }
 
+const AGENT_OPTIONS = optionNames<AgentOptions>()({
+  client: true,
+  name: true,
+  instructions: true,
+  tools: true,
+  toolValidator: true,
+  contextProviders: true,
+  sessionStore: true,
+  runningTurns: true,
+  compaction: true,
+  maxToolRoundtrips: true,
+  providerTimeoutMs: true,
+  persistence: true,
+  redact: true,
+  limits: true,
+  onEvent: true,
+});
+
 /**
  * Checks what `createAgent` was given.
  * @throws ConfigurationError for a missing client, a bad `maxToolRoundtrips`, `persistence`, `redact`, `limits` or `runningTurns`, duplicate or reserved
@@ -29,6 +47,7 @@ export interface CheckedAgentOptions extends AgentOptions {
  *   a contract version this copy of `@ctx/core` does not implement.
  */
 export function checkAgentOptions(options: AgentOptions): CheckedAgentOptions {
+  checkOptionNames('createAgent', options, AGENT_OPTIONS);
   const { client } = options;
   if (!client || typeof client.getResponse !== 'function')
     throw new ConfigurationError('createAgent needs a `client` implementing ChatClient.');
