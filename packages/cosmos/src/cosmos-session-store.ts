@@ -13,12 +13,14 @@ import {
   type SessionSummary,
   type SetSessionOptions,
   type StoredSession,
+  type TurnLease,
 } from '@ctx/core';
 import {
   checkInteger,
   checkListOptions,
   checkSessionForWrite,
   checkSessionId,
+  checkTurnLease,
   describeError,
   encodeSessionCursor,
   parseSessionJson,
@@ -59,6 +61,28 @@ export interface SessionItem {
   updatedAtMs: number;
   ttl?: number;
 }
+
+/**
+ * The lease on a turn running on a session (`leaseTurn`): an item of its own beside the session's,
+ * with the id `encodeItemId(sessionId, 'turn', turn)` (partitioned by it, as every item here), which
+ * no session item can have (their ids have one part, so no `:`).
+ */
+export interface TurnLeaseItem {
+  id: string;
+  /** The session id as given. */
+  sessionId: string;
+  /** The lease's turn key. */
+  turn: string;
+  /** Who holds it. */
+  holder: string;
+  /** When it expires, in ms since the epoch (the clock of the process that took or renewed it). */
+  expiresAtMs: number;
+  /** Seconds after the last write at which Cosmos DB deletes the item (a minute past the lease), where the container has TTL on. */
+  ttl: number;
+}
+
+/** How long an expired lease item is kept before Cosmos DB deletes it, in seconds (where TTL is on). */
+const LEASE_ITEM_GRACE_SECONDS = 60;
 
 /** Sorts newer than any session: the keyset condition of a first page. */
 const AFTER_EVERY_TIME = Number.MAX_SAFE_INTEGER;
@@ -185,6 +209,90 @@ export class CosmosSessionStore implements SessionStore {
         );
       }
     });
+  }
+
+  /**
+   * Takes or renews the lease `lease.turn` of a session for `lease.holder` (see
+   * `SessionStore.leaseTurn`): a point read of the lease item, then a create (none stored) or an
+   * `IfMatch` replace (an expired lease, or this holder's), so two processes never both take it.
+   * Expiry is an `expiresAtMs` time on the clocks of the processes (keep them in sync within a
+   * fraction of `ttlMs`); the item also carries a `ttl`, so Cosmos DB deletes an abandoned one where
+   * the container has TTL on. Resolves to false while another holder's lease is live, or when
+   * another process changed the item between the read and the write.
+   * @throws ConfigurationError for a blank session id or a malformed lease, before any request.
+   * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`.
+   */
+  async leaseTurn(sessionId: string, lease: TurnLease): Promise<boolean> {
+    checkTurnLease('CosmosSessionStore.leaseTurn', sessionId, lease);
+    const id = encodeItemId(sessionId, 'turn', lease.turn);
+    return this.#connection.run({ operation: 'leaseTurn', sessionId }, lease.signal, async (op) => {
+      const current = await this.#readLease(op, id);
+      const now = Date.now();
+      if (current && current.holder !== lease.holder && current.expiresAtMs > now) return false;
+      const item: TurnLeaseItem = {
+        id,
+        sessionId,
+        turn: lease.turn,
+        holder: lease.holder,
+        expiresAtMs: now + lease.ttlMs,
+        ttl: Math.ceil(lease.ttlMs / 1000) + LEASE_ITEM_GRACE_SECONDS,
+      };
+      try {
+        if (current === undefined) await op.step((c, abortSignal) => c.items.create<TurnLeaseItem>(item, { abortSignal }), [409]);
+        else
+          await op.step(
+            (c, abortSignal) =>
+              c.item(id, id).replace<TurnLeaseItem>(item, { abortSignal, accessCondition: { type: 'IfMatch', condition: current._etag! } }),
+            [404, 412],
+          );
+        return true;
+      } catch (error) {
+        const status = statusOf(error);
+        if (status === 409 || status === 404 || status === 412) return false; // another process got there first
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * Ends the lease `lease.turn` of a session if `lease.holder` holds it (a point read, then an
+   * `IfMatch` delete); resolves to whether a live lease of `holder` was ended.
+   * @throws ConfigurationError for a blank session id or a malformed lease, before any request.
+   * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`.
+   */
+  async releaseTurn(sessionId: string, lease: Omit<TurnLease, 'ttlMs'>): Promise<boolean> {
+    checkTurnLease('CosmosSessionStore.releaseTurn', sessionId, lease, false);
+    const id = encodeItemId(sessionId, 'turn', lease.turn);
+    return this.#connection.run({ operation: 'releaseTurn', sessionId }, lease.signal, async (op) => {
+      const current = await this.#readLease(op, id);
+      if (current?.holder !== lease.holder) return false;
+      try {
+        await op.step(
+          (c, abortSignal) => c.item(id, id).delete({ abortSignal, accessCondition: { type: 'IfMatch', condition: current._etag! } }),
+          [404, 412],
+        );
+      } catch (error) {
+        const status = statusOf(error);
+        if (status === 404 || status === 412) return false;
+        throw error;
+      }
+      return current.expiresAtMs > Date.now();
+    });
+  }
+
+  /** The lease item `id`, or undefined when there is none or it is not a lease (it then counts as free). */
+  async #readLease(op: Operation, id: string): Promise<(TurnLeaseItem & ItemDefinition) | undefined> {
+    let resource: (TurnLeaseItem & ItemDefinition) | undefined;
+    try {
+      ({ resource } = await op.step((c, abortSignal) => c.item(id, id).read<TurnLeaseItem>({ abortSignal }), [404]));
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+    if (!resource || typeof resource.holder !== 'string' || typeof resource.expiresAtMs !== 'number') {
+      return resource && { ...resource, holder: '', expiresAtMs: 0 };
+    }
+    return resource;
   }
 
   /** Deletes a session; resolves to whether one was stored. */
