@@ -57,6 +57,14 @@ export function describeTurnLeases<S extends SessionStore>(context: LeaseTestCon
     await releaseTurn(id, { turn, holder: 'holder-b' });
   });
 
+  test('twenty holders asking at once: exactly one takes the lease', async (t) => {
+    const { leaseTurn, releaseTurn } = leasesOf(await make(), t);
+    const [id, turn] = [newId(), newTurn()];
+    const taken = await Promise.all(Array.from({ length: 20 }, (_, i) => leaseTurn(id, { turn, holder: `holder-${i}`, ttlMs: LONG_MS })));
+    expect(taken.filter(Boolean), 'holders that took the lease').toHaveLength(1);
+    expect(await releaseTurn(id, { turn, holder: `holder-${taken.indexOf(true)}` })).toBe(true);
+  });
+
   test('a lease whose holder never renews or releases it expires by itself', async (t) => {
     const store = await make();
     const { leaseTurn, releaseTurn } = leasesOf(store, t);

@@ -68,7 +68,8 @@ type StoreFault =
   | 'lease-ignores-holder'
   | 'lease-release-any-holder'
   | 'lease-per-turn-only'
-  | 'lease-unchecked';
+  | 'lease-unchecked'
+  | 'lease-check-then-write-race';
 
 interface Item {
   json: string;
@@ -155,6 +156,7 @@ class MapSessionStore implements SessionStore {
     await tick();
     const key = this.#leaseKey(sessionId, lease.turn);
     const held = this.#leases.get(key);
+    if (this.#fault === 'lease-check-then-write-race') await tick();
     const live = held && (this.#fault === 'lease-never-expires' || held.expiresAt > Date.now());
     if (live && held.holder !== lease.holder && this.#fault !== 'lease-ignores-holder') return false;
     this.#leases.set(key, { holder: lease.holder, expiresAt: Date.now() + lease.ttlMs });
@@ -308,6 +310,7 @@ const store = {
   listHostile: 'lists hostile session ids, each once and under its own id',
   listAgent: 'a session saved through an agent is listed for its user, with updatedAt set when its last run ended',
   leaseOne: 'leaseTurn: one holder at a time; the holder renews it; only the holder releases it',
+  leaseRace: 'twenty holders asking at once: exactly one takes the lease',
   leaseExpiry: 'a lease whose holder never renews or releases it expires by itself',
   leaseApart: 'leases are per session and per turn, and never show in get or list',
   leaseChecks: 'refuses a blank session id and malformed leases with ConfigurationError, before any I/O',
@@ -385,10 +388,11 @@ const storeFaults: Record<StoreFault, readonly string[]> = {
   'get-ignores-user': [store.getUser],
   'get-hides-from-owner': [store.getUser, store.agentUser, store.listAgent, store.leaseAgents],
   'lease-never-expires': [store.leaseExpiry],
-  'lease-ignores-holder': [store.leaseOne, store.leaseExpiry, store.leaseAgents],
+  'lease-ignores-holder': [store.leaseOne, store.leaseRace, store.leaseExpiry, store.leaseAgents],
   'lease-release-any-holder': [store.leaseOne, store.leaseExpiry],
   'lease-per-turn-only': [store.leaseApart],
   'lease-unchecked': [store.leaseChecks],
+  'lease-check-then-write-race': [store.leaseRace],
 };
 
 for (const [fault, expectedFailures] of Object.entries(storeFaults)) {
