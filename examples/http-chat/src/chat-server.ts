@@ -53,9 +53,11 @@ class HttpError extends Error {
  * - `POST /conversations` `{ title? }`: a new conversation (201 `{ id }`).
  * - `GET /conversations?cursor=`: the user's conversations, newest first.
  * - `GET /conversations/:id`: its messages and the tool calls waiting for approval.
- * - `POST /conversations/:id/messages` `{ id, text }`: a turn, streamed. `id` is the message's id,
- *   made by the page: sending it again (a double submit, a retry after a dropped connection) runs
- *   the same turn, stored once with the reply the caller got.
+ * - `POST /conversations/:id/messages` `{ id, text }`: a turn, streamed (a hosted run: the agent
+ *   loads and saves the conversation). `id` is the message's id, made by the page: the same message
+ *   sent again while its turn runs (a double submit, in this process or another) gets that turn's
+ *   reply, and the model runs once; sent after it ended (a retry after a dropped connection), it
+ *   runs the turn again, stored once with the reply the caller got.
  * - `POST /conversations/:id/approvals` `{ approvals: [{ callId, approved, reason? }] }`: answers
  *   waiting tool calls, streamed.
  * - `DELETE /conversations/:id`, `DELETE /me`: a conversation, or everything of the user's.
@@ -63,13 +65,6 @@ class HttpError extends Error {
 export function createChatServer(options: ChatServerOptions): Server {
   const { agent, maxBodyBytes = 1024 * 1024 } = options;
   const authenticate = options.authenticate ?? ((request) => headerUser(request));
-  /**
-   * Turns running in this process, by conversation and message id: the same message sent again
-   * while its turn runs (a double submit) waits for that turn instead of running it a second time,
-   * so both requests get the one reply that is stored. (Across several server processes the second
-   * one runs the turn again, as a retry: the turn is still stored once, with the later reply.)
-   */
-  const running = new Map<string, { text: string; response: Promise<AgentResponse> }>();
 
   async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const userId = authenticate(request);
@@ -122,18 +117,9 @@ export function createChatServer(options: ChatServerOptions): Server {
       if (typeof body.id !== 'string' || !MESSAGE_ID.test(body.id))
         throw new HttpError(400, 'id must be 1 to 100 letters, digits, _ or -.');
       if (typeof body.text !== 'string' || body.text.trim() === '') throw new HttpError(400, 'text must be a non-empty string.');
-      const key = `${id}/${body.id}`;
-      const turn = running.get(key);
-      if (turn && turn.text !== body.text) throw new HttpError(400, 'This message id is already used for another message.');
-      if (turn) return sendFinished(response, await turn.response);
-      const stream = agent.runStream(Messages.user(body.text, { id: body.id }), { session });
-      const saved = savedAfter(stream, () => agent.saveSession(session));
-      running.set(key, { text: body.text, response: saved });
-      saved.then(
-        () => running.delete(key),
-        () => running.delete(key),
-      );
-      return streamRun(response, stream, saved);
+      // The run's response resolves once the session is saved.
+      const stream = agent.runStream(Messages.user(body.text, { id: body.id }), { sessionId: id, userId });
+      return streamRun(response, stream, stream.response);
     }
     if (action === 'approvals' && method === 'POST') {
       const body = await readJson(request, maxBodyBytes);
@@ -212,15 +198,6 @@ async function streamRun(response: ServerResponse, stream: AgentRunStream, saved
     send('error', { status: httpStatusOf(error), ...errorBody(error) });
   }
   response.end();
-}
-
-/** A turn another request ran, sent as the events of a stream that had it all at once. */
-function sendFinished(response: ServerResponse, result: AgentResponse): void {
-  response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
-  const reply = result.messages.filter((m) => m.role === 'assistant').at(-1);
-  if (result.text) response.write(`event: text\ndata: ${JSON.stringify({ messageId: reply?.id, text: result.text })}\n\n`);
-  const done = { messages: result.messages.map(view), pendingApprovals: result.pendingApprovals ?? [] };
-  response.end(`event: done\ndata: ${JSON.stringify(done)}\n\n`);
 }
 
 function view(m: Message): MessageView {
