@@ -164,6 +164,7 @@ class HostedTurn {
     const key = flightKey(sessionId, userId, inputs);
     for (let flight = turns.get(key); flight; flight = turns.get(key)) {
       checkSameInputs(sessionId, flight.inputs, inputs);
+      flight.waiters++;
       const outcome = await waitUntil(flight.outcome, this.#waitSignal, deadline, () => turnRunningError(sessionId, inputs, waitMs));
       if ('response' in outcome) return this.#answer(structuredClone(outcome.response));
       if (!outcome.abandoned) throw outcome.error;
@@ -171,7 +172,7 @@ class HostedTurn {
     const end = turns.start(key, inputs);
     try {
       const response = await this.#runLeased(inputs, deadline);
-      end({ response: structuredClone(response) });
+      end({ response });
       return response;
     } catch (error) {
       end({ error, abandoned: isAbortError(error, this.#waitSignal) });

@@ -73,9 +73,11 @@ interface Flight {
   /** The run's input messages, to tell a repeat of the turn from other messages reusing its ids. */
   inputs: readonly Message[];
   outcome: Promise<TurnOutcome>;
+  /** How many runs wait for it (each takes a copy of the response: one is kept from the first caller's changes only then). */
+  waiters: number;
 }
 
-/** Ends a flight: removes it, then tells its waiters how the run ended. */
+/** Ends a flight: removes it, then tells its waiters how the run ended (a response is copied for them). */
 export type EndFlight = (outcome: TurnOutcome) => void;
 
 /**
@@ -98,11 +100,12 @@ export class RunningTurns {
     const outcome = new Promise<TurnOutcome>((resolve) => {
       end = resolve;
     });
-    const flight: Flight = { inputs, outcome };
+    const flight: Flight = { inputs, outcome, waiters: 0 };
     this.#flights.set(key, flight);
     return (result) => {
       if (this.#flights.get(key) === flight) this.#flights.delete(key);
-      end(result);
+      // A copy for the waiters, so that what the first caller does with its response never reaches them.
+      end(flight.waiters > 0 && 'response' in result ? { response: structuredClone(result.response) } : result);
     };
   }
 }
