@@ -122,8 +122,9 @@ export class ConcurrencyError extends CtxError {
   /**
    * `true` when a hosted run found the same turn (the same input message ids, on the same session)
    * running in another request and it was not stored within the agent's `runningTurns.waitMs`:
-   * nothing of this request ran or was stored; send the same request again a little later, and it
-   * answers with the stored reply (or runs the turn, if the other request failed). Undefined otherwise.
+   * nothing of this request ran or was stored; send the same request again a little later: while
+   * the turn still runs it waits again, and once it has ended the request runs as a retry of the
+   * turn (stored once, its reply replacing the earlier one). Undefined otherwise.
    */
   readonly turnRunning: boolean | undefined;
   constructor(sessionId: string, message?: string, options?: { cause?: unknown; turnStored?: boolean; turnRunning?: boolean }) {

@@ -158,7 +158,7 @@ export function checkSameInputs(sessionId: string, running: readonly Message[], 
 export function turnRunningError(sessionId: string, inputs: readonly Message[], waitMs: number): ConcurrencyError {
   return new ConcurrencyError(
     sessionId,
-    `Session ${shortId(sessionId)}: the same turn (input message ${shortId(inputs[0]!.id)}) is running in another request and did not end within ${waitMs} ms (runningTurns.waitMs). Nothing of this request ran or was stored: send the same request again a little later, and it answers with the stored reply.`,
+    `Session ${shortId(sessionId)}: the same turn (input message ${shortId(inputs[0]!.id)}) is running in another request and did not end within ${waitMs} ms (runningTurns.waitMs). Nothing of this request ran or was stored: send the same request again a little later (while the turn still runs it waits for it and answers with its reply; once it has ended, the request runs as a retry of the turn, stored once).`,
     { turnRunning: true },
   );
 }
