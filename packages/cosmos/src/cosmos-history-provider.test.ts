@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nested, nonJsonMessages } from '@ctx/fuzz-kit';
 import { allItems, cosmosClient, env, uniqueId } from '../test/helpers.js';
 import { CosmosHistoryProvider, type CosmosHistoryProviderOptions } from './cosmos-history-provider.js';
+import { CosmosSessionStore } from './cosmos-session-store.js';
 import { HISTORY_INDEXING_POLICY } from './history-layout.js';
 import { sessionPartitionValue } from './ids.js';
 
@@ -58,6 +59,10 @@ describe('options and arguments', () => {
     ['a scope with a 101-byte user', { scope: { tenantId: 't', userId: 'u'.repeat(101) } }],
   ])('rejects %s with ConfigurationError', (_, options) => {
     expect(() => new CosmosHistoryProvider({ client, ...options })).toThrow(ConfigurationError);
+  });
+
+  it('the session store refuses an option it does not know, naming it', () => {
+    expect(() => new CosmosSessionStore({ client, ttlsecond: 60 } as never)).toThrow('CosmosSessionStore: unknown option "ttlsecond".');
   });
 
   it('an option it does not know is a ConfigurationError naming it; core history options pass', () => {

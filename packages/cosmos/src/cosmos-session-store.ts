@@ -26,6 +26,8 @@ import {
   parseSessionJson,
   sessionOfUser,
   shortId,
+  checkOptionNames,
+  optionNames,
 } from '@ctx/core/backend';
 import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
 import { SESSION_STORE_INDEXING_POLICY, SESSION_STORE_PARTITION_KEY } from './history-layout.js';
@@ -87,6 +89,21 @@ const LEASE_ITEM_GRACE_SECONDS = 60;
 /** Sorts newer than any session: the keyset condition of a first page. */
 const AFTER_EVERY_TIME = Number.MAX_SAFE_INTEGER;
 
+const OPTION_NAMES = optionNames<CosmosSessionStoreOptions>()({
+  container: true,
+  client: true,
+  endpoint: true,
+  key: true,
+  credential: true,
+  clientOptions: true,
+  databaseId: true,
+  containerId: true,
+  createIfNotExists: true,
+  timeoutMs: true,
+  retries: true,
+  ttlSeconds: true,
+});
+
 /**
  * A `SessionStore` on Azure Cosmos DB: one item per session in a container partitioned by `/id`,
  * with optimistic concurrency on the item's ETag (`ifMatch` becomes an `IfMatch` condition; a
@@ -100,6 +117,7 @@ export class CosmosSessionStore implements SessionStore {
   readonly #connection: CosmosConnection;
 
   constructor(options: CosmosSessionStoreOptions) {
+    checkOptionNames('CosmosSessionStore', options, OPTION_NAMES);
     if (options.ttlSeconds !== undefined) checkInteger('CosmosSessionStore', 'ttlSeconds', options.ttlSeconds);
     this.ttlSeconds = options.ttlSeconds;
     this.#connection = new CosmosConnection(options, 'CosmosSessionStore', 'sessions', {

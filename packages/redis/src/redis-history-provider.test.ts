@@ -16,6 +16,8 @@ import { describe, expect, it } from 'vitest';
 import { nonJsonMessages } from '@ctx/fuzz-kit';
 import { allKeys, clusterClient, countCommands, nestedJson, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisHistoryProvider, type RedisHistoryProviderOptions } from './redis-history-provider.js';
+import { RedisSessionStore } from './redis-session-store.js';
+import { RedisWorkingMemoryStore } from './redis-working-memory-store.js';
 
 const state = {};
 const turn = (i: number) => [Message.user(`q${i}`), Message.assistant(`a${i}`)];
@@ -41,6 +43,15 @@ describe('RedisHistoryProvider options and arguments', () => {
     ['ttlSeconds 1.5', { client: lazy(), ttlSeconds: 1.5 }],
   ])('rejects %s with ConfigurationError', (_, options) => {
     expect(() => new RedisHistoryProvider(options)).toThrow(ConfigurationError);
+  });
+
+  it('the session and working-memory stores refuse an option they do not know, naming it', () => {
+    expect(() => new RedisSessionStore({ client: lazy(), ttlsecond: 5 } as never)).toThrow(
+      'RedisSessionStore: unknown option "ttlsecond".',
+    );
+    expect(() => new RedisWorkingMemoryStore({ client: lazy(), prefx: 'x' } as never)).toThrow(
+      'RedisWorkingMemoryStore: unknown option "prefx".',
+    );
   });
 
   it('an option it does not know is a ConfigurationError naming it; core history options and ioredis options pass', () => {

@@ -27,6 +27,8 @@ import {
   parseSessionJson,
   sessionOfUser,
   shortId,
+  checkOptionNames,
+  optionNames,
 } from '@ctx/core/backend';
 import { Cluster, type Redis } from 'ioredis';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
@@ -82,6 +84,18 @@ interface RawEntry {
   summary: SessionSummary | undefined;
 }
 
+const OPTION_NAMES = optionNames<RedisSessionStoreOptions>()({
+  client: true,
+  url: true,
+  nodes: true,
+  redisOptions: true,
+  clusterOptions: true,
+  prefix: true,
+  timeoutMs: true,
+  maxValueBytes: true,
+  ttlSeconds: true,
+});
+
 /**
  * A `SessionStore` on Redis or Redis Cluster: each session is one hash (`json`, `etag`, `rev`,
  * `user`) under `{prefix}:session:{<encoded session id>}`. `set` is a compare-and-set in a Lua
@@ -99,6 +113,7 @@ export class RedisSessionStore implements SessionStore {
   readonly #known = new Map<string, string | undefined>();
 
   constructor(options: RedisSessionStoreOptions) {
+    checkOptionNames('RedisSessionStore', options, OPTION_NAMES);
     if (options.ttlSeconds !== undefined) checkInteger('RedisSessionStore', 'ttlSeconds', options.ttlSeconds);
     this.ttlSeconds = options.ttlSeconds;
     this.#connection = new RedisConnection(options, 'RedisSessionStore');

@@ -10,7 +10,15 @@ import {
   type WorkingMemoryKey,
   type WorkingMemoryStore,
 } from '@ctx/core';
-import { checkId, checkWorkingMemoryEtag, checkWorkingMemoryKey, describeWorkingMemoryKey, findNonJson } from '@ctx/core/backend';
+import {
+  checkId,
+  checkWorkingMemoryEtag,
+  checkWorkingMemoryKey,
+  describeWorkingMemoryKey,
+  findNonJson,
+  checkOptionNames,
+  optionNames,
+} from '@ctx/core/backend';
 import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
 import { encodeKeyPart } from './keys.js';
 
@@ -68,6 +76,17 @@ redis.call('DEL', KEYS[1])
 return n
 `;
 
+const OPTION_NAMES = optionNames<RedisWorkingMemoryStoreOptions>()({
+  client: true,
+  url: true,
+  nodes: true,
+  redisOptions: true,
+  clusterOptions: true,
+  prefix: true,
+  timeoutMs: true,
+  maxValueBytes: true,
+});
+
 /**
  * A `WorkingMemoryStore` on Redis or Redis Cluster. A record is a hash (`record`, `etag`,
  * `updatedAt`, `sessionId`); every record of one user, and the set indexing them, share the hash
@@ -83,6 +102,7 @@ export class RedisWorkingMemoryStore implements WorkingMemoryStore {
   readonly #connection: RedisConnection;
 
   constructor(options: RedisWorkingMemoryStoreOptions) {
+    checkOptionNames('RedisWorkingMemoryStore', options, OPTION_NAMES);
     this.#connection = new RedisConnection(options, 'RedisWorkingMemoryStore');
   }
 

@@ -15,6 +15,7 @@ import { createHashEmbedding } from '../retrieval/hash-embedding.js';
 import { InMemoryRetriever } from '../retrieval/in-memory-retriever.js';
 import { InMemoryVectorIndex } from '../retrieval/in-memory-vector-index.js';
 import { createAgent } from '../run/create-agent.js';
+import { FileSessionStore } from '../session/file-session-store.js';
 import { InMemorySessionStore } from '../session/in-memory-session-store.js';
 import type { AgentEvent } from '../spec/events.js';
 import type { ContextProvider } from '../spec/run-view.js';
@@ -324,6 +325,8 @@ describe('every built-in refuses an option it does not know, naming it', () => {
     ['toolResultCollapse', () => toolResultCollapse({ topk: 3 } as never)],
     ['summarization', () => summarization({ client, topk: 3 } as never)],
     ['createAgent', () => createAgent({ client, topk: 3 } as never)],
+    ['TitleProvider', () => new TitleProvider({ client, topk: 3 } as never)],
+    ['FileSessionStore', () => new FileSessionStore({ directory: '.', topk: 3 } as never)],
   ];
   it.each(cases)('%s', (_name, make) => {
     expect(make).toThrow(ConfigurationError);

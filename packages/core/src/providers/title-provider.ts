@@ -1,4 +1,4 @@
-import { checkId, checkInteger, checkPositiveNumber } from '../backend/checks.js';
+import { checkId, checkInteger, checkOptionNames, checkPositiveNumber, optionNames } from '../backend/checks.js';
 import { abortable, withDeadline } from '../backend/deadline.js';
 import { ConfigurationError } from '../errors.js';
 import { Message } from '../messages/message.js';
@@ -26,6 +26,14 @@ const MAX_TITLE = 200;
 
 const DEFAULT_INSTRUCTIONS = (maxChars: number) =>
   `Write a title for the conversation that begins with the user's message below: a few words, at most ${maxChars} characters, in the language of the message, without quotes or a final period. Answer with the title only.`;
+
+const OPTION_NAMES = optionNames<TitleProviderOptions>()({
+  client: true,
+  sourceId: true,
+  instructions: true,
+  maxChars: true,
+  timeoutMs: true,
+});
 
 /**
  * Titles sessions for lists: on a session without `metadata.title`, `beforeRun` sends the
@@ -63,6 +71,7 @@ export class TitleProvider implements ContextProvider {
   readonly #inFlight = new Map<Promise<void>, string>();
 
   constructor(options: TitleProviderOptions) {
+    checkOptionNames('TitleProvider', options, OPTION_NAMES);
     this.sourceId = checkId(options?.sourceId ?? 'title', 'sourceId of TitleProvider');
     const owner = `TitleProvider("${this.sourceId}")`;
     const client = options.client;

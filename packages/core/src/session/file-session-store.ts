@@ -1,5 +1,5 @@
 import { checkIfMatch } from '../backend/check-if-match.js';
-import { checkSessionId, shortId } from '../backend/checks.js';
+import { checkOptionNames, checkSessionId, optionNames, shortId } from '../backend/checks.js';
 import { encodeIdSegment } from '../backend/id-segment.js';
 import { checkListOptions, pageOfSessions } from '../backend/session-cursor.js';
 import { sessionOfUser } from '../backend/session-owner.js';
@@ -137,6 +137,8 @@ function codeOf(error: unknown): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
+const OPTION_NAMES = optionNames<FileSessionStoreOptions>()({ directory: true, lockTimeoutMs: true, onCorrupt: true, onEvent: true });
+
 /**
  * A `SessionStore` on the local file system: one JSON file per session, named injectively after its
  * id (see `sessionFileName`). Writes go to a temporary file that is fsynced and renamed into place,
@@ -160,6 +162,7 @@ export class FileSessionStore implements SessionStore {
 
   /** @throws ConfigurationError for a missing directory or a bad option. */
   constructor(options: FileSessionStoreOptions) {
+    checkOptionNames('FileSessionStore', options, OPTION_NAMES);
     if (typeof options?.directory !== 'string' || options.directory.trim() === '')
       throw new ConfigurationError('FileSessionStore: directory must be the path of the folder to keep sessions in.');
     this.directory = options.directory;
