@@ -14,6 +14,15 @@ describe('findRetriedTurn', () => {
     expect(findRetriedTurn(stored.slice(0, 5), ['u1', 'u2'])).toEqual({ start: 2, end: 5 }); // an attempt killed before its reply
   });
 
+  it('never takes a compaction summary before the turn into it: the summary stands for the turns before', () => {
+    const summary = Message.system('Summary of the earlier conversation: ...', {
+      id: 'sum',
+      metadata: { ctx: { sourceId: 'compaction', sourceType: 'context', summary: { replaces: ['u0', 'r0'] } } },
+    });
+    const stored = [summary, m('doc', 'context'), m('u1', 'input'), m('r1', 'response')];
+    expect(findRetriedTurn(stored, ['u1'])).toEqual({ start: 1, end: 4 });
+  });
+
   it('finds an attempt that is not the newest turn, up to the next turn', () => {
     const stored = [...earlier, m('u1', 'input'), m('r1', 'response'), m('doc', 'context'), m('u2', 'input'), m('r2', 'response')];
     expect(findRetriedTurn(stored, ['u0'])).toEqual({ start: 0, end: 2 });

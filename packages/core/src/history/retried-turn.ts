@@ -2,10 +2,20 @@ import type { Message } from '../messages/message.js';
 import { sameMessageContent } from './message-conflict.js';
 
 /** The `metadata.ctx.sourceType` of a stored entry, read defensively (stored data may be anything). */
-function sourceTypeOf(entry: unknown): unknown {
+function ctxOf(entry: unknown): { sourceType?: unknown; summary?: unknown } | undefined {
   const metadata = (entry as { metadata?: unknown } | null)?.metadata;
   const ctx = typeof metadata === 'object' && metadata !== null ? (metadata as { ctx?: unknown }).ctx : undefined;
-  return typeof ctx === 'object' && ctx !== null ? (ctx as { sourceType?: unknown }).sourceType : undefined;
+  return typeof ctx === 'object' && ctx !== null ? ctx : undefined;
+}
+
+function sourceTypeOf(entry: unknown): unknown {
+  return ctxOf(entry)?.sourceType;
+}
+
+/** Context stored with a turn (`storeContextMessages`): not a compaction summary, which stands for the turns before it. */
+function storedWithTurn(entry: unknown): boolean {
+  const ctx = ctxOf(entry);
+  return ctx?.sourceType === 'context' && ctx.summary === undefined;
 }
 
 /** The `id` of a stored entry when it is a string, read defensively. */
@@ -86,6 +96,6 @@ export function storedTurnAt(
   // A turn stored with only some of these inputs is another turn that reused a message.
   if (found.size !== ids.size) return undefined;
   let start = first;
-  while (start > 0 && sourceTypeOf(stored[start - 1]) === 'context') start--;
+  while (start > 0 && storedWithTurn(stored[start - 1])) start--;
   return { start, end };
 }

@@ -356,3 +356,37 @@ describe('wrapProvider', () => {
     expect(unwrapProvider(cyclic).length).toBeLessThanOrEqual(64);
   });
 });
+
+describe('a retry next to a compaction summary', () => {
+  it('regenerating the first turn after a summary keeps the summary, and the index keeps what it archived', async () => {
+    let n = 0;
+    const summarizer = new ScriptedChatClient({ replies: () => ({ text: 'The user shared some errands.' }) });
+    const client = new ScriptedChatClient({ replies: () => ({ text: `reply ${++n}` }) });
+    const index = new InMemoryVectorIndex();
+    const history = new InMemoryHistoryProvider();
+    const agent = createAgent({
+      client,
+      contextProviders: [
+        new CompactionProvider({
+          strategy: summarization({ client: summarizer, keepRecentGroups: 0, archive: true }),
+          when: 'after-store',
+        }),
+        history,
+        withPolicies(new SemanticRecallProvider({ embeddings, index }), { budget: { maxTokens: 10_000 } }),
+      ],
+    });
+    const session = agent.createSession();
+    for (const text of ['My locker code at the gym is 4471.', 'I fly to Lisbon in March.', 'The plumber comes on Thursday.'])
+      await agent.run(text, { session });
+    const before = await agent.getHistory(session);
+    expect(isSummary(before[0]!)).toBe(true);
+    expect(before.slice(1).map((m) => Message.text(m))).toEqual(['The plumber comes on Thursday.', 'reply 3']);
+    await agent.regenerate(session);
+    const after = await agent.getHistory(session);
+    expect(after.filter(isSummary)).toHaveLength(1);
+    expect(after.map((m) => Message.text(m)).slice(-2)).toEqual(['The plumber comes on Thursday.', `reply ${n}`]);
+    expect(client.calls.at(-1)!.messages.some(isSummary)).toBe(true);
+    const archived = (await index.getRange({ sessionId: session.sessionId, fromSequence: 0, toSequence: 1e6 })).map((r) => r.text);
+    expect(archived).toContain('My locker code at the gym is 4471.');
+  });
+});
