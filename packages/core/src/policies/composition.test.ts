@@ -390,3 +390,32 @@ describe('a retry next to a compaction summary', () => {
     expect(archived).toContain('My locker code at the gym is 4471.');
   });
 });
+
+describe('one turn runs once, indexing included', () => {
+  it('a double submit that arrives while the first request is still indexing waits for it: one model call, one reply, no orphan', async () => {
+    let n = 0;
+    const client = new ScriptedChatClient({ replies: () => ({ text: `reply ${n++}` }) });
+    const index = new InMemoryVectorIndex();
+    const upsert = index.upsert.bind(index);
+    index.upsert = async (...args) => {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      return upsert(...args);
+    };
+    const agent = createAgent({
+      client,
+      sessionStore: new InMemorySessionStore(),
+      contextProviders: [new SemanticRecallProvider({ embeddings, index })],
+    });
+    const input = Message.user('double submitted');
+    const first = agent.run(input, { sessionId: 's', userId: 'ann' });
+    await new Promise((resolve) => setTimeout(resolve, 100)); // the first has answered and is indexing now
+    const second = agent.run(input, { sessionId: 's', userId: 'ann' });
+    const [a, b] = await Promise.all([first, second]);
+    expect(client.calls).toHaveLength(1);
+    expect(b.text).toBe(a.text);
+    const session = (await agent.getSession('s'))!;
+    const stored = (await agent.getHistory(session)).map((m) => Message.text(m));
+    const indexed = (await index.getRange({ sessionId: 's', userId: 'ann', fromSequence: 0, toSequence: 1e6 })).map((r) => r.text);
+    expect(indexed).toEqual(stored);
+  });
+});

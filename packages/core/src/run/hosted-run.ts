@@ -14,6 +14,7 @@ import { type DefaultHistory, defaultHistory } from './default-history.js';
 import { type AgentRuntime, toMessages } from './execute-run.js';
 import { awaitPostReplyWork } from './post-reply-work.js';
 import type { RunStreamSink } from './run-stream.js';
+import { settleTurnStored } from './turn-stored.js';
 import { checkSameInputs, flightKey, leaseKey, pause, runningTurnsOf, turnRunningError, waitUntil } from './running-turns.js';
 import { storedReply } from './stored-reply.js';
 
@@ -137,14 +138,15 @@ class HostedTurn {
     return load(store, sessionId, userId, rest.signal ? { signal: rest.signal } : {}, adopt, checkInput);
   }
 
-  /** Runs the turn on `session`, waits for the providers' work after the reply, and saves the session. */
+  /** Runs the turn on `session`, waits for the providers' work after the reply, saves the session, then runs the `onTurnStored` hooks. */
   async run(session: AgentSession): Promise<AgentResponse> {
     const { runtime, store, sessionId, rest, providers, history, queue, execute } = this.#init;
     const { signal } = rest;
     const response = await execute({ ...rest, session });
     await awaitPostReplyWork({ providers, sessionId, timeoutMs: runtime.options.providerTimeoutMs, signal, emit: runtime.emit });
     await queue(sessionId, signal, () => saveMerging(store, session, { providers: history.validators, signal }));
-    return response;
+    // Still inside the turn's flight and lease: a repeat of this turn waits until what is derived from it is written too.
+    return settleTurnStored(response);
   }
 
   /**
