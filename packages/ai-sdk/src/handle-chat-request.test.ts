@@ -228,6 +228,14 @@ describe('handleChatRequest', () => {
   const agentWith = (options: Partial<AgentOptions> = {}) =>
     createAgent({ client: new ScriptedChatClient({ replies: ['Hi.'] }), sessionStore: new InMemorySessionStore(), ...options });
 
+  it('refuses an option it does not know, naming it, before it reads the request', async () => {
+    const agent = agentWith();
+    await expect(
+      handleChatRequest(json([userMessage('u-1', 'Hi')]), { agent, sessionId: 'c1', userId: 'ann', maxBodyByte: 100 } as never),
+    ).rejects.toThrow(/handleChatRequest: unknown option "maxBodyByte" \(did you mean "maxBodyBytes"\?\)/);
+    expect(await agent.getSession('c1')).toBeUndefined();
+  });
+
   it('refuses a conversation stored without an owner with a 404', async () => {
     const agent = agentWith();
     await agent.saveSession(agent.createSession({ sessionId: 'c1' }));

@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '@ctx/core/backend';
 import {
   type Agent,
   type AgentRunOptions,
@@ -44,6 +45,20 @@ export interface HandleChatRequestOptions extends ToUIMessageStreamOptions {
   onErrorResponse?: (error: unknown, status: number) => void;
 }
 
+const OPTION_NAMES = optionNames<HandleChatRequestOptions>()({
+  agent: true,
+  sessionId: true,
+  userId: true,
+  maxBodyBytes: true,
+  maxMessages: true,
+  run: true,
+  headers: true,
+  onErrorResponse: true,
+  approvals: true,
+  onError: true,
+  messageMetadata: true,
+});
+
 /**
  * Answers a `useChat` POST request with a ctx run, or refuses it with a plain 4xx before the first
  * byte: `return handleChatRequest(request, { agent, sessionId, userId })` in any route with web
@@ -64,9 +79,11 @@ export interface HandleChatRequestOptions extends ToUIMessageStreamOptions {
  * the stream's `error` chunk.
  *
  * The page's `useChat` gets a refusal as its `error`: `error.message` is the JSON body's text
- * (`ai` 7 also sets `error.statusCode`). Never rejects: every failure is a response.
+ * (`ai` 7 also sets `error.statusCode`). Never rejects for what a request holds: every such failure is a
+ * response. @throws ConfigurationError (rejects) for an option it does not know, naming it.
  */
 export async function handleChatRequest(request: Request, options: HandleChatRequestOptions): Promise<Response> {
+  checkOptionNames('handleChatRequest', options, OPTION_NAMES);
   const {
     agent,
     sessionId,

@@ -31,7 +31,7 @@ describe('unknown options', () => {
   const client = new SearchClient<object>('https://example.search.windows.net', 'docs', new AzureKeyCredential('k'));
   const indexClient = new SearchIndexClient('https://example.search.windows.net', new AzureKeyCredential('k'));
   const refused = (owner: string, name: string, near?: string) =>
-    `${owner}: unknown option "${name}"${near ? ` (did you mean "${near}"?)` : ''}.`;
+    `${owner}: unknown option "${name}"${near ? ` (did you mean "${near}"?)` : ''}`;
 
   it.each([
     ['AzureAISearchContextProvider("azure-search")', () => new AzureAISearchContextProvider({ client, topk: 3 } as never), 'topk', 'topK'],

@@ -62,7 +62,7 @@ describe('options and arguments', () => {
   });
 
   it('the session store refuses an option it does not know, naming it', () => {
-    expect(() => new CosmosSessionStore({ client, ttlsecond: 60 } as never)).toThrow('CosmosSessionStore: unknown option "ttlsecond".');
+    expect(() => new CosmosSessionStore({ client, ttlsecond: 60 } as never)).toThrow('CosmosSessionStore: unknown option "ttlsecond"');
   });
 
   it('an option it does not know is a ConfigurationError naming it; core history options pass', () => {
@@ -70,7 +70,7 @@ describe('options and arguments', () => {
     expect(misspelled).toThrow(ConfigurationError);
     expect(misspelled).toThrow('CosmosHistoryProvider: unknown option "ttlseconds" (did you mean "ttlSeconds"?).');
     expect(() => new CosmosHistoryProvider({ client, partitionKey: '/sessionKey' } as never)).toThrow(
-      'CosmosHistoryProvider: unknown option "partitionKey".',
+      'CosmosHistoryProvider: unknown option "partitionKey"',
     );
     const provider = new CosmosHistoryProvider({
       client,

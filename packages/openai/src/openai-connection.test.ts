@@ -53,7 +53,7 @@ describe('option checks', () => {
     ],
   ])('%s: an option it does not know is a ConfigurationError naming it', (owner, create, name, near) => {
     expect(create).toThrow(ConfigurationError);
-    expect(create).toThrow(`${owner}: unknown option "${name}"${near ? ` (did you mean "${near}"?)` : ''}.`);
+    expect(create).toThrow(`${owner}: unknown option "${name}"${near ? ` (did you mean "${near}"?)` : ''}`);
   });
 
   it('createOpenAITokenizer refuses an encoding it does not have', () => {

@@ -47,10 +47,10 @@ describe('RedisHistoryProvider options and arguments', () => {
 
   it('the session and working-memory stores refuse an option they do not know, naming it', () => {
     expect(() => new RedisSessionStore({ client: lazy(), ttlsecond: 5 } as never)).toThrow(
-      'RedisSessionStore: unknown option "ttlsecond".',
+      'RedisSessionStore: unknown option "ttlsecond"',
     );
     expect(() => new RedisWorkingMemoryStore({ client: lazy(), prefx: 'x' } as never)).toThrow(
-      'RedisWorkingMemoryStore: unknown option "prefx".',
+      'RedisWorkingMemoryStore: unknown option "prefx"',
     );
   });
 
@@ -59,7 +59,7 @@ describe('RedisHistoryProvider options and arguments', () => {
     expect(misspelled).toThrow(ConfigurationError);
     expect(misspelled).toThrow('RedisHistoryProvider: unknown option "maxstored" (did you mean "maxStored"?).');
     expect(() => new RedisHistoryProvider({ client: lazy(), storeInput: false } as never)).toThrow(
-      'RedisHistoryProvider: unknown option "storeInput".',
+      'RedisHistoryProvider: unknown option "storeInput"',
     );
     // The names inherited from core's HistoryProviderOptions are known; redisOptions goes to ioredis unchecked.
     const provider = new RedisHistoryProvider({

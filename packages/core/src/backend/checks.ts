@@ -64,12 +64,25 @@ export function checkOptionNames(owner: string, options: unknown, known: readonl
   if (typeof options !== 'object' || options === null) return;
   for (const name of Object.keys(options)) {
     if (!known.includes(name)) {
-      const near = known.find((k) => k.toLowerCase() === name.toLowerCase());
+      const near = known.find((k) => k.toLowerCase() === name.toLowerCase()) ?? known.find((k) => editDistance(k, name) <= 2);
       throw new ConfigurationError(
         `${owner}: unknown option ${JSON.stringify(name)}${near ? ` (did you mean ${JSON.stringify(near)}?)` : ''}. Known options: ${known.join(', ')}.`,
       );
     }
   }
+}
+
+/** Levenshtein distance of two short names (option names). */
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    previous = row;
+  }
+  return previous[b.length]!;
 }
 
 function describeValue(value: unknown): string {

@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
 import { isPlainObject } from '../messages/json.js';
 import type { Message } from '../messages/message.js';
@@ -128,12 +129,15 @@ export interface ResolvedBudget {
   priority: ((item: BudgetItem) => number) | undefined;
 }
 
+const BUDGET_NAMES = optionNames<BudgetPolicy>()({ maxTokens: true, tokenizer: true, priority: true });
+
 /**
  * Checks a budget option and fills in the default tokenizer (internal).
  * @throws ConfigurationError when `maxTokens` is not a non-negative integer.
  */
 export function resolveBudget(owner: string, budget: BudgetPolicy | undefined): ResolvedBudget | undefined {
   if (budget === undefined) return undefined;
+  checkOptionNames(`${owner}: budget`, budget, BUDGET_NAMES);
   if (!Number.isInteger(budget.maxTokens) || budget.maxTokens < 0) {
     throw new ConfigurationError(`${owner}: budget.maxTokens must be a non-negative integer, got ${String(budget.maxTokens)}.`);
   }

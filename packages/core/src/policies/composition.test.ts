@@ -419,3 +419,42 @@ describe('one turn runs once, indexing included', () => {
     expect(indexed).toEqual(stored);
   });
 });
+
+describe('per-call options a caller misspells are refused, naming them, before anything runs', () => {
+  const agent = () => createAgent({ client: echo(), sessionStore: new InMemorySessionStore() });
+  it.each([
+    ['agent.run', (a: ReturnType<typeof agent>) => a.run('hi', { sesionId: 's' } as never), /agent\.run: unknown option "sesionId"/],
+    ['agent.run (userID)', (a: ReturnType<typeof agent>) => a.run('hi', { sessionId: 's', userID: 'u' } as never), /did you mean "userId"/],
+    [
+      'agent.getSession',
+      (a: ReturnType<typeof agent>) => a.getSession('s', { userID: 'u' } as never),
+      /agent\.getSession: unknown option "userID"/,
+    ],
+    [
+      'agent.listSessions',
+      (a: ReturnType<typeof agent>) => a.listSessions({ userID: 'u' } as never),
+      /agent\.listSessions: unknown option "userID"/,
+    ],
+    [
+      'agent.forkSession',
+      (a: ReturnType<typeof agent>) => a.forkSession(a.createSession(), { atMessageID: 'x' } as never),
+      /did you mean "atMessageId"/,
+    ],
+    [
+      'agent.regenerate',
+      (a: ReturnType<typeof agent>) => a.regenerate(a.createSession(), { messageID: 'x' } as never),
+      /did you mean "messageId"/,
+    ],
+  ])('%s', async (_name, call, message) => {
+    const a = agent();
+    await expect(Promise.resolve().then((): Promise<unknown> => call(a))).rejects.toThrow(message);
+  });
+
+  it('createSession, limits and budgets too', () => {
+    expect(() => agent().createSession({ userID: 'u' } as never)).toThrow(/did you mean "userId"/);
+    expect(() => createAgent({ client: echo(), limits: { maxMessageByte: 1 } as never })).toThrow(/unknown option "maxMessageByte"/);
+    expect(() => withPolicies({ sourceId: 'p' }, { budget: { maxTokens: 1, tokeniser: {} } as never })).toThrow(
+      /unknown option "tokeniser"/,
+    );
+  });
+});

@@ -1,4 +1,4 @@
-import { checkId, checkSessionId, shortId } from '../backend/checks.js';
+import { checkId, checkOptionNames, checkSessionId, optionNames, shortId } from '../backend/checks.js';
 import { ConcurrencyError, ConfigurationError, describe, InvalidInputError, isAbortError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import type { Message } from '../messages/message.js';
@@ -30,6 +30,16 @@ export interface HostedStream {
 const FIRST_POLL_MS = 25;
 const MAX_POLL_MS = 500;
 
+const RUN_OPTIONS = optionNames<AgentRunOptions>()({
+  session: true,
+  sessionId: true,
+  userId: true,
+  options: true,
+  contextProviders: true,
+  approvals: true,
+  signal: true,
+});
+
 /**
  * A run, hosted when it names a `sessionId`: the session is loaded from the agent's `sessionStore`
  * (a new one, owned by `userId`, when the store does not hold the id: stored before the run, so no
@@ -59,6 +69,7 @@ export async function hostedRun(
   execute: (options: AgentRunOptions) => Promise<AgentResponse>,
   stream?: HostedStream,
 ): Promise<AgentResponse> {
+  checkOptionNames('agent.run', runOptions, RUN_OPTIONS);
   const { sessionId, userId, ...rest } = runOptions;
   const { name, client, sessionStore: store } = runtime.options;
   if (sessionId === undefined) {

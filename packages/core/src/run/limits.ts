@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError, InvalidInputError } from '../errors.js';
 import { formatBytes, jsonByteLength } from '../messages/json-bytes.js';
 import type { Message } from '../messages/message.js';
@@ -34,6 +35,8 @@ export const DEFAULT_LIMITS: Readonly<CheckedLimits> = Object.freeze({
   maxInputBytes: 16 * 1024 * 1024,
 });
 
+const LIMIT_NAMES = optionNames<AgentLimits>()({ maxMessageBytes: true, maxInputBytes: true });
+
 /**
  * Checks `createAgent({ limits })` and fills in the defaults.
  * @throws ConfigurationError for a limit that is not a positive integer, or a message limit above the input limit.
@@ -42,6 +45,7 @@ export function checkLimits(limits: AgentLimits | undefined): CheckedLimits {
   if (limits === undefined) return DEFAULT_LIMITS;
   if (typeof limits !== 'object' || limits === null)
     throw new ConfigurationError('createAgent: `limits` must be an object { maxMessageBytes?, maxInputBytes? }.');
+  checkOptionNames('createAgent: limits', limits, LIMIT_NAMES);
   const out = { ...DEFAULT_LIMITS };
   for (const name of ['maxMessageBytes', 'maxInputBytes'] as const) {
     const value = limits[name];

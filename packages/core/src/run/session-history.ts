@@ -1,5 +1,5 @@
 import { historiesIn } from '../policies/wrap-provider.js';
-import { checkId, checkInteger, shortId } from '../backend/checks.js';
+import { checkId, checkInteger, checkOptionNames, optionNames, shortId } from '../backend/checks.js';
 import { abortable } from '../backend/deadline.js';
 import { ConfigurationError, CtxError, describe, InvalidInputError } from '../errors.js';
 import type { HistoryProvider } from '../history/history-provider.js';
@@ -10,7 +10,7 @@ import type { JsonObject } from '../spec/json.js';
 import type { AgentView, ContextProvider } from '../spec/run-view.js';
 import type { SessionMetadata } from '../spec/session.js';
 import { checkContextProviders } from './agent-options.js';
-import type { Agent } from './agent.js';
+import type { Agent, ForkSessionOptions } from './agent.js';
 import { type DefaultHistory, defaultHistory } from './default-history.js';
 import { type AgentRuntime, executeRun } from './execute-run.js';
 import { settleTurnStored } from './turn-stored.js';
@@ -26,6 +26,9 @@ interface Histories {
   /** Every provider of the session (the default history included when the rule adds it), for the hooks. */
   providers: readonly ContextProvider[];
 }
+
+const FORK_OPTIONS = optionNames<ForkSessionOptions>()({ atMessageId: true, sessionId: true, signal: true });
+const REGENERATE_OPTIONS = ['messageId', 'options', 'contextProviders', 'signal'] as const;
 
 /**
  * The agent's operations on a session's stored conversation: read it, fork it at a message,
@@ -195,7 +198,9 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
       return abortable(primary.getMessages(session.sessionId, args), signal);
     },
 
-    async forkSession(session, { atMessageId, sessionId, signal } = {}) {
+    async forkSession(session, forkOptions = {}) {
+      checkOptionNames('agent.forkSession', forkOptions, FORK_OPTIONS);
+      const { atMessageId, sessionId, signal } = forkOptions;
       const histories = historiesOf(session, 'fork', true);
       signal?.throwIfAborted();
       if (atMessageId !== undefined) checkId(atMessageId, 'message id to fork at');
@@ -306,7 +311,9 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
       );
     },
 
-    async regenerate(session, { messageId, ...runOptions } = {}) {
+    async regenerate(session, regenerateOptions = {}) {
+      checkOptionNames('agent.regenerate', regenerateOptions, REGENERATE_OPTIONS);
+      const { messageId, ...runOptions } = regenerateOptions;
       const history = runOptions.contextProviders
         ? defaultHistory(options.client, checkContextProviders(runOptions.contextProviders))
         : runtime.history;

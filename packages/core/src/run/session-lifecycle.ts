@@ -1,5 +1,5 @@
 import { historiesIn } from '../policies/wrap-provider.js';
-import { checkId, shortId } from '../backend/checks.js';
+import { checkId, checkOptionNames, optionNames, shortId } from '../backend/checks.js';
 import { MAX_LIST_LIMIT } from '../backend/session-cursor.js';
 import { ConcurrencyError, ConfigurationError, CtxError } from '../errors.js';
 import type { Message } from '../messages/message.js';
@@ -7,7 +7,7 @@ import { AgentSession } from '../session/agent-session.js';
 import { sessionMethods } from '../session/session-methods.js';
 import type { JsonValue } from '../spec/json.js';
 import type { AgentView } from '../spec/run-view.js';
-import type { SessionPage, SessionStore } from '../spec/session-store.js';
+import type { ListSessionsOptions, SessionPage, SessionStore } from '../spec/session-store.js';
 import type { Agent, UserDataExport } from './agent.js';
 import type { AgentRuntime } from './execute-run.js';
 import { runHooks } from './provider-hooks.js';
@@ -16,6 +16,8 @@ import { runHooks } from './provider-hooks.js';
 const SESSIONS_AT_ONCE = 8;
 /** How many times `deleteUserData` deletes a session that is listed again before it gives up. */
 const DELETE_ATTEMPTS = 2;
+
+const LIST_OPTIONS = optionNames<ListSessionsOptions>()({ userId: true, limit: true, cursor: true, signal: true });
 
 /**
  * The agent's session lifecycle: listing the store's sessions, deleting a session with everything
@@ -81,7 +83,10 @@ export function sessionLifecycle(
   }
 
   return {
-    listSessions: async (listOptions) => lister().list(listOptions),
+    listSessions: async (listOptions) => {
+      checkOptionNames('agent.listSessions', listOptions, LIST_OPTIONS);
+      return lister().list(listOptions);
+    },
 
     async deleteSession(target, { signal = new AbortController().signal } = {}) {
       signal.throwIfAborted();

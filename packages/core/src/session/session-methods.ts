@@ -1,3 +1,4 @@
+import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError, describe, SessionStateError } from '../errors.js';
 import { pathJoin } from '../messages/json.js';
 import type { ContextProvider } from '../spec/run-view.js';
@@ -16,6 +17,16 @@ export interface SessionMethods {
   getSession(sessionId: string, options?: GetSessionOptions): Promise<AgentSession | undefined>;
   saveSession(session: AgentSession, options?: { signal?: AbortSignal }): Promise<void>;
 }
+
+const SESSION_INIT = optionNames<AgentSessionInit>()({
+  sessionId: true,
+  serviceSessionId: true,
+  state: true,
+  userId: true,
+  title: true,
+  custom: true,
+});
+const GET_OPTIONS = optionNames<GetSessionOptions>()({ userId: true, signal: true });
 
 /**
  * The session methods of agent `name`: restored sessions are checked by each of `validators`
@@ -48,11 +59,15 @@ export function sessionMethods(
     return session;
   };
   return {
-    createSession: (init) => new AgentSession(init),
+    createSession: (init) => {
+      checkOptionNames('agent.createSession', init, SESSION_INIT);
+      return new AgentSession(init);
+    },
     getSessionById: (sessionId) => new AgentSession({ sessionId }),
     serializeSession: (session) => session.toJSON(),
     restoreSession,
     async getSession(sessionId, options = {}) {
+      checkOptionNames('agent.getSession', options, GET_OPTIONS);
       const { userId } = options;
       // The owner is checked here too, so a store that does not know `userId` is still safe.
       const stored = sessionOfUser(await storeOf().get(sessionId, options), userId);
