@@ -15,6 +15,7 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pnpm } from './pnpm.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const example = join(root, 'examples', 'third-party-backend');
@@ -29,7 +30,7 @@ try {
     const dir = join(root, 'packages', name);
     if (!existsSync(join(dir, 'dist')))
       throw new Error(`packages/${name} is not built: run pnpm exec turbo run build --filter=@ctx/${name}`);
-    step(`pack @ctx/${name}`, 'pnpm', ['pack', '--pack-destination', tarballs], dir, true);
+    step(`pack @ctx/${name}`, ...pnpm(['pack', '--pack-destination', tarballs]), dir, true);
   }
   const packed = readdirSync(tarballs).map((file) => join(tarballs, file));
 

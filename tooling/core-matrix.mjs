@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseCoreRange } from './check-release.mjs';
+import { pnpm } from './pnpm.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const CORE = '@ctx/core';
@@ -67,15 +68,15 @@ function coreTarball(version) {
     const tree = join(work, `tree-${version}`);
     execFileSync('git', ['worktree', 'add', '--detach', tree, tag], { cwd: root, stdio: 'ignore' });
     try {
-      run('pnpm', ['install', '--frozen-lockfile', '--filter', `${CORE}...`, '--ignore-scripts'], { cwd: tree });
-      if (run('pnpm', ['--filter', CORE, 'build'], { cwd: tree }).status !== 0) throw new Error(`${tag} does not build`);
+      run(...pnpm(['install', '--frozen-lockfile', '--filter', `${CORE}...`, '--ignore-scripts']), { cwd: tree });
+      if (run(...pnpm(['--filter', CORE, 'build']), { cwd: tree }).status !== 0) throw new Error(`${tag} does not build`);
       source = join(tree, 'packages', 'core');
-      run('pnpm', ['pack', '--pack-destination', dest], { cwd: source });
+      run(...pnpm(['pack', '--pack-destination', dest]), { cwd: source });
     } finally {
       execFileSync('git', ['worktree', 'remove', '--force', tree], { cwd: root, stdio: 'ignore' });
     }
   } else {
-    run('pnpm', ['pack', '--pack-destination', dest], { cwd: source, capture: true });
+    run(...pnpm(['pack', '--pack-destination', dest]), { cwd: source, capture: true });
   }
   const file = readdirSync(dest).find((f) => f.endsWith('.tgz'));
   if (!file) throw new Error(`packing ${CORE}@${version} gave no tarball`);

@@ -20,6 +20,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pnpm } from './pnpm.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const keep = process.argv.includes('--keep');
@@ -79,7 +80,7 @@ try {
     if (!published) continue;
     const dest = join(tarballs, name.replace(/^@ctx\//, ''));
     mkdirSync(dest);
-    const packed = run('pnpm', ['pack', '--pack-destination', dest], { cwd: dir, capture: true });
+    const packed = run(...pnpm(['pack', '--pack-destination', dest]), { cwd: dir, capture: true });
     const file = readdirSync(dest).find((f) => f.endsWith('.tgz'));
     if (packed.status !== 0 || !file) throw new Error(`pnpm pack failed in ${relative(root, dir)}:\n${packed.stderr}`);
     dependencies[name] = `file:./${relative(project, join(dest, file))}`;

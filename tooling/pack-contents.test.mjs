@@ -10,6 +10,7 @@ import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { pnpm } from './pnpm.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const out = mkdtempSync(join(tmpdir(), 'ctx-pack-'));
@@ -40,7 +41,7 @@ for (const name of readdirSync(join(root, 'packages'))) {
   if (manifest.private) continue;
   test(`${manifest.name}: the tarball holds what it promises and nothing of the build machine`, () => {
     const dest = mkdtempSync(join(out, `${name}-`));
-    execFileSync('pnpm', ['pack', '--pack-destination', dest], { cwd: dir, stdio: 'ignore' });
+    execFileSync(...pnpm(['pack', '--pack-destination', dest]), { cwd: dir, stdio: 'ignore' });
     const tarball = readdirSync(dest).find((f) => f.endsWith('.tgz'));
     execFileSync('tar', ['xzf', tarball], { cwd: dest });
     const unpacked = join(dest, 'package');
