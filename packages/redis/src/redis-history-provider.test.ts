@@ -46,9 +46,7 @@ describe('RedisHistoryProvider options and arguments', () => {
   });
 
   it('the session and working-memory stores refuse an option they do not know, naming it', () => {
-    expect(() => new RedisSessionStore({ client: lazy(), ttlsecond: 5 } as never)).toThrow(
-      'RedisSessionStore: unknown option "ttlsecond"',
-    );
+    expect(() => new RedisSessionStore({ client: lazy(), ttlsecond: 5 } as never)).toThrow('RedisSessionStore: unknown option "ttlsecond"');
     expect(() => new RedisWorkingMemoryStore({ client: lazy(), prefx: 'x' } as never)).toThrow(
       'RedisWorkingMemoryStore: unknown option "prefx"',
     );
