@@ -147,6 +147,43 @@ describe('HistoryProvider', () => {
   it('rejects a bad maxMessages', () => {
     expect(() => new InMemoryHistoryProvider({ maxMessages: 0 })).toThrow(ConfigurationError);
   });
+
+  it("forkMessages refuses a message not in the history (unknown, empty, of another session) with InvalidInputError, the caller's mistake; nothing is written", async () => {
+    const rows = new Map<string, Message[]>();
+    class MapHistory extends HistoryProvider {
+      constructor() {
+        super({ sourceId: 'map' });
+      }
+      async getMessages(sessionId: string) {
+        return rows.get(sessionId) ?? [];
+      }
+      async saveMessages(sessionId: string, messages: readonly Message[]) {
+        rows.set(sessionId, [...(rows.get(sessionId) ?? []), ...messages]);
+      }
+    }
+    const elsewhere = Message.user('in another session');
+    for (const provider of [new MapHistory(), new InMemoryHistoryProvider({ sourceId: 'map' })]) {
+      const kind = provider.constructor.name;
+      const session = new AgentSession();
+      const other = new AgentSession();
+      await provider.saveMessages(session.sessionId, [Message.user('a'), Message.assistant('b')], { state: session.stateOf('map') });
+      await provider.saveMessages(other.sessionId, [elsewhere], { state: other.stateOf('map') });
+      for (const atMessageId of ['no-such-message', '', elsewhere.id]) {
+        const to = new AgentSession();
+        const toState = structuredClone(session.stateOf('map'));
+        const error = await provider
+          .forkMessages(session.sessionId, to.sessionId, { fromState: session.stateOf('map'), toState, atMessageId })
+          .catch((e: unknown) => e);
+        expect(InvalidInputError.isInstance(error), `${kind} at ${JSON.stringify(atMessageId)}`).toBe(true);
+        expect(ConfigurationError.isInstance(error)).toBe(false);
+        expect((error as Error).message).toBe(
+          `History provider "map": message ${JSON.stringify(atMessageId)} is not in the history of the session forked; nothing was copied.`,
+        );
+        expect(rows.has(to.sessionId)).toBe(false);
+        expect(toState).toEqual(session.stateOf('map'));
+      }
+    }
+  });
 });
 
 describe('an input reusing the id of another stored message', () => {

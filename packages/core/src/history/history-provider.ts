@@ -56,13 +56,13 @@ export function withoutTurn<T>(messages: readonly T[], turn: StoredTurn): T[] {
 
 /**
  * How many of `messages` a fork at `atMessageId` keeps: up to and including that message, or all.
- * @throws ConfigurationError naming the provider when the message is not among them.
+ * @throws InvalidInputError naming the provider when the message is not among them (the caller's mistake).
  */
 export function forkLength(sourceId: string, messages: readonly unknown[], atMessageId: string | undefined): number {
   if (atMessageId === undefined) return messages.length;
   const at = messages.findIndex((m) => (m as { id?: unknown } | null)?.id === atMessageId);
   if (at === -1) {
-    throw new ConfigurationError(
+    throw new InvalidInputError(
       `History provider "${sourceId}": message ${JSON.stringify(atMessageId)} is not in the history of the session forked; nothing was copied.`,
     );
   }
@@ -153,7 +153,8 @@ export abstract class HistoryProvider implements ContextProvider {
    * history (one `getMessages`) and saves the copy (one `saveMessages`, none when nothing is copied).
    * Backends that can copy on their server override it. `toState` starts as a copy of `fromState`:
    * a provider that keeps its messages in the state slot overrides it to cut that copy instead.
-   * @throws ConfigurationError when `atMessageId` is not in the history, before anything is written.
+   * @throws InvalidInputError when `atMessageId` is not in the history (the caller's mistake), before
+   *   anything is written.
    */
   async forkMessages(fromSessionId: string, toSessionId: string, args: ForkHistoryArgs): Promise<number> {
     const { fromState, toState, atMessageId, signal } = args;

@@ -222,7 +222,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
    * Forks in the state slot: the new session's slot (a copy of the source's) keeps the messages up
    * to and including `atMessageId`, or all of them. No copy of the messages themselves: they are
    * frozen, so both sessions can share them.
-   * @throws ConfigurationError when `atMessageId` is not stored (nothing changes).
+   * @throws InvalidInputError when `atMessageId` is not stored (the caller's mistake; nothing changes).
    */
   override async forkMessages(_fromSessionId: string, _toSessionId: string, args: ForkHistoryArgs): Promise<number> {
     args.signal?.throwIfAborted();

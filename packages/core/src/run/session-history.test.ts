@@ -291,6 +291,32 @@ describe('forkSession', () => {
     expect((error as Error).message).toMatch(/cannot fork .* the service keeps/);
   });
 
+  it("turns a history's own refusal of the fork point (InvalidInputError, or an older backend's ConfigurationError) into the agent's InvalidInputError, and clears nothing", async () => {
+    const refusals = [
+      ['InvalidInputError (the default forkMessages)', undefined],
+      ['ConfigurationError (an older backend)', new ConfigurationError('message nope is not stored')],
+    ] as const;
+    for (const [what, legacy] of refusals) {
+      const db = new KeyedHistory({ sourceId: 'db' });
+      if (legacy) {
+        db.forkMessages = async () => {
+          throw legacy;
+        };
+      }
+      const { agent } = agentWith({ contextProviders: [db] });
+      const session = agent.createSession();
+      await converse(agent, session, 'one');
+      db.calls.length = 0;
+      const error = await rejection(() => agent.forkSession(session, { atMessageId: 'nope', sessionId: 'fork' }));
+      expect(InvalidInputError.isInstance(error), what).toBe(true);
+      expect((error as Error).message, what).toMatch(/"nope": it is not in the history \(provider "db"\); nothing was copied/);
+      const cause = (error as Error).cause;
+      expect(legacy ? cause === legacy : InvalidInputError.isInstance(cause), what).toBe(true);
+      expect(db.calls.includes('clear'), `${what}: the history that refused is not asked to clear`).toBe(false);
+      expect(db.stored.has('fork'), what).toBe(false);
+    }
+  });
+
   it('removes what it copied when a later history fails, and rethrows', async () => {
     const db = new KeyedHistory({ sourceId: 'db' });
     const broken = new KeyedHistory({ sourceId: 'broken', loadMessages: false });

@@ -175,7 +175,8 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
     );
 
   /**
-   * Why the loading history's `forkMessages` refused the fork (`error`, a `ConfigurationError`):
+   * Why the loading history's `forkMessages` refused the fork (`error`: an `InvalidInputError`, or
+   * the `ConfigurationError` of a backend written before refusals became `InvalidInputError`):
    * `notInHistory` when the message is not in it (read again to be sure), else `error` as it is.
    */
   const unknownForkPoint = async (
@@ -250,7 +251,7 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
       const fork = new AgentSession({ ...(sessionId !== undefined ? { sessionId } : {}), metadata });
       for (const sourceId of Object.keys(session.state)) fork.state[sourceId] = copyJson(session.state[sourceId]!);
       const copied: HistoryProvider[] = [];
-      // Set once every history is copied: a ConfigurationError after it comes from no copy that never happened.
+      // Set once every history is copied: a refusal after it comes from no copy that never happened.
       let copiesDone = false;
       // The providers that derive data from the fork's messages, once their `onSessionForked` hooks started.
       let forked: ContextProvider[] = [];
@@ -278,8 +279,9 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
           });
         }
       } catch (error) {
-        // A ConfigurationError of forkMessages (a message it does not hold) comes before it writes anything.
-        const beforeWrite = !copiesDone && ConfigurationError.isInstance(error);
+        // A refusal of forkMessages (a message it does not hold: InvalidInputError, or ConfigurationError
+        // from a backend written before) comes before it writes anything.
+        const beforeWrite = !copiesDone && (InvalidInputError.isInstance(error) || ConfigurationError.isInstance(error));
         const toClear = beforeWrite ? copied.slice(0, -1) : copied;
         // The loading history refused the message first (one history: it was not read before): the caller's mistake when it is not there.
         const failure =

@@ -55,7 +55,10 @@ export interface ForkHistoryArgs {
   fromState: JsonObject;
   /** The provider's state slot of the new session (a copy of `fromState`); the provider may change it. */
   toState: JsonObject;
-  /** Copy the history up to and including this message; absent copies all of it. */
+  /**
+   * Copy the history up to and including this message; absent copies all of it. One not in the
+   * history is refused with `InvalidInputError` (the caller's mistake) before anything is written.
+   */
   atMessageId?: string;
   /** Aborts the copy. */
   signal?: AbortSignal;
