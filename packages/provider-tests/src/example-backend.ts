@@ -148,8 +148,8 @@ export class ExampleHistoryProvider extends HistoryProvider {
     const key = this.#key(sessionId);
     await this.#call('clearMessages', sessionId, signal, () => void this.#db.histories.delete(key));
   }
-  // forkMessages: the default of HistoryProvider (one getMessages, one saveMessages) is correct;
-  // override it only to copy on the server.
+  // forkMessages: the default of HistoryProvider (one getMessages, one saveMessages) is correct, and
+  // refuses a message not in the history with InvalidInputError; override it only to copy on the server.
 }
 
 /** A session store on `ExampleDatabase`: `set` is one conditional write. */

@@ -70,7 +70,8 @@ type HistoryFault =
   | 'fork-shares'
   | 'fork-first-page'
   | 'fork-wrong-count'
-  | 'fork-trims-target';
+  | 'fork-trims-target'
+  | 'fork-refuses-untyped';
 
 /** A backend-style history: JSON text per message in a shared map keyed by source id and session id, with async I/O. */
 class MapHistoryProvider extends HistoryProvider {
@@ -212,7 +213,12 @@ class MapHistoryProvider extends HistoryProvider {
     this.#backend.delete(key);
   }
 
-  /** The reference backend forks with the default (read, then save); the `fork-*` faults copy on the "server" instead. */
+  /**
+   * The reference backend forks with the default (read, then save), which refuses a message not in
+   * the history with `InvalidInputError`; the `fork-*` faults copy on the "server" instead, and
+   * refuse with the `ConfigurationError` of backends published before (which the suite accepts),
+   * or, with `fork-refuses-untyped`, with an error that is no `CtxError` (which it does not).
+   */
   override async forkMessages(fromSessionId: string, toSessionId: string, args: ForkHistoryArgs): Promise<number> {
     if (!this.#fault?.startsWith('fork-')) return super.forkMessages(fromSessionId, toSessionId, args);
     checkSessionId(fromSessionId);
@@ -225,6 +231,7 @@ class MapHistoryProvider extends HistoryProvider {
       end = list.findIndex((item) => parse(item).id === args.atMessageId) + 1;
       if (end === 0) {
         if (this.#fault === 'fork-writes-before-check') this.#backend.set(target, [...list]);
+        if (this.#fault === 'fork-refuses-untyped') throw new Error(`message ${args.atMessageId} is not stored`);
         throw new ConfigurationError(`message ${args.atMessageId} is not stored`);
       }
       if (this.#fault === 'fork-excludes-at') end--;
@@ -350,8 +357,9 @@ const history = {
     'forkMessages copies the whole history, every content kind, whatever maxMessages says, and resolves to the count; the source is untouched',
   forkAt: 'forkMessages with atMessageId copies up to and including that message',
   forkUnknown:
-    'forkMessages refuses a message id not in the history (unknown, empty, or of another session) with ConfigurationError, before anything is written',
-  forkEmpty: 'forkMessages of a session with no history copies nothing and resolves to 0; with a message id it is refused',
+    'forkMessages refuses a message id not in the history (unknown, empty, or of another session) with InvalidInputError (ConfigurationError still accepted), before anything is written',
+  forkEmpty:
+    'forkMessages of a session with no history copies nothing and resolves to 0; with a message id it is refused with InvalidInputError (ConfigurationError still accepted)',
   forkDiverge: 'a fork and its source diverge: what is added to one never shows in the other',
   forkLong: 'forkMessages copies a long history (300 messages) whole and in order',
   forkHostile: 'forkMessages keeps every hostile session id apart, as source and as target',
@@ -547,6 +555,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
   'fork-first-page': [history.forkLong],
   'fork-wrong-count': [history.forkAt, history.forkLong],
   'fork-trims-target': [history.forkHostile],
+  'fork-refuses-untyped': [history.forkUnknown, history.forkEmpty],
 };
 
 for (const [fault, expectedFailures] of Object.entries(historyFaults)) {
