@@ -3,6 +3,7 @@ import {
   CompactionProvider,
   ConfigurationError,
   createAgent,
+  InvalidInputError,
   Message,
   ProviderError,
   SessionStateError,
@@ -381,17 +382,20 @@ for (const [topology, connect] of [
         expect(await client.zrange(small.keys(to).ids, '0', '-1')).toEqual([messages[1]!.id, messages[2]!.id]);
       });
 
-      it('a message not in the history is a ConfigurationError and nothing is written', async () => {
+      it("a message not in the history (unknown or empty) is an InvalidInputError, the caller's mistake, and nothing is written", async () => {
         const provider = make();
         const from = id();
         await provider.saveMessages(from, turn(1), { state });
         const to = id();
-        const error = await fork(provider, from, to, 'no-such-message').catch((e: unknown) => e);
-        expect(ConfigurationError.isInstance(error)).toBe(true);
-        expect(await client.exists(provider.keys(to).messages, provider.keys(to).ids)).toBe(0);
+        for (const atMessageId of ['no-such-message', '']) {
+          const error = await fork(provider, from, to, atMessageId).catch((e: unknown) => e);
+          expect(InvalidInputError.isInstance(error), JSON.stringify(atMessageId)).toBe(true);
+          expect((error as Error).message).toContain(`message ${JSON.stringify(atMessageId)} is not in the history`);
+          expect(await client.exists(provider.keys(to).messages, provider.keys(to).ids)).toBe(0);
+        }
         // An empty source has no message to fork at either; forking all of it copies nothing.
         const empty = id();
-        await expect(fork(provider, empty, to, 'x')).rejects.toSatisfy(ConfigurationError.isInstance);
+        await expect(fork(provider, empty, to, 'x')).rejects.toSatisfy(InvalidInputError.isInstance);
         expect(await fork(provider, empty, to)).toBe(0);
         expect(await client.exists(provider.keys(to).messages, provider.keys(to).ids)).toBe(0);
       });

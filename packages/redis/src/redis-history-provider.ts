@@ -413,7 +413,8 @@ export class RedisHistoryProvider extends HistoryProvider {
    * trip). On a cluster the two sessions' keys live in different slots, so it reads the history and
    * saves the copy (two round trips), as it also does when the new session already holds messages
    * (appending those not stored yet).
-   * @throws ConfigurationError when `atMessageId` is not in the history; nothing is written.
+   * @throws InvalidInputError when `atMessageId` is not in the history (the caller's mistake); nothing
+   *   is written. ConfigurationError for a blank session id or an `atMessageId` that is not a string.
    * @throws SessionStateError for a corrupt id set or entry; BackendUnavailableError when Redis
    *   cannot be reached within `timeoutMs`.
    */
