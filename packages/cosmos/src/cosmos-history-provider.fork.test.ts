@@ -1,4 +1,4 @@
-import { ConfigurationError, Message } from '@ctx/core';
+import { ConfigurationError, InvalidInputError, Message } from '@ctx/core';
 import { startFaultProxy, type ProxiedRequest } from '@ctx/cosmos-stand-in';
 import { afterAll, describe, expect, it } from 'vitest';
 import { allItems, cosmosClient, env, uniqueId } from '../test/helpers.js';
@@ -76,19 +76,26 @@ describe('CosmosHistoryProvider.forkMessages', () => {
     expect((await provider.getMessages('copy', { state })).map((m) => m.id)).toEqual(messages.map((m) => m.id));
   });
 
-  it('a message that is not in the history is a ConfigurationError before anything is written', async () => {
+  it("a message that is not in the history is an InvalidInputError (the caller's mistake) before anything is written; an empty id before any request", async () => {
     const provider = make();
     await provider.saveMessages('a', turn(0), { state });
     const other = new CosmosHistoryProvider({ sourceId: 'other', container: provider.container });
     await other.saveMessages('a', [Message.user('under another source id')], { state });
+    await provider.saveMessages('b', [Message.user('in another session')], { state });
     const [foreign] = await other.getMessages('a', { state });
-    for (const atMessageId of ['missing', foreign!.id]) {
+    const [elsewhere] = await provider.getMessages('b', { state });
+    for (const atMessageId of ['missing', foreign!.id, elsewhere!.id]) {
       proxy.resetLog();
       const error = await provider.forkMessages('a', 'x', { fromState: state, toState: {}, atMessageId }).catch((e: unknown) => e);
-      expect(ConfigurationError.isInstance(error)).toBe(true);
+      expect(InvalidInputError.isInstance(error), atMessageId).toBe(true);
       expect((error as Error).message).toContain('is not in its history');
       expect(proxy.requests.filter((r) => r.kind === 'batch')).toEqual([]);
     }
+    proxy.resetLog();
+    const empty = await provider.forkMessages('a', 'x', { fromState: state, toState: {}, atMessageId: '' }).catch((e: unknown) => e);
+    expect(InvalidInputError.isInstance(empty)).toBe(true);
+    expect((empty as Error).message).toContain('atMessageId must be the id of a stored message, got ""');
+    expect(proxy.requests).toEqual([]);
     expect(await provider.countMessages('x')).toBe(0);
   });
 
@@ -104,14 +111,14 @@ describe('CosmosHistoryProvider.forkMessages', () => {
     expect(await provider.getMessages('a', { state })).toEqual(first);
   });
 
-  it('blank or equal session ids are ConfigurationErrors before any request', async () => {
+  it('blank or equal session ids, and an atMessageId that is not a string, are ConfigurationErrors before any request', async () => {
     const provider = make();
     proxy.resetLog();
     const calls = [
       () => provider.forkMessages('a', 'a', { fromState: state, toState: {} }),
       () => provider.forkMessages(' ', 'b', { fromState: state, toState: {} }),
       () => provider.forkMessages('a', '', { fromState: state, toState: {} }),
-      () => provider.forkMessages('a', 'b', { fromState: state, toState: {}, atMessageId: '' }),
+      () => provider.forkMessages('a', 'b', { fromState: state, toState: {}, atMessageId: 7 as unknown as string }),
     ];
     for (const call of calls) expect(ConfigurationError.isInstance(await call().catch((e: unknown) => e))).toBe(true);
     expect(proxy.requests).toEqual([]);

@@ -4,6 +4,7 @@ import {
   ConcurrencyError,
   ConfigurationError,
   HistoryProvider,
+  InvalidInputError,
   Message,
   SessionStateError,
   type ClearHistoryArgs,
@@ -762,8 +763,10 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * first, created with a condition (it must not exist), then the copies at the same positions.
    * So n messages take 3 + ceil((n + 1) / 100) requests with `atMessageId`, one fewer without.
    * A batch retried after its answer was lost recognises the head it wrote (`forkId`).
-   * @throws ConfigurationError when `atMessageId` is not in the history, or the new session already
-   *   has history under this `sourceId`, before anything is written; for blank or equal session ids.
+   * @throws InvalidInputError when `atMessageId` is not in the history (empty, unknown, or of another
+   *   session or source id: the caller's mistake), before anything is written.
+   * @throws ConfigurationError when the new session already has history under this `sourceId`, before
+   *   anything is written; for blank or equal session ids, or an `atMessageId` that is not a string.
    * @throws SessionStateError when a stored item to copy is not a valid message (nothing is written).
    * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`; a
    *   fork that failed part way leaves the new session's head and some copies, which
@@ -774,7 +777,9 @@ export class CosmosHistoryProvider extends HistoryProvider {
     const owner = `CosmosHistoryProvider.forkMessages from session ${shortId(checkSessionId(fromSessionId))}`;
     if (checkSessionId(toSessionId) === fromSessionId) throw new ConfigurationError(`${owner}: the new session needs another id.`);
     if (atMessageId !== undefined && (typeof atMessageId !== 'string' || atMessageId === '')) {
-      throw new ConfigurationError(`${owner}: atMessageId must be the id of a stored message, got ${describeCursor(atMessageId)}.`);
+      const message = `${owner}: atMessageId must be the id of a stored message, got ${describeCursor(atMessageId)}.`;
+      // An empty id names no stored message (the caller's mistake); another type is a bug of the code calling.
+      throw typeof atMessageId === 'string' ? new InvalidInputError(message) : new ConfigurationError(message);
     }
     const from = await this.#locate(fromSessionId, fromState);
     const to = await this.#locate(toSessionId, toState);
@@ -785,7 +790,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
       if (atMessageId !== undefined) {
         const at = await this.#readItem(op, from, encodeItemId(...from.parts, atMessageId));
         if (at === undefined) {
-          throw new ConfigurationError(
+          throw new InvalidInputError(
             `${owner}: message ${shortId(atMessageId)} is not in its history under source id "${this.sourceId}"; nothing was copied.`,
           );
         }
