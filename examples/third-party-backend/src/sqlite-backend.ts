@@ -328,7 +328,8 @@ export class SqliteHistoryProvider extends HistoryProvider {
     const session = this.#session(sessionId);
     await this.#call('write', 'clearMessages', sessionId, signal, () => void this.#sql.clear.run(this.#source, session));
   }
-  // forkMessages: the default of HistoryProvider (one getMessages, one saveMessages) is correct.
+  // forkMessages: the default of HistoryProvider (one getMessages, one saveMessages) is correct, and
+  // refuses a message not in the history with InvalidInputError.
 
   /** Closes the connection when this provider opened it (from a file name); a connection you passed stays open. */
   close(): void {
