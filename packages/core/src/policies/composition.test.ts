@@ -458,3 +458,24 @@ describe('per-call options a caller misspells are refused, naming them, before a
     );
   });
 });
+
+describe.each(ways)('WorkingMemoryProvider %s', (_way, wrap) => {
+  it('exportUserData, deleteUserData and deleteSession reach its store', async () => {
+    const store = new InMemoryWorkingMemoryStore();
+    const sessions = new InMemorySessionStore();
+    const agent = createAgent({
+      client: echo(),
+      sessionStore: sessions,
+      contextProviders: [wrap(new WorkingMemoryProvider({ template: '# Notes', store, scope: 'session' }))],
+    });
+    await agent.run('hello', { sessionId: 's1', userId: 'ann' });
+    await agent.run('hello', { sessionId: 's2', userId: 'ann' });
+    await store.put({ sessionId: 's1', userId: 'ann' }, '# Notes\nlikes tea', { ifMatch: null });
+    await store.put({ sessionId: 's2', userId: 'ann' }, '# Notes\nlikes jazz', { ifMatch: null });
+    expect(JSON.stringify((await agent.exportUserData('ann')).providers['working-memory'])).toContain('likes tea');
+    await agent.deleteSession('s1');
+    expect(await store.get({ sessionId: 's1', userId: 'ann' })).toBeUndefined();
+    await agent.deleteUserData('ann');
+    expect(await store.get({ sessionId: 's2', userId: 'ann' })).toBeUndefined();
+  });
+});
