@@ -1,3 +1,4 @@
+import type { OptionFlags } from '@ctx/core/backend';
 import {
   CosmosClient,
   type Container,
@@ -60,6 +61,21 @@ export interface CosmosConnectionOptions {
    */
   retries?: number;
 }
+
+/** Every option of `CosmosConnectionOptions`, spread into the option names of the classes built on it. */
+export const CONNECTION_OPTIONS: OptionFlags<CosmosConnectionOptions> = {
+  container: true,
+  client: true,
+  endpoint: true,
+  key: true,
+  credential: true,
+  clientOptions: true,
+  databaseId: true,
+  containerId: true,
+  createIfNotExists: true,
+  timeoutMs: true,
+  retries: true,
+};
 
 /** The default database id. */
 export const DEFAULT_DATABASE_ID = 'ctx';

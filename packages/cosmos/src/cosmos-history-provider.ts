@@ -22,13 +22,14 @@ import {
   checkSessionId,
   describeError,
   findRetriedTurn,
+  HISTORY_PROVIDER_OPTIONS,
+  type HistoryTurn,
   messageIdConflict,
   optionNames,
   sameMessageContent,
   shortId,
-  type HistoryTurn,
 } from '@ctx/core/backend';
-import { CosmosConnection, isTransient, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
+import { CONNECTION_OPTIONS, CosmosConnection, type CosmosConnectionOptions, isTransient, type Operation, statusOf } from './connection.js';
 import {
   HIERARCHICAL_PARTITION_KEY,
   HISTORY_INDEXING_POLICY,
@@ -71,25 +72,8 @@ export interface CosmosCallOptions {
 
 /** Every option name of `CosmosHistoryProvider`: core's history options, the connection's, and its own. */
 const OPTION_NAMES = optionNames<CosmosHistoryProviderOptions>()({
-  sourceId: true,
-  loadMessages: true,
-  storeInputs: true,
-  storeOutputs: true,
-  storeContextMessages: true,
-  storeContextFrom: true,
-  maxMessages: true,
-  onError: true,
-  container: true,
-  client: true,
-  endpoint: true,
-  key: true,
-  credential: true,
-  clientOptions: true,
-  databaseId: true,
-  containerId: true,
-  createIfNotExists: true,
-  timeoutMs: true,
-  retries: true,
+  ...HISTORY_PROVIDER_OPTIONS,
+  ...CONNECTION_OPTIONS,
   scope: true,
   ttlSeconds: true,
 });

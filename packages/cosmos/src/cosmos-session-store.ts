@@ -29,7 +29,7 @@ import {
   checkOptionNames,
   optionNames,
 } from '@ctx/core/backend';
-import { CosmosConnection, statusOf, type CosmosConnectionOptions, type Operation } from './connection.js';
+import { CONNECTION_OPTIONS, CosmosConnection, type CosmosConnectionOptions, type Operation, statusOf } from './connection.js';
 import { SESSION_STORE_INDEXING_POLICY, SESSION_STORE_PARTITION_KEY } from './history-layout.js';
 import { encodeItemId } from './ids.js';
 import { missingCompositeIndexes, SESSION_LIST_COMPOSITE_INDEXES } from './indexing.js';
@@ -89,20 +89,7 @@ const LEASE_ITEM_GRACE_SECONDS = 60;
 /** Sorts newer than any session: the keyset condition of a first page. */
 const AFTER_EVERY_TIME = Number.MAX_SAFE_INTEGER;
 
-const OPTION_NAMES = optionNames<CosmosSessionStoreOptions>()({
-  container: true,
-  client: true,
-  endpoint: true,
-  key: true,
-  credential: true,
-  clientOptions: true,
-  databaseId: true,
-  containerId: true,
-  createIfNotExists: true,
-  timeoutMs: true,
-  retries: true,
-  ttlSeconds: true,
-});
+const OPTION_NAMES = optionNames<CosmosSessionStoreOptions>()({ ...CONNECTION_OPTIONS, ttlSeconds: true });
 
 /**
  * A `SessionStore` on Azure Cosmos DB: one item per session in a container partitioned by `/id`,

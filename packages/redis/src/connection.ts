@@ -1,3 +1,4 @@
+import type { OptionFlags } from '@ctx/core/backend';
 import { createHash } from 'node:crypto';
 import { BackendUnavailableError, ConfigurationError, CtxError, SessionStateError } from '@ctx/core';
 import { checkInteger, checkPositiveNumber, formatBytes, shortId, withDeadline } from '@ctx/core/backend';
@@ -53,6 +54,18 @@ export interface RedisConnectionOptions {
    */
   maxValueBytes?: number;
 }
+
+/** Every option of `RedisConnectionOptions`, spread into the option names of the classes built on it. */
+export const CONNECTION_OPTIONS: OptionFlags<RedisConnectionOptions> = {
+  client: true,
+  url: true,
+  nodes: true,
+  redisOptions: true,
+  clusterOptions: true,
+  prefix: true,
+  timeoutMs: true,
+  maxValueBytes: true,
+};
 
 /** The default key prefix. */
 export const DEFAULT_PREFIX = 'ctx';

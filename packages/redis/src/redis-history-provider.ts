@@ -16,11 +16,12 @@ import {
   checkInteger,
   checkOptionNames,
   checkSessionId,
+  HISTORY_PROVIDER_OPTIONS,
   messageIdConflict,
   optionNames,
   shortId,
 } from '@ctx/core/backend';
-import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
+import { CONNECTION_OPTIONS, type RedisClient, RedisConnection, type RedisConnectionOptions } from './connection.js';
 import { decodeAll, repeatedIds } from './decode.js';
 import { historyKeys, type HistoryKeys } from './keys.js';
 import { ABSENT, BAD_ENTRY, BAD_IDS, CONFLICT, FORK_SCRIPT, NOT_EMPTY, PAGE_SCRIPT, POP_SCRIPT, SAVE_SCRIPT } from './scripts.js';
@@ -41,22 +42,8 @@ export interface RedisHistoryProviderOptions extends HistoryProviderOptions, Red
 
 /** Every option name of `RedisHistoryProvider`: core's history options, the connection's, and its own. */
 const OPTION_NAMES = optionNames<RedisHistoryProviderOptions>()({
-  sourceId: true,
-  loadMessages: true,
-  storeInputs: true,
-  storeOutputs: true,
-  storeContextMessages: true,
-  storeContextFrom: true,
-  maxMessages: true,
-  onError: true,
-  client: true,
-  url: true,
-  nodes: true,
-  redisOptions: true,
-  clusterOptions: true,
-  prefix: true,
-  timeoutMs: true,
-  maxValueBytes: true,
+  ...HISTORY_PROVIDER_OPTIONS,
+  ...CONNECTION_OPTIONS,
   maxStored: true,
   ttlSeconds: true,
 });

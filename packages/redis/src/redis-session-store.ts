@@ -31,7 +31,7 @@ import {
   optionNames,
 } from '@ctx/core/backend';
 import { Cluster, type Redis } from 'ioredis';
-import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
+import { CONNECTION_OPTIONS, type RedisClient, RedisConnection, type RedisConnectionOptions } from './connection.js';
 import { indexKeys, sessionKey, turnLeaseKey, type IndexKeys } from './keys.js';
 import {
   DELETE_CLUSTER_SCRIPT,
@@ -84,17 +84,7 @@ interface RawEntry {
   summary: SessionSummary | undefined;
 }
 
-const OPTION_NAMES = optionNames<RedisSessionStoreOptions>()({
-  client: true,
-  url: true,
-  nodes: true,
-  redisOptions: true,
-  clusterOptions: true,
-  prefix: true,
-  timeoutMs: true,
-  maxValueBytes: true,
-  ttlSeconds: true,
-});
+const OPTION_NAMES = optionNames<RedisSessionStoreOptions>()({ ...CONNECTION_OPTIONS, ttlSeconds: true });
 
 /**
  * A `SessionStore` on Redis or Redis Cluster: each session is one hash (`json`, `etag`, `rev`,

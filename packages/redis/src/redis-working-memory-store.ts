@@ -19,7 +19,7 @@ import {
   checkOptionNames,
   optionNames,
 } from '@ctx/core/backend';
-import { RedisConnection, type RedisClient, type RedisConnectionOptions } from './connection.js';
+import { CONNECTION_OPTIONS, type RedisClient, RedisConnection, type RedisConnectionOptions } from './connection.js';
 import { encodeKeyPart } from './keys.js';
 
 /** Options of `RedisWorkingMemoryStore`: the connection (see `RedisConnectionOptions`). */
@@ -76,16 +76,7 @@ redis.call('DEL', KEYS[1])
 return n
 `;
 
-const OPTION_NAMES = optionNames<RedisWorkingMemoryStoreOptions>()({
-  client: true,
-  url: true,
-  nodes: true,
-  redisOptions: true,
-  clusterOptions: true,
-  prefix: true,
-  timeoutMs: true,
-  maxValueBytes: true,
-});
+const OPTION_NAMES = optionNames<RedisWorkingMemoryStoreOptions>()({ ...CONNECTION_OPTIONS });
 
 /**
  * A `WorkingMemoryStore` on Redis or Redis Cluster. A record is a hash (`record`, `etag`,

@@ -50,9 +50,12 @@ export function checkPositiveNumber(owner: string, name: string, value: unknown)
  * The names of every option of `T`, each once: `optionNames<MyOptions>()({ a: true, b: true })`.
  * A missing or extra name is a compile error, so the list cannot fall behind the options type.
  */
-export function optionNames<T extends object>(): (names: { readonly [K in keyof Required<T>]: true }) => readonly string[] {
+export function optionNames<T extends object>(): (names: OptionFlags<T>) => readonly string[] {
   return (names) => Object.keys(names);
 }
+
+/** Every option name of `T` as `{ name: true }`: what `optionNames` takes, and what option types built on others spread. */
+export type OptionFlags<T extends object> = { readonly [K in keyof Required<T>]: true };
 
 /**
  * Refuses options a constructor does not know (a misspelled `topk`, an option of another

@@ -19,7 +19,7 @@ export { cosineSimilarity } from '../retrieval/vectors.js';
 export { checkSessionForWrite, parseSessionJson, SESSION_VERSION } from '../session/agent-session.js';
 export { countContentTokens } from '../tokens/character-tokenizer.js';
 export type * from '../spec/index.js';
-export { HistoryProvider } from '../history/history-provider.js';
+export { HISTORY_PROVIDER_OPTIONS, HistoryProvider } from '../history/history-provider.js';
 export type { HistoryProviderOptions } from '../history/history-provider.js';
 export { Message } from '../messages/message.js';
 export { generateId } from '../messages/id.js';
@@ -37,6 +37,7 @@ export { messageIdConflict, sameMessageContent } from '../history/message-confli
 export type { MessageIdConflict } from '../history/message-conflict.js';
 export { checkIfMatch } from './check-if-match.js';
 export { checkId, checkInteger, checkOptionNames, checkPositiveNumber, checkSessionId, optionNames, shortId } from './checks.js';
+export type { OptionFlags } from './checks.js';
 export { abortable, withDeadline } from './deadline.js';
 export type { DeadlineOptions } from './deadline.js';
 export { encodeIdSegment } from './id-segment.js';

@@ -1,3 +1,4 @@
+import type { OptionFlags } from '../backend/checks.js';
 import { dropLeadingResults } from '../compaction/message-groups.js';
 import { shortId } from '../backend/checks.js';
 import { ConfigurationError, InvalidInputError } from '../errors.js';
@@ -68,6 +69,18 @@ export function forkLength(sourceId: string, messages: readonly unknown[], atMes
   }
   return at + 1;
 }
+
+/** Every option of `HistoryProviderOptions`, for the option check of a history provider: spread it into the names of your own (`optionNames`). */
+export const HISTORY_PROVIDER_OPTIONS: OptionFlags<HistoryProviderOptions> = {
+  sourceId: true,
+  loadMessages: true,
+  storeInputs: true,
+  storeOutputs: true,
+  storeContextMessages: true,
+  storeContextFrom: true,
+  maxMessages: true,
+  onError: true,
+};
 
 /**
  * A context provider with storage: it loads the conversation before a run and stores the turn

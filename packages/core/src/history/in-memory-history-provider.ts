@@ -7,7 +7,7 @@ import { Message } from '../messages/message.js';
 import type { ClearHistoryArgs, ForkHistoryArgs, GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
 import type { JsonObject, JsonValue } from '../spec/json.js';
 import type { MergeStateArgs, ProviderRunArgs } from '../spec/run-view.js';
-import { forkLength, HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
+import { forkLength, HISTORY_PROVIDER_OPTIONS, HistoryProvider, type HistoryProviderOptions } from './history-provider.js';
 import { HistoryViews } from './history-views.js';
 import { messageIdConflict, sameMessageContent } from './message-conflict.js';
 import { noteReplacedMessages } from './replaced-messages.js';
@@ -24,16 +24,7 @@ function idOf(entry: unknown): unknown {
   return (entry as { id?: unknown } | null)?.id;
 }
 
-const HISTORY_PROVIDER_OPTIONS = optionNames<HistoryProviderOptions>()({
-  sourceId: true,
-  loadMessages: true,
-  storeInputs: true,
-  storeOutputs: true,
-  storeContextMessages: true,
-  storeContextFrom: true,
-  maxMessages: true,
-  onError: true,
-});
+const OPTION_NAMES = optionNames<HistoryProviderOptions>()(HISTORY_PROVIDER_OPTIONS);
 
 /**
  * History kept in the session itself (`state.messages`), so it serializes with the session and
@@ -42,7 +33,7 @@ const HISTORY_PROVIDER_OPTIONS = optionNames<HistoryProviderOptions>()({
  */
 export class InMemoryHistoryProvider extends HistoryProvider {
   constructor(options: HistoryProviderOptions = {}) {
-    checkOptionNames('InMemoryHistoryProvider', options, HISTORY_PROVIDER_OPTIONS);
+    checkOptionNames('InMemoryHistoryProvider', options, OPTION_NAMES);
     super({ ...options, sourceId: options.sourceId ?? 'memory' });
   }
 
