@@ -8,7 +8,6 @@ import { defaultHistory } from './default-history.js';
 import { type AgentRuntime, executeRun } from './execute-run.js';
 import { hostedRun } from './hosted-run.js';
 import { createRunStream } from './run-stream.js';
-import { settleTurnStored } from './turn-stored.js';
 import { sessionHistory } from './session-history.js';
 import { sessionLifecycle } from './session-lifecycle.js';
 
@@ -39,15 +38,13 @@ export function createAgent(agentOptions: AgentOptions): Agent {
     name,
     client,
     contextProviders,
-    // A run's turn is stored once `hostedRun` resolves (after the save, for a hosted run): then its `onTurnStored` hooks run.
-    run: (input, runOptions = {}) =>
-      hostedRun(runtime, runOptions, queue, input, (run) => executeRun(runtime, input, run)).then(settleTurnStored),
+    run: (input, runOptions = {}) => hostedRun(runtime, runOptions, queue, input, (run) => executeRun(runtime, input, run)),
     runStream: (input, runOptions = {}) =>
       createRunStream((sink, controller) =>
         hostedRun(runtime, runOptions, queue, input, (run) => executeRun(runtime, input, run, sink, controller), {
           sink,
           controller,
-        }).then(settleTurnStored),
+        }),
       ),
     flush: async ({ signal, session } = {}) => {
       const sessionId = typeof session === 'string' ? session : session?.sessionId;

@@ -45,7 +45,8 @@ const RUN_OPTIONS = optionNames<AgentRunOptions>()({
  * (a new one, owned by `userId`, when the store does not hold the id: stored before the run, so no
  * other user can take the id meanwhile), `execute` runs it, the providers' work after the reply is
  * waited for (`awaitPostReplyWork`), and the session is saved, merging what other runs saved
- * meanwhile (`agent.saveSession`). Without `sessionId`, `execute` runs as given. The input is
+ * meanwhile (`agent.saveSession`). Without `sessionId`, `execute` runs as given. Either way the
+ * providers' `onTurnStored` hooks run once the turn is stored (`settleTurnStored`). The input is
  * checked (`InvalidInputError`) before a new session is stored, so a refused input leaves nothing
  * behind.
  *
@@ -78,7 +79,7 @@ export async function hostedRun(
         `Agent "${name}": a run's userId names the owner of its sessionId; pass sessionId with it (for a session you pass yourself, set its metadata.userId).`,
       );
     }
-    return execute(runOptions);
+    return settleTurnStored(await execute(runOptions)); // the turn is stored once the run ends
   }
   checkSessionId(sessionId);
   if (userId !== undefined) checkId(userId, 'userId of a hosted run');
