@@ -65,18 +65,16 @@ export function wrapProvider<TState extends JsonObject = JsonObject>(
   return wrapper;
 }
 
+/** How deep `unwrapProvider` and `findProvider` look: no real chain is this long, a hand-made cycle could be. */
+const MAX_DEPTH = 64;
+
 /**
  * The chain of providers `provider` stands for: itself, then what it wraps (`wrapProvider`), and
  * so on inwards. A provider that wraps nothing gives `[provider]`.
  */
 export function unwrapProvider(provider: ContextProvider): ContextProvider[] {
   const chain: ContextProvider[] = [];
-  let current: unknown = provider;
-  // Bounded: a wrapper chain cannot be longer than the wrappers that exist, but a hand-made cycle could.
-  while (typeof current === 'object' && current !== null && chain.length < 64) {
-    chain.push(current as ContextProvider);
-    current = (current as Record<symbol, unknown>)[wrappedKey];
-  }
+  for (let p: unknown = provider; isObject(p) && chain.length < MAX_DEPTH; p = p[wrappedKey]) chain.push(p as unknown as ContextProvider);
   return chain;
 }
 
@@ -88,16 +86,36 @@ export function findProvider<T extends ContextProvider>(
   providers: readonly ContextProvider[],
   is: (provider: ContextProvider) => provider is T,
 ): T | undefined {
-  for (const outer of providers) for (const p of unwrapProvider(outer)) if (is(p)) return p;
+  for (const outer of providers) {
+    const found = inside(outer, is);
+    if (found) return found;
+  }
   return undefined;
 }
 
 /** The history provider `provider` is or wraps, if any: how the agent tells history apart, through wrappers. */
 export function historyIn(provider: ContextProvider): HistoryProvider | undefined {
-  return findProvider([provider], HistoryProvider.isInstance);
+  return inside(provider, HistoryProvider.isInstance);
 }
 
 /** The history providers among `providers`, wrapped or not, in list order. */
 export function historiesIn(providers: readonly ContextProvider[]): HistoryProvider[] {
-  return providers.flatMap((p) => historyIn(p) ?? []);
+  const out: HistoryProvider[] = [];
+  for (const p of providers) {
+    const history = historyIn(p);
+    if (history) out.push(history);
+  }
+  return out;
+}
+
+/** `provider` or the first provider inside it that `is` accepts. Allocates nothing: it runs on every run. */
+function inside<T extends ContextProvider>(provider: ContextProvider, is: (provider: ContextProvider) => provider is T): T | undefined {
+  let p: unknown = provider;
+  for (let depth = 0; isObject(p) && depth < MAX_DEPTH; depth++, p = p[wrappedKey])
+    if (is(p as unknown as ContextProvider)) return p as unknown as T;
+  return undefined;
+}
+
+function isObject(value: unknown): value is Record<symbol, unknown> {
+  return typeof value === 'object' && value !== null;
 }
