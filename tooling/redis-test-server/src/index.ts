@@ -1,9 +1,10 @@
 export {
   assertRedisInstalled,
+  clusterNodes,
   findFreePort,
   rawCommand,
   redisInstalled,
   startRedisCluster,
   startRedisServer,
 } from './redis-servers.js';
-export type { RedisCluster, RedisServer, StartRedisServerOptions } from './redis-servers.js';
+export type { ClusterNodeInfo, RedisCluster, RedisServer, StartRedisClusterOptions, StartRedisServerOptions } from './redis-servers.js';

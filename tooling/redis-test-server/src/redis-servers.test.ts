@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findFreePort, rawCommand, redisInstalled, startRedisCluster, startRedisServer } from './redis-servers.js';
+import { clusterNodes, findFreePort, rawCommand, redisInstalled, startRedisCluster, startRedisServer } from './redis-servers.js';
 
 const alive = (pid: number): boolean => {
   try {
@@ -45,6 +45,17 @@ describe('startRedisServer', () => {
     }
   });
 
+  it('a paused server keeps its connections and answers nothing until it is resumed, and stops while paused', async () => {
+    const server = await startRedisServer({ dir: join(dir, 'paused') });
+    server.pause();
+    await expect(rawCommand(server.port, 'PING', 300)).rejects.toThrow(/no reply to PING/);
+    server.resume();
+    expect(await rawCommand(server.port, 'PING')).toBe('+PONG\r\n');
+    server.pause();
+    await server.stop();
+    expect(alive(server.pid)).toBe(false);
+  });
+
   it('fails with the exit reason when redis-server cannot start', async () => {
     await expect(startRedisServer({ dir: join(dir, 'bad'), port: await findFreePort(), args: ['--no-such-option', 'x'] })).rejects.toThrow(
       /redis-server on port \d+: redis-server on port \d+ exited/,
@@ -65,5 +76,21 @@ describe('startRedisCluster', () => {
       await cluster.stop();
     }
     for (const node of cluster.nodes) expect(alive(node.pid)).toBe(false);
+  });
+
+  it('with replicas: one replica per master, in sync, every slot served by a master', async () => {
+    const cluster = await startRedisCluster({ dir: join(dir, 'replicated'), replicas: 1 });
+    try {
+      expect(cluster.nodes).toHaveLength(6);
+      const nodes = await clusterNodes(cluster.nodes[0]!.port);
+      const masters = nodes.filter((n) => n.role === 'master');
+      expect(masters).toHaveLength(3);
+      expect(masters.flatMap((m) => m.slots).reduce((sum, [from, to]) => sum + to - from + 1, 0)).toBe(16384);
+      const replicas = nodes.filter((n) => n.role === 'replica');
+      expect(new Set(replicas.map((r) => r.masterId))).toEqual(new Set(masters.map((m) => m.id)));
+      for (const replica of replicas) expect(await rawCommand(replica.port, 'INFO replication')).toContain('master_link_status:up');
+    } finally {
+      await cluster.stop();
+    }
   });
 });

@@ -30,8 +30,12 @@ export interface RedisServer {
   readonly pid: number;
   /** Its data directory (AOF, cluster config, log). */
   readonly dir: string;
-  /** Stops it by pid (`SIGTERM`, or `SIGKILL` to simulate a crash) and waits until it has exited. */
+  /** Stops it by pid (`SIGTERM`, or `SIGKILL` to simulate a crash) and waits until it has exited; a paused server is resumed first. */
   stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** Freezes it by pid (`SIGSTOP`): its connections stay open and nothing answers, as a stalled host does. */
+  pause(): void;
+  /** Lets a paused server go on (`SIGCONT`). */
+  resume(): void;
 }
 
 /** Options of `startRedisServer`. */
@@ -161,6 +165,7 @@ async function launch(port: number, options: StartRedisServerOptions): Promise<R
   closeSync(log);
   const pid = child.pid;
   if (pid === undefined) throw new Error('redis-server did not start');
+  let paused = false;
   running.set(pid, child);
   let exitNote: string | undefined;
   const exited = new Promise<void>((resolve) => {
@@ -183,11 +188,23 @@ async function launch(port: number, options: StartRedisServerOptions): Promise<R
     dir,
     async stop(signal = 'SIGTERM') {
       if (exitNote === undefined) {
+        if (paused) process.kill(pid, 'SIGCONT');
+        paused = false;
         process.kill(pid, signal);
         const timer = setTimeout(() => exitNote === undefined && process.kill(pid, 'SIGKILL'), 5000);
         await exited;
         clearTimeout(timer);
       }
+    },
+    pause() {
+      if (exitNote !== undefined) throw new Error(`redis-server on port ${port} is not running: ${exitNote}`);
+      process.kill(pid, 'SIGSTOP');
+      paused = true;
+    },
+    resume() {
+      if (exitNote !== undefined || !paused) return;
+      process.kill(pid, 'SIGCONT');
+      paused = false;
     },
   };
 }
@@ -199,26 +216,80 @@ function tail(file: string): string {
 
 /** A running local Redis Cluster. */
 export interface RedisCluster {
+  /** Every node: the masters first (as created), then their replicas. */
   readonly nodes: readonly RedisServer[];
-  /** `[{ host, port }]` of every master, for ioredis `Cluster`. */
+  /** `[{ host, port }]` of every node, for ioredis `Cluster`. */
   readonly startupNodes: readonly { host: string; port: number }[];
   /** Stops every node by pid. */
   stop(): Promise<void>;
 }
 
+/** Options of `startRedisCluster`. */
+export interface StartRedisClusterOptions {
+  /** Data directory; each node gets `node-<i>` under it. */
+  dir: string;
+  /** How many masters (default 3). */
+  size?: number;
+  /** Replicas per master (default 0): with 1, a master that dies or stalls is replaced by its replica. */
+  replicas?: number;
+}
+
+/** One node as `CLUSTER NODES` describes it. */
+export interface ClusterNodeInfo {
+  id: string;
+  port: number;
+  role: 'master' | 'replica';
+  /** The master's id, for a replica. */
+  masterId: string | undefined;
+  /** Whether the node is marked failed (`fail` or `fail?`). */
+  failing: boolean;
+  /** The slot ranges it serves, inclusive, for a master. */
+  slots: [number, number][];
+}
+
+/** The cluster as the node on `port` sees it (`CLUSTER NODES`). */
+export async function clusterNodes(port: number, timeoutMs = 1000): Promise<ClusterNodeInfo[]> {
+  const reply = await rawCommand(port, 'CLUSTER NODES', timeoutMs);
+  return reply
+    .split('\r\n')
+    .slice(1)
+    .join('\n')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      const [id, address, flags, master, , , , , ...slots] = line.trim().split(' ');
+      return {
+        id: id!,
+        port: Number(/:(\d+)@/.exec(address!)?.[1]),
+        role: flags!.includes('master') ? 'master' : 'replica',
+        masterId: master === '-' ? undefined : master,
+        failing: /\bfail\??\b/.test(flags!),
+        slots: slots
+          .filter((range) => !range.startsWith('['))
+          .map((range) => {
+            const [from, to] = range.split('-').map(Number);
+            return [from!, to ?? from!] as [number, number];
+          }),
+      } satisfies ClusterNodeInfo;
+    });
+}
+
 /**
- * Starts `size` (default 3) cluster-enabled nodes under `dir`, joins them with
- * `redis-cli --cluster create ... --cluster-replicas 0 --cluster-yes`, and resolves once every node
- * reports `cluster_state:ok`.
+ * Starts `size` (default 3) masters and `replicas` (default 0) replicas of each under `dir`, joins
+ * them with `redis-cli --cluster create ... --cluster-replicas <replicas> --cluster-yes`, and
+ * resolves once every node reports `cluster_state:ok` and every replica is in sync with its master.
+ * Nodes run with `cluster-node-timeout 2000`.
  */
-export async function startRedisCluster(options: { dir: string; size?: number }): Promise<RedisCluster> {
+export async function startRedisCluster(options: StartRedisClusterOptions): Promise<RedisCluster> {
   const size = options.size ?? 3;
+  const replicas = options.replicas ?? 0;
   const nodes: RedisServer[] = [];
   try {
-    for (let i = 0; i < size; i++) nodes.push(await startRedisServer({ dir: join(options.dir, `node-${i}`), cluster: true }));
+    for (let i = 0; i < size * (1 + replicas); i++)
+      nodes.push(await startRedisServer({ dir: join(options.dir, `node-${i}`), cluster: true }));
     await promisify(execFile)(
       'redis-cli',
-      ['--cluster', 'create', ...nodes.map((n) => `${HOST}:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+      ['--cluster', 'create', ...nodes.map((n) => `${HOST}:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
       { timeout: 30_000 },
     );
     for (const node of nodes) {
@@ -226,6 +297,22 @@ export async function startRedisCluster(options: { dir: string; size?: number })
         `cluster node ${node.port}`,
         async () => (await rawCommand(node.port, 'CLUSTER INFO')).includes('cluster_state:ok'),
         15_000,
+      );
+    }
+    if (replicas > 0) {
+      await waitFor(
+        'cluster replicas in sync',
+        async () => {
+          const seen = await clusterNodes(nodes[0]!.port);
+          const byPort = new Map(seen.map((n) => [n.port, n]));
+          for (const node of nodes) {
+            const info = byPort.get(node.port);
+            if (info?.role !== 'replica') continue;
+            if (!(await rawCommand(node.port, 'INFO replication')).includes('master_link_status:up')) return false;
+          }
+          return seen.filter((n) => n.role === 'replica').length === size * replicas;
+        },
+        30_000,
       );
     }
   } catch (error) {
