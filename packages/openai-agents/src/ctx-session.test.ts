@@ -15,21 +15,29 @@ setTracingDisabled(true);
 const redis = redisClient();
 const prefix = uniquePrefix('agents');
 
-const backends: [string, () => HistoryProvider][] = [
-  ['InMemoryHistoryProvider', () => new InMemoryHistoryProvider()],
-  ['RedisHistoryProvider (real redis-server)', () => new RedisHistoryProvider({ client: redis, prefix })],
+const backends: [string, (options?: { maxMessages?: number }) => HistoryProvider][] = [
+  ['InMemoryHistoryProvider', (options = {}) => new InMemoryHistoryProvider(options)],
+  ['RedisHistoryProvider (real redis-server)', (options = {}) => new RedisHistoryProvider({ client: redis, prefix, ...options })],
 ];
 
-/** Two runs of the real Agents runner sharing `session`, the first with a tool call; returns the model's recorded inputs. */
-async function twoRuns(session: Session): Promise<{ model: ScriptedModel; finals: unknown[] }> {
-  const model = new ScriptedModel();
+/** An agent on `model` with a `weather` tool. */
+function weatherAgent(model: ScriptedModel): Agent {
   const weather = tool({
     name: 'weather',
     description: 'The weather in a city.',
     parameters: z.object({ city: z.string() }),
     execute: async ({ city }) => `sunny in ${city}`,
   });
-  const agent = new Agent({ name: 'assistant', instructions: 'Be brief.', model, tools: [weather] });
+  return new Agent({ name: 'assistant', instructions: 'Be brief.', model, tools: [weather] });
+}
+
+/** What an item is, for short assertions: its role or type. */
+const kind = (item: AgentInputItem) => ('role' in item ? item.role : item.type);
+
+/** Two runs of the real Agents runner sharing `session`, the first with a tool call; returns the model's recorded inputs. */
+async function twoRuns(session: Session): Promise<{ model: ScriptedModel; finals: unknown[] }> {
+  const model = new ScriptedModel();
+  const agent = weatherAgent(model);
   const first = await run(agent, 'weather in Paris?', { session });
   const second = await run(agent, 'thanks', { session });
   return { model, finals: [first.finalOutput, second.finalOutput] };
@@ -44,7 +52,7 @@ describe.each(backends)('CtxSession on %s', (_, makeHistory) => {
     expect(ours.finals).toEqual(['It is sunny in Paris.', 're: thanks']);
     expect(ours.finals).toEqual(reference.finals);
     // The second run's model input holds the whole first run: input, reasoning, call, result, answer.
-    expect(ours.model.inputs[2]!.map((i) => ('role' in i ? i.role : i.type))).toEqual([
+    expect(ours.model.inputs[2]!.map(kind)).toEqual([
       'user',
       'reasoning',
       'function_call',
@@ -77,6 +85,67 @@ describe.each(backends)('CtxSession on %s', (_, makeHistory) => {
     await session.clearSession();
     expect(await session.getItems()).toEqual([]);
     expect(await session.popItem()).toBeUndefined();
+  });
+
+  it('a maxMessages window never starts at a tool output whose call it cut off, so the run after a tool turn succeeds', async () => {
+    const session = new CtxSession({ history: makeHistory({ maxMessages: 2 }) });
+    const model = new ScriptedModel({ reasoning: false });
+    const agent = weatherAgent(model);
+    expect((await run(agent, 'weather in Paris?', { session })).finalOutput).toBe('It is sunny in Paris.');
+    // Stored: user, function_call, function_call_result, assistant. The newest 2 start at the result.
+    expect((await session.getItems(2)).map(kind)).toEqual(['function_call_result', 'assistant']);
+    // The model refuses an input that starts at the result (as the Responses API does, with a 400).
+    expect((await run(agent, 'thanks', { session })).finalOutput).toBe('re: thanks');
+    expect(model.inputs[2]!.map(kind)).toEqual(['assistant', 'user']);
+    expect((await session.getItems()).map(kind)).toEqual(['user', 'assistant']);
+  });
+
+  it('the window drops each output whose call it cut off, also of parallel calls and other tools, and keeps answered calls', async () => {
+    const call = (id: string): AgentInputItem => ({ type: 'function_call', callId: id, name: 'f', arguments: '{}' });
+    const result = (id: string): AgentInputItem => ({
+      type: 'function_call_result',
+      callId: id,
+      name: 'f',
+      status: 'completed',
+      output: id,
+    });
+    const shell = (id: string): AgentInputItem => ({ type: 'shell_call', callId: id, status: 'completed', action: { commands: ['ls'] } });
+    const shellOutput = (id: string): AgentInputItem => ({ type: 'shell_call_output', callId: id, output: [] });
+    const answer: AgentInputItem = { role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'done' }] };
+    const items = [
+      { role: 'user', content: 'go' } as AgentInputItem,
+      call('a'),
+      shell('s'),
+      call('b'),
+      result('a'),
+      shellOutput('s'),
+      result('b'),
+      answer,
+    ];
+    const memory = new MemorySession({ initialItems: items });
+    for (const [maxMessages, expected] of [
+      [5, [call('b'), result('b'), answer]], // starts at the call of b: the outputs of a and s lost their calls
+      [6, [shell('s'), call('b'), shellOutput('s'), result('b'), answer]],
+      [4, [answer]],
+      [8, items],
+    ] as const) {
+      const session = new CtxSession({ history: makeHistory({ maxMessages }) });
+      await session.addItems(items);
+      expect(await session.getItems()).toStrictEqual(expected);
+      // An explicit limit is a plain slice, as the SDK's MemorySession gives it.
+      expect(await session.getItems(maxMessages)).toStrictEqual(await memory.getItems(maxMessages));
+    }
+  });
+
+  it('getItems(limit) returns exactly what MemorySession returns for any number, fractions and non-finite ones included', async () => {
+    const items: AgentInputItem[] = ['a', 'b', 'c', 'd', 'e'].map((content) => ({ role: 'user', content }));
+    const session = new CtxSession({ history: makeHistory() });
+    await session.addItems(items);
+    const memory = new MemorySession({ initialItems: items });
+    for (const limit of [-1, -0, 0, 0.3, 1, 2, 2.5, 4.01, 5, 6, 7.5, 1e300, Number.MAX_VALUE, Number.NaN, Infinity, -Infinity]) {
+      expect(await session.getItems(limit), `getItems(${limit})`).toStrictEqual(await memory.getItems(limit));
+    }
+    expect(await session.getItems(2.5)).toStrictEqual(items.slice(2));
   });
 
   it('random item lists round-trip exactly through the backend, and popItem returns them newest first', async () => {
@@ -132,10 +201,9 @@ describe('CtxSession refusals', () => {
     expect(await session.getItems()).toEqual([{ role: 'user', content: 'kept' }]);
   });
 
-  it('refuses a history that is not a ctx history provider, a blank session id and a bad limit', async () => {
+  it('refuses a history that is not a ctx history provider and a blank session id', async () => {
     expect(() => new CtxSession({ history: {} as HistoryProvider })).toThrow(ConfigurationError);
     expect(() => new CtxSession({ history: new InMemoryHistoryProvider(), sessionId: ' ' })).toThrow(ConfigurationError);
-    await expect(new CtxSession({ history: new InMemoryHistoryProvider() }).getItems(-1)).rejects.toThrow(ConfigurationError);
   });
 
   it('an item that is not plain JSON is refused by the provider with the path, and nothing of the batch is stored', async () => {

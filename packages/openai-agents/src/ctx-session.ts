@@ -1,5 +1,5 @@
 import { ConfigurationError, HistoryProvider, type JsonObject, type Message } from '@ctx/core';
-import { checkInteger, checkSessionId } from '@ctx/core/backend';
+import { checkSessionId } from '@ctx/core/backend';
 import type { AgentInputItem, Session } from '@openai/agents-core';
 import { itemToMessage, messagesToItems, messageToItems } from './agent-items.js';
 
@@ -25,7 +25,8 @@ export interface CtxSessionOptions {
  * (`itemToMessage`) and read back exactly; messages a ctx agent stored in the same history are
  * read as the matching items too.
  *
- * `getItems()` without a limit loads the provider's `maxMessages` window when it has one.
+ * `getItems()` without a limit loads the provider's `maxMessages` window when it has one, without
+ * the tool outputs whose call the window cut off; `getItems(limit)` gives what `MemorySession` does.
  * `popItem` needs the provider's `popMessages` capability; `clearSession` its `replaceMessages`.
  * @throws ConfigurationError from the constructor when `history` is not a ctx history provider or
  *   `sessionId` is blank.
@@ -54,21 +55,25 @@ export class CtxSession implements Session {
   }
 
   /**
-   * The newest `limit` items, oldest first (all without a limit, or the provider's `maxMessages`
-   * window when it has one), in one windowed load when each message holds one item.
-   * @throws ConfigurationError for a `limit` that is not a non-negative integer.
+   * The newest `limit` items, oldest first, exactly as the SDK's `MemorySession` gives them: none
+   * for a `limit` of 0 or less, all for `NaN` or `Infinity`, the newest `Math.ceil(limit)` for a
+   * fraction. One windowed load when each message holds one item.
+   *
+   * Without a limit: every item, or, when the provider has `maxMessages`, that window of the newest
+   * items without the tool outputs whose call the window cut off (a `function_call_result` before
+   * its `function_call`, which the model service refuses), as ctx's own history load does.
    */
   async getItems(limit?: number): Promise<AgentInputItem[]> {
-    const wanted = limit ?? this.history.maxMessages;
-    if (wanted === undefined) return messagesToItems((await this.#load(undefined)).messages);
-    checkInteger('CtxSession.getItems', 'limit', wanted, 0);
-    if (wanted === 0) return [];
-    // A message a ctx agent stored may map to several items or none: widen the window until it holds enough.
-    for (let window = wanted; ; window *= 2) {
-      const { messages, complete } = await this.#load(window);
-      const items = messagesToItems(messages);
-      if (items.length >= wanted || complete) return items.slice(Math.max(0, items.length - wanted));
+    if (limit === undefined) {
+      const window = this.history.maxMessages;
+      return window === undefined
+        ? messagesToItems((await this.#load(undefined)).messages)
+        : withoutOrphanOutputs(await this.#newest(window));
     }
+    // The comparison and the arithmetic MemorySession does: `limit <= 0` gives none, then `slice(length - limit)`.
+    if (limit <= 0) return [];
+    const count = Math.ceil(Number(limit));
+    return Number.isSafeInteger(count) ? this.#newest(count) : messagesToItems((await this.#load(undefined)).messages);
   }
 
   /** Appends items in order, in one `saveMessages` call (one round trip on Redis). */
@@ -117,6 +122,16 @@ export class CtxSession implements Session {
     await replace.call(this.history, this.#sessionId, [], this.#args());
   }
 
+  /** The newest `count` items (a positive integer). */
+  async #newest(count: number): Promise<AgentInputItem[]> {
+    // A message a ctx agent stored may map to several items or none: widen the window until it holds enough.
+    for (let window = count; ; window *= 2) {
+      const { messages, complete } = await this.#load(window);
+      const items = messagesToItems(messages);
+      if (items.length >= count || complete) return items.length > count ? items.slice(items.length - count) : items;
+    }
+  }
+
   async #load(limit: number | undefined): Promise<{ messages: Message[]; complete: boolean }> {
     const messages = await this.history.getMessages(this.#sessionId, { ...this.#args(), ...(limit === undefined ? {} : { limit }) });
     return { messages, complete: limit === undefined || messages.length < limit };
@@ -125,4 +140,40 @@ export class CtxSession implements Session {
   #args(): { state: JsonObject; signal?: AbortSignal } {
     return this.#signal ? { state: this.state, signal: this.#signal } : { state: this.state };
   }
+}
+
+/** Each tool output item type, to the type of the call item it answers (by call id). */
+const CALL_OF_OUTPUT: ReadonlyMap<unknown, string> = new Map([
+  ['function_call_result', 'function_call'],
+  ['computer_call_result', 'computer_call'],
+  ['shell_call_output', 'shell_call'],
+  ['apply_patch_call_output', 'apply_patch_call'],
+  ['program_output', 'program'],
+  ['tool_search_output', 'tool_search_call'],
+]);
+
+function callIdOf(item: AgentInputItem): string | undefined {
+  const { callId, call_id } = item as { callId?: unknown; call_id?: unknown };
+  const id = callId ?? call_id;
+  return typeof id === 'string' ? id : undefined;
+}
+
+/**
+ * A window of items without the tool outputs whose call is not before them in it: the window's
+ * start cut the call off (also one of several parallel calls, each its own item), and the model
+ * service refuses an output without its call.
+ */
+function withoutOrphanOutputs(items: AgentInputItem[]): AgentInputItem[] {
+  const calls = new Set<string>();
+  const kept: AgentInputItem[] = [];
+  for (const item of items) {
+    const id = callIdOf(item);
+    if (id !== undefined) {
+      const call = CALL_OF_OUTPUT.get(item.type);
+      if (call !== undefined && !calls.has(`${call}\n${id}`)) continue;
+      if (call === undefined) calls.add(`${item.type}\n${id}`);
+    }
+    kept.push(item);
+  }
+  return kept.length === items.length ? items : kept;
 }
