@@ -127,7 +127,19 @@ export class ConcurrencyError extends CtxError {
    * turn (stored once, its reply replacing the earlier one). Undefined otherwise.
    */
   readonly turnRunning: boolean | undefined;
-  constructor(sessionId: string, message?: string, options?: { cause?: unknown; turnStored?: boolean; turnRunning?: boolean }) {
+  /**
+   * `true` when the session was deleted (`agent.deleteSession`, `agent.deleteUserData`) while the
+   * run's turn ran: a hosted run then removes what its providers stored for the turn before it
+   * fails (`turnStored` is `false` once that is done), so nothing of the conversation is kept. Do
+   * not run the turn again on this session id: that would start a new conversation under it.
+   * Undefined otherwise.
+   */
+  readonly sessionDeleted: boolean | undefined;
+  constructor(
+    sessionId: string,
+    message?: string,
+    options?: { cause?: unknown; turnStored?: boolean; turnRunning?: boolean; sessionDeleted?: boolean },
+  ) {
     super(
       message ?? `Session "${truncate(sessionId)}" was changed by another writer since it was read; reload it and retry.`,
       options?.cause === undefined ? undefined : { cause: options.cause },
@@ -136,6 +148,7 @@ export class ConcurrencyError extends CtxError {
     this.sessionId = sessionId;
     this.turnStored = options?.turnStored;
     this.turnRunning = options?.turnRunning;
+    this.sessionDeleted = options?.sessionDeleted;
   }
   static override isInstance(error: unknown): error is ConcurrencyError {
     return hasMarker(error, CONCURRENCY);

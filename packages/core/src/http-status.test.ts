@@ -95,6 +95,14 @@ describe('errorBody', () => {
     });
   });
 
+  it('ConcurrencyError with sessionDeleted: a 409 that says the session was deleted while the turn ran', () => {
+    const error = new ConcurrencyError('s1', 'Session s1 was deleted while this turn ran.', { turnStored: false, sessionDeleted: true });
+    expect(httpStatusOf(error)).toBe(409);
+    expect(errorBody(error)).toEqual({
+      error: { type: 'ConcurrencyError', message: error.message, turnStored: false, sessionDeleted: true },
+    });
+  });
+
   it('ConcurrencyError with turnRunning: a retry hint in seconds', () => {
     const error = turnRunning();
     expect(errorBody(error)).toEqual({

@@ -41,6 +41,8 @@ export interface ErrorBody {
     limit?: string;
     /** `ConcurrencyError`: whether the turn is stored anyway (run it again only when `false`). */
     turnStored?: boolean;
+    /** `ConcurrencyError`: the session was deleted while the turn ran; nothing of it is kept (do not send it again). */
+    sessionDeleted?: boolean;
     /** `ConcurrencyError`: the same turn is running now; send the same request again after `retryAfter`. */
     turnRunning?: boolean;
     /** Seconds to wait before sending the request again; set the `Retry-After` header to it. */
@@ -78,7 +80,7 @@ export function httpStatusOf(error: unknown): number {
 /**
  * The JSON body of a failed request: `{ error: { type, message, ...fields } }`, plain JSON. A 4xx
  * carries the error's message (the caller's own mistake: what to fix) and its safe fields
- * (`limit`; `turnStored`, `turnRunning`). A 5xx carries the class and a generic sentence only:
+ * (`limit`; `turnStored`, `sessionDeleted`, `turnRunning`). A 5xx carries the class and a generic sentence only:
  * its message and `cause` may name hosts, keys or paths, so log the error itself on the server.
  * A `ConcurrencyError` with `turnRunning: true` (the same turn runs in another request) carries
  * `retryAfter` (seconds): set the `Retry-After` header to it and send the same request again.
@@ -98,6 +100,7 @@ export function errorBody(error: unknown): ErrorBody {
   } else if (ConcurrencyError.isInstance(error)) {
     const turnStored = read(() => error.turnStored);
     if (typeof turnStored === 'boolean') body.error.turnStored = turnStored;
+    if (read(() => error.sessionDeleted) === true) body.error.sessionDeleted = true;
     if (read(() => error.turnRunning) === true) {
       body.error.turnRunning = true;
       body.error.retryAfter = TURN_RUNNING_RETRY_AFTER;

@@ -254,9 +254,12 @@ export interface Agent {
   /**
    * Deletes a session and everything that belongs to it: every provider's `onSessionDeleted` runs
    * first (history providers clear its messages), then the session leaves the `sessionStore` (if
-   * any). Given an id, the session is loaded from the store for its state. A provider that fails
-   * stops the delete with a `ProviderError` and the session stays, so it can be retried. Resolves
-   * to whether the store held the session.
+   * any), then the hooks run once more. Given an id, the session is loaded from the store for its
+   * state. A provider that fails stops the delete with a `ProviderError` and the session stays, so
+   * it can be retried (by id, also when the second round failed). Resolves to whether the store
+   * held the session. A delete wins over a hosted turn running on the session, in any process: the
+   * turn stores nothing that outlives the delete and fails with a `ConcurrencyError` with
+   * `sessionDeleted: true`.
    */
   deleteSession(session: AgentSession | string, options?: { signal?: AbortSignal }): Promise<boolean>;
   /**

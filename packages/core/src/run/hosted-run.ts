@@ -14,7 +14,8 @@ import { type DefaultHistory, defaultHistory } from './default-history.js';
 import { type AgentRuntime, toMessages } from './execute-run.js';
 import { awaitPostReplyWork } from './post-reply-work.js';
 import type { RunStreamSink } from './run-stream.js';
-import { settleTurnStored } from './turn-stored.js';
+import { clearSessionData } from './session-lifecycle.js';
+import { owesTurnStored, settleTurnStored } from './turn-stored.js';
 import { checkSameInputs, flightKey, leaseKey, pause, runningTurnsOf, turnRunningError, waitUntil } from './running-turns.js';
 import { storedReply } from './stored-reply.js';
 
@@ -150,15 +151,82 @@ class HostedTurn {
     return load(store, sessionId, userId, rest.signal ? { signal: rest.signal } : {}, adopt, checkInput);
   }
 
-  /** Runs the turn on `session`, waits for the providers' work after the reply, saves the session, then runs the `onTurnStored` hooks. */
+  /**
+   * Runs the turn on `session`, waits for the providers' work after the reply, saves the session,
+   * then runs the `onTurnStored` hooks. A delete wins over the turn: when the session was deleted
+   * while it ran (its save finds it gone; or, after a failed run or `onTurnStored` hooks, a look at
+   * the store does), what the run's providers stored for it is removed (`onSessionDeleted`), and the
+   * run fails with a `ConcurrencyError` with `sessionDeleted: true`.
+   */
   async run(session: AgentSession): Promise<AgentResponse> {
     const { runtime, store, sessionId, rest, providers, history, queue, execute } = this.#init;
     const { signal } = rest;
-    const response = await execute({ ...rest, session });
-    await awaitPostReplyWork({ providers, sessionId, timeoutMs: runtime.options.providerTimeoutMs, signal, emit: runtime.emit });
-    await queue(sessionId, signal, () => saveMerging(store, session, { providers: history.validators, signal }));
+    let response: AgentResponse;
+    try {
+      response = await execute({ ...rest, session });
+      await awaitPostReplyWork({ providers, sessionId, timeoutMs: runtime.options.providerTimeoutMs, signal, emit: runtime.emit });
+      await queue(sessionId, signal, () => saveMerging(store, session, { providers: history.validators, signal }));
+    } catch (error) {
+      // A save that found the session gone says so; any other failure may come after writes (a
+      // history storing each model call), so the store is asked.
+      const deleted = (ConcurrencyError.isInstance(error) && error.sessionDeleted === true) || (await this.#gone(session, error));
+      throw deleted ? await this.#removeTurn(session, error) : error;
+    }
+    if (!owesTurnStored(response)) return response;
     // Still inside the turn's flight and lease: a repeat of this turn waits until what is derived from it is written too.
-    return settleTurnStored(response);
+    await settleTurnStored(response);
+    // The hooks wrote after the save, so a delete that came after the save may have missed it.
+    if (await this.#gone(session)) throw await this.#removeTurn(session, undefined);
+    return response;
+  }
+
+  /**
+   * Whether the store no longer holds the session (it was deleted while the turn ran). A store that
+   * cannot be read answers no: with `failure`, the run fails with that as it is; without, the run
+   * succeeds, with a `session-check-failed` warning.
+   */
+  async #gone(session: AgentSession, failure?: unknown): Promise<boolean> {
+    const { runtime, store, sessionId } = this.#init;
+    try {
+      // No signal: a run its caller aborted is still checked.
+      return (await store.get(sessionId)) === undefined;
+    } catch (error) {
+      if (failure === undefined) {
+        runtime.emit?.({
+          type: 'warning',
+          code: 'session-check-failed',
+          message: `Session ${shortId(session.sessionId)}: after the turn was stored, whether the session was deleted meanwhile could not be read (${describe(error)}); if it was, call agent.deleteSession again to remove what the turn stored.`,
+        });
+      }
+      return false;
+    }
+  }
+
+  /**
+   * Removes what the run's providers stored for the turn of a session deleted while it ran, and
+   * answers the error the run fails with: `sessionDeleted: true`, and `turnStored: false` once the
+   * removal is done (`true` when it failed: then the error says to delete the session again).
+   */
+  async #removeTurn(session: AgentSession, failure: unknown): Promise<ConcurrencyError> {
+    const { runtime, sessionId, rest, history } = this.#init;
+    const { name, client, providerTimeoutMs } = runtime.options;
+    const id = shortId(sessionId);
+    const providers = history.providersFor(session, rest.options ?? {});
+    try {
+      // Not the caller's signal: a caller that went away still leaves nothing behind.
+      await clearSessionData({ name, client, providers, session, signal: new AbortController().signal, timeoutMs: providerTimeoutMs });
+    } catch (error) {
+      return new ConcurrencyError(
+        sessionId,
+        `Session ${id} was deleted while this turn ran, and removing what the turn stored failed (${describe(error)}): its messages may be left in the history. Call agent.deleteSession(${JSON.stringify(sessionId)}) again to remove them; do not run the turn again.`,
+        { cause: error, turnStored: true, sessionDeleted: true },
+      );
+    }
+    return new ConcurrencyError(
+      sessionId,
+      `Session ${id} was deleted while this turn ran (agent.deleteSession or agent.deleteUserData): nothing of the turn is kept (what its providers stored was removed) and its reply was not saved. Do not run it again on this session id: that would start a new conversation under it.`,
+      { ...(failure === undefined ? {} : { cause: failure }), turnStored: false, sessionDeleted: true },
+    );
   }
 
   /**

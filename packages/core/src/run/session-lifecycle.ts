@@ -6,7 +6,7 @@ import type { Message } from '../messages/message.js';
 import { AgentSession } from '../session/agent-session.js';
 import { sessionMethods } from '../session/session-methods.js';
 import type { JsonValue } from '../spec/json.js';
-import type { AgentView } from '../spec/run-view.js';
+import type { AgentView, ContextProvider } from '../spec/run-view.js';
 import type { ListSessionsOptions, SessionPage, SessionStore } from '../spec/session-store.js';
 import type { Agent, UserDataExport } from './agent.js';
 import type { AgentRuntime } from './execute-run.js';
@@ -45,18 +45,20 @@ export function sessionLifecycle(
     return store as SessionStore & Pick<Required<SessionStore>, 'list'>;
   };
 
-  /** Every provider's `onSessionDeleted` (the default history's included when the rule adds it), then the store's delete. */
+  /**
+   * Every provider's `onSessionDeleted` (the default history's included when the rule adds it), then
+   * the store's delete, then, when the store held the session, the hooks once more: a hosted turn
+   * running meanwhile may have stored its messages between the first round and the delete (its
+   * save landed before the delete, so it does not clean up itself). A turn whose save comes after
+   * the delete fails and removes what it stored (`hostedRun`).
+   */
   const deleteLoaded = async (session: AgentSession, signal: AbortSignal): Promise<boolean> => {
     const providers = history.providersFor(session, {});
-    const agent: AgentView = { name, client, contextProviders: providers };
-    await runHooks(
-      providers.filter((p) => p.onSessionDeleted),
-      'onSessionDeleted',
-      signal,
-      providerTimeoutMs,
-      (p, hookSignal) => p.onSessionDeleted!({ agent, session, state: session.state[p.sourceId] ?? {}, signal: hookSignal }),
-    );
-    return store ? store.delete(session.sessionId, { signal }) : false;
+    const clear = () => clearSessionData({ name, client, providers, session, signal, timeoutMs: providerTimeoutMs });
+    await clear();
+    const deleted = store ? await store.delete(session.sessionId, { signal }) : false;
+    if (deleted) await clear();
+    return deleted;
   };
 
   /** The stored session `sessionId`, validated, or undefined when the store has none. */
@@ -172,6 +174,37 @@ export function sessionLifecycle(
       return { sessions: deleted };
     },
   };
+}
+
+/** What `clearSessionData` works with. */
+export interface ClearSessionDataArgs {
+  /** The agent's name and client, for the providers' `AgentView`. */
+  name: string;
+  client: AgentView['client'];
+  /** The providers whose `onSessionDeleted` runs (the default history included where the rule adds it). */
+  providers: readonly ContextProvider[];
+  /** The session whose data goes: each hook gets its state slot. */
+  session: AgentSession;
+  signal: AbortSignal;
+  /** Bounds each hook (a provider's own `timeoutMs` first). */
+  timeoutMs: number | undefined;
+}
+
+/**
+ * Removes what `providers` keep for `session` outside the session: every `onSessionDeleted` at
+ * once (history providers clear its messages, recall its vectors, working memory its record).
+ * @throws ProviderError for the first provider (in list order) whose hook failed, once every hook
+ *   has settled; the abort reason when `signal` aborted.
+ */
+export async function clearSessionData({ name, client, providers, session, signal, timeoutMs }: ClearSessionDataArgs): Promise<void> {
+  const agent: AgentView = { name, client, contextProviders: providers };
+  await runHooks(
+    providers.filter((p) => p.onSessionDeleted),
+    'onSessionDeleted',
+    signal,
+    timeoutMs,
+    (p, hookSignal) => p.onSessionDeleted!({ agent, session, state: session.state[p.sourceId] ?? {}, signal: hookSignal }),
+  );
 }
 
 /**

@@ -62,6 +62,11 @@ export function oweTurnStored(response: AgentResponse, run: TurnStoredRun): void
   });
 }
 
+/** Whether the run of `response` owes `onTurnStored` calls that `settleTurnStored` has not made yet. */
+export function owesTurnStored(response: AgentResponse): boolean {
+  return owed.has(response);
+}
+
 /**
  * Calls the `onTurnStored` hooks the run of `response` owes, once: after a run, or after a hosted
  * run's save. A hook's failure is a `turn-stored-failed` diagnostic, never a rejection.

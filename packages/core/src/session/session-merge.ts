@@ -60,8 +60,8 @@ export interface SaveMergingOptions {
  * reloads it and merges three ways (`mergeSessionJson`), up to `MAX_SAVE_ATTEMPTS` writes. On
  * success the session holds what was stored (the merge included), its new etag and its new base.
  * @throws ConcurrencyError when both changed something that cannot be merged, the session was
- *   deleted meanwhile, or the store kept changing; `turnStored` says whether the last run's turn is
- *   stored anyway. Nothing of the session is stored then.
+ *   deleted meanwhile (`sessionDeleted: true`), or the store kept changing; `turnStored` says whether the last
+ *   run's turn is stored anyway. Nothing of the session is stored then.
  */
 export async function saveMerging(store: SessionStore, session: AgentSession, options: SaveMergingOptions): Promise<void> {
   const { signal } = options;
@@ -77,10 +77,11 @@ export async function saveMerging(store: SessionStore, session: AgentSession, op
       return;
     } catch (error) {
       if (!ConcurrencyError.isInstance(error) || isAbortError(error, signal)) throw error;
-      const stop = (message: string, cause: unknown = error): never => {
+      const stop = (message: string, cause: unknown = error, deleted = false): never => {
         throw new ConcurrencyError(session.sessionId, `${message} ${advice(turns.get(session))}`, {
           cause,
           ...(turns.has(session) ? { turnStored: turns.get(session)! } : {}),
+          ...(deleted ? { sessionDeleted: true } : {}),
         });
       };
       const id = shortId(session.sessionId);
@@ -94,7 +95,7 @@ export async function saveMerging(store: SessionStore, session: AgentSession, op
       }
       signal?.throwIfAborted();
       const stored = await store.get(session.sessionId, signalOption);
-      if (!stored) stop(`Session ${id} was deleted from the store since it was loaded; this save would bring it back.`);
+      if (!stored) stop(`Session ${id} was deleted from the store since it was loaded; this save would bring it back.`, error, true);
       const merged = mergeSessionJson(base ?? null, session.toJSON(), parseSessionJson(stored!.session), options.providers);
       if (typeof merged === 'string') stop(`Session ${id}: ${merged}`);
       ours = merged as SessionJson;

@@ -219,7 +219,13 @@ export type WarningCode =
    * A hosted run could not renew or release the lease on its turn in the session store (another
    * request took it after it expired, or the store failed); the turn still ran and was saved.
    */
-  | 'turn-lease-failed';
+  | 'turn-lease-failed'
+  /**
+   * A hosted run whose providers wrote after its save (`onTurnStored`: recall vectors) could not
+   * read the session store to see whether the session was deleted meanwhile; the run succeeded. If
+   * it was deleted, call `agent.deleteSession` again to remove what the turn stored.
+   */
+  | 'session-check-failed';
 
 /** Receives diagnostic events; an OpenTelemetry bridge can sit here. Must not throw. */
 export interface EventHandler {

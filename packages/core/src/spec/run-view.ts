@@ -361,7 +361,9 @@ export interface ContextProvider<TState extends JsonObject = JsonObject> {
   /**
    * `agent.deleteSession` calls it before the session leaves the store: drop everything this
    * provider keeps for the session elsewhere (history providers clear its messages). A throw stops
-   * the delete: the session stays stored, so the delete can be retried. Must be idempotent.
+   * the delete: the session stays stored, so the delete can be retried. Must be idempotent: it runs
+   * again right after the store's delete (for a hosted turn that stored meanwhile), and a hosted run
+   * calls it when the session was deleted while its turn ran, to remove what the turn stored.
    */
   onSessionDeleted?(args: SessionHookArgs<TState>): void | Promise<void>;
   /**
