@@ -10,16 +10,20 @@ import {
   type ChatOptions,
   type ChatResponse,
   type ChatResponseUpdate,
+  ConcurrencyError,
   ConfigurationError,
   type Contribution,
   createAgent,
+  findProvider,
+  HistoryProvider,
+  InMemoryHistoryProvider,
   InMemorySessionStore,
   type JsonObject,
-  type Message,
+  Message,
   type SessionStore,
   type Tool,
 } from '@ctx/core';
-import { checkSessionId, isPlainObject } from '@ctx/core/backend';
+import { checkSessionId, describeError, isAbortError, isPlainObject } from '@ctx/core/backend';
 import {
   type AiSdkLanguageModel,
   type CallOptions,
@@ -35,7 +39,8 @@ import {
 import { streamModel, toCallOptions, toFunctionTool } from './model-call.js';
 import { fromPromptMessage, type PromptMessage, toPrompt } from './prompt.js';
 import { toChatResponse } from './results.js';
-import { newMessages, TURN_SLOT } from './turn.js';
+import { SessionTurns, type Step } from './session-turns.js';
+import { answerKey, newMessages, type Recognised, TURN_SLOT } from './turn.js';
 import { sumUsage } from './usage.js';
 
 /** Options of `ctxMiddleware`: those of `createAgent` except the client (the wrapped model is it), and where sessions come from. */
@@ -52,6 +57,14 @@ export interface CtxMiddlewareOptions extends Omit<AgentOptions, 'client' | 'ses
    * Default: an `InMemorySessionStore` of this middleware (lost when the process ends).
    */
   sessionStore?: SessionStore;
+  /**
+   * How long a turn whose model call ended in calls of the app's tools keeps its session for the
+   * next step of its tool loop (the AI SDK runs the tools, then calls the model with their
+   * results), in milliseconds: meanwhile another turn on the session waits. Set it above the
+   * longest your tools take. Default 10000.
+   * @throws ConfigurationError (from `ctxMiddleware`) when it is not a non-negative integer.
+   */
+  stepGapMs?: number;
 }
 
 /**
@@ -103,7 +116,10 @@ export interface CtxCallMetadata {
  *   `{ sessionId: string }`, or that names a session while `session` is set.
  */
 export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware {
-  const { session: fixedSession, sessionStore = new InMemorySessionStore(), ...agentOptions } = options;
+  const { session: fixedSession, sessionStore = new InMemorySessionStore(), stepGapMs = 10_000, ...agentOptions } = options;
+  if (!Number.isInteger(stepGapMs) || stepGapMs < 0) {
+    throw new ConfigurationError(`ctxMiddleware: stepGapMs must be a non-negative integer (ms), got ${String(stepGapMs)}.`);
+  }
   if (agentOptions.contextProviders?.some((p) => p?.sourceId === TURN_SLOT)) {
     throw new ConfigurationError(
       `The sourceId "${TURN_SLOT}" is where ctxMiddleware keeps its place in a session; give the provider another.`,
@@ -118,6 +134,55 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
     if (!agent) agents.set(model, (agent = createAgent({ ...agentOptions, sessionStore, client: bind(model) })));
     return agent;
   };
+  const { onEvent } = agentOptions;
+  const warn = (message: string) => onEvent?.({ type: 'warning', code: 'ai-sdk-turn', message } as never);
+  const turns = new SessionTurns(
+    {
+      waitMs: agentOptions.runningTurns?.waitMs ?? 60_000,
+      leaseMs: agentOptions.runningTurns?.leaseMs ?? 15_000,
+      gapMs: stepGapMs,
+      warn,
+    },
+    fixedSession ? undefined : sessionStore,
+  );
+  /** The histories a run of the middleware stores in: its history providers, else the in-memory default. */
+  const histories: HistoryProvider[] = (agentOptions.contextProviders ?? []).flatMap(
+    (p) => findProvider([p], HistoryProvider.isInstance) ?? [],
+  );
+  if (!histories.some((h) => h.loadMessages !== false)) histories.push(new InMemoryHistoryProvider());
+
+  /**
+   * Stores the tool results a failed or aborted step brought (its input, when it goes on from a
+   * stored turn and holds only tool messages), so that no stored call lacks the result the tool
+   * really returned. The step's partial answer is not stored.
+   */
+  async function storeResults(session: AgentSession, input: readonly PromptMessage[]): Promise<boolean> {
+    if (input.length === 0 || input.some((m) => m.role !== 'tool')) return false;
+    const messages: Message[] = [];
+    for (const m of input) {
+      const message = fromPromptMessage(m);
+      if (message) messages.push(Message.withSource(message, 'input', 'input'));
+    }
+    const { redact } = agentOptions;
+    for (const history of histories) {
+      if (!history.storeInputs) continue;
+      const state = (session.state[history.sourceId] ??= {}) as JsonObject;
+      const info = { sessionId: session.sessionId, sourceId: history.sourceId, signal: NEVER };
+      const toStore = redact ? await redact(messages, info) : messages;
+      await history.saveMessages(session.sessionId, toStore, { state, turn: { inputIds: messages.map((m) => m.id), opens: false } });
+    }
+    return true;
+  }
+
+  /** Saves a stored session; a conflict after which the turn is stored anyway is a warning, not a failure: the answer goes back. */
+  async function save(session: AgentSession, signal: AbortSignal | undefined) {
+    try {
+      await sessions.saveSession(session, signal ? { signal } : {});
+    } catch (error) {
+      if (!(ConcurrencyError.isInstance(error) && error.turnStored === true)) throw error;
+      warn(`Session ${session.sessionId}: ${describeError(error)} The answer was returned.`);
+    }
+  }
 
   async function prepare(model: AiSdkLanguageModel, params: CallOptions) {
     const { sessionId, params: modelParams } = takeSessionId(params);
@@ -128,56 +193,129 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
     }
     const calls = record();
     const signal = params.abortSignal;
-    const session =
-      fixedSession ??
-      (sessionId === undefined
-        ? undefined
-        : ((await sessions.getSession(sessionId, signal ? { signal } : {})) ?? sessions.createSession({ sessionId })));
     const system: string[] = [];
     const conversation: PromptMessage[] = [];
     for (const m of params.prompt) {
       if (m.role === 'system') system.push(m.content);
       else conversation.push(m);
     }
-    const turn = newMessages(session, conversation);
-    const appTools = params.tools?.length ? new Set(params.tools.map((t) => t.name)) : NO_TOOLS;
-    const runTools: Tool[] = [];
-    for (const t of params.tools ?? []) {
-      if (t.type === 'function') {
-        runTools.push({ name: t.name, parameters: t.inputSchema as JsonObject, ...(t.description ? { description: t.description } : {}) });
-      }
+    let recognised: Recognised | undefined;
+    let step: Step | undefined;
+    const named = fixedSession?.sessionId ?? sessionId;
+    if (named !== undefined) {
+      // The last recognition `enter` makes is of the session it hands over.
+      step = await turns.enter(
+        named,
+        signal,
+        async () =>
+          fixedSession ?? (await sessions.getSession(named, signal ? { signal } : {})) ?? sessions.createSession({ sessionId: named }),
+        (candidate) => (recognised = newMessages(candidate, conversation)),
+      );
     }
-    const state: CallState = { params: modelParams, appTools, calls, observer: {} };
-    const runOptions: AgentRunOptions = {
-      options: { instructions: system.join('\n\n') || undefined, tools: runTools, additional: { [CALL]: state } },
+    const session = step?.session;
+    const turn = recognised ?? newMessages(undefined, conversation);
+    /** Keys of the visible answer, and whether it calls the app's tools (then the AI SDK runs them and calls again). */
+    const answer = { text: '', calls: [] as string[], appCalls: false };
+    let ended = false;
+    let failing: Promise<void> | undefined;
+    /** Ends the step: keeps the session for the turn's next step, or frees it. */
+    const leave = (hold: boolean) => {
+      if (ended) return;
+      ended = true;
+      step?.leave(hold, session!);
     };
-    if (session) runOptions.session = session;
-    if (signal) runOptions.signal = signal;
-    return {
-      calls,
-      runOptions,
-      input: toInput(turn.input),
-      /** Starts the call's run (streamed or not) on the model's agent, `observer` told of the model's stream. */
-      start<T>(go: (agent: Agent) => T, observer: CallState['observer'] = {}): T {
-        state.observer = observer;
-        return go(agentOf(model));
-      },
-      /** Keeps the turn and saves a stored session; the answer goes to the AI SDK only after this. */
-      async finish() {
-        turn.commit();
-        if (session && !fixedSession) await sessions.saveSession(session, { signal });
-      },
-      metadata: (response: AgentResponse): JSONObject => {
-        const metadata: CtxCallMetadata = {
-          sessionId: session?.sessionId ?? null,
-          added: response.added ?? {},
-          modelCalls: calls.modelCalls,
-        };
-        return metadata as unknown as JSONObject;
-      },
-      /** Whether a tool call goes to the AI SDK: the app's tools and the provider's own do, those ctx runs do not. */
-      visible: (part: { toolName: string; providerExecuted?: boolean }) => part.providerExecuted === true || appTools.has(part.toolName),
+    const failed = async (error: unknown): Promise<void> => {
+      const aborted = isAbortError(error, signal);
+      const hold = !aborted && step !== undefined && turn.continues && turn.holder === step.holder;
+      try {
+        if (session && turn.continues && (await storeResults(session, turn.input))) {
+          turn.commit([], hold ? step!.holder : undefined);
+          if (!fixedSession) await save(session, undefined);
+        }
+      } catch (failure) {
+        warn(`Session ${session!.sessionId}: the tool results of a failed call could not be stored: ${describeError(failure)}.`);
+      } finally {
+        leave(hold);
+      }
     };
+    try {
+      const appTools = params.tools?.length ? new Set(params.tools.map((t) => t.name)) : NO_TOOLS;
+      const runTools: Tool[] = [];
+      for (const t of params.tools ?? []) {
+        if (t.type === 'function') {
+          runTools.push({
+            name: t.name,
+            parameters: t.inputSchema as JsonObject,
+            ...(t.description ? { description: t.description } : {}),
+          });
+        }
+      }
+      const state: CallState = { params: modelParams, appTools, calls, observer: {} };
+      const runOptions: AgentRunOptions = {
+        options: { instructions: system.join('\n\n') || undefined, tools: runTools, additional: { [CALL]: state } },
+      };
+      if (session) runOptions.session = session;
+      if (signal) runOptions.signal = signal;
+      const visible = (part: { toolName: string; providerExecuted?: boolean }) =>
+        part.providerExecuted === true || appTools.has(part.toolName);
+      return {
+        calls,
+        runOptions,
+        input: toInput(turn.input),
+        answer,
+        /** Starts the call's run (streamed or not) on the model's agent, `observer` told of the model's stream. */
+        start<T>(go: (agent: Agent) => T, observer: CallState['observer'] = {}): T {
+          state.observer = observer;
+          return go(agentOf(model));
+        },
+        /**
+         * Keeps the turn (with the key of the answer the AI SDK gets) and saves a stored session; the
+         * answer goes to the AI SDK only after this. An answer that calls the app's tools keeps the
+         * session for the next step.
+         */
+        async finish() {
+          const hold = answer.appCalls && step !== undefined;
+          try {
+            turn.commit([answerKey(answer.text, answer.calls)], hold ? step!.holder : undefined);
+            if (session && !fixedSession) await save(session, signal);
+          } finally {
+            leave(hold);
+          }
+        },
+        /**
+         * After a failed or aborted run: stores the tool results the step brought (a call is never
+         * left without the result its tool returned), then frees the session, or keeps it for the
+         * AI SDK's retry of a step of a running tool loop.
+         */
+        fail(error: unknown): Promise<void> {
+          if (ended) return Promise.resolve();
+          failing ??= failed(error);
+          return failing;
+        },
+        metadata: (response: AgentResponse): JSONObject => {
+          const metadata: CtxCallMetadata = {
+            sessionId: session?.sessionId ?? null,
+            added: response.added ?? {},
+            modelCalls: calls.modelCalls,
+          };
+          return metadata as unknown as JSONObject;
+        },
+        /** Whether a tool call goes to the AI SDK: the app's tools and the provider's own do, those ctx runs do not. */
+        visible,
+        /** Notes a part the AI SDK gets, for the key of the answer. */
+        shown(part: ContentPart | StreamPart) {
+          if (part.type === 'text') answer.text += part.text;
+          else if (part.type === 'text-delta') answer.text += part.delta;
+          else if (part.type === 'tool-call') {
+            answer.calls.push(part.toolCallId);
+            if (part.providerExecuted !== true) answer.appCalls = true;
+          }
+        },
+      };
+    } catch (error) {
+      leave(false);
+      throw error;
+    }
   }
 
   const middleware = {
@@ -185,22 +323,35 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
     middlewareVersion: 'v2',
     async wrapGenerate({ model, params }: { model: AiSdkLanguageModel; params: CallOptions }): Promise<GenerateResult> {
       const call = await prepare(model, params);
-      const response = await call.start((agent) => agent.run(call.input, call.runOptions));
-      await call.finish();
+      let response: AgentResponse;
+      try {
+        response = await call.start((agent) => agent.run(call.input, call.runOptions));
+      } catch (error) {
+        await call.fail(error);
+        throw error;
+      }
       const { results } = call.calls;
       const last = results[results.length - 1];
-      if (!last) return answerWithoutModel(model, response, call.metadata(response));
-      const providerMetadata = { ...last.providerMetadata, ctx: call.metadata(response) };
-      const shown = (part: ContentPart) => part.type !== 'tool-call' || call.visible(part);
-      // One model call whose tool calls all go to the app (the usual case) is its result as it came.
-      if (results.length === 1 && last.content.every(shown)) return { ...last, providerMetadata } as GenerateResult;
-      return {
-        ...last,
-        content: results.flatMap((r) => r.content.filter(shown)),
-        usage: sumUsage(results.map((r) => r.usage)) ?? last.usage,
-        warnings: results.flatMap((r): unknown[] => r.warnings),
-        providerMetadata,
-      } as GenerateResult;
+      let result: GenerateResult;
+      if (!last) result = answerWithoutModel(model, response, call.metadata(response));
+      else {
+        const providerMetadata = { ...last.providerMetadata, ctx: call.metadata(response) };
+        const shown = (part: ContentPart) => part.type !== 'tool-call' || call.visible(part);
+        // One model call whose tool calls all go to the app (the usual case) is its result as it came.
+        result =
+          results.length === 1 && last.content.every(shown)
+            ? ({ ...last, providerMetadata } as GenerateResult)
+            : ({
+                ...last,
+                content: results.flatMap((r) => r.content.filter(shown)),
+                usage: sumUsage(results.map((r) => r.usage)) ?? last.usage,
+                warnings: results.flatMap((r): unknown[] => r.warnings),
+                providerMetadata,
+              } as GenerateResult);
+      }
+      for (const part of result.content) call.shown(part);
+      await call.finish();
+      return result;
     },
     async wrapStream({ model, params }: { model: AiSdkLanguageModel; params: CallOptions }): Promise<StreamResult> {
       const call = await prepare(model, params);
@@ -223,6 +374,7 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
           if (part.type === 'tool-input-start' && !call.visible(part)) return void hidden.add(part.id);
           if ((part.type === 'tool-input-delta' || part.type === 'tool-input-end') && hidden.has(part.id)) return;
           if (part.type === 'tool-call' && !call.visible(part)) return;
+          call.shown(part);
           emit(part);
         },
       });
@@ -236,9 +388,11 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
             // Reads on while the AI SDK takes parts as they come (a read of it is waiting), so a part costs no pull of its own.
             while (!(await updates.next()).done) if ((controller.desiredSize ?? 0) <= 0) return;
             const response = await run.response;
+            const answered = call.calls.modelCalls === 0 ? textParts(response.text) : [];
+            for (const part of answered) call.shown(part);
             await call.finish();
             const { finish } = call.calls;
-            if (call.calls.modelCalls === 0) for (const part of textParts(response.text)) controller.enqueue(part);
+            for (const part of answered) controller.enqueue(part);
             controller.enqueue({
               type: 'finish',
               usage: (sumUsage(call.calls.usages) ?? emptyUsage(model)) as never,
@@ -247,16 +401,24 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
             });
             controller.close();
           } catch (error) {
+            await call.fail(error);
             if (params.abortSignal?.aborted) return controller.error(params.abortSignal.reason);
             controller.enqueue({ type: 'error', error });
             controller.close();
           }
         },
-        async cancel() {
+        async cancel(reason) {
           await updates.return?.();
+          await call.fail(params.abortSignal?.aborted ? params.abortSignal.reason : (reason ?? new Error('cancelled')));
         },
       });
-      const first = await Promise.race([firstCall, run.response.then(() => undefined)]);
+      let first: StreamResult | undefined;
+      try {
+        first = await Promise.race([firstCall, run.response.then(() => undefined)]);
+      } catch (error) {
+        await call.fail(error);
+        throw error;
+      }
       return { ...first, stream } as StreamResult;
     },
   };
@@ -275,6 +437,9 @@ function toInput(prompt: readonly PromptMessage[]): AgentInput {
   }
   return input;
 }
+
+/** A signal that never aborts, for a redactor called outside a run. */
+const NEVER = new AbortController().signal;
 
 /** A client that stands in where only the agent's session methods are used. */
 const PLACEHOLDER: ChatClient = {

@@ -42,13 +42,20 @@ export interface ScriptedModel {
 export function scriptedModel(
   version: Version,
   turns: ScriptedTurn[] = [],
-  options: { streamDelayMs?: number; responseId?: string } = {},
+  options: {
+    streamDelayMs?: number;
+    responseId?: string;
+    /** Answers each call from its options (the script is then left unused). */
+    respond?: (call: CallOptions) => ScriptedTurn;
+    /** Waits this long before each answer of `doGenerate` (and before each stream starts). */
+    delayMs?: number;
+  } = {},
 ): ScriptedModel {
   const queue = [...turns];
   const calls: CallOptions[] = [];
   const next = (call: CallOptions) => {
     calls.push(call);
-    const turn = queue.shift() ?? { text: 'No script left.' };
+    const turn = options.respond?.(call) ?? queue.shift() ?? { text: 'No script left.' };
     if (turn.error !== undefined) throw turn.error;
     return turn;
   };
@@ -137,6 +144,7 @@ export function scriptedModel(
     provider: 'mock-provider',
     modelId: 'mock-model',
     doGenerate: async (call: CallOptions) => {
+      if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
       const turn = next(call);
       return {
         content: content(turn),
@@ -147,6 +155,7 @@ export function scriptedModel(
       };
     },
     doStream: async (call: CallOptions) => {
+      if (options.delayMs) await new Promise((resolve) => setTimeout(resolve, options.delayMs));
       const turn = next(call);
       return { stream: stream(parts(turn), call.abortSignal) };
     },
