@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { BackendUnavailableError, ConfigurationError, CtxError, SessionStateError } from '@ctx/core';
 import { checkInteger, checkPositiveNumber, formatBytes, shortId, withDeadline } from '@ctx/core/backend';
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { checkPrefix } from './keys.js';
+import { checkPrefix, clusterSlot } from './keys.js';
 
 /** An ioredis connection: a single node (`Redis`) or a cluster (`Cluster`). */
 export type RedisClient = Redis | Cluster;
@@ -36,7 +36,13 @@ export interface RedisConnectionOptions {
    * retryStrategy: 50 ms more per attempt, at most 500 ms }`.
    */
   redisOptions?: RedisOptions;
-  /** ioredis `Cluster` options for an owned cluster connection, merged over the defaults. A cluster has only database 0: a `db` in `redisOptions` is a `ConfigurationError`. */
+  /**
+   * ioredis `Cluster` options for an owned cluster connection, merged over the defaults
+   * (`CLUSTER_DEFAULTS`: the slot map refreshed every second, so a promoted replica is followed
+   * within about a second of its promotion, even when the old master stalls without closing its
+   * connections; `CLUSTERDOWN` and `TRYAGAIN` retried by the package on the key's own node).
+   * A cluster has only database 0: a `db` in `redisOptions` is a `ConfigurationError`.
+   */
   clusterOptions?: ClusterOptions;
   /** First part of every key this package writes. Default `ctx`. No braces, glob characters or whitespace. */
   prefix?: string;
@@ -73,6 +79,42 @@ export const DEFAULT_PREFIX = 'ctx';
 export const DEFAULT_TIMEOUT_MS = 5000;
 /** The default `maxValueBytes`: Redis's default `proto-max-bulk-len`, 512 MiB. */
 export const DEFAULT_MAX_VALUE_BYTES = 512 * 1024 * 1024;
+
+/**
+ * The ioredis `Cluster` options an owned cluster connection starts from (`clusterOptions` are merged
+ * over them), and what an injected `Cluster` should be given for the same failover behaviour:
+ * - `slotsRefreshInterval: 1000`, `slotsRefreshTimeout: 1000`: the slot map is asked for every
+ *   second (ioredis's default is never), so after a failover the promoted replica gets its slots'
+ *   commands within about a second, also when the old master stalls with its connections open
+ *   (no error then tells ioredis to look); a refresh that asks a stalled node gives up after 1 s
+ *   and asks the next node;
+ * - `retryDelayOnClusterDown: 0`, `retryDelayOnTryAgain: 0`: ioredis would resend such a command
+ *   to a random node, which may be the stalled one; the package resends it itself, to the node
+ *   that serves the key, every 100-500 ms within `timeoutMs` (the server did not run it);
+ * - `retryDelayOnFailover: 100`, `clusterRetryStrategy` 50 ms more per attempt up to 500 ms,
+ *   `enableOfflineQueue: true`.
+ */
+export const CLUSTER_DEFAULTS: Readonly<ClusterOptions> = Object.freeze({
+  enableOfflineQueue: true,
+  slotsRefreshInterval: 1000,
+  slotsRefreshTimeout: 1000,
+  clusterRetryStrategy: (times: number) => Math.min(times * 50, 500),
+  retryDelayOnFailover: 100,
+  retryDelayOnClusterDown: 0,
+  retryDelayOnTryAgain: 0,
+});
+
+/** `CLUSTER_DEFAULTS`, with the slot map's refresh bounded by `timeoutMs` when that is shorter. */
+function clusterDefaults(timeoutMs: number): ClusterOptions {
+  return { ...CLUSTER_DEFAULTS, slotsRefreshTimeout: Math.min(timeoutMs, 1000) };
+}
+
+/** Replies that mean the command was not run and may be sent again (the cluster is failing over or resharding). */
+const RESEND_REPLIES = /^(?:CLUSTERDOWN|TRYAGAIN)\b|Last error: ReplyError: (?:CLUSTERDOWN|TRYAGAIN)\b/;
+/** `NOSCRIPT`, also as ioredis's last error after too many redirections (a promoted replica has no scripts loaded). */
+const NOSCRIPT = /^NOSCRIPT\b|Last error: ReplyError: NOSCRIPT\b/;
+/** What ioredis says when a command ran out of redirections; the message goes on with the last error. */
+const TOO_MANY_REDIRECTIONS = /^Too many Cluster redirections\. Last error: (?:ReplyError: )?/;
 
 /** What a failed connection attempt's error code means, for error messages. */
 const CONNECT_FAILURES: Record<string, string> = {
@@ -156,15 +198,7 @@ export class RedisConnection {
     } else {
       if (!Array.isArray(options.nodes) || options.nodes.length === 0)
         throw new ConfigurationError(`${owner}: \`nodes\` must list at least one cluster node.`);
-      this.client = new Cluster([...options.nodes], {
-        redisOptions,
-        enableOfflineQueue: true,
-        slotsRefreshTimeout: timeoutMs,
-        clusterRetryStrategy: (times) => Math.min(times * 50, 500),
-        retryDelayOnFailover: 100,
-        retryDelayOnClusterDown: 100,
-        ...options.clusterOptions,
-      });
+      this.client = new Cluster([...options.nodes], { ...clusterDefaults(timeoutMs), redisOptions, ...options.clusterOptions });
     }
     this.owned = true;
     this.#checkClusterDatabase();
@@ -238,15 +272,16 @@ export class RedisConnection {
         `${site.operation} for session ${shortId(site.sessionId)} was called after close(); create a new instance.`,
       );
     }
-    const describe = () => this.describe();
+    const describe = () => this.describe(site.key);
     const client = this.client;
+    const run = this.isCluster ? () => this.#resending(client, signal, fn) : () => fn(client);
     return withDeadline(
       this.#databaseChecked
-        ? () => fn(client)
+        ? run
         : async () => {
             const checking = this.#checkDatabase(client);
             if (checking) await checking;
-            return fn(client);
+            return run();
           },
       {
         timeoutMs: this.timeoutMs,
@@ -263,6 +298,28 @@ export class RedisConnection {
   }
 
   /**
+   * Runs a cluster call, sending it again to the node that serves its key while the cluster answers
+   * `CLUSTERDOWN` or `TRYAGAIN` (the command was not run), every 100-500 ms with a refresh of the slot
+   * map, until `timeoutMs` has passed or `signal` aborts. A command that timed out asks for a
+   * refresh too (its node may have stalled and been replaced), but is not sent again: it may have run.
+   */
+  async #resending<T>(client: RedisClient, signal: AbortSignal | undefined, fn: (client: RedisClient) => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.timeoutMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fn(client);
+      } catch (error) {
+        const message = error instanceof Error ? error.message : '';
+        if (/timed out/i.test(message)) (client as Cluster).refreshSlotsCache();
+        const pause = Math.min(100 * attempt, 500);
+        if (!RESEND_REPLIES.test(message) || signal?.aborted || Date.now() + pause >= deadline || this.#closed) throw error;
+        (client as Cluster).refreshSlotsCache();
+        await new Promise((resolve) => setTimeout(resolve, pause));
+      }
+    }
+  }
+
+  /**
    * Runs a Lua script by its SHA-1 (`EVALSHA`, one round trip), loading it with `EVAL` only when the
    * node answers `NOSCRIPT` (the first call per node, or after a restart).
    */
@@ -275,7 +332,9 @@ export class RedisConnection {
     try {
       return await client.evalsha(sha, keys.length, ...keys, ...args);
     } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      // After a failover the promoted replica has no scripts; ioredis may report that as its last
+      // error after too many redirections.
+      if (!(error instanceof Error) || !NOSCRIPT.test(error.message)) throw error;
       return client.eval(source, keys.length, ...keys, ...args);
     }
   }
@@ -298,9 +357,12 @@ export class RedisConnection {
   translate(error: unknown, site: CallSite): Error {
     if (CtxError.isInstance(error)) return error;
     const at = where(site);
-    const message = (error instanceof Error ? error.message : String(error)).replace(/\.+$/, '');
-    const isReply = error instanceof Error && error.name === 'ReplyError';
-    const code = isReply ? message.split(/\s/, 1)[0]! : '';
+    const raw = error instanceof Error ? error.message : String(error);
+    // ioredis wraps a cluster reply that came after its redirections ran out: judge the reply itself.
+    const wrapped = TOO_MANY_REDIRECTIONS.test(raw) && /Last error: ReplyError: /.test(raw);
+    const message = raw.replace(/\.+$/, '');
+    const isReply = wrapped || (error instanceof Error && error.name === 'ReplyError');
+    const code = isReply ? message.replace(TOO_MANY_REDIRECTIONS, '').split(/\s/, 1)[0]! : '';
     if (code === 'WRONGTYPE') {
       return new SessionStateError(
         `redis:${site.key}`,
@@ -314,21 +376,26 @@ export class RedisConnection {
       });
     }
     if (isReply && !TRANSIENT_REPLIES.has(code)) {
-      return new BackendUnavailableError('redis', `Redis failed ${at}: ${message}`, { cause: error });
+      return new BackendUnavailableError('redis', `Redis failed ${at} on ${this.describe(site.key)}: ${message}`, { cause: error });
     }
     const connect = this.#connectError ?? connectErrorOf(error);
     if (!isReply && connect?.code !== undefined && CONNECT_FAILURES[connect.code] !== undefined) {
       return new BackendUnavailableError(
         'redis',
-        `Redis at ${this.describe()} ${CONNECT_FAILURES[connect.code]} (${connect.code}), so ${at} failed. Check that the server is running there and reachable (host, port, firewall), then retry.`,
+        `Redis at ${this.describe(site.key)} ${CONNECT_FAILURES[connect.code]} (${connect.code}), so ${at} failed. Check that the server is running there and reachable (host, port, firewall), then retry.`,
         { cause: connect },
       );
     }
     return new BackendUnavailableError(
       'redis',
-      `Redis is unavailable for ${at} (${this.describe()}): ${message}. Retry once Redis is reachable again.`,
+      `Redis is unavailable for ${at} (${this.describe(site.key)}): ${message}. Retry once Redis is reachable again.`,
       { cause: error },
     );
+  }
+
+  /** Whether `close()` was called. */
+  get closed(): boolean {
+    return this.#closed;
   }
 
   /** Whether the client is a Redis Cluster (keys of different hash tags may then live on different nodes). */
@@ -336,9 +403,17 @@ export class RedisConnection {
     return this.client instanceof Cluster || (this.client as { isCluster?: boolean }).isCluster === true;
   }
 
-  /** Where the connection points, without credentials. */
-  describe(): string {
-    if (this.isCluster) return 'Redis Cluster';
+  /**
+   * Where the connection points, without credentials; on a cluster, the node that serves `key` as
+   * the client's slot map has it (`Redis Cluster node 10.0.0.2:6379 (slot 866)`).
+   */
+  describe(key?: string): string {
+    if (this.isCluster) {
+      if (key === undefined) return 'Redis Cluster';
+      const slot = clusterSlot(key);
+      const node = (this.client as Cluster).slots?.[slot]?.[0];
+      return node === undefined ? `Redis Cluster (slot ${slot}, no node known for it yet)` : `Redis Cluster node ${node} (slot ${slot})`;
+    }
     const { host, port } = (this.client as Redis).options ?? {};
     return host !== undefined ? `${host}:${port}` : 'Redis';
   }

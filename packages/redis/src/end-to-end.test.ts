@@ -148,7 +148,8 @@ for (const [topology, connect] of [
         [
           ...(await keysOf(c.sessionId)),
           ...(await keysOf(d.sessionId)),
-          ...Object.values(store.indexKeys()).slice(0, 2),
+          // The listing of every session (on a cluster, the shards that hold c and d).
+          ...new Set([c, d].flatMap((s) => [store.indexKeys(undefined, s.sessionId).order, store.indexKeys(undefined, s.sessionId).meta])),
           u2Index.order,
           u2Index.meta,
         ].sort(),

@@ -82,3 +82,58 @@ export function indexKeys(prefix: string, userId?: string): IndexKeys {
   const base = `${prefix}:sessions:{${userId === undefined ? 'all' : `user:${encodeKeyPart(userId)}`}}`;
   return { order: `${base}:order`, meta: `${base}:meta`, expires: `${base}:expires` };
 }
+
+/** CRC16/XMODEM table, as Redis Cluster hashes keys to slots. */
+const CRC16_TABLE = Array.from({ length: 256 }, (_, byte) => {
+  let crc = byte << 8;
+  for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  return crc;
+});
+
+/** The number of hash slots of a Redis Cluster. */
+export const CLUSTER_SLOTS = 16384;
+
+/**
+ * The Redis Cluster hash slot of a key (0-16383): CRC16 of its hash tag (the text between the
+ * first `{` and the next `}`, when not empty) or of the whole key, modulo 16384, as `CLUSTER KEYSLOT`.
+ */
+export function clusterSlot(key: string): number {
+  let bytes = Buffer.from(key, 'utf8');
+  const open = bytes.indexOf(0x7b);
+  if (open !== -1) {
+    const close = bytes.indexOf(0x7d, open + 1);
+    if (close > open + 1) bytes = bytes.subarray(open + 1, close);
+  }
+  let crc = 0;
+  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ byte) & 0xff]!;
+  return crc % CLUSTER_SLOTS;
+}
+
+/** How many shards the listing of every session has on a Redis Cluster. */
+export const LISTING_SHARDS = 16;
+
+/**
+ * The hash tag of each shard of the listing of every session on a cluster: `all:<k>.<n>`, with the
+ * smallest `n` that puts shard `k` in the `k`-th sixteenth of the slots, so the shards spread evenly
+ * over masters that split the slots evenly (as `redis-cli --cluster create` does).
+ */
+const SHARD_TAGS = Array.from({ length: LISTING_SHARDS }, (_, k) => {
+  for (let n = 0; ; n++) {
+    const tag = `all:${k}.${n}`;
+    if (Math.floor((clusterSlot(`{${tag}}`) * LISTING_SHARDS) / CLUSTER_SLOTS) === k) return tag;
+  }
+});
+
+/** The shard (0-15) of the listing of every session that holds a session's entry on a cluster. */
+export function listingShard(sessionId: string): number {
+  return clusterSlot(`{${encodeKeyPart(sessionId)}}`) % LISTING_SHARDS;
+}
+
+/**
+ * The keys of one shard of the listing of every session on a cluster:
+ * `{prefix}:sessions:{all:<k>.<n>}:order` (and `:meta`, `:expires`).
+ */
+export function shardKeys(prefix: string, shard: number): IndexKeys {
+  const base = `${prefix}:sessions:{${SHARD_TAGS[shard]}}`;
+  return { order: `${base}:order`, meta: `${base}:meta`, expires: `${base}:expires` };
+}

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   BackendUnavailableError,
   ConcurrencyError,
+  ConfigurationError,
   InvalidInputError,
   SessionStateError,
   type GetSessionOptions,
@@ -32,7 +33,7 @@ import {
 } from '@ctx/core/backend';
 import { Cluster, type Redis } from 'ioredis';
 import { CONNECTION_OPTIONS, type RedisClient, RedisConnection, type RedisConnectionOptions } from './connection.js';
-import { indexKeys, sessionKey, turnLeaseKey, type IndexKeys } from './keys.js';
+import { indexKeys, LISTING_SHARDS, listingShard, sessionKey, shardKeys, turnLeaseKey, type IndexKeys } from './keys.js';
 import {
   DELETE_CLUSTER_SCRIPT,
   DELETE_SINGLE_SCRIPT,
@@ -55,6 +56,15 @@ export interface RedisSessionStoreOptions extends RedisConnectionOptions {
    * does not). Default: sessions never expire (a `set` also removes an expiry left on the key).
    */
   ttlSeconds?: number;
+  /**
+   * Called when, on a Redis Cluster, a session was saved but one of its listing entries could not be
+   * written (its listing's node down or stalled, a listing key of the wrong type): `set` still
+   * resolves, since the session is stored, and the store writes the entries again in the background
+   * (after 1 s, then 2, 4, ... up to 60 s, 10 tries) and at the session's next save. Called again
+   * with a final error when a repair gives up (then run `reindex()`). Default: a process warning
+   * (`process.emitWarning`, code `CTX_REDIS_LISTING`), at most one a minute, counting the failures.
+   */
+  onListingError?: (error: BackendUnavailableError | SessionStateError) => void;
 }
 
 /** How many session ids the store remembers the user of (a hint that saves a round trip on a user's change or a delete). */
@@ -65,6 +75,27 @@ const MAX_LIST_ROUNDS = 10;
 const ALL = Symbol('all sessions');
 /** Tries of a single-node write or delete whose stored user keeps changing under it. */
 const MAX_MOVES = 5;
+/** Background tries of a listing write that failed after its session was saved, before giving up. */
+const MAX_REPAIR_TRIES = 10;
+/** Sessions whose listing writes wait for a repair at most; past it the oldest is given up (reported). */
+const MAX_REPAIRS = 10_000;
+/** How often the default `onListingError` warns at most (ms). */
+const WARN_EVERY_MS = 60_000;
+
+/** One listing write: a script on one listing's keys. */
+interface ListingWrite {
+  script: string;
+  keys: IndexKeys;
+  args: (string | number)[];
+}
+
+/** The listing writes of a saved session that failed, waiting for the background pass. */
+interface ListingRepair {
+  writes: ListingWrite[];
+  tries: number;
+  /** When the next try is due (ms since the epoch). */
+  due: number;
+}
 
 /** What `reindex` did. */
 export interface ReindexResult {
@@ -82,9 +113,11 @@ interface RawEntry {
   /** The revision of the write that made the entry, or undefined when the entry has no metadata. */
   rev: string | undefined;
   summary: SessionSummary | undefined;
+  /** The listing (or listing shard) that holds the entry. */
+  keys: IndexKeys;
 }
 
-const OPTION_NAMES = optionNames<RedisSessionStoreOptions>()({ ...CONNECTION_OPTIONS, ttlSeconds: true });
+const OPTION_NAMES = optionNames<RedisSessionStoreOptions>()({ ...CONNECTION_OPTIONS, ttlSeconds: true, onListingError: true });
 
 /**
  * A `SessionStore` on Redis or Redis Cluster: each session is one hash (`json`, `etag`, `rev`,
@@ -101,11 +134,21 @@ export class RedisSessionStore implements SessionStore {
   readonly #connection: RedisConnection;
   /** Session id -> the user last seen stored with it (undefined: none), newest last. A hint only. */
   readonly #known = new Map<string, string | undefined>();
+  /** Cluster: session id -> its listing writes that failed after it was saved, oldest first. */
+  readonly #repairs = new Map<string, ListingRepair>();
+  #repairTimer: ReturnType<typeof setTimeout> | undefined;
+  readonly #onListingError: (error: BackendUnavailableError | SessionStateError) => void;
+  /** The default reporter's last warning (ms) and the failures since. */
+  #warned = { at: 0, failures: 0 };
 
   constructor(options: RedisSessionStoreOptions) {
     checkOptionNames('RedisSessionStore', options, OPTION_NAMES);
     if (options.ttlSeconds !== undefined) checkInteger('RedisSessionStore', 'ttlSeconds', options.ttlSeconds);
+    if (options.onListingError !== undefined && typeof options.onListingError !== 'function') {
+      throw new ConfigurationError('RedisSessionStore: `onListingError` must be a function.');
+    }
     this.ttlSeconds = options.ttlSeconds;
+    this.#onListingError = options.onListingError ?? ((error) => this.#warn(error));
     this.#connection = new RedisConnection(options, 'RedisSessionStore');
   }
 
@@ -122,9 +165,22 @@ export class RedisSessionStore implements SessionStore {
     return sessionKey(this.#connection.prefix, checkSessionId(sessionId));
   }
 
-  /** The Redis keys of a listing: every session's, or one user's (`userId`). */
-  indexKeys(userId?: string): IndexKeys {
+  /**
+   * The Redis keys of a listing: one user's (`userId`), or every session's. On a cluster the listing
+   * of every session is split into 16 shards, each in its own slot: give `sessionId` for the shard
+   * that holds that session's entry (without it, shard 0).
+   */
+  indexKeys(userId?: string, sessionId?: string): IndexKeys {
+    if (userId === undefined && this.#connection.isCluster) {
+      return shardKeys(this.#connection.prefix, sessionId === undefined ? 0 : listingShard(sessionId));
+    }
     return indexKeys(this.#connection.prefix, userId);
+  }
+
+  /** Every key set of a listing: one, or the 16 shards of every session's listing on a cluster. */
+  #listingKeys(userId: string | undefined): IndexKeys[] {
+    if (userId !== undefined || !this.#connection.isCluster) return [indexKeys(this.#connection.prefix, userId)];
+    return Array.from({ length: LISTING_SHARDS }, (_, shard) => shardKeys(this.#connection.prefix, shard));
   }
 
   /**
@@ -160,9 +216,9 @@ export class RedisSessionStore implements SessionStore {
    * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
    * @throws InvalidInputError for a session id or `metadata.userId` holding a lone UTF-16 surrogate
    *   (not well-formed Unicode: UTF-8 text cannot hold it), before any round trip.
-   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`. On a cluster the
-   *   session may have been written and a listing entry not: the message (of this error, or of a
-   *   `SessionStateError` for a listing key of the wrong type) then says so.
+   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`. On a cluster a
+   *   listing entry that cannot be written after the session was saved does not fail `set`: it goes
+   *   to `onListingError` and is written again later (see `repairListings`).
    */
   async set(session: SessionJson, options: SetSessionOptions = {}): Promise<string> {
     // Checked as get will check it, and stored as checked: what is written is what get reads back.
@@ -228,20 +284,146 @@ export class RedisSessionStore implements SessionStore {
     this.#remember(sessionId, user);
     const [, , rev, hadUser, before, expireAt] = reply as [number, string, string, string, string, string];
     const put = [sessionId, ms, rev, meta, expireAt];
-    try {
-      await Promise.all([
-        this.#indexCall('set', sessionId, INDEX_PUT_SCRIPT, this.indexKeys(), put, signal),
-        user === undefined ? undefined : this.#indexCall('set', sessionId, INDEX_PUT_SCRIPT, this.indexKeys(user), put, signal),
-        hadUser === '1' && before !== user
-          ? this.#indexCall('set', sessionId, INDEX_REMOVE_SCRIPT, this.indexKeys(before), [sessionId, rev], signal)
-          : undefined,
-      ]);
-    } catch (error) {
-      const saved = `session ${shortId(sessionId)} was saved, but its listing entries were not all written; it is listed as before until its next save or reindex()`;
-      if (SessionStateError.isInstance(error)) throw new SessionStateError(error.path, `${error.problem}; ${saved}`, { cause: error });
-      throw new BackendUnavailableError('redis', `${describeError(error)}; ${saved}.`, { cause: error });
+    const writes: ListingWrite[] = [{ script: INDEX_PUT_SCRIPT, keys: this.indexKeys(undefined, sessionId), args: put }];
+    if (user !== undefined) writes.push({ script: INDEX_PUT_SCRIPT, keys: this.indexKeys(user), args: put });
+    if (hadUser === '1' && before !== user)
+      writes.push({ script: INDEX_REMOVE_SCRIPT, keys: this.indexKeys(before), args: [sessionId, rev] });
+    // This save's entries supersede a pending repair's; its removals (from a user's listing the
+    // session left) are still owed.
+    const pending = this.#repairs.get(sessionId);
+    this.#repairs.delete(sessionId);
+    for (const write of pending?.writes ?? []) if (write.script === INDEX_REMOVE_SCRIPT) writes.push(write);
+    if (mode === 'reindex') {
+      // reindex() is there to write the entries: a failure fails it (nothing is queued).
+      await Promise.all(writes.map((w) => this.#indexCall('reindex', sessionId, w.script, w.keys, w.args, signal)));
+      return reply;
     }
+    await this.#writeListings('set', sessionId, writes, signal);
     return reply;
+  }
+
+  /**
+   * Writes a saved session's listing entries at once (cluster). What fails is reported to
+   * `onListingError` and kept for a repair; it never fails the caller, whose session is stored.
+   * Resolves to whether every write landed.
+   */
+  async #writeListings(operation: string, sessionId: string, writes: ListingWrite[], signal?: AbortSignal): Promise<boolean> {
+    const results = await Promise.allSettled(writes.map((w) => this.#indexCall(operation, sessionId, w.script, w.keys, w.args, signal)));
+    const failed = writes.filter((_, i) => results[i]!.status === 'rejected');
+    if (failed.length === 0) return true;
+    const error = (results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason;
+    const tries = this.#repairs.get(sessionId)?.tries ?? 0;
+    this.#queueRepair(sessionId, failed, tries);
+    this.#report(
+      error,
+      `session ${shortId(sessionId)} is saved, but ${failed.length} of its ${writes.length} listing writes failed; it is listed as before until the background repair (next try in ${repairDelay(tries) / 1000} s), its next save or reindex() writes them`,
+    );
+    return false;
+  }
+
+  /** Keeps a session's failed listing writes for the background pass, and arms its timer. */
+  #queueRepair(sessionId: string, writes: ListingWrite[], tries: number): void {
+    this.#repairs.delete(sessionId);
+    this.#repairs.set(sessionId, { writes, tries: tries + 1, due: Date.now() + repairDelay(tries) });
+    if (this.#repairs.size > MAX_REPAIRS) {
+      const [oldest] = this.#repairs.keys();
+      this.#repairs.delete(oldest!);
+      this.#report(
+        undefined,
+        `the listing repair of session ${shortId(oldest!)} was given up: over ${MAX_REPAIRS} sessions wait for one; run reindex() once Redis is healthy`,
+      );
+    }
+    this.#armRepairs();
+  }
+
+  /** Schedules the background pass at the earliest due repair (an unref'd timer: it keeps no process alive). */
+  #armRepairs(): void {
+    if (this.#repairTimer !== undefined || this.#repairs.size === 0 || this.#connection.closed) return;
+    const due = Math.min(...[...this.#repairs.values()].map((r) => r.due));
+    this.#repairTimer = setTimeout(
+      () => {
+        this.#repairTimer = undefined;
+        void this.#repairDue(false).finally(() => this.#armRepairs());
+      },
+      Math.max(0, due - Date.now()),
+    );
+    this.#repairTimer.unref?.();
+  }
+
+  /**
+   * Writes again the listing entries that failed after their sessions were saved (a cluster's
+   * listing node was down or stalled): the background pass runs this by itself (after 1 s, then 2,
+   * 4, ... up to 60 s, 10 tries per session), and a session's next save writes its entries anyway.
+   * Call it to repair now, e.g. after an outage. Resolves to how many sessions' entries were written
+   * and how many still wait (a failure is reported to `onListingError` again, never thrown).
+   */
+  async repairListings(options: { signal?: AbortSignal } = {}): Promise<{ repaired: number; pending: number }> {
+    const repaired = await this.#repairDue(true, options.signal);
+    return { repaired, pending: this.#repairs.size };
+  }
+
+  /** Tries the repairs that are due (all with `all`), at once; resolves to how many succeeded. */
+  async #repairDue(all: boolean, signal?: AbortSignal): Promise<number> {
+    const now = Date.now();
+    const due = [...this.#repairs].filter(([, r]) => all || r.due <= now);
+    const done = await Promise.all(
+      due.map(async ([sessionId, repair]) => {
+        if (this.#repairs.get(sessionId) !== repair) return false; // saved again meanwhile
+        if (repair.tries > MAX_REPAIR_TRIES) {
+          this.#repairs.delete(sessionId);
+          this.#report(
+            undefined,
+            `the listing repair of session ${shortId(sessionId)} was given up after ${MAX_REPAIR_TRIES} tries; run reindex()`,
+          );
+          return false;
+        }
+        const results = await Promise.allSettled(
+          repair.writes.map((w) => this.#indexCall('repairListings', sessionId, w.script, w.keys, w.args, signal)),
+        );
+        if (this.#repairs.get(sessionId) !== repair) return false;
+        const failed = repair.writes.filter((_, i) => results[i]!.status === 'rejected');
+        if (failed.length === 0) {
+          this.#repairs.delete(sessionId);
+          return true;
+        }
+        this.#queueRepair(sessionId, failed, repair.tries);
+        this.#report(
+          (results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason,
+          `the listing repair of session ${shortId(sessionId)} failed (try ${repair.tries} of ${MAX_REPAIR_TRIES}); the next try is in ${repairDelay(repair.tries) / 1000} s`,
+        );
+        return false;
+      }),
+    );
+    return done.filter(Boolean).length;
+  }
+
+  /** Hands a listing failure to `onListingError`, as an error of the cause's class that says what was saved. */
+  #report(cause: unknown, what: string): void {
+    const problem = SessionStateError.isInstance(cause) ? cause.problem : cause instanceof Error ? cause.message : undefined;
+    const error = SessionStateError.isInstance(cause)
+      ? new SessionStateError(cause.path, `${problem}; ${what}`, { cause })
+      : new BackendUnavailableError(
+          'redis',
+          `Listing write failed: ${problem === undefined ? '' : `${problem.replace(/\.$/, '')}; `}${what}.`,
+          {
+            cause,
+          },
+        );
+    try {
+      this.#onListingError(error);
+    } catch {
+      // A reporter that throws must not fail the save it reports on.
+    }
+  }
+
+  /** The default `onListingError`: a process warning at most once a minute, counting the failures meanwhile. */
+  #warn(error: Error): void {
+    this.#warned.failures++;
+    const now = Date.now();
+    if (now - this.#warned.at < WARN_EVERY_MS) return;
+    const more = this.#warned.failures > 1 ? ` (${this.#warned.failures} listing failures in the last minute)` : '';
+    this.#warned = { at: now, failures: 0 };
+    process.emitWarning(`${error.message}${more}`, { code: 'CTX_REDIS_LISTING' });
   }
 
   /**
@@ -324,10 +506,11 @@ export class RedisSessionStore implements SessionStore {
       this.#connection.script(c, DELETE_CLUSTER_SCRIPT, [key], []),
     )) as string[];
     this.#known.delete(sessionId);
+    this.#repairs.delete(sessionId); // a pending repair would list the deleted session again
     if (Number(reply[0]) !== 1) return false;
     const [, hadUser, user, rev] = reply as [number, string, string, string];
     await Promise.all([
-      this.#indexCall('delete', sessionId, INDEX_REMOVE_SCRIPT, this.indexKeys(), [sessionId, rev], signal),
+      this.#indexCall('delete', sessionId, INDEX_REMOVE_SCRIPT, this.indexKeys(undefined, sessionId), [sessionId, rev], signal),
       hadUser === '1'
         ? this.#indexCall('delete', sessionId, INDEX_REMOVE_SCRIPT, this.indexKeys(user), [sessionId, rev], signal)
         : undefined,
@@ -347,24 +530,37 @@ export class RedisSessionStore implements SessionStore {
    */
   async list(options: ListSessionsOptions = {}): Promise<SessionPage> {
     const { userId, limit, cursor } = checkListOptions(options);
-    const keys = this.indexKeys(userId);
+    const listing = this.#listingKeys(userId);
     const sessions: SessionSummary[] = [];
     let after = cursor && { ms: cursor.updatedAtMs, sessionId: cursor.sessionId };
     let total = 0;
     for (let round = 1; ; round++) {
       const want = limit + 1 - sessions.length;
-      const reply = (await this.#indexCall(
-        'list',
-        userId ?? '*',
-        LIST_SCRIPT,
-        keys,
-        [want, after ? String(after.ms) : '', after?.sessionId ?? ''],
-        options.signal,
-        userId === undefined ? 'the listing of every session' : `user ${shortId(userId)}`,
-      )) as [number, string[], string[], (string | null)[]];
-      total = Number(reply[0]);
-      const entries = reply[1].map((sessionId, i) => readEntry(keys, sessionId, reply[2][i]!, reply[3][i] ?? null));
-      sessions.push(...(await this.#current(entries, keys, userId, options.signal)));
+      // One page script per shard at once (one listing but on a cluster's listing of every
+      // session), merged in the listing's order.
+      const replies = await Promise.all(
+        listing.map(
+          (keys) =>
+            this.#indexCall(
+              'list',
+              userId ?? '*',
+              LIST_SCRIPT,
+              keys,
+              [want, after ? String(after.ms) : '', after?.sessionId ?? ''],
+              options.signal,
+              userId === undefined ? 'the listing of every session' : `user ${shortId(userId)}`,
+            ) as Promise<[number, string[], string[], (string | null)[]]>,
+        ),
+      );
+      total = 0;
+      const merged: RawEntry[] = [];
+      for (const [i, reply] of replies.entries()) {
+        total += Number(reply[0]);
+        merged.push(...reply[1].map((sessionId, j) => readEntry(listing[i]!, sessionId, reply[2][j]!, reply[3][j] ?? null)));
+      }
+      if (replies.length > 1) merged.sort(listingOrder);
+      const entries = merged.slice(0, want);
+      sessions.push(...(await this.#current(entries, userId, options.signal)));
       const last = entries.at(-1);
       if (sessions.length > limit || entries.length < want || last === undefined) break;
       after = last;
@@ -385,7 +581,7 @@ export class RedisSessionStore implements SessionStore {
    * dropped from the index. On a cluster, each session's `user` and `rev` are read (one `HMGET`
    * each, at once) and an entry is dropped when its session is gone or belongs to another user.
    */
-  async #current(entries: RawEntry[], keys: IndexKeys, userId: string | undefined, signal?: AbortSignal): Promise<SessionSummary[]> {
+  async #current(entries: RawEntry[], userId: string | undefined, signal?: AbortSignal): Promise<SessionSummary[]> {
     let stored: ([string | null, string | null] | undefined)[] = [];
     if (this.#connection.isCluster) {
       stored = await Promise.all(
@@ -403,7 +599,9 @@ export class RedisSessionStore implements SessionStore {
       return rev === null || (userId !== undefined && user !== undefined && user !== userId);
     });
     await Promise.all(
-      stale.map(({ sessionId, rev }) => this.#indexCall('list', sessionId, INDEX_REMOVE_SCRIPT, keys, [sessionId, rev ?? ''], signal)),
+      stale.map(({ sessionId, rev, keys }) =>
+        this.#indexCall('list', sessionId, INDEX_REMOVE_SCRIPT, keys, [sessionId, rev ?? ''], signal),
+      ),
     );
     return entries.filter((entry) => !stale.includes(entry)).map((entry) => entry.summary!);
   }
@@ -479,8 +677,18 @@ export class RedisSessionStore implements SessionStore {
     if (this.#known.size > KNOWN_USERS) this.#known.delete(this.#known.keys().next().value!);
   }
 
-  /** Closes the connection if this store opened it (`url` / `nodes`); an injected client stays open. */
+  /**
+   * Closes the connection if this store opened it (`url` / `nodes`); an injected client stays open.
+   * Listing repairs still waiting are dropped (reported to `onListingError`; `reindex()` writes them).
+   */
   async close(): Promise<void> {
+    clearTimeout(this.#repairTimer);
+    this.#repairTimer = undefined;
+    if (this.#repairs.size > 0) {
+      const pending = this.#repairs.size;
+      this.#repairs.clear();
+      this.#report(undefined, `the store was closed with the listing entries of ${pending} saved sessions unwritten; run reindex()`);
+    }
     await this.#connection.close();
   }
 }
@@ -538,7 +746,7 @@ function readEntry(keys: IndexKeys, sessionId: string, score: string, text: stri
       `has score ${shortId(score)}, not a time in ms; delete the entry or run reindex()`,
     );
   }
-  if (text === null) return { sessionId, ms, rev: undefined, summary: undefined };
+  if (text === null) return { sessionId, ms, rev: undefined, summary: undefined, keys };
   const path = `redis:${keys.meta}[${JSON.stringify(sessionId)}]`;
   const space = text.indexOf(' ');
   const rev = text.slice(0, space);
@@ -564,7 +772,17 @@ function readEntry(keys: IndexKeys, sessionId: string, score: string, text: stri
       },
     );
   }
-  return { sessionId, ms, rev, summary: { sessionId, metadata } };
+  return { sessionId, ms, rev, summary: { sessionId, metadata }, keys };
+}
+
+/** The listing order of raw entries: newest first, then session id descending in byte order (as `ZREVRANGE`). */
+function listingOrder(a: RawEntry, b: RawEntry): number {
+  return b.ms - a.ms || Buffer.compare(Buffer.from(b.sessionId), Buffer.from(a.sessionId));
+}
+
+/** How long a listing repair waits before its next try: 1 s, doubling, at most 60 s. */
+function repairDelay(tries: number): number {
+  return Math.min(1000 * 2 ** tries, 60_000);
 }
 
 /** Metadata holding only a time, for a cursor placed at an entry that was not listed. */
