@@ -110,13 +110,31 @@ function makeClient(kind: ClientKind): ChatClient {
   return kind === 'scripted' ? new ScriptedChatClient({ replies: () => ANSWER }) : new FixedReplyChatClient();
 }
 
-/** Builds the benchmark agent: history (optionally windowed) + four custom providers. */
-export function ctxAgent(opts: { maxMessages?: number; client?: ClientKind } = {}): Agent {
+/** How the benchmark agent keeps history. */
+export interface CtxAgentOptions {
+  /** Window of `InMemoryHistoryProvider`; none loads every stored message. */
+  maxMessages?: number;
+  /** Which fake client the agent uses. Default `'fixed'`. */
+  client?: ClientKind;
+  /**
+   * `'default'`: no history provider in the pipeline, so the agent adds its default
+   * `InMemoryHistoryProvider` (no window) to every run with a session. Default `'explicit'`.
+   */
+  history?: 'explicit' | 'default';
+}
+
+/** Builds the benchmark agent: history (optionally windowed, or the agent's default) + four custom providers. */
+export function ctxAgent(opts: CtxAgentOptions = {}): Agent {
+  if (opts.history === 'default' && opts.maxMessages !== undefined) throw new Error('the default history has no window');
+  const history =
+    opts.history === 'default'
+      ? []
+      : [new InMemoryHistoryProvider(opts.maxMessages === undefined ? {} : { maxMessages: opts.maxMessages })];
   return createAgent({
     name: 'support',
     client: makeClient(opts.client ?? 'fixed'),
     contextProviders: [
-      new InMemoryHistoryProvider(opts.maxMessages === undefined ? {} : { maxMessages: opts.maxMessages }),
+      ...history,
       instructionProvider('persona', EXTRA_INSTRUCTIONS[0]!),
       instructionProvider('policy', EXTRA_INSTRUCTIONS[1]!),
       contextMessageProvider('profile', EXTRA_CONTEXT[0]!),
@@ -126,33 +144,55 @@ export function ctxAgent(opts: { maxMessages?: number; client?: ClientKind } = {
 }
 
 /**
- * One prepared ctx pipeline on one session. `setup` (untimed) brings the session back to exactly
- * the stored messages before every timed run, so each run sees N messages on a warm session.
+ * One prepared ctx pipeline on one session holding `stored`. Everything that changes the session
+ * goes through the agent's public API: `reset` (untimed) rewinds what runs added after the last
+ * stored message with `agent.rewindSession` (found with `agent.getHistory`), and `serialize` / `restore` are
+ * `agent.serializeSession` + `JSON.stringify` and `agent.restoreSession` of that string, what a
+ * hosted app keeping the session between requests does.
  */
-export function ctxCase(stored: Message[], opts: { maxMessages?: number; client?: ClientKind } = {}) {
+export function ctxCase(stored: Message[], opts: CtxAgentOptions = {}) {
   const agent = ctxAgent(opts);
   const client = agent.client;
   let session: AgentSession | undefined;
   return {
     agent,
-    setup(): AgentSession {
+    async reset(): Promise<AgentSession> {
       // ScriptedChatClient keeps a deep copy of every call; drop them so memory stays flat.
       if (client instanceof ScriptedChatClient) client.calls.length = 0;
       if (!session) {
         // `createSession` deep-copies the state (structuredClone).
         session = agent.createSession({ state: { memory: { messages: stored as unknown as never } } });
-      } else {
-        (session.state.memory!.messages as unknown[]).length = stored.length;
+        return session;
       }
+      // What runs added since the last reset follows the last stored message: read the newest few,
+      // or everything when they do not reach back to it.
+      const lastId = stored[stored.length - 1]?.id;
+      let recent = await agent.getHistory(session, { limit: 64 });
+      let at = recent.findIndex((m) => m.id === lastId);
+      if (at === -1 && recent.length === 64) {
+        recent = await agent.getHistory(session);
+        at = recent.findIndex((m) => m.id === lastId);
+      }
+      if (at === -1) throw new Error(`the session no longer holds its last stored message ${lastId}`);
+      const first = recent[at + 1];
+      if (first) await agent.rewindSession(session, first.id);
       return session;
     },
     async run(session: AgentSession): Promise<string> {
       const res = await agent.run(QUESTION, { session });
       return res.text;
     },
-    /** Messages stored in the session now. */
-    storedCount(session: AgentSession): number {
-      return (session.state.memory?.messages as unknown[] | undefined)?.length ?? -1;
+    /** Messages stored in the session now (`agent.getHistory`). */
+    async storedCount(session: AgentSession): Promise<number> {
+      return (await agent.getHistory(session)).length;
+    },
+    /** The session as the JSON text a hosted app keeps between requests. */
+    async serialize(session: AgentSession): Promise<string> {
+      return JSON.stringify(agent.serializeSession(session));
+    },
+    /** A session restored from that text (`agent.restoreSession` validates it and every message). */
+    async restore(json: string): Promise<AgentSession> {
+      return agent.restoreSession(json);
     },
   };
 }

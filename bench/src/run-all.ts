@@ -19,6 +19,7 @@ import { memoryBench } from './memory.js';
 import { openaiOverhead, openaiOverheadFloor } from './openai-overhead.js';
 import { pipelineOverhead } from './pipeline-overhead.js';
 import { pipelineScaling } from './pipeline-scaling.js';
+import { runInfo } from './run-info.js';
 import { sessionRoundtrip } from './session-roundtrip.js';
 
 /** The benchmarks that run in a child process of their own, relative to the package. */
@@ -47,7 +48,7 @@ const section = async (name: string, run: () => unknown) => {
   console.log(`[${name}: ${(Number(process.hrtime.bigint() - t0) / 1e9).toFixed(0)} s, load average ${range}]`);
 };
 
-console.log(`# ctx benchmarks (Node ${process.version}, ${process.platform}/${process.arch})`);
+console.log(`# ctx benchmarks (${runInfo()})`);
 await section('pipeline overhead', pipelineOverhead);
 await section('pipeline scaling', pipelineScaling);
 await section('memory', memoryBench);
@@ -69,4 +70,4 @@ for (const script of SCRIPTS) {
   );
 }
 clearInterval(sampler);
-console.log(`Total wall time: ${(Number(process.hrtime.bigint() - started) / 1e9).toFixed(1)} s`);
+console.log(`Total wall time: ${(Number(process.hrtime.bigint() - started) / 1e9).toFixed(1)} s (${runInfo()})`);

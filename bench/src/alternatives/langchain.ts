@@ -7,7 +7,15 @@
  * the last 20 stored messages, so the full history is never read.
  */
 import { BaseListChatMessageHistory, InMemoryChatMessageHistory } from '@langchain/core/chat_history';
-import { AIMessage, HumanMessage, ToolMessage, trimMessages, type BaseMessage } from '@langchain/core/messages';
+import {
+  AIMessage,
+  HumanMessage,
+  mapChatMessagesToStoredMessages,
+  mapStoredMessagesToChatMessages,
+  ToolMessage,
+  trimMessages,
+  type BaseMessage,
+} from '@langchain/core/messages';
 import { ChatPromptTemplate, MessagesPlaceholder } from '@langchain/core/prompts';
 import { RunnableLambda, RunnablePassthrough, RunnableWithMessageHistory } from '@langchain/core/runnables';
 import { FakeListChatModel } from '@langchain/core/utils/testing';
@@ -59,8 +67,11 @@ export class LastMessagesChatHistory extends BaseListChatMessageHistory {
 }
 
 /**
- * One prepared LangChain pipeline on one session. `setup` (untimed) brings the session back to
- * exactly the stored messages before every timed run.
+ * One prepared LangChain pipeline on one session. `reset` (untimed) brings the session back to
+ * exactly the stored messages: a new history over the same message objects, through the history's
+ * constructor (`BaseChatMessageHistory` has no way to remove only the newest messages).
+ * `serialize` / `restore` go through LangChain's own `mapChatMessagesToStoredMessages` and
+ * `mapStoredMessagesToChatMessages`, what a hosted app keeping the history between requests uses.
  */
 export function langchainCase(stored: BaseMessage[], opts: { window?: number; history?: 'in-memory' | 'last-messages' } = {}) {
   const histories = new Map<string, BaseListChatMessageHistory>();
@@ -95,16 +106,16 @@ export function langchainCase(stored: BaseMessage[], opts: { window?: number; hi
     inputMessagesKey: 'question',
     historyMessagesKey: 'history',
   });
+  const historyOf = (messages: BaseMessage[]): BaseListChatMessageHistory =>
+    opts.history === 'last-messages'
+      ? new LastMessagesChatHistory(messages, opts.window ?? Number.POSITIVE_INFINITY)
+      : new InMemoryChatMessageHistory(messages);
   const sessionId = 'lc-bench';
+  let restored = 0;
   return {
     /** Brings the session back to exactly the stored messages (untimed): a new history over the same message objects. */
-    setup(): string {
-      histories.set(
-        sessionId,
-        opts.history === 'last-messages'
-          ? new LastMessagesChatHistory(stored.slice(), opts.window ?? Number.POSITIVE_INFINITY)
-          : new InMemoryChatMessageHistory(stored.slice()),
-      );
+    async reset(): Promise<string> {
+      histories.set(sessionId, historyOf(stored.slice()));
       return sessionId;
     },
     async run(sessionId: string): Promise<string> {
@@ -116,6 +127,19 @@ export function langchainCase(stored: BaseMessage[], opts: { window?: number; hi
       const history = histories.get(sessionId);
       if (history instanceof LastMessagesChatHistory) return history.stored.length;
       return (await history?.getMessages())?.length ?? -1;
+    },
+    /** The session's messages as the JSON text a hosted app keeps between requests. */
+    async serialize(sessionId: string): Promise<string> {
+      const history = histories.get(sessionId);
+      const messages = history instanceof LastMessagesChatHistory ? history.stored : await history!.getMessages();
+      return JSON.stringify(mapChatMessagesToStoredMessages(messages));
+    },
+    /** A session restored from that text, under a session id of its own (the previous one is dropped). */
+    async restore(json: string): Promise<string> {
+      histories.delete(`lc-restored-${restored}`);
+      const id = `lc-restored-${++restored}`;
+      histories.set(id, historyOf(mapStoredMessagesToChatMessages(JSON.parse(json))));
+      return id;
     },
   };
 }

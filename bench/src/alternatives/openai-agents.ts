@@ -123,8 +123,10 @@ export class LastItemsSession implements Session {
 }
 
 /**
- * One prepared Agents SDK pipeline on one session. `setup` (untimed) brings the session back to
- * exactly the stored items before every timed run.
+ * One prepared Agents SDK pipeline on one session. `reset` (untimed) brings the session back to
+ * exactly the stored items through the `Session` interface (`popItem()` until the last stored item
+ * is the newest, or, on the user-written session, until it holds as many items as were stored). `serialize` / `restore` are `JSON.stringify(await session.getItems())` and a new
+ * session over the parsed items, what a hosted app keeping the items between requests does.
  */
 export function openaiAgentsCase(stored: AgentInputItem[], opts: { window?: number; session?: 'memory' | 'last-items' } = {}) {
   const model = new FakeModel();
@@ -139,27 +141,21 @@ export function openaiAgentsCase(stored: AgentInputItem[], opts: { window?: numb
     window === undefined || opts.session === 'last-items'
       ? undefined
       : (history: AgentInputItem[], newItems: AgentInputItem[]) => [...lastItems(history, window), ...newItems];
-  if (opts.session === 'last-items') {
-    const session = new LastItemsSession(stored.slice(), window ?? Number.POSITIVE_INFINITY);
-    return {
-      async setup(): Promise<Session> {
-        session.items.length = stored.length;
-        return session;
-      },
-      async run(session: Session): Promise<string> {
-        return String((await runner.run(agent, QUESTION, { session })).finalOutput);
-      },
-      async storedCount(): Promise<number> {
-        return session.items.length;
-      },
-    };
-  }
   // MemorySession deep-copies `initialItems` (structuredClone).
-  const session = new MemorySession({ sessionId: 'oa-bench', initialItems: stored });
+  const sessionOf = (items: AgentInputItem[]): Session =>
+    opts.session === 'last-items'
+      ? new LastItemsSession(items, window ?? Number.POSITIVE_INFINITY)
+      : new MemorySession({ sessionId: 'oa-bench', initialItems: items });
+  const session = sessionOf(stored.slice());
   const lastId = (stored[stored.length - 1] as { id?: string } | undefined)?.id;
   return {
     /** Brings the session back to exactly the stored items (untimed), through its public API. */
-    async setup(): Promise<MemorySession> {
+    async reset(): Promise<Session> {
+      if (session instanceof LastItemsSession) {
+        // Its getItems() returns a window that opens on a user message, so count what it keeps instead.
+        while (session.items.length > stored.length) await session.popItem();
+        return session;
+      }
       for (;;) {
         const [last] = await session.getItems(1);
         if (!last || (last as { id?: string }).id === lastId) break;
@@ -167,13 +163,21 @@ export function openaiAgentsCase(stored: AgentInputItem[], opts: { window?: numb
       }
       return session;
     },
-    async run(session: MemorySession): Promise<string> {
+    async run(session: Session): Promise<string> {
       const res = await runner.run(agent, QUESTION, sessionInputCallback ? { session, sessionInputCallback } : { session });
       return String(res.finalOutput);
     },
     /** Items stored in the session now. */
-    async storedCount(session: MemorySession): Promise<number> {
-      return (await session.getItems()).length;
+    async storedCount(session: Session): Promise<number> {
+      return session instanceof LastItemsSession ? session.items.length : (await session.getItems()).length;
+    },
+    /** The session's items as the JSON text a hosted app keeps between requests. */
+    async serialize(session: Session): Promise<string> {
+      return JSON.stringify(session instanceof LastItemsSession ? session.items : await session.getItems());
+    },
+    /** A session restored from that text. */
+    async restore(json: string): Promise<Session> {
+      return sessionOf(JSON.parse(json));
     },
   };
 }
