@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Message } from '@ctx/core';
+import { ConcurrencyError, type Message } from '@ctx/core';
 import { RedisHistoryProvider, RedisSessionStore } from '@ctx/redis';
 import { startRedisServer } from '@ctx/redis-test-server';
 import * as ai6 from 'ai';
@@ -72,12 +72,14 @@ function readPrompt(call: CallOptions): { users: string[]; results: string[] } {
 
 /**
  * A model that charges whoever the newest user message names ("charge NAME"), then, once the
- * prompt holds that charge's result, answers with the result: its answers depend on the prompt,
- * not on the order of the calls.
+ * prompt holds that charge's result, answers with the result (any other message it answers with
+ * "Re: ..."): its answers depend on the prompt, not on the order of the calls.
  */
 function charging(call: CallOptions): ScriptedTurn {
   const { users, results } = readPrompt(call);
-  const who = (users.at(-1) ?? '').replace(/^charge /, '');
+  const last = users.at(-1) ?? '';
+  if (!last.startsWith('charge ')) return { text: `Re: ${last}` };
+  const who = last.slice('charge '.length);
   const done = results.find((r) => r === `charged ${who}`);
   if (done) return { text: `Done: ${done}.` };
   return { toolCalls: [{ id: `call_${who}_${users.length}`, name: 'charge', input: { who } }] };
@@ -165,6 +167,32 @@ describe.each(SDKS)('ctxMiddleware over Redis with $name', ({ version, ai }) => 
       `tool: result call_${first}_1 "charged ${first}"`,
       `assistant: Done: charged ${first}.`,
     ]);
+  });
+
+  it('keeps the session for the next step of a loop that ended in tool calls for stepGapMs; a call waiting longer than waitMs fails storing nothing', async () => {
+    const executed: string[] = [];
+    const loopEnds = (model: ai6.LanguageModel) =>
+      ai.generateText({
+        model,
+        prompt: 'charge ann',
+        tools: { charge: chargeTool(executed, 1) },
+        maxRetries: 0, // the default stopWhen ends the loop after the step that calls the tool
+        providerOptions: { ctx: { sessionId: 'gap' } },
+      });
+    const ask = (model: ai6.LanguageModel) =>
+      ai.generateText({ model, prompt: 'Hello?', maxRetries: 0, providerOptions: { ctx: { sessionId: 'gap' } } });
+    const held = setup({ respond: charging, stepGapMs: 60_000, runningTurns: { waitMs: 50 } });
+    await loopEnds(held.wrapped);
+    const refused = await ask(held.wrapped).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ConcurrencyError);
+    expect((refused as ConcurrencyError).turnRunning).toBe(true);
+    expect((refused as ConcurrencyError).turnStored).toBe(false);
+    expect(await held.stored('gap')).toEqual(['user: charge ann', 'assistant: call call_ann_1']);
+    // With a short gap, the next turn waits for it, then runs.
+    const short = setup({ respond: charging, stepGapMs: 30 });
+    await loopEnds(short.wrapped);
+    await ask(short.wrapped);
+    expect((await short.stored('gap')).slice(2)).toEqual(['user: Hello?', 'assistant: Re: Hello?']);
   });
 
   it('answers two concurrent calls without tools, each with its own answer, both stored', async () => {
