@@ -254,7 +254,7 @@ const ESCAPED = '$object';
  * value is `undefined` are left out (as JSON does). Anything else that is not JSON is kept as it is,
  * for the history provider's check to refuse with the path.
  */
-function encode(value: unknown): JsonValue {
+export function encode(value: unknown): JsonValue {
   if (value instanceof Uint8Array) return { [BYTES]: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64') };
   if (Array.isArray(value)) return value.map(encode);
   if (!isPlainObject(value)) return value as JsonValue;

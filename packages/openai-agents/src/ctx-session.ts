@@ -1,7 +1,8 @@
-import { ConfigurationError, HistoryProvider, type JsonObject, type Message } from '@ctx/core';
-import { checkSessionId } from '@ctx/core/backend';
-import type { AgentInputItem, Session } from '@openai/agents-core';
+import { ConcurrencyError, ConfigurationError, HistoryProvider, InvalidInputError, type JsonObject, type Message } from '@ctx/core';
+import { checkSessionId, shortId } from '@ctx/core/backend';
+import type { AgentInputItem, Session, SessionHistoryTransactionArgs, SessionHistoryTransactionAwareSession } from '@openai/agents-core';
 import { itemToMessage, messagesToItems, messageToItems } from './agent-items.js';
+import { appliedDigest, checkTransaction, keptBeforeSuffix, transactionDigest, transactionMessages } from './history-transaction.js';
 
 /** Options of `CtxSession`. */
 export interface CtxSessionOptions {
@@ -31,7 +32,7 @@ export interface CtxSessionOptions {
  * @throws ConfigurationError from the constructor when `history` is not a ctx history provider or
  *   `sessionId` is blank.
  */
-export class CtxSession implements Session {
+export class CtxSession implements Session, SessionHistoryTransactionAwareSession {
   /** The history provider in use. */
   readonly history: HistoryProvider;
   /** The provider's state slot for this session. */
@@ -130,6 +131,62 @@ export class CtxSession implements Session {
       const items = messagesToItems(messages);
       if (items.length >= count || complete) return items.length > count ? items.slice(items.length - count) : items;
     }
+  }
+
+  /**
+   * Applies a change of the history once, as the Agents runner asks when an output guardrail trips
+   * (`SessionHistoryTransactionAwareSession`): `append_items` stores the blocked turn (input, tool
+   * calls and their results, output), `replace_suffix` swaps the newest items, if they are still
+   * `expectedSuffix`, for `replacement`. The messages it writes carry the operation id and a digest
+   * of the transaction in their metadata (`agentsTransaction`), in the same provider write as the
+   * change (`saveMessages`, or `replaceMessages` when the suffix is not empty), and get ids made
+   * from the operation id, so the provider skips a retried write. Applying an operation id again
+   * with the same transaction changes nothing, as long as a message it wrote is still stored.
+   * Reads the whole history once. The suffix check and the write are two steps: run one turn per
+   * session at a time (the runner does), or a write in between is lost.
+   * @throws InvalidInputError for malformed arguments, or an operation id already applied with
+   *   another transaction; nothing is changed.
+   * @throws ConcurrencyError when the newest items are not `expectedSuffix`; nothing is changed.
+   * @throws ConfigurationError for a `replace_suffix` with a non-empty `expectedSuffix` on a provider
+   *   without `replaceMessages`.
+   * @throws SessionStateError from the provider for an item that is not plain JSON (naming its
+   *   path); nothing is stored.
+   */
+  async applyHistoryTransaction(args: SessionHistoryTransactionArgs): Promise<void> {
+    const { operationId, transaction } = checkTransaction(args, this.#sessionId);
+    const digest = await transactionDigest(transaction);
+    const { messages: stored } = await this.#load(undefined);
+    const applied = appliedDigest(stored, operationId);
+    if (applied === digest) return;
+    if (applied !== undefined) {
+      throw new InvalidInputError(
+        `CtxSession.applyHistoryTransaction: operation ${shortId(operationId)} was already applied to session ${shortId(this.#sessionId)} with a different transaction; nothing was changed. Give a new change a new operationId.`,
+      );
+    }
+    const tag = { operation: operationId, digest };
+    if (transaction.type === 'append_items') {
+      await this.history.saveMessages(this.#sessionId, await transactionMessages(transaction.items, tag), this.#args());
+      return;
+    }
+    const kept = keptBeforeSuffix(stored, transaction.expectedSuffix);
+    if (kept === undefined) {
+      throw new ConcurrencyError(
+        this.#sessionId,
+        `CtxSession.applyHistoryTransaction: the newest ${transaction.expectedSuffix.length} item(s) of session ${shortId(this.#sessionId)} are not the expected suffix of operation ${shortId(operationId)} (the history changed since the run read it); nothing was changed. Start a new run from the stored history.`,
+      );
+    }
+    const written = await transactionMessages(transaction.replacement, tag);
+    if (transaction.expectedSuffix.length === 0) {
+      await this.history.saveMessages(this.#sessionId, written, this.#args());
+      return;
+    }
+    const replace = this.history.replaceMessages;
+    if (typeof replace !== 'function') {
+      throw new ConfigurationError(
+        `CtxSession.applyHistoryTransaction: the history provider ${this.history.constructor.name} ("${this.history.sourceId}") cannot rewrite history (no replaceMessages), so it cannot replace the newest items of session ${shortId(this.#sessionId)}; nothing was changed. Use a provider that can (InMemoryHistoryProvider, RedisHistoryProvider, CosmosHistoryProvider).`,
+      );
+    }
+    await replace.call(this.history, this.#sessionId, [...kept, ...written], this.#args());
   }
 
   async #load(limit: number | undefined): Promise<{ messages: Message[]; complete: boolean }> {
