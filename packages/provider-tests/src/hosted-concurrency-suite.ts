@@ -1,4 +1,20 @@
-import { ConcurrencyError, createAgent, type HistoryProvider, Message, type Agent, type AgentResponse, type SessionStore } from '@ctx/core';
+import {
+  ConcurrencyError,
+  createAgent,
+  createHashEmbedding,
+  type EmbeddingGenerator,
+  type HistoryProvider,
+  InMemoryVectorIndex,
+  InMemoryWorkingMemoryStore,
+  Message,
+  SemanticRecallProvider,
+  WORKING_MEMORY_TOOL,
+  WorkingMemoryProvider,
+  type Agent,
+  type AgentResponse,
+  type ContextProvider,
+  type SessionStore,
+} from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import type { HistoryProviderCreateOptions } from './history-provider-suite.js';
@@ -37,8 +53,13 @@ const MAX_RETRY_ROUNDS = 5;
  * the same message, as an app would. Afterwards every input is stored exactly once, right before
  * exactly one reply to it, and the session belongs to the user. And one message sent to every
  * server at once (a double submit): with a store that has turn leases, the model is called once
- * and every caller gets the one stored reply (skipped for a store without them). Call it at the top
- * level of a test file.
+ * and every caller gets the one stored reply (skipped for a store without them). And a delete wins
+ * over a running turn: `deleteSession` or `deleteUserData` on one server while a turn of the session
+ * runs on another (the model answering; its save landing between the delete's cleanup and the
+ * store's delete; its recall indexing after the save) leaves nothing of the session: no history,
+ * recall vectors, working memory, session or listing entry, and the turn, unless it was stored
+ * before the delete, fails with a `ConcurrencyError` with `sessionDeleted: true` and
+ * `turnStored: false`. Call it at the top level of a test file.
  */
 export function describeHostedConcurrency(name: string, options: HostedConcurrencySuiteOptions): void {
   const servers = options.servers ?? 3;
@@ -130,6 +151,132 @@ export function describeHostedConcurrency(name: string, options: HostedConcurren
       });
     }
 
+    /**
+     * Two servers on one session: server 0 runs a turn with the history, recall vectors (onTurnStored)
+     * and a session's working memory (written by a tool call in the turn), server 1 deletes. `hold`
+     * decides where the turn waits; `storeOf` wraps server 1's store.
+     */
+    const deleteRig = async (rig: { holdEmbedding?: boolean; storeOf?: (store: SessionStore) => SessionStore } = {}) => {
+      const n = ++counter;
+      const sessionId = `hosted-${tag}-${n}`;
+      const userId = `user-${tag}-${n}`;
+      const sourceId = `chat-${tag}-${n}`;
+      const model = gate();
+      const modelReached = gate();
+      const embedding = gate();
+      const embeddingReached = gate();
+      const client = new ScriptedChatClient({
+        replies: async (messages) => {
+          const question = Message.text([...messages].reverse().find((m) => m.role === 'user')!);
+          if (messages.at(-1)!.role !== 'user') return { text: `re: ${question}` };
+          if (question === 'second') {
+            modelReached.open();
+            await model.opened;
+          }
+          return { toolCalls: [{ name: WORKING_MEMORY_TOOL, arguments: { memory: `# Notes\n- ${question}\n` } }] };
+        },
+      });
+      const hash = createHashEmbedding({ dimensions: 64 });
+      const embeddings: EmbeddingGenerator = {
+        dimensions: 64,
+        embed: async (values, options) => {
+          if (rig.holdEmbedding && values.some((v) => v.includes('re: second'))) {
+            embeddingReached.open();
+            await embedding.opened;
+          }
+          return hash.embed(values, options);
+        },
+      };
+      const index = new InMemoryVectorIndex();
+      const memory = new InMemoryWorkingMemoryStore();
+      const agents: Agent[] = [];
+      for (let i = 0; i < 2; i++) {
+        const store = await options.createStore();
+        created.push(store);
+        const providers: ContextProvider[] = options.createHistory ? [await options.createHistory({ sourceId })] : [];
+        providers.push(
+          new SemanticRecallProvider({ embeddings, index, scope: 'session' }),
+          new WorkingMemoryProvider({ template: '# Notes\n', store: memory, scope: 'session' }),
+        );
+        const sessionStore = i === 1 && rig.storeOf ? rig.storeOf(store) : store;
+        agents.push(createAgent({ client, sessionStore, contextProviders: providers, name: `server-${i}` }));
+      }
+      const [runner, deleter] = agents as [Agent, Agent];
+      const first = await runner.run(Message.user('first', { id: `${sessionId}-q1` }), { sessionId, userId });
+      expect(first.text).toBe('re: first');
+      expect(await index.list({ sessionId }), 'the first turn is indexed').not.toEqual([]);
+      expect(await memory.listUser(userId), 'the first turn wrote working memory').not.toEqual([]);
+      const second = () => runner.run(Message.user('second', { id: `${sessionId}-q2` }), { sessionId, userId });
+      /** Asserts that nothing of the session is left: session, listing, history, vectors, working memory. */
+      const nothingLeft = async () => {
+        expect(await deleter.getSession(sessionId), 'the session is not stored').toBeUndefined();
+        expect((await deleter.listSessions({ userId })).sessions, 'the user has no session listed').toEqual([]);
+        if (options.createHistory) {
+          const history = await options.createHistory({ sourceId });
+          expect(await history.getMessages(sessionId, { state: {} }), 'no history is left').toEqual([]);
+        }
+        expect(await index.list({ sessionId }), 'no recall vectors are left').toEqual([]);
+        expect(await memory.listUser(userId), 'no working memory is left').toEqual([]);
+        expect(await deleter.deleteUserData(userId), 'a second delete finds nothing').toEqual({ sessions: 0 });
+      };
+      return {
+        sessionId,
+        userId,
+        deleter,
+        second,
+        nothingLeft,
+        modelReached: modelReached.opened,
+        releaseModel: model.open,
+        embeddingReached: embeddingReached.opened,
+        releaseEmbedding: embedding.open,
+      };
+    };
+
+    for (const how of ['deleteSession', 'deleteUserData'] as const) {
+      test(`${how} on another server while a hosted turn runs wins: the turn fails saying the session was deleted, and nothing of it is left (history, recall vectors, working memory, session, listing)`, async () => {
+        const rig = await deleteRig();
+        const running = rig.second();
+        await rig.modelReached;
+        if (how === 'deleteSession') expect(await rig.deleter.deleteSession(rig.sessionId)).toBe(true);
+        else expect(await rig.deleter.deleteUserData(rig.userId)).toEqual({ sessions: 1 });
+        rig.releaseModel();
+        await expectDeletedWhileRunning(running, rig.sessionId);
+        await rig.nothingLeft();
+      });
+    }
+
+    test("a turn whose save lands between a delete's first cleanup and the store's delete succeeds, and the delete still leaves nothing of it", async () => {
+      let running: Promise<unknown> | undefined;
+      let release = () => {};
+      const rig = await deleteRig({
+        storeOf: (store) => ({
+          ...forward(store),
+          delete: async (id, o) => {
+            release();
+            await running?.catch(() => {});
+            return store.delete(id, o);
+          },
+        }),
+      });
+      release = rig.releaseModel;
+      running = rig.second();
+      await rig.modelReached;
+      expect(await rig.deleter.deleteSession(rig.sessionId)).toBe(true);
+      expect(((await running) as AgentResponse).text).toBe('re: second');
+      await rig.nothingLeft();
+    });
+
+    test('a delete that lands after the save, while the turn is being indexed for recall (onTurnStored): the turn removes what it indexed and fails saying so', async () => {
+      const rig = await deleteRig({ holdEmbedding: true });
+      rig.releaseModel();
+      const running = rig.second();
+      await rig.embeddingReached;
+      expect(await rig.deleter.deleteSession(rig.sessionId)).toBe(true);
+      rig.releaseEmbedding();
+      await expectDeletedWhileRunning(running, rig.sessionId);
+      await rig.nothingLeft();
+    });
+
     test('one message sent to every server at once (a double submit): the model is called once, and every caller gets the stored reply', async (context) => {
       const n = ++counter;
       const sessionId = `hosted-${tag}-${n}`;
@@ -188,6 +335,41 @@ export function describeHostedConcurrency(name: string, options: HostedConcurren
       }
     });
   });
+}
+
+/** Something to wait for, opened from outside. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
+/** A store that calls `store` for every method it has (its optional ones included). */
+function forward(store: SessionStore): SessionStore {
+  const { list, leaseTurn, releaseTurn } = store;
+  return {
+    get: store.get.bind(store),
+    set: store.set.bind(store),
+    delete: store.delete.bind(store),
+    ...(typeof list === 'function' ? { list: list.bind(store) } : {}),
+    ...(typeof leaseTurn === 'function' ? { leaseTurn: leaseTurn.bind(store) } : {}),
+    ...(typeof releaseTurn === 'function' ? { releaseTurn: releaseTurn.bind(store) } : {}),
+  };
+}
+
+/** Asserts that `run` failed because its session was deleted while the turn ran, nothing of it kept. */
+async function expectDeletedWhileRunning(run: Promise<unknown>, sessionId: string): Promise<void> {
+  const error = await run.then(
+    () => new Error('the run succeeded'),
+    (e: unknown) => e,
+  );
+  expect(ConcurrencyError.isInstance(error), `the run failed with ${String(error)}`).toBe(true);
+  const { sessionDeleted, turnStored } = error as ConcurrencyError;
+  expect((error as ConcurrencyError).sessionId).toBe(sessionId);
+  expect(sessionDeleted, 'the ConcurrencyError says the session was deleted (sessionDeleted: true)').toBe(true);
+  expect(turnStored, 'the ConcurrencyError says nothing of the turn is stored (turnStored: false)').toBe(false);
 }
 
 /** The stored conversation of the session, through `agent` (loading the session for the user). */
