@@ -12,6 +12,8 @@ interface Views {
   /** How far `scan` has read `views`, and whether it is settled that far (see `CallScan`). */
   scanned: number;
   scan: CallScan;
+  /** The index in `views` of the first message that broke the rule, when one did. */
+  brokenAt: number | undefined;
 }
 
 /**
@@ -27,11 +29,11 @@ export class HistoryViews {
   constructor(private readonly sourceId: string) {}
 
   /**
-   * The views of `stored[start..]`, oldest first, in a new array. `prepare(i)` checks the stored
-   * message at `i` when it was not seen before (it may throw, or put a frozen copy in its place)
-   * and returns it typed.
+   * The views of `stored[start..]`, oldest first, in a new array. `prepare(i, entry)` checks the
+   * stored `entry` at `i` when it was not seen before (it may throw, or put a frozen copy in its
+   * place) and returns what is stored at `i` now, typed. Each stored entry is read once.
    */
-  of(stored: readonly unknown[], start: number, prepare: (index: number) => Message): Message[] {
+  of(stored: readonly unknown[], start: number, prepare: (index: number, entry: unknown) => Message): Message[] {
     let entry = this.#bySession.get(stored);
     if (!entry || start < entry.from) this.#bySession.set(stored, (entry = fresh(start)));
     const skip = start - entry.from;
@@ -48,24 +50,51 @@ export class HistoryViews {
     let changed = views.length;
     for (let i = start; i < stored.length; i++) {
       const k = i - from;
-      if (k < sources.length && sources[k] === stored[i]) continue;
-      const view = frozenWithSource(prepare(i), this.sourceId, 'history');
-      sources[k] = stored[i];
-      views[k] = view;
+      const entry = stored[i];
+      if (k < sources.length && sources[k] === entry) continue;
+      const message = prepare(i, entry);
+      sources[k] = message;
+      views[k] = frozenWithSource(message, this.sourceId, 'history');
       if (k < changed) changed = k;
     }
-    if (changed < entry.scanned) {
-      entry.scanned = 0;
-      entry.scan = new CallScan();
-    }
+    if (changed < entry.scanned) scanBackTo(entry, changed);
     const window = views.slice(start - from);
     // The scan reads from the first stored view: it answers for the whole list when the window starts there.
     if (start !== from) return window;
-    for (; entry.scanned < views.length; entry.scanned++) entry.scan.add(views[entry.scanned]!);
+    for (; entry.scanned < views.length; entry.scanned++) {
+      entry.scan.add(views[entry.scanned]!);
+      if (entry.brokenAt === undefined && !entry.scan.ok) entry.brokenAt = entry.scanned;
+    }
     return entry.scan.settled ? markSettled(window) : window;
   }
 }
 
 function fresh(from: number): Views {
-  return { from, sources: [], views: [], scanned: 0, scan: new CallScan() };
+  return { from, sources: [], views: [], scanned: 0, scan: new CallScan(), brokenAt: undefined };
+}
+
+/**
+ * Puts the scan back to where it stood after `views[0..at)` (the list was cut or changed from
+ * `at`), reading back only to the last message that is not a tool message of results: a scan that
+ * kept the rule up to there had no call waiting before it. A scan broken before `at` stays broken.
+ */
+function scanBackTo(entry: Views, at: number): void {
+  entry.scanned = at;
+  if (entry.brokenAt !== undefined && entry.brokenAt < at) return;
+  entry.brokenAt = undefined;
+  let from = at - 1;
+  while (from > 0 && isResultsOnly(entry.views[from]!)) from--;
+  entry.scan = new CallScan();
+  for (let i = Math.max(0, from); i < at; i++) {
+    entry.scan.add(entry.views[i]!);
+    if (entry.brokenAt === undefined && !entry.scan.ok) entry.brokenAt = i;
+  }
+}
+
+/** Whether `message` is a tool message holding only function results (it answers calls before it). */
+function isResultsOnly(message: Message): boolean {
+  const { contents } = message;
+  if (message.role !== 'tool' || contents.length === 0) return false;
+  for (let i = 0; i < contents.length; i++) if (contents[i]!.type !== 'function-result') return false;
+  return true;
 }

@@ -1,6 +1,6 @@
 import { checkInteger, checkOptionNames, optionNames } from '../backend/checks.js';
 import { dropLeadingResults } from '../compaction/message-groups.js';
-import { SessionStateError } from '../errors.js';
+import { ConfigurationError, SessionStateError } from '../errors.js';
 import { frozenMessage, markAttributed } from '../messages/frozen.js';
 import { describeValue, formatPath, jsonEqual, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
@@ -11,7 +11,7 @@ import { forkLength, HISTORY_PROVIDER_OPTIONS, HistoryProvider, type HistoryProv
 import { HistoryViews } from './history-views.js';
 import { messageIdConflict, sameMessageContent } from './message-conflict.js';
 import { noteReplacedMessages } from './replaced-messages.js';
-import { storedTurnAt, type StoredTurn } from './retried-turn.js';
+import { idOf, storedTurnAt, type StoredTurn } from './retried-turn.js';
 
 /** Checks every message of a batch before any is stored. */
 function checkMessages(messages: readonly Message[]): void {
@@ -19,9 +19,30 @@ function checkMessages(messages: readonly Message[]): void {
   for (let i = 0; i < messages.length; i++) Message.parse(messages[i], formatPath('$.messages', [i]));
 }
 
-/** The id of a stored entry, read defensively (a slot restored from JSON may hold anything). */
-function idOf(entry: unknown): unknown {
-  return (entry as { id?: unknown } | null)?.id;
+/**
+ * Where each message id of a stored list sits: the position of its first entry. The entries before
+ * `length` are indexed, and were checked as well-formed messages when indexed. A position counts
+ * only while the entry there still has that id (`#find`), so a list cut short needs no rebuild.
+ */
+interface IdIndex {
+  byId: Map<string, number>;
+  length: number;
+}
+
+/**
+ * Indexes the entries of `all` from `from` to `to` (default: its end), whose positions are new or
+ * have moved (entries stored or spliced in); the entries before `from` stay as indexed.
+ */
+function indexFrom(all: readonly JsonValue[], index: IdIndex, from: number, to = all.length): void {
+  const { byId } = index;
+  for (let i = from; i < to; i++) {
+    const id = idOf(all[i]);
+    if (id === undefined) continue;
+    const at = byId.get(id);
+    // A position before `i` that still holds the id is an earlier entry of it: the first one counts.
+    if (at === undefined || at >= i || idOf(all[at]) !== id) byId.set(id, i);
+  }
+  index.length = to;
 }
 
 const OPTION_NAMES = optionNames<HistoryProviderOptions>()(HISTORY_PROVIDER_OPTIONS);
@@ -39,8 +60,8 @@ export class InMemoryHistoryProvider extends HistoryProvider {
 
   readonly #views = new HistoryViews(this.sourceId);
 
-  /** Message ids of a stored list, kept per list while only this provider changes it (rebuilt when its length says otherwise). */
-  readonly #indexes = new WeakMap<JsonValue[], { length: number; byId: Map<string, JsonValue> }>();
+  /** Where each message id of a stored list sits (see `IdIndex`), per list. */
+  readonly #indexes = new WeakMap<JsonValue[], IdIndex>();
 
   async getMessages(_sessionId: string, { state, limit }: GetHistoryArgs): Promise<Message[]> {
     const all = this.#list(state);
@@ -60,13 +81,12 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     if (!this.shouldLoad(args)) return;
     const all = this.#list(args.state);
     const start = this.maxMessages === undefined ? 0 : Math.max(0, all.length - this.maxMessages);
-    const loaded = this.#views.of(all, start, (i) => this.#prepare(all, i));
+    const loaded = this.#views.of(all, start, (i, entry) => this.#prepare(all, i, entry));
     const ids = args.context.inputMessages.map((m) => m.id);
-    const index = this.#index(all);
     let retried: StoredTurn | undefined;
-    if (ids.some((id) => index.has(id))) {
+    if (ids.some((id) => this.#find(all, id) !== -1)) {
       const inputs = await this.inputsAsStored(args);
-      this.checkInputIds(args.context.sessionId, inputs, (id) => index.get(id));
+      this.checkInputIds(args.context.sessionId, inputs, (id) => all[this.#find(all, id)]);
       retried = this.#storedTurn(all, ids, inputs);
     }
     if (retried !== undefined) {
@@ -80,18 +100,18 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   }
 
   /**
-   * Stored messages are validated once and then frozen, so loading costs no copy and nothing a
-   * run does to a loaded message can change the stored history (a write throws instead). A message
-   * not stored by this provider (restored from JSON, put in the state by hand) is replaced by its
-   * frozen copy: freezing the parsed object in place would leave V8 a slow dictionary of it.
+   * Stored messages are checked once and then frozen, so loading costs no copy and nothing a run
+   * does to a loaded message can change the stored history (a write throws instead). A message not
+   * stored by this provider (restored from JSON, put in the state by hand) was checked when the list
+   * was indexed (`#index`, or `validateState` on restore) and is replaced by its frozen copy here,
+   * when a run first loads it: freezing the parsed object in place would leave V8 a slow dictionary
+   * of it.
    */
-  #prepare(all: JsonValue[], index: number): Message {
-    const m = all[index];
+  #prepare(all: JsonValue[], index: number, m: unknown = all[index]): Message {
     if (Object.isFrozen(m)) return m as unknown as Message;
-    const copy = frozenMessage(Message.parse(m, formatPath('$.state', [this.sourceId, 'messages', index])));
+    this.#index(all);
+    const copy = frozenMessage(m as unknown as Message);
     all[index] = copy as unknown as JsonValue;
-    const byId = this.#indexes.get(all)?.byId;
-    if (byId !== undefined && byId.get(copy.id) === m) byId.set(copy.id, copy as unknown as JsonValue);
     return copy;
   }
 
@@ -107,7 +127,6 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   async saveMessages(sessionId: string, messages: readonly Message[], { state, turn, report }: SaveHistoryArgs): Promise<void> {
     checkMessages(messages);
     const all = this.#list(state);
-    const byId = this.#index(all);
     const inputs = turn ? messages.filter((m) => turn.inputIds.includes(m.id)) : [];
     const span = turn ? this.#storedTurn(all, turn.inputIds, inputs) : undefined;
     const replaced = turn?.opens === true && span !== undefined ? new Set(all.slice(span.start, span.end)) : undefined;
@@ -122,7 +141,8 @@ export class InMemoryHistoryProvider extends HistoryProvider {
         return;
       }
       batch.set(m.id, m);
-      const stored = byId.get(m.id);
+      const at = this.#find(all, m.id);
+      const stored = at === -1 ? undefined : all[at];
       // The entries of an attempt being replaced give way to the batch, whatever they held.
       if (stored !== undefined && !replaced?.has(stored)) {
         if (!sameMessageContent(stored, m)) throw conflict();
@@ -132,50 +152,62 @@ export class InMemoryHistoryProvider extends HistoryProvider {
       fresh.push(frozenMessage(m));
     });
     const added = fresh as unknown as JsonValue[];
+    const index = this.#index(all);
     if (replaced !== undefined) {
       all.splice(span!.start, span!.end - span!.start, ...added);
-      this.#indexes.delete(all);
+      indexFrom(all, index, span!.start);
     } else if (span !== undefined && span.end < all.length) {
       all.splice(span.end, 0, ...added);
-      this.#indexes.delete(all);
+      indexFrom(all, index, span.end);
     } else {
-      for (const m of added) {
-        all.push(m);
-        const id = (m as unknown as Message).id;
-        if (!byId.has(id)) byId.set(id, m);
-      }
-      const index = this.#indexes.get(all);
-      if (index) index.length = all.length;
+      for (const m of added) all.push(m);
+      indexFrom(all, index, all.length - added.length);
     }
-  }
-
-  /** The stored entries by message id (the first entry of an id stored twice). */
-  #index(all: JsonValue[]): Map<string, JsonValue> {
-    let index = this.#indexes.get(all);
-    if (index === undefined || index.length !== all.length) {
-      const byId = new Map<string, JsonValue>();
-      for (const m of all) {
-        const id = (m as { id?: unknown } | null)?.id;
-        if (typeof id === 'string' && !byId.has(id)) byId.set(id, m);
-      }
-      index = { length: all.length, byId };
-      this.#indexes.set(all, index);
-    }
-    return index.byId;
   }
 
   /**
-   * `findRetriedTurn` without reading the whole history: the index says whether an input is stored
-   * at all, and where is found from the newest end (a retried or continued turn is usually recent).
+   * The index of a stored list, brought up to date: built on first use, and extended over entries
+   * stored since by someone else (a restored or merged list, a message put in the state by hand),
+   * which are checked as they are indexed. A list cut short needs nothing: the ids past its end are
+   * stale, which `#find` tells. Rebuilt only when stale ids outnumber the list.
+   * @throws SessionStateError naming `$.state.<sourceId>.messages[i]...` for an entry that is not
+   *   a well-formed message.
+   */
+  #index(all: JsonValue[]): IdIndex {
+    let index = this.#indexes.get(all);
+    if (index === undefined || index.byId.size > 2 * all.length + 64) {
+      index = { byId: new Map(), length: 0 };
+      this.#indexes.set(all, index);
+    }
+    if (index.length > all.length) index.length = all.length;
+    else if (index.length < all.length) this.#check(all, index, (i) => formatPath('$.state', [this.sourceId, 'messages', i]));
+    return index;
+  }
+
+  /** Checks the entries `index` does not cover yet, indexing each. */
+  #check(all: JsonValue[], index: IdIndex, pathOf: (i: number) => string): void {
+    for (let i = index.length; i < all.length; i++) {
+      const m = all[i];
+      if (!Object.isFrozen(m) && !Message.isMessage(m)) Message.parse(m, pathOf(i));
+      indexFrom(all, index, i, i + 1);
+    }
+  }
+
+  /** The position of the first stored entry with message id `id`, or -1. */
+  #find(all: JsonValue[], id: string): number {
+    const at = this.#index(all).byId.get(id);
+    return at !== undefined && at < all.length && idOf(all[at]) === id ? at : -1;
+  }
+
+  /**
+   * `findRetriedTurn` without reading the whole history: the index says where each input is
+   * stored, if at all.
    */
   #storedTurn(all: JsonValue[], inputIds: readonly string[], inputs: readonly Message[]): StoredTurn | undefined {
     if (inputIds.length === 0) return undefined;
-    const byId = this.#index(all);
     let first = -1;
     for (const id of inputIds) {
-      const entry = byId.get(id);
-      if (entry === undefined) continue;
-      const at = all.lastIndexOf(entry);
+      const at = this.#find(all, id);
       if (at !== -1 && (first === -1 || at < first)) first = at;
     }
     return first === -1 ? undefined : storedTurnAt(all, first, new Set(inputIds), inputs);
@@ -200,12 +232,19 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const all = this.#list(state);
     const start = Math.max(0, all.length - count);
     for (let i = start; i < all.length; i++) Message.parse(all[i], formatPath('$.state', [this.sourceId, 'messages', i]));
-    this.#indexes.delete(all);
+    const index = this.#index(all);
+    // The ids of the popped entries leave the index, so a rewind per run leaves no stale ids behind.
+    for (let i = start; i < all.length; i++) {
+      const id = idOf(all[i]);
+      if (id !== undefined && index.byId.get(id) === i) index.byId.delete(id);
+    }
+    index.length = start;
     return all.splice(start) as Message[];
   }
 
   /** Removes every stored message of the session from its state slot (`agent.deleteSession` calls it). */
   override async clearMessages(_sessionId: string, { state }: ClearHistoryArgs): Promise<void> {
+    this.#list(state);
     delete state.messages;
   }
 
@@ -218,6 +257,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   override async forkMessages(_fromSessionId: string, _toSessionId: string, args: ForkHistoryArgs): Promise<number> {
     args.signal?.throwIfAborted();
     const all = this.#list(args.fromState);
+    this.#list(args.toState);
     const end = forkLength(this.sourceId, all, args.atMessageId);
     const kept: JsonValue[] = [];
     for (let i = 0; i < end; i++) kept.push(this.#prepare(all, i) as unknown as JsonValue);
@@ -257,14 +297,30 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     return merged;
   }
 
-  /** Checks the `messages` of a restored state slot; a `SessionStateError` names what is wrong. */
+  /**
+   * Checks the `messages` of a restored state slot; a `SessionStateError` names what is wrong. The
+   * same pass indexes their ids, so the first run after a restore reads none of them again.
+   */
   validateState(state: JsonObject, path: string): void {
-    if (state.messages === undefined) return;
-    if (!Array.isArray(state.messages)) throw new SessionStateError(pathJoin(path, 'messages'), 'must be an array of messages');
-    state.messages.forEach((m, i) => Message.isMessage(m) || Message.parse(m, formatPath(path, ['messages', i])));
+    const all = state.messages;
+    if (all === undefined) return;
+    if (!Array.isArray(all)) throw new SessionStateError(pathJoin(path, 'messages'), 'must be an array of messages');
+    const index: IdIndex = { byId: new Map(), length: 0 };
+    this.#check(all, index, (i) => formatPath(path, ['messages', i]));
+    this.#indexes.set(all, index);
   }
 
+  /**
+   * The stored list of a state slot, created empty when there is none.
+   * @throws ConfigurationError when `state` is not the session's slot object (a call made by hand
+   *   without `session.stateOf(sourceId)`); SessionStateError when the slot holds something else.
+   */
   #list(state: JsonObject): JsonValue[] {
+    if (typeof state !== 'object' || state === null || Array.isArray(state)) {
+      throw new ConfigurationError(
+        `History provider "${this.sourceId}" was called without its state slot (got ${describeValue(state)}): pass the session's slot, { state: session.stateOf('${this.sourceId}') }.`,
+      );
+    }
     const messages = (state.messages ??= []);
     if (!Array.isArray(messages)) {
       throw new SessionStateError(

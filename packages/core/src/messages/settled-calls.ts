@@ -52,6 +52,11 @@ export class CallScan {
     this.#waiting = calls;
   }
 
+  /** Whether no message read so far broke the rule (calls may still wait for their results). */
+  get ok(): boolean {
+    return this.#ok;
+  }
+
   /** Whether every message read so far is settled and no call waits for its results. */
   get settled(): boolean {
     return this.#ok && !this.#waiting?.size;
