@@ -3,6 +3,7 @@ import { HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
 import type { Cluster, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { allKeys, clusterClient, countCommands, singleClient, uniquePrefix } from '../test/helpers.js';
+import { clusterSlot } from './keys.js';
 import { RedisSessionStore } from './redis-session-store.js';
 
 const time = (ms: number) => new Date(Date.UTC(2026, 0, 1) + ms).toISOString();
@@ -248,6 +249,30 @@ for (const [topology, connect] of [
 
 describe('RedisSessionStore.list on a cluster, after writes cut between a session and its listings', () => {
   const client = clusterClient();
+
+  it('the listing of every session is 16 shards spread over every master: no one slot takes every save, and pages merge them in order', async () => {
+    const store = new RedisSessionStore({ client, prefix: uniquePrefix('shards') });
+    for (let i = 0; i < 64; i++) await store.set(session(`s${i}`, i % 5));
+    const prefix = store.indexKeys('u').order.split(':sessions:')[0]!;
+    const listingKeys = (await allKeys(client)).filter((k) => k.startsWith(`${prefix}:sessions:`));
+    expect(listingKeys.filter((k) => k.includes('{all}'))).toEqual([]);
+    const orders = listingKeys.filter((k) => k.endsWith(':order'));
+    expect(orders.length).toBeGreaterThanOrEqual(12);
+    expect(new Set(orders.map((k) => clusterSlot(k))).size).toBe(orders.length);
+    const masters = new Set(orders.map((k) => client.slots[clusterSlot(k)]![0]));
+    expect(masters.size).toBe(client.nodes('master').length);
+    let entries = 0;
+    for (const key of orders) entries += await client.zcard(key);
+    expect(entries).toBe(64);
+    const expected = Array.from({ length: 64 }, (_, i) => ({ sid: `s${i}`, at: i % 5 }))
+      .sort((x, y) => y.at - x.at || byBytesDesc(x.sid, y.sid))
+      .map((e) => e.sid);
+    for (const limit of [1, 7, 100]) {
+      const pages = await listAll(store, { limit });
+      expect(ids(pages), `limit ${limit}`).toEqual(expected);
+      expect(pages.every((p) => p.total === 64)).toBe(true);
+    }
+  });
 
   it('drops entries whose session is gone or has another user, and fills the page from the next ones', async () => {
     const store = new RedisSessionStore({ client, prefix: uniquePrefix('stale') });
