@@ -1,7 +1,16 @@
 import { ConfigurationError, createAgent, HistoryProvider, InMemoryHistoryProvider, type GetHistoryArgs, type Message } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { RedisHistoryProvider } from '@ctx/redis';
-import { Agent, MemorySession, run, setTracingDisabled, tool, type AgentInputItem, type Session } from '@openai/agents';
+import {
+  Agent,
+  MemorySession,
+  OpenAIResponsesCompactionSession,
+  run,
+  setTracingDisabled,
+  tool,
+  type AgentInputItem,
+  type Session,
+} from '@openai/agents';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -146,6 +155,44 @@ describe.each(backends)('CtxSession on %s', (_, makeHistory) => {
       expect(await session.getItems(limit), `getItems(${limit})`).toStrictEqual(await memory.getItems(limit));
     }
     expect(await session.getItems(2.5)).toStrictEqual(items.slice(2));
+  });
+
+  it('the SDK compaction session wraps it: runCompaction sends the stored items and stores what compact returns', async () => {
+    const session = new CtxSession({ history: makeHistory() });
+    await twoRuns(session);
+    const stored = await session.getItems();
+    const requests: { input?: unknown }[] = [];
+    const output = [
+      { type: 'compaction', id: 'cmp_1', encrypted_content: 'summary-of-9-items' },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'thanks' }] },
+    ];
+    const client = {
+      responses: {
+        compact: async (request: { input?: unknown }) => {
+          requests.push(request);
+          return { output, usage: { input_tokens: 90, output_tokens: 9, total_tokens: 99 } };
+        },
+      },
+    };
+    const compacting = new OpenAIResponsesCompactionSession({
+      client: client as unknown as ConstructorParameters<typeof OpenAIResponsesCompactionSession>[0]['client'],
+      underlyingSession: session,
+      compactionMode: 'input',
+    });
+    const memory = new MemorySession();
+    await memory.addItems(stored);
+    const reference = new OpenAIResponsesCompactionSession({
+      client: client as unknown as ConstructorParameters<typeof OpenAIResponsesCompactionSession>[0]['client'],
+      underlyingSession: memory,
+      compactionMode: 'input',
+    });
+    expect(await compacting.runCompaction({ force: true })).not.toBeNull();
+    await reference.runCompaction({ force: true });
+    expect(requests[0]!.input).toEqual(requests[1]!.input);
+    expect((requests[0]!.input as unknown[]).length).toBe(stored.length);
+    expect((await session.getItems()).map(kind)).toEqual(['compaction', 'user']);
+    // Equal but for an `id: undefined` the compaction session writes, which JSON storage leaves out.
+    expect(await session.getItems()).toEqual(await memory.getItems());
   });
 
   it('random item lists round-trip exactly through the backend, and popItem returns them newest first', async () => {
