@@ -33,8 +33,17 @@ interface IdIndex {
  * Indexes the entries of `all` from `from` to `to` (default: its end), whose positions are new or
  * have moved (entries stored or spliced in); the entries before `from` stay as indexed.
  */
-function indexFrom(all: readonly JsonValue[], index: IdIndex, from: number, to = all.length): void {
+function indexFrom(all: readonly JsonValue[], index: IdIndex, from: number, to: number = all.length): void {
   const { byId } = index;
+  if (from === 0 && byId.size === 0) {
+    // A new index: newest first, so the first entry of an id stored twice is the one kept.
+    for (let i = to - 1; i >= 0; i--) {
+      const id = idOf(all[i]);
+      if (id !== undefined) byId.set(id, i);
+    }
+    index.length = to;
+    return;
+  }
   for (let i = from; i < to; i++) {
     const id = idOf(all[i]);
     if (id === undefined) continue;
@@ -184,13 +193,13 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     return index;
   }
 
-  /** Checks the entries `index` does not cover yet, indexing each. */
+  /** Checks the entries `index` does not cover yet, then indexes them. */
   #check(all: JsonValue[], index: IdIndex, pathOf: (i: number) => string): void {
     for (let i = index.length; i < all.length; i++) {
       const m = all[i];
       if (!Object.isFrozen(m) && !Message.isMessage(m)) Message.parse(m, pathOf(i));
-      indexFrom(all, index, i, i + 1);
     }
+    indexFrom(all, index, index.length);
   }
 
   /** The position of the first stored entry with message id `id`, or -1. */
