@@ -32,6 +32,12 @@ export interface ProxiedRequest {
   fault?: string;
   /** The request body as text (only with `{ recordBodies: true }`). */
   body?: string;
+  /**
+   * How many documents the answer carried (only with `{ countItems: true }`): a query's or feed's
+   * `Documents`, the results of a batch that hold a resource body, one for a point operation's
+   * document; 0 for anything else.
+   */
+  items?: number;
   /** Milliseconds from the end of the request to the end of the answer (0 when none was sent). */
   ms: number;
   /** How the gateway emulation (`partitionKeyRanges`) dealt with it: answered it, or forwarded a rewritten query. */
@@ -44,6 +50,8 @@ export interface ProxiedRequest {
 export interface FaultProxyOptions {
   /** Keep each request's body as text in the log (`body`). Default false. */
   recordBodies?: boolean;
+  /** Count the documents of each answer in the log (`items`). Default false. */
+  countItems?: boolean;
   /**
    * Emulate the gateway's query planning and routing over this many partition key ranges (see
    * `createGatewayEmulation`), so the SDK runs its cross-partition pipeline. Default: off, and every
@@ -94,6 +102,21 @@ export interface FaultProxy {
 }
 
 const DOC_PATH = /\/docs\/[^/]+$/;
+
+/** How many documents a Cosmos DB answer body carries (see `ProxiedRequest.items`). */
+function documentsIn(body: Buffer): number {
+  let value: unknown;
+  try {
+    value = JSON.parse(body.toString('utf8'));
+  } catch {
+    return 0;
+  }
+  if (Array.isArray(value)) return value.filter((r) => typeof r === 'object' && r !== null && 'resourceBody' in r).length;
+  if (typeof value !== 'object' || value === null) return 0;
+  const { Documents } = value as { Documents?: unknown };
+  if (Array.isArray(Documents)) return Documents.length;
+  return typeof (value as { id?: unknown }).id === 'string' && '_rid' in value ? 1 : 0;
+}
 
 /** Tells the kind of a Cosmos DB REST request from its method, path and headers. */
 export function classifyRequest(method: string, path: string, headers: IncomingHttpHeaders): CosmosRequestKind {
@@ -191,6 +214,7 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
             }
             entry.status = status;
             entry.responseBytes = reply.length;
+            if (options.countItems) entry.items = documentsIn(reply);
             entry.ms = performance.now() - t0;
             res.writeHead(status, headers);
             res.end(reply);
@@ -213,6 +237,7 @@ export async function startFaultProxy(target: string, options: FaultProxyOptions
           entry.gateway = 'answered';
           entry.status = decision.answer.status;
           entry.responseBytes = decision.answer.body.length;
+          if (options.countItems) entry.items = documentsIn(decision.answer.body);
           res.writeHead(decision.answer.status, { ...decision.answer.headers, 'content-length': String(decision.answer.body.length) });
           res.end(decision.answer.body);
         },
