@@ -112,12 +112,27 @@ export class SessionTurns {
       this.#held.set(sessionId, claim);
       let session: AgentSession;
       try {
-        session = await load();
+        // The load and the lease (for a new turn) go out together: one round trip of waiting, not two.
+        const fresh = generateId();
+        const [loaded, leased] = await Promise.allSettled([load(), this.#lease(sessionId, fresh, signal)]);
+        if (leased.status === 'fulfilled' && leased.value) {
+          claim.holder = fresh;
+          claim.leased = true;
+        }
+        if (loaded.status === 'rejected') throw loaded.reason;
+        if (leased.status === 'rejected') throw leased.reason;
+        session = loaded.value;
         const seen = continues(session);
-        claim.holder = seen.continues && seen.holder ? seen.holder : generateId();
-        claim.leased = await this.#lease(sessionId, claim.holder, signal);
+        if (claim.leased) {
+          // a new turn, or one whose holder's lease has ended: it goes on under the new holder
+        } else if (seen.continues && seen.holder) {
+          // A step of a turn held between its steps (in another process, or before this one's lease ended): it goes on under that turn's holder.
+          claim.holder = seen.holder;
+          claim.leased = await this.#lease(sessionId, seen.holder, signal);
+        } else claim.holder = fresh;
       } catch (error) {
         this.#free(sessionId, claim);
+        this.#release(sessionId, claim);
         throw error;
       }
       if (claim.leased || !this.#leases()) {
@@ -156,14 +171,18 @@ export class SessionTurns {
     clearTimeout(held.gap);
     held.gap = undefined;
     this.#free(sessionId, held);
-    if (held.leased) {
-      held.leased = false;
-      this.store!.releaseTurn!(sessionId, { turn: SESSION_LEASE, holder: held.holder }).catch((error: unknown) =>
-        this.options.warn(
-          `The lease on session ${shortId(sessionId)} could not be released (it expires within ${this.options.leaseMs} ms): ${describeError(error)}.`,
-        ),
-      );
-    }
+    this.#release(sessionId, held);
+  }
+
+  /** Releases the turn's lease, if it holds one; a failure is a warning (the lease expires by itself). */
+  #release(sessionId: string, held: Held): void {
+    if (!held.leased) return;
+    held.leased = false;
+    this.store!.releaseTurn!(sessionId, { turn: SESSION_LEASE, holder: held.holder }).catch((error: unknown) =>
+      this.options.warn(
+        `The lease on session ${shortId(sessionId)} could not be released (it expires within ${this.options.leaseMs} ms): ${describeError(error)}.`,
+      ),
+    );
   }
 
   #free(sessionId: string, held: Held): void {
