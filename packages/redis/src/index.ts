@@ -1,4 +1,4 @@
-export { DEFAULT_MAX_VALUE_BYTES, DEFAULT_PREFIX, DEFAULT_TIMEOUT_MS } from './connection.js';
+export { CLUSTER_DEFAULTS, DEFAULT_MAX_VALUE_BYTES, DEFAULT_PREFIX, DEFAULT_TIMEOUT_MS } from './connection.js';
 export type { RedisClient, RedisConnectionOptions } from './connection.js';
 export { encodeKeyPart, MAX_ENCODED_ID_LENGTH } from './keys.js';
 export type { HistoryKeys, IndexKeys } from './keys.js';
