@@ -61,7 +61,8 @@ const RUN_OPTIONS = optionNames<AgentRunOptions>()({
  *   anything runs or is stored.
  * @throws ConcurrencyError when the save met a change it cannot merge (`turnStored` says whether
  *   the turn is stored anyway), or with `turnRunning: true` when the same turn runs in another
- *   request and did not end within `runningTurns.waitMs`.
+ *   request and did not end within `runningTurns.waitMs`, or with `sessionDeleted: true` when the
+ *   session was deleted while the turn ran (what the turn stored is removed first).
  */
 export async function hostedRun(
   runtime: AgentRuntime,
@@ -224,7 +225,7 @@ class HostedTurn {
     }
     return new ConcurrencyError(
       sessionId,
-      `Session ${id} was deleted while this turn ran (agent.deleteSession or agent.deleteUserData): nothing of the turn is kept (what its providers stored was removed) and its reply was not saved. Do not run it again on this session id: that would start a new conversation under it.`,
+      `Session ${id} was deleted while this turn ran (agent.deleteSession or agent.deleteUserData): nothing of the turn is kept (what its providers stored, its reply included, was removed). Do not run it again on this session id: that would start a new conversation under it.`,
       { ...(failure === undefined ? {} : { cause: failure }), turnStored: false, sessionDeleted: true },
     );
   }
