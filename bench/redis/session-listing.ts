@@ -3,7 +3,9 @@
  * `RedisHistoryProvider` (counted by a loopback proxy between the client and a single redis-server;
  * one round trip = one burst of requests followed by a reply), and the latency of a listing page
  * with 10,000 sessions stored (100 users of 100 sessions), on a single node and on a 3-node
- * cluster, both started here on loopback and stopped by pid. Prints tables; asserts nothing.
+ * cluster, both started here on loopback and stopped by pid; then 100 concurrent sessions running
+ * chat turns (session and history) on each, with the commands per turn and each master's share of
+ * the script calls. Prints tables; asserts nothing.
  * Usage: `pnpm --filter @ctx/bench bench:sessions`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,6 +17,7 @@ import { ScriptedChatClient } from '@ctx/core/testing';
 import { RedisHistoryProvider, RedisSessionStore } from '@ctx/redis';
 import { startRedisCluster, startRedisServer } from '@ctx/redis-test-server';
 import { Cluster, Redis } from 'ioredis';
+import { countCommands, runSessions, scriptCalls } from './concurrent-turns.js';
 import { countingProxy } from './counting-proxy.js';
 
 const USERS = 100;
@@ -197,6 +200,63 @@ try {
     Number(await direct.call('MEMORY', 'USAGE', 'big:sessions:{all}:meta'));
   console.log(
     `index of every session (order + meta): ${(memory / 1024 / 1024).toFixed(2)} MiB for 10,000 sessions (${Math.round(memory / 10_000)} bytes each); each user's index holds the same entries again`,
+  );
+
+  // Throughput of chat turns with sessions and history, single node beside the cluster.
+  const CONCURRENT = 100;
+  const TURNS = 30;
+  console.log(
+    `\n## ${CONCURRENT} concurrent sessions (${CONCURRENT / 2} users), ${TURNS} turns each: get the session, load 20, store 2, set the session\n`,
+  );
+  console.log('| topology | turns/s (median of 3 rounds) | rounds | commands per turn | script calls per master (busiest / least busy) |');
+  console.log('| --- | ---: | --- | ---: | --- |');
+  const clusterMasters = clusterClient.nodes('master');
+  const sides = [
+    ['single node, one connection', direct, [direct]],
+    [`${clusterMasters.length}-master cluster, one Cluster connection`, clusterClient, clusterMasters],
+  ] as const;
+  const results = new Map<string, { rates: number[]; commands: number; turns: number; calls: number[] }>();
+  const counters = new Map(sides.map(([name, client]) => [name, countCommands(client)]));
+  for (let round = 0; round < 3; round++) {
+    for (let k = 0; k < sides.length; k++) {
+      const [name, client, masters] = sides[(k + round) % sides.length]!;
+      const prefix = `turns${round}`;
+      const store = new RedisSessionStore({ client, prefix });
+      const history = new RedisHistoryProvider({ client, prefix, maxMessages: 20 });
+      const callsBefore = await scriptCalls([...masters]);
+      const commandsBefore = counters.get(name)!.count();
+      const t0 = performance.now();
+      const records = await runSessions({ store, history, sessions: CONCURRENT, users: CONCURRENT / 2, turns: TURNS, name: 's' });
+      const seconds = (performance.now() - t0) / 1000;
+      const failed = records.filter((r) => r.error !== undefined);
+      if (failed.length > 0) throw new Error(`${failed.length} turns failed on ${name}: ${failed[0]!.message}`);
+      const calls = (await scriptCalls([...masters])).map((n, i) => n - callsBefore[i]!);
+      const entry = results.get(name) ?? { rates: [], commands: 0, turns: 0, calls: calls.map(() => 0) };
+      entry.rates.push(records.length / seconds);
+      entry.commands += counters.get(name)!.count() - commandsBefore;
+      entry.turns += records.length;
+      entry.calls = entry.calls.map((n, i) => n + calls[i]!);
+      results.set(name, entry);
+    }
+  }
+  const rates = new Map<string, number>();
+  for (const [name] of sides) {
+    const { rates: r, commands, turns, calls } = results.get(name)!;
+    const median = [...r].sort((a, b) => a - b)[1]!;
+    rates.set(name, median);
+    const spread = calls.length > 1 ? `${calls.join(' / ')} (${(Math.max(...calls) / Math.min(...calls)).toFixed(2)}x)` : `${calls[0]}`;
+    console.log(
+      `| ${name} | ${median.toFixed(0)} | ${r.map((x) => x.toFixed(0)).join(', ')} | ${(commands / turns).toFixed(2)} | ${spread} |`,
+    );
+  }
+  const [singleRate, clusterRate] = sides.map(([name]) => rates.get(name)!);
+  console.log(
+    `\ncluster / single node: ${(clusterRate! / singleRate!).toFixed(2)}x turns/s, on one machine where every node shares the same ${(await import('node:os')).cpus().length} cores (load average ${(
+      await import('node:os')
+    )
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}).`,
   );
 } finally {
   counted.disconnect();
