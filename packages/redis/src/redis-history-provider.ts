@@ -90,6 +90,8 @@ export interface RedisCallOptions {
  * a stored entry that is not a valid message gives `SessionStateError` naming the key and index.
  * Entries repeating a message id already loaded (written twice by an older version's retry, or by
  * hand) are loaded once, the first kept; a run reports them as a `duplicate-messages` diagnostic.
+ * The history methods need no state slot: with `state` undefined, or called without arguments, they
+ * work as with an empty one.
  * @throws ConfigurationError for bad options (not exactly one of client/url/nodes, bad prefix, bad
  *   limits, an empty or whitespace-only sourceId), or an option it does not know (named; only the
  *   top-level names: `redisOptions` and `clusterOptions` go to ioredis as they are).
@@ -148,7 +150,7 @@ export class RedisHistoryProvider extends HistoryProvider {
    * @throws ConfigurationError for an empty or whitespace-only session id, before any round trip.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
    */
-  async getMessages(sessionId: string, { limit, signal, report }: GetHistoryArgs): Promise<Message[]> {
+  async getMessages(sessionId: string, { limit, signal, report }: GetHistoryArgs = { state: {} }): Promise<Message[]> {
     const key = this.#keysOf(sessionId).messages;
     if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1))
       checkInteger(`RedisHistoryProvider.getMessages for session ${shortId(sessionId)}`, 'limit', limit);
@@ -222,7 +224,11 @@ export class RedisHistoryProvider extends HistoryProvider {
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`; retrying the
    *   same messages is safe, and so is retrying the run.
    */
-  async saveMessages(sessionId: string, messages: readonly Message[], { signal, turn, report }: SaveHistoryArgs): Promise<void> {
+  async saveMessages(
+    sessionId: string,
+    messages: readonly Message[],
+    { signal, turn, report }: SaveHistoryArgs = { state: {} },
+  ): Promise<void> {
     checkSessionId(sessionId);
     if (Array.isArray(messages) && messages.length === 0) return;
     await this.#write('append', sessionId, messages, signal, turn, report);
@@ -243,7 +249,11 @@ export class RedisHistoryProvider extends HistoryProvider {
    * capability compaction rewrites history through). Trimmed to `maxStored`, TTL refreshed.
    * @throws like `saveMessages`.
    */
-  override async replaceMessages(sessionId: string, messages: readonly Message[], { signal }: SaveHistoryArgs): Promise<void> {
+  override async replaceMessages(
+    sessionId: string,
+    messages: readonly Message[],
+    { signal }: SaveHistoryArgs = { state: {} },
+  ): Promise<void> {
     await this.#write('replace', sessionId, messages, signal);
   }
 
@@ -259,7 +269,7 @@ export class RedisHistoryProvider extends HistoryProvider {
    *   before any round trip.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
    */
-  override async popMessages(sessionId: string, { count = 1, signal }: PopHistoryArgs): Promise<Message[]> {
+  override async popMessages(sessionId: string, { count = 1, signal }: PopHistoryArgs = { state: {} }): Promise<Message[]> {
     const keys = this.#keysOf(sessionId);
     checkInteger(`RedisHistoryProvider.popMessages for session ${shortId(sessionId)}`, 'count', count);
     const reply = (await this.#connection.call({ operation: 'popMessages', sessionId, key: keys.messages }, signal, (c) =>
@@ -389,7 +399,7 @@ export class RedisHistoryProvider extends HistoryProvider {
    * `agent.deleteSession` calls through `onSessionDeleted`. Resolves also when nothing was stored.
    * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs`.
    */
-  override async clearMessages(sessionId: string, { signal }: ClearHistoryArgs): Promise<void> {
+  override async clearMessages(sessionId: string, { signal }: ClearHistoryArgs = { state: {} }): Promise<void> {
     await this.clear(sessionId, signal ? { signal } : {});
   }
 
@@ -405,7 +415,11 @@ export class RedisHistoryProvider extends HistoryProvider {
    * @throws SessionStateError for a corrupt id set or entry; BackendUnavailableError when Redis
    *   cannot be reached within `timeoutMs`.
    */
-  override async forkMessages(fromSessionId: string, toSessionId: string, args: ForkHistoryArgs): Promise<number> {
+  override async forkMessages(
+    fromSessionId: string,
+    toSessionId: string,
+    args: ForkHistoryArgs = { fromState: {}, toState: {} },
+  ): Promise<number> {
     const from = this.#keysOf(fromSessionId);
     const to = this.#keysOf(toSessionId);
     const { atMessageId, signal } = args;
