@@ -171,7 +171,9 @@ const MAX_CLEAR_ROUNDS = 10;
  * Failures: an unreachable, throttling or failing service gives `BackendUnavailableError` within
  * `timeoutMs` (after the SDK's 429 retries and the package's transient retries); a stored item
  * that is not a valid message gives `SessionStateError` naming the item; a container that is
- * missing or partitioned differently gives `ConfigurationError`.
+ * missing or partitioned differently gives `ConfigurationError`. The history methods need no state
+ * slot: with `state` undefined, or called without arguments, they work as with an empty one (a
+ * `scope` resolver is given `{}`).
  * @throws ConfigurationError for bad options, or an option it does not know (named; only the top-level
  *   names: `clientOptions` goes to the SDK as it is).
  */
@@ -242,7 +244,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * @throws SessionStateError when a stored item is not a valid message (path `cosmos:<db>/<container>[<item id>]...`).
    * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`.
    */
-  async getMessages(sessionId: string, { state, limit, signal }: GetHistoryArgs): Promise<Message[]> {
+  async getMessages(sessionId: string, { state, limit, signal }: GetHistoryArgs = { state: {} }): Promise<Message[]> {
     if (limit !== undefined)
       checkInteger(`CosmosHistoryProvider.getMessages for session ${shortId(checkSessionId(sessionId))}`, 'limit', limit);
     const loc = await this.#locate(sessionId, state);
@@ -285,7 +287,11 @@ export class CosmosHistoryProvider extends HistoryProvider {
    *   `message-id-conflict` diagnostic) when its id is stored with other content; nothing is stored.
    * @throws BackendUnavailableError when Cosmos DB fails or does not answer in time; retrying the same messages is safe.
    */
-  async saveMessages(sessionId: string, messages: readonly Message[], { state, signal, turn, report }: SaveHistoryArgs): Promise<void> {
+  async saveMessages(
+    sessionId: string,
+    messages: readonly Message[],
+    { state, signal, turn, report }: SaveHistoryArgs = { state: {} },
+  ): Promise<void> {
     await this.#append(sessionId, messages, { state, signal }, turn, report);
   }
 
@@ -500,7 +506,11 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * saved after it stay, after the replaced history; a message popped meanwhile stays popped.
    * @throws like `saveMessages`; ConcurrencyError when other writers got in the way 10 times in a row.
    */
-  override async replaceMessages(sessionId: string, messages: readonly Message[], { state, signal }: SaveHistoryArgs): Promise<void> {
+  override async replaceMessages(
+    sessionId: string,
+    messages: readonly Message[],
+    { state, signal }: SaveHistoryArgs = { state: {} },
+  ): Promise<void> {
     checkSessionId(sessionId);
     const unique = checkMessages(messages);
     const loc = await this.#locate(sessionId, state);
@@ -559,7 +569,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * @throws ConfigurationError for a `count` that is not a positive integer, before any request.
    * @throws BackendUnavailableError when Cosmos DB fails or does not answer within `timeoutMs`.
    */
-  override async popMessages(sessionId: string, { state, count = 1, signal }: PopHistoryArgs): Promise<Message[]> {
+  override async popMessages(sessionId: string, { state, count = 1, signal }: PopHistoryArgs = { state: {} }): Promise<Message[]> {
     checkInteger(`CosmosHistoryProvider.popMessages for session ${shortId(checkSessionId(sessionId))}`, 'count', count);
     const loc = await this.#locate(sessionId, state);
     return this.#connection.run({ operation: 'popMessages', sessionId }, signal, async (op) => {
@@ -712,7 +722,7 @@ export class CosmosHistoryProvider extends HistoryProvider {
    * of the session is stored under this provider's `sourceId`. Costs as `clear`.
    * @throws like `clear`.
    */
-  override async clearMessages(sessionId: string, { state, signal }: ClearHistoryArgs): Promise<void> {
+  override async clearMessages(sessionId: string, { state, signal }: ClearHistoryArgs = { state: {} }): Promise<void> {
     const loc = await this.#locate(sessionId, state);
     await this.#connection.run({ operation: 'clearMessages', sessionId }, signal, (op) => this.#clear(op, loc));
   }
@@ -756,7 +766,11 @@ export class CosmosHistoryProvider extends HistoryProvider {
    *   fork that failed part way leaves the new session's head and some copies, which
    *   `clearMessages` removes.
    */
-  override async forkMessages(fromSessionId: string, toSessionId: string, args: ForkHistoryArgs): Promise<number> {
+  override async forkMessages(
+    fromSessionId: string,
+    toSessionId: string,
+    args: ForkHistoryArgs = { fromState: {}, toState: {} },
+  ): Promise<number> {
     const { fromState, toState, atMessageId, signal } = args;
     const owner = `CosmosHistoryProvider.forkMessages from session ${shortId(checkSessionId(fromSessionId))}`;
     if (checkSessionId(toSessionId) === fromSessionId) throw new ConfigurationError(`${owner}: the new session needs another id.`);
