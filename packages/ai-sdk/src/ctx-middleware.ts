@@ -135,13 +135,13 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
     return agent;
   };
   const { onEvent } = agentOptions;
-  const warn = (message: string) => onEvent?.({ type: 'warning', code: 'ai-sdk-turn', message } as never);
+  const warn = (code: 'turn-lease-failed' | 'corrupt-state', message: string) => onEvent?.({ type: 'warning', code, message });
   const turns = new SessionTurns(
     {
       waitMs: agentOptions.runningTurns?.waitMs ?? 60_000,
       leaseMs: agentOptions.runningTurns?.leaseMs ?? 15_000,
       gapMs: stepGapMs,
-      warn,
+      warn: (message) => warn('turn-lease-failed', message),
     },
     fixedSession ? undefined : sessionStore,
   );
@@ -180,7 +180,10 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
       await sessions.saveSession(session, signal ? { signal } : {});
     } catch (error) {
       if (!(ConcurrencyError.isInstance(error) && error.turnStored === true)) throw error;
-      warn(`Session ${session.sessionId}: ${describeError(error)} The answer was returned.`);
+      warn(
+        'corrupt-state',
+        `Session ${session.sessionId}: ${describeError(error)} The answer was returned; the next call may not recognise the messages of this one (send only new messages).`,
+      );
     }
   }
 
@@ -233,7 +236,10 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
           if (!fixedSession) await save(session, undefined);
         }
       } catch (failure) {
-        warn(`Session ${session!.sessionId}: the tool results of a failed call could not be stored: ${describeError(failure)}.`);
+        warn(
+          'corrupt-state',
+          `Session ${session!.sessionId}: the tool results of a failed call could not be stored (its tool calls stay without results): ${describeError(failure)}.`,
+        );
       } finally {
         leave(hold);
       }
