@@ -1,5 +1,5 @@
 /**
- * Memory: heap retained per stored message (one session of 10,000 messages) and per session
+ * Memory: heap (and array buffers) retained per stored message (one session of 10,000 messages) and per session
  * (1,000 sessions of 50 messages), for ctx's in-memory history and the stores a user of LangChain.js
  * or the OpenAI Agents SDK would keep in memory. Each side stores the same conversation through its
  * own API, from data generated inside the measured span, so the text every side keeps is counted
@@ -28,13 +28,19 @@ function gc(): void {
   for (let i = 0; i < 3; i++) collect();
 }
 
-/** Heap retained by what `build` returns, in bytes. The returned value is kept alive until measured. */
+/** The heap in use plus the memory of array buffers (a typed array's data lives outside the heap). */
+function used(): number {
+  const { heapUsed, arrayBuffers } = process.memoryUsage();
+  return heapUsed + arrayBuffers;
+}
+
+/** Memory retained by what `build` returns (heap and array buffers), in bytes. The returned value is kept alive until measured. */
 async function retained(build: () => Promise<unknown>): Promise<number> {
   gc();
-  const before = process.memoryUsage().heapUsed;
+  const before = used();
   const kept = await build();
   gc();
-  const after = process.memoryUsage().heapUsed;
+  const after = used();
   if (kept === undefined) throw new Error('nothing kept');
   return after - before;
 }
@@ -81,7 +87,7 @@ const sides = {
 
 /** Runs the benchmark and prints its tables. */
 export async function memoryBench(): Promise<{ perMessage: Record<string, number>; perSession: Record<string, number> }> {
-  console.log('\n## Memory (heap retained, node --expose-gc, after full collections)\n');
+  console.log('\n## Memory (heap and array buffers retained, node --expose-gc, after full collections)\n');
   console.log(`${runInfo()}.\n`);
   const clock = { t: 0 };
   const perMessage: Record<string, number> = {

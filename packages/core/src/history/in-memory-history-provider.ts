@@ -11,47 +11,13 @@ import { forkLength, HISTORY_PROVIDER_OPTIONS, HistoryProvider, type HistoryProv
 import { HistoryViews } from './history-views.js';
 import { messageIdConflict, sameMessageContent } from './message-conflict.js';
 import { noteReplacedMessages } from './replaced-messages.js';
+import { IdPositions } from './id-positions.js';
 import { idOf, storedTurnAt, type StoredTurn } from './retried-turn.js';
 
 /** Checks every message of a batch before any is stored. */
 function checkMessages(messages: readonly Message[]): void {
   if (!Array.isArray(messages)) throw new SessionStateError('$.messages', `must be an array of messages, got ${describeValue(messages)}`);
   for (let i = 0; i < messages.length; i++) Message.parse(messages[i], formatPath('$.messages', [i]));
-}
-
-/**
- * Where each message id of a stored list sits: the position of its first entry. The entries before
- * `length` are indexed, and were checked as well-formed messages when indexed. A position counts
- * only while the entry there still has that id (`#find`), so a list cut short needs no rebuild.
- */
-interface IdIndex {
-  byId: Map<string, number>;
-  length: number;
-}
-
-/**
- * Indexes the entries of `all` from `from` to `to` (default: its end), whose positions are new or
- * have moved (entries stored or spliced in); the entries before `from` stay as indexed.
- */
-function indexFrom(all: readonly JsonValue[], index: IdIndex, from: number, to: number = all.length): void {
-  const { byId } = index;
-  if (from === 0 && byId.size === 0) {
-    // A new index: newest first, so the first entry of an id stored twice is the one kept.
-    for (let i = to - 1; i >= 0; i--) {
-      const id = idOf(all[i]);
-      if (id !== undefined) byId.set(id, i);
-    }
-    index.length = to;
-    return;
-  }
-  for (let i = from; i < to; i++) {
-    const id = idOf(all[i]);
-    if (id === undefined) continue;
-    const at = byId.get(id);
-    // A position before `i` that still holds the id is an earlier entry of it: the first one counts.
-    if (at === undefined || at >= i || idOf(all[at]) !== id) byId.set(id, i);
-  }
-  index.length = to;
 }
 
 const OPTION_NAMES = optionNames<HistoryProviderOptions>()(HISTORY_PROVIDER_OPTIONS);
@@ -69,8 +35,8 @@ export class InMemoryHistoryProvider extends HistoryProvider {
 
   readonly #views = new HistoryViews(this.sourceId);
 
-  /** Where each message id of a stored list sits (see `IdIndex`), per list. */
-  readonly #indexes = new WeakMap<JsonValue[], IdIndex>();
+  /** Where each message id of a stored list sits, per list. */
+  readonly #indexes = new WeakMap<JsonValue[], IdPositions>();
 
   async getMessages(_sessionId: string, { state, limit }: GetHistoryArgs): Promise<Message[]> {
     const all = this.#list(state);
@@ -164,28 +130,28 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const index = this.#index(all);
     if (replaced !== undefined) {
       all.splice(span!.start, span!.end - span!.start, ...added);
-      indexFrom(all, index, span!.start);
+      index.indexFrom(all, span!.start);
     } else if (span !== undefined && span.end < all.length) {
       all.splice(span.end, 0, ...added);
-      indexFrom(all, index, span.end);
+      index.indexFrom(all, span.end);
     } else {
       for (const m of added) all.push(m);
-      indexFrom(all, index, all.length - added.length);
+      index.indexFrom(all, all.length - added.length);
     }
   }
 
   /**
    * The index of a stored list, brought up to date: built on first use, and extended over entries
    * stored since by someone else (a restored or merged list, a message put in the state by hand),
-   * which are checked as they are indexed. A list cut short needs nothing: the ids past its end are
-   * stale, which `#find` tells. Rebuilt only when stale ids outnumber the list.
+   * which are checked as they are indexed. A list cut short needs nothing: the ids past its end
+   * are stale, which `IdPositions.find` tells.
    * @throws SessionStateError naming `$.state.<sourceId>.messages[i]...` for an entry that is not
    *   a well-formed message.
    */
-  #index(all: JsonValue[]): IdIndex {
+  #index(all: JsonValue[]): IdPositions {
     let index = this.#indexes.get(all);
-    if (index === undefined || index.byId.size > 2 * all.length + 64) {
-      index = { byId: new Map(), length: 0 };
+    if (index === undefined) {
+      index = new IdPositions(all.length);
       this.#indexes.set(all, index);
     }
     if (index.length > all.length) index.length = all.length;
@@ -194,18 +160,17 @@ export class InMemoryHistoryProvider extends HistoryProvider {
   }
 
   /** Checks the entries `index` does not cover yet, then indexes them. */
-  #check(all: JsonValue[], index: IdIndex, pathOf: (i: number) => string): void {
+  #check(all: JsonValue[], index: IdPositions, pathOf: (i: number) => string): void {
     for (let i = index.length; i < all.length; i++) {
       const m = all[i];
       if (!Object.isFrozen(m) && !Message.isMessage(m)) Message.parse(m, pathOf(i));
     }
-    indexFrom(all, index, index.length);
+    index.indexFrom(all, index.length);
   }
 
   /** The position of the first stored entry with message id `id`, or -1. */
   #find(all: JsonValue[], id: string): number {
-    const at = this.#index(all).byId.get(id);
-    return at !== undefined && at < all.length && idOf(all[at]) === id ? at : -1;
+    return this.#index(all).find(all, id);
   }
 
   /**
@@ -241,13 +206,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const all = this.#list(state);
     const start = Math.max(0, all.length - count);
     for (let i = start; i < all.length; i++) Message.parse(all[i], formatPath('$.state', [this.sourceId, 'messages', i]));
-    const index = this.#index(all);
-    // The ids of the popped entries leave the index, so a rewind per run leaves no stale ids behind.
-    for (let i = start; i < all.length; i++) {
-      const id = idOf(all[i]);
-      if (id !== undefined && index.byId.get(id) === i) index.byId.delete(id);
-    }
-    index.length = start;
+    this.#index(all).length = start;
     return all.splice(start) as Message[];
   }
 
@@ -314,7 +273,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const all = state.messages;
     if (all === undefined) return;
     if (!Array.isArray(all)) throw new SessionStateError(pathJoin(path, 'messages'), 'must be an array of messages');
-    const index: IdIndex = { byId: new Map(), length: 0 };
+    const index = new IdPositions(all.length);
     this.#check(all, index, (i) => formatPath(path, ['messages', i]));
     this.#indexes.set(all, index);
   }

@@ -91,7 +91,9 @@ describe('a run reads of the stored history only what it sends, whatever changed
     const large = await readsPerRun(flow, 10_000, WINDOW);
     expect(small.reads).toBeGreaterThan(0);
     expect(small.reads).toBeLessThanOrEqual(4 * WINDOW);
-    expect(large).toEqual(small);
+    // Ids are found through a hash table, whose probes may read an entry whose hash bits match by chance.
+    expect(large.scanned).toBe(small.scanned);
+    expect(large.reads).toBeLessThanOrEqual(small.reads + 4);
   });
 
   it.each(FLOWS)('without a window: %s read each message a bounded number of times', async (flow) => {
