@@ -13,7 +13,17 @@
 import { createOpenAI } from '@ai-sdk/openai';
 import { aiSdkChatClient, ctxMiddleware } from '@ctx/ai-sdk';
 import { AgentSession, createAgent, type JsonObject, Message } from '@ctx/core';
-import { generateText, type LanguageModel, type LanguageModelMiddleware, type ModelMessage, streamText, wrapLanguageModel } from 'ai';
+import {
+  generateText,
+  jsonSchema,
+  type LanguageModel,
+  type LanguageModelMiddleware,
+  type ModelMessage,
+  stepCountIs,
+  streamText,
+  tool,
+  wrapLanguageModel,
+} from 'ai';
 import { MockLanguageModelV3 } from 'ai/test';
 import { CPU_HEADERS, type CpuSide, compareCpu, cpuCells } from './cpu-compare.js';
 import { jsonBody, replay, sseBody } from './replay-fetch.js';
@@ -222,4 +232,169 @@ export async function aiSdkBench(): Promise<void> {
   );
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await aiSdkBench();
+/** Median of a list of numbers. */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
+/**
+ * ctxMiddleware with a session on Redis (`RedisHistoryProvider` loading the newest 40 messages,
+ * `RedisSessionStore`), on one local redis-server this starts and stops by pid, against the app
+ * passing its own 40-message window to the bare model; beside it the stateless middleware given the
+ * same window. Client CPU time as above, then wall time per call (the sides alternating call by
+ * call, the median), and the Redis commands of one call (each a round trip: the package never
+ * pipelines).
+ */
+export async function aiSdkRedisBench(): Promise<void> {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { RedisHistoryProvider, RedisSessionStore } = await import('@ctx/redis');
+  const { startRedisServer } = await import('@ctx/redis-test-server');
+  const { Redis } = await import('ioredis');
+  console.log('\n## @ctx/ai-sdk with a Redis session: overhead over the app passing its own 40-message window (ai 6)\n');
+  const dir = mkdtempSync(join(tmpdir(), 'ctx-bench-ai-sdk-redis-'));
+  const server = await startRedisServer({ dir });
+  const redis = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1 });
+  try {
+    const commands: string[] = [];
+    const send = redis.sendCommand.bind(redis) as (...args: unknown[]) => unknown;
+    (redis as unknown as { sendCommand: (...args: unknown[]) => unknown }).sendCommand = (...args: unknown[]) => {
+      commands.push(String((args[0] as { name: string }).name).toLowerCase());
+      return send(...args);
+    };
+    const WINDOW = 40;
+    const text = (i: number) => `message ${i}: ${'The quick brown fox jumps over the lazy dog. '.repeat(4)}`;
+    const window: ModelMessage[] = Array.from({ length: WINDOW }, (_, i) => ({
+      role: i % 2 ? ('assistant' as const) : ('user' as const),
+      content: text(i),
+    }));
+    const history = new RedisHistoryProvider({ client: redis, maxMessages: WINDOW });
+    const sessionStore = new RedisSessionStore({ client: redis });
+    const sessionId = 'bench-window';
+    await history.saveMessages(
+      sessionId,
+      window.map((m, i) => ({
+        id: `m${i}`,
+        role: m.role as 'user' | 'assistant',
+        contents: [{ type: 'text', text: m.content as string }],
+      })),
+      { state: {} },
+    );
+    /** Removes the turn the last call stored (untimed), so every call sees the same 40 messages. */
+    const reset = async () => {
+      const stored = await history.countMessages(sessionId);
+      if (stored > WINDOW) await history.popMessages(sessionId, { count: stored - WINDOW, state: {} });
+    };
+    const rows: string[][] = [];
+    for (const [label, model] of [
+      ['generateText, @ai-sdk/openai on the recorded reply', recordedModel(jsonBody('chat-text.json'), 'application/json')],
+      ['worst case: generateText, mock model, instant one-line reply', instantModel(SHORT_REPLY)],
+    ] as const) {
+      const withRedis = wrapLanguageModel({ model, middleware: ctxMiddleware({ contextProviders: [history], sessionStore }) });
+      const stateless = wrapLanguageModel({ model, middleware: ctxMiddleware() });
+      const messages: ModelMessage[] = [...window, { role: 'user', content: QUESTION }];
+      const sides: CpuSide[] = [
+        {
+          name: `bare model, the app passing its own ${WINDOW}-message window`,
+          call: async () => (await generateText({ model, messages })).text,
+        },
+        {
+          name: 'through ctxMiddleware(), no session, the app passing the same window',
+          call: async () => (await generateText({ model: stateless, messages })).text,
+        },
+        {
+          name: `through ctxMiddleware with a Redis session holding ${WINDOW} messages (Redis history and session store)`,
+          setup: reset,
+          call: async () => (await generateText({ model: withRedis, prompt: QUESTION, providerOptions: { ctx: { sessionId } } })).text,
+        },
+      ];
+      const expected = await sides[0]!.call();
+      for (const side of sides.slice(1)) {
+        if ((await side.call()) !== expected) throw new Error(`${label}: "${side.name}" did not answer the recorded reply.`);
+      }
+      commands.length = 0;
+      await sides[2]!.call();
+      const perCall = [...commands];
+      const stats = await compareCpu(sides, { warmup: 50, calls: 300 });
+      const wall = sides.map(() => [] as number[]);
+      for (let round = 0; round < 300; round++) {
+        for (const [i, side] of sides.entries()) {
+          await side.setup?.();
+          const start = performance.now();
+          await side.call();
+          wall[i]!.push(performance.now() - start);
+        }
+      }
+      const wallMs = wall.map(median);
+      rows.push([label, ...CPU_HEADERS.map(() => ''), '', '', '']);
+      for (const [i, s] of stats.entries()) {
+        rows.push([
+          `  ${s.name}`,
+          ...cpuCells(s, stats[0]!),
+          wallMs[i]!.toFixed(2),
+          i === 0 ? '' : `${wallMs[i]! - wallMs[0]! >= 0 ? '+' : ''}${(wallMs[i]! - wallMs[0]!).toFixed(2)}`,
+          i === 2 ? `${perCall.length}: ${perCall.join(', ')}` : '',
+        ]);
+      }
+    }
+    // A tool loop of three model calls (two steps calling a tool, then the answer): the Redis commands of the whole generateText.
+    const usage = {
+      inputTokens: { total: 20, noCache: 20, cacheRead: undefined, cacheWrite: undefined },
+      outputTokens: { total: 9, text: 9, reasoning: undefined },
+    };
+    const looping = new MockLanguageModelV3({
+      doGenerate: async ({ prompt }) => {
+        let results = 0; // tool results since the newest user message
+        for (let i = prompt.length - 1; i >= 0 && prompt[i]!.role !== 'user'; i--) if (prompt[i]!.role === 'tool') results++;
+        return results >= 2
+          ? { content: [{ type: 'text', text: SHORT_REPLY }], finishReason: { unified: 'stop', raw: 'stop' }, usage, warnings: [] }
+          : {
+              content: [{ type: 'tool-call', toolCallId: `call_${Math.random().toString(36).slice(2)}`, toolName: 'lookup', input: '{}' }],
+              finishReason: { unified: 'tool-calls', raw: 'tool_calls' },
+              usage,
+              warnings: [],
+            };
+      },
+    });
+    const loopModel = wrapLanguageModel({ model: looping, middleware: ctxMiddleware({ contextProviders: [history], sessionStore }) });
+    const lookup = tool({
+      description: 'Look up',
+      inputSchema: jsonSchema<Record<string, never>>({ type: 'object', properties: {} }),
+      execute: async () => 'found',
+    });
+    const loop = () =>
+      generateText({
+        model: loopModel,
+        prompt: QUESTION,
+        tools: { lookup },
+        stopWhen: stepCountIs(3),
+        providerOptions: { ctx: { sessionId } },
+      });
+    await loop();
+    commands.length = 0;
+    await loop();
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the lease's release goes out after the answer
+    rows.push([
+      'a tool loop of 3 model calls, ctxMiddleware with the Redis session',
+      ...CPU_HEADERS.map(() => ''),
+      '',
+      '',
+      `${commands.length}: ${commands.join(', ')}`,
+    ]);
+    printTable(['call', ...CPU_HEADERS, 'wall ms (median)', 'added wall ms', 'Redis commands per call'], rows);
+    console.log(
+      `\nNode ${process.version}, redis-server on 127.0.0.1. CPU: 300 calls per side after 50 warm-up rounds, sides in turn; wall: 300 more calls per side, in turn. The turn each ctx call stores is removed after it, untimed, so every call loads the same ${WINDOW} messages.\n`,
+    );
+  } finally {
+    redis.disconnect();
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  await aiSdkBench();
+  await aiSdkRedisBench();
+}

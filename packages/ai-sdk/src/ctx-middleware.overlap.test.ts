@@ -195,6 +195,49 @@ describe.each(SDKS)('ctxMiddleware over Redis with $name', ({ version, ai }) => 
     expect((await short.stored('gap')).slice(2)).toEqual(['user: Hello?', 'assistant: Re: Hello?']);
   });
 
+  it('loads the session once per turn, not per step of a tool loop, and takes its lease beside that load', async () => {
+    const counted = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 1, commandTimeout: 5000 });
+    try {
+      const names: string[] = [];
+      const send = counted.sendCommand.bind(counted) as (...args: unknown[]) => unknown;
+      (counted as unknown as { sendCommand: (...args: unknown[]) => unknown }).sendCommand = (...args: unknown[]) => {
+        names.push(String((args[0] as { name: string }).name).toLowerCase());
+        return send(...args);
+      };
+      const prefix = `t${Math.random().toString(36).slice(2, 8)}`;
+      const scripted = scriptedModel(version, [], { respond: charging });
+      const wrapped = ai.wrapLanguageModel({
+        model: scripted.model as never,
+        middleware: ctxMiddleware({
+          contextProviders: [new RedisHistoryProvider({ client: counted, prefix })],
+          sessionStore: new RedisSessionStore({ client: counted, prefix }),
+        }),
+      });
+      const loop = (who: string) =>
+        ai.generateText({
+          model: wrapped,
+          prompt: `charge ${who}`,
+          tools: { charge: chargeTool([], 1) },
+          stopWhen: ai.stepCountIs(3),
+          maxRetries: 0,
+          providerOptions: { ctx: { sessionId: 'counted' } },
+        });
+      // The first turns load the store's scripts into the server.
+      await loop('ann');
+      await loop('cy');
+      names.length = 0;
+      const res = await loop('bo');
+      expect(res.steps).toHaveLength(2);
+      await new Promise((resolve) => setTimeout(resolve, 20)); // the lease's release goes out after the answer
+      // One session load (HMGET) for the two model calls; per call one history load (LRANGE), one history write and one session write (scripts); the lease and its release.
+      expect(names.filter((n) => n === 'hmget')).toHaveLength(1);
+      expect(names.filter((n) => n === 'lrange')).toHaveLength(2);
+      expect(names).toHaveLength(1 + 2 * 3 + 2);
+    } finally {
+      counted.disconnect();
+    }
+  });
+
   it('answers two concurrent calls without tools, each with its own answer, both stored', async () => {
     for (let round = 0; round < 3; round++) {
       const { wrapped, stored } = setup({ respond: (call) => ({ text: `Re: ${readPrompt(call).users.at(-1)}` }), delayMs: 3 });
