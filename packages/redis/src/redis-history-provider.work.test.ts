@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { type AgentSession, createAgent, InMemorySessionStore, Message } from '@ctx/core';
+import { type AgentSession, createAgent, defineTool, InMemorySessionStore, Message } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { type RedisServer, startRedisServer } from '@ctx/redis-test-server';
 import { Redis } from 'ioredis';
@@ -82,7 +82,7 @@ class Meter {
     monitor.on('monitor', (_time: string, args: string[]) => this.#executed.push(args));
   }
 
-  /** The cost of `work` on the session whose message list is `listKey`. */
+  /** The cost of `work` on the session whose message list is `listKey` (the LLEN before and after it not counted). */
   async measure(listKey: string, work: () => Promise<unknown>): Promise<RunCost> {
     const before = await this.#client.llen(listKey);
     const start = await this.#mark();
@@ -90,6 +90,9 @@ class Meter {
     await work();
     const replies = this.#replies.splice(0);
     const end = await this.#mark();
+    // Ranges are normalised against the longer of the list before and after the work: an upper
+    // bound of what each covered, whether it ran before or after the work's writes.
+    const length = Math.max(before, await this.#client.llen(listKey));
     const executed = this.#executed.slice(
       this.#executed.findIndex((a) => a[1] === start) + 1,
       this.#executed.findIndex((a) => a[1] === end),
@@ -97,8 +100,7 @@ class Meter {
     let rangeEntries = 0;
     for (const [name, , ...rest] of executed) {
       const command = name!.toLowerCase();
-      // A run reads before it writes: the ranges are those of the list as it was before the run.
-      if (command === 'lrange' || command === 'zrange') rangeEntries += covered(Number(rest[0]), Number(rest[1]), before);
+      if (command === 'lrange' || command === 'zrange') rangeEntries += covered(Number(rest[0]), Number(rest[1]), length);
       if (command === 'lindex') rangeEntries += 1;
     }
     return {
@@ -167,152 +169,193 @@ function elsewhere(): RedisHistoryProvider {
   return other;
 }
 
-/** An agent with a Redis history (a window of `WINDOW`, or none) that answers every run with the same text. */
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Looks something up.',
+  parameters: { type: 'object', properties: {} },
+  execute: () => 'found 000000',
+});
+
+/**
+ * Agents with a Redis history (a window of `WINDOW`, or none): one that answers every run with the
+ * same text, one hosted by a session store, and one whose model calls a tool once a run and whose
+ * history is stored after every model call (`persistence: 'model-call'`).
+ */
 function setup(window: number | undefined) {
-  const chat = new ScriptedChatClient({ replies: () => 'reply 000000' });
+  // An input that asks to look something up gets a call of the tool; anything else, the answer.
+  const chat = new ScriptedChatClient({
+    replies: (messages) => {
+      const last = messages.at(-1);
+      return last?.role === 'user' && Message.text(last).startsWith('look up') ? { toolCalls: [{ name: 'lookup' }] } : 'reply 000000';
+    },
+  });
   const history = new RedisHistoryProvider({ client, prefix, ...(window === undefined ? {} : { maxMessages: window }) });
   const agent = createAgent({ client: chat, contextProviders: [history] });
   const hosted = createAgent({ client: chat, contextProviders: [history], sessionStore: new InMemorySessionStore() });
+  const tooling = createAgent({ client: chat, contextProviders: [history], tools: [lookup], persistence: 'model-call' });
   /** A new session holding the seeded conversation of `size` messages. */
   const session = async (size: number, name: string): Promise<AgentSession> => {
     const sessionId = `${name}-${size}-${Math.random().toString(36).slice(2, 8)}`;
     await history.forkMessages(seeded.get(size)!, sessionId, { fromState: {}, toState: {} });
     return agent.getSessionById(sessionId);
   };
-  /** How many history messages the last model call was sent (all it was sent but the run's input). */
-  const sent = () => chat.calls.at(-1)!.messages.length - 1;
-  const listKey = (s: AgentSession | string) => history.keys(typeof s === 'string' ? s : s.sessionId).messages;
-  return { agent, hosted, history, session, sent, listKey };
+  /** The cost of `work`, a run on `sessionId`, and how many history messages its first model call was sent (all but the input). */
+  const measure = async (sessionId: string, work: () => Promise<unknown>): Promise<Measured> => {
+    const calls = chat.calls.length;
+    const cost = await meter.measure(history.keys(sessionId).messages, work);
+    return { cost, sent: chat.calls[calls]!.messages.length - 1 };
+  };
+  return { agent, hosted, tooling, session, measure };
 }
 
-/** The cost of the same flow at each size, and what the model was sent in each measured run. */
-type Flow = (size: number) => Promise<{ costs: RunCost[]; sent: number[] }>;
+/** One measured run: what it cost, and how many history messages its first model call was sent. */
+interface Measured {
+  cost: RunCost;
+  sent: number;
+}
 
-/** The flows that changed the history between runs: consecutive runs, a rewind, a session restored from JSON. */
+/** A flow: its measured runs on a session seeded with `size` messages. */
+type Flow = (size: number) => Promise<Measured[]>;
+
+/** The flows that change the history between runs, or store it more than once a run. */
 function flows(window: number | undefined): [string, Flow][] {
   // Made on first use: the server starts after the tests are collected.
   let made: ReturnType<typeof setup> | undefined;
-  const t = new Proxy({} as ReturnType<typeof setup>, { get: (_, key) => (made ??= setup(window))[key as keyof typeof made] });
-  const run = async (session: AgentSession, text: string) => {
-    const cost = await meter.measure(t.listKey(session), () => t.agent.run(text, { session }));
-    return { cost, sent: t.sent() };
-  };
+  const t = () => (made ??= setup(window));
+  const run = (session: AgentSession, text: string) => t().measure(session.sessionId, () => t().agent.run(text, { session }));
   return [
     [
       'consecutive runs on one session',
       async (size) => {
-        const session = await t.session(size, 'consecutive');
-        await t.agent.run('first', { session });
-        const second = await run(session, 'second');
-        const third = await run(session, 'third');
-        return { costs: [second.cost, third.cost], sent: [second.sent, third.sent] };
+        const session = await t().session(size, 'consecutive');
+        await t().agent.run('first', { session });
+        return [await run(session, 'second'), await run(session, 'third')];
       },
     ],
     [
       'a run after agent.rewindSession',
       async (size) => {
-        const session = await t.session(size, 'rewind');
-        await t.agent.run('to be taken back', { session });
-        const [question] = await t.agent.getHistory(session, { limit: 2 });
-        await t.agent.rewindSession(session, question!.id);
+        const { agent, session: seed } = t();
+        const session = await seed(size, 'rewind');
+        await agent.run('to be taken back', { session });
+        const [question] = await agent.getHistory(session, { limit: 2 });
+        await agent.rewindSession(session, question!.id);
         const after = await run(session, 'after the rewind');
-        // Rewound twice more: into the seeded conversation (the list is cut outside any run).
-        const [older] = await t.agent.getHistory(session, { limit: 5 });
-        await t.agent.rewindSession(session, older!.id);
-        const again = await run(session, 'after another rewind');
-        return { costs: [after.cost, again.cost], sent: [after.sent, again.sent] };
+        // Rewound again, into the seeded conversation (the list is cut outside any run).
+        const [older] = await agent.getHistory(session, { limit: 5 });
+        await agent.rewindSession(session, older!.id);
+        return [after, await run(session, 'after another rewind')];
       },
     ],
     [
       'a run after another process wrote to the session',
       async (size) => {
-        const session = await t.session(size, 'other-writer');
-        await t.agent.run('first', { session });
-        const costs: RunCost[] = [];
-        const sent: number[] = [];
+        const session = await t().session(size, 'other-writer');
+        await t().agent.run('first', { session });
+        const measured: Measured[] = [];
         for (const text of ['after a turn written elsewhere', 'after another']) {
           // Another process's provider, on a connection of its own, appends a turn.
           await elsewhere().append(session.sessionId, conversation(0, 2));
-          const measured = await run(session, text);
-          costs.push(measured.cost);
-          sent.push(measured.sent);
+          measured.push(await run(session, text));
         }
-        return { costs, sent };
+        return measured;
       },
     ],
     [
       'a run on a session restored from JSON for each request',
       async (size) => {
-        const first = await t.session(size, 'restored');
-        const costs: RunCost[] = [];
-        const sent: number[] = [];
-        let json = JSON.stringify(t.agent.serializeSession(first));
+        const { agent, session: seed } = t();
+        let json = JSON.stringify(agent.serializeSession(await seed(size, 'restored')));
+        const measured: Measured[] = [];
         for (const text of ['request one', 'request two']) {
-          const session = t.agent.restoreSession(JSON.parse(json));
-          const measured = await run(session, text);
-          costs.push(measured.cost);
-          sent.push(measured.sent);
-          json = JSON.stringify(t.agent.serializeSession(session));
+          const session = agent.restoreSession(JSON.parse(json));
+          measured.push(await run(session, text));
+          json = JSON.stringify(agent.serializeSession(session));
         }
-        return { costs, sent };
+        return measured;
       },
     ],
     [
       'a hosted run, the session loaded from a session store for each request',
       async (size) => {
-        const { sessionId } = await t.session(size, 'hosted');
-        const costs: RunCost[] = [];
-        const sent: number[] = [];
-        for (const text of ['request one', 'request two']) {
-          costs.push(await meter.measure(t.listKey(sessionId), () => t.hosted.run(text, { sessionId })));
-          sent.push(t.sent());
+        const { hosted, session: seed, measure } = t();
+        const { sessionId } = await seed(size, 'hosted');
+        const measured: Measured[] = [];
+        for (const text of ['request one', 'request two']) measured.push(await measure(sessionId, () => hosted.run(text, { sessionId })));
+        return measured;
+      },
+    ],
+    [
+      "a run with a tool call, stored after each model call (persistence: 'model-call')",
+      async (size) => {
+        const { tooling, session: seed, measure } = t();
+        const session = await seed(size, 'model-call');
+        const measured: Measured[] = [];
+        for (const text of ['look up one', 'look up two']) {
+          measured.push(await measure(session.sessionId, () => tooling.run(text, { session })));
         }
-        return { costs, sent };
+        return measured;
       },
     ],
   ];
 }
+
+/**
+ * At most how many entries the save scripts of one run read on the server: the newest sequence
+ * number per save, and with a save per model call the turn stored so far (input, call, result).
+ */
+const TURN_READS = 20;
+
+/** How many save-script calls a run made. */
+const saves = (cost: RunCost) => cost.commands.filter((c) => c === 'evalsha').length;
 
 describe(`a run with a window (maxMessages: ${WINDOW}) costs the same at ${SMALL} and at ${LARGE} stored messages`, () => {
   for (const [name, flow] of flows(WINDOW)) {
     it(name, async () => {
       const small = await flow(SMALL);
       const large = await flow(LARGE);
-      for (const [i, cost] of large.costs.entries()) {
-        // One LRANGE of the window and one call of the save script, nothing else.
-        expect(cost.commands).toEqual(['lrange', 'evalsha']);
-        expect(cost.commands).toEqual(small.costs[i]!.commands);
-        expect(cost.serverCommands).toEqual(small.costs[i]!.serverCommands);
-        // The window's entries and the script's reply: the same count; message texts and ids of one length, so the same bytes within a little.
-        expect(cost.replyEntries).toBe(WINDOW + 1);
-        expect(cost.replyEntries).toBe(small.costs[i]!.replyEntries);
-        expect(Math.abs(cost.replyBytes - small.costs[i]!.replyBytes)).toBeLessThanOrEqual(64);
-        // On the server: the window, and the script's look at the newest sequence number.
-        expect(cost.rangeEntries).toBe(small.costs[i]!.rangeEntries);
-        expect(cost.rangeEntries).toBeLessThanOrEqual(WINDOW + 2);
-        expect(large.sent[i]).toBe(WINDOW);
+      expect(large.length).toBe(small.length);
+      for (const [i, { cost, sent }] of large.entries()) {
+        const before = small[i]!.cost;
+        // One LRANGE of the window, then calls of the save script (one a write), nothing else.
+        expect(cost.commands).toEqual(before.commands);
+        expect(cost.commands[0]).toBe('lrange');
+        expect(cost.commands.slice(1).every((c) => c === 'evalsha')).toBe(true);
+        expect(cost.serverCommands).toEqual(before.serverCommands);
+        // The window's entries and one reply per save: the same count; message texts and ids of one
+        // length, so the same bytes within a little.
+        expect(cost.replyEntries).toBe(WINDOW + saves(cost));
+        expect(cost.replyEntries).toBe(before.replyEntries);
+        expect(Math.abs(cost.replyBytes - before.replyBytes)).toBeLessThanOrEqual(64);
+        // On the server: the window, and what the scripts look at around the turn they store (the
+        // newest sequence number; with a save per model call, the turn stored so far).
+        expect(cost.rangeEntries).toBe(before.rangeEntries);
+        expect(cost.rangeEntries).toBeLessThanOrEqual(WINDOW + TURN_READS);
+        expect([sent, small[i]!.sent]).toEqual([WINDOW, WINDOW]);
       }
     });
   }
 });
 
 // Without a window a run must send the model the whole conversation, so it must read it: what it
-// may read grows with what it sends (one entry per message sent, plus the save script's reply and
-// the script's look at one sequence number), and nothing else grows.
+// reads may grow with what it sends (one entry per message sent), and nothing else may grow. What
+// a run reads beyond the messages sent (the save script's replies, what the scripts look at around
+// the turn they store) is the same at both sizes.
 describe(`a run without a window reads only what it sends the model, at ${SMALL} and at ${LARGE} stored messages`, () => {
   for (const [name, flow] of flows(undefined)) {
     it(name, async () => {
       const small = await flow(SMALL);
       const large = await flow(LARGE);
-      for (const [i, cost] of large.costs.entries()) {
-        expect(cost.commands).toEqual(['lrange', 'evalsha']);
-        expect(cost.serverCommands).toEqual(small.costs[i]!.serverCommands);
-        expect(large.sent[i]).toBeGreaterThanOrEqual(LARGE - 10);
-        for (const [at, measured] of [small, large].entries()) {
-          const run = measured.costs[i]!;
-          expect(run.replyEntries, `${[SMALL, LARGE][at]} stored`).toBe(measured.sent[i]! + 1);
-          expect(run.rangeEntries, `${[SMALL, LARGE][at]} stored`).toBeLessThanOrEqual(measured.sent[i]! + 1);
-        }
+      expect(large.length).toBe(small.length);
+      for (const [i, { cost, sent }] of large.entries()) {
+        const before = small[i]!;
+        expect(cost.commands).toEqual(before.cost.commands);
+        expect(cost.serverCommands).toEqual(before.cost.serverCommands);
+        expect(sent).toBeGreaterThanOrEqual(LARGE - 10);
+        expect(cost.replyEntries - sent).toBe(saves(cost));
+        expect(before.cost.replyEntries - before.sent).toBe(saves(cost));
+        expect(cost.rangeEntries - sent).toBe(before.cost.rangeEntries - before.sent);
+        expect(cost.rangeEntries - sent).toBeLessThanOrEqual(TURN_READS);
       }
     });
   }
