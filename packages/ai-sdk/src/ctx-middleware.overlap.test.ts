@@ -3,6 +3,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { APICallError } from '@ai-sdk/provider';
 import { ConcurrencyError, type Message } from '@ctx/core';
 import { RedisHistoryProvider, RedisSessionStore } from '@ctx/redis';
 import { startRedisServer } from '@ctx/redis-test-server';
@@ -290,6 +291,36 @@ describe.each(SDKS)('ctxMiddleware over Redis with $name', ({ version, ai }) => 
       'user: Did it work?',
     ]);
     expect(history).toHaveLength(5);
+  });
+
+  it("stores a step's tool results once when the AI SDK retries the step after a failure", async () => {
+    let failed = false;
+    const busy = new APICallError({ message: 'Overloaded', url: 'http://x', requestBodyValues: {}, statusCode: 529, isRetryable: true });
+    const { wrapped, stored } = setup({
+      respond: (call) => {
+        if (readPrompt(call).results.length && !failed) {
+          failed = true;
+          return { error: busy };
+        }
+        return charging(call);
+      },
+    });
+    const res = await ai.generateText({
+      model: wrapped,
+      prompt: 'charge ann',
+      tools: { charge: chargeTool([], 1) },
+      stopWhen: ai.stepCountIs(3),
+      maxRetries: 1,
+      providerOptions: { ctx: { sessionId: 'retry' } },
+    });
+    expect(failed).toBe(true);
+    expect(res.text).toBe('Done: charged ann.');
+    expect(await stored('retry')).toEqual([
+      'user: charge ann',
+      'assistant: call call_ann_1',
+      'tool: result call_ann_1 "charged ann"',
+      'assistant: Done: charged ann.',
+    ]);
   });
 
   it('stores nothing twice for an app that sends a window of its own message list', async () => {
