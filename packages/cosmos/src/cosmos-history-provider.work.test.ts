@@ -1,4 +1,4 @@
-import { type AgentSession, createAgent, InMemorySessionStore, Message } from '@ctx/core';
+import { type AgentSession, createAgent, defineTool, InMemorySessionStore, Message } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { type FaultProxy, type ProxiedRequest, startFaultProxy } from '@ctx/cosmos-stand-in';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -84,7 +84,14 @@ async function measure(work: () => Promise<unknown>): Promise<RunCost> {
   return costOf(proxy.requests);
 }
 
-/** One measured run: which flow, what it cost, how many history messages its model call was sent. */
+const lookup = defineTool({
+  name: 'lookup',
+  description: 'Looks something up.',
+  parameters: { type: 'object', properties: {} },
+  execute: () => 'found 000000',
+});
+
+/** One measured run: which flow, what it cost, how many history messages its first model call was sent. */
 interface Measured {
   name: string;
   cost: RunCost;
@@ -105,14 +112,22 @@ async function flows(
   const options = { databaseId, containerId, ...(window === undefined ? {} : { maxMessages: window }) };
   const history = new CosmosHistoryProvider({ client: counted, ...options });
   const elsewhere = new CosmosHistoryProvider({ client: direct, ...options });
-  const chat = new ScriptedChatClient({ replies: () => 'reply 000000' });
+  // An input that asks to look something up gets a call of the tool; anything else, the answer.
+  const chat = new ScriptedChatClient({
+    replies: (messages) => {
+      const last = messages.at(-1);
+      return last?.role === 'user' && Message.text(last).startsWith('look up') ? { toolCalls: [{ name: 'lookup' }] } : 'reply 000000';
+    },
+  });
   const agent = createAgent({ client: chat, contextProviders: [history] });
   const hosted = createAgent({ client: chat, contextProviders: [history], sessionStore: new InMemorySessionStore() });
+  const tooling = createAgent({ client: chat, contextProviders: [history], tools: [lookup], persistence: 'model-call' });
   const out: Measured[] = [];
   /** Measures `work`, a run, and checks it. */
   const record = async (name: string, work: () => Promise<unknown>) => {
+    const calls = chat.calls.length;
     const cost = await measure(work);
-    out.push({ name, cost, sent: chat.calls.at(-1)!.messages.length - 1 });
+    out.push({ name, cost, sent: chat.calls[calls]!.messages.length - 1 });
     check(out.at(-1)!, out.length - 1);
   };
   const session = agent.getSessionById(SESSION);
@@ -143,38 +158,54 @@ async function flows(
 
   // A hosted run: the session loaded from a session store for each request.
   for (const text of ['hosted one', 'hosted two']) await record('hosted run', () => hosted.run(text, { sessionId: SESSION }));
+
+  // A run with a tool call, stored after each model call (persistence: 'model-call').
+  for (const text of ['look up one', 'look up two']) await record('run stored per model call', () => tooling.run(text, { session }));
   return out;
 }
+
+/**
+ * At most how many documents the saves of one run read beyond the window: the head each save
+ * patches, the messages each batch stored, and with a save per model call the turn stored so far
+ * (its input, call and result).
+ */
+const TURN_READS = 20;
+
+/** The requests after a run's load (its query-plan request and the query's pages): those of the saves. */
+const saves = (cost: RunCost) => cost.requests.slice(cost.requests.indexOf('patch'));
 
 describe(`a run costs the same at ${SMALL} and at ${LARGE} stored messages`, () => {
   it(`with a window (maxMessages: ${WINDOW}): the same requests, documents and bytes, in every flow`, async () => {
     const small = await flows(SMALL, WINDOW);
     const large = await flows(LARGE, WINDOW, ({ name, cost, sent }, i) => {
-      // The window (a query: its plan, then the query) and the save (a patch of the head, one batch).
-      expect(cost.requests, name).toEqual(['query-plan', 'query', 'patch', 'batch']);
-      expect(cost.requests, name).toEqual(small[i]!.cost.requests);
-      // The window's documents, the head the patch returns and the two messages the batch stored: the
-      // same count; texts and ids of one length, so the same bytes within a little.
-      expect(cost.documents, name).toBe(small[i]!.cost.documents);
-      expect(cost.documents, name).toBeLessThanOrEqual(WINDOW + 3);
-      expect(Math.abs(cost.bytes - small[i]!.cost.bytes), name).toBeLessThanOrEqual(256);
-      expect(sent, name).toBe(WINDOW);
+      const before = small[i]!;
+      // The window (a query: its plan, then the query), then the saves (a patch of the head, one batch; more with a save per model call).
+      expect(cost.requests, name).toEqual(before.cost.requests);
+      expect(cost.requests.slice(0, 4), name).toEqual(['query-plan', 'query', 'patch', 'batch']);
+      // The window's documents and what the saves return: the same count; texts and ids of one
+      // length, so the same bytes within a little.
+      expect(cost.documents, name).toBe(before.cost.documents);
+      expect(cost.documents, name).toBeLessThanOrEqual(WINDOW + TURN_READS);
+      expect(Math.abs(cost.bytes - before.cost.bytes), name).toBeLessThanOrEqual(256);
+      expect([sent, before.sent], name).toEqual([WINDOW, WINDOW]);
     });
     expect(large.map((r) => r.name)).toEqual(small.map((r) => r.name));
   });
 
   // Without a window a run must send the model the whole conversation, so it must read it: the
-  // documents read may grow only by the messages sent (one per message, plus the head and the two
-  // messages the save returns), and the requests only by the query's pages (1,000 messages a page).
+  // documents read may grow only by the messages sent (one per message), and the requests only by
+  // the query's pages (1,000 messages a page). What a run reads beyond the messages sent (what the
+  // saves return and look at) is the same at both sizes.
   it(`without a window: only what it sends the model, in every flow (at ${SMALL} and ${MEDIUM})`, async () => {
     const small = await flows(SMALL, undefined);
-    const large = await flows(MEDIUM, undefined, (run, i) => {
-      const { name, cost, sent } = run;
+    const large = await flows(MEDIUM, undefined, ({ name, cost, sent }, i) => {
+      const before = small[i]!;
       expect(sent, name).toBeGreaterThanOrEqual(MEDIUM - 10);
       const pages = Math.ceil(sent / 1000);
-      expect(cost.requests, name).toEqual(['query-plan', ...Array<string>(pages).fill('query'), 'patch', 'batch']);
-      expect(small[i]!.cost.requests, name).toEqual(['query-plan', 'query', 'patch', 'batch']);
-      for (const { cost: c, sent: n } of [small[i]!, run]) expect(c.documents, name).toBeLessThanOrEqual(n + 3);
+      expect(cost.requests, name).toEqual(['query-plan', ...Array<string>(pages).fill('query'), ...saves(before.cost)]);
+      expect(before.cost.requests.slice(0, 3), name).toEqual(['query-plan', 'query', 'patch']);
+      expect(cost.documents - sent, name).toBe(before.cost.documents - before.sent);
+      expect(cost.documents - sent, name).toBeLessThanOrEqual(TURN_READS);
     });
     expect(large.map((r) => r.name)).toEqual(small.map((r) => r.name));
   });
