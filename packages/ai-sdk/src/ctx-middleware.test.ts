@@ -362,6 +362,29 @@ describe.each(SDKS)('ctxMiddleware with $name', ({ version, ai }) => {
     expect(stored(session)).toEqual([]);
   });
 
+  it('keeps the tool result of a loop aborted in its second step in the default history, and no partial answer', async () => {
+    const session = new AgentSession();
+    const executed: string[] = [];
+    const { wrapped } = setup(
+      [{ toolCalls: [{ id: 'call_1', name: 'weather', input: { city: 'Oslo' } }] }, { text: 'It is minus three in Oslo today.' }],
+      { session },
+      2,
+    );
+    const controller = new AbortController();
+    const res = ai.streamText({
+      model: wrapped,
+      prompt: 'Weather in Oslo?',
+      tools: { weather: weather(executed) },
+      stopWhen: ai.stepCountIs(3),
+      abortSignal: controller.signal,
+      onError: () => {},
+    });
+    let deltas = 0;
+    for await (const part of res.fullStream) if (part.type === 'text-delta' && ++deltas === 2) controller.abort();
+    expect(executed).toEqual(['Oslo']);
+    expect(stored(session)).toEqual(['user: Weather in Oslo?', 'assistant: call weather', 'tool: result weather']);
+  });
+
   it("reads the model's stream no faster than the AI SDK reads, and cancels it when the AI SDK stops", async () => {
     const { model, stats } = endlessModel(version);
     const wrapped = ai.wrapLanguageModel({ model, middleware: ctxMiddleware() });
