@@ -1,4 +1,5 @@
 import { checkId, checkOptionNames, checkSessionId, optionNames, shortId } from '../backend/checks.js';
+import { abortable } from '../backend/deadline.js';
 import { ConcurrencyError, ConfigurationError, describe, InvalidInputError, isAbortError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import type { Message } from '../messages/message.js';
@@ -169,9 +170,13 @@ class HostedTurn {
       await queue(sessionId, signal, () => saveMerging(store, session, { providers: history.validators, signal }));
     } catch (error) {
       // A save that found the session gone says so; any other failure may come after writes (a
-      // history storing each model call), so the store is asked.
-      const deleted = (ConcurrencyError.isInstance(error) && error.sessionDeleted === true) || (await this.#gone(session, error));
-      throw deleted ? await this.#removeTurn(session, error) : error;
+      // history storing each model call), so the store is asked. The look and the removal go on
+      // after a caller that aborted has left: it is answered at once, and nothing is left behind.
+      const settled = (async () => {
+        const deleted = (ConcurrencyError.isInstance(error) && error.sessionDeleted === true) || (await this.#gone(session, error));
+        return deleted ? await this.#removeTurn(session, error) : error;
+      })();
+      throw await abortable(settled, signal).catch((aborted: unknown) => aborted);
     }
     if (!owesTurnStored(response)) return response;
     // Still inside the turn's flight and lease: a repeat of this turn waits until what is derived from it is written too.
