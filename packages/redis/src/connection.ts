@@ -315,6 +315,8 @@ export class RedisConnection {
         if (!RESEND_REPLIES.test(message) || signal?.aborted || Date.now() + pause >= deadline || this.#closed) throw error;
         (client as Cluster).refreshSlotsCache();
         await new Promise((resolve) => setTimeout(resolve, pause));
+        // The caller may have left meanwhile (it was answered with the abort): send nothing behind it.
+        if (signal?.aborted || this.#closed) throw error;
       }
     }
   }
