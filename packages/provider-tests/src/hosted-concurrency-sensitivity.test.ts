@@ -4,6 +4,7 @@
  * variant below has one fault and lists the tests that must fail because of it (run as `it.fails`,
  * so a test that wrongly passes turns this file red) while every other test still passes.
  */
+// @module-tag seeded-fault
 import type { SessionJson, SetSessionOptions } from '@ctx/core';
 import { ExampleDatabase, ExampleHistoryProvider, ExampleSessionStore } from './example-backend.js';
 import { describeHostedConcurrency } from './index.js';

@@ -31,7 +31,7 @@ import {
   parseSessionJson,
   sessionOfUser,
 } from '@ctx/core/backend';
-import { expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { describeSessionStore } from './index.js';
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -395,9 +395,11 @@ const storeFaults: Record<StoreFault, readonly string[]> = {
   'lease-check-then-write-race': [store.leaseRace],
 };
 
-for (const [fault, expectedFailures] of Object.entries(storeFaults)) {
-  describeSessionStore(`broken store: ${fault}`, { create: () => new MapSessionStore(fault as StoreFault), expectedFailures });
-}
+describe('seeded faults', { tags: ['seeded-fault'] }, () => {
+  for (const [fault, expectedFailures] of Object.entries(storeFaults)) {
+    describeSessionStore(`broken store: ${fault}`, { create: () => new MapSessionStore(fault as StoreFault), expectedFailures });
+  }
+});
 
 test('every test of the session store suite fails for at least one fault', () => {
   const caught = new Set(Object.values(storeFaults).flat());

@@ -23,7 +23,7 @@ import {
   sameMessageContent,
   type SaveHistoryArgs,
 } from '@ctx/core/backend';
-import { expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { describeHistoryProvider } from './index.js';
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -558,17 +558,19 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
   'fork-refuses-untyped': [history.forkUnknown, history.forkEmpty],
 };
 
-for (const [fault, expectedFailures] of Object.entries(historyFaults)) {
-  const backend = new Map<string, unknown[]>();
-  describeHistoryProvider(`broken history: ${fault}`, {
-    create: (options) => {
-      if (fault === 'drops-options') return new MapHistoryProvider(backend, { sourceId: options.sourceId });
-      if (fault === 'per-instance-backend') return new MapHistoryProvider(new Map(), options);
-      return new MapHistoryProvider(backend, options, fault as HistoryFault);
-    },
-    expectedFailures,
-  });
-}
+describe('seeded faults', { tags: ['seeded-fault'] }, () => {
+  for (const [fault, expectedFailures] of Object.entries(historyFaults)) {
+    const backend = new Map<string, unknown[]>();
+    describeHistoryProvider(`broken history: ${fault}`, {
+      create: (options) => {
+        if (fault === 'drops-options') return new MapHistoryProvider(backend, { sourceId: options.sourceId });
+        if (fault === 'per-instance-backend') return new MapHistoryProvider(new Map(), options);
+        return new MapHistoryProvider(backend, options, fault as HistoryFault);
+      },
+      expectedFailures,
+    });
+  }
+});
 
 test('every test of the history suite fails for at least one fault', () => {
   const caught = new Set(Object.values(historyFaults).flat());

@@ -4,6 +4,7 @@
  * because of it (run as `it.fails`, so a test that wrongly passes turns this file red) while every
  * other test still passes.
  */
+// @module-tag seeded-fault
 import {
   type IndexedMessage,
   InMemoryVectorIndex,

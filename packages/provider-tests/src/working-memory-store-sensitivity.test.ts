@@ -4,6 +4,7 @@
  * it (run as `it.fails`, so a test that wrongly passes turns this file red) while every other test
  * still passes.
  */
+// @module-tag seeded-fault
 import {
   InMemoryWorkingMemoryStore,
   type JsonValue,
