@@ -239,6 +239,40 @@ describe.each(SDKS)('ctxMiddleware over Redis with $name', ({ version, ai }) => 
     }
   });
 
+  it("lets another process take the next step of a turn held between its steps: the app's own loop across requests", async () => {
+    const one = setup({ respond: charging, stepGapMs: 60_000, runningTurns: { waitMs: 200 } });
+    const other = ai.wrapLanguageModel({
+      model: scriptedModel(version, [], { respond: charging }).model as never,
+      middleware: ctxMiddleware({
+        contextProviders: [one.history],
+        sessionStore: one.sessionStore,
+        stepGapMs: 60_000,
+        runningTurns: { waitMs: 200 },
+      }),
+    });
+    const ctx = { ctx: { sessionId: 'relay' } };
+    // Request 1: the model calls the tool; the AI SDK runs it and stops (one step).
+    const first = await ai.generateText({
+      model: one.wrapped,
+      prompt: 'charge ann',
+      tools: { charge: chargeTool([], 1) },
+      maxRetries: 0,
+      providerOptions: ctx,
+    });
+    // Request 2, in another process: the app sends its list with the tool's result.
+    const messages = [{ role: 'user' as const, content: 'charge ann' }, ...(first.response.messages as ai6.ModelMessage[])];
+    const second = await ai.generateText({ model: other, messages, maxRetries: 0, providerOptions: ctx });
+    expect(second.text).toBe('Done: charged ann.');
+    expect(await one.stored('relay')).toEqual([
+      'user: charge ann',
+      'assistant: call call_ann_1',
+      'tool: result call_ann_1 "charged ann"',
+      'assistant: Done: charged ann.',
+    ]);
+    // The turn is over: a new one runs at once in either process.
+    expect((await ai.generateText({ model: one.wrapped, prompt: 'Thanks', maxRetries: 0, providerOptions: ctx })).text).toBe('Re: Thanks');
+  });
+
   it('answers two concurrent calls without tools, each with its own answer, both stored', async () => {
     for (let round = 0; round < 3; round++) {
       const { wrapped, stored } = setup({ respond: (call) => ({ text: `Re: ${readPrompt(call).users.at(-1)}` }), delayMs: 3 });

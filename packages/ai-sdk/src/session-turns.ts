@@ -30,6 +30,8 @@ interface Held {
   session: AgentSession | undefined;
   /** Whether the store lease is taken (a store with `leaseTurn`). */
   leased: boolean;
+  /** When the lease ends unless renewed (`performance.now()` time, reckoned from when the last lease call went out). */
+  expires: number;
   /** Renews the lease every third of `leaseMs`. */
   renewal: ReturnType<typeof setTimeout> | undefined;
   /** Ends the hold between steps when no next step came within `gapMs`. */
@@ -98,26 +100,31 @@ export class SessionTurns {
         // Held here between two steps: only the turn's next step runs now.
         const session = held.session!;
         const seen = continues(session);
-        if (!(seen.continues && seen.holder === held.holder)) {
-          await this.#changed(sessionId, signal, deadline, late);
-          continue;
+        if (seen.continues && seen.holder === held.holder) {
+          held.busy = true;
+          clearTimeout(held.gap);
+          held.gap = undefined;
+          if (held.leased && held.expires - performance.now() < (this.options.leaseMs * 2) / 3) this.#renewNow(sessionId, held);
+          this.#renew(sessionId, held);
+          return this.#step(sessionId, held, session);
         }
-        held.busy = true;
-        clearTimeout(held.gap);
-        held.gap = undefined;
-        return this.#step(sessionId, held, session);
+        if (this.#leases() && (await this.#movedOn(sessionId, held, load, continues))) continue;
+        await this.#changed(sessionId, signal, deadline, late, FIRST_POLL_MS * 2 ** Math.min(attempt, 5));
+        continue;
       }
       // Free here: claim it before the first await, so calls of this process queue behind this one.
-      const claim: Held = { holder: '', busy: true, session: undefined, leased: false, renewal: undefined, gap: undefined };
+      const claim: Held = { holder: '', busy: true, session: undefined, leased: false, expires: 0, renewal: undefined, gap: undefined };
       this.#held.set(sessionId, claim);
       let session: AgentSession;
       try {
         // The load and the lease (for a new turn) go out together: one round trip of waiting, not two.
         const fresh = generateId();
+        const sent = performance.now();
         const [loaded, leased] = await Promise.allSettled([load(), this.#lease(sessionId, fresh, signal)]);
         if (leased.status === 'fulfilled' && leased.value) {
           claim.holder = fresh;
           claim.leased = true;
+          claim.expires = sent + this.options.leaseMs;
         }
         if (loaded.status === 'rejected') throw loaded.reason;
         if (leased.status === 'rejected') throw leased.reason;
@@ -128,7 +135,9 @@ export class SessionTurns {
         } else if (seen.continues && seen.holder) {
           // A step of a turn held between its steps (in another process, or before this one's lease ended): it goes on under that turn's holder.
           claim.holder = seen.holder;
+          const again = performance.now();
           claim.leased = await this.#lease(sessionId, seen.holder, signal);
+          claim.expires = again + this.options.leaseMs;
         } else claim.holder = fresh;
       } catch (error) {
         this.#free(sessionId, claim);
@@ -158,11 +167,55 @@ export class SessionTurns {
         held.busy = false;
         if (!hold) return this.#end(sessionId, held);
         held.session = saved;
-        held.gap = setTimeout(() => this.#end(sessionId, held), this.options.gapMs);
+        // No renewals between steps: the lease lasts the gap (extended once if it would end sooner),
+        // then lapses by itself, so a turn another process took over is never held again from here.
+        clearTimeout(held.renewal);
+        held.renewal = undefined;
+        const { gapMs } = this.options;
+        const now = performance.now();
+        if (held.leased && now + gapMs > held.expires) {
+          held.expires = now + gapMs;
+          this.store!.leaseTurn!(sessionId, { turn: SESSION_LEASE, holder: held.holder, ttlMs: Math.max(1, gapMs) }).catch(
+            (error: unknown) =>
+              this.options.warn(
+                `The lease on session ${shortId(sessionId)} could not be extended for the next step: ${describeError(error)}.`,
+              ),
+          );
+        }
+        held.gap = setTimeout(() => {
+          held.gap = undefined;
+          if (!held.busy) this.#free(sessionId, held);
+        }, gapMs);
         (held.gap as { unref?: () => void }).unref?.();
         this.#wake(sessionId);
       },
     };
+  }
+
+  /**
+   * Whether the turn held here between its steps went on in another process (its next step, sent
+   * there: an app's own tool loop across requests) and ended or moved on there: the session as
+   * stored no longer names its holder. Then the hold here ends (the lease is that process's to end).
+   */
+  async #movedOn(
+    sessionId: string,
+    held: Held,
+    load: () => Promise<AgentSession>,
+    continues: (session: AgentSession) => { holder: string | undefined },
+  ): Promise<boolean> {
+    held.busy = true; // no other call here looks meanwhile
+    let holder: string | undefined;
+    try {
+      holder = continues(await load()).holder;
+    } finally {
+      held.busy = false;
+    }
+    if (holder === held.holder || this.#held.get(sessionId) !== held) return false;
+    clearTimeout(held.gap);
+    held.gap = undefined;
+    held.leased = false;
+    this.#free(sessionId, held);
+    return true;
   }
 
   /** Ends a turn: frees the session here and releases the lease. */
@@ -201,12 +254,29 @@ export class SessionTurns {
     return this.store!.leaseTurn!(sessionId, { turn: SESSION_LEASE, holder, ttlMs: this.options.leaseMs, ...(signal ? { signal } : {}) });
   }
 
-  /** Renews the lease every third of `leaseMs` while the turn holds the session. */
+  /** Renews the lease at once (the next step of a turn whose lease would end within two thirds of `leaseMs`). */
+  #renewNow(sessionId: string, held: Held): void {
+    const { leaseMs, warn } = this.options;
+    held.expires = performance.now() + leaseMs;
+    this.store!.leaseTurn!(sessionId, { turn: SESSION_LEASE, holder: held.holder, ttlMs: leaseMs }).then(
+      (still) => {
+        if (!still)
+          warn(
+            `The lease on session ${shortId(sessionId)} ended between two steps of a turn and another process took it; it may run a turn on the session meanwhile.`,
+          );
+      },
+      (error: unknown) => warn(`The lease on session ${shortId(sessionId)} could not be renewed: ${describeError(error)}.`),
+    );
+  }
+
+  /** Renews the lease every third of `leaseMs` while a step of the turn runs. */
   #renew(sessionId: string, held: Held): void {
     if (!held.leased) return;
     const { leaseMs, warn } = this.options;
+    clearTimeout(held.renewal);
     held.renewal = setTimeout(
       () => {
+        held.expires = performance.now() + leaseMs;
         this.store!.leaseTurn!(sessionId, { turn: SESSION_LEASE, holder: held.holder, ttlMs: leaseMs }).then(
           (still) => {
             if (!still) {
@@ -214,11 +284,11 @@ export class SessionTurns {
                 `The lease on session ${shortId(sessionId)} expired while a turn held it (the process was too busy to renew it within ${leaseMs} ms, runningTurns.leaseMs); another process may run a turn on it meanwhile.`,
               );
             }
-            if (this.#held.get(sessionId) === held) this.#renew(sessionId, held);
+            if (this.#held.get(sessionId) === held && held.busy) this.#renew(sessionId, held);
           },
           (error: unknown) => {
             warn(`The lease on session ${shortId(sessionId)} could not be renewed: ${describeError(error)}.`);
-            if (this.#held.get(sessionId) === held) this.#renew(sessionId, held);
+            if (this.#held.get(sessionId) === held && held.busy) this.#renew(sessionId, held);
           },
         );
       },
@@ -227,8 +297,11 @@ export class SessionTurns {
     (held.renewal as { unref?: () => void }).unref?.();
   }
 
-  /** Waits until the session's state here changes (a step ended, a turn ended), the deadline, or the signal. */
-  #changed(sessionId: string, signal: AbortSignal | undefined, deadline: number, late: () => Error): Promise<void> {
+  /**
+   * Waits until the session's state here changes (a step ended, a turn ended), `pollMs` passed
+   * (when given: to look at the store again), the deadline (then rejects with `late()`), or the signal.
+   */
+  #changed(sessionId: string, signal: AbortSignal | undefined, deadline: number, late: () => Error, pollMs?: number): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<void>((resolve, reject) => {
       const list = this.#waiting.get(sessionId) ?? [];
@@ -248,12 +321,14 @@ export class SessionTurns {
         done();
         reject(signal!.reason);
       };
+      const left = deadline - performance.now();
       const timer = setTimeout(
         () => {
           done();
-          reject(late());
+          if (performance.now() >= deadline) reject(late());
+          else resolve();
         },
-        Math.max(0, deadline - performance.now()),
+        Math.max(0, pollMs === undefined ? left : Math.min(left, pollMs)),
       );
       signal?.addEventListener('abort', onAbort, { once: true });
       list.push(wake);
