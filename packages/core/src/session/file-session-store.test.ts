@@ -281,13 +281,17 @@ describe('FileSessionStore operator problems', () => {
     }
   });
 
-  it.skipIf(process.getuid?.() === 0 || process.platform === 'win32')(
+  it.skipIf(process.platform === 'win32')(
     'maps a file it may not read to a BackendUnavailableError that says to check permissions',
     async () => {
       const store = new FileSessionStore({ directory: dir });
       await store.set(sessionOf('locked-out'));
       await chmod(fileOf('locked-out'), 0o000);
-      await expectFailure(store.get('locked-out'), BackendUnavailableError.isInstance, '"locked-out"', 'permissions');
+      await asUnprivilegedUser(async () => {
+        // The file system itself refuses the read: the store gets EACCES, not a stand-in error.
+        await expect(readFile(fileOf('locked-out'))).rejects.toMatchObject({ code: 'EACCES' });
+        await expectFailure(store.get('locked-out'), BackendUnavailableError.isInstance, '"locked-out"', 'permissions');
+      });
     },
   );
 
@@ -499,3 +503,20 @@ describe('FileSessionStore.list', () => {
     }
   });
 });
+
+/**
+ * Runs `body` as a user the file system holds to file permissions. Root reads any file, so a root
+ * process (CI runs as root) runs it with the effective user id of `nobody` (65534), and the store
+ * directory open to others for the path lookup, then takes root back.
+ */
+async function asUnprivilegedUser<T>(body: () => Promise<T>): Promise<T> {
+  if (process.getuid?.() !== 0) return body();
+  if (!process.seteuid) throw new Error('running as root, this test needs process.seteuid (a forked test process, not a worker thread)');
+  await chmod(dir, 0o711);
+  process.seteuid(65534);
+  try {
+    return await body();
+  } finally {
+    process.seteuid(0);
+  }
+}
