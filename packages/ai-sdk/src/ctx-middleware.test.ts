@@ -343,6 +343,30 @@ describe.each(SDKS)('ctxMiddleware with $name', ({ version, ai }) => {
     }
   });
 
+  it('frees the session after a failed call, streamed or not: the next call on it runs at once', async () => {
+    for (const stream of [false, true]) {
+      let failures = 1;
+      const flaky: ContextProvider = {
+        sourceId: 'flaky',
+        beforeRun() {
+          if (failures-- > 0) throw new Error('index offline');
+        },
+      };
+      const { wrapped } = setup([{ text: 'Back.' }], { contextProviders: [flaky], runningTurns: { waitMs: 0 } });
+      const args = { model: wrapped, prompt: 'hi', maxRetries: 0, providerOptions: { ctx: { sessionId: 's1' } } };
+      const ask = async () => {
+        if (!stream) return (await ai.generateText(args)).text;
+        let error: unknown;
+        const res = ai.streamText({ ...args, onError: ({ error: e }) => void (error = e) });
+        for await (const _ of res.fullStream);
+        if (error) throw error;
+        return res.text;
+      };
+      await expect(ask()).rejects.toBeInstanceOf(ProviderError);
+      expect(await ask()).toBe('Back.');
+    }
+  });
+
   it('aborts with the caller: a stream stops mid-answer and nothing is stored', async () => {
     const session = new AgentSession();
     const { wrapped, calls } = setup([{ text: 'one two three four five six seven eight' }], { session }, 15);
