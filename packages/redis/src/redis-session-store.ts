@@ -57,9 +57,10 @@ export interface RedisSessionStoreOptions extends RedisConnectionOptions {
    */
   ttlSeconds?: number;
   /**
-   * Called when, on a Redis Cluster, a session was saved but one of its listing entries could not be
-   * written (its listing's node down or stalled, a listing key of the wrong type): `set` still
-   * resolves, since the session is stored, and the store writes the entries again in the background
+   * Called when, on a Redis Cluster, a session was saved (or deleted) but one of its listing entries
+   * could not be written (or removed: its listing's node down or stalled, a listing key of the wrong
+   * type): `set` (`delete`) still resolves, since the session is stored (deleted), and the store
+   * writes the entries again in the background
    * (after 1 s, then 2, 4, ... up to 60 s, 10 tries) and at the session's next save. Called again
    * with a final error when a repair gives up (then run `reindex()`). Default: a process warning
    * (`process.emitWarning`, code `CTX_REDIS_LISTING`), at most one a minute, counting the failures.
@@ -303,9 +304,9 @@ export class RedisSessionStore implements SessionStore {
   }
 
   /**
-   * Writes a saved session's listing entries at once (cluster). What fails is reported to
-   * `onListingError` and kept for a repair; it never fails the caller, whose session is stored.
-   * Resolves to whether every write landed.
+   * Writes a saved session's listing entries (or removes a deleted one's: `operation` 'delete') at
+   * once (cluster). What fails is reported to `onListingError` and kept for a repair; it never fails
+   * the caller, whose session is stored (or deleted). Resolves to whether every write landed.
    */
   async #writeListings(operation: string, sessionId: string, writes: ListingWrite[], signal?: AbortSignal): Promise<boolean> {
     const results = await Promise.allSettled(writes.map((w) => this.#indexCall(operation, sessionId, w.script, w.keys, w.args, signal)));
@@ -314,9 +315,12 @@ export class RedisSessionStore implements SessionStore {
     const error = (results.find((r) => r.status === 'rejected') as PromiseRejectedResult).reason;
     const tries = this.#repairs.get(sessionId)?.tries ?? 0;
     this.#queueRepair(sessionId, failed, tries);
+    const next = `the background repair (next try in ${repairDelay(tries) / 1000} s)`;
     this.#report(
       error,
-      `session ${shortId(sessionId)} is saved, but ${failed.length} of its ${writes.length} listing writes failed; it is listed as before until the background repair (next try in ${repairDelay(tries) / 1000} s), its next save or reindex() writes them`,
+      operation === 'delete'
+        ? `session ${shortId(sessionId)} is deleted, but ${failed.length} of its ${writes.length} listing removals failed; a page drops the entry as it reads it, and ${next} removes it`
+        : `session ${shortId(sessionId)} is saved, but ${failed.length} of its ${writes.length} listing writes failed; it is listed as before until ${next}, its next save or reindex() writes them`,
     );
     return false;
   }
@@ -484,7 +488,10 @@ export class RedisSessionStore implements SessionStore {
   /**
    * Deletes a session and its listing entries; resolves to whether one was stored. One round trip
    * on a single node when the store read or wrote the session before (else two when it has a user);
-   * on a cluster, one for the session and then one to each listing at once.
+   * on a cluster, one for the session and then one to each listing at once, where a removal that
+   * fails does not fail `delete` (the session is deleted): it goes to `onListingError` and is
+   * repaired as a save's listing writes are (a page drops the entry meanwhile).
+   * @throws BackendUnavailableError when Redis cannot be reached within `timeoutMs` (for the session itself).
    */
   async delete(sessionId: string, options: { signal?: AbortSignal } = {}): Promise<boolean> {
     const key = this.key(sessionId);
@@ -509,12 +516,10 @@ export class RedisSessionStore implements SessionStore {
     this.#repairs.delete(sessionId); // a pending repair would list the deleted session again
     if (Number(reply[0]) !== 1) return false;
     const [, hadUser, user, rev] = reply as [number, string, string, string];
-    await Promise.all([
-      this.#indexCall('delete', sessionId, INDEX_REMOVE_SCRIPT, this.indexKeys(undefined, sessionId), [sessionId, rev], signal),
-      hadUser === '1'
-        ? this.#indexCall('delete', sessionId, INDEX_REMOVE_SCRIPT, this.indexKeys(user), [sessionId, rev], signal)
-        : undefined,
-    ]);
+    // Removals of entries of this revision or older: a session created again under the id keeps its own.
+    const writes: ListingWrite[] = [{ script: INDEX_REMOVE_SCRIPT, keys: this.indexKeys(undefined, sessionId), args: [sessionId, rev] }];
+    if (hadUser === '1') writes.push({ script: INDEX_REMOVE_SCRIPT, keys: this.indexKeys(user), args: [sessionId, rev] });
+    await this.#writeListings('delete', sessionId, writes, signal);
     return true;
   }
 
