@@ -426,6 +426,7 @@ describe.each(SDKS)('ctxMiddleware with $name', ({ version, ai }) => {
   it('refuses a bad configuration with ConfigurationError', async () => {
     expect(() => ctxMiddleware({ contextProviders: [{ sourceId: 'ai-sdk' }] })).toThrow(ConfigurationError);
     expect(() => ctxMiddleware({ contextProviders: [{ sourceId: 'x' }, { sourceId: 'x' }] })).toThrow(/share the sourceId "x"/);
+    for (const stepGapMs of [-1, 1.5, 3_600_001]) expect(() => ctxMiddleware({ stepGapMs })).toThrow(/stepGapMs must be an integer/);
     const fixed = setup([], { session: new AgentSession() });
     const named = { model: fixed.wrapped, prompt: 'hi', maxRetries: 0, providerOptions: { ctx: { sessionId: 's1' } } };
     await expect(ai.generateText(named)).rejects.toThrow(/fixed `session`/);

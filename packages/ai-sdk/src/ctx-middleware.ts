@@ -62,7 +62,7 @@ export interface CtxMiddlewareOptions extends Omit<AgentOptions, 'client' | 'ses
    * next step of its tool loop (the AI SDK runs the tools, then calls the model with their
    * results), in milliseconds: meanwhile another turn on the session waits. Set it above the
    * longest your tools take. Default 10000.
-   * @throws ConfigurationError (from `ctxMiddleware`) when it is not a non-negative integer.
+   * @throws ConfigurationError (from `ctxMiddleware`) when it is not an integer from 0 to 3,600,000.
    */
   stepGapMs?: number;
 }
@@ -117,8 +117,10 @@ export interface CtxCallMetadata {
  */
 export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware {
   const { session: fixedSession, sessionStore = new InMemorySessionStore(), stepGapMs = 10_000, ...agentOptions } = options;
-  if (!Number.isInteger(stepGapMs) || stepGapMs < 0) {
-    throw new ConfigurationError(`ctxMiddleware: stepGapMs must be a non-negative integer (ms), got ${String(stepGapMs)}.`);
+  if (!Number.isInteger(stepGapMs) || stepGapMs < 0 || stepGapMs > MAX_STEP_GAP_MS) {
+    throw new ConfigurationError(
+      `ctxMiddleware: stepGapMs must be an integer from 0 to ${MAX_STEP_GAP_MS} (ms), got ${String(stepGapMs)}.`,
+    );
   }
   if (agentOptions.contextProviders?.some((p) => p?.sourceId === TURN_SLOT)) {
     throw new ConfigurationError(
@@ -443,6 +445,9 @@ function toInput(prompt: readonly PromptMessage[]): AgentInput {
   }
   return input;
 }
+
+/** The longest `stepGapMs`: an hour, the longest turn lease a store grants. */
+const MAX_STEP_GAP_MS = 3_600_000;
 
 /** A signal that never aborts, for a redactor called outside a run. */
 const NEVER = new AbortController().signal;

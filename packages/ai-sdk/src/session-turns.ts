@@ -210,7 +210,13 @@ export class SessionTurns {
     } finally {
       held.busy = false;
     }
-    if (holder === held.holder || this.#held.get(sessionId) !== held) return false;
+    if (this.#held.get(sessionId) !== held) return false;
+    if (held.gap === undefined) {
+      // the gap ended while the store was read
+      this.#free(sessionId, held);
+      return true;
+    }
+    if (holder === held.holder) return false;
     clearTimeout(held.gap);
     held.gap = undefined;
     held.leased = false;
