@@ -96,6 +96,8 @@ interface ListingRepair {
   tries: number;
   /** When the next try is due (ms since the epoch). */
   due: number;
+  /** Whether a try is under way (a pass that starts meanwhile leaves it alone). */
+  busy?: boolean;
 }
 
 /** What `reindex` did. */
@@ -138,6 +140,8 @@ export class RedisSessionStore implements SessionStore {
   /** Cluster: session id -> its listing writes that failed after it was saved, oldest first. */
   readonly #repairs = new Map<string, ListingRepair>();
   #repairTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When the armed repair timer fires (ms since the epoch). */
+  #repairTimerDue = 0;
   readonly #onListingError: (error: BackendUnavailableError | SessionStateError) => void;
   /** The default reporter's last warning (ms) and the failures since. */
   #warned = { at: 0, failures: 0 };
@@ -340,10 +344,20 @@ export class RedisSessionStore implements SessionStore {
     this.#armRepairs();
   }
 
-  /** Schedules the background pass at the earliest due repair (an unref'd timer: it keeps no process alive). */
+  /**
+   * Schedules the background pass at the earliest due repair (an unref'd timer: it keeps no process
+   * alive), moving an armed timer forward when a repair is due before it.
+   */
   #armRepairs(): void {
-    if (this.#repairTimer !== undefined || this.#repairs.size === 0 || this.#connection.closed) return;
-    const due = Math.min(...[...this.#repairs.values()].map((r) => r.due));
+    if (this.#repairs.size === 0 || this.#connection.closed) return;
+    let due = Number.POSITIVE_INFINITY;
+    for (const repair of this.#repairs.values()) if (!repair.busy) due = Math.min(due, repair.due);
+    if (due === Number.POSITIVE_INFINITY) return; // the pass under way arms the timer when it ends
+    if (this.#repairTimer !== undefined) {
+      if (due >= this.#repairTimerDue) return;
+      clearTimeout(this.#repairTimer);
+    }
+    this.#repairTimerDue = due;
     this.#repairTimer = setTimeout(
       () => {
         this.#repairTimer = undefined;
@@ -369,7 +383,7 @@ export class RedisSessionStore implements SessionStore {
   /** Tries the repairs that are due (all with `all`), at once; resolves to how many succeeded. */
   async #repairDue(all: boolean, signal?: AbortSignal): Promise<number> {
     const now = Date.now();
-    const due = [...this.#repairs].filter(([, r]) => all || r.due <= now);
+    const due = [...this.#repairs].filter(([, r]) => !r.busy && (all || r.due <= now));
     const done = await Promise.all(
       due.map(async ([sessionId, repair]) => {
         if (this.#repairs.get(sessionId) !== repair) return false; // saved again meanwhile
@@ -381,9 +395,11 @@ export class RedisSessionStore implements SessionStore {
           );
           return false;
         }
+        repair.busy = true;
         const results = await Promise.allSettled(
           repair.writes.map((w) => this.#indexCall('repairListings', sessionId, w.script, w.keys, w.args, signal)),
         );
+        repair.busy = false;
         if (this.#repairs.get(sessionId) !== repair) return false;
         const failed = repair.writes.filter((_, i) => results[i]!.status === 'rejected');
         if (failed.length === 0) {
