@@ -8,13 +8,16 @@ import { describeHistoryProvider, describeHostedConcurrency, describeSessionStor
 const database = new ExampleDatabase();
 describeHistoryProvider('ExampleHistoryProvider (the README template)', {
   create: (options) => new ExampleHistoryProvider({ ...options, database }),
+  capabilities: { popMessages: true, clearMessages: true },
 });
 describeSessionStore('ExampleSessionStore (the README template)', {
   create: () => new ExampleSessionStore({ database }),
+  capabilities: { list: true, total: false, leases: false },
 });
 describeHostedConcurrency('ExampleSessionStore with ExampleHistoryProvider (the README template)', {
   createStore: () => new ExampleSessionStore({ database }),
   createHistory: (options) => new ExampleHistoryProvider({ ...options, database }),
+  capabilities: { leases: false },
 });
 
 describe('the README template', () => {

@@ -20,6 +20,7 @@ describeSessionStore('FileSessionStore (a directory per test)', {
       await rm(store.directory, { recursive: true, force: true });
     }
   },
+  capabilities: { list: true, total: true, leases: true },
 });
 
 // Like two processes: every test's stores are separate instances over one shared directory.
@@ -33,6 +34,7 @@ describeSessionStore('FileSessionStore (one directory shared by every instance)'
   },
   create: () => new FileSessionStore({ directory: shared }),
   cleanup: (store) => expectOnlySessionFiles(store.directory),
+  capabilities: { list: true, total: true, leases: true },
 });
 
 // Each simulated server has its own store instance over one directory, as separate processes would.
@@ -47,6 +49,7 @@ describeHostedConcurrency('FileSessionStore with the default in-memory history',
   createStore: () => new FileSessionStore({ directory: hosted }),
   cleanup: (store) => expectOnlySessionFiles((store as FileSessionStore).directory),
   timeout: 60_000,
+  capabilities: { leases: true },
 });
 
 describe('FileSessionStore across instances', () => {

@@ -22,7 +22,14 @@ import {
 import { ScriptedChatClient, type ScriptedCall, type ScriptedReply } from '@ctx/core/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, type TestContext } from 'vitest';
 import { BLANK_SESSION_IDS, describeId, expectRejection, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
-import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
+import {
+  checkCapability,
+  createRegistrar,
+  expectDeclared,
+  randomTag,
+  type ConformanceSuiteOptions,
+  type MaybePromise,
+} from './suite-options.js';
 
 /** What a history backend can or cannot do; the suite skips or adapts the tests that depend on it. */
 export interface HistoryProviderCapabilities {
@@ -54,6 +61,18 @@ export interface HistoryProviderCapabilities {
    * piece. Default true; set false and the retried-turn tests are skipped.
    */
   replacesRetriedTurns?: boolean;
+  /**
+   * The provider has `popMessages`. True: the popping tests run, and a provider without it fails
+   * them. False: they are skipped (a provider that has it all the same fails the declaration test).
+   * Default (undeclared): decided by whether the provider has it, so one that lost it only skips them.
+   */
+  popMessages?: boolean;
+  /**
+   * The provider has `clearMessages`. True: the clearing tests run, and a provider without it fails
+   * them. False: they are skipped (a provider that has it all the same fails the declaration test).
+   * Default (undeclared): decided by whether the provider has it.
+   */
+  clearMessages?: boolean;
 }
 
 /** What the suite passes to `create`: the options under test, always with a `sourceId`. */
@@ -73,6 +92,11 @@ export interface HistoryProviderSuiteOptions<P extends HistoryProvider = History
   /** How many runs the concurrency test starts at once on one session. Default 50. */
   concurrentRuns?: number;
 }
+
+/** Saves the racing-reader test makes, each raced by readers. */
+const TORN_READ_ROUNDS = 5;
+/** Reads each racing reader makes at most while one save runs (a bound, not a timing). */
+const MAX_RACING_READS = 200;
 
 const CHECKED_OPTIONS = ['sourceId', 'loadMessages', 'storeInputs', 'storeOutputs', 'storeContextMessages', 'maxMessages'] as const;
 
@@ -742,6 +766,43 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
         }
       });
 
+      test('a reader racing a multi-message saveMessages sees the batch whole or not at all, in full reads and in windows', async () => {
+        const provider = await make();
+        // Another instance on the same backend reads, as another server would.
+        const reader = await make({ sourceId: provider.sourceId });
+        const session = new AgentSession();
+        const size = 12;
+        let stored: Message[] = [];
+        for (let round = 0; round < TORN_READ_ROUNDS; round++) {
+          const batch = [
+            Message.user(`round ${round}`),
+            ...Array.from({ length: size - 1 }, (_, j) => Message.assistant(`round ${round}, part ${j + 1}`)),
+          ];
+          const whole = [...stored, ...batch];
+          let settled = false;
+          const saving = save(provider, session, batch).finally(() => {
+            settled = true;
+          });
+          const reads: { limit?: number; messages: Message[] }[] = [];
+          const readUntilSaved = async (limit?: number) => {
+            for (let i = 0; i < MAX_RACING_READS && !settled; i++)
+              reads.push({ ...(limit === undefined ? {} : { limit }), messages: await load(reader, session, limit) });
+          };
+          await Promise.all([saving, readUntilSaved(), readUntilSaved(size), readUntilSaved(size + 3)]);
+          for (const [i, read] of reads.entries()) {
+            const got = read.messages.map((m) => m.id);
+            const window = (list: readonly Message[]) => (read.limit === undefined ? list : list.slice(-read.limit)).map((m) => m.id);
+            const partial = read.messages.filter((m) => batch.some((b) => b.id === m.id)).length;
+            expect(
+              [window(stored), window(whole)],
+              `read ${i} of round ${round}${read.limit === undefined ? '' : ` (limit ${read.limit})`} saw ${partial} of the batch's ${size} messages: a save must be one transaction`,
+            ).toContainEqual(got);
+          }
+          stored = whole;
+        }
+        expect(await load(provider, session)).toEqual(stored);
+      });
+
       test(`${concurrentRuns} concurrent saveMessages calls on one session store every message once, each batch contiguous`, async () => {
         const provider = await make();
         const session = new AgentSession();
@@ -756,13 +817,34 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
       });
     });
 
-    describe('popping (the optional popMessages capability; skipped without it)', () => {
-      /** The provider's popMessages, or skips the test when the provider lacks the capability. */
+    describe('capabilities', () => {
+      test('declares its optional capabilities (popMessages, clearMessages) as it has them', async () => {
+        const provider = await make();
+        expectDeclared(
+          (['popMessages', 'clearMessages'] as const).map((method) => ({
+            suite: name,
+            capability: method,
+            declared: options.capabilities?.[method],
+            present: typeof provider[method] === 'function',
+            methods: method,
+          })),
+        );
+      });
+    });
+
+    describe('popping (the optional popMessages capability: skipped without it unless declared)', () => {
+      /** The provider's popMessages; without it, fails the test when it is declared, else skips it. */
       const popper = (provider: P, context: TestContext) => {
         const pop = provider.popMessages;
-        if (typeof pop !== 'function') return context.skip(`${name} has no popMessages`);
+        checkCapability(context, {
+          suite: name,
+          capability: 'popMessages',
+          declared: options.capabilities?.popMessages,
+          present: typeof pop === 'function',
+          methods: 'popMessages',
+        });
         return (session: AgentSession, count?: number) =>
-          pop.call(provider, session.sessionId, { state: session.stateOf(provider.sourceId), ...(count === undefined ? {} : { count }) });
+          pop!.call(provider, session.sessionId, { state: session.stateOf(provider.sourceId), ...(count === undefined ? {} : { count }) });
       };
 
       test('popMessages removes the newest message and resolves to it; the rest stays in order', async (context) => {
@@ -863,12 +945,18 @@ export function describeHistoryProvider<P extends HistoryProvider>(name: string,
       });
     });
 
-    describe('clearing (the optional clearMessages capability; skipped without it)', () => {
-      /** The provider's clearMessages, or skips the test when the provider lacks the capability. */
+    describe('clearing (the optional clearMessages capability: skipped without it unless declared)', () => {
+      /** The provider's clearMessages; without it, fails the test when it is declared, else skips it. */
       const clearer = (provider: P, context: TestContext) => {
         const clear = provider.clearMessages;
-        if (typeof clear !== 'function') return context.skip(`${name} has no clearMessages`);
-        return (session: AgentSession) => clear.call(provider, session.sessionId, { state: session.stateOf(provider.sourceId) });
+        checkCapability(context, {
+          suite: name,
+          capability: 'clearMessages',
+          declared: options.capabilities?.clearMessages,
+          present: typeof clear === 'function',
+          methods: 'clearMessages',
+        });
+        return (session: AgentSession) => clear!.call(provider, session.sessionId, { state: session.stateOf(provider.sourceId) });
       };
 
       test('clearMessages removes every message of the session: nothing loads, the next run starts afresh, and the same ids can be saved again', async (context) => {

@@ -46,3 +46,15 @@ describeHostedConcurrency('fault: a save with the etag of a deleted session writ
   requests: [5],
   expectedFailures: [deleteWhileRunning('deleteSession'), deleteWhileRunning('deleteUserData')],
 });
+
+// The template has no turn leases: declaring them makes the double-submit test fail, not skip.
+const undeclared = new ExampleDatabase();
+describeHostedConcurrency('fault: declares turn leases it does not have', {
+  createStore: () => new ExampleSessionStore({ database: undeclared }),
+  createHistory: (options) => new ExampleHistoryProvider({ ...options, database: undeclared }),
+  requests: [5],
+  capabilities: { leases: true },
+  expectedFailures: [
+    'one message sent to every server at once (a double submit): the model is called once, and every caller gets the stored reply',
+  ],
+});

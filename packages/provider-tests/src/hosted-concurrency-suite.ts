@@ -18,7 +18,17 @@ import {
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import type { HistoryProviderCreateOptions } from './history-provider-suite.js';
-import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
+import { checkCapability, createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
+
+/** What the store of `describeHostedConcurrency` can do; the suite adapts the tests that depend on it. */
+export interface HostedConcurrencyCapabilities {
+  /**
+   * The store has turn leases (`leaseTurn` and `releaseTurn`). True: the double-submit test runs, and
+   * a store without them fails it. False: it is skipped. Default (undeclared): decided by whether
+   * the store has them, so a store that lost them only skips it.
+   */
+  leases?: boolean;
+}
 
 /** Options of `describeHostedConcurrency`. */
 export interface HostedConcurrencySuiteOptions extends ConformanceSuiteOptions<SessionStore> {
@@ -38,6 +48,8 @@ export interface HostedConcurrencySuiteOptions extends ConformanceSuiteOptions<S
   servers?: number;
   /** The numbers of concurrent requests on one session, one test each. Default `[5, 50]`. */
   requests?: readonly number[];
+  /** What the store can do. Undeclared capabilities are decided by the methods the store has. */
+  capabilities?: HostedConcurrencyCapabilities;
 }
 
 /** How many times the suite runs again a request whose `ConcurrencyError` says nothing was stored. */
@@ -53,7 +65,8 @@ const MAX_RETRY_ROUNDS = 5;
  * the same message, as an app would. Afterwards every input is stored exactly once, right before
  * exactly one reply to it, and the session belongs to the user. And one message sent to every
  * server at once (a double submit): with a store that has turn leases, the model is called once
- * and every caller gets the one stored reply (skipped for a store without them). And a delete wins
+ * and every caller gets the one stored reply (skipped for a store without them, failed for one that
+ * declares `capabilities.leases` without them). And a delete wins
  * over a running turn: `deleteSession` or `deleteUserData` on one server while a turn of the session
  * runs on another (the model answering; its save landing between the delete's cleanup and the
  * store's delete; its recall indexing after the save) leaves nothing of the session: no history,
@@ -299,8 +312,14 @@ export function describeHostedConcurrency(name: string, options: HostedConcurren
         const store = await options.createStore();
         created.push(store);
         const { leaseTurn, releaseTurn } = store;
-        if (typeof leaseTurn !== 'function' || typeof releaseTurn !== 'function')
-          return context.skip(`${name}: the store has no turn leases`);
+        checkCapability(context, {
+          suite: name,
+          capability: 'leases',
+          declared: options.capabilities?.leases,
+          present: typeof leaseTurn === 'function' && typeof releaseTurn === 'function',
+          methods: 'leaseTurn and releaseTurn',
+        });
+        if (typeof leaseTurn !== 'function' || typeof releaseTurn !== 'function') return;
         let found = false;
         const watched: SessionStore = {
           get: store.get.bind(store),

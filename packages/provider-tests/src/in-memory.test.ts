@@ -10,17 +10,19 @@ import {
 describeHistoryProvider('InMemoryHistoryProvider', {
   create: (options) => new InMemoryHistoryProvider(options),
   // History lives in session.state[sourceId].messages, not in a backend keyed by session id.
-  capabilities: { keepsHistoryInSession: true },
+  capabilities: { keepsHistoryInSession: true, popMessages: true, clearMessages: true },
 });
 
 describeSessionStore('InMemorySessionStore', {
   create: () => new InMemorySessionStore(),
+  capabilities: { list: true, total: true, leases: true },
 });
 
 // One store shared by every agent of a test, as one process's store would be.
 const sharedStore = new InMemorySessionStore();
 describeHostedConcurrency('InMemorySessionStore with the default in-memory history', {
   createStore: () => sharedStore,
+  capabilities: { leases: true },
 });
 
 describeWorkingMemoryStore('InMemoryWorkingMemoryStore', {

@@ -1,7 +1,7 @@
 export { describeHistoryProvider } from './history-provider-suite.js';
 export type { HistoryProviderCapabilities, HistoryProviderCreateOptions, HistoryProviderSuiteOptions } from './history-provider-suite.js';
 export { describeHostedConcurrency } from './hosted-concurrency-suite.js';
-export type { HostedConcurrencySuiteOptions } from './hosted-concurrency-suite.js';
+export type { HostedConcurrencyCapabilities, HostedConcurrencySuiteOptions } from './hosted-concurrency-suite.js';
 export { describeSessionStore } from './session-store-suite.js';
 export type { SessionStoreCapabilities, SessionStoreSuiteOptions } from './session-store-suite.js';
 export { describeWorkingMemoryStore } from './working-memory-store-suite.js';

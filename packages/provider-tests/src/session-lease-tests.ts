@@ -2,7 +2,7 @@ import { ConfigurationError, createAgent, Message, type SessionJson, type Sessio
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { expect, type TestContext } from 'vitest';
 import { expectRejection } from './fixtures.js';
-import type { RegisterTest } from './suite-options.js';
+import { checkCapability, type RegisterTest } from './suite-options.js';
 
 /** What the turn-lease tests need from the session store suite that registers them. */
 export interface LeaseTestContext<S extends SessionStore> {
@@ -14,6 +14,8 @@ export interface LeaseTestContext<S extends SessionStore> {
   make: () => Promise<S>;
   /** A fresh session id. */
   newId: () => string;
+  /** What the suite's options declare of turn leases (undefined: not declared). */
+  declared: boolean | undefined;
 }
 
 type Leases = Required<Pick<SessionStore, 'leaseTurn' | 'releaseTurn'>>;
@@ -27,18 +29,19 @@ const LONG_MS = 60_000;
  * Registers the tests of the optional turn-lease capability (`leaseTurn`, `releaseTurn`): one holder
  * at a time, renewal, release by the holder only, expiry, independence of sessions and turns, the
  * leases kept out of `get` and `list`, refusals, and a double submit through two agents sharing
- * the store. A store without the capability has them skipped.
+ * the store. A store without the capability fails them when it declares `leases`, else has them skipped.
  */
 export function describeTurnLeases<S extends SessionStore>(context: LeaseTestContext<S>): void {
-  const { name, test, make, newId } = context;
+  const { name, test, make, newId, declared } = context;
   let turns = 0;
   const newTurn = () => `turn-${++turns}-${Math.random().toString(36).slice(2, 8)}`;
 
-  /** The store's lease methods, or skips the test when it lacks the capability. */
+  /** The store's lease methods; without them, fails the test when leases are declared, else skips it. */
   const leasesOf = (store: S, testContext: TestContext): Leases => {
     const { leaseTurn, releaseTurn } = store;
-    if (typeof leaseTurn !== 'function' || typeof releaseTurn !== 'function') return testContext.skip(`${name} has no turn leases`);
-    return { leaseTurn: leaseTurn.bind(store), releaseTurn: releaseTurn.bind(store) };
+    const present = typeof leaseTurn === 'function' && typeof releaseTurn === 'function';
+    checkCapability(testContext, { suite: name, capability: 'leases', declared, present, methods: 'leaseTurn and releaseTurn' });
+    return { leaseTurn: leaseTurn!.bind(store), releaseTurn: releaseTurn!.bind(store) };
   };
 
   test('leaseTurn: one holder at a time; the holder renews it; only the holder releases it', async (t) => {

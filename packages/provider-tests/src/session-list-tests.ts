@@ -12,7 +12,7 @@ import {
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { describe, expect, type TestContext } from 'vitest';
 import { describeId, expectRejection, HOSTILE_SESSION_IDS, jsonCopy } from './fixtures.js';
-import type { RegisterTest } from './suite-options.js';
+import { checkCapability, type RegisterTest } from './suite-options.js';
 
 /** What the listing tests need from the session store suite that registers them. */
 export interface ListingTestContext<S extends SessionStore> {
@@ -26,6 +26,8 @@ export interface ListingTestContext<S extends SessionStore> {
   newId: () => string;
   /** Whether the store keeps a session id, by its capabilities (hostile ids it refuses are left out). */
   storable: (id: string) => boolean;
+  /** What the suite's options declare of `list` and `total` (undefined: not declared). */
+  capabilities: { list: boolean | undefined; total: boolean | undefined };
 }
 
 type List = (options?: ListSessionsOptions) => Promise<SessionPage>;
@@ -45,14 +47,25 @@ const MINUTE = 60_000;
  * user check only the relative order of their own sessions.
  */
 export function describeListing<S extends SessionStore>(context: ListingTestContext<S>): void {
-  const { name, test, make, newId } = context;
+  const { name, test, make, newId, capabilities } = context;
   const newUser = () => `user ${newId()}`;
 
-  /** The store's list, or skips the test when the store lacks the capability. */
+  /** The store's list; without one, fails the test when `list` is declared, else skips it. */
   const lister = (store: S, testContext: TestContext): List => {
     const list = store.list;
-    if (typeof list !== 'function') return testContext.skip(`${name} has no list`);
-    return (options) => list.call(store, options);
+    checkCapability(testContext, {
+      suite: name,
+      capability: 'list',
+      declared: capabilities.list,
+      present: typeof list === 'function',
+      methods: 'list',
+    });
+    return (options) => list!.call(store, options);
+  };
+
+  /** Checks `total` of a page: required when `total` is declared, else only when the page gives it. */
+  const expectTotal = (page: SessionPage, expected: number, what: string) => {
+    if (capabilities.total === true || page.total !== undefined) expect(page.total, what).toBe(expected);
   };
 
   /** Saves one session per entry and returns the summaries the store should list. */
@@ -113,7 +126,7 @@ export function describeListing<S extends SessionStore>(context: ListingTestCont
         pages.forEach((page, i) => {
           const last = i === pages.length - 1;
           expect(page.sessions.length, `page ${i + 1} at limit ${limit}`).toBe(last ? expected.length - limit * i : limit);
-          if (page.total !== undefined) expect(page.total, `total on page ${i + 1} at limit ${limit}`).toBe(expected.length);
+          expectTotal(page, expected.length, `total on page ${i + 1} at limit ${limit}`);
         });
       }
     });
@@ -165,7 +178,7 @@ export function describeListing<S extends SessionStore>(context: ListingTestCont
       const fresh = await list({ userId, limit: 100 });
       expect(fresh.sessions.slice(0, 3), 'a new listing shows the moved sessions first, as last saved').toEqual([added, moved5, moved9]);
       expect(ids(fresh.sessions)).toEqual([s(10), s(5), s(9), s(8), s(4), s(3), s(2), s(1), s(0)]);
-      if (fresh.total !== undefined) expect(fresh.total).toBe(9);
+      expectTotal(fresh, 9, 'total of a new listing');
     });
 
     test("list with userId gives only that user's sessions, follows a session to its new user, and without userId lists every user's", async (testContext) => {
@@ -188,7 +201,7 @@ export function describeListing<S extends SessionStore>(context: ListingTestCont
       const empty = await list({ userId: nobody });
       expect(empty.sessions).toEqual([]);
       expect(empty.nextCursor).toBeUndefined();
-      if (empty.total !== undefined) expect(empty.total).toBe(0);
+      expectTotal(empty, 0, 'total of the listing of an unknown user');
 
       const ours = new Set(ids(saved));
       const everyone = await collectOurs(list, ours, 7);
@@ -265,7 +278,13 @@ export function describeListing<S extends SessionStore>(context: ListingTestCont
       );
       await seed(store, [{ sessionId: `${p}-other`, userId: newUser(), updatedAt: t }]);
       const pages = await allPages(list, { userId, limit: 2 });
-      if (pages[0]!.total === undefined) return testContext.skip(`${name} gives no total`);
+      checkCapability(testContext, {
+        suite: name,
+        capability: 'total',
+        declared: capabilities.total,
+        present: pages[0]!.total !== undefined,
+        methods: 'total on the pages of list',
+      });
       expect(pages.map((page) => page.total)).toEqual([5, 5, 5]);
       await store.delete(`${p}-0`);
       expect((await list({ userId, limit: 2 })).total).toBe(4);

@@ -32,7 +32,7 @@ import {
   sessionOfUser,
 } from '@ctx/core/backend';
 import { describe, expect, test } from 'vitest';
-import { describeSessionStore } from './index.js';
+import { describeSessionStore, type SessionStoreCapabilities } from './index.js';
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -69,7 +69,12 @@ type StoreFault =
   | 'lease-release-any-holder'
   | 'lease-per-turn-only'
   | 'lease-unchecked'
-  | 'lease-check-then-write-race';
+  | 'lease-check-then-write-race'
+  | 'etag-per-row-counter'
+  | 'declares-missing-list'
+  | 'declares-missing-total'
+  | 'declares-missing-leases'
+  | 'declares-absent-list';
 
 interface Item {
   json: string;
@@ -89,6 +94,9 @@ class MapSessionStore implements SessionStore {
 
   constructor(fault?: StoreFault) {
     this.#fault = fault;
+    // A store that lost a capability it declares: the method is gone from the instance.
+    if (fault === 'declares-missing-list') Object.assign(this, { list: undefined });
+    if (fault === 'declares-missing-leases') Object.assign(this, { leaseTurn: undefined, releaseTurn: undefined });
   }
 
   #key(sessionId: string): string {
@@ -128,7 +136,12 @@ class MapSessionStore implements SessionStore {
         : this.#fault === 'drops-forked-from'
           ? JSON.stringify(session, (k, v: unknown) => (k === 'forkedFrom' ? undefined : v))
           : JSON.stringify(session);
-    const etag = this.#fault === 'content-etag' ? String(hash(json)) : String(++this.#version);
+    const etag =
+      this.#fault === 'content-etag'
+        ? String(hash(json))
+        : this.#fault === 'etag-per-row-counter'
+          ? String(Number(current?.etag ?? 0) + 1) // a version column that starts again with the row
+          : String(++this.#version);
     const item = (): Item => ({ json, live: session, etag, first: current?.first ?? structuredClone(session.metadata) });
     if (this.#fault === 'writes-before-check') this.#items.set(key, item());
     if (this.#fault !== 'ignores-if-match') {
@@ -190,7 +203,8 @@ class MapSessionStore implements SessionStore {
     const { cursor } = checked;
     const rest = offset !== undefined ? listed.slice(offset) : cursor ? listed.filter((e) => isAfterCursor(e, cursor)) : listed;
     const sessions = rest.slice(0, checked.limit);
-    const page: SessionPage = { sessions, total: fault === 'list-total-all-users' ? all.length : listed.length };
+    const page: SessionPage = { sessions };
+    if (fault !== 'declares-missing-total') page.total = fault === 'list-total-all-users' ? all.length : listed.length;
     if (rest.length > checked.limit || (fault === 'list-cursor-on-last-page' && sessions.length > 0)) {
       page.nextCursor =
         fault === 'list-offset-cursor'
@@ -315,12 +329,36 @@ const store = {
   leaseApart: 'leases are per session and per turn, and never show in get or list',
   leaseChecks: 'refuses a blank session id and malformed leases with ConfigurationError, before any I/O',
   leaseAgents: 'a double submit through two agents sharing the store: the model is called once and both callers get the stored reply',
+  etagAfterDelete:
+    'an etag a deleted session had never matches again: after a delete and a re-create, a set with any pre-delete etag throws ConcurrencyError',
+  declared: 'declares its optional capabilities (list, total, turn leases) as it has them',
 } as const;
+
+const listTests = [
+  store.listOrder,
+  store.listPaging,
+  store.listChanges,
+  store.listUsers,
+  store.listLimits,
+  store.listCursors,
+  store.listTotal,
+  store.listHostile,
+  store.listAgent,
+] as const;
+
+/** What the reference store has, as a first-party backend declares it. */
+const HAS_EVERYTHING = { list: true, total: true, leases: true } as const;
+
+/** What a fault variant declares instead, where that is the fault. */
+const declaredBy: Partial<Record<StoreFault, SessionStoreCapabilities>> = {
+  'declares-absent-list': { list: false },
+};
 
 const ifMatchTests = [
   store.stale,
   store.createOnly,
   store.missing,
+  store.etagAfterDelete,
   store.raceIfMatch,
   store.raceCreate,
   store.agentMerge,
@@ -328,7 +366,7 @@ const ifMatchTests = [
   store.agentNew,
 ] as const;
 
-describeSessionStore('MapSessionStore (reference store)', { create: () => new MapSessionStore() });
+describeSessionStore('MapSessionStore (reference store)', { create: () => new MapSessionStore(), capabilities: HAS_EVERYTHING });
 
 const storeFaults: Record<StoreFault, readonly string[]> = {
   'ignores-if-match': ifMatchTests,
@@ -349,6 +387,7 @@ const storeFaults: Record<StoreFault, readonly string[]> = {
     store.stale,
     store.createOnly,
     store.missing,
+    store.etagAfterDelete,
     store.raceIfMatch,
     store.raceCreate,
     store.raceBlind,
@@ -393,11 +432,28 @@ const storeFaults: Record<StoreFault, readonly string[]> = {
   'lease-per-turn-only': [store.leaseApart],
   'lease-unchecked': [store.leaseChecks],
   'lease-check-then-write-race': [store.leaseRace],
+  'etag-per-row-counter': [store.etagAfterDelete],
+  'declares-missing-list': [...listTests, store.declared],
+  'declares-missing-total': [store.listPaging, store.listChanges, store.listUsers, store.listTotal, store.declared],
+  'declares-missing-leases': [
+    store.leaseOne,
+    store.leaseRace,
+    store.leaseExpiry,
+    store.leaseApart,
+    store.leaseChecks,
+    store.leaseAgents,
+    store.declared,
+  ],
+  'declares-absent-list': [store.declared],
 };
 
 describe('seeded faults', { tags: ['seeded-fault'] }, () => {
   for (const [fault, expectedFailures] of Object.entries(storeFaults)) {
-    describeSessionStore(`broken store: ${fault}`, { create: () => new MapSessionStore(fault as StoreFault), expectedFailures });
+    describeSessionStore(`broken store: ${fault}`, {
+      create: () => new MapSessionStore(fault as StoreFault),
+      capabilities: { ...HAS_EVERYTHING, ...declaredBy[fault as StoreFault] },
+      expectedFailures,
+    });
   }
 });
 

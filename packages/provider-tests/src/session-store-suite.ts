@@ -17,7 +17,7 @@ import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import { BLANK_SESSION_IDS, describeId, expectRejection, HOSTILE_SESSION_IDS, jsonCopy, messagesOfEveryKind } from './fixtures.js';
 import { describeTurnLeases } from './session-lease-tests.js';
 import { describeListing } from './session-list-tests.js';
-import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
+import { createRegistrar, expectDeclared, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
 
 /** A lone UTF-16 surrogate (in `u` mode a pair is one code point, so only a lone one matches). */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
@@ -38,6 +38,23 @@ export interface SessionStoreCapabilities {
    * other tests. Default false: lone surrogates must be stored and read back exactly.
    */
   wellFormedIdsOnly?: boolean;
+  /**
+   * The store has `list`. True: the listing tests run, and a store without `list` fails them. False:
+   * they are skipped (a store that has `list` all the same fails the declaration test). Default
+   * (undeclared): decided by whether the store has `list`, so a store that lost it only skips them.
+   */
+  list?: boolean;
+  /**
+   * `list` gives `total` on every page. True: a page without it fails. False: it is never required.
+   * Default (undeclared): checked on the pages that give it.
+   */
+  total?: boolean;
+  /**
+   * The store has turn leases (`leaseTurn` and `releaseTurn`). True: the lease tests run, and a store
+   * without them fails them. False: they are skipped (a store that has them all the same fails the
+   * declaration test). Default (undeclared): decided by whether the store has them.
+   */
+  leases?: boolean;
 }
 
 /** Options of `describeSessionStore`. */
@@ -220,6 +237,27 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
         expect(await store.get(id)).toEqual({ session: jsonCopy(sessionJson(id, 'recreated')), etag: again });
       });
 
+      test('an etag a deleted session had never matches again: after a delete and a re-create, a set with any pre-delete etag throws ConcurrencyError', async () => {
+        const store = await make();
+        const id = newId();
+        const before: string[] = [];
+        for (const version of ['v1', 'v2', 'v3']) before.push(await store.set(sessionJson(id, version)));
+        expect(await store.delete(id)).toBe(true);
+        // A per-row counter starts again after a delete: version n of the new session would get the
+        // etag of version n of the deleted one, and a writer holding that etag would overwrite it.
+        const after: string[] = [];
+        for (const version of ['again 1', 'again 2', 'again 3']) {
+          after.push(await store.set(sessionJson(id, version), { ifMatch: after.at(-1) ?? null }));
+          for (const stale of before)
+            await expectConcurrencyError(store.set(sessionJson(id, `written with the pre-delete etag ${stale}`), { ifMatch: stale }), id);
+        }
+        expect(
+          after.filter((etag) => before.includes(etag)),
+          'etags handed out again after the delete',
+        ).toEqual([]);
+        expect(await store.get(id)).toEqual({ session: jsonCopy(sessionJson(id, 'again 3')), etag: after[2] });
+      });
+
       test(`${writers} concurrent sets with the same ifMatch: exactly one wins, the others get ConcurrencyError`, async () => {
         const store = await make();
         const id = newId();
@@ -383,10 +421,43 @@ export function describeSessionStore<S extends SessionStore>(name: string, optio
       });
     });
 
-    describeListing({ name, test, make, newId, storable });
+    describe('capabilities', () => {
+      test('declares its optional capabilities (list, total, turn leases) as it has them', async () => {
+        const store = await make();
+        const hasList = typeof store.list === 'function';
+        const checks = [
+          { suite: name, capability: 'list', declared: options.capabilities?.list, present: hasList, methods: 'list' },
+          {
+            suite: name,
+            capability: 'leases',
+            declared: options.capabilities?.leases,
+            present: typeof store.leaseTurn === 'function' && typeof store.releaseTurn === 'function',
+            methods: 'leaseTurn and releaseTurn',
+          },
+        ];
+        const page = hasList ? await store.list!({ userId: `user ${newId()}`, limit: 1 }) : undefined;
+        checks.push({
+          suite: name,
+          capability: 'total',
+          declared: options.capabilities?.total,
+          present: page?.total !== undefined,
+          methods: 'total on the pages of list',
+        });
+        expectDeclared(checks);
+      });
+    });
+
+    describeListing({
+      name,
+      test,
+      make,
+      newId,
+      storable,
+      capabilities: { list: options.capabilities?.list, total: options.capabilities?.total },
+    });
 
     describe('turn leases', () => {
-      describeTurnLeases({ name, test, make, newId });
+      describeTurnLeases({ name, test, make, newId, declared: options.capabilities?.leases });
     });
 
     describe('reading for a user', () => {

@@ -1,4 +1,4 @@
-import { it, type TestContext } from 'vitest';
+import { expect, it, type TestContext } from 'vitest';
 
 /** A value, or a promise of it. */
 export type MaybePromise<T> = T | Promise<T>;
@@ -61,4 +61,54 @@ export function createRegistrar(suiteName: string, expectedFailures: readonly st
 /** A short random tag, so test data of one run never meets data a previous run left in a backend. */
 export function randomTag(): string {
   return Math.random().toString(36).slice(2, 10);
+}
+
+/** How a suite learns whether the backend under test has one optional capability. */
+export interface CapabilityCheck {
+  /** The suite's name, for the messages. */
+  suite: string;
+  /** The capability's key in the suite's `capabilities` option (`list`, `popMessages`...). */
+  capability: string;
+  /** What the backend declared: true (it has it), false (it has not), undefined (not declared). */
+  declared: boolean | undefined;
+  /** Whether the backend has the methods of the capability. */
+  present: boolean;
+  /** The methods the capability stands for, as the messages name them (`list`, `leaseTurn and releaseTurn`). */
+  methods: string;
+}
+
+/**
+ * Decides whether a test of an optional capability runs. A backend that has the methods is
+ * tested, whatever it declared. One without them fails the test when it declared the capability
+ * (a regression that dropped it is a failure, not a skip), and has the test skipped when it
+ * declared it absent or declared nothing (the suites' behaviour before `capabilities` had the key).
+ */
+export function checkCapability(context: TestContext, check: CapabilityCheck): void {
+  if (check.present) return;
+  if (check.declared === true) {
+    expect.fail(
+      `${check.suite} declares capabilities.${check.capability}: true, but has no ${check.methods}. Implement it, or declare ${check.capability}: false if it was left out on purpose.`,
+    );
+  }
+  context.skip(
+    check.declared === false
+      ? `${check.suite} declares capabilities.${check.capability}: false`
+      : `${check.suite} has no ${check.methods} (declare capabilities.${check.capability} so that a missing one fails)`,
+  );
+}
+
+/**
+ * Fails when a backend declared a capability it lacks, or declared absent one it has (core calls
+ * what a backend has, so the suite tests it). An undeclared capability passes either way.
+ */
+export function expectDeclared(checks: readonly CapabilityCheck[]): void {
+  const wrong = checks.flatMap((check) => {
+    if (check.declared === undefined || check.declared === check.present) return [];
+    return [
+      check.declared
+        ? `capabilities.${check.capability}: true, but it has no ${check.methods}`
+        : `capabilities.${check.capability}: false, but it has ${check.methods} (core calls it, so declare it true and pass its tests)`,
+    ];
+  });
+  expect(wrong, `${checks[0]?.suite ?? 'the backend'} declares what it does not do`).toEqual([]);
 }

@@ -24,7 +24,7 @@ import {
   type SaveHistoryArgs,
 } from '@ctx/core/backend';
 import { describe, expect, test } from 'vitest';
-import { describeHistoryProvider } from './index.js';
+import { describeHistoryProvider, type HistoryProviderCapabilities } from './index.js';
 
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -71,7 +71,17 @@ type HistoryFault =
   | 'fork-first-page'
   | 'fork-wrong-count'
   | 'fork-trims-target'
-  | 'fork-refuses-untyped';
+  | 'fork-refuses-untyped'
+  | 'no-transaction'
+  | 'declares-missing-pop'
+  | 'declares-missing-clear'
+  | 'declares-absent-clear';
+
+/**
+ * The write lock of each backend map for the `no-transaction` fault: its writers take turns per
+ * session, so batches never interleave, but readers take no lock and see a batch half written.
+ */
+const writeLocks = new WeakMap<Map<string, unknown[]>, Map<string, Promise<void>>>();
 
 /** A backend-style history: JSON text per message in a shared map keyed by source id and session id, with async I/O. */
 class MapHistoryProvider extends HistoryProvider {
@@ -84,6 +94,9 @@ class MapHistoryProvider extends HistoryProvider {
     super(options);
     this.#backend = backend;
     this.#fault = fault;
+    // A provider that lost a capability it declares: the method is gone from the instance.
+    if (fault === 'declares-missing-pop') Object.assign(this, { popMessages: undefined });
+    if (fault === 'declares-missing-clear') Object.assign(this, { clearMessages: undefined });
   }
 
   #key(sessionId: string): string {
@@ -120,6 +133,21 @@ class MapHistoryProvider extends HistoryProvider {
         work.then(resolve, reject);
       });
     }
+    if (this.#fault === 'no-transaction') {
+      const locks = writeLocks.get(this.#backend) ?? new Map<string, Promise<void>>();
+      writeLocks.set(this.#backend, locks);
+      const key = this.#key(sessionId);
+      const mine = (locks.get(key) ?? Promise.resolve()).then(() => this.#save(sessionId, messages, args));
+      locks.set(
+        key,
+        mine.catch(() => {}),
+      );
+      return mine;
+    }
+    return this.#save(sessionId, messages, args);
+  }
+
+  async #save(sessionId: string, messages: readonly Message[], args?: SaveHistoryArgs): Promise<void> {
     const turn = args?.turn;
     if (this.#fault !== 'accepts-blank-ids') checkSessionId(sessionId);
     if (this.#fault !== 'stores-non-json' && this.#fault !== 'stores-valid-prefix')
@@ -172,7 +200,13 @@ class MapHistoryProvider extends HistoryProvider {
     }
     if (replacing) list.splice(span!.start, span!.end - span!.start, ...fresh);
     else if (span !== undefined && this.#fault !== 'appends-later-batches') list.splice(span.end, 0, ...fresh);
-    else list.push(...fresh);
+    else if (this.#fault === 'no-transaction') {
+      // Checked whole, then written a message at a time: only a reader sees the difference.
+      for (const item of fresh) {
+        await tick();
+        list.push(item);
+      }
+    } else list.push(...fresh);
   }
 
   override async popMessages(sessionId: string, { count = 1 }: PopHistoryArgs): Promise<Message[]> {
@@ -367,11 +401,22 @@ const history = {
   recallStoreFails: 'a turn whose store fails is never indexed',
   recallAborted: 'a run aborted while its turn is stored indexes nothing the history does not hold',
   recallRetried: 'a retried turn (same input message) leaves the answer the history kept in the index, once',
+  tornRead: 'a reader racing a multi-message saveMessages sees the batch whole or not at all, in full reads and in windows',
+  declared: 'declares its optional capabilities (popMessages, clearMessages) as it has them',
 } as const;
+
+/** What the reference backend has, as a first-party backend declares it. */
+const HAS_EVERYTHING = { popMessages: true, clearMessages: true } as const;
+
+/** What a fault variant declares instead, where that is the fault. */
+const declaredBy: Partial<Record<HistoryFault, HistoryProviderCapabilities>> = {
+  'declares-absent-clear': { clearMessages: false },
+};
 
 const sharedHistory = new Map<string, unknown[]>();
 describeHistoryProvider('MapHistoryProvider (reference backend)', {
   create: (options) => new MapHistoryProvider(sharedHistory, options),
+  capabilities: HAS_EVERYTHING,
 });
 
 /** Every title except `passing`: for faults that break nearly everything. */
@@ -381,6 +426,7 @@ function allBut(titles: Record<string, string>, passing: readonly string[]): str
 
 const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backend', readonly string[]> = {
   'ignores-limit': [
+    history.tornRead,
     history.limit,
     history.maxMessages,
     history.orphan,
@@ -391,6 +437,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.forkAll,
   ],
   'oldest-window': [
+    history.tornRead,
     history.limit,
     history.maxMessages,
     history.orphan,
@@ -414,6 +461,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.forkHostile,
   ],
   'newest-first': allBut(history, [
+    history.declared,
     history.noEmpty,
     history.noneStored,
     history.notReStored,
@@ -431,6 +479,8 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.recallAborted,
   ]),
   'undefined-when-empty': allBut(history, [
+    history.tornRead,
+    history.declared,
     history.abandoned,
     history.autoDefault,
     history.storeOnly,
@@ -464,6 +514,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
   'retries-at-tail-only': [history.retriedMiddle, history.modelCallMiddle],
   'appends-later-batches': [history.modelCallMiddle],
   'appends-one-by-one': [
+    history.tornRead,
     history.concurrentRuns,
     history.concurrentSaves,
     history.conflict,
@@ -534,7 +585,7 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
     history.orphan,
     history.forkAll,
   ],
-  'per-instance-backend': [history.fromJson, history.fromId],
+  'per-instance-backend': [history.fromJson, history.fromId, history.tornRead],
   'accepts-blank-ids': [history.blankIds, history.popRefusals, history.clearBlank, history.forkBlank],
   'stores-non-json': [history.nonJson, history.tooDeep],
   'stores-valid-prefix': [history.nonJson, history.tooDeep],
@@ -556,6 +607,18 @@ const historyFaults: Record<HistoryFault | 'drops-options' | 'per-instance-backe
   'fork-wrong-count': [history.forkAt, history.forkLong],
   'fork-trims-target': [history.forkHostile],
   'fork-refuses-untyped': [history.forkUnknown, history.forkEmpty],
+  'no-transaction': [history.tornRead],
+  'declares-missing-pop': [
+    history.pop,
+    history.popCount,
+    history.popTurn,
+    history.popApart,
+    history.popRace,
+    history.popRefusals,
+    history.declared,
+  ],
+  'declares-missing-clear': [history.clear, history.clearTwice, history.clearApart, history.clearBlank, history.declared],
+  'declares-absent-clear': [history.declared],
 };
 
 describe('seeded faults', { tags: ['seeded-fault'] }, () => {
@@ -567,6 +630,7 @@ describe('seeded faults', { tags: ['seeded-fault'] }, () => {
         if (fault === 'per-instance-backend') return new MapHistoryProvider(new Map(), options);
         return new MapHistoryProvider(backend, options, fault as HistoryFault);
       },
+      capabilities: { ...HAS_EVERYTHING, ...declaredBy[fault as HistoryFault] },
       expectedFailures,
     });
   }
