@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyError, ConfigurationError, InvalidInputError } from '../errors.js';
+import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { Message } from '../messages/message.js';
+import type { GetHistoryArgs } from '../spec/history.js';
 import { InMemorySessionStore } from '../session/in-memory-session-store.js';
 import type { AgentEvent } from '../spec/events.js';
 import type { SessionStore, TurnLease } from '../spec/session-store.js';
@@ -237,6 +239,54 @@ describe('a turn runs once across processes: through the session store lease', (
     // The lease was released: anyone may take it now.
     expect(await store.leaseTurn!('p1', { turn: await leaseKey([message]), holder: 'someone', ttlMs: 1000 })).toBe(true);
   });
+
+  it.each([
+    ['the newest messages hold it', 0, [100]],
+    ['others stored 150 messages after it', 150, [100, undefined]],
+  ])(
+    'the waiting process reads the turn from the newest 100 messages, and the whole history only when they do not hold it (%s)',
+    async (_, after, reads) => {
+      /** The history of the waiting process, noting the `limit` of each read. */
+      class NotedHistory extends InMemoryHistoryProvider {
+        limits: (number | undefined)[] = [];
+        override getMessages(sessionId: string, args: GetHistoryArgs) {
+          this.limits.push(args.limit);
+          return super.getMessages(sessionId, args);
+        }
+      }
+      const inner = new InMemorySessionStore();
+      const store = watchedStore(inner);
+      const older = Array.from({ length: 300 }, (_, i) => (i % 2 ? Message.assistant(`a${i}`) : Message.user(`q${i}`)));
+      const { client, release, started } = heldModel();
+      await inner.set(
+        createAgent({ client })
+          .createSession({ sessionId: 'p9', userId: 'ada', state: { memory: { messages: older as never } } })
+          .toJSON(),
+      );
+      const waiting = new NotedHistory();
+      const a = createAgent({ client, sessionStore: store, contextProviders: [new InMemoryHistoryProvider()] });
+      const b = createAgent({ client, sessionStore: store, contextProviders: [waiting] });
+      const message = Message.user('deep', { id: 'm-deep' });
+      const first = a.run(message, { sessionId: 'p9', userId: 'ada' });
+      await started;
+      const second = b.run(message, { sessionId: 'p9', userId: 'ada' });
+      await store.waiting;
+      release();
+      await first;
+      if (after > 0) {
+        // Another writer stores more turns before the waiting process reads the reply.
+        const current = (await inner.get('p9'))!;
+        const later = Array.from({ length: after }, (_, i) => (i % 2 ? Message.assistant(`later a${i}`) : Message.user(`later q${i}`)));
+        const json = current.session;
+        (json.state.memory!.messages as unknown[]).push(...later);
+        await inner.set(json, { ifMatch: current.etag });
+      }
+      const two = await second;
+      expect(client.calls).toHaveLength(1);
+      expect(two.text).toBe('re: deep');
+      expect(waiting.limits).toEqual(reads);
+    },
+  );
 
   it('a lease whose holder died expires: the waiting run then runs the turn itself, once', async () => {
     const store = watchedStore(new InMemorySessionStore());

@@ -9,6 +9,9 @@ import type { DefaultHistory } from './default-history.js';
 import type { AgentRuntime } from './execute-run.js';
 import { redactorFor } from './redact.js';
 
+/** How many of the newest messages are read first to find the turn (the whole history only when they do not hold it). */
+const RECENT_MESSAGES = 100;
+
 /** A signal that never aborts, for a redactor called without one. */
 const NEVER = new AbortController().signal;
 
@@ -37,13 +40,26 @@ export async function storedReply(
     .find((p): p is HistoryProvider => HistoryProvider.isInstance(p) && (p.loadMessages === true || (p.loadMessages === 'auto' && !keeps)));
   if (!primary) return undefined;
   const { sessionId } = session;
-  const stored = await primary.getMessages(sessionId, { state: session.state[primary.sourceId] ?? {}, ...(signal ? { signal } : {}) });
+  const read = (limit?: number) =>
+    primary.getMessages(sessionId, {
+      state: session.state[primary.sourceId] ?? {},
+      ...(limit === undefined ? {} : { limit }),
+      ...(signal ? { signal } : {}),
+    });
   const asStored = await redactorFor(redact, sessionId, primary.sourceId, signal ?? NEVER)(inputs);
-  const span = findRetriedTurn(
-    stored,
-    inputs.map((m) => m.id),
-    asStored,
-  );
+  const find = (messages: readonly Message[]) =>
+    findRetriedTurn(
+      messages,
+      inputs.map((m) => m.id),
+      asStored,
+    );
+  // The turn waited for was stored just now: the newest messages hold it, unless others were stored after it.
+  let stored = await read(RECENT_MESSAGES);
+  let span = find(stored);
+  if (!span && stored.length >= RECENT_MESSAGES) {
+    stored = await read();
+    span = find(stored);
+  }
   if (!span) return undefined;
   const replies = stored.slice(span.start, span.end).filter((m) => Message.source(m)?.sourceType === 'response');
   const pending = session.pending;
