@@ -97,4 +97,22 @@ describe('the background repair of listing writes', () => {
     expect(tries.get('a')).toBe(sent);
     expect(reported).toHaveLength(2);
   });
+
+  it('a try under way when close() is called ends quietly: close() reported it once, and it is not queued again', async () => {
+    vi.useFakeTimers();
+    const { client, down, stalled, tries } = cluster();
+    const reported: Error[] = [];
+    const store = new RedisSessionStore({ client, timeoutMs: 5000, onListingError: (e) => reported.push(e) });
+    down.add('a');
+    await store.set(session('a'));
+    down.delete('a');
+    stalled.add('a');
+    await vi.advanceTimersByTimeAsync(1000); // a's repair is sent, and waits
+    await store.close();
+    expect(reported.map((e) => e.message.includes('was closed with the listing entries of 1 saved sessions'))).toEqual([false, true]);
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(reported, 'nothing more is reported after close()').toHaveLength(2);
+    expect(tries.get('a')).toBe(4);
+    expect(await store.repairListings().catch((e: unknown) => e)).toEqual({ repaired: 0, pending: 0 });
+  });
 });

@@ -114,3 +114,35 @@ describe("a hosted run's look at the store after a failure honours the run's sig
     await expect.poll(() => history.byId.has('s1'), { interval: 1, timeout: 2000 }).toBe(false);
   });
 });
+
+describe("a delete during a hosted turn with persistence 'model-call' and the history in the session", () => {
+  it('the next model call finds the session deleted: the run fails saying so, and the session is not stored again', async () => {
+    const store = new InMemorySessionStore();
+    const toolRunning = gate();
+    const toolDone = gate();
+    const client = new ScriptedChatClient({ replies: [{ toolCalls: [{ name: 'wait', arguments: {} }] }, 'done'] });
+    const wait = {
+      name: 'wait',
+      description: 'waits',
+      parameters: { type: 'object' as const, properties: {} },
+      execute: async () => {
+        toolRunning.open();
+        await toolDone.opened;
+        return 'waited';
+      },
+    };
+    const agent = createAgent({ client, sessionStore: store, tools: [wait], persistence: 'model-call' });
+    const running = agent.run(Message.user('hello', { id: 'q1' }), { sessionId: 's1', userId: 'ada' });
+    await toolRunning.opened;
+    expect((await store.get('s1'))?.session.state.memory, 'the first model call is in the stored session').toBeDefined();
+    expect(await createAgent({ client, sessionStore: store }).deleteSession('s1')).toBe(true);
+    toolDone.open();
+    const error = await running.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((error as { sessionDeleted?: boolean } | undefined)?.sessionDeleted, String(error)).toBe(true);
+    expect(await store.get('s1')).toBeUndefined();
+    expect((await store.list({ userId: 'ada' })).sessions).toEqual([]);
+  });
+});
