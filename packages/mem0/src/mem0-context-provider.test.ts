@@ -33,30 +33,55 @@ import {
   MEM0_SCOPE_KEYS,
 } from './index.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** One turn of the event loop: what a backend that answers at once but not synchronously takes. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+/** A call that never answers. */
+const never = () => new Promise<never>(() => {});
 
-/** An in-process adapter: records requests; answers searches from a function. */
+/** A promise settled by hand. */
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/**
+ * An in-process adapter: records requests; answers searches from a function. Each search and add
+ * first awaits `searchWait` / `addWait` (a turn of the event loop, a promise settled by hand, one
+ * that never settles); `maxSearching` is the most searches that were in flight at once, and each
+ * add records when it started and ended on a counter of those events.
+ */
 function fakeAdapter(
   answer: (request: Mem0SearchRequest) => Mem0Memory[] = () => [],
-  options: { searchDelayMs?: number; addDelayMs?: number; addError?: unknown } = {},
+  options: { searchWait?: () => Promise<unknown>; addWait?: () => Promise<unknown>; addError?: unknown } = {},
 ) {
   const searches: Mem0SearchRequest[] = [];
   const adds: (Mem0AddRequest & { started: number; ended?: number })[] = [];
-  const adapter: Mem0Adapter & { searches: typeof searches; adds: typeof adds } = {
+  let events = 0;
+  let searching = 0;
+  const adapter: Mem0Adapter & { searches: typeof searches; adds: typeof adds; maxSearching: number } = {
     kind: 'fake',
     searches,
     adds,
+    maxSearching: 0,
     async search(request) {
       searches.push(request);
-      if (options.searchDelayMs) await sleep(options.searchDelayMs);
+      adapter.maxSearching = Math.max(adapter.maxSearching, ++searching);
+      try {
+        if (options.searchWait) await options.searchWait();
+      } finally {
+        searching--;
+      }
       return answer(request);
     },
     async add(request) {
-      const entry = { ...request, started: performance.now() } as (typeof adds)[number];
+      const entry = { ...request, started: events++ } as (typeof adds)[number];
       adds.push(entry);
-      if (options.addDelayMs) await sleep(options.addDelayMs);
+      if (options.addWait) await options.addWait();
       if (options.addError !== undefined) throw options.addError;
-      entry.ended = performance.now();
+      entry.ended = events++;
     },
   };
   return adapter;
@@ -196,28 +221,26 @@ describe('gating (when)', () => {
 
 describe('before the run: search', () => {
   it('searches every configured scope in parallel, each with exactly its ids; unknown ids skip a scope; duplicates once', async () => {
-    const a = fakeAdapter(() => [], { searchDelayMs: 1000 });
+    const a = fakeAdapter(() => [], { searchWait: turn });
     const { agent, session } = setup(a, {
       agentId: 'bot',
       searchScopes: [['userId'], ['agentId'], ['userId', 'agentId'], ['appId'], ['userId']],
     });
-    const started = performance.now();
     await agent.run('hi', { session: session() });
-    const elapsed = performance.now() - started;
     expect(a.searches.map((s) => s.scope)).toEqual([{ userId: 'alice' }, { agentId: 'bot' }, { userId: 'alice', agentId: 'bot' }]);
-    expect(elapsed).toBeLessThan(2500); // three 1 s searches overlapped (one after another: >= 3 s)
+    expect(a.maxSearching).toBe(3); // all three in flight at once
   });
 
   it("searchConcurrency 'sequential' runs them one after another", async () => {
-    const a = fakeAdapter(() => [], { searchDelayMs: 60 });
+    const a = fakeAdapter(() => [], { searchWait: turn });
     const { agent, session } = setup(a, {
       agentId: 'bot',
       searchScopes: [['userId'], ['agentId'], ['userId', 'agentId']],
       searchConcurrency: 'sequential',
     });
-    const started = performance.now();
     await agent.run('hi', { session: session() });
-    expect(performance.now() - started).toBeGreaterThanOrEqual(170);
+    expect(a.searches).toHaveLength(3);
+    expect(a.maxSearching).toBe(1);
   });
 
   it('state ids override the options per session; runId defaults to the session id', async () => {
@@ -352,11 +375,10 @@ describe('before the run: search', () => {
   });
 
   it('a search that outlasts searchTimeoutMs is a BackendUnavailableError: skipped by default, fails the run with onError throw', async () => {
-    const slow = fakeAdapter(() => [], { searchDelayMs: 5000 });
+    const slow = fakeAdapter(() => [], { searchWait: never });
     const skip = setup(slow, { searchTimeoutMs: 50 });
-    const started = performance.now();
+    // The search never answers: the run ends by the timeout alone.
     await expect(skip.agent.run('hi', { session: skip.session() })).resolves.toMatchObject({ text: 'OK.' });
-    expect(performance.now() - started).toBeLessThan(3000); // bounded by the timeout, not the 5 s search
     const event = skip.events.find((e) => e.type === 'provider-skipped') as { error: Error; phase: string };
     expect(event.phase).toBe('beforeRun');
     expect(BackendUnavailableError.isInstance(event.error)).toBe(true);
@@ -368,9 +390,13 @@ describe('before the run: search', () => {
   });
 
   it('an aborted run is aborted, not skipped', async () => {
-    const { agent, events, session } = setup(fakeAdapter(() => [], { searchDelayMs: 200 }));
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('user cancelled')), 20);
+    // The run is cancelled while its search is in flight (the search never answers).
+    const searchWait = () => {
+      controller.abort(new Error('user cancelled'));
+      return never();
+    };
+    const { agent, events, session } = setup(fakeAdapter(() => [], { searchWait }));
     await expect(agent.run('hi', { session: session(), signal: controller.signal })).rejects.toThrow('user cancelled');
     expect(events.some((e) => e.type === 'provider-skipped')).toBe(false);
   });
@@ -405,12 +431,10 @@ describe('after the run: writes', () => {
   });
 
   it("'await' holds the run until mem0 took the turn; a failed write skips the provider with an afterRun diagnostic", async () => {
-    const a = fakeAdapter(() => [], { addDelayMs: 120 });
+    const a = fakeAdapter(() => [], { addWait: turn });
     const { agent, session } = setup(a);
-    const started = performance.now();
     await agent.run('hi', { session: session() });
-    expect(performance.now() - started).toBeGreaterThanOrEqual(110);
-    expect(a.adds[0]!.ended).toBeDefined();
+    expect(a.adds[0]!.ended).toBeDefined(); // the add, which answers a turn later, ended before the run did
     const failing = setup(fakeAdapter(() => [], { addError: Object.assign(new Error('Service unavailable'), { errorCode: 'HTTP_503' }) }));
     await expect(failing.agent.run('hi', { session: failing.session() })).resolves.toMatchObject({ text: 'OK.' });
     const event = failing.events.find((e) => e.type === 'provider-skipped') as { phase: string; error: Error };
@@ -420,14 +444,17 @@ describe('after the run: writes', () => {
   });
 
   it("'background' returns before mem0 answers; flush() waits and counts; writes of one scope stay in order", async () => {
-    const a = fakeAdapter(() => [], { addDelayMs: 300 });
+    const held = deferred();
+    const a = fakeAdapter(() => [], { addWait: () => held.promise });
     const { agent, provider, session, report } = setup(a, { writeMode: 'background' });
     const s = session();
+    // mem0 answers no add until `held` is released: both runs end before it does.
     await agent.run('one', { session: s });
     await agent.run('two', { session: s });
     expect(report()?.write).toBe('queued');
     expect(provider.pendingWrites).toBe(2);
-    expect(a.adds.every((x) => x.ended === undefined)).toBe(true);
+    expect(a.adds.map((x) => [x.messages[0]!.content, x.ended])).toEqual([['one', undefined]]); // the second waits for the first
+    held.resolve();
     await expect(provider.flush()).resolves.toEqual({ settled: 2, failed: [] });
     expect(provider.pendingWrites).toBe(0);
     expect(a.adds.map((x) => x.messages[0]!.content)).toEqual(['one', 'two']);
@@ -454,15 +481,10 @@ describe('after the run: writes', () => {
     await expect(provider.flush({ sessionId: 'sess-quick' })).resolves.toEqual({ settled: 1, failed: [] });
     await agent.flush({ session: quick });
     expect(provider.pendingWrites).toBe(1);
-    let done = false;
-    const waiting = provider.flush({ sessionId: 'sess-slow' }).then((result) => {
-      done = true;
-      return result;
-    });
-    await sleep(20);
-    expect(done, 'the slow write is still held').toBe(false);
-    release();
-    await expect(waiting).resolves.toEqual({ settled: 1, failed: [] });
+    // The held write is released a turn after the flush started; the flush settles after it stored.
+    const waiting = provider.flush({ sessionId: 'sess-slow' }).then((result) => ({ result, stored: a.adds.length }));
+    setImmediate(release);
+    await expect(waiting).resolves.toEqual({ result: { settled: 1, failed: [] }, stored: 2 });
     await expect(provider.flush()).resolves.toEqual({ settled: 0, failed: [] });
   });
 
@@ -505,12 +527,11 @@ describe('after the run: writes', () => {
   });
 
   it('a hung background write is bounded by writeTimeoutMs', async () => {
-    const a = fakeAdapter(() => [], { addDelayMs: 10_000 });
+    const a = fakeAdapter(() => [], { addWait: never });
     const { agent, provider, session } = setup(a, { writeMode: 'background', writeTimeoutMs: 50 });
     await agent.run('x', { session: session() });
-    const started = performance.now();
+    // The add never answers: flush settles by the timeout alone.
     const { failed } = await provider.flush();
-    expect(performance.now() - started).toBeLessThan(1000);
     expect(failed[0]!.error.message).toMatch(/did not answer within 50 ms/);
   });
 });
@@ -605,7 +626,7 @@ describe('turnMessages', () => {
  * An in-process mem0 that keeps what it is given: each user message added becomes a memory under
  * the add's scope; `list` pages two at a time; `deleteAll` removes what matches every id of its scope.
  */
-function storeAdapter(options: { addDelayMs?: number; hangDeletes?: boolean } = {}) {
+function storeAdapter(options: { addWait?: () => Promise<unknown>; hangDeletes?: boolean; onDeleteAll?: () => void } = {}) {
   const memories: Mem0Memory[] = [];
   const calls: string[] = [];
   const matches = (m: Mem0Memory, scope: Mem0Scope) => MEM0_SCOPE_KEYS.every((k) => scope[k] === undefined || m[k] === scope[k]);
@@ -618,7 +639,7 @@ function storeAdapter(options: { addDelayMs?: number; hangDeletes?: boolean } = 
       return memories.filter((m) => matches(m, scope));
     },
     async add({ messages, scope }) {
-      if (options.addDelayMs) await sleep(options.addDelayMs);
+      if (options.addWait) await options.addWait();
       for (const m of messages) if (m.role === 'user') memories.push({ id: `m${next++}`, text: m.content, ...scope });
       calls.push(`add ${JSON.stringify(scope)}`);
     },
@@ -630,7 +651,8 @@ function storeAdapter(options: { addDelayMs?: number; hangDeletes?: boolean } = 
     },
     async deleteAll({ scope }) {
       calls.push(`deleteAll ${JSON.stringify(scope)}`);
-      if (options.hangDeletes) await new Promise(() => {});
+      options.onDeleteAll?.();
+      if (options.hangDeletes) await never();
       for (let i = memories.length - 1; i >= 0; i--) if (matches(memories[i]!, scope)) memories.splice(i, 1);
     },
   };
@@ -753,7 +775,8 @@ describe('session deletes (forgetOnSessionDelete)', () => {
   });
 
   it("with it, deletes exactly the session's memories (its whole store scope), after its write still in flight", async () => {
-    const a = storeAdapter({ addDelayMs: 150 });
+    const held = deferred();
+    const a = storeAdapter({ addWait: () => held.promise });
     const provider = new Mem0ContextProvider({
       client: a,
       agentId: 'bot',
@@ -767,7 +790,10 @@ describe('session deletes (forgetOnSessionDelete)', () => {
     await agent.run('I like tea.', { session: keep });
     await agent.run('I like coffee.', { session: drop });
     expect(provider.pendingWrites).toBe(2);
-    await provider.onSessionDeleted(hookArgs(agent, drop));
+    // The writes are held until a turn after the delete started: it waits for them, then deletes.
+    const deleted = provider.onSessionDeleted(hookArgs(agent, drop));
+    setImmediate(held.resolve);
+    await deleted;
     expect(a.calls.at(-1)).toBe('deleteAll {"userId":"ann","agentId":"bot","runId":"drop"}');
     expect(a.calls.indexOf('add {"userId":"ann","agentId":"bot","runId":"drop"}')).toBeLessThan(a.calls.length - 1);
     await provider.flush();
@@ -848,14 +874,12 @@ describe('user data', () => {
   });
 
   it('a delete that hangs ends with the signal (its reason) or at writeTimeoutMs (BackendUnavailableError)', async () => {
-    const { provider, args } = await seeded({ writeTimeoutMs: 200 }, storeAdapter({ hangDeletes: true }));
     const controller = new AbortController();
     const reason = new Error('stop');
-    setTimeout(() => controller.abort(reason), 50);
-    let started = performance.now();
+    // The signal aborts once the (never answering) deleteAll is in flight, well before writeTimeoutMs.
+    const adapter = storeAdapter({ hangDeletes: true, onDeleteAll: () => controller.abort(reason) });
+    const { provider, args } = await seeded({ writeTimeoutMs: 200 }, adapter);
     await expect(provider.deleteUserData(args('ann', controller.signal))).rejects.toBe(reason);
-    expect(performance.now() - started).toBeLessThan(180);
-    started = performance.now();
     const timedOut = await provider.deleteUserData(args('ann')).catch((error: unknown) => error);
     expect(BackendUnavailableError.isInstance(timedOut)).toBe(true);
     expect((timedOut as Error).message).toMatch(/mem0 \(store\) delete for user "ann" did not answer within 200 ms/);
