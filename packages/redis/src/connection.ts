@@ -40,7 +40,8 @@ export interface RedisConnectionOptions {
    * ioredis `Cluster` options for an owned cluster connection, merged over the defaults
    * (`CLUSTER_DEFAULTS`: the slot map refreshed every second, so a promoted replica is followed
    * within about a second of its promotion, even when the old master stalls without closing its
-   * connections; `CLUSTERDOWN` and `TRYAGAIN` retried by the package on the key's own node).
+   * connections; `CLUSTERDOWN` retried by the package on the key's own node; `TRYAGAIN` resent by
+   * ioredis without a pause, then by the package).
    * A cluster has only database 0: a `db` in `redisOptions` is a `ConfigurationError`.
    */
   clusterOptions?: ClusterOptions;
@@ -88,9 +89,12 @@ export const DEFAULT_MAX_VALUE_BYTES = 512 * 1024 * 1024;
  *   commands within about a second, also when the old master stalls with its connections open
  *   (no error then tells ioredis to look); a refresh that asks a stalled node gives up after 1 s
  *   and asks the next node;
- * - `retryDelayOnClusterDown: 0`, `retryDelayOnTryAgain: 0`: ioredis would resend such a command
- *   to a random node, which may be the stalled one; the package resends it itself, to the node
- *   that serves the key, every 100-500 ms within `timeoutMs` (the server did not run it);
+ * - `retryDelayOnClusterDown: 0`: ioredis would resend a `CLUSTERDOWN` command to a random node,
+ *   which may be the stalled one; the package resends it itself, to the node that serves the key,
+ *   every 100-500 ms within `timeoutMs` (the server did not run it);
+ * - `retryDelayOnTryAgain: 0`: ioredis resends a `TRYAGAIN` command itself whatever this is set to
+ *   (to a random node, up to `maxRedirections` times); 0 makes that burst short (no pause between
+ *   its tries), after which the package resends it to the key's node as a `CLUSTERDOWN` one;
  * - `retryDelayOnFailover: 100`, `clusterRetryStrategy` 50 ms more per attempt up to 500 ms,
  *   `enableOfflineQueue: true`.
  */
