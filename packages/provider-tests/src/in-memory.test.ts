@@ -31,4 +31,5 @@ describeWorkingMemoryStore('InMemoryWorkingMemoryStore', {
 
 describeVectorIndex('InMemoryVectorIndex', {
   create: ({ dimensions }) => new InMemoryVectorIndex({ dimensions }),
+  capabilities: { list: true },
 });

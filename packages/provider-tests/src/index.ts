@@ -9,4 +9,4 @@ export type { WorkingMemoryStoreSuiteOptions } from './working-memory-store-suit
 export type { ConformanceSuiteOptions, MaybePromise } from './suite-options.js';
 export { BLANK_SESSION_IDS, describeId, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
 export { describeVectorIndex } from './vector-index-suite.js';
-export type { VectorIndexSuiteOptions } from './vector-index-suite.js';
+export type { VectorIndexCapabilities, VectorIndexSuiteOptions } from './vector-index-suite.js';

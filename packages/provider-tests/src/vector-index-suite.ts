@@ -1,7 +1,24 @@
 import { InvalidInputError, type IndexedMessage, type VectorIndex, type VectorRecord } from '@ctx/core';
 import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
 import { expectRejection } from './fixtures.js';
-import { createRegistrar, randomTag, type ConformanceSuiteOptions, type MaybePromise } from './suite-options.js';
+import {
+  checkCapability,
+  createRegistrar,
+  expectDeclared,
+  randomTag,
+  type ConformanceSuiteOptions,
+  type MaybePromise,
+} from './suite-options.js';
+
+/** What a vector index can do; the suite adapts the tests that depend on it. */
+export interface VectorIndexCapabilities {
+  /**
+   * The index has `list`. True: the listing test runs, and an index without it fails it. False: it
+   * is skipped (an index that has `list` all the same fails the declaration test). Default
+   * (undeclared): decided by whether the index has it, so one that lost it only skips the test.
+   */
+  list?: boolean;
+}
 
 /** Options of `describeVectorIndex`. */
 export interface VectorIndexSuiteOptions<I extends VectorIndex = VectorIndex> extends ConformanceSuiteOptions<I> {
@@ -17,6 +34,15 @@ export interface VectorIndexSuiteOptions<I extends VectorIndex = VectorIndex> ex
    * later (a search service's refresh) shows them. Default: nothing, writes are visible at once.
    */
   settle?: (index: I) => MaybePromise<void>;
+  /** What the index can do. Undeclared capabilities are decided by the methods the index has. */
+  capabilities?: VectorIndexCapabilities;
+  /**
+   * How many records the filtered-search test writes (over 10 users, 2 sessions each), so that its
+   * filters select a minority of many: 10% by user, 5% by session. Default 2000. An index that
+   * searches approximately (HNSW) and filters afterwards returns fewer than `topK` there; raise it
+   * until your database's planner uses its approximate index for the suite's queries.
+   */
+  filteredSearchRecords?: number;
 }
 
 /** Ids that break naive filters and keys: quotes (OData, SQL), separators, wildcards, Unicode. */
@@ -43,6 +69,11 @@ const HOSTILE_IDS = [
  */
 export function describeVectorIndex<I extends VectorIndex>(name: string, options: VectorIndexSuiteOptions<I>): void {
   const dimensions = options.dimensions ?? 8;
+  const filteredSearchRecords = options.filteredSearchRecords ?? 2000;
+  if (!Number.isSafeInteger(filteredSearchRecords) || filteredSearchRecords < 200)
+    throw new Error(
+      `@ctx/provider-tests: describeVectorIndex(${name}): filteredSearchRecords must be an integer of at least 200, got ${String(filteredSearchRecords)}.`,
+    );
 
   describe(`${name} (VectorIndex conformance)`, options.timeout === undefined ? {} : { timeout: options.timeout }, () => {
     const { test, finish } = createRegistrar(name, options.expectedFailures);
@@ -194,6 +225,42 @@ export function describeVectorIndex<I extends VectorIndex>(name: string, options
         expect(both).toEqual([]);
       });
 
+      test('a filter selecting a minority of many records still gets the exact topK of its scope (an index that searches, then filters, returns fewer)', async () => {
+        const index = await make();
+        const users = Array.from({ length: 10 }, () => newId('user'));
+        const sessions = users.map(() => [newId('session'), newId('session')] as const);
+        const records = Array.from({ length: filteredSearchRecords }, (_, i) => {
+          const u = i % users.length;
+          const s = Math.floor(i / users.length) % 2;
+          return record({ userId: users[u]!, sessionId: sessions[u]![s]!, sequence: i, vector: vectorOf(50_000 + i) });
+        });
+        for (let at = 0; at < records.length; at += 200) await index.upsert(records.slice(at, at + 200));
+        await settled(index);
+        const topK = 10;
+        const filters = [{ userId: users[0]! }, { sessionId: sessions[0]![1] }, { userId: users[0]!, sessionId: sessions[0]![0] }];
+        for (const seed of [11, 12, 13]) {
+          const query = vectorOf(seed);
+          for (const filter of filters) {
+            const scope = records.filter(
+              (r) =>
+                (filter.userId === undefined || r.userId === filter.userId) &&
+                (filter.sessionId === undefined || r.sessionId === filter.sessionId),
+            );
+            const expected = scope
+              .map((r) => ({ id: r.id, score: cosine(r.vector, query) }))
+              .sort((a, b) => b.score - a.score)
+              .slice(0, topK);
+            const matches = await index.query({ vector: query, topK, filter });
+            const what = `query ${seed} with filter ${JSON.stringify(filter)} (${scope.length} of ${records.length} records)`;
+            expect(
+              matches.length,
+              `${what}: ${matches.length} matches where ${topK} were asked for${matches.length < topK ? ' (an index that searches approximately, then filters, loses the matches of a small scope)' : ''}`,
+            ).toBe(topK);
+            expect(ids(matches), `${what}: the exact ${topK} nearest of the scope`).toEqual(expected.map((e) => e.id));
+          }
+        }
+      });
+
       test('excludeMessageIds leaves those messages out and still fills topK from the rest', async () => {
         const index = await make();
         const userId = newId('user');
@@ -295,9 +362,37 @@ export function describeVectorIndex<I extends VectorIndex>(name: string, options
         await index.delete({ userId: alice }); // idempotent
       });
 
+      test("delete by user and session removes that user's records of the session, never another user's records of the same session id", async () => {
+        const index = await make();
+        const [alice, bob] = [newId('user'), newId('user')];
+        const [shared, other] = [newId('session'), newId('session')];
+        const vector = axis(4);
+        const alices = [0, 1].map((sequence) => record({ userId: alice, sessionId: shared, sequence, vector }));
+        const bobs = [0, 1].map((sequence) => record({ userId: bob, sessionId: shared, sequence, vector }));
+        const kept = record({ userId: alice, sessionId: other, sequence: 0, vector });
+        await write(index, [...alices, ...bobs, kept]);
+        await index.delete({ userId: alice, sessionId: shared });
+        await settled(index);
+        expect(await index.query({ vector, topK: 10, filter: { userId: alice, sessionId: shared } })).toEqual([]);
+        expect(
+          ids(await index.getRange({ sessionId: shared, userId: bob, fromSequence: 0, toSequence: 1 })),
+          "bob's records of the session id alice's delete named",
+        ).toEqual(ids(bobs));
+        expect(ids(await index.query({ vector, topK: 10, filter: { userId: bob } })).sort()).toEqual(ids(bobs).sort());
+        expect(ids(await index.query({ vector, topK: 10, filter: { userId: alice } })), "alice's other session").toEqual([kept.id]);
+        await index.delete({ userId: alice, sessionId: shared }); // idempotent
+      });
+
       test('list (optional) returns every record of the scope without vectors, by session and sequence, never another scope', async (context) => {
         const index = await make();
-        if (typeof index.list !== 'function') return context.skip(`${name} has no list`);
+        checkCapability(context, {
+          suite: name,
+          capability: 'list',
+          declared: options.capabilities?.list,
+          present: typeof index.list === 'function',
+          methods: 'list',
+        });
+        if (typeof index.list !== 'function') return;
         const [alice, bob] = [newId('user'), newId('user')];
         const [a1, a2, b1] = [`${tag}-a1`, `${tag}-a2`, newId('session')];
         await write(index, [
@@ -338,6 +433,21 @@ export function describeVectorIndex<I extends VectorIndex>(name: string, options
           const left = await index.query({ vector, topK: 5, filter: { sessionId: r.sessionId } });
           expect(left.length, JSON.stringify(r.sessionId)).toBe(i < 2 ? 0 : 1);
         }
+      });
+    });
+
+    describe('capabilities', () => {
+      test('declares its optional capabilities (list) as it has them', async () => {
+        const index = await make();
+        expectDeclared([
+          {
+            suite: name,
+            capability: 'list',
+            declared: options.capabilities?.list,
+            present: typeof index.list === 'function',
+            methods: 'list',
+          },
+        ]);
       });
     });
 
