@@ -3,6 +3,7 @@ import { HistoryProvider } from '../history/history-provider.js';
 import { Message } from '../messages/message.js';
 import { InMemorySessionStore } from '../session/in-memory-session-store.js';
 import type { GetHistoryArgs } from '../spec/history.js';
+import type { ContextProvider } from '../spec/run-view.js';
 import type { SessionStore } from '../spec/session-store.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { createAgent } from './create-agent.js';
@@ -144,5 +145,28 @@ describe("a delete during a hosted turn with persistence 'model-call' and the hi
     expect((error as { sessionDeleted?: boolean } | undefined)?.sessionDeleted, String(error)).toBe(true);
     expect(await store.get('s1')).toBeUndefined();
     expect((await store.list({ userId: 'ada' })).sessions).toEqual([]);
+  });
+});
+
+describe("a hosted run's look at the store after its onTurnStored hooks honours the run's signal", () => {
+  it('a caller that aborts while the store stalls is answered with the abort reason, not held until the store answers', async () => {
+    const { store, hanging, stall } = stallingStore(new InMemorySessionStore());
+    const controller = new AbortController();
+    const reason = new Error('the caller went away');
+    const recall: ContextProvider = {
+      sourceId: 'recall',
+      onTurnStored: () => {
+        stall();
+        controller.abort(reason);
+      },
+    };
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: ['ok'] }),
+      sessionStore: store,
+      contextProviders: [new ExternalHistory(), recall],
+    });
+    const running = agent.run(Message.user('hello', { id: 'q1' }), { sessionId: 's1', signal: controller.signal });
+    await expect(running).rejects.toBe(reason);
+    expect(hanging.reads).toBe(1);
   });
 });

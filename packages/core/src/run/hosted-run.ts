@@ -181,8 +181,11 @@ class HostedTurn {
     if (!owesTurnStored(response)) return response;
     // Still inside the turn's flight and lease: a repeat of this turn waits until what is derived from it is written too.
     await settleTurnStored(response);
-    // The hooks wrote after the save, so a delete that came after the save may have missed it.
-    if (await this.#gone(session)) throw await this.#removeTurn(session, undefined);
+    // The hooks wrote after the save, so a delete that came after the save may have missed it. A
+    // caller that aborts meanwhile is answered at once, as above.
+    const removed = this.#gone(session).then((gone) => (gone ? this.#removeTurn(session, undefined) : undefined));
+    const outcome = await abortable(removed, signal);
+    if (outcome) throw outcome;
     return response;
   }
 
