@@ -132,10 +132,12 @@ describe('the real MemoryClient against the local platform server', () => {
     server.failNext({ status: 503, path: '/v3/memories/search/' });
     await expect(client.search('x', { filters: { user_id: 'a' } })).rejects.toMatchObject({ name: 'NetworkError' });
     await expect(client.search('x', { filters: { user_id: 'a' } })).resolves.toEqual({ results: [] });
-    server.setLatency(40);
-    const started = performance.now();
-    await client.search('x', { filters: { user_id: 'a' } });
-    expect(performance.now() - started).toBeGreaterThanOrEqual(35);
+    // With a latency, replies are held: two searches sent together are in flight at once.
+    server.reset();
+    expect(server.maxInFlight()).toBe(0);
+    server.setLatency(200);
+    await Promise.all([client.search('x', { filters: { user_id: 'a' } }), client.search('y', { filters: { user_id: 'a' } })]);
+    expect(server.maxInFlight()).toBe(2);
     server.setLatency(0);
     await add('Kept across the outage.', { userId: 'erin' });
     await server.pause();

@@ -177,7 +177,18 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
     return byId ? [byId, decodeURIComponent(match[1]!)] : undefined;
   };
 
+  let inFlight = 0;
+  let maxInFlight = 0;
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    maxInFlight = Math.max(maxInFlight, ++inFlight);
+    try {
+      await answer(req, res);
+    } finally {
+      inFlight--;
+    }
+  };
+
+  const answer = async (req: IncomingMessage, res: ServerResponse) => {
     const body = await readJsonBody(req);
     const recorded: RecordedRequest = recordRequest(req, body.value);
     requests.push(recorded);
@@ -212,6 +223,7 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
     memories: () => [...memories.values()].map((m) => structuredClone(m)),
     failNext: (failure) => void failures.push({ ...failure, left: failure.times ?? 1 }),
     setLatency: (ms) => void (latencyMs = ms),
+    maxInFlight: () => maxInFlight,
     pause: () => http.stop(),
     async resume() {
       if (closed) throw new Error('The mem0 test server was closed.');
@@ -225,6 +237,7 @@ export async function startMem0TestServer(options: Mem0TestServerOptions = {}): 
       embeddings.clear();
       failures.splice(0);
       requests.splice(0);
+      maxInFlight = inFlight;
     },
     async close() {
       closed = true;

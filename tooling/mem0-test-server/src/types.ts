@@ -90,13 +90,18 @@ export interface Mem0TestServer {
   failNext(failure: ScriptedFailure): void;
   /** Changes the simulated latency of every reply. */
   setLatency(ms: number): void;
+  /**
+   * The most requests the server held at once (received, not yet answered) since it started or was
+   * last reset: with a latency set, searches a client sends together overlap here.
+   */
+  maxInFlight(): number;
   /** Stops listening and drops open connections (the service is down); memories are kept. */
   pause(): Promise<void>;
   /** Listens again on the same port. */
   resume(): Promise<void>;
   /** Waits until every asynchronous add has been applied. */
   settle(): Promise<void>;
-  /** Forgets memories, requests and scripted failures (same `requests` array). */
+  /** Forgets memories, requests, scripted failures and the in-flight peak (same `requests` array). */
   reset(): void;
   /** Stops the server; idempotent. */
   close(): Promise<void>;
