@@ -88,6 +88,9 @@ describe('platform MemoryClient against the local mem0 REST server', () => {
       return platform.server.maxInFlight();
     };
     try {
+      // A first run of each pings the client (detection) and opens the connections.
+      await peakOf(par);
+      await peakOf(seq);
       platform.server.setLatency(150);
       expect(await peakOf(par)).toBe(3);
       expect(await peakOf(seq)).toBe(1);
