@@ -1,9 +1,13 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { BackendUnavailableError, ConfigurationError } from '../errors.js';
 import { abortable, withDeadline } from './deadline.js';
 
 const site = { backend: 'demo', operation: 'Demo get for session "s1"' };
 const never = () => new Promise<never>(() => {});
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('withDeadline', () => {
   it('resolves with what the call returns, and leaves its signal alone', async () => {
@@ -21,21 +25,30 @@ describe('withDeadline', () => {
   });
 
   it('fails at the deadline with BackendUnavailableError even when the call ignores its signal, and aborts that signal', async () => {
+    vi.useFakeTimers();
     let seen: AbortSignal | undefined;
-    const started = Date.now();
-    const error = await withDeadline(
+    let settled = false;
+    const pending = withDeadline(
       (signal) => {
         seen = signal;
         return never();
       },
       { ...site, timeoutMs: 50, hint: 'Raise timeoutMs.' },
     ).catch((e: unknown) => e);
+    void pending.finally(() => {
+      settled = true;
+    });
+    // Not a millisecond early (the clock is fake: only the deadline's timer can settle it).
+    await vi.advanceTimersByTimeAsync(49);
+    expect(settled).toBe(false);
+    expect(seen?.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    const error = await pending;
     expect(BackendUnavailableError.isInstance(error)).toBe(true);
     expect((error as BackendUnavailableError).backend).toBe('demo');
     expect((error as Error).message).toBe('Demo get for session "s1" did not answer within 50 ms. Raise timeoutMs.');
     expect(seen?.aborted).toBe(true);
     expect(seen?.reason).toBe(error);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
   });
 
   it("ends with the caller's abort reason at once, and passes the abort to the call", async () => {
@@ -104,15 +117,19 @@ describe('withDeadline', () => {
   });
 
   it('a call that takes no signal is bounded alike: the deadline and the abort win over a later failure', async () => {
+    vi.useFakeTimers();
     const late = () => new Promise<never>((_, reject) => setTimeout(() => reject(new Error('late')), 60));
-    const timedOut = await withDeadline(late, { ...site, timeoutMs: 20 }).catch((e: unknown) => e);
+    const pending = withDeadline(late, { ...site, timeoutMs: 20 }).catch((e: unknown) => e);
+    await vi.advanceTimersByTimeAsync(20);
+    const timedOut = await pending;
     expect(BackendUnavailableError.isInstance(timedOut)).toBe(true);
     expect((timedOut as Error).message).toContain('did not answer within 20 ms');
     const controller = new AbortController();
     const aborted = withDeadline(late, { ...site, timeoutMs: 1000, signal: controller.signal }).catch((e: unknown) => e);
     controller.abort(new Error('stop'));
     expect(((await aborted) as Error).message).toBe('stop');
-    await new Promise((resolve) => setTimeout(resolve, 80)); // the late failures are never unhandled
+    // Both calls fail now, after the deadline and the abort: vitest fails the run on an unhandled rejection.
+    await vi.advanceTimersByTimeAsync(60);
   });
 });
 
