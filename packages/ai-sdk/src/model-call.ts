@@ -1,6 +1,6 @@
 import { APICallError, type JSONSchema7, type LanguageModelV2CallOptions } from '@ai-sdk/provider';
 import type { ChatOptions, ChatResponseUpdate, Message } from '@ctx/core';
-import { abortable } from '@ctx/core/backend';
+import { abortable, pause } from '@ctx/core/backend';
 import { type AiSdkLanguageModel, type CallOptions, doStream, type StreamPart, type StreamResult } from './language-model.js';
 import { toPrompt } from './prompt.js';
 import { createStreamMapper } from './results.js';
@@ -51,7 +51,7 @@ export async function withRetries<T>(call: () => PromiseLike<T>, maxRetries: num
       return await abortable(Promise.resolve(call()), signal);
     } catch (error) {
       if (signal?.aborted || attempt >= maxRetries || !APICallError.isInstance(error) || !error.isRetryable) throw error;
-      await sleep(retryDelay(error, attempt), signal);
+      await pause(retryDelay(error, attempt), signal);
     }
   }
 }
@@ -68,20 +68,6 @@ function retryDelay(error: APICallError, attempt: number): number {
         ? Number(after) * 1000
         : Date.parse(after) - Date.now();
   return given >= 0 && given < 60_000 ? given : 2000 * 2 ** attempt;
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** What `streamModel` reports besides the updates, and how it names failures. */

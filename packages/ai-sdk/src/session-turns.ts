@@ -1,5 +1,5 @@
 import { type AgentSession, ConcurrencyError, type SessionStore } from '@ctx/core';
-import { describeError, generateId, shortId } from '@ctx/core/backend';
+import { describeError, generateId, pause, shortId } from '@ctx/core/backend';
 
 /** The turn key of the lease a middleware call holds on its session (`SessionStore.leaseTurn`): one turn at a time per session. */
 export const SESSION_LEASE = 'ai-sdk-turn';
@@ -346,20 +346,4 @@ export class SessionTurns {
     const list = this.#waiting.get(sessionId);
     if (list) for (const wake of [...list]) wake();
   }
-}
-
-/** Resolves after `ms`, or rejects with the abort reason as soon as `signal` aborts. */
-function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  return new Promise<void>((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

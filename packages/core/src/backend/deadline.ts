@@ -118,3 +118,22 @@ export function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefine
     );
   });
 }
+
+/**
+ * Resolves after `ms` milliseconds, or rejects with the abort reason as soon as `signal` aborts
+ * (at once when it already has): a wait between two attempts that never outlives its caller.
+ */
+export function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

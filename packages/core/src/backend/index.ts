@@ -38,7 +38,7 @@ export type { MessageIdConflict } from '../history/message-conflict.js';
 export { checkIfMatch } from './check-if-match.js';
 export { checkId, checkInteger, checkOptionNames, checkPositiveNumber, checkSessionId, optionNames, shortId } from './checks.js';
 export type { OptionFlags } from './checks.js';
-export { abortable, withDeadline } from './deadline.js';
+export { abortable, pause, withDeadline } from './deadline.js';
 export type { DeadlineOptions } from './deadline.js';
 export { encodeIdSegment } from './id-segment.js';
 export { checkHistoryBatch } from './history-batch.js';

@@ -1,5 +1,5 @@
 import { checkId, checkOptionNames, checkSessionId, optionNames, shortId } from '../backend/checks.js';
-import { abortable } from '../backend/deadline.js';
+import { abortable, pause } from '../backend/deadline.js';
 import { ConcurrencyError, ConfigurationError, describe, InvalidInputError, isAbortError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import type { Message } from '../messages/message.js';
@@ -17,7 +17,7 @@ import { awaitPostReplyWork } from './post-reply-work.js';
 import type { RunStreamSink } from './run-stream.js';
 import { clearSessionData } from './session-lifecycle.js';
 import { owesTurnStored, settleTurnStored } from './turn-stored.js';
-import { checkSameInputs, flightKey, leaseKey, pause, runningTurnsOf, turnRunningError, waitUntil } from './running-turns.js';
+import { checkSameInputs, flightKey, leaseKey, runningTurnsOf, turnRunningError, waitUntil } from './running-turns.js';
 import { storedReply } from './stored-reply.js';
 
 /** What a streaming hosted run hands over, so that a reply it did not run itself still reaches the caller's stream. */

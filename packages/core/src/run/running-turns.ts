@@ -201,19 +201,3 @@ export function waitUntil<T>(outcome: Promise<T>, signal: AbortSignal | undefine
     );
   });
 }
-
-/** Resolves after `ms`, or rejects with the abort reason as soon as `signal` aborts. */
-export function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  return new Promise<void>((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
