@@ -265,14 +265,18 @@ describe('faults in the middle of a replace', () => {
 });
 
 describe('concurrent writers', () => {
-  /** A provider whose client runs `hook` once, before the first transactional batch it sends. */
-  function withHookBeforeBatch(hook: () => Promise<void>): CosmosHistoryProvider {
+  /**
+   * A provider whose client runs `hook` once, before the first transactional batch it sends;
+   * `seen` collects the operation type of every request it sends, in order.
+   */
+  function withHookBeforeBatch(hook: () => Promise<void>, seen: string[] = []): CosmosHistoryProvider {
     let armed = true;
     // `plugins` is a hidden option of @azure/cosmos: it wraps every request the client sends.
     const plugins = [
       {
         on: 'request',
         plugin: async (context: { operationType?: string }, _diagnostics: unknown, next: (c: unknown) => Promise<unknown>) => {
+          seen.push(String(context.operationType));
           if (armed && context.operationType === 'batch') {
             armed = false;
             await hook();
@@ -293,9 +297,21 @@ describe('concurrent writers', () => {
     const before = [Message.user('q1'), Message.assistant('a1'), Message.user('q2'), Message.assistant('a2')];
     await provider.saveMessages(sessionId, before, { state });
     const racing = [Message.user('q3'), Message.assistant('a3')];
-    const replacer = withHookBeforeBatch(() => provider.saveMessages(sessionId, racing, { state }));
+    const seen: string[] = [];
+    let raced: string[] = [];
+    const replacer = withHookBeforeBatch(async () => {
+      await provider.saveMessages(sessionId, racing, { state });
+      raced = texts(await provider.getMessages(sessionId, { state }));
+    }, seen);
     const after = [Message.system('summary'), ...before.slice(2)];
     await replacer.replaceMessages(sessionId, after, { state });
+    // The race happened: the save landed after the replace's read, before its first batch...
+    expect(raced).toEqual(['q1', 'a1', 'q2', 'a2', 'q3', 'a3']);
+    // ...which failed its head condition, so the replace read again and sent a second batch.
+    const firstBatch = seen.indexOf('batch');
+    expect(firstBatch).toBeGreaterThan(0);
+    expect(seen.slice(firstBatch + 1)).toContain('batch');
+    expect(seen.slice(firstBatch + 1, seen.lastIndexOf('batch'))).not.toEqual([]);
     // The turn saved before the replace's second read is removed (it was not in the list), as one saved before its first read would be.
     await expectStored(sessionId, after);
   });
