@@ -21,8 +21,11 @@ for (const group of ['packages', 'examples', 'bench', 'tooling']) {
     for (const result of report.testResults) {
       for (const test of result.assertionResults) counts[kind(test)]++;
     }
-    // A file that failed before its tests ran (an import error, a failing hook) has no test entries.
-    counts.failed += report.testResults.filter((r) => r.status === 'failed' && r.assertionResults.length === 0).length;
+    // A file that failed outside its tests (an import error, a failing beforeAll) counts as one failure:
+    // its tests are reported skipped, or not at all.
+    counts.failed += report.testResults.filter(
+      (r) => r.status === 'failed' && !r.assertionResults.some((a) => a.status === 'failed'),
+    ).length;
     for (const key of Object.keys(total)) total[key] += counts[key];
     lines.push(`${pkg.slice(root.length)}: ${describe(counts)} (of ${report.numTotalTests})`);
   }
