@@ -18,8 +18,14 @@ async function freshIndex(dimensions: number, algorithm?: 'hnsw' | 'exhaustiveKn
   return new AzureSearchVectorIndex({ client: new SearchClient<object>(env.searchEndpoint, name, credential(), insecure), dimensions });
 }
 
-describeVectorIndex('AzureSearchVectorIndex (hnsw, exhaustive queries)', { create: ({ dimensions }) => freshIndex(dimensions) });
-describeVectorIndex('AzureSearchVectorIndex (exhaustiveKnn)', { create: ({ dimensions }) => freshIndex(dimensions, 'exhaustiveKnn') });
+describeVectorIndex('AzureSearchVectorIndex (hnsw, exhaustive queries)', {
+  create: ({ dimensions }) => freshIndex(dimensions),
+  capabilities: { list: true },
+});
+describeVectorIndex('AzureSearchVectorIndex (exhaustiveKnn)', {
+  create: ({ dimensions }) => freshIndex(dimensions, 'exhaustiveKnn'),
+  capabilities: { list: true },
+});
 
 describe('AzureSearchVectorIndex', () => {
   it('defines a key, filterable user, session, message and sortable sequence, and a hidden cosine vector field', () => {
