@@ -26,6 +26,8 @@ interface Held {
   holder: string;
   /** A step of the turn runs now. */
   busy: boolean;
+  /** Another call is reading the store to see whether the turn moved on (`#movedOn`); the turn's next step does not wait for it. */
+  checking?: boolean;
   /** The session as the last step saved it, for the next step (no load between steps). */
   session: AgentSession | undefined;
   /** Whether the store lease is taken (a store with `leaseTurn`). */
@@ -108,7 +110,7 @@ export class SessionTurns {
           this.#renew(sessionId, held);
           return this.#step(sessionId, held, session);
         }
-        if (this.#leases() && (await this.#movedOn(sessionId, held, load, continues))) continue;
+        if (!held.checking && this.#leases() && (await this.#movedOn(sessionId, held, load, continues))) continue;
         await this.#changed(sessionId, signal, deadline, late, FIRST_POLL_MS * 2 ** Math.min(attempt, 5));
         continue;
       }
@@ -203,20 +205,15 @@ export class SessionTurns {
     load: () => Promise<AgentSession>,
     continues: (session: AgentSession) => { holder: string | undefined },
   ): Promise<boolean> {
-    held.busy = true; // no other call here looks meanwhile
+    held.checking = true; // no other call here looks meanwhile; the turn's next step may still take the session
     let holder: string | undefined;
     try {
       holder = continues(await load()).holder;
     } finally {
-      held.busy = false;
+      held.checking = false;
     }
-    if (this.#held.get(sessionId) !== held) return false;
-    if (held.gap === undefined) {
-      // the gap ended while the store was read
-      this.#free(sessionId, held);
-      return true;
-    }
-    if (holder === held.holder) return false;
+    if (this.#held.get(sessionId) !== held) return true; // the gap or the turn ended while the store was read
+    if (held.busy || holder === held.holder) return false; // its next step came meanwhile, or the turn is still held here
     clearTimeout(held.gap);
     held.gap = undefined;
     held.leased = false;
