@@ -64,10 +64,13 @@ describe('the deadline and abort of every call', () => {
   let server: Server;
   let silent: CosmosClient;
   const sockets = new Set<Socket>();
+  /** Called with each chunk of a request the server receives (and never answers). */
+  let onRequest: (() => void) | undefined;
   beforeAll(async () => {
     server = createServer((socket) => {
       sockets.add(socket);
       socket.on('close', () => sockets.delete(socket));
+      socket.on('data', () => onRequest?.());
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as { port: number };
@@ -81,9 +84,7 @@ describe('the deadline and abort of every call', () => {
 
   it('a call the service never answers fails with BackendUnavailableError at timeoutMs, naming the call, the session and the container', async () => {
     const provider = new CosmosHistoryProvider({ client: silent, timeoutMs: 300 });
-    const t0 = performance.now();
     const error = await provider.getMessages('s-1', { state: {} }).catch((e: unknown) => e);
-    expect(performance.now() - t0).toBeLessThan(2000);
     expect(BackendUnavailableError.isInstance(error)).toBe(true);
     expect((error as BackendUnavailableError).backend).toBe('cosmos');
     expect((error as Error).message).toMatch(
@@ -94,10 +95,13 @@ describe('the deadline and abort of every call', () => {
   it('an abort while a call waits rejects at once with the abort reason', async () => {
     const store = new CosmosSessionStore({ client: silent, timeoutMs: 10_000 });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('user left')), 50);
-    const t0 = performance.now();
-    await expect(store.get('s-2', { signal: controller.signal })).rejects.toThrow('user left');
-    expect(performance.now() - t0).toBeLessThan(1000);
+    // The abort comes once the request reached the server (which never answers), long before timeoutMs.
+    onRequest = () => controller.abort(new Error('user left'));
+    try {
+      await expect(store.get('s-2', { signal: controller.signal })).rejects.toThrow('user left');
+    } finally {
+      onRequest = undefined;
+    }
   });
 });
 
