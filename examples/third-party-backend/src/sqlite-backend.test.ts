@@ -11,17 +11,21 @@ const directory = mkdtempSync(join(tmpdir(), 'ctx-sqlite-'));
 const database = join(directory, 'ctx.db');
 const teardown = () => rmSync(directory, { recursive: true, force: true });
 
+// Each suite is told what the backend has, so that losing it fails the suite instead of skipping tests.
 describeHistoryProvider('SqliteHistoryProvider', {
   create: (options) => new SqliteHistoryProvider({ ...options, database }),
   cleanup: (provider) => provider.close(),
+  capabilities: { popMessages: true, clearMessages: true },
 });
 describeSessionStore('SqliteSessionStore', {
   create: () => new SqliteSessionStore({ database }),
   cleanup: (store) => store.close(),
+  capabilities: { list: true, total: true, leases: false },
 });
 describeHostedConcurrency('SqliteSessionStore with SqliteHistoryProvider', {
   createStore: () => new SqliteSessionStore({ database }),
   createHistory: (options) => new SqliteHistoryProvider({ ...options, database }),
+  capabilities: { leases: false },
   cleanup: (store) => (store instanceof SqliteSessionStore ? store.close() : undefined),
   teardown,
 });
