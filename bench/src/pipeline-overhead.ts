@@ -10,6 +10,10 @@
 import { pathToFileURL } from 'node:url';
 import { langchainCase, toLangChain } from './alternatives/langchain.js';
 import { openaiAgentsCase, toAgentItems } from './alternatives/openai-agents.js';
+import type { Message } from '@ctx/core';
+import type { BaseMessage } from '@langchain/core/messages';
+import type { AgentInputItem } from '@openai/agents-core';
+import { ctxCase, toCtx } from './ctx-side.js';
 import { ANSWER, conversation } from './data.js';
 import { loadAverage, runInfo } from './run-info.js';
 import { fmtMs, fmtRatio, measure, printTable, settle, type MeasureOptions, type Measurement } from './timing.js';
@@ -24,11 +28,13 @@ const ROUNDS = 3;
 const RUN_LENGTH = 5;
 /** Bounds of one measured case: up to 30 warm-up runs (200 ms), then at least 5 and up to 3,000 timed runs in 300 ms. */
 const BOUNDS: MeasureOptions = { warmup: 30, warmupBudgetMs: 200, minIterations: 5, maxIterations: 3000, budgetMs: 300 };
-/** At 100,000 messages, a case slower than this (mean ms) at 10,000 runs one round of 1 warm-up and 3 timed runs... */
+/** At 100,000 messages the peers' rows run one round, and a row slower than this (mean ms) at 10,000 one round of 1 warm-up and 3 timed runs... */
 const SLOW_MS = 20;
 const SLOW_BOUNDS: MeasureOptions = { warmup: 1, minIterations: 3, maxIterations: 3, budgetMs: 0 };
 /** ...and one slower than this is not run at 100,000 (seconds per run, growing with the history: shown up to 10,000). */
 const SKIP_MS = 200;
+/** At 100,000 messages every timed call of the restore flows restores 100,000 messages: 1 warm-up and 5 timed calls. */
+const RESTORE_BOUNDS: MeasureOptions = { warmup: 1, minIterations: 5, maxIterations: 5, budgetMs: 0 };
 /** Windowed targets: flat means at most this p50 ratio against 10 messages, faster means at least this ratio. */
 const FLAT = 1.2;
 const WINDOW_SPEEDUP = 5;
@@ -107,56 +113,78 @@ interface Variant {
   peerWindow?: string;
   /** The flows this row is measured in (default: all). */
   flows?: FlowId[];
-  make(size: number): Promise<Side>;
+  make(data: Conversation): Promise<Side>;
 }
 
 const CTX_WINDOW = `ctx, InMemoryHistoryProvider maxMessages ${WINDOW} + 4 providers`;
 const CTX_FULL = "ctx, the agent's default history (InMemoryHistoryProvider, no window) + 4 providers";
 const LC_FULL = 'LangChain RunnableWithMessageHistory (legacy API), InMemoryChatMessageHistory (full history)';
 
-async function variants(): Promise<Variant[]> {
-  const { ctxCase, toCtx } = await import('./ctx-side.js');
+function variants(): Variant[] {
   return [
-    { label: CTX_WINDOW, baseline: CTX_WINDOW, make: async (n) => ctxCase(toCtx(conversation(n)), { maxMessages: WINDOW }) },
-    { label: CTX_FULL, baseline: CTX_FULL, make: async (n) => ctxCase(toCtx(conversation(n)), { history: 'default' }) },
+    { label: CTX_WINDOW, baseline: CTX_WINDOW, make: async (d) => ctxCase(d.ctx(), { maxMessages: WINDOW }) },
+    { label: CTX_FULL, baseline: CTX_FULL, make: async (d) => ctxCase(d.ctx(), { history: 'default' }) },
     {
       label: `ctx, as first row but on core's ScriptedChatClient`,
       baseline: CTX_WINDOW,
       flows: ['rewind'],
-      make: async (n) => ctxCase(toCtx(conversation(n)), { maxMessages: WINDOW, client: 'scripted' }),
+      make: async (d) => ctxCase(d.ctx(), { maxMessages: WINDOW, client: 'scripted' }),
     },
-    { label: LC_FULL, baseline: CTX_FULL, make: async (n) => langchainCase(toLangChain(conversation(n))) },
+    { label: LC_FULL, baseline: CTX_FULL, make: async (d) => langchainCase(d.langchain()) },
     {
       label: `LangChain (legacy API) + trimMessages (last ${WINDOW})`,
       baseline: CTX_WINDOW,
       peerWindow: 'LangChain trimMessages',
-      make: async (n) => langchainCase(toLangChain(conversation(n)), { window: WINDOW }),
+      make: async (d) => langchainCase(d.langchain(), { window: WINDOW }),
     },
     {
       label: `LangChain (legacy API), user-written BaseListChatMessageHistory reading the last ${WINDOW}`,
       baseline: CTX_WINDOW,
       peerWindow: 'LangChain last-20 history',
-      make: async (n) => langchainCase(toLangChain(conversation(n)), { window: WINDOW, history: 'last-messages' }),
+      make: async (d) => langchainCase(d.langchain(), { window: WINDOW, history: 'last-messages' }),
     },
     {
       label: 'OpenAI Agents SDK, MemorySession (for demos and tests, its docs say; full history)',
       baseline: CTX_FULL,
       flows: ['rewind'],
-      make: async (n) => openaiAgentsCase(toAgentItems(conversation(n))),
+      make: async (d) => openaiAgentsCase(d.agents()),
     },
     {
       label: `OpenAI Agents SDK, MemorySession + sessionInputCallback (last ${WINDOW})`,
       baseline: CTX_WINDOW,
       peerWindow: 'Agents SDK sessionInputCallback',
-      make: async (n) => openaiAgentsCase(toAgentItems(conversation(n)), { window: WINDOW }),
+      make: async (d) => openaiAgentsCase(d.agents(), { window: WINDOW }),
     },
     {
       label: `OpenAI Agents SDK, user-written Session returning the last ${WINDOW}, no cloning`,
       baseline: CTX_WINDOW,
       peerWindow: 'Agents SDK last-20 session',
-      make: async (n) => openaiAgentsCase(toAgentItems(conversation(n)), { window: WINDOW, session: 'last-items' }),
+      make: async (d) => openaiAgentsCase(d.agents(), { window: WINDOW, session: 'last-items' }),
     },
   ];
+}
+
+/**
+ * One size's conversation in each library's shape, converted once and shared by every row and
+ * flow at that size (each side copies what it changes: ctx's `createSession` clones the state, the
+ * other sides' sessions take a copy of the array).
+ */
+interface Conversation {
+  ctx(): Message[];
+  langchain(): BaseMessage[];
+  agents(): AgentInputItem[];
+}
+
+function conversationOf(size: number): Conversation {
+  const once = <T>(make: () => T) => {
+    let value: T | undefined;
+    return () => (value ??= make());
+  };
+  return {
+    ctx: once(() => toCtx(conversation(size))),
+    langchain: once(() => toLangChain(conversation(size))),
+    agents: once(() => toAgentItems(conversation(size))),
+  };
 }
 
 /** The untimed step and the timed call of one side in one flow. */
@@ -166,12 +194,12 @@ interface Timed {
 }
 
 /**
- * Checks (not timing) that a side answers, stores the turn and resets to N, and in the restore
- * flows that a restored session holds N messages; returns the side's setup and timed call.
+ * Checks (not timing) that a side answers, stores the turn, resets to N, and that a session
+ * restored from its JSON holds N messages and runs; resolves to that JSON.
  */
-async function prepare(label: string, side: Side, flow: FlowId, size: number): Promise<Timed> {
+async function check(label: string, side: Side, size: number): Promise<string> {
   const fail = (what: string) => {
-    throw new Error(`${label} (${flow}, ${size} messages): ${what}`);
+    throw new Error(`${label} (${size} messages): ${what}`);
   };
   const session = await side.reset();
   if ((await side.storedCount(session)) !== size) fail(`the session does not hold ${size} messages`);
@@ -179,6 +207,16 @@ async function prepare(label: string, side: Side, flow: FlowId, size: number): P
   if (reply !== ANSWER) fail(`unexpected reply ${JSON.stringify(reply)}`);
   if ((await side.storedCount(session)) !== size + 2) fail(`expected ${size + 2} stored messages after a run`);
   if ((await side.storedCount(await side.reset())) !== size) fail(`reset did not bring back ${size} messages`);
+  const json = await side.serialize(await side.reset());
+  const restored = await side.restore(json);
+  if ((await side.storedCount(restored)) !== size) fail(`the restored session does not hold ${size} messages`);
+  if ((await side.run(restored)) !== ANSWER || (await side.storedCount(restored)) !== size + 2)
+    fail('a run on the restored session failed');
+  return json;
+}
+
+/** The untimed step and the timed call of one side in one flow, fresh for every measured case. */
+function timedFor(flow: FlowId, side: Side, json: string): Timed {
   switch (flow) {
     case 'consecutive': {
       let left = 0;
@@ -199,59 +237,85 @@ async function prepare(label: string, side: Side, flow: FlowId, size: number): P
     case 'rewind':
       return { setup: () => side.reset(), run: (s) => side.run(s) };
     case 'restore-run':
-    case 'restored-run': {
-      const json = await side.serialize(await side.reset());
-      const restored = await side.restore(json);
-      if ((await side.storedCount(restored)) !== size) fail(`the restored session does not hold ${size} messages`);
-      if ((await side.run(restored)) !== ANSWER || (await side.storedCount(restored)) !== size + 2)
-        fail('a run on the restored session failed');
-      return flow === 'restore-run'
-        ? { setup: async () => json, run: async (j) => side.run(await side.restore(j as string)) }
-        : { setup: () => side.restore(json), run: (s) => side.run(s) };
-    }
+      return { setup: async () => json, run: async (j) => side.run(await side.restore(j as string)) };
+    case 'restored-run':
+      return { setup: () => side.restore(json), run: (s) => side.run(s) };
   }
 }
 
 /** Measurements of one flow: by row label, by size; absent for a row not run at that size. */
 type FlowResults = Map<string, Map<number, Measurement>>;
 
-/** Measures one flow at every size and prints its table. */
-async function runFlow(flow: Flow, vs: Variant[]): Promise<{ rows: Variant[]; results: FlowResults; skipped: Map<string, number> }> {
-  const rows = vs.filter((v) => !v.flows || v.flows.includes(flow.id));
-  const results: FlowResults = new Map(rows.map((v) => [v.label, new Map()]));
-  const skipped = new Map<string, number>();
-  const loads: string[] = [];
-  for (const size of SIZES) {
-    const timed = new Map<string, { t: Timed; bounds: MeasureOptions; rounds: number }>();
-    for (const v of rows) {
-      const before = results.get(v.label)!.get(TARGET_SIZE)?.meanMs;
-      if (size === LARGEST && before !== undefined && before > SKIP_MS) {
-        skipped.set(v.label, before);
-        continue;
-      }
-      const slow = size === LARGEST && before !== undefined && before > SLOW_MS;
-      const t = await prepare(v.label, await v.make(size), flow.id, size);
-      timed.set(v.label, { t, bounds: slow ? SLOW_BOUNDS : BOUNDS, rounds: slow ? 1 : ROUNDS });
+/** One flow's rows and what was measured of them so far. */
+interface FlowRun {
+  flow: Flow;
+  rows: Variant[];
+  results: FlowResults;
+  /** Rows not run at the largest size, with their mean at the target size. */
+  skipped: Map<string, number>;
+  /** The load average after each size. */
+  loads: string[];
+}
+
+const isCtx = (v: Variant) => v.label.startsWith('ctx');
+
+/** The bounds and rounds of one row in one flow at one size. */
+function plan(f: FlowRun, v: Variant, size: number): { bounds: MeasureOptions; rounds: number } | 'skip' {
+  if (size !== LARGEST) return { bounds: BOUNDS, rounds: ROUNDS };
+  const before = f.results.get(v.label)!.get(TARGET_SIZE)!.meanMs;
+  if (before > SKIP_MS) return 'skip';
+  if (before > SLOW_MS) return { bounds: SLOW_BOUNDS, rounds: 1 };
+  const restores = f.flow.id === 'restore-run' || f.flow.id === 'restored-run';
+  return { bounds: restores ? RESTORE_BOUNDS : BOUNDS, rounds: isCtx(v) ? ROUNDS : 1 };
+}
+
+/**
+ * Measures every flow at one size: one side per row, checked once and shared by the flows (each
+ * resets it through the public API), then interleaved rounds of every flow's rows.
+ */
+async function measureSize(flows: FlowRun[], vs: Variant[], size: number): Promise<void> {
+  const plans = new Map<FlowRun, Map<string, { bounds: MeasureOptions; rounds: number }>>();
+  for (const f of flows) {
+    const byRow = new Map<string, { bounds: MeasureOptions; rounds: number }>();
+    for (const v of f.rows) {
+      const p = plan(f, v, size);
+      if (p === 'skip') f.skipped.set(v.label, f.results.get(v.label)!.get(TARGET_SIZE)!.meanMs);
+      else byRow.set(v.label, p);
     }
-    // Interleaved rounds, each row's best mean kept: load on a shared machine hits every row alike.
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const v of rows) {
-        const c = timed.get(v.label);
-        if (!c || round >= c.rounds) continue;
+    plans.set(f, byRow);
+  }
+  const data = conversationOf(size);
+  const sides = new Map<string, { side: Side; json: string }>();
+  for (const v of vs) {
+    if (!flows.some((f) => plans.get(f)!.has(v.label))) continue;
+    const side = await v.make(data);
+    sides.set(v.label, { side, json: await check(v.label, side, size) });
+  }
+  // Interleaved rounds, each row's best mean kept: load on a shared machine hits every row alike.
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const f of flows) {
+      for (const v of f.rows) {
+        const p = plans.get(f)!.get(v.label);
+        if (!p || round >= p.rounds) continue;
+        const { side, json } = sides.get(v.label)!;
+        const t = timedFor(f.flow.id, side, json);
         settle();
         const m = await measure(
           v.label,
-          () => c.t.setup(),
-          (input) => c.t.run(input),
-          c.bounds,
+          () => t.setup(),
+          (input) => t.run(input),
+          p.bounds,
         );
-        const best = results.get(v.label)!.get(size);
-        if (!best || m.meanMs < best.meanMs) results.get(v.label)!.set(size, m);
+        const best = f.results.get(v.label)!.get(size);
+        if (!best || m.meanMs < best.meanMs) f.results.get(v.label)!.set(size, m);
       }
+      if (round === 0) f.loads.push(`${size.toLocaleString('en-US')}: ${loadAverage()}`);
     }
-    loads.push(`${size.toLocaleString('en-US')}: ${loadAverage()}`);
   }
+}
 
+/** Prints one flow's table. */
+function printFlow({ flow, rows, results, skipped, loads }: FlowRun): void {
   console.log(`### ${flow.title}\n`);
   console.log(`${flow.about}\n`);
   const at = (label: string, size: number) => results.get(label)!.get(size);
@@ -291,7 +355,6 @@ async function runFlow(flow: Flow, vs: Variant[]): Promise<{ rows: Variant[]; re
     );
   }
   console.log('');
-  return { rows, results, skipped };
 }
 
 /** The largest p50 at 1,000 messages or more against the p50 at 10 (what "flat" is judged on). */
@@ -312,16 +375,30 @@ export async function pipelineOverhead(): Promise<Map<FlowId, FlowResults>> {
   console.log('\n## Pipeline overhead per run (fake model, no network)\n');
   console.log(`${runInfo()}.`);
   console.log(
-    `Mean and p50 ms per run on a session of N stored messages; each row's best mean of ${ROUNDS} interleaved rounds. Each measured case: up to ${BOUNDS.warmup} warm-up runs (${BOUNDS.warmupBudgetMs} ms), then ${BOUNDS.minIterations} to ${BOUNDS.maxIterations} timed runs within ${BOUNDS.budgetMs} ms (untimed resets included). At ${LARGEST.toLocaleString('en-US')} messages a row slower than ${SLOW_MS} ms at ${TARGET_SIZE.toLocaleString('en-US')} runs one round of ${SLOW_BOUNDS.warmup} warm-up and ${SLOW_BOUNDS.minIterations} timed runs, and one slower than ${SKIP_MS} ms is skipped.`,
+    `Mean and p50 ms per run on a session of N stored messages; each row's best mean of ${ROUNDS} interleaved rounds. Each measured case: up to ${BOUNDS.warmup} warm-up runs (${BOUNDS.warmupBudgetMs} ms), then ${BOUNDS.minIterations} to ${BOUNDS.maxIterations} timed runs within ${BOUNDS.budgetMs} ms (untimed resets included). At ${LARGEST.toLocaleString('en-US')} messages the peers' rows run one round (no target reads them there), a row slower than ${SLOW_MS} ms at ${TARGET_SIZE.toLocaleString('en-US')} runs one round of ${SLOW_BOUNDS.warmup} warm-up and ${SLOW_BOUNDS.minIterations} timed runs, one slower than ${SKIP_MS} ms is skipped, and the restore flows' other rows have ${RESTORE_BOUNDS.warmup} warm-up and ${RESTORE_BOUNDS.minIterations} timed calls.`,
   );
   console.log(
     `"vs ctx" compares p50s like with like at ${TARGET_SIZE.toLocaleString('en-US')}: full-history rows against ctx without a window, windowed rows against ctx with maxMessages ${WINDOW}. "growth" is the largest p50 at 1,000 messages or more against the p50 at 10 (a window of ${WINDOW} holds only 10 at 10).\n`,
   );
-  const vs = await variants();
+  const vs = variants();
+  const flows: FlowRun[] = FLOWS.map((flow) => {
+    const rows = vs.filter((v) => !v.flows || v.flows.includes(flow.id));
+    return { flow, rows, results: new Map(rows.map((v) => [v.label, new Map()])), skipped: new Map(), loads: [] };
+  });
+  const started = process.hrtime.bigint();
+  for (const size of SIZES) {
+    await measureSize(flows, vs, size);
+    const seconds = (Number(process.hrtime.bigint() - started) / 1e9).toFixed(0);
+    console.log(
+      `[${size.toLocaleString('en-US')} stored messages measured in every flow, ${seconds} s so far, load average ${loadAverage()}]`,
+    );
+  }
+  console.log('');
   const all = new Map<FlowId, FlowResults>();
   const targets: string[][] = [];
-  for (const flow of FLOWS) {
-    const { rows, results } = await runFlow(flow, vs);
+  for (const f of flows) {
+    printFlow(f);
+    const { flow, rows, results } = f;
     all.set(flow.id, results);
     const at = (label: string) => results.get(label)!.get(TARGET_SIZE)!;
     const n = TARGET_SIZE.toLocaleString('en-US');
