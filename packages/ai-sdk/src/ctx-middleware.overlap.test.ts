@@ -376,4 +376,39 @@ describe.each(SDKS)('ctxMiddleware over Redis with $name', ({ version, ai }) => 
     // The model got the stored conversation once: the window's messages are not repeated after it.
     expect(readPrompt(calls[6]!).users).toEqual(['q1', 'q2', 'q3', 'q4', 'q5', 'q6', 'q7']);
   });
+
+  it('stores a resent list once: a repeated request and an edited message add only their last message', async () => {
+    const { wrapped, stored } = setup({ respond: (call) => ({ text: `Re: ${readPrompt(call).users.at(-1)}` }), delayMs: 3 });
+    const ask = (messages: ai6.ModelMessage[]) =>
+      ai.generateText({ model: wrapped, messages, maxRetries: 0, providerOptions: { ctx: { sessionId: 'resent' } } });
+    const messages: ai6.ModelMessage[] = [];
+    // The user says "yes" twice; the app sends its whole list.
+    for (const q of ['q1', 'yes', 'yes']) {
+      messages.push({ role: 'user', content: q });
+      messages.push(...((await ask(messages)).response.messages as ai6.ModelMessage[]));
+    }
+    // A double submit of the whole list: the second request waits, then is a turn of its own.
+    const twice = [...messages, { role: 'user' as const, content: 'q4' }];
+    const answers = await Promise.all([ask(twice), ask(twice)]);
+    expect(answers.map((a) => a.text)).toEqual(['Re: q4', 'Re: q4']);
+    // An earlier message edited, sent with the list before it; then a "yes" sent alone.
+    await ask([...messages.slice(0, 2), { role: 'user', content: 'q2 edited' }]);
+    await ask([{ role: 'user', content: 'yes' }]);
+    expect(await stored('resent')).toEqual([
+      'user: q1',
+      'assistant: Re: q1',
+      'user: yes',
+      'assistant: Re: yes',
+      'user: yes',
+      'assistant: Re: yes',
+      'user: q4',
+      'assistant: Re: q4',
+      'user: q4',
+      'assistant: Re: q4',
+      'user: q2 edited',
+      'assistant: Re: q2 edited',
+      'user: yes',
+      'assistant: Re: yes',
+    ]);
+  });
 });

@@ -48,10 +48,11 @@ export function newMessages(session: AgentSession | undefined, prompt: readonly 
   const slot = readSlot(session);
   const tail = slot?.tail ?? [];
   const keys = prompt.map(messageKey);
-  const known = recognisedCount(keys, tail);
+  const newest = recognisedCount(keys, tail);
+  const known = newest > 0 ? newest : resentCount(keys, tail, prompt);
   return {
     input: prompt.slice(known),
-    continues: known > 0,
+    continues: newest > 0,
     holder: slot?.holder,
     commit(answer, holder) {
       const next = [...tail, ...keys.slice(known), ...answer];
@@ -70,6 +71,26 @@ function recognisedCount(keys: readonly string[], tail: readonly string[]): numb
     let i = 0;
     while (i < overlap && keys[count - 1 - i] === tail[tail.length - 1 - i]) i++;
     if (i === overlap) return count;
+  }
+  return 0;
+}
+
+/**
+ * For a prompt that does not go on from the newest message ctx handled (a repeated request, a
+ * regenerated answer, an edited message, each sent with the list before it): how many messages at
+ * its start, short of its last one and holding an answer, line up with messages ctx handled before
+ * its newest. Those are stored already; the rest is a new turn after the stored conversation.
+ */
+function resentCount(keys: readonly string[], tail: readonly string[], prompt: readonly PromptMessage[]): number {
+  const whole = tail.length < TAIL_SIZE; // the tail holds the whole conversation ctx handled
+  for (let count = keys.length - 1; count > 0; count--) {
+    for (let end = tail.length - 2; end >= 0; end--) {
+      const overlap = Math.min(count, end + 1);
+      if (whole && overlap < count) continue;
+      let i = 0;
+      while (i < overlap && keys[count - 1 - i] === tail[end - i]) i++;
+      if (i === overlap && prompt.slice(count - overlap, count).some((m) => m.role === 'assistant')) return count;
+    }
   }
   return 0;
 }
