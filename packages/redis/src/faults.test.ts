@@ -8,17 +8,20 @@ import { env } from '../test/helpers.js';
 import { RedisHistoryProvider } from './redis-history-provider.js';
 import { RedisSessionStore } from './redis-session-store.js';
 
-/** How long a call may take while Redis is down: timeoutMs is 1500, so this leaves room for a loaded machine. */
-const BOUND_MS = 3000;
 const state = {};
+/**
+ * What ends a call while Redis is down, so none waits longer than its timeoutMs: the connection
+ * refused or cut, a command refused while the client reconnects (ioredis' retries per request are
+ * 0), or the deadline; never ioredis giving up after retries of its own.
+ */
+const BOUNDED = /refused the connection|closed the connection|max retries per request limit \(which is 0\)|did not answer within \d+ ms/;
 
-/** Runs `fn`, expecting it to fail; resolves to the error and how long the failure took. */
-async function failure(fn: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
-  const t0 = performance.now();
+/** Runs `fn`, expecting it to fail; resolves to the error. */
+async function failure(fn: () => Promise<unknown>): Promise<unknown> {
   try {
     await fn();
   } catch (error) {
-    return { error, ms: performance.now() - t0 };
+    return error;
   }
   throw new Error('expected the call to fail while Redis is down');
 }
@@ -75,11 +78,11 @@ describe('Redis goes away in the middle of a conversation and comes back', () =>
         () => store.get('fault-session'),
         () => agent.saveSession(session),
       ]) {
-        const { error, ms } = await failure(attempt);
-        expect(ms, 'fails within the bound, no hang').toBeLessThan(BOUND_MS);
+        const error = await failure(attempt);
         const cause = ProviderError.isInstance(error) ? error.cause : error;
         expect(BackendUnavailableError.isInstance(cause), String(cause)).toBe(true);
         expect((cause as BackendUnavailableError).backend).toBe('redis');
+        expect((cause as Error).message).toMatch(BOUNDED);
       }
 
       await restart();
@@ -106,19 +109,18 @@ describe('Redis goes away in the middle of a conversation and comes back', () =>
       const sessionId = 'crash-session';
       const batches = Array.from({ length: 120 }, (_, i) => [Message.user(`b${i}.0`), Message.assistant(`b${i}.1`)]);
       const acknowledged = new Set<number>();
-      const failures: { error: unknown; ms: number }[] = [];
+      const failures: unknown[] = [];
       let next = 0;
       let killed: Promise<void> | undefined;
       const worker = async () => {
         while (next < batches.length) {
           const i = next++;
-          const t0 = performance.now();
           try {
             await history.saveMessages(sessionId, batches[i]!, { state });
             acknowledged.add(i);
             if (acknowledged.size === 40) killed ??= crash();
           } catch (error) {
-            failures.push({ error, ms: performance.now() - t0 });
+            failures.push(error);
           }
         }
       };
@@ -126,9 +128,9 @@ describe('Redis goes away in the middle of a conversation and comes back', () =>
       await killed;
       expect(acknowledged.size).toBeGreaterThanOrEqual(40);
       expect(failures.length).toBeGreaterThan(0);
-      for (const { error, ms } of failures) {
+      for (const error of failures) {
         expect(BackendUnavailableError.isInstance(error), String(error)).toBe(true);
-        expect(ms).toBeLessThan(BOUND_MS);
+        expect((error as Error).message).toMatch(BOUNDED);
       }
 
       await restart();
@@ -162,10 +164,10 @@ describe('Redis goes away in the middle of a conversation and comes back', () =>
     try {
       await history.saveMessages('injected-session', [Message.user('before')], { state });
       await crash();
-      const { error, ms } = await failure(() => history.getMessages('injected-session', { state }));
-      expect(ms).toBeLessThan(2500);
+      // ioredis left at its defaults queues the command and retries for ever: the deadline ends the call.
+      const error = await failure(() => history.getMessages('injected-session', { state }));
       expect(BackendUnavailableError.isInstance(error)).toBe(true);
-      expect((error as Error).message).toContain('did not answer');
+      expect((error as Error).message).toContain('did not answer within 1000 ms');
       await restart();
       const after = await eventually(() => history.getMessages('injected-session', { state }));
       expect(after.map((m) => Message.text(m))).toEqual(['before']);
