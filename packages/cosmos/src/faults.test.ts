@@ -35,12 +35,11 @@ const history = (options: { retries?: number; timeoutMs?: number; sourceId?: str
 const direct = new CosmosHistoryProvider({ client: cosmosClient(), databaseId, containerId: 'unused' });
 const kinds = (kind: string) => proxy.requests.filter((r) => r.kind === kind);
 
-async function failure(fn: () => Promise<unknown>): Promise<{ error: unknown; ms: number }> {
-  const t0 = performance.now();
+async function failure(fn: () => Promise<unknown>): Promise<{ error: unknown }> {
   try {
     await fn();
   } catch (error) {
-    return { error, ms: performance.now() - t0 };
+    return { error };
   }
   throw new Error('expected the call to fail');
 }
@@ -161,22 +160,28 @@ describe('transient 5xx and cut connections: retried by the provider (the SDK do
     const sessionId = sid();
     await provider.getMessages(sessionId, { state });
     proxy.inject({ match: (r) => r.kind === 'query', fault: 'hang' });
-    const { error, ms } = await failure(() => provider.getMessages(sessionId, { state }));
+    // The query never gets an answer: the deadline ends the call.
+    const { error } = await failure(() => provider.getMessages(sessionId, { state }));
     expect(BackendUnavailableError.isInstance(error)).toBe(true);
     expect((error as Error).message).toContain('within 800 ms');
-    expect(ms).toBeLessThan(2000);
   });
 
   it('a caller abort while a request hangs rejects with the abort reason at once', async () => {
     const provider = history();
     const sessionId = sid();
     await provider.getMessages(sessionId, { state });
-    proxy.inject({ match: (r) => r.kind === 'patch', fault: 'hang' });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('user left')), 100);
-    const { error, ms } = await failure(() => provider.saveMessages(sessionId, [Message.user('q')], { state, signal: controller.signal }));
+    // The abort comes once the patch reached the proxy, which holds it unanswered (timeoutMs is far off).
+    proxy.inject({
+      match: (r) => {
+        if (r.kind !== 'patch') return false;
+        controller.abort(new Error('user left'));
+        return true;
+      },
+      fault: 'hang',
+    });
+    const { error } = await failure(() => provider.saveMessages(sessionId, [Message.user('q')], { state, signal: controller.signal }));
     expect((error as Error).message).toBe('user left');
-    expect(ms).toBeLessThan(1000);
   });
 
   it('chaos: 30 concurrent saves under random 429s, 5xx and cut connections, each retried by the app, store every message exactly once and each batch contiguous', async () => {
@@ -239,11 +244,12 @@ describe('Cosmos DB goes away in the middle of a conversation and comes back', (
       () => store.get(session.sessionId),
       () => agent.saveSession(session),
     ]) {
-      const { error, ms } = await failure(attempt);
-      expect(ms, 'fails within the bound, no hang').toBeLessThan(3000);
+      const { error } = await failure(attempt);
       const cause = ProviderError.isInstance(error) ? error.cause : error;
       expect(BackendUnavailableError.isInstance(cause), String(cause)).toBe(true);
       expect((cause as BackendUnavailableError).backend).toBe('cosmos');
+      // Ended by the deadline (timeoutMs) or by the provider running out of attempts within it: no hang.
+      expect((cause as Error).message).toMatch(/did not answer within 1500 ms|is unavailable for .+ \(\d+ attempts\)/);
     }
 
     proxy.up();
