@@ -377,6 +377,33 @@ describe.each(SDKS)('ctxMiddleware over Redis with $name', ({ version, ai }) => 
     expect(readPrompt(calls[6]!).users).toEqual(['q1', 'q2', 'q3', 'q4', 'q5', 'q6', 'q7']);
   });
 
+  it('frees the session of a stream nobody reads after runningTurns.leaseMs: the next call runs, a late reader gets a ConcurrencyError', async () => {
+    let started = () => {};
+    const called = new Promise<void>((resolve) => (started = resolve));
+    const { wrapped, stored } = setup({
+      respond: (call) => {
+        started();
+        const last = readPrompt(call).users.at(-1);
+        return { text: last === 'first' ? 'A long answer, word by word. '.repeat(20) : `Re: ${last}` };
+      },
+      delayMs: 1,
+      runningTurns: { leaseMs: 100, waitMs: 5_000 },
+    });
+    const ctx = { ctx: { sessionId: 'unread' } };
+    const unread = ai.streamText({ model: wrapped, prompt: 'first', maxRetries: 0, providerOptions: ctx, onError: () => {} });
+    await called; // the unread call holds the session
+    // ai 5 and 6 read the model's stream themselves; ai 7 reads it only as the app does.
+    const next = await ai.generateText({ model: wrapped, prompt: 'second', maxRetries: 0, providerOptions: ctx });
+    expect(next.text).toBe('Re: second');
+    expect((await stored('unread')).slice(-2)).toEqual(['user: second', 'assistant: Re: second']);
+    const parts: { type: string; error?: unknown }[] = [];
+    for await (const part of unread.fullStream) parts.push(part);
+    if (version === 'v4') {
+      expect(parts.find((p) => p.type === 'error')?.error).toBeInstanceOf(ConcurrencyError);
+      expect(await stored('unread')).toEqual(['user: second', 'assistant: Re: second']);
+    } else expect(parts.some((p) => p.type === 'error')).toBe(false);
+  });
+
   it('stores a resent list once: a repeated request and an edited message add only their last message', async () => {
     const { wrapped, stored } = setup({ respond: (call) => ({ text: `Re: ${readPrompt(call).users.at(-1)}` }), delayMs: 3 });
     const ask = (messages: ai6.ModelMessage[]) =>

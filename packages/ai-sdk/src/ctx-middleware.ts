@@ -300,6 +300,8 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
           failing ??= failed(error);
           return failing;
         },
+        /** The session this call holds until it ends, if any. */
+        held: step ? session!.sessionId : undefined,
         metadata: (response: AgentResponse): JSONObject => {
           const metadata: CtxCallMetadata = {
             sessionId: session?.sessionId ?? null,
@@ -387,14 +389,49 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
         },
       });
       const updates = run[Symbol.asyncIterator]();
+      /**
+       * While the AI SDK does not read (`ai` 7 reads only as the app reads `streamText`'s result), the
+       * call holds its session; after `runningTurns.leaseMs` unread, it gives the turn up: the run
+       * stops, the session is freed, and a later read gets a `ConcurrencyError`.
+       */
+      let unread: ReturnType<typeof setTimeout> | undefined;
+      const waitForRead = (controller: ReadableStreamDefaultController<StreamPart>) => {
+        const sessionId = call.held;
+        if (sessionId === undefined) return;
+        const { leaseMs } = turns.options;
+        unread = setTimeout(() => {
+          unread = undefined;
+          const error = new ConcurrencyError(
+            sessionId,
+            `Session ${sessionId}: the stream of this streamText call was not read for ${leaseMs} ms (runningTurns.leaseMs), so it gave up its turn on the session: the model call was stopped and nothing of it was stored (a tool loop's tool results excepted). Read streamText's result (or call its consumeStream()) as it comes, and send the call again.`,
+            { turnRunning: false, turnStored: false },
+          );
+          void (async () => {
+            try {
+              await updates.return?.();
+            } finally {
+              await call.fail(error);
+              try {
+                controller.enqueue({ type: 'error', error });
+                controller.close();
+              } catch {
+                // the AI SDK cancelled the stream meanwhile
+              }
+            }
+          })();
+        }, leaseMs);
+        (unread as { unref?: () => void }).unref?.();
+      };
       const stream = new ReadableStream<StreamPart>({
         start(controller) {
           output = controller;
         },
         async pull(controller) {
+          clearTimeout(unread);
+          unread = undefined;
           try {
             // Reads on while the AI SDK takes parts as they come (a read of it is waiting), so a part costs no pull of its own.
-            while (!(await updates.next()).done) if ((controller.desiredSize ?? 0) <= 0) return;
+            while (!(await updates.next()).done) if ((controller.desiredSize ?? 0) <= 0) return waitForRead(controller);
             const response = await run.response;
             const answered = call.calls.modelCalls === 0 ? textParts(response.text) : [];
             for (const part of answered) call.shown(part);
@@ -416,6 +453,8 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
           }
         },
         async cancel(reason) {
+          clearTimeout(unread);
+          unread = undefined;
           await updates.return?.();
           await call.fail(params.abortSignal?.aborted ? params.abortSignal.reason : (reason ?? new Error('cancelled')));
         },
