@@ -404,6 +404,31 @@ describe.each(SDKS)('ctxMiddleware over Redis with $name', ({ version, ai }) => 
     } else expect(parts.some((p) => p.type === 'error')).toBe(false);
   });
 
+  it('stores nothing for a call aborted before its first step, and leaves the session free', async () => {
+    const { wrapped, stored, calls } = setup({ respond: (call) => ({ text: `Re: ${readPrompt(call).users.at(-1)}` }) });
+    const ctx = { ctx: { sessionId: 'early' } };
+    const controller = new AbortController();
+    controller.abort(new Error('the user left'));
+    const parts: string[] = [];
+    const streamed = ai.streamText({
+      model: wrapped,
+      prompt: 'first',
+      abortSignal: controller.signal,
+      maxRetries: 0,
+      providerOptions: ctx,
+      onError: () => {},
+    });
+    for await (const part of streamed.fullStream) parts.push(part.type);
+    expect(parts).not.toContain('text-delta');
+    await expect(
+      ai.generateText({ model: wrapped, prompt: 'first', abortSignal: controller.signal, maxRetries: 0, providerOptions: ctx }),
+    ).rejects.toThrow('the user left');
+    expect(calls).toHaveLength(0);
+    expect(await stored('early')).toEqual([]);
+    expect((await ai.generateText({ model: wrapped, prompt: 'second', maxRetries: 0, providerOptions: ctx })).text).toBe('Re: second');
+    expect(await stored('early')).toEqual(['user: second', 'assistant: Re: second']);
+  });
+
   it('stores a resent list once: a repeated request and an edited message add only their last message', async () => {
     const { wrapped, stored } = setup({ respond: (call) => ({ text: `Re: ${readPrompt(call).users.at(-1)}` }), delayMs: 3 });
     const ask = (messages: ai6.ModelMessage[]) =>
