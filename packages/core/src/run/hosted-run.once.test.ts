@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ConcurrencyError, ConfigurationError, InvalidInputError } from '../errors.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { Message } from '../messages/message.js';
@@ -13,6 +13,10 @@ import { leaseKey } from './running-turns.js';
 const texts = (messages: unknown) => (messages as Message[]).map((m) => `${m.role}:${Message.text(m)}`);
 const stored = async (store: SessionStore, id: string) => (await store.get(id))!.session.state.memory!.messages as Message[];
 
+afterEach(() => {
+  vi.useRealTimers();
+});
+
 /** A model that holds every call until `release()`, counting calls; `started` resolves at the first call. */
 function heldModel() {
   let release!: () => void;
@@ -23,9 +27,13 @@ function heldModel() {
   const started = new Promise<void>((resolve) => {
     arrived = resolve;
   });
+  const waiters: { calls: number; resolve: () => void }[] = [];
+  /** Resolves once the model has been called `calls` times (each call then waits for `release`). */
+  const called = (calls: number) => new Promise<void>((resolve) => waiters.push({ calls, resolve }));
   const client = new ScriptedChatClient({
     replies: async (messages, options) => {
       arrived();
+      for (const waiter of waiters) if (client.calls.length >= waiter.calls) waiter.resolve();
       await new Promise<void>((resolve, reject) => {
         void held.then(resolve);
         options.signal?.addEventListener('abort', () => reject(options.signal!.reason), { once: true });
@@ -33,7 +41,7 @@ function heldModel() {
       return `re: ${Message.text(messages.at(-1)!)}`;
     },
   });
-  return { client, release, started };
+  return { client, release, started, called };
 }
 
 /** A store that tells when a request finds a turn's lease taken by another holder. */
@@ -316,12 +324,15 @@ describe('a turn runs once across processes: through the session store lease', (
 
   it('the lease is renewed while the run goes on: another process cannot take it after leaseMs', async () => {
     const store = new InMemorySessionStore();
+    // The clocks are fake (timers, and performance.now for the store's leases): 350 ms pass, in which
+    // the renewals (every third of leaseMs) must keep the lease.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'] });
     const { client, release, started } = heldModel();
     const agent = createAgent({ client, sessionStore: store, runningTurns: { leaseMs: 100 } });
     const message = Message.user('long turn', { id: 'm-l' });
     const run = agent.run(message, { sessionId: 'p4' });
     await started;
-    await new Promise((resolve) => setTimeout(resolve, 350));
+    await vi.advanceTimersByTimeAsync(350);
     const turn = await leaseKey([message]);
     expect(await store.leaseTurn('p4', { turn, holder: 'other-process', ttlMs: 1000 })).toBe(false);
     release();
@@ -343,9 +354,10 @@ describe('a turn runs once across processes: through the session store lease', (
         await taken(sessionId, { turn, holder: 'thief', ttlMs: 60_000 });
       return taken(sessionId, lease);
     };
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'performance'] });
     const run = agent.run(message, { sessionId: 'p5' });
     await started;
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    await vi.advanceTimersByTimeAsync(150); // past a renewal, which finds the lease taken
     release();
     expect((await run).text).toBe('re: lost lease');
     expect(events.some((e) => e.type === 'warning' && e.code === 'turn-lease-failed')).toBe(true);
@@ -354,13 +366,13 @@ describe('a turn runs once across processes: through the session store lease', (
   it('a store without leases keeps the behaviour of before: two processes both run the turn, and it is stored once', async () => {
     const inner = new InMemorySessionStore();
     const store: SessionStore = { get: inner.get.bind(inner), set: inner.set.bind(inner), delete: inner.delete.bind(inner) };
-    const { client, release, started } = heldModel();
+    const { client, release, started, called } = heldModel();
     const [a, b] = [createAgent({ client, sessionStore: store }), createAgent({ client, sessionStore: store })];
     const message = Message.user('twice', { id: 'm-t' });
     const first = a.run(message, { sessionId: 'p6' });
     await started;
     const second = b.run(message, { sessionId: 'p6' });
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await called(2); // nothing holds the second back: both are at the model
     release();
     await Promise.allSettled([first, second]);
     expect(client.calls).toHaveLength(2);
