@@ -66,22 +66,31 @@ describe('a run is bounded in time', () => {
     const agent = createAgent({ client: slowModel, contextProviders: [wrapper] });
     expect(await agent.run('x', { session: agent.createSession() })).toMatchObject({ text: 'slow answer' });
 
-    let lateNext: Promise<void> | undefined;
+    // The wrap calls next() only once the run has ended without it (its 20 ms timeout skipped it).
+    let runEnded!: () => void;
+    const ended = new Promise<void>((resolve) => {
+      runEnded = resolve;
+    });
+    let lateNext!: (value: { result: Promise<void> }) => void;
+    const called = new Promise<{ result: Promise<void> }>((resolve) => {
+      lateNext = resolve;
+    });
     const late: ContextProvider = {
       sourceId: 'late',
       timeoutMs: 20,
       onError: 'skip',
       wrap: async (_args, next) => {
-        await new Promise((resolve) => setTimeout(resolve, 80));
-        lateNext = next();
-        await lateNext.catch(() => {});
+        await ended;
+        const result = next();
+        lateNext({ result });
+        await result.catch(() => {});
       },
     };
     const client = new ScriptedChatClient({ replies: ['once'] });
     const skipping = createAgent({ client, contextProviders: [late] });
     expect(await skipping.run('x', { session: skipping.createSession() })).toMatchObject({ text: 'once' });
-    await new Promise((resolve) => setTimeout(resolve, 120));
-    await expect(lateNext).rejects.toThrow(/called next\(\) after its wrap had ended/);
+    runEnded();
+    await expect((await called).result).rejects.toThrow(/called next\(\) after its wrap had ended/);
     expect(client.calls).toHaveLength(1); // the model was not called a second time
   });
 
