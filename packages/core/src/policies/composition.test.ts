@@ -397,7 +397,13 @@ describe('one turn runs once, indexing included', () => {
     const client = new ScriptedChatClient({ replies: () => ({ text: `reply ${n++}` }) });
     const index = new InMemoryVectorIndex();
     const upsert = index.upsert.bind(index);
+    let indexing!: () => void;
+    const indexingStarted = new Promise<void>((resolve) => {
+      indexing = resolve;
+    });
+    // A slow index: the second request arrives while the first's upsert is in flight.
     index.upsert = async (...args) => {
+      indexing();
       await new Promise((resolve) => setTimeout(resolve, 200));
       return upsert(...args);
     };
@@ -408,7 +414,7 @@ describe('one turn runs once, indexing included', () => {
     });
     const input = Message.user('double submitted');
     const first = agent.run(input, { sessionId: 's', userId: 'ann' });
-    await new Promise((resolve) => setTimeout(resolve, 100)); // the first has answered and is indexing now
+    await indexingStarted; // the first has answered and is indexing now
     const second = agent.run(input, { sessionId: 's', userId: 'ann' });
     const [a, b] = await Promise.all([first, second]);
     expect(client.calls).toHaveLength(1);
