@@ -429,16 +429,18 @@ describe.each(SDKS)('ctxMiddleware over Redis with $name', ({ version, ai }) => 
     expect(await stored('early')).toEqual(['user: second', 'assistant: Re: second']);
   });
 
-  it('stores a resent list once: a repeated request and an edited message add only their last message', async () => {
+  it('stores a resent list once: a regenerated answer, a repeated request and an edited message add only their last message', async () => {
     const { wrapped, stored } = setup({ respond: (call) => ({ text: `Re: ${readPrompt(call).users.at(-1)}` }), delayMs: 3 });
     const ask = (messages: ai6.ModelMessage[]) =>
       ai.generateText({ model: wrapped, messages, maxRetries: 0, providerOptions: { ctx: { sessionId: 'resent' } } });
     const messages: ai6.ModelMessage[] = [];
     // The user says "yes" twice; the app sends its whole list.
-    for (const q of ['q1', 'yes', 'yes']) {
+    for (const q of ['yes', 'q2', 'yes']) {
       messages.push({ role: 'user', content: q });
       messages.push(...((await ask(messages)).response.messages as ai6.ModelMessage[]));
     }
+    // The last answer regenerated: the list up to the question again (its first messages are the newest stored).
+    expect((await ask(messages.slice(0, -1))).text).toBe('Re: yes');
     // A double submit of the whole list: the second request waits, then is a turn of its own.
     const twice = [...messages, { role: 'user' as const, content: 'q4' }];
     const answers = await Promise.all([ask(twice), ask(twice)]);
@@ -447,8 +449,10 @@ describe.each(SDKS)('ctxMiddleware over Redis with $name', ({ version, ai }) => 
     await ask([...messages.slice(0, 2), { role: 'user', content: 'q2 edited' }]);
     await ask([{ role: 'user', content: 'yes' }]);
     expect(await stored('resent')).toEqual([
-      'user: q1',
-      'assistant: Re: q1',
+      'user: yes',
+      'assistant: Re: yes',
+      'user: q2',
+      'assistant: Re: q2',
       'user: yes',
       'assistant: Re: yes',
       'user: yes',

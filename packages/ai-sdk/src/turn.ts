@@ -49,10 +49,11 @@ export function newMessages(session: AgentSession | undefined, prompt: readonly 
   const tail = slot?.tail ?? [];
   const keys = prompt.map(messageKey);
   const newest = recognisedCount(keys, tail);
-  const known = newest > 0 ? newest : resentCount(keys, tail, prompt);
+  // A longer beginning that lines up with earlier messages wins over a short one that lines up by chance with the newest.
+  const known = Math.max(newest, resentCount(keys, tail, prompt, newest));
   return {
     input: prompt.slice(known),
-    continues: newest > 0,
+    continues: newest > 0 && known === newest,
     holder: slot?.holder,
     commit(answer, holder) {
       const next = [...tail, ...keys.slice(known), ...answer];
@@ -79,11 +80,12 @@ function recognisedCount(keys: readonly string[], tail: readonly string[]): numb
  * For a prompt that does not go on from the newest message ctx handled (a repeated request, a
  * regenerated answer, an edited message, each sent with the list before it): how many messages at
  * its start, short of its last one and holding an answer, line up with messages ctx handled before
- * its newest. Those are stored already; the rest is a new turn after the stored conversation.
+ * its newest; only counts above `above` are looked for. Those are stored already; the rest is a
+ * new turn after the stored conversation.
  */
-function resentCount(keys: readonly string[], tail: readonly string[], prompt: readonly PromptMessage[]): number {
+function resentCount(keys: readonly string[], tail: readonly string[], prompt: readonly PromptMessage[], above: number): number {
   const whole = tail.length < TAIL_SIZE; // the tail holds the whole conversation ctx handled
-  for (let count = keys.length - 1; count > 0; count--) {
+  for (let count = keys.length - 1; count > above; count--) {
     for (let end = tail.length - 2; end >= 0; end--) {
       const overlap = Math.min(count, end + 1);
       if (whole && overlap < count) continue;
