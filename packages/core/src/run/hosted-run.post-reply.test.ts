@@ -30,7 +30,7 @@ describe("a hosted run saves its providers' work after the reply with the turn",
       replies: async (messages) => {
         const first = Message.text(messages[0]!);
         await replied.get(first);
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        await new Promise((resolve) => setImmediate(resolve));
         return `Title of ${first.split(' ')[0]}`;
       },
     });
@@ -65,22 +65,42 @@ describe("a hosted run saves its providers' work after the reply with the turn",
       },
     });
     const store = new InMemorySessionStore();
+    // What each save stored: the turn is saved once, with its title.
+    const saves: { title: string | undefined; messages: number }[] = [];
+    const set = store.set.bind(store);
+    store.set = (session, options) => {
+      saves.push({ title: session.metadata.title, messages: session.state.memory?.messages?.length ?? 0 });
+      return set(session, options);
+    };
     const agent = createAgent({
       client: new ScriptedChatClient({ replies: ['A table for two at eight.'] }),
       sessionStore: store,
       contextProviders: [new TitleProvider({ client: titles })],
     });
     const stream = agent.runStream('Book dinner', { sessionId: 's1' });
+    // The whole reply streams while the title model has not answered (it answers only when given
+    // the title below: a stream held back for it would never end).
     let text = '';
-    const reading = (async () => {
-      for await (const update of stream) for (const c of update.contents) if (c.type === 'text') text += c.text;
-    })();
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    const updates = stream[Symbol.asyncIterator]();
+    while (text !== 'A table for two at eight.') {
+      const next = await updates.next();
+      if (next.done) break;
+      for (const c of next.value.contents) if (c.type === 'text') text += c.text;
+    }
     expect(text, 'the reply streamed while the title was still being written').toBe('A table for two at eight.');
-    expect(await store.get('s1').then((s) => s?.session.state.memory), 'not saved before the title').toBeUndefined();
+    // The rest of the stream is read on: a run that did not wait for the title would save now, in
+    // this turn of the event loop; the title is given in the next one.
+    const rest = (async () => {
+      for (let next = await updates.next(); !next.done; next = await updates.next());
+    })();
+    await new Promise<void>((resolve) => setImmediate(resolve));
     giveTitle();
-    await reading;
+    await rest;
     await stream.response;
+    expect(
+      saves.filter((s) => s.messages > 0),
+      'not saved before the title',
+    ).toEqual([{ title: 'Dinner plans', messages: 2 }]);
     expect((await store.get('s1'))!.session.metadata.title).toBe('Dinner plans');
   });
 
