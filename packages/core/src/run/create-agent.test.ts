@@ -449,21 +449,22 @@ describe('runStream', () => {
 describe('abort with a client that ignores the signal', () => {
   it('still fails the run and stores nothing', async () => {
     const client = new ScriptedChatClient({ replies: ['late'] });
+    const controller = new AbortController();
+    // The run is aborted while the model works; the model ignores it and answers a turn later.
     const ignoring = {
       specificationVersion: 'v1' as const,
       provider: 'deaf',
       modelId: 'deaf',
       getResponse: async (messages: Message[]) => {
-        await new Promise((r) => setTimeout(r, 30));
+        controller.abort(new Error('too late'));
+        await new Promise((r) => setImmediate(r));
         return client.getResponse(messages, {});
       },
       getStreamingResponse: client.getStreamingResponse.bind(client),
     };
     const agent = createAgent({ client: ignoring });
     const session = agent.createSession();
-    const controller = new AbortController();
     const pending = agent.run('hi', { session, signal: controller.signal });
-    setTimeout(() => controller.abort(new Error('too late')), 5);
     await expect(pending).rejects.toThrow('too late');
     expect(session.state.memory?.messages ?? []).toEqual([]);
   });

@@ -209,7 +209,7 @@ describe('agent.deleteSession', () => {
     const slowB: ContextProvider = {
       ...b.provider,
       onSessionDeleted: async (args) => {
-        await new Promise((resolve) => setTimeout(resolve, 30));
+        await new Promise((resolve) => setImmediate(resolve)); // finishes after a and c have failed
         return b.provider.onSessionDeleted!(args);
       },
     };

@@ -24,7 +24,7 @@ describe('the tool loop', () => {
       execute: async ({ key }: { key: string }) => {
         running++;
         peak = Math.max(peak, running);
-        await new Promise((r) => setTimeout(r, 20));
+        await new Promise((r) => setImmediate(r)); // a turn of the event loop: the others start meanwhile if they run concurrently
         running--;
         return { key, value: key.toUpperCase() };
       },
