@@ -350,8 +350,10 @@ describe('createOtelEventHandler', () => {
 
   it('ends the spans of a streaming run whose reader stops early', async () => {
     const agent = agentWith({ client: new ScriptedChatClient({ replies: ['A long answer that the reader abandons.'], chunkSize: 2 }) });
-    for await (const _ of agent.runStream('Hi')) break;
-    await new Promise((r) => setTimeout(r, 10));
+    const stream = agent.runStream('Hi');
+    for await (const _ of stream) break;
+    // The run ends (aborted by the reader leaving) once its response settles.
+    await stream.response.catch(() => {});
 
     const chat = one('chat scripted-model');
     expect(chat.attributes['error.type']).toBe('AbortError');
