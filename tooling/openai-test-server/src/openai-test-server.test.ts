@@ -37,10 +37,10 @@ function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
   return dot / Math.sqrt(na * nb);
 }
 
-async function until(check: () => boolean, timeoutMs = 2000): Promise<void> {
-  const start = Date.now();
-  while (!check()) {
-    if (Date.now() - start > timeoutMs) throw new Error('condition not met in time');
+/** Waits until `check` holds, looking again every 10 ms, at most 3,000 times (the test's own timeout comes first). */
+async function until(check: () => boolean): Promise<void> {
+  for (let looks = 0; !check(); looks++) {
+    if (looks === 3000) throw new Error('condition not met after 3,000 looks');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
