@@ -407,16 +407,13 @@ export function ctxMiddleware(options: CtxMiddlewareOptions = {}): CtxMiddleware
             { turnRunning: false, turnStored: false },
           );
           void (async () => {
+            await Promise.resolve(updates.return?.()).catch(() => {}); // the run's own failure is not this call's to report
+            await call.fail(error);
             try {
-              await updates.return?.();
-            } finally {
-              await call.fail(error);
-              try {
-                controller.enqueue({ type: 'error', error });
-                controller.close();
-              } catch {
-                // the AI SDK cancelled the stream meanwhile
-              }
+              controller.enqueue({ type: 'error', error });
+              controller.close();
+            } catch {
+              // the AI SDK cancelled the stream meanwhile
             }
           })();
         }, leaseMs);
