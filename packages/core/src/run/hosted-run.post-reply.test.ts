@@ -69,7 +69,7 @@ describe("a hosted run saves its providers' work after the reply with the turn",
     const saves: { title: string | undefined; messages: number }[] = [];
     const set = store.set.bind(store);
     store.set = (session, options) => {
-      saves.push({ title: session.metadata.title, messages: session.state.memory?.messages?.length ?? 0 });
+      saves.push({ title: session.metadata.title, messages: (session.state.memory?.messages as unknown[] | undefined)?.length ?? 0 });
       return set(session, options);
     };
     const agent = createAgent({
