@@ -276,6 +276,10 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     const index = new IdPositions(all.length);
     this.#check(all, index, (i) => formatPath(path, ['messages', i]));
     this.#indexes.set(all, index);
+    // A list parsed from JSON has no room to grow: its first append copies it whole. Growing it
+    // once here, while the restore reads it anyway, keeps that copy out of the first run.
+    all.push(null);
+    all.pop();
   }
 
   /**

@@ -134,10 +134,10 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
     const { primary } = histories;
     const messages = await read(primary, session, signal);
     const cut = locate(messages);
-    const keptIds = new Set(messages.slice(0, cut).map((m) => m.id));
-    const plan = [{ provider: primary, messages, cut }, ...(await cutsOf(histories, session, keptIds, signal))].filter(
-      (step) => step.cut < step.messages.length,
-    );
+    // The other histories are cut where they share the kept part (none: nothing to compare).
+    const others =
+      histories.all.length > 1 ? await cutsOf(histories, session, new Set(messages.slice(0, cut).map((m) => m.id)), signal) : [];
+    const plan = [{ provider: primary, messages, cut }, ...others].filter((step) => step.cut < step.messages.length);
     for (const { provider } of plan) {
       if (!provider.popMessages && !provider.replaceMessages) {
         throw new ConfigurationError(
@@ -149,7 +149,7 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
     // What other providers derived from the removed messages (their vectors) goes first: a failure
     // between the two writes leaves a history that still holds a message nothing recalls, never
     // a recall of a message the history no longer holds.
-    if (removed.length) {
+    if (removed.length && histories.providers.some((p) => p.onRewind)) {
       const kept = messages.slice(0, cut);
       await hooks(histories, 'onRewind', signal, (p, agent, hookSignal) =>
         p.onRewind({ agent, session, state: session.state[p.sourceId] ?? {}, removed, kept, signal: hookSignal }),
