@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { BackendUnavailableError, Message, type SessionJson } from '@ctx/core';
 import { clusterNodes, rawCommand, startRedisCluster, type ClusterNodeInfo, type RedisCluster } from '@ctx/redis-test-server';
-import { Cluster } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { env, uniquePrefix } from '../test/helpers.js';
 import { clusterSlot, historyKeys, indexKeys, sessionKey } from './keys.js';
@@ -25,6 +25,23 @@ async function masterOf(port: number, key: string): Promise<ClusterNodeInfo> {
   );
   if (!master) throw new Error(`no master serves slot ${slot}`);
   return master;
+}
+
+/**
+ * Waits until the replicas of the master on `port` hold every write it acknowledged so far:
+ * replication is asynchronous, so a failover loses what a replica has not received yet. A write
+ * of its own on the master, then `WAIT` for it (the replication stream keeps its order).
+ */
+async function replicated(seed: number, port: number): Promise<void> {
+  const key = await idOn(seed, port, 'sync', (id) => id);
+  const node = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await node.connect();
+    await node.set(key, '1');
+    expect(Number(await node.call('WAIT', '1', '5000'))).toBeGreaterThanOrEqual(1);
+  } finally {
+    node.disconnect();
+  }
 }
 
 /** The first of `name-0`, `name-1`, ... whose key (`keyOf`) lies on the master `port` (or, with `not`, on another). */
@@ -104,6 +121,7 @@ describe('a cluster master stalls (SIGSTOP) or dies (SIGKILL), and its replica t
       await store.set(session(onStalled, user, 'before'));
       await store.set(session(healthy, user, 'before'));
       await history.append(onStalled, [Message.user('before', { id: 'm0' })]);
+      await replicated(seed, stalled);
 
       server(stalled).pause();
       // The healthy session's save lands; its entry in the user's listing (on the stalled master) does not.
@@ -161,6 +179,7 @@ describe('a cluster master stalls (SIGSTOP) or dies (SIGKILL), and its replica t
       const victimPort = (await clusterNodes(seed)).find((n) => n.role === 'master' && n.port !== seed && !changed.includes(n.port))!.port;
       const sid = await idOn(seed, victimPort, 'killed', (id) => historyKeys(prefix, 'redis', id).messages);
       await history.append(sid, [Message.user('one', { id: 'k1' })]);
+      await replicated(seed, victimPort);
       await server(victimPort).stop('SIGKILL');
       let stored = false;
       for (let i = 0; i < 40 && !stored; i++) {
