@@ -81,6 +81,24 @@ describe('the background repair of listing writes', () => {
     await store.close();
   });
 
+  it('repairListings() waits for a try under way on a stalled node, then writes again: the repair is done when it resolves', async () => {
+    vi.useFakeTimers();
+    const { client, down, stalled, tries } = cluster();
+    const store = new RedisSessionStore({ client, timeoutMs: 5000, onListingError: () => {} });
+    down.add('a');
+    await store.set(session('a'));
+    down.delete('a');
+    stalled.add('a');
+    await vi.advanceTimersByTimeAsync(1000); // the background try is sent to the stalled node, and waits
+    expect(tries.get('a')).toBe(4);
+    stalled.delete('a'); // the node failed over: a new try is answered
+    const repairing = store.repairListings();
+    await vi.advanceTimersByTimeAsync(5000); // the stalled try times out
+    expect(await repairing).toEqual({ repaired: 1, pending: 0 });
+    expect(tries.get('a')).toBe(6);
+    await store.close();
+  });
+
   it('close() drops the pending repairs, reports them once, and no repair is sent after it', async () => {
     vi.useFakeTimers();
     const { client, down, tries } = cluster();

@@ -30,6 +30,7 @@ import {
   shortId,
   checkOptionNames,
   optionNames,
+  abortable,
 } from '@ctx/core/backend';
 import { Cluster, type Redis } from 'ioredis';
 import { CONNECTION_OPTIONS, type RedisClient, RedisConnection, type RedisConnectionOptions } from './connection.js';
@@ -139,6 +140,8 @@ export class RedisSessionStore implements SessionStore {
   readonly #known = new Map<string, string | undefined>();
   /** Cluster: session id -> its listing writes that failed after it was saved, oldest first. */
   readonly #repairs = new Map<string, ListingRepair>();
+  /** The writes of repairs in progress (each bounded by `timeoutMs`). */
+  readonly #repairing = new Set<Promise<unknown>>();
   #repairTimer: ReturnType<typeof setTimeout> | undefined;
   /** When the armed repair timer fires (ms since the epoch). */
   #repairTimerDue = 0;
@@ -376,6 +379,9 @@ export class RedisSessionStore implements SessionStore {
    * and how many still wait (a failure is reported to `onListingError` again, never thrown).
    */
   async repairListings(options: { signal?: AbortSignal } = {}): Promise<{ repaired: number; pending: number }> {
+    // A repair in progress (the background pass's, on a node that may have failed over since) is
+    // waited for, so that what it could not write is tried again now.
+    if (this.#repairing.size > 0) await abortable(Promise.allSettled([...this.#repairing]), options.signal);
     const repaired = await this.#repairDue(true, options.signal);
     return { repaired, pending: this.#repairs.size };
   }
@@ -396,9 +402,12 @@ export class RedisSessionStore implements SessionStore {
           return false;
         }
         repair.busy = true;
-        const results = await Promise.allSettled(
+        const writing = Promise.allSettled(
           repair.writes.map((w) => this.#indexCall('repairListings', sessionId, w.script, w.keys, w.args, signal)),
         );
+        this.#repairing.add(writing);
+        const results = await writing;
+        this.#repairing.delete(writing);
         repair.busy = false;
         if (this.#repairs.get(sessionId) !== repair) return false;
         const failed = repair.writes.filter((_, i) => results[i]!.status === 'rejected');
