@@ -4,7 +4,7 @@
 //   - files import each other in a cycle (type-only imports count: a cycle of types is still a
 //     cycle in the design). Each strongly connected component is listed with cycles that cover
 //     every import inside it, so each import that has to go is named at least once;
-//   - a file under spec/ imports anything outside spec/ (relative or bare, node: modules too):
+//   - a file under contracts/ imports anything outside contracts/ (relative or bare, node: modules too):
 //     the contracts are a leaf that the rest of core builds on;
 //   - a relative import resolves to no file (the graph would be missing an edge).
 // Tests (*.test.ts, *.test-d.ts) are left out. Usage: node tooling/check-imports.mjs [src-dir]
@@ -197,7 +197,7 @@ function coveringCycles(component, adjacency) {
  * Builds the import graph of the sources under `root` and checks it. Returns the counts and
  * every problem found; `ok` is true when there is none.
  */
-export function checkImports(root, { specDir = 'spec' } = {}) {
+export function checkImports(root, { specDir = 'contracts' } = {}) {
   const absoluteRoot = resolve(root);
   const spec = join(absoluteRoot, specDir);
   const name = (path) => relative(absoluteRoot, path).split(sep).join('/');
@@ -262,7 +262,7 @@ export function checkImports(root, { specDir = 'spec' } = {}) {
 export function formatReport(result, label) {
   const lines = [];
   const counts = `${result.files} files, ${result.edges} import edges (${result.typeOnlyEdges} type-only)`;
-  if (result.ok) return `check-imports: OK ${label}: ${counts}, no cycles, spec/ imports nothing outside spec/`;
+  if (result.ok) return `check-imports: OK ${label}: ${counts}, no cycles, contracts/ imports nothing outside contracts/`;
   lines.push(`check-imports: FAIL ${label}: ${counts}`);
   if (result.cycles.length > 0) {
     const cycleCount = result.cycles.reduce((n, c) => n + c.cycles.length, 0);
@@ -280,7 +280,7 @@ export function formatReport(result, label) {
   if (result.specViolations.length > 0) {
     lines.push(
       '',
-      `spec/ imports from outside spec/ (${result.specViolations.length}): the contracts must import nothing else, not even node: modules`,
+      `contracts/ imports from outside contracts/ (${result.specViolations.length}): the contracts must import nothing else, not even node: modules`,
     );
     for (const v of result.specViolations) lines.push(`  ${v.file} imports '${v.specifier}'${v.target ? ` (${v.target})` : ''}`);
   }

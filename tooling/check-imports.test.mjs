@@ -147,49 +147,49 @@ describe('cycles', () => {
   });
 });
 
-describe('spec/ is a leaf', () => {
-  test('a spec file importing outside spec/ fails, bare and node: specifiers included', () => {
+describe('contracts/ is a leaf', () => {
+  test('a contract file importing outside contracts/ fails, bare and node: specifiers included', () => {
     const root = tree({
-      'spec/v1/message.ts': "import type { Part } from './part.js';\nexport interface Message { parts: Part[] }\n",
-      'spec/v1/part.ts': 'export interface Part { text: string }\n',
-      'spec/v1/agent.ts': [
+      'contracts/v1/message.ts': "import type { Part } from './part.js';\nexport interface Message { parts: Part[] }\n",
+      'contracts/v1/part.ts': 'export interface Part { text: string }\n',
+      'contracts/v1/agent.ts': [
         "import type { Runner } from '../../run/runner.js';",
         "import { EventEmitter } from 'node:events';",
         "import type { z } from 'zod';",
         "import type { Message } from '../index.js';",
         'export interface Agent { runner: Runner; events: EventEmitter; m: Message; s: z.ZodType }',
       ].join('\n'),
-      'spec/index.ts': "export type * from './v1/message.js';\n",
-      'run/runner.ts': "import type { Message } from '../spec/index.js';\nexport interface Runner { last: Message }\n",
+      'contracts/index.ts': "export type * from './v1/message.js';\n",
+      'run/runner.ts': "import type { Message } from '../contracts/index.js';\nexport interface Runner { last: Message }\n",
     });
     const result = checkImports(root);
     assert.equal(result.ok, false);
     assert.equal(result.cycles.length, 0);
     assert.deepEqual(result.specViolations, [
-      { file: 'spec/v1/agent.ts', specifier: '../../run/runner.js', target: 'run/runner.ts' },
-      { file: 'spec/v1/agent.ts', specifier: 'node:events', target: undefined },
-      { file: 'spec/v1/agent.ts', specifier: 'zod', target: undefined },
+      { file: 'contracts/v1/agent.ts', specifier: '../../run/runner.js', target: 'run/runner.ts' },
+      { file: 'contracts/v1/agent.ts', specifier: 'node:events', target: undefined },
+      { file: 'contracts/v1/agent.ts', specifier: 'zod', target: undefined },
     ]);
     const { status, output } = run(root);
     assert.equal(status, 1);
-    assert.match(output, /spec\/v1\/agent\.ts imports '\.\.\/\.\.\/run\/runner\.js' \(run\/runner\.ts\)/);
-    assert.match(output, /spec\/v1\/agent\.ts imports 'node:events'/);
+    assert.match(output, /contracts\/v1\/agent\.ts imports '\.\.\/\.\.\/run\/runner\.js' \(run\/runner\.ts\)/);
+    assert.match(output, /contracts\/v1\/agent\.ts imports 'node:events'/);
   });
 });
 
 describe('a clean tree', () => {
   test('passes with a one-line summary', () => {
     const root = tree({
-      'spec/message.ts': 'export interface Message { text: string }\n',
+      'contracts/message.ts': 'export interface Message { text: string }\n',
       'run/agent.ts':
-        "import type { Message } from '../spec/message.js';\nimport { join } from './util.js';\nexport const run = (m: Message) => join(m);\n",
+        "import type { Message } from '../contracts/message.js';\nimport { join } from './util.js';\nexport const run = (m: Message) => join(m);\n",
       'run/util.ts': "import { EventEmitter } from 'node:events';\nexport const join = (m: object) => new EventEmitter() && m;\n",
     });
     const { status, output } = run(root);
     assert.equal(status, 0);
     assert.match(
       output.trim(),
-      /^check-imports: OK .*: 3 files, 2 import edges \(1 type-only\), no cycles, spec\/ imports nothing outside spec\/$/,
+      /^check-imports: OK .*: 3 files, 2 import edges \(1 type-only\), no cycles, contracts\/ imports nothing outside contracts\/$/,
     );
   });
 

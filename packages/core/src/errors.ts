@@ -1,4 +1,4 @@
-import type { ProviderPhase } from './spec/events.js';
+import type { ProviderPhase } from './contracts/events.js';
 
 const BASE = 'ctx.error';
 const baseSymbol = Symbol.for(BASE);

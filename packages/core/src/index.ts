@@ -36,7 +36,7 @@ export { InMemoryHistoryProvider } from './history/in-memory-history-provider.js
 export { generateId } from './messages/id.js';
 export { Message } from './messages/message.js';
 // The contracts, as types (the `Message` type comes with the helpers above).
-export type * from './spec/index.js';
+export type * from './contracts/index.js';
 export type { MessageInit } from './messages/message.js';
 export { auditContext, createAuditProvider } from './policies/context-audit.js';
 export type { AuditProviderOptions, ContextAudit, PrefixAudit, SourceAudit } from './policies/context-audit.js';

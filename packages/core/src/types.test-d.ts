@@ -2,8 +2,8 @@ import { describe, expectTypeOf, it } from 'vitest';
 import { Message } from './messages/message.js';
 import { createAgent } from './run/create-agent.js';
 import type { AgentSession } from './session/agent-session.js';
-import type { JsonValue } from './spec/json.js';
-import type { ContextProvider, Tool } from './spec/run-view.js';
+import type { JsonValue } from './contracts/json.js';
+import type { ContextProvider, Tool } from './contracts/run-view.js';
 import { createProviderRunArgs } from './testing/create-provider-run-args.js';
 import { ScriptedChatClient } from './testing/scripted-chat-client.js';
 import { defineTool, type StandardSchemaV1 } from './tools/define-tool.js';
@@ -59,7 +59,7 @@ describe('hosted sessions', () => {
 
 describe('provider hook arguments', () => {
   it('redact is optional, so a test can build ProviderRunArgs without it; createProviderRunArgs types the state slot', () => {
-    type Args = import('./spec/run-view.js').ProviderRunArgs;
+    type Args = import('./contracts/run-view.js').ProviderRunArgs;
     expectTypeOf<Omit<Args, 'redact'>>().toExtend<Args>();
     const args = createProviderRunArgs<{ count: number }>({ state: { count: 1 } });
     expectTypeOf(args.state).toEqualTypeOf<{ count: number }>();

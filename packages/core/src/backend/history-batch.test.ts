@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, SessionStateError } from '../errors.js';
 import type { Message } from '../messages/message.js';
-import type { ProviderDiagnostic } from '../spec/run-view.js';
+import type { ProviderDiagnostic } from '../contracts/run-view.js';
 import { checkHistoryBatch } from './history-batch.js';
 
 const user = (id: string, text: string): Message => ({ id, role: 'user', contents: [{ type: 'text', text }] });

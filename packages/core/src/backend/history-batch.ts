@@ -3,7 +3,7 @@ import { messageIdConflict, sameMessageContent } from '../history/message-confli
 import { formatBytes, jsonByteLength } from '../messages/json-bytes.js';
 import { describeValue, formatPath } from '../messages/json.js';
 import { Message } from '../messages/message.js';
-import type { ProviderDiagnostic } from '../spec/run-view.js';
+import type { ProviderDiagnostic } from '../contracts/run-view.js';
 import { checkInteger, checkSessionId, shortId } from './checks.js';
 
 /** What `checkHistoryBatch` needs besides the batch. */

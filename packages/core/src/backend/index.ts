@@ -1,6 +1,6 @@
 // @ctx/core/backend: for people who write backends (chat clients, history providers, session
 // stores, retrievers, tokenizers, compaction strategies). Everything a backend imports: the helpers
-// every backend needs, so none re-writes them; the contracts (the types of spec/, and
+// every backend needs, so none re-writes them; the contracts (the types of contracts/, and
 // `HistoryProvider`, the one contract that is a class to extend); `Message` and `generateId`; the
 // errors a backend throws. The same classes as `@ctx/core` exports, not copies. Apps import from
 // `@ctx/core`.
@@ -18,7 +18,7 @@ export type { BudgetFit, FitToBudgetOptions } from '../policies/budget.js';
 export { cosineSimilarity } from '../retrieval/vectors.js';
 export { checkSessionForWrite, parseSessionJson, SESSION_VERSION } from '../session/agent-session.js';
 export { countContentTokens } from '../tokens/character-tokenizer.js';
-export type * from '../spec/index.js';
+export type * from '../contracts/index.js';
 export { HISTORY_PROVIDER_OPTIONS, HistoryProvider } from '../history/history-provider.js';
 export type { HistoryProviderOptions } from '../history/history-provider.js';
 export { Message } from '../messages/message.js';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, InvalidInputError } from '../errors.js';
-import type { SessionSummary } from '../spec/session-store.js';
+import type { SessionSummary } from '../contracts/session-store.js';
 import {
   checkListOptions,
   compareSessions,

@@ -1,6 +1,6 @@
 import { ConfigurationError, InvalidInputError, truncate } from '../errors.js';
 import { isPlainObject } from '../messages/json.js';
-import type { ListSessionsOptions, SessionPage, SessionSummary } from '../spec/session-store.js';
+import type { ListSessionsOptions, SessionPage, SessionSummary } from '../contracts/session-store.js';
 
 /** Where a listing goes on from: the last entry of the previous page. */
 export interface SessionCursor {

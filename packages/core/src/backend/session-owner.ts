@@ -1,4 +1,4 @@
-import type { StoredSession } from '../spec/session-store.js';
+import type { StoredSession } from '../contracts/session-store.js';
 import { checkId } from './checks.js';
 
 /**

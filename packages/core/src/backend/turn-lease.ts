@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors.js';
-import type { TurnLease } from '../spec/session-store.js';
+import type { TurnLease } from '../contracts/session-store.js';
 import { checkSessionId } from './checks.js';
 
 /** What a turn key and a holder id are made of: safe in a Redis key, a Cosmos DB item id and a file name. */

@@ -1,6 +1,6 @@
 import { InvalidInputError } from '../errors.js';
-import type { Role } from '../spec/message.js';
-import type { IndexedMessage, VectorRecord } from '../spec/vector-index.js';
+import type { Role } from '../contracts/message.js';
+import type { IndexedMessage, VectorRecord } from '../contracts/vector-index.js';
 import { shortId } from './checks.js';
 
 const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'user', 'assistant', 'tool']);

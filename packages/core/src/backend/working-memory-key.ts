@@ -1,5 +1,5 @@
 import { ConcurrencyError, ConfigurationError } from '../errors.js';
-import type { WorkingMemoryKey } from '../spec/working-memory-store.js';
+import type { WorkingMemoryKey } from '../contracts/working-memory-store.js';
 import { checkId, shortId } from './checks.js';
 
 /**

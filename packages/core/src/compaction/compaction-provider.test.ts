@@ -5,7 +5,7 @@ import { createHashEmbedding } from '../retrieval/hash-embedding.js';
 import { InMemoryVectorIndex } from '../retrieval/in-memory-vector-index.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { Message } from '../messages/message.js';
-import type { AgentEvent } from '../spec/events.js';
+import type { AgentEvent } from '../contracts/events.js';
 import { createAgent } from '../run/create-agent.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool } from '../tools/define-tool.js';

@@ -3,9 +3,9 @@ import { ConfigurationError } from '../errors.js';
 import type { HistoryProvider } from '../history/history-provider.js';
 import type { Message } from '../messages/message.js';
 import { SemanticRecallProvider } from '../recall/semantic-recall-provider.js';
-import type { CompactionArchive, CompactionStrategy, CompactOptions } from '../spec/compaction-strategy.js';
+import type { CompactionArchive, CompactionStrategy, CompactOptions } from '../contracts/compaction-strategy.js';
 import { findProvider, historiesIn } from '../policies/wrap-provider.js';
-import type { ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
+import type { ContextProvider, ProviderRunArgs } from '../contracts/run-view.js';
 import { dropLeadingResults } from './message-groups.js';
 import { runCompaction } from './run-compaction.js';
 

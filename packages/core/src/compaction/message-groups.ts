@@ -1,5 +1,5 @@
 import type { Message } from '../messages/message.js';
-import type { Content } from '../spec/message.js';
+import type { Content } from '../contracts/message.js';
 import { holdsCompaction, keptBeforeCompaction, newestCompactionIndex } from './service-compaction.js';
 
 /**

@@ -1,6 +1,6 @@
 import { ContextWindowExceededError, describe } from '../errors.js';
 import type { Message } from '../messages/message.js';
-import type { CompactionStrategy, CompactOptions } from '../spec/compaction-strategy.js';
+import type { CompactionStrategy, CompactOptions } from '../contracts/compaction-strategy.js';
 import { hasOrphans } from './message-groups.js';
 
 /**

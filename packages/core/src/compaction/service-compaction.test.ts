@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Message } from '../messages/message.js';
-import type { Content } from '../spec/message.js';
+import type { Content } from '../contracts/message.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
 import { flattenGroups, groupMessages, hasOrphans, sentMessagesOf, splitProtected } from './message-groups.js';

@@ -1,5 +1,5 @@
 import type { Message } from '../messages/message.js';
-import type { Content, HostedToolContent } from '../spec/message.js';
+import type { Content, HostedToolContent } from '../contracts/message.js';
 
 /**
  * The metadata key that marks a message as part of the window a standalone compaction returned

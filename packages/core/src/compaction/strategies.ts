@@ -1,9 +1,9 @@
 import { checkInteger, checkOptionNames, checkPositiveNumber, optionNames } from '../backend/checks.js';
 import { ConfigurationError, describe } from '../errors.js';
 import type { Message } from '../messages/message.js';
-import type { CompactionStrategy } from '../spec/compaction-strategy.js';
-import type { Content, FunctionResultContent } from '../spec/message.js';
-import type { Tokenizer } from '../spec/tokenizer.js';
+import type { CompactionStrategy } from '../contracts/compaction-strategy.js';
+import type { Content, FunctionResultContent } from '../contracts/message.js';
+import type { Tokenizer } from '../contracts/tokenizer.js';
 import { countTokens, defaultTokenizer, messageTokens } from '../tokens/token-cache.js';
 import { flattenGroups, groupMessages, type MessageGroup, sentMessagesOf, splitProtected } from './message-groups.js';
 import { withoutCompacted } from './service-compaction.js';

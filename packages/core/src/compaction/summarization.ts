@@ -1,8 +1,8 @@
 import { checkInteger, checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError, ContextWindowExceededError, describe } from '../errors.js';
 import { Message } from '../messages/message.js';
-import type { ChatClient } from '../spec/chat-client.js';
-import type { CompactionStrategy } from '../spec/compaction-strategy.js';
+import type { ChatClient } from '../contracts/chat-client.js';
+import type { CompactionStrategy } from '../contracts/compaction-strategy.js';
 import { flattenGroups, groupMessages, isSummary, splitProtected } from './message-groups.js';
 import { type CompactionTrigger, compactWhen } from './triggers.js';
 import { isoNow } from '../messages/iso-now.js';

@@ -1,7 +1,7 @@
 import { checkInteger } from '../backend/checks.js';
 import type { Message } from '../messages/message.js';
-import type { CompactionStrategy } from '../spec/compaction-strategy.js';
-import type { Tokenizer } from '../spec/tokenizer.js';
+import type { CompactionStrategy } from '../contracts/compaction-strategy.js';
+import type { Tokenizer } from '../contracts/tokenizer.js';
 import { countTokens, defaultTokenizer } from '../tokens/token-cache.js';
 import { groupMessages } from './message-groups.js';
 import { withoutCompacted } from './service-compaction.js';

@@ -3,9 +3,9 @@ import { ConfigurationError, InvalidInputError, SessionStateError } from '../err
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
 import { AgentSession } from '../session/agent-session.js';
-import type { AgentEvent } from '../spec/events.js';
-import type { GetHistoryArgs, SaveHistoryArgs } from '../spec/history.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { AgentEvent } from '../contracts/events.js';
+import type { GetHistoryArgs, SaveHistoryArgs } from '../contracts/history.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
 import { HistoryProvider } from './history-provider.js';

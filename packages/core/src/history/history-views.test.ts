@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ProviderError, SessionStateError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { InMemoryHistoryProvider } from './in-memory-history-provider.js';
 

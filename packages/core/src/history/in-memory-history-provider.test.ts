@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SessionStateError } from '../errors.js';
 import { Message } from '../messages/message.js';
-import type { JsonObject } from '../spec/json.js';
+import type { JsonObject } from '../contracts/json.js';
 import { InMemoryHistoryProvider } from './in-memory-history-provider.js';
 
 /** Messages that are not plain JSON, with the path `saveMessages` must name (the batch is `$.messages`). */

@@ -4,7 +4,7 @@ import { Message } from '../messages/message.js';
 import { CallScan } from '../messages/settled-calls.js';
 import { createAgent } from '../run/create-agent.js';
 import type { AgentSession } from '../session/agent-session.js';
-import type { JsonObject, JsonValue } from '../spec/json.js';
+import type { JsonObject, JsonValue } from '../contracts/json.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { InMemoryHistoryProvider } from './in-memory-history-provider.js';
 

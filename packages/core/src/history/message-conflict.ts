@@ -1,7 +1,7 @@
 import { SessionStateError } from '../errors.js';
 import { shortId } from '../backend/checks.js';
 import { jsonEqual } from '../messages/json.js';
-import type { ProviderDiagnostic } from '../spec/run-view.js';
+import type { ProviderDiagnostic } from '../contracts/run-view.js';
 
 /**
  * Whether two messages say the same thing: same role, same contents (compared as JSON, key order

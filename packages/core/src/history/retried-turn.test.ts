@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Message } from '../messages/message.js';
-import type { SourceType } from '../spec/message.js';
+import type { SourceType } from '../contracts/message.js';
 import { findRetriedTurn } from './retried-turn.js';
 
 const m = (id: string, type: SourceType) => Message.withSource(Message.user(id, { id }), type, type);

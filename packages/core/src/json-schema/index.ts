@@ -3,4 +3,4 @@
 // the main entry stays free of runtime dependencies.
 export { jsonSchemaValidator } from './json-schema-validator.js';
 export type { JsonSchemaDraft, JsonSchemaValidatorOptions } from './json-schema-validator.js';
-export type { ToolArgumentsCheck, ToolValidator } from '../spec/tool-validator.js';
+export type { ToolArgumentsCheck, ToolValidator } from '../contracts/tool-validator.js';

@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url';
 import * as cfworker from '@cfworker/json-schema';
 import { describe, expect, it, vi } from 'vitest';
 import { ConfigurationError } from '../errors.js';
-import type { JsonObject } from '../spec/json.js';
-import type { ToolValidation } from '../spec/run-view.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { ToolValidation } from '../contracts/run-view.js';
 import * as entry from './index.js';
 import { jsonSchemaValidator } from './json-schema-validator.js';
 

@@ -2,8 +2,8 @@ import type { OutputUnit, Schema } from '@cfworker/json-schema';
 import { ConfigurationError, describe } from '../errors.js';
 import { isPlainObject } from '../messages/json.js';
 import { dereference, validate } from './load-peer.js';
-import type { ToolDefinition } from '../spec/tool-definition.js';
-import type { ToolArgumentsCheck, ToolValidator } from '../spec/tool-validator.js';
+import type { ToolDefinition } from '../contracts/tool-definition.js';
+import type { ToolArgumentsCheck, ToolValidator } from '../contracts/tool-validator.js';
 
 /** The JSON Schema drafts `jsonSchemaValidator` understands. */
 export type JsonSchemaDraft = '4' | '7' | '2019-09' | '2020-12';

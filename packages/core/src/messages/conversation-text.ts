@@ -1,5 +1,5 @@
 import { ConfigurationError } from '../errors.js';
-import type { SessionContext } from '../spec/run-view.js';
+import type { SessionContext } from '../contracts/run-view.js';
 import { Message } from './message.js';
 
 /**

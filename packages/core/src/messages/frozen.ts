@@ -1,4 +1,4 @@
-import type { Message, SourceType } from '../spec/message.js';
+import type { Message, SourceType } from '../contracts/message.js';
 
 /** Whether `value` and everything below it is frozen (a primitive is). */
 export function isDeepFrozen(value: unknown): boolean {

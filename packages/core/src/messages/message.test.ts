@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { SessionStateError } from '../errors.js';
-import type { Content } from '../spec/message.js';
+import type { Content } from '../contracts/message.js';
 import { Message } from './message.js';
 
 const everyKind: Content[] = [

@@ -7,7 +7,7 @@ import type {
   MessageSource,
   Role,
   SourceType,
-} from '../spec/message.js';
+} from '../contracts/message.js';
 import { generateId } from './id.js';
 import { at, describeThrown, describeValue, formatPath, isPlainObject, jsonProblem, type Problem } from './json.js';
 import { isoNow } from './iso-now.js';

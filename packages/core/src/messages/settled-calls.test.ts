@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createAgent } from '../run/create-agent.js';
 import { answerInterruptedCalls } from '../run/interrupted-calls.js';
 import { pairResults } from '../run/pair-results.js';
-import type { FunctionCallContent, FunctionResultContent } from '../spec/message.js';
+import type { FunctionCallContent, FunctionResultContent } from '../contracts/message.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { Message } from './message.js';
 import { CallScan, isMarkedSettled, isSettled, markSettled } from './settled-calls.js';

@@ -1,4 +1,4 @@
-import type { Message } from '../spec/message.js';
+import type { Message } from '../contracts/message.js';
 
 /**
  * Reads messages in order and tells whether they are settled: every function call is answered

@@ -2,9 +2,9 @@ import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
 import { isPlainObject } from '../messages/json.js';
 import type { Message } from '../messages/message.js';
-import type { JsonObject } from '../spec/json.js';
-import type { Tool } from '../spec/run-view.js';
-import type { Tokenizer } from '../spec/tokenizer.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { Tool } from '../contracts/run-view.js';
+import type { Tokenizer } from '../contracts/tokenizer.js';
 import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
 
 /**

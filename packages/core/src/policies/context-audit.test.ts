@@ -1,7 +1,7 @@
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
-import type { AgentEvent } from '../spec/events.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { AgentEvent } from '../contracts/events.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
 import { defineTool } from '../tools/define-tool.js';

@@ -1,7 +1,7 @@
 import type { Message } from '../messages/message.js';
-import type { JsonObject } from '../spec/json.js';
-import type { ContextProvider, ProviderRunArgs, SessionContext } from '../spec/run-view.js';
-import type { Tokenizer } from '../spec/tokenizer.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { ContextProvider, ProviderRunArgs, SessionContext } from '../contracts/run-view.js';
+import type { Tokenizer } from '../contracts/tokenizer.js';
 import { createCharacterTokenizer } from '../tokens/character-tokenizer.js';
 import { type BudgetReport, budgetReportOf, countToolTokens } from './budget.js';
 

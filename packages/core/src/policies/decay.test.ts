@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ConfigurationError, SessionStateError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
-import type { JsonObject } from '../spec/json.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { DecayingList } from './decay.js';
 

@@ -1,6 +1,6 @@
 import { ConfigurationError, SessionStateError } from '../errors.js';
 import { formatPath, isPlainObject, pathJoin } from '../messages/json.js';
-import type { JsonObject, JsonValue } from '../spec/json.js';
+import type { JsonObject, JsonValue } from '../contracts/json.js';
 
 /** When entries a provider keeps in its state expire. Without either limit nothing expires. */
 export interface DecayPolicy {

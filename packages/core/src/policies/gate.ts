@@ -1,4 +1,4 @@
-import type { ProviderRunArgs, SessionContext } from '../spec/run-view.js';
+import type { ProviderRunArgs, SessionContext } from '../contracts/run-view.js';
 
 /**
  * Decides, once per run before the provider does anything, whether it takes part. A provider that

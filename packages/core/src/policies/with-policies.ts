@@ -2,8 +2,8 @@ import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
 import { HistoryProvider } from '../history/history-provider.js';
 import { Message } from '../messages/message.js';
-import type { JsonObject } from '../spec/json.js';
-import type { ContextProvider, ProviderRunArgs, SessionContext } from '../spec/run-view.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { ContextProvider, ProviderRunArgs, SessionContext } from '../contracts/run-view.js';
 import {
   type BudgetItem,
   type BudgetPolicy,

@@ -1,5 +1,5 @@
 import { describe, expectTypeOf, it } from 'vitest';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { CONTEXT_PROVIDER_MEMBERS, wrapProvider } from './wrap-provider.js';
 
 describe('wrapProvider', () => {

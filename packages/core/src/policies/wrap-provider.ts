@@ -1,7 +1,7 @@
 import { ConfigurationError } from '../errors.js';
 import { HistoryProvider } from '../history/history-provider.js';
-import type { JsonObject } from '../spec/json.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 
 /** Where a wrapper made by `wrapProvider` keeps the provider it wraps (shared by every copy of `@ctx/core`). */
 const wrappedKey = Symbol.for('ctx.wrapped-provider');

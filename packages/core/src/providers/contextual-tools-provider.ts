@@ -6,8 +6,8 @@ import { type BudgetPolicy, countToolTokens, fitToBudget, recordBudget, resolveB
 import { type ProviderGate, RunGate } from '../policies/gate.js';
 import { EmbeddingCache, type EmbeddingKey } from '../retrieval/embedding-cache.js';
 import { dot, normalize } from '../retrieval/vectors.js';
-import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
-import type { ContextProvider, ProviderRunArgs, Tool } from '../spec/run-view.js';
+import type { EmbeddingGenerator } from '../contracts/embedding-generator.js';
+import type { ContextProvider, ProviderRunArgs, Tool } from '../contracts/run-view.js';
 
 /** The tools a `ContextualToolsProvider` chooses from: a fixed list, or one computed per run. */
 export type ToolCatalog = readonly Tool[] | ((args: ProviderRunArgs) => readonly Tool[] | Promise<readonly Tool[]>);

@@ -5,9 +5,9 @@ import { findNonJson } from '../messages/json.js';
 import { Message } from '../messages/message.js';
 import { type BudgetPolicy, fitPrefix, recordBudget, resolveBudget, type ResolvedBudget } from '../policies/budget.js';
 import { type ProviderGate, RunGate } from '../policies/gate.js';
-import type { JsonObject } from '../spec/json.js';
-import type { RetrievalResult, Retriever } from '../spec/retriever.js';
-import type { ContextProvider, ProviderRunArgs, Tool } from '../spec/run-view.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { RetrievalResult, Retriever } from '../contracts/retriever.js';
+import type { ContextProvider, ProviderRunArgs, Tool } from '../contracts/run-view.js';
 import { defineTool } from '../tools/define-tool.js';
 
 /** Options of `TextSearchProvider`. */

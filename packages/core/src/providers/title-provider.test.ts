@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
-import type { AgentEvent } from '../spec/events.js';
+import type { AgentEvent } from '../contracts/events.js';
 import { ScriptedChatClient, type ScriptedReply } from '../testing/scripted-chat-client.js';
 import { cleanTitle, TitleProvider } from './title-provider.js';
 

@@ -2,8 +2,8 @@ import { checkId, checkInteger, checkOptionNames, checkPositiveNumber, optionNam
 import { abortable, withDeadline } from '../backend/deadline.js';
 import { ConfigurationError } from '../errors.js';
 import { Message } from '../messages/message.js';
-import type { ChatClient } from '../spec/chat-client.js';
-import type { ContextProvider, ProviderRunArgs, SessionContext, SessionView } from '../spec/run-view.js';
+import type { ChatClient } from '../contracts/chat-client.js';
+import type { ContextProvider, ProviderRunArgs, SessionContext, SessionView } from '../contracts/run-view.js';
 
 /** Options of `TitleProvider`. */
 export interface TitleProviderOptions {

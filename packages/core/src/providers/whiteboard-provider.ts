@@ -6,9 +6,9 @@ import { type BudgetPolicy, fitPrefix, recordBudget, resolveBudget, type Resolve
 import { checkDecayPolicy, DecayingList, type DecayPolicy } from '../policies/decay.js';
 import { type ProviderGate, RunGate } from '../policies/gate.js';
 import type { AgentSession } from '../session/agent-session.js';
-import type { ChatClient } from '../spec/chat-client.js';
-import type { JsonObject, JsonValue } from '../spec/json.js';
-import type { ContextProvider, MergeStateArgs, ProviderRunArgs, SessionContext } from '../spec/run-view.js';
+import type { ChatClient } from '../contracts/chat-client.js';
+import type { JsonObject, JsonValue } from '../contracts/json.js';
+import type { ContextProvider, MergeStateArgs, ProviderRunArgs, SessionContext } from '../contracts/run-view.js';
 
 /** What a whiteboard entry records. */
 export type WhiteboardKind = 'requirement' | 'proposal' | 'decision' | 'action';

@@ -8,9 +8,9 @@ import { replacedMessagesOf } from '../history/replaced-messages.js';
 import { isoNow } from '../messages/iso-now.js';
 import { Message } from '../messages/message.js';
 import { InMemoryVectorIndex } from '../retrieval/in-memory-vector-index.js';
-import type { CompactionArchive } from '../spec/compaction-strategy.js';
-import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
-import type { JsonObject, JsonValue } from '../spec/json.js';
+import type { CompactionArchive } from '../contracts/compaction-strategy.js';
+import type { EmbeddingGenerator } from '../contracts/embedding-generator.js';
+import type { JsonObject, JsonValue } from '../contracts/json.js';
 import type {
   ContextProvider,
   MergeStateArgs,
@@ -22,8 +22,8 @@ import type {
   SessionView,
   Tool,
   UserDataArgs,
-} from '../spec/run-view.js';
-import type { IndexedMessage, VectorIndex, VectorMatch, VectorRecord, VectorScope } from '../spec/vector-index.js';
+} from '../contracts/run-view.js';
+import type { IndexedMessage, VectorIndex, VectorMatch, VectorRecord, VectorScope } from '../contracts/vector-index.js';
 import { defineTool } from '../tools/define-tool.js';
 
 /** Options of `SemanticRecallProvider`. */

@@ -1,6 +1,6 @@
 import { abortable } from '../backend/deadline.js';
 import { ConfigurationError } from '../errors.js';
-import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
+import type { EmbeddingGenerator } from '../contracts/embedding-generator.js';
 import { normalize } from './vectors.js';
 
 /** A text to embed and the key its vector is cached under. */

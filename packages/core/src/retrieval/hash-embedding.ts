@@ -1,6 +1,6 @@
 import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
-import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
+import type { EmbeddingGenerator } from '../contracts/embedding-generator.js';
 import { normalize } from './vectors.js';
 import { DEFAULT_STOP_WORDS, words } from './words.js';
 

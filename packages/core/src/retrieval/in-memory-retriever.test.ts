@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../errors.js';
-import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
+import type { EmbeddingGenerator } from '../contracts/embedding-generator.js';
 import { createHashEmbedding } from './hash-embedding.js';
 import { InMemoryRetriever, type RetrievalDocument } from './in-memory-retriever.js';
 

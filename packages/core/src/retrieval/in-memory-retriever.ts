@@ -1,9 +1,9 @@
 import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { abortable } from '../backend/deadline.js';
 import { ConfigurationError } from '../errors.js';
-import type { EmbeddingGenerator } from '../spec/embedding-generator.js';
-import type { JsonObject } from '../spec/json.js';
-import type { RetrievalResult, Retriever, RetrieverSearchOptions } from '../spec/retriever.js';
+import type { EmbeddingGenerator } from '../contracts/embedding-generator.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { RetrievalResult, Retriever, RetrieverSearchOptions } from '../contracts/retriever.js';
 import { EmbeddingCache } from './embedding-cache.js';
 import { dot, normalize } from './vectors.js';
 import { DEFAULT_STOP_WORDS, words } from './words.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, InvalidInputError } from '../errors.js';
-import type { VectorRecord } from '../spec/vector-index.js';
+import type { VectorRecord } from '../contracts/vector-index.js';
 import { InMemoryVectorIndex } from './in-memory-vector-index.js';
 
 const record = (n: number, init: Partial<VectorRecord> = {}): VectorRecord => ({

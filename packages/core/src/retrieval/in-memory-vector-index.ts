@@ -11,7 +11,7 @@ import type {
   VectorRange,
   VectorRecord,
   VectorScope,
-} from '../spec/vector-index.js';
+} from '../contracts/vector-index.js';
 
 /** Options of `InMemoryVectorIndex`. */
 export interface InMemoryVectorIndexOptions {

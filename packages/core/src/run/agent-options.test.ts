@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../errors.js';
 import { jsonSchemaValidator } from '../json-schema/json-schema-validator.js';
-import type { ChatClient } from '../spec/chat-client.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { ChatClient } from '../contracts/chat-client.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
 import { checkAgentOptions } from './agent-options.js';

@@ -1,7 +1,7 @@
 import { checkId, checkOptionNames, checkPositiveNumber, optionNames } from '../backend/checks.js';
 import { ConfigurationError } from '../errors.js';
 import { describeValue } from '../messages/json.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { checkUniqueToolNames, compileToolChecks } from '../tools/tool-validator.js';
 import type { AgentOptions } from './agent.js';
 import { type CheckedLimits, checkLimits } from './limits.js';

@@ -1,5 +1,5 @@
 import type { Message } from '../messages/message.js';
-import type { AgentResponse } from '../spec/agent-response.js';
+import type { AgentResponse } from '../contracts/agent-response.js';
 
 /** Builds an `AgentResponse` from the run's messages. */
 export function createAgentResponse(messages: Message[], extra: Omit<AgentResponse, 'messages' | 'text'> = {}): AgentResponse {

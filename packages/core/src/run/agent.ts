@@ -1,14 +1,14 @@
 import type { Message } from '../messages/message.js';
 import type { AgentSession, AgentSessionInit } from '../session/agent-session.js';
-import type { AgentResponse } from '../spec/agent-response.js';
-import type { ChatClient, ChatOptions, ChatResponseUpdate } from '../spec/chat-client.js';
-import type { CompactionStrategy } from '../spec/compaction-strategy.js';
-import type { EventHandler } from '../spec/events.js';
-import type { ContextProvider, Tool } from '../spec/run-view.js';
-import type { JsonValue } from '../spec/json.js';
-import type { GetSessionOptions, ListSessionsOptions, SessionPage, SessionStore } from '../spec/session-store.js';
-import type { SessionJson } from '../spec/session.js';
-import type { ToolValidator } from '../spec/tool-validator.js';
+import type { AgentResponse } from '../contracts/agent-response.js';
+import type { ChatClient, ChatOptions, ChatResponseUpdate } from '../contracts/chat-client.js';
+import type { CompactionStrategy } from '../contracts/compaction-strategy.js';
+import type { EventHandler } from '../contracts/events.js';
+import type { ContextProvider, Tool } from '../contracts/run-view.js';
+import type { JsonValue } from '../contracts/json.js';
+import type { GetSessionOptions, ListSessionsOptions, SessionPage, SessionStore } from '../contracts/session-store.js';
+import type { SessionJson } from '../contracts/session.js';
+import type { ToolValidator } from '../contracts/tool-validator.js';
 import type { AgentLimits } from './limits.js';
 import type { RunningTurnsOptions } from './running-turns.js';
 

@@ -6,9 +6,9 @@ import { ConfigurationError, InvalidInputError, isAbortError } from '../errors.j
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { Message } from '../messages/message.js';
 import { FileSessionStore } from '../session/file-session-store.js';
-import type { ChatResponseUpdate } from '../spec/chat-client.js';
-import type { FunctionResultContent } from '../spec/message.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { ChatResponseUpdate } from '../contracts/chat-client.js';
+import type { FunctionResultContent } from '../contracts/message.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { ScriptedChatClient, type ScriptedReply } from '../testing/scripted-chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
 import type { AgentOptions } from './agent.js';

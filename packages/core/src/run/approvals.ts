@@ -2,7 +2,7 @@ import { shortId } from '../backend/checks.js';
 import { InvalidInputError } from '../errors.js';
 import { describeValue, isPlainObject } from '../messages/json.js';
 import type { AgentSession } from '../session/agent-session.js';
-import type { PendingToolCalls } from '../spec/session.js';
+import type { PendingToolCalls } from '../contracts/session.js';
 import type { ToolApproval } from './agent.js';
 
 /** The session's waiting calls at the start of a run, this run's answers, and what waits after it. */

@@ -1,7 +1,7 @@
 import type { Message } from '../messages/message.js';
-import type { ChatResponse, ChatResponseUpdate, Usage } from '../spec/chat-client.js';
-import type { JsonValue } from '../spec/json.js';
-import type { Content } from '../spec/message.js';
+import type { ChatResponse, ChatResponseUpdate, Usage } from '../contracts/chat-client.js';
+import type { JsonValue } from '../contracts/json.js';
+import type { Content } from '../contracts/message.js';
 import { isoNow } from '../messages/iso-now.js';
 
 const USAGE_FIELDS = ['inputTokens', 'outputTokens', 'totalTokens', 'cachedInputTokens', 'reasoningTokens'] as const;

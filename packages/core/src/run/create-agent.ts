@@ -1,7 +1,7 @@
 import { abortable } from '../backend/deadline.js';
 import { saveQueue } from '../session/session-merge.js';
 import { sessionMethods } from '../session/session-methods.js';
-import type { AgentEvent } from '../spec/events.js';
+import type { AgentEvent } from '../contracts/events.js';
 import { checkAgentOptions } from './agent-options.js';
 import type { Agent, AgentOptions } from './agent.js';
 import { defaultHistory } from './default-history.js';

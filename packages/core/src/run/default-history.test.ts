@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../errors.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { AgentSession } from '../session/agent-session.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defaultHistory } from './default-history.js';
 

@@ -2,8 +2,8 @@ import { historiesIn } from '../policies/wrap-provider.js';
 import { ConfigurationError } from '../errors.js';
 import { serviceKeepsConversation } from '../history/history-provider.js';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
-import type { ChatClient, ChatOptions } from '../spec/chat-client.js';
-import type { ContextProvider, SessionView } from '../spec/run-view.js';
+import type { ChatClient, ChatOptions } from '../contracts/chat-client.js';
+import type { ContextProvider, SessionView } from '../contracts/run-view.js';
 
 /**
  * The default-history rule, in one place. When a run has a session, no history provider that

@@ -3,9 +3,9 @@ import { ConfigurationError, CtxError, InvalidInputError, type SessionStateError
 import { generateId } from '../messages/id.js';
 import { Message } from '../messages/message.js';
 import { AgentSession } from '../session/agent-session.js';
-import type { AgentResponse, Contribution } from '../spec/agent-response.js';
-import type { AgentEvent } from '../spec/events.js';
-import type { AgentView, ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
+import type { AgentResponse, Contribution } from '../contracts/agent-response.js';
+import type { AgentEvent } from '../contracts/events.js';
+import type { AgentView, ContextProvider, ProviderRunArgs } from '../contracts/run-view.js';
 import { type CheckedAgentOptions, checkContextProviders } from './agent-options.js';
 import type { AgentInput, AgentRunOptions } from './agent.js';
 import { approvalRound, pendingCallIds } from './approvals.js';

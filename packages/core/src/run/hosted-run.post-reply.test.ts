@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { Message } from '../messages/message.js';
 import { TitleProvider } from '../providers/title-provider.js';
 import { InMemorySessionStore } from '../session/in-memory-session-store.js';
-import type { AgentEvent } from '../spec/events.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { AgentEvent } from '../contracts/events.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { createAgent } from './create-agent.js';
 

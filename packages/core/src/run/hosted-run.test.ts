@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { HistoryProvider } from '../history/history-provider.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { ConcurrencyError, ConfigurationError, InvalidInputError } from '../errors.js';
 import { Message } from '../messages/message.js';
 import { InMemorySessionStore } from '../session/in-memory-session-store.js';
-import type { SessionStore } from '../spec/session-store.js';
+import type { SessionStore } from '../contracts/session-store.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { createAgent } from './create-agent.js';
 

@@ -1,5 +1,5 @@
 import { Message } from '../messages/message.js';
-import type { FunctionResultContent } from '../spec/message.js';
+import type { FunctionResultContent } from '../contracts/message.js';
 
 /** The result an interrupted call gets: the model learns the call may or may not have taken effect. */
 export const INTERRUPTED_RESULT = 'The run was interrupted before this call returned; it may or may not have taken effect.';

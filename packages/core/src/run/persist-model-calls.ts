@@ -4,9 +4,9 @@ import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.j
 import type { Message } from '../messages/message.js';
 import type { AgentSession } from '../session/agent-session.js';
 import { saveMerging } from '../session/session-merge.js';
-import type { AgentEvent } from '../spec/events.js';
-import type { ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
-import type { SessionStore } from '../spec/session-store.js';
+import type { AgentEvent } from '../contracts/events.js';
+import type { ContextProvider, ProviderRunArgs } from '../contracts/run-view.js';
+import type { SessionStore } from '../contracts/session-store.js';
 import { boundHook } from './pipeline.js';
 
 /** What `persistModelCalls` needs of the run. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, ProviderError } from '../errors.js';
-import type { AgentEvent } from '../spec/events.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { AgentEvent } from '../contracts/events.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
 import { createAgent } from './create-agent.js';

@@ -1,6 +1,6 @@
 import { CtxError, InvalidInputError, isAbortError, ProviderError } from '../errors.js';
-import type { AgentEvent, ProviderPhase } from '../spec/events.js';
-import type { ContextProvider, ProviderRunArgs } from '../spec/run-view.js';
+import type { AgentEvent, ProviderPhase } from '../contracts/events.js';
+import type { ContextProvider, ProviderRunArgs } from '../contracts/run-view.js';
 
 type Outcome = 'ok' | 'skipped' | 'failed';
 

@@ -1,7 +1,7 @@
 import { shortId } from '../backend/checks.js';
 import { CtxError, describe } from '../errors.js';
-import type { AgentEvent } from '../spec/events.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { AgentEvent } from '../contracts/events.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { waitUntil } from './running-turns.js';
 
 /** Options of `awaitPostReplyWork`. */

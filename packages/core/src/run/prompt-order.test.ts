@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.js';
 import { Message } from '../messages/message.js';
 import { type ContextAudit, createAuditProvider } from '../policies/context-audit.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
 import { createAgent } from './create-agent.js';

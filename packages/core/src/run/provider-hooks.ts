@@ -1,7 +1,7 @@
 import { abortable } from '../backend/deadline.js';
 import { ProviderError } from '../errors.js';
-import type { ProviderPhase } from '../spec/events.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { ProviderPhase } from '../contracts/events.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { boundHook } from './pipeline.js';
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError, ProviderError } from '../errors.js';
 import { Message } from '../messages/message.js';
-import type { Tool } from '../spec/run-view.js';
+import type { Tool } from '../contracts/run-view.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
 import { createAgent } from './create-agent.js';

@@ -2,11 +2,11 @@ import { ConfigurationError } from '../errors.js';
 import { hasFrozenSource, isAttributed } from '../messages/frozen.js';
 import { Message } from '../messages/message.js';
 import { isSettled, markSettled } from '../messages/settled-calls.js';
-import type { AgentResponse } from '../spec/agent-response.js';
-import type { ChatOptions } from '../spec/chat-client.js';
-import type { SourceType } from '../spec/message.js';
-import type { Contribution } from '../spec/agent-response.js';
-import type { GetMessagesOptions, SessionContext, SourcedInstructions, Tool } from '../spec/run-view.js';
+import type { AgentResponse } from '../contracts/agent-response.js';
+import type { ChatOptions } from '../contracts/chat-client.js';
+import type { SourceType } from '../contracts/message.js';
+import type { Contribution } from '../contracts/agent-response.js';
+import type { GetMessagesOptions, SessionContext, SourcedInstructions, Tool } from '../contracts/run-view.js';
 
 /** Fields a `RunContext` is created with: the run's ids, input, options, and the agent's instructions and tools. */
 export interface RunContextInit {
@@ -24,7 +24,7 @@ export interface RunContextInit {
 }
 
 /**
- * Core's `SessionContext` (its members are documented on the contract in `spec/run-view.ts`): what
+ * Core's `SessionContext` (its members are documented on the contract in `contracts/run-view.ts`): what
  * one run assembles for the model, built fresh for every run.
  */
 export class RunContext implements SessionContext {

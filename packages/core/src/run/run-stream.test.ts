@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Message } from '../messages/message.js';
-import type { ChatClient, ChatResponseUpdate } from '../spec/chat-client.js';
+import type { ChatClient, ChatResponseUpdate } from '../contracts/chat-client.js';
 import { defineTool } from '../tools/define-tool.js';
 import { createAgent } from './create-agent.js';
 

@@ -1,6 +1,6 @@
 import { generateId } from '../messages/id.js';
-import type { AgentResponse } from '../spec/agent-response.js';
-import type { ChatResponse, ChatResponseUpdate } from '../spec/chat-client.js';
+import type { AgentResponse } from '../contracts/agent-response.js';
+import type { ChatResponse, ChatResponseUpdate } from '../contracts/chat-client.js';
 import type { AgentRunStream } from './agent.js';
 import { createResponseAssembler, type ResponseAssembler } from './assemble-response.js';
 

@@ -4,7 +4,7 @@ import { ConcurrencyError, ConfigurationError, InvalidInputError } from '../erro
 import { sameMessageContent } from '../history/message-conflict.js';
 import { describeValue } from '../messages/json.js';
 import type { Message } from '../messages/message.js';
-import type { AgentResponse } from '../spec/agent-response.js';
+import type { AgentResponse } from '../contracts/agent-response.js';
 
 /**
  * How hosted runs treat a turn that is running now in another request (`AgentOptions.runningTurns`):

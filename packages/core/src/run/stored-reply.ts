@@ -2,8 +2,8 @@ import { HistoryProvider, serviceKeepsConversation } from '../history/history-pr
 import { findRetriedTurn } from '../history/retried-turn.js';
 import { Message } from '../messages/message.js';
 import type { AgentSession } from '../session/agent-session.js';
-import type { AgentResponse } from '../spec/agent-response.js';
-import type { ChatOptions } from '../spec/chat-client.js';
+import type { AgentResponse } from '../contracts/agent-response.js';
+import type { ChatOptions } from '../contracts/chat-client.js';
 import { createAgentResponse } from './agent-response.js';
 import type { DefaultHistory } from './default-history.js';
 import type { AgentRuntime } from './execute-run.js';

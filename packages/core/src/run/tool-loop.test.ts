@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { ConfigurationError, ToolExecutionError } from '../errors.js';
 import { jsonSchemaValidator } from '../json-schema/json-schema-validator.js';
 import { Message } from '../messages/message.js';
-import type { ChatResponseUpdate } from '../spec/chat-client.js';
-import type { AgentEvent } from '../spec/events.js';
-import type { JsonObject } from '../spec/json.js';
-import type { FunctionResultContent } from '../spec/message.js';
+import type { ChatResponseUpdate } from '../contracts/chat-client.js';
+import type { AgentEvent } from '../contracts/events.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { FunctionResultContent } from '../contracts/message.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { defineTool, type StandardSchemaV1 } from '../tools/define-tool.js';
-import type { ToolValidator } from '../spec/tool-validator.js';
+import type { ToolValidator } from '../contracts/tool-validator.js';
 import { createAgent } from './create-agent.js';
 
 const resultsOf = (m: Message) => m.contents.filter((c): c is FunctionResultContent => c.type === 'function-result');

@@ -3,9 +3,9 @@ import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.j
 import type { AgentSession } from '../session/agent-session.js';
 import { recordTurn } from '../session/session-merge.js';
 import { describe } from '../errors.js';
-import type { AgentResponse } from '../spec/agent-response.js';
-import type { AgentEvent } from '../spec/events.js';
-import type { ContextProvider, ProviderRunArgs, SessionContext } from '../spec/run-view.js';
+import type { AgentResponse } from '../contracts/agent-response.js';
+import type { AgentEvent } from '../contracts/events.js';
+import type { ContextProvider, ProviderRunArgs, SessionContext } from '../contracts/run-view.js';
 import { boundHook } from './pipeline.js';
 
 /**

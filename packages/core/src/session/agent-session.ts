@@ -4,10 +4,10 @@ import { ConfigurationError, SessionStateError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import { describeThrown, describeValue, formatPath, isPlainObject, jsonProblem, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
-import type { PendingApproval } from '../spec/agent-response.js';
-import type { JsonObject } from '../spec/json.js';
-import type { SessionView } from '../spec/run-view.js';
-import type { PendingToolCalls, SessionJson, SessionMetadata } from '../spec/session.js';
+import type { PendingApproval } from '../contracts/agent-response.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { SessionView } from '../contracts/run-view.js';
+import type { PendingToolCalls, SessionJson, SessionMetadata } from '../contracts/session.js';
 import { isoNow } from '../messages/iso-now.js';
 
 /** Fields to start a session with. */

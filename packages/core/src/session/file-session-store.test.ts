@@ -7,7 +7,7 @@ import { BackendUnavailableError, ConcurrencyError, ConfigurationError, SessionS
 import { Message } from '../messages/message.js';
 import { createAgent } from '../run/create-agent.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
-import type { SessionJson, SessionMetadata } from '../spec/session.js';
+import type { SessionJson, SessionMetadata } from '../contracts/session.js';
 import { FileSessionStore, type FileSessionStoreEvent, sessionFileName } from './file-session-store.js';
 
 let dir: string;

@@ -16,8 +16,8 @@ import type {
   SetSessionOptions,
   StoredSession,
   TurnLease,
-} from '../spec/session-store.js';
-import type { SessionJson } from '../spec/session.js';
+} from '../contracts/session-store.js';
+import type { SessionJson } from '../contracts/session.js';
 import type { BigIntStats } from 'node:fs';
 import { checkSessionForWrite, parseSessionJson, serializeSessionJson } from './agent-session.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConcurrencyError, ConfigurationError, InvalidInputError, SessionStateError } from '../errors.js';
 import { createAgent } from '../run/create-agent.js';
-import type { SessionJson } from '../spec/session.js';
+import type { SessionJson } from '../contracts/session.js';
 import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { InMemorySessionStore } from './in-memory-session-store.js';
 

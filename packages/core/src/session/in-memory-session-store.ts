@@ -11,8 +11,8 @@ import type {
   SetSessionOptions,
   StoredSession,
   TurnLease,
-} from '../spec/session-store.js';
-import type { SessionJson } from '../spec/session.js';
+} from '../contracts/session-store.js';
+import type { SessionJson } from '../contracts/session.js';
 import { checkSessionForWrite, parseSessionJson, serializeSessionJson } from './agent-session.js';
 
 /** How many leases the store keeps before it drops the expired ones. */

@@ -2,10 +2,10 @@ import { shortId } from '../backend/checks.js';
 import { abortable } from '../backend/deadline.js';
 import { ConcurrencyError, ConfigurationError, CtxError, describe, isAbortError } from '../errors.js';
 import { isPlainObject, jsonEqual, pathJoin } from '../messages/json.js';
-import type { JsonObject } from '../spec/json.js';
-import type { ContextProvider } from '../spec/run-view.js';
-import type { SessionStore } from '../spec/session-store.js';
-import type { SessionJson, SessionMetadata } from '../spec/session.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { ContextProvider } from '../contracts/run-view.js';
+import type { SessionStore } from '../contracts/session-store.js';
+import type { SessionJson, SessionMetadata } from '../contracts/session.js';
 import { type AgentSession, parseSessionJson } from './agent-session.js';
 
 /**

@@ -1,10 +1,10 @@
 import { checkOptionNames, optionNames } from '../backend/checks.js';
 import { ConfigurationError, describe, SessionStateError } from '../errors.js';
 import { pathJoin } from '../messages/json.js';
-import type { ContextProvider } from '../spec/run-view.js';
-import type { GetSessionOptions, SessionStore } from '../spec/session-store.js';
+import type { ContextProvider } from '../contracts/run-view.js';
+import type { GetSessionOptions, SessionStore } from '../contracts/session-store.js';
 import { sessionOfUser } from '../backend/session-owner.js';
-import type { SessionJson } from '../spec/session.js';
+import type { SessionJson } from '../contracts/session.js';
 import { AgentSession, type AgentSessionInit } from './agent-session.js';
 import { type SaveQueue, saveMerging, saveQueue, setSessionBase } from './session-merge.js';
 

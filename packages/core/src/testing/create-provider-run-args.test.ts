@@ -3,7 +3,7 @@ import { InMemoryHistoryProvider } from '../history/in-memory-history-provider.j
 import { Message } from '../messages/message.js';
 import { createAgentResponse } from '../run/agent-response.js';
 import { AgentSession } from '../session/agent-session.js';
-import type { ContextProvider } from '../spec/run-view.js';
+import type { ContextProvider } from '../contracts/run-view.js';
 import { createProviderRunArgs } from './create-provider-run-args.js';
 
 describe('createProviderRunArgs', () => {

@@ -1,10 +1,10 @@
 import { RunContext } from '../run/run-context.js';
 import { AgentSession } from '../session/agent-session.js';
-import type { ChatClient } from '../spec/chat-client.js';
-import type { ProviderDiagnostic } from '../spec/run-view.js';
-import type { JsonObject } from '../spec/json.js';
-import type { Message } from '../spec/message.js';
-import type { ContextProvider, ProviderRunArgs, SessionContext } from '../spec/run-view.js';
+import type { ChatClient } from '../contracts/chat-client.js';
+import type { ProviderDiagnostic } from '../contracts/run-view.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { Message } from '../contracts/message.js';
+import type { ContextProvider, ProviderRunArgs, SessionContext } from '../contracts/run-view.js';
 import { ScriptedChatClient } from './scripted-chat-client.js';
 
 /** What `createProviderRunArgs` builds the hook arguments from; every field has a default. */

@@ -1,5 +1,5 @@
 import { RunContext, type RunContextInit } from '../run/run-context.js';
-import type { SessionContext } from '../spec/run-view.js';
+import type { SessionContext } from '../contracts/run-view.js';
 
 /** Fields a `SessionContext` is created with by `createSessionContext`. */
 export type SessionContextInit = RunContextInit;

@@ -1,8 +1,8 @@
 import { ConfigurationError } from '../errors.js';
 import { generateId } from '../messages/id.js';
 import { Message } from '../messages/message.js';
-import type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, Usage } from '../spec/chat-client.js';
-import type { JsonValue } from '../spec/json.js';
+import type { ChatClient, ChatOptions, ChatResponse, ChatResponseUpdate, FinishReason, Usage } from '../contracts/chat-client.js';
+import type { JsonValue } from '../contracts/json.js';
 
 /** A function call a scripted reply makes. `arguments` may be an object (serialized for you) or JSON text. */
 export interface ScriptedToolCall {

@@ -1,5 +1,5 @@
-import type { Content } from '../spec/message.js';
-import type { Tokenizer } from '../spec/tokenizer.js';
+import type { Content } from '../contracts/message.js';
+import type { Tokenizer } from '../contracts/tokenizer.js';
 
 /**
  * Tokens of one content part by its text: text, reasoning and refusals as is, a function call by

@@ -1,5 +1,5 @@
 import type { Message } from '../messages/message.js';
-import type { Tokenizer } from '../spec/tokenizer.js';
+import type { Tokenizer } from '../contracts/tokenizer.js';
 import { createCharacterTokenizer } from './character-tokenizer.js';
 
 let characterTokenizer: Tokenizer | undefined;

@@ -1,7 +1,7 @@
 import { ConfigurationError } from '../errors.js';
 import { isPlainObject } from '../messages/json.js';
-import type { JsonObject } from '../spec/json.js';
-import type { Tool, ToolApprovalCheck, ToolExecuteOptions } from '../spec/run-view.js';
+import type { JsonObject } from '../contracts/json.js';
+import type { Tool, ToolApprovalCheck, ToolExecuteOptions } from '../contracts/run-view.js';
 
 /** The Standard Schema v1 interface (zod, valibot, arktype...), declared here so core depends on none of them. */
 export interface StandardSchemaV1<Input = unknown, Output = Input> {

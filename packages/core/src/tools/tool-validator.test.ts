@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigurationError } from '../errors.js';
-import type { Tool } from '../spec/run-view.js';
-import type { ToolValidator } from '../spec/tool-validator.js';
+import type { Tool } from '../contracts/run-view.js';
+import type { ToolValidator } from '../contracts/tool-validator.js';
 import { checkUniqueToolNames, compileToolChecks } from './tool-validator.js';
 
 const tool = (name: string, extra: Partial<Tool> = {}): Tool => ({ name, parameters: { type: 'object' }, ...extra });

@@ -1,6 +1,6 @@
 import { ConfigurationError, CtxError, describe } from '../errors.js';
-import type { Tool } from '../spec/run-view.js';
-import type { ToolArgumentsCheck, ToolValidator } from '../spec/tool-validator.js';
+import type { Tool } from '../contracts/run-view.js';
+import type { ToolArgumentsCheck, ToolValidator } from '../contracts/tool-validator.js';
 
 /**
  * The checks of the tools that have no `validate` of their own, by tool name.

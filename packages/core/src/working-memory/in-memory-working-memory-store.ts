@@ -2,7 +2,7 @@ import { checkId } from '../backend/checks.js';
 import { checkWorkingMemoryEtag, checkWorkingMemoryKey, describeWorkingMemoryKey } from '../backend/working-memory-key.js';
 import { InvalidInputError } from '../errors.js';
 import { findNonJson } from '../messages/json.js';
-import type { JsonValue } from '../spec/json.js';
+import type { JsonValue } from '../contracts/json.js';
 import type {
   PutWorkingMemoryOptions,
   StoredWorkingMemory,
@@ -10,7 +10,7 @@ import type {
   WorkingMemoryEntry,
   WorkingMemoryKey,
   WorkingMemoryStore,
-} from '../spec/working-memory-store.js';
+} from '../contracts/working-memory-store.js';
 
 interface Item {
   key: WorkingMemoryKey;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { JsonObject, JsonValue } from '../spec/json.js';
+import type { JsonObject, JsonValue } from '../contracts/json.js';
 import { changeSchema, mergeRecord } from './merge-record.js';
 
 const key = fc.constantFrom('a', 'b', 'c', 'd', '__proto__', 'constructor');

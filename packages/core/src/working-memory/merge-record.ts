@@ -1,5 +1,5 @@
 import { isPlainObject } from '../messages/json.js';
-import type { JsonObject, JsonValue } from '../spec/json.js';
+import type { JsonObject, JsonValue } from '../contracts/json.js';
 
 /**
  * A working-memory record with `change` merged in, as a new object (neither argument is changed):

@@ -8,8 +8,8 @@ import { isPlainObject, jsonEqual, parseJsonAnswer } from '../messages/json.js';
 import { formatBytes, jsonByteLength } from '../messages/json-bytes.js';
 import { Message } from '../messages/message.js';
 import { turnText } from '../providers/whiteboard-provider.js';
-import type { ChatClient } from '../spec/chat-client.js';
-import type { JsonObject, JsonValue } from '../spec/json.js';
+import type { ChatClient } from '../contracts/chat-client.js';
+import type { JsonObject, JsonValue } from '../contracts/json.js';
 import type {
   ContextProvider,
   ProviderRunArgs,
@@ -18,9 +18,9 @@ import type {
   SessionView,
   Tool,
   UserDataArgs,
-} from '../spec/run-view.js';
-import type { ToolValidator } from '../spec/tool-validator.js';
-import type { WorkingMemoryCallOptions, WorkingMemoryKey, WorkingMemoryStore } from '../spec/working-memory-store.js';
+} from '../contracts/run-view.js';
+import type { ToolValidator } from '../contracts/tool-validator.js';
+import type { WorkingMemoryCallOptions, WorkingMemoryKey, WorkingMemoryStore } from '../contracts/working-memory-store.js';
 import { formatIssue, isStandardSchema, type StandardSchemaV1 } from '../tools/define-tool.js';
 import { changeSchema, mergeRecord } from './merge-record.js';
 
