@@ -1,4 +1,4 @@
-import type { CacheView, SentCall } from './model.js';
+import type { CacheView, SentCall } from './call-views.js';
 import type { Removal } from './removals.js';
 
 type FirstChange = NonNullable<CacheView['firstChange']>;

@@ -1,84 +1,8 @@
 import type { AgentEvent, Contribution, JsonValue, Message, Tokenizer, ToolDefinition, Usage } from '@ctx/core';
 import { createCharacterTokenizer, ProviderError } from '@ctx/core';
 import { explainFirstChange, type RemovalContext } from './cache-advice.js';
+import type { CacheView, CallItem, RemovedView, SentCall, SourceTokens } from './call-views.js';
 import { removalsSince, removedSince } from './removals.js';
-
-/** One thing a model call sent, in the order the model reads it: tools, then instructions, then messages. */
-export interface CallItem {
-  /** What it is. */
-  kind: 'tool' | 'instructions' | 'message';
-  /** The source that added it: a provider's `sourceId`, `agent`, `input`, or `response` for what the run's model and tools produced. */
-  sourceId: string;
-  /** A tool's name, a message's role, or `instructions`. */
-  label: string;
-  /** Its tokens, counted like `createAuditProvider` counts them. */
-  tokens: number;
-  /** The message's id. */
-  id?: string;
-  /** The text, only when the inspector shows text (`showText`); redacted when it has `redact`. */
-  text?: string;
-  /** What a message holds besides text: `function-call get_weather`, `function-result`, ... */
-  parts?: string[];
-  /** The compaction summary this message is, with how many messages it stands for. */
-  summaryOf?: number;
-  /** A short hash of what the model sees of it (a message's role and contents, a tool's definition, an instruction's text). */
-  hash: string;
-}
-
-/** Tokens one source sent in one model call. */
-export interface SourceTokens {
-  /** The source. */
-  sourceId: string;
-  /** Its messages' tokens. */
-  messageTokens: number;
-  /** Its instructions' tokens. */
-  instructionTokens: number;
-  /** Its tools' tokens. */
-  toolTokens: number;
-  /** All of them. */
-  tokens: number;
-  /** How many items it sent. */
-  items: number;
-}
-
-/** How much of a call repeats the session's previous call from its first token, and what changed first. */
-export interface CacheView {
-  /** Tokens at the start of the call that the previous call began with too. */
-  repeatedTokens: number;
-  /** The call's tokens, counted the same way. */
-  totalTokens: number;
-  /** The first item that differs, absent when the previous call is repeated whole (or there was none). */
-  firstChange?: {
-    /** `tools`, `instructions` or `messages`. */
-    kind: 'tools' | 'instructions' | 'messages';
-    /** The source whose item changed first (for an item removed: the source of the item that was there). */
-    sourceId: string;
-    /** What happened, for people: `instruction changed`, `tool "x" added`, `history compacted`. */
-    reason: string;
-    /** What to do about it, when something can be done. */
-    advice?: string;
-  };
-  /** What the service says it read from its cache (`usage.cachedInputTokens`), once the call answered. */
-  cachedInputTokens?: number;
-  /** Whether there was a previous call to compare with. */
-  compared: boolean;
-}
-
-/** What a call left out that the session's previous call had sent. */
-export interface RemovedView {
-  /** The source the messages belonged to. */
-  sourceId: string;
-  /** How many messages. */
-  messages: number;
-  /** Their tokens. */
-  tokens: number;
-  /**
-   * Why: `compaction: replaced by a summary` (with `(the previous summary folded in)` when it
-   * folded one), `removed from the front (...)` (truncation, a sliding window, a history's window),
-   * or `left out, newer messages kept (...)` (a budget).
-   */
-  reason: string;
-}
 
 /** One model call of a run. */
 export interface CallView {
@@ -250,20 +174,6 @@ export interface InspectorModel {
   describeSession(sessionId: string, info: { userId?: string; title?: string }): void;
 }
 
-/** A call as sent, kept per session to compare the next call with. */
-interface Sent {
-  items: CallItem[];
-  /** Core's prefix granularity: tools, the joined instructions as one item, messages. */
-  hashes: string[];
-  tokens: number[];
-  kinds: Array<'tools' | 'instructions' | 'messages'>;
-  /** One entry per item of `hashes`: the source(s) of that item. */
-  owners: string[];
-  instructionParts: Array<{ sourceId: string; text: string }>;
-  /** Each message sent, in order: its source, tokens, and for a summary the ids it replaces. */
-  messageIds: Map<string, { sourceId: string; tokens: number; summary?: readonly string[] }>;
-}
-
 /** `DEFAULT_MAX_RUNS`: runs kept by default. */
 export const DEFAULT_MAX_RUNS = 200;
 
@@ -283,7 +193,7 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
   const runs = new Map<string, RunView>();
   const sessions = new Map<string, SessionView>();
   /** The last call sent per session, to compare the next one with. */
-  const lastSent = new Map<string, Sent>();
+  const lastSent = new Map<string, SentCall>();
   /** Per session: the instruction text each source sent last time, and how many runs in a row it changed. */
   const instructionHistory = new Map<string, Map<string, { text: string; changes: number }>>();
   /** Per session and source: in how many runs in a row the first call found the history cut from the front. */
@@ -317,10 +227,10 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
   };
   const runsOf = (sessionId: string) => [...runs.values()].some((r) => r.sessionId === sessionId);
 
-  const itemsOf = (event: Extract<AgentEvent, { type: 'model-call' }>): { items: CallItem[]; sent: Sent } => {
+  const itemsOf = (event: Extract<AgentEvent, { type: 'model-call' }>): { items: CallItem[]; sent: SentCall } => {
     const content = event.content;
     const items: CallItem[] = [];
-    const sent: Sent = {
+    const sent: SentCall = {
       items,
       hashes: [],
       tokens: [],
@@ -330,7 +240,7 @@ export function createInspectorModel(options: InspectorModelOptions = {}): Inspe
       messageIds: new Map(),
     };
     let chain = FNV_SEED;
-    const add = (kind: Sent['kinds'][number], text: string, tokens: number, owner: string) => {
+    const add = (kind: SentCall['kinds'][number], text: string, tokens: number, owner: string) => {
       chain = fnv(text, fnv(kind, chain));
       sent.hashes.push(chain.toString(36));
       sent.tokens.push(tokens);
@@ -636,8 +546,8 @@ function bySource(items: readonly CallItem[]): SourceTokens[] {
 }
 
 function comparePrefix(
-  current: Sent,
-  previous: Sent | undefined,
+  current: SentCall,
+  previous: SentCall | undefined,
   history: ReadonlyMap<string, { text: string; changes: number }>,
   removals: RemovalContext,
 ): CacheView {
@@ -713,4 +623,4 @@ function describe(error: unknown): string {
   return String(error);
 }
 
-export type { Sent as SentCall };
+export type { CacheView, CallItem, RemovedView, SourceTokens } from './call-views.js';

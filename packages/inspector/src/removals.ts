@@ -1,4 +1,4 @@
-import type { RemovedView, SentCall } from './model.js';
+import type { RemovedView, SentCall } from './call-views.js';
 
 /**
  * What happened to one source's messages between two calls, read from what the calls sent: the
