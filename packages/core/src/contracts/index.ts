@@ -64,6 +64,19 @@ export type {
   StoredSession,
   TurnLease,
 } from './session-store.js';
+export type {
+  OpenStreamOptions,
+  OpenStreamResult,
+  ReadStreamOptions,
+  StreamCallOptions,
+  StreamInfo,
+  StreamOutcome,
+  StreamReadItem,
+  StreamRef,
+  StreamStatus,
+  StreamStore,
+  StreamWriter,
+} from './stream-store.js';
 export type { Tokenizer } from './tokenizer.js';
 export type { ToolDefinition } from './tool-definition.js';
 export type { ToolArgumentsCheck, ToolValidator } from './tool-validator.js';
