@@ -1,0 +1,214 @@
+import { BackendUnavailableError, ConcurrencyError, ConfigurationError, CtxError, InvalidInputError } from '@ctx/core';
+import { withDeadline } from '@ctx/core/backend';
+
+/** The result of one statement: its rows and how many rows it changed. */
+export interface SqlResult<Row> {
+  rows: Row[];
+  /** Rows inserted, updated or deleted (0 for a `SELECT` on PGlite, which reports only changes). */
+  rowCount: number;
+}
+
+/** Runs one parameterised statement (`$1`, `$2`, ...). The part of a connection every query uses. */
+export interface SqlQueryable {
+  query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<SqlResult<Row>>;
+}
+
+/** The part of a `pg` pool client ctx uses (`pool.connect()` gives one). */
+export interface PgPoolClientLike {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
+  /** Returns the client to its pool; an `Error` (or `true`) destroys the connection instead. */
+  release(destroy?: Error | boolean): void;
+}
+
+/** The part of a `pg` `Pool` ctx uses. A `Pool`, not a single `Client`: turns run in parallel. */
+export interface PgPoolLike {
+  connect(): Promise<PgPoolClientLike>;
+}
+
+/** The part of a PGlite database (`@electric-sql/pglite`) ctx uses. */
+export interface PGliteLike {
+  query(text: string, params?: unknown[]): Promise<{ rows: unknown[]; affectedRows?: number }>;
+  transaction<T>(
+    fn: (tx: { query(text: string, params?: unknown[]): Promise<{ rows: unknown[]; affectedRows?: number }> }) => Promise<T>,
+  ): Promise<T>;
+}
+
+/**
+ * The database a `@ctx/postgres` provider or store uses: a `pg` `Pool` (a PostgreSQL server) or a
+ * PGlite database (embedded, in a directory or in memory). Both run the same SQL.
+ */
+export type PostgresClient = PgPoolLike | PGliteLike;
+
+/** Which kind of database a client is. */
+export type PostgresEngine = 'server' | 'embedded';
+
+/** A connection with transactions and deadlines, the one thing the providers and stores talk to. */
+export interface SqlDatabase extends SqlQueryable {
+  readonly engine: PostgresEngine;
+  /**
+   * Runs `fn` in one transaction (`BEGIN` ... `COMMIT`; `ROLLBACK` when it throws). On a server,
+   * a transaction abandoned at the deadline or by `signal` destroys its connection, so the server
+   * rolls it back and releases its locks.
+   */
+  transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, call: SqlCallOptions): Promise<T>;
+  /** One statement outside a transaction, bounded like `transaction`. */
+  run<Row = Record<string, unknown>>(text: string, params: readonly unknown[], call: SqlCallOptions): Promise<SqlResult<Row>>;
+}
+
+/** What one database call is and how long it may take. */
+export interface SqlCallOptions {
+  /** What the call does, for messages: e.g. `saveMessages for session "s1"`. No message text. */
+  operation: string;
+  signal?: AbortSignal | undefined;
+  /** Default: the database's `timeoutMs`. */
+  timeoutMs?: number;
+  /** The session the call is for, named by a `ConcurrencyError` it fails with. */
+  sessionId?: string;
+}
+
+const BACKEND = 'postgres';
+
+const isPool = (client: PostgresClient): client is PgPoolLike =>
+  typeof (client as PgPoolLike).connect === 'function' && typeof (client as PGliteLike).transaction !== 'function';
+const isPGlite = (client: PostgresClient): client is PGliteLike =>
+  typeof (client as PGliteLike).transaction === 'function' && typeof (client as PGliteLike).query === 'function';
+
+/**
+ * Wraps a `pg` `Pool` or a PGlite database. `timeoutMs` bounds every call (default 5000).
+ * @throws ConfigurationError for anything else (a single `pg` `Client` included: give a `Pool`).
+ */
+export function sqlDatabase(client: PostgresClient, timeoutMs = 5000): SqlDatabase {
+  if (client === null || typeof client !== 'object')
+    throw new ConfigurationError('@ctx/postgres needs `client`: a pg Pool or a PGlite database.');
+  if (isPGlite(client)) return pgliteDatabase(client, timeoutMs);
+  if (isPool(client)) return poolDatabase(client, timeoutMs);
+  throw new ConfigurationError(
+    '@ctx/postgres: `client` is neither a pg Pool (it has no connect()) nor a PGlite database (it has no transaction()). A single pg Client cannot run turns in parallel: pass a Pool.',
+  );
+}
+
+function bounded<T>(call: SqlCallOptions, timeoutMs: number, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  return withDeadline(run, {
+    timeoutMs: call.timeoutMs ?? timeoutMs,
+    signal: call.signal,
+    backend: BACKEND,
+    operation: `PostgreSQL ${call.operation}`,
+    mapError: (error) => toCtxError(error, call.operation, call.sessionId),
+  });
+}
+
+const rowsOf = <Row>(result: { rows: unknown[]; rowCount?: number | null; affectedRows?: number }): SqlResult<Row> => ({
+  rows: result.rows as Row[],
+  rowCount: result.rowCount ?? result.affectedRows ?? 0,
+});
+
+function poolDatabase(pool: PgPoolLike, timeoutMs: number): SqlDatabase {
+  // Every call takes its own pool client, so a call abandoned at its deadline can destroy the
+  // connection it holds (the server then cancels the statement and rolls back) instead of handing
+  // a busy connection back to the pool.
+  const withClient = <T>(call: SqlCallOptions, fn: (client: PgPoolClientLike) => Promise<T>) =>
+    bounded(call, timeoutMs, async (signal) => {
+      const client = await pool.connect();
+      if (signal.aborted) {
+        client.release();
+        throw signal.reason;
+      }
+      let broken: Error | undefined;
+      const onAbort = () => {
+        broken = new Error(`abandoned: ${call.operation}`);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        return await fn(client);
+      } catch (error) {
+        if (isConnectionError(error)) broken = error as Error;
+        throw error;
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+        client.release(broken ?? (signal.aborted ? true : undefined));
+      }
+    });
+  const queryable = (client: PgPoolClientLike): SqlQueryable => ({
+    query: async <Row>(text: string, params?: readonly unknown[]) => rowsOf<Row>(await client.query(text, params as unknown[])),
+  });
+  return {
+    engine: 'server',
+    query: (text, params) => withClient({ operation: 'query' }, (client) => queryable(client).query(text, params)),
+    run: (text, params, call) => withClient(call, (client) => queryable(client).query(text, params)),
+    transaction: (fn, call) =>
+      withClient(call, async (client) => {
+        await client.query('BEGIN');
+        try {
+          const result = await fn(queryable(client));
+          await client.query('COMMIT');
+          return result;
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => {});
+          throw error;
+        }
+      }),
+  };
+}
+
+function pgliteDatabase(db: PGliteLike, timeoutMs: number): SqlDatabase {
+  const queryable = (q: PGliteLike | Parameters<Parameters<PGliteLike['transaction']>[0]>[0]): SqlQueryable => ({
+    query: async <Row>(text: string, params?: readonly unknown[]) => rowsOf<Row>(await q.query(text, params as unknown[])),
+  });
+  const direct = queryable(db);
+  return {
+    engine: 'embedded',
+    query: (text, params) => bounded({ operation: 'query' }, timeoutMs, () => direct.query(text, params)),
+    run: (text, params, call) => bounded(call, timeoutMs, () => direct.query(text, params)),
+    // PGlite is one connection: its transactions run one at a time, in the order they were asked for.
+    transaction: (fn, call) => bounded(call, timeoutMs, () => db.transaction((tx) => fn(queryable(tx)))),
+  };
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
+
+/** Whether an error means the connection is gone (the server stopped, the network dropped). */
+export function isConnectionError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (CONNECTION_CODES.has(code)) return true;
+    // 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
+    if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03') return true;
+  }
+  return /Connection terminated|connection is closed|Client has encountered a connection error|timeout exceeded when trying to connect/i.test(
+    error.message,
+  );
+}
+
+/** The SQLSTATE of a PostgreSQL error, if it has one. */
+export function sqlState(error: unknown): string | undefined {
+  const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/**
+ * Turns a driver error into a ctx error: a lost connection, a full server or a statement cancelled
+ * by the server is `BackendUnavailableError`; a serialization failure or deadlock is
+ * `ConcurrencyError` (try again); a value PostgreSQL refuses is `InvalidInputError`; ctx errors and
+ * aborts pass through. The message names the operation, never the values.
+ */
+export function toCtxError(error: unknown, operation: string, sessionId = ''): Error {
+  if (error instanceof CtxError || CtxError.isInstance(error)) return error as Error;
+  const state = sqlState(error);
+  const detail = error instanceof Error ? error.message : String(error);
+  if (state === '40001' || state === '40P01') {
+    return new ConcurrencyError(sessionId, `PostgreSQL ${operation} met a concurrent write (${state}: ${detail}); try again.`, {
+      cause: error,
+    });
+  }
+  if (state?.startsWith('22') || state === '54000') {
+    return new InvalidInputError(`PostgreSQL ${operation} refused a value (${state}: ${detail}).`, { cause: error });
+  }
+  if (state === '42501' || state === '28000' || state === '28P01' || state === '3D000') {
+    return new ConfigurationError(`PostgreSQL ${operation} was refused (${state}: ${detail}): check the database, role and privileges.`, {
+      cause: error,
+    });
+  }
+  const reason = isConnectionError(error) ? 'the connection failed' : state ? `the server answered ${state}` : 'the driver failed';
+  return new BackendUnavailableError(BACKEND, `PostgreSQL ${operation} failed: ${reason} (${detail}).`, { cause: error });
+}

@@ -1,0 +1,2 @@
+// Replaced by the PostgreSQL server setup (tooling/postgres-test-server).
+export default function setup(): void {}
