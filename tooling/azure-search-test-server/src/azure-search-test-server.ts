@@ -6,13 +6,14 @@ import { applyBatch, IndexStore, project } from './documents.js';
 import { SearchServiceError } from './errors.js';
 import { parseIndexDefinition, type Vectorizer } from './index-definition.js';
 import { checkSearchRequest } from './api-version.js';
-import { search, type SemanticErrorReason } from './search.js';
+import { search } from './search.js';
 import type {
   AzureSearchTestServer,
   AzureSearchTestServerOptions,
   JsonObject,
   RecordedRequest,
   SearchOperation,
+  SemanticErrorReason,
   ServerFault,
 } from './types.js';
 

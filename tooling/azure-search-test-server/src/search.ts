@@ -5,7 +5,7 @@ import { parseFilter, type Predicate } from './odata-filter.js';
 import { highlight, judge, parseSemanticOption, type SemanticJudgement } from './semantic.js';
 import { analyze, bm25Term, idf, sentences } from './text-analysis.js';
 import { checkSearchRequest } from './api-version.js';
-import type { JsonObject, JsonValue } from './types.js';
+import type { JsonObject, JsonValue, SemanticErrorReason } from './types.js';
 
 /** Embeds the text of a `kind: 'text'` vector query with the field's vectorizer. */
 export type Vectorize = (vectorizer: Vectorizer, text: string, dimensions: number) => Promise<number[]>;
@@ -23,9 +23,6 @@ const MAX_K = 1000;
 const UNSUPPORTED = ['speller', 'queryRewrites', 'semanticFields', 'hybridSearch', 'queryLanguage'];
 /** Results per page when `top` is not set, and the most one page holds when it is. */
 export const PAGE_SIZE = { default: 50, max: 1000 } as const;
-
-/** Why a semantic ranking gave only base results (`@search.semanticPartialResponseReason`). */
-export type SemanticErrorReason = 'maxWaitExceeded' | 'capacityOverloaded' | 'transient';
 
 /** What a search needs besides the index and the body. */
 export interface SearchContext {

@@ -1,5 +1,4 @@
 import type { RecordedHttpRequest } from '@ctx/http-test-kit';
-import type { SemanticErrorReason } from './search.js';
 
 /** A JSON value as it travels over the wire. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObject;
@@ -8,6 +7,9 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObj
 export interface JsonObject {
   [key: string]: JsonValue;
 }
+
+/** Why the semantic ranker gave up on a query (`@search.semanticPartialResponseReason`). */
+export type SemanticErrorReason = 'maxWaitExceeded' | 'capacityOverloaded' | 'transient';
 
 /** Which REST operation a request was routed to. */
 export type SearchOperation =
