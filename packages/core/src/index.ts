@@ -88,6 +88,15 @@ export { InMemorySessionStore } from './session/in-memory-session-store.js';
 export { InMemoryWorkingMemoryStore } from './working-memory/in-memory-working-memory-store.js';
 export { DEFAULT_WORKING_MEMORY_BYTES, WORKING_MEMORY_TOOL, WorkingMemoryProvider } from './working-memory/working-memory-provider.js';
 export type { WorkingMemoryProviderOptions, WorkingMemoryUpdate } from './working-memory/working-memory-provider.js';
+export { InMemoryStreamStore } from './streams/in-memory-stream-store.js';
+export type { InMemoryStreamStoreOptions } from './streams/in-memory-stream-store.js';
+export {
+  DEFAULT_MAX_STREAM_BYTES,
+  DEFAULT_MAX_STREAM_CHUNKS,
+  DEFAULT_STREAM_LEASE_MS,
+  DEFAULT_STREAM_TTL_MS,
+} from './streams/stream-store-options.js';
+export type { StreamStoreOptions } from './streams/stream-store-options.js';
 export { createCharacterTokenizer } from './tokens/character-tokenizer.js';
 export type { CharacterTokenizerOptions } from './tokens/character-tokenizer.js';
 export { defineTool } from './tools/define-tool.js';

@@ -45,6 +45,22 @@ export { checkHistoryBatch } from './history-batch.js';
 export type { CheckedHistoryBatch, CheckHistoryBatchOptions } from './history-batch.js';
 export { sessionOfUser } from './session-owner.js';
 export { checkTurnLease, MAX_TURN_LEASE_MS } from './turn-lease.js';
+export { startRenewal } from '../streams/lease-renewal.js';
+export {
+  checkFromIndex,
+  checkOutcome,
+  checkStreamRef,
+  checkStreamStoreOptions,
+  DEFAULT_MAX_STREAM_BYTES,
+  DEFAULT_MAX_STREAM_CHUNKS,
+  DEFAULT_STREAM_LEASE_MS,
+  DEFAULT_STREAM_TTL_MS,
+  describeStream,
+  encodeChunks,
+  streamClosedError,
+  streamLimitError,
+} from '../streams/stream-store-options.js';
+export type { CheckedStreamStoreOptions, StreamStoreOptions } from '../streams/stream-store-options.js';
 export { checkVectorRecord, compareBySessionAndSequence } from './vector-record.js';
 export type { CheckVectorRecordOptions } from './vector-record.js';
 export { checkWorkingMemoryEtag, checkWorkingMemoryKey, describeWorkingMemoryKey } from './working-memory-key.js';

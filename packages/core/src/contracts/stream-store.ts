@@ -31,7 +31,7 @@ export interface StreamInfo extends StreamRef {
   openedAt: string;
   /** When it was closed, ISO 8601; absent while running or abandoned. */
   closedAt?: string;
-  /** Whether a stop was requested (`requestStop`) and not yet answered by a close. */
+  /** Whether a stop was requested for it (`requestStop`) while it ran. */
   stopRequested: boolean;
 }
 
@@ -90,10 +90,11 @@ export interface StreamWriter extends StreamRef {
   /**
    * Appends chunks, in order, after those appended before (one batch is atomic: all or none), and
    * renews the lease. Call it with one batch at a time (await it before the next).
-   * @throws SessionStateError when the stream is closed, or is no longer this writer's (it was
-   * abandoned and opened again, or it expired): nothing is appended; stop producing.
+   * @throws ConcurrencyError when the stream is closed, or is no longer this writer's (released,
+   * abandoned, opened again by another producer, or expired): nothing is appended; stop producing.
    * @throws InvalidInputError (`limit` is `maxChunks` or `maxBytes`) when the batch would take the
    * stream past the store's limits: nothing is appended; close the stream with `'failed'`.
+   * @throws InvalidInputError for a chunk that is not plain JSON (nothing is appended).
    * @throws BackendUnavailableError when the store cannot be reached.
    */
   append(chunks: readonly JsonValue[], options?: StreamCallOptions): Promise<void>;
@@ -101,7 +102,7 @@ export interface StreamWriter extends StreamRef {
    * Closes the stream with its outcome: readers get the rest of the chunks, then `end` with this
    * status, and the stream is kept for the store's `ttlMs`, then gone. Closing a stream already
    * closed by this writer with the same outcome resolves (a retried close).
-   * @throws SessionStateError when the stream is closed with another outcome or no longer this writer's.
+   * @throws ConcurrencyError when the stream is closed with another outcome, or no longer this writer's.
    * @throws BackendUnavailableError when the store cannot be reached.
    */
   close(outcome: StreamOutcome, options?: StreamCallOptions): Promise<void>;
