@@ -1,7 +1,9 @@
 // Packs every published package (`pnpm pack`, after the build) and checks what a user would
 // install: README.md, LICENSE and CHANGELOG.md present, every `exports`, `main` and `types`
 // target present, no source maps, no absolute path of the machine that built it, no `workspace:`
-// range left, and `publishConfig` asking for public access with provenance.
+// range left, no devDependencies (the workspace's test servers are private `0.0.0` packages a user
+// cannot install: .pnpmfile.cjs drops the field at pack time), and `publishConfig` asking for
+// public access with provenance.
 // Run: node --test tooling/pack-contents.test.mjs (after `pnpm build`)
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -64,6 +66,11 @@ for (const name of readdirSync(join(root, 'packages'))) {
       for (const path of machinePaths) assert.ok(!text.includes(path), `${manifest.name}: ${file} names ${path}`);
     }
     assert.ok(!JSON.stringify(packed).includes('workspace:'), `${manifest.name}: a workspace: range is left in package.json`);
+    assert.equal(
+      packed.devDependencies,
+      undefined,
+      `${manifest.name}: devDependencies are published (${Object.keys(packed.devDependencies ?? {}).join(', ')}); .pnpmfile.cjs drops them at pack time`,
+    );
     assert.deepEqual(packed.publishConfig, { access: 'public', provenance: true }, `${manifest.name}: publishConfig`);
   });
 }
