@@ -1,5 +1,5 @@
 import { invalidParameter, invalidRequest } from './errors.js';
-import { searchSchema } from './fixtures.js';
+import { knowledgeRetrievalSchema, searchSchema } from './fixtures.js';
 import { isObject } from './index-definition.js';
 import type { JsonObject, JsonValue } from './types.js';
 
@@ -67,7 +67,7 @@ export function checkSearchRequest(body: JsonObject, apiVersion: string): void {
     return;
   }
   const definitions = searchSchema().definitions as JsonObject;
-  checkObject(body, definitions.SearchRequest as JsonObject, '', definitions);
+  checkObject(body, definitions.SearchRequest as JsonObject, '', definitions, 'search');
   for (const name of ['answers', 'captions'] as const) {
     const value = body[name];
     if (typeof value === 'string' && !SEMANTIC_OPTION[name].test(value))
@@ -75,8 +75,30 @@ export function checkSearchRequest(body: JsonObject, apiVersion: string): void {
   }
 }
 
-function unknownParameter(path: string): Error {
-  return invalidRequest(`parameters : The parameter '${path}' in the request payload is not a valid parameter for the operation 'search'.`);
+/** The api-versions whose `KnowledgeRetrieval_Retrieve` request schema is bundled (see `fixtures/SOURCES.md`). */
+export const KNOWLEDGE_API_VERSIONS = ['2026-04-01', '2026-05-01-preview'] as const;
+
+/**
+ * Checks a knowledge base `retrieve` request body against the `KnowledgeBaseRetrievalRequest`
+ * definition of `apiVersion` (required fields, types, enums, the subtypes of `kind` and `type`);
+ * a field the version does not have (`messages` on 2026-04-01, `maxOutputSizeInTokens` on the
+ * preview) is refused, as the service refuses it.
+ * @throws SearchServiceError (400) naming the parameter, or for an api-version without knowledge bases.
+ */
+export function checkRetrieveRequest(body: JsonObject, apiVersion: string): void {
+  if (!(KNOWLEDGE_API_VERSIONS as readonly string[]).includes(apiVersion))
+    throw invalidParameter(
+      'api-version',
+      `Invalid or unsupported api-version '${apiVersion}' for knowledge retrieval; supported: ${KNOWLEDGE_API_VERSIONS.join(', ')}.`,
+    );
+  const definitions = knowledgeRetrievalSchema(apiVersion as (typeof KNOWLEDGE_API_VERSIONS)[number]).definitions as JsonObject;
+  checkObject(body, definitions.KnowledgeBaseRetrievalRequest as JsonObject, '', definitions, 'retrieve');
+}
+
+function unknownParameter(path: string, operation = 'search'): Error {
+  return invalidRequest(
+    `parameters : The parameter '${path}' in the request payload is not a valid parameter for the operation '${operation}'.`,
+  );
 }
 
 function resolve(schema: JsonObject, definitions: JsonObject): JsonObject {
@@ -110,7 +132,7 @@ function subtype(definition: JsonObject, name: string, value: JsonObject, path: 
   throw invalidParameter(path, `The ${discriminator} '${String(kind)}' of '${path}' is not valid.`);
 }
 
-function checkObject(value: JsonObject, definition: JsonObject, path: string, definitions: JsonObject): void {
+function checkObject(value: JsonObject, definition: JsonObject, path: string, definitions: JsonObject, operation: string): void {
   const props = propertiesOf(definition, definitions);
   for (const name of requiredOf(definition, definitions)) {
     if (value[name] === undefined || value[name] === null)
@@ -118,13 +140,13 @@ function checkObject(value: JsonObject, definition: JsonObject, path: string, de
   }
   for (const [name, item] of Object.entries(value)) {
     const schema = props.get(name);
-    if (!schema) throw unknownParameter(join(path, name));
+    if (!schema) throw unknownParameter(join(path, name), operation);
     if (item === null) continue;
-    checkValue(item, schema, join(path, name), definitions);
+    checkValue(item, schema, join(path, name), definitions, operation);
   }
 }
 
-function checkValue(value: JsonValue, schema: JsonObject, path: string, definitions: JsonObject): void {
+function checkValue(value: JsonValue, schema: JsonObject, path: string, definitions: JsonObject, operation: string): void {
   const ref = typeof schema.$ref === 'string' ? schema.$ref.replace('#/definitions/', '') : undefined;
   const definition = resolve(schema, definitions);
   const type = definition.type;
@@ -144,14 +166,14 @@ function checkValue(value: JsonValue, schema: JsonObject, path: string, definiti
   if (type === 'array') {
     if (!Array.isArray(value)) throw bad('must be an array');
     value.forEach((item, i) => {
-      if (item !== null) checkValue(item, definition.items as JsonObject, `${path}[${i}]`, definitions);
+      if (item !== null) checkValue(item, definition.items as JsonObject, `${path}[${i}]`, definitions, operation);
     });
     return;
   }
   if (type === 'object' && definition.properties !== undefined) {
     if (!isObject(value)) throw bad('must be an object');
     const concrete = ref ? subtype(definition, ref, value, path, definitions) : definition;
-    checkObject(value, concrete, path, definitions);
+    checkObject(value, concrete, path, definitions, operation);
   }
 }
 

@@ -5,12 +5,14 @@ import { readJsonBody, recordRequest, sendJson, startLocalHttpServer, type Error
 import { applyBatch, IndexStore, project } from './documents.js';
 import { SearchServiceError } from './errors.js';
 import { parseIndexDefinition, type Vectorizer } from './index-definition.js';
-import { checkSearchRequest } from './api-version.js';
+import { checkRetrieveRequest, checkSearchRequest } from './api-version.js';
+import { checkKnowledgeBase, retrieve } from './knowledge-retrieval.js';
 import { search } from './search.js';
 import type {
   AzureSearchTestServer,
   AzureSearchTestServerOptions,
   JsonObject,
+  KnowledgeBaseDefinition,
   RecordedRequest,
   SearchOperation,
   SemanticErrorReason,
@@ -21,7 +23,7 @@ import type {
 export const testCertificate: string = readFileSync(new URL('./tls/cert.pem', import.meta.url), 'utf8');
 const testKey = (): string => readFileSync(new URL('./tls/key.pem', import.meta.url), 'utf8');
 
-const QUERY_OPERATIONS: ReadonlySet<SearchOperation> = new Set(['lookup', 'count', 'search']);
+const QUERY_OPERATIONS: ReadonlySet<SearchOperation> = new Set(['lookup', 'count', 'search', 'retrieve']);
 /** What the service says (402) once the free semantic ranker queries of the month are used up. */
 const SEMANTIC_QUOTA_TEXT =
   'The free semantic ranker queries of this month are used up. Enable semantic ranker billing to keep using semantic search: https://aka.ms/SemanticPriceDocPage';
@@ -65,7 +67,9 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
   let semanticQueries = 0;
   let coverage = 100;
   let semanticFailure: { reason: SemanticErrorReason; remaining: number } | undefined;
-  let replays: { status: number; body: JsonObject; remaining: number }[] = [];
+  let replays: { status: number; body: JsonObject; remaining: number; operation: 'search' | 'retrieve' }[] = [];
+  const knowledgeBases = new Map<string, KnowledgeBaseDefinition>();
+  let failingSources = new Map<string, { code: string; message: string }>();
 
   const vectorize = async (vectorizer: Vectorizer, text: string, dimensions: number): Promise<number[]> => {
     if (vectorizer.kind !== 'azureOpenAI' || !vectorizer.resourceUri || !vectorizer.deploymentId) {
@@ -272,7 +276,7 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
           return;
         case 'search': {
           const apiVersion = url.searchParams.get('api-version')!;
-          const replay = replays.find((r) => r.remaining > 0);
+          const replay = replays.find((r) => r.remaining > 0 && r.operation === 'search');
           if (replay) {
             checkSearchRequest(body, apiVersion);
             replay.remaining--;
@@ -291,6 +295,27 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
           const host = recorded.headers.host ?? '127.0.0.1';
           const nextLink = `${options.tls ? 'https' : 'http'}://${host}${base.path}?api-version=${encodeURIComponent(apiVersion)}`;
           const result = await search(store, body, vectorize, { apiVersion, nextLink, coverage, semanticFailure: failure });
+          send(result.status, result.body);
+          return;
+        }
+        case 'retrieve': {
+          const apiVersion = url.searchParams.get('api-version')!;
+          const replay = replays.find((r) => r.remaining > 0 && r.operation === 'retrieve');
+          if (replay) {
+            checkRetrieveRequest(body, apiVersion);
+            replay.remaining--;
+            send(replay.status, structuredClone(replay.body));
+            return;
+          }
+          const knowledgeBase = knowledgeBases.get(indexName!);
+          if (!knowledgeBase)
+            throw new SearchServiceError(404, `The knowledge base '${indexName!}' for service '${serviceName}' was not found.`);
+          const result = await retrieve(knowledgeBase, body, {
+            apiVersion,
+            storeOf: (name) => indexes.get(name),
+            vectorize,
+            failing: failingSources,
+          });
           send(result.status, result.body);
           return;
         }
@@ -323,6 +348,7 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
     },
     clearFaults() {
       faults = [];
+      failingSources = new Map();
       semanticFailure = undefined;
     },
     setLatency(ms) {
@@ -335,8 +361,15 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
       if (!(percent >= 0 && percent <= 100)) throw new RangeError(`Coverage is a percentage from 0 to 100, got ${percent}.`);
       coverage = percent;
     },
-    replay({ status, body, times = 1 }) {
-      replays.push({ status, body: structuredClone(body), remaining: times });
+    replay({ status, body, times = 1, operation = 'search' }) {
+      replays.push({ status, body: structuredClone(body), remaining: times, operation });
+    },
+    createKnowledgeBase(definition) {
+      const checked = checkKnowledgeBase(definition);
+      knowledgeBases.set(checked.name, checked);
+    },
+    failKnowledgeSource(name, error = { code: '503', message: `The knowledge source '${name}' is unavailable.` }) {
+      failingSources.set(name, error);
     },
     documents(indexName) {
       const store = indexes.get(indexName);
@@ -351,6 +384,8 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
       coverage = 100;
       semanticFailure = undefined;
       replays = [];
+      knowledgeBases.clear();
+      failingSources = new Map();
     },
     close() {
       closing ??= http.stop();
@@ -369,6 +404,11 @@ function parseRoute(method: string, path: string): Route {
     if (method === 'GET') return { operation: 'listIndexes', indexName: undefined };
     if (method === 'POST') return { operation: 'createIndex', indexName: undefined };
     return { operation: undefined, indexName: undefined };
+  }
+  const knowledge = /^\/knowledgebases(?:\('((?:[^']|'')*)'\)|\/([^/]+))\/retrieve$/.exec(clean);
+  if (knowledge) {
+    const name = (knowledge[1] ?? knowledge[2] ?? '').replace(/''/g, "'");
+    return { operation: method === 'POST' ? 'retrieve' : undefined, indexName: name };
   }
   const match = /^\/indexes(?:\('((?:[^']|'')*)'\)|\/([^/]+))(\/.*)?$/.exec(clean);
   if (!match) return { operation: undefined, indexName: undefined };

@@ -21,7 +21,30 @@ export type SearchOperation =
   | 'index'
   | 'lookup'
   | 'count'
-  | 'search';
+  | 'search'
+  | 'retrieve';
+
+/** A knowledge source over an index of the server, as a knowledge base reads it. */
+export interface KnowledgeSourceDefinition {
+  /** The knowledge source's name (`knowledgeSourceParams[].knowledgeSourceName`). */
+  name: string;
+  /** The index it searches; a missing index makes the source fail (a 206). */
+  indexName: string;
+  /** Fields of each reference's `sourceData` (and the activity's `sourceDataFields`). Default: every retrievable field. */
+  sourceDataFields?: string[];
+  /** The semantic configuration it ranks with. Default: the index's default, or its first. */
+  semanticConfigurationName?: string;
+  /** The field the extract's title comes from. Default `title`. */
+  titleField?: string;
+  /** The field the extract's content comes from. Default `content`. */
+  contentField?: string;
+}
+
+/** A knowledge base of the server: its name and the knowledge sources `retrieve` searches. */
+export interface KnowledgeBaseDefinition {
+  name: string;
+  knowledgeSources: KnowledgeSourceDefinition[];
+}
 
 /**
  * One request the server received, for assertions: `method`, `headers` and the rest as
@@ -35,6 +58,7 @@ export interface RecordedRequest extends RecordedHttpRequest {
   /** The parsed JSON body when it is a JSON object, else `undefined`. */
   body: JsonObject | undefined;
   operation: SearchOperation | undefined;
+  /** The index of the path, or for `retrieve` the knowledge base's name. */
   indexName: string | undefined;
   /** The status the server answered with (set once the answer is sent). */
   status?: number;
@@ -108,11 +132,21 @@ export interface AzureSearchTestServer {
   /** The share of the index searches reach (`@search.coverage`, 0-100; default 100). Requests with a higher `minimumCoverage` get a 503. */
   setCoverage(percent: number): void;
   /**
-   * Answers the next `times` searches (default 1) with this recorded reply instead of searching,
-   * after checking the request as usual (credentials, api-version, the 2026-04-01 schema).
-   * `recordedExample(...)` gives Microsoft's examples.
+   * Answers the next `times` searches (default 1; with `operation: 'retrieve'`, knowledge base
+   * retrievals) with this recorded reply instead of searching, after checking the request as usual
+   * (credentials, api-version, the schema). `recordedExample(...)` and `recordedRetrieveExample(...)`
+   * give Microsoft's examples.
    */
-  replay(reply: { status: number; body: JsonObject; times?: number }): void;
+  replay(reply: { status: number; body: JsonObject; times?: number; operation?: 'search' | 'retrieve' }): void;
+  /**
+   * Creates or replaces a knowledge base, answered at `POST /knowledgebases('NAME')/retrieve`
+   * (api-version 2026-04-01 or 2026-05-01-preview): every request is checked against that
+   * version's `KnowledgeRetrieval_Retrieve` schema, then answered from the indexes of its knowledge
+   * sources (see `retrieve` in `knowledge-retrieval.ts`), or by a `replay({ operation: 'retrieve' })`.
+   */
+  createKnowledgeBase(definition: KnowledgeBaseDefinition): void;
+  /** Makes a knowledge source fail until `clearFaults()`: its activity record carries this error and the answer is a 206. */
+  failKnowledgeSource(name: string, error?: { code: string; message: string }): void;
   /** The stored documents of an index (copies), in insertion order, or undefined when there is no such index. */
   documents(indexName: string): JsonObject[] | undefined;
   /** Deletes every index, clears the request log, faults and latency. */
