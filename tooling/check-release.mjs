@@ -106,7 +106,9 @@ export function peerRangeUpdates(plan, manifests, released) {
 export function rangeChangeset(updates, coreVersion) {
   const lines = updates.map((u) => `"${u.name}": patch`).join('\n');
   const range = updates[0].to.replace(/^workspace:/, '');
-  return `---\n${lines}\n---\n\nWorks with \`${CORE}\` ${coreVersion}: the peer range is now \`${range}\`, tested against its oldest and newest core.\n`;
+  // No "tested" here: this text is written before any test runs. The version pull request's CI
+  // runs the core-version matrix on exactly these ranges (tooling/core-matrix.mjs).
+  return `---\n${lines}\n---\n\nAccepts \`${CORE}\` ${coreVersion}: the peer range is \`${range}\`.\n`;
 }
 
 /** Every workspace package of `root`: its directory and manifest. */
@@ -200,6 +202,32 @@ export function stageCopy(root) {
   git('-c', 'user.name=release', '-c', 'user.email=release@localhost', 'commit', '-q', '-m', 'release copy');
   for (const version of releasedCore(root)) git('tag', `${CORE}@${version}`);
   return dir;
+}
+
+/**
+ * What the release of the pending changesets will claim, planned in a copy (`root` is untouched):
+ * `coreVersion`, the version of core after versioning (the one in `root` when no changeset
+ * releases core), `released`, the versions of core already released (tags), and `ranges`, each
+ * published package's `@ctx/core` peer range after versioning, by package name (with
+ * `workspace:` when the manifest has it). Throws when `changeset status` fails.
+ */
+export function plannedCoreRanges(root) {
+  const copy = stageCopy(root);
+  try {
+    applyPeerRanges(copy, releasePlan(copy));
+    const plan = releasePlan(copy);
+    const packages = workspacePackages(copy).filter((p) => !p.manifest.private);
+    const core = packages.find((p) => p.manifest.name === CORE);
+    const release = plan.releases.find((r) => r.name === CORE && r.type !== 'none');
+    const ranges = new Map();
+    for (const { manifest } of packages) {
+      const spec = manifest.peerDependencies?.[CORE];
+      if (spec && manifest.name !== CORE) ranges.set(manifest.name, spec);
+    }
+    return { coreVersion: release?.newVersion ?? core.manifest.version, released: releasedCore(copy), ranges };
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
+  }
 }
 
 /** Widens the ranges in `root`, then runs `changeset version` there. Returns the updates. */
