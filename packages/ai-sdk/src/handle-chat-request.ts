@@ -4,13 +4,19 @@ import {
   type AgentRunOptions,
   type AgentRunStream,
   type ChatResponseUpdate,
-  type ErrorBody,
+  ConcurrencyError,
   errorBody,
   httpStatusOf,
   InvalidInputError,
+  type Message,
+  type StreamStore,
+  type ToolApproval,
 } from '@ctx/core';
+import { jsonResponse, notFound, report } from './route-responses.js';
 import { runInputFromUIMessages } from './run-input-from-ui-messages.js';
-import { type ToUIMessageStreamOptions, toUIMessageStreamResponse } from './ui-message-stream.js';
+import { ReplySoFar, storeStoppedReply } from './stopped-reply.js';
+import { produceTurn, readStoredTurn } from './turn-stream.js';
+import { chunkStreamResponse, type ToUIMessageStreamOptions, toUIMessageStreamResponse } from './ui-message-stream.js';
 
 /** The default `maxBodyBytes` of `handleChatRequest`: 32 MiB, twice the agent's default input limit. */
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -43,6 +49,21 @@ export interface HandleChatRequestOptions extends ToUIMessageStreamOptions {
    * the 5xx here (their body says nothing of the cause). A throw here is ignored.
    */
   onErrorResponse?: (error: unknown, status: number) => void;
+  /**
+   * Where each streamed turn's UI chunks are kept (`InMemoryStreamStore`, or `RedisStreamStore` from
+   * `@ctx/redis` so any instance can serve a resume): a reload resumes the reply
+   * (`handleResumeRequest`), a stop request ends it (`handleStopRequest`), and a page that goes away
+   * no longer aborts the run. The same message sent again while its turn runs joins that turn's
+   * stream (the model is called once); a message of another turn while one runs is a 409. Default:
+   * none (a page that goes away aborts the run, and nothing can resume it).
+   */
+  streams?: StreamStore;
+  /**
+   * Called with each failure of `streams` while a turn streams (the store unreachable, a stream
+   * over its limits): the reply goes on to the page that asked, and is stored as usual; only
+   * resuming it may miss chunks. Log it here. A throw here is ignored.
+   */
+  onStreamStoreError?: (error: unknown) => void;
 }
 
 const OPTION_NAMES = optionNames<HandleChatRequestOptions>()({
@@ -54,6 +75,8 @@ const OPTION_NAMES = optionNames<HandleChatRequestOptions>()({
   run: true,
   headers: true,
   onErrorResponse: true,
+  streams: true,
+  onStreamStoreError: true,
   approvals: true,
   onError: true,
   messageMetadata: true,
@@ -93,6 +116,8 @@ export async function handleChatRequest(request: Request, options: HandleChatReq
     run,
     headers,
     onErrorResponse,
+    streams,
+    onStreamStoreError,
     ...streamOptions
   } = options;
   let stream: AgentRunStream | undefined;
@@ -107,6 +132,10 @@ export async function handleChatRequest(request: Request, options: HandleChatReq
       pendingApprovals: stored?.pending?.approvals ?? [],
       ...(maxMessages !== undefined ? { maxMessages } : {}),
     });
+    if (streams) {
+      const turnId = input[0]?.id ?? (body.messages as Array<{ id: string }>).at(-1)!.id;
+      return await streamedTurn({ ...options, streams }, { sessionId, turnId }, input, approvals);
+    }
     // Approvals only when there are some: a new message is then a turn the agent runs once, however often it is sent.
     stream = agent.runStream(input, { ...run, sessionId, userId, ...(approvals.length > 0 ? { approvals } : {}) });
     const updates = stream[Symbol.asyncIterator]();
@@ -117,8 +146,64 @@ export async function handleChatRequest(request: Request, options: HandleChatReq
     stream?.response.catch(() => {});
     const status = httpStatusOf(error);
     report(onErrorResponse, error, status);
-    return json(status, errorBody(error));
+    return jsonResponse(status, errorBody(error));
   }
+}
+
+/** How many times a double submit opens the turn's stream again when the stream it joined ended before its first chunk. */
+const JOIN_ATTEMPTS = 3;
+
+/**
+ * The turn with a stream store: joins the turn's running stream (a double submit), or opens it and
+ * runs the turn, streaming its chunks to this request and into the store.
+ */
+async function streamedTurn(
+  options: HandleChatRequestOptions & { streams: StreamStore },
+  ref: { sessionId: string; turnId: string },
+  input: Message[],
+  approvals: ToolApproval[],
+): Promise<Response> {
+  const { agent, userId, run, headers, streams, onStreamStoreError } = options;
+  const { approvals: approvalMode, onError, messageMetadata } = options;
+  const streamOptions: ToUIMessageStreamOptions = {
+    ...(approvalMode !== undefined ? { approvals: approvalMode } : {}),
+    ...(onError !== undefined ? { onError } : {}),
+    ...(messageMetadata !== undefined ? { messageMetadata } : {}),
+  };
+  for (let attempt = 0; attempt < JOIN_ATTEMPTS; attempt++) {
+    const opened = await streams.open(ref);
+    if (!opened.created) {
+      const read = await readStoredTurn(streams, ref, onError);
+      // A stream that ended before its first chunk was refused (or replaced): open the turn again.
+      if (read.first === undefined || read.first.type === 'end') {
+        read.cancel();
+        continue;
+      }
+      return chunkStreamResponse(read.chunks(), 200, headers);
+    }
+    const { writer } = opened;
+    let stream: AgentRunStream | undefined;
+    try {
+      const signal = run?.signal ? AbortSignal.any([run.signal, writer.stopSignal]) : writer.stopSignal;
+      stream = agent.runStream(input, { ...run, signal, sessionId: ref.sessionId, userId, ...(approvals.length > 0 ? { approvals } : {}) });
+      const updates = stream[Symbol.asyncIterator]();
+      const first = await updates.next();
+      const reply = new ReplySoFar();
+      const storeStopped = () =>
+        storeStoppedReply({ agent, sessionId: ref.sessionId, userId, input, approvals, run, messages: reply.stopped() });
+      const chunks = produceTurn({ stream, updates, first, writer, reply, storeStopped, streamOptions, onStoreError: onStreamStoreError });
+      return chunkStreamResponse(chunks, 200, headers);
+    } catch (error) {
+      stream?.response.catch(() => {});
+      await writer.close(writer.stopSignal.aborted ? 'stopped' : 'failed').catch(() => writer.release());
+      throw error;
+    }
+  }
+  throw new ConcurrencyError(
+    ref.sessionId,
+    `The turn "${ref.turnId}" of conversation "${ref.sessionId}" kept ending before its first chunk in other requests; send the message again.`,
+    { turnRunning: true },
+  );
 }
 
 /**
@@ -182,25 +267,4 @@ function replayed(
     },
   };
   return { response: stream.response, [Symbol.asyncIterator]: () => iterator };
-}
-
-/** The 404 of a conversation the user does not own: the same answer as for one that does not exist. */
-function notFound(onErrorResponse: HandleChatRequestOptions['onErrorResponse']): Response {
-  const error = new InvalidInputError('No such conversation: the user has none with this id.');
-  report(onErrorResponse, error, 404);
-  return json(404, { error: { type: 'NotFound', message: error.message } });
-}
-
-function report(onErrorResponse: HandleChatRequestOptions['onErrorResponse'], error: unknown, status: number): void {
-  try {
-    onErrorResponse?.(error, status);
-  } catch {
-    // the answer does not depend on the callback
-  }
-}
-
-function json(status: number, body: ErrorBody): Response {
-  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
-  if (body.error.retryAfter !== undefined) headers['retry-after'] = String(body.error.retryAfter);
-  return new Response(JSON.stringify(body), { status, headers });
 }

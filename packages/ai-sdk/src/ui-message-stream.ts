@@ -263,8 +263,17 @@ export interface ToUIMessageStreamResponseOptions extends ToUIMessageStreamOptio
  */
 export function toUIMessageStreamResponse(stream: AgentRunStream, options: ToUIMessageStreamResponseOptions = {}): Response {
   const { status = 200, headers, ...streamOptions } = options;
+  return chunkStreamResponse(toUIMessageStream(stream, streamOptions), status, headers);
+}
+
+/** UI message chunks as the protocol's server-sent events response (`data: <chunk JSON>` each, then `data: [DONE]`). */
+export function chunkStreamResponse(
+  chunks: ReadableStream<UIMessageChunk>,
+  status = 200,
+  headers: Record<string, string> | undefined = undefined,
+): Response {
   const encoder = new TextEncoder();
-  const body = toUIMessageStream(stream, streamOptions).pipeThrough(
+  const body = chunks.pipeThrough(
     new TransformStream<UIMessageChunk, Uint8Array>({
       transform(chunk, controller) {
         controller.enqueue(encoder.encode(`data: ${JSON.stringify(chunk)}\n\n`));

@@ -1,0 +1,89 @@
+import { type Agent, errorBody, httpStatusOf, InvalidInputError, type StreamStore } from '@ctx/core';
+import { checkOptionNames, optionNames } from '@ctx/core/backend';
+import { jsonResponse, notFound, report } from './route-responses.js';
+import { readStoredTurn } from './turn-stream.js';
+import type { UIMessageChunk } from './ui-message.js';
+import { chunkStreamResponse, type ToUIMessageStreamOptions } from './ui-message-stream.js';
+
+/** Options of `handleResumeRequest`: whose conversation, and where its turns' streams are kept. */
+export interface HandleResumeRequestOptions {
+  /** The agent of the POST route (`handleChatRequest`), with its `sessionStore`. */
+  agent: Agent;
+  /** The conversation's id, from the route (`/api/chat/:id/stream`). */
+  sessionId: string;
+  /** The signed-in user, from your authentication (never from the request). */
+  userId: string;
+  /** The stream store the POST route writes (`handleChatRequest`'s `streams`). */
+  streams: StreamStore;
+  /**
+   * The text of the `error` chunk that ends a reply whose producer went away before it finished (its
+   * process died, or the store was lost mid-read). Default: `'An error occurred.'`.
+   */
+  onError?: ToUIMessageStreamOptions['onError'];
+  /** More headers of the stream's response (they win over the protocol's of the same name). */
+  headers?: Record<string, string>;
+  /** Called with every failure answered with a JSON error instead of a stream, and its status. A throw here is ignored. */
+  onErrorResponse?: (error: unknown, status: number) => void;
+}
+
+const OPTION_NAMES = optionNames<HandleResumeRequestOptions>()({
+  agent: true,
+  sessionId: true,
+  userId: true,
+  streams: true,
+  onError: true,
+  headers: true,
+  onErrorResponse: true,
+});
+
+/**
+ * Answers the `GET .../:id/stream` request of `useChat({ resume: true })` (a reload, a second tab,
+ * a dropped connection): `return handleResumeRequest(request, { agent, sessionId, userId, streams })`.
+ *
+ * The conversation is checked as the POST route checks it: another user's (or one of no user) is a
+ * 404 with the same body as for one that does not exist. Then, with the session's latest turn in
+ * `streams`:
+ * - running: its chunks from the first, then each as it comes, until it ends (two tabs each get all);
+ *   a producer that went away (its process died) ends the reply with an `error` chunk, never a hang;
+ * - ended with a reply (finished or stopped) and still kept (the store's `ttlMs`): the same chunks,
+ *   whose `start` names the stored message, so a page that loaded the stored reply shows it once;
+ * - otherwise (none, failed, expired, a conversation not stored yet): 204, which `useChat` reads as
+ *   "nothing to resume".
+ * Never rejects for what a request holds. @throws ConfigurationError (rejects) for an option it does not know.
+ */
+export async function handleResumeRequest(request: Request, options: HandleResumeRequestOptions): Promise<Response> {
+  checkOptionNames('handleResumeRequest', options, OPTION_NAMES);
+  const { agent, sessionId, userId, streams, onError, headers, onErrorResponse } = options;
+  void request;
+  try {
+    if (typeof sessionId !== 'string' || sessionId.trim() === '') {
+      throw new InvalidInputError('The conversation id of a resume request must be a non-blank string (the route names it).');
+    }
+    const stored = await agent.getSession(sessionId);
+    if (stored && stored.metadata.userId !== userId) return notFound(onErrorResponse);
+    if (!stored) return noContent();
+    const info = await streams.find(sessionId);
+    if (!info || info.status === 'failed') return noContent();
+    const read = await readStoredTurn(streams, info, onError);
+    const first = read.first;
+    const replays =
+      first?.type === 'chunk' &&
+      (info.status === 'running' ||
+        info.status === 'abandoned' ||
+        (first.chunk as unknown as UIMessageChunk & { messageId?: string }).messageId !== undefined);
+    if (!replays) {
+      read.cancel();
+      return noContent();
+    }
+    return chunkStreamResponse(read.chunks(), 200, headers);
+  } catch (error) {
+    const status = httpStatusOf(error);
+    report(onErrorResponse, error, status);
+    return jsonResponse(status, errorBody(error));
+  }
+}
+
+/** The 204 by which `useChat` knows there is nothing to resume. */
+export function noContent(): Response {
+  return new Response(null, { status: 204, headers: { 'cache-control': 'no-store' } });
+}

@@ -1,0 +1,266 @@
+import {
+  type AgentResponse,
+  type AgentRunStream,
+  BackendUnavailableError,
+  type ChatResponseUpdate,
+  ConcurrencyError,
+  InvalidInputError,
+  type JsonValue,
+  type StreamOutcome,
+  type StreamReadItem,
+  type StreamRef,
+  type StreamStore,
+  type StreamWriter,
+} from '@ctx/core';
+import type { ReplySoFar } from './stopped-reply.js';
+import type { UIMessageChunk } from './ui-message.js';
+import { DEFAULT_UI_ERROR_TEXT, type ToUIMessageStreamOptions, toUIMessageStream } from './ui-message-stream.js';
+
+/** What `produceTurn` needs: the run, already past its first update, and the stream it writes. */
+export interface TurnProduction {
+  /** The run. */
+  stream: AgentRunStream;
+  /** Its iterator, with `first` already read from it. */
+  updates: AsyncIterator<ChatResponseUpdate>;
+  first: IteratorResult<ChatResponseUpdate>;
+  /** The stream of the turn in the store, opened by this request. */
+  writer: StreamWriter;
+  /** What was said so far, fed with every update. */
+  reply: ReplySoFar;
+  /** Stores what was said once a stop aborted the run; resolves to the stored turn's response. */
+  storeStopped: () => Promise<AgentResponse>;
+  /** How the UI chunks are made. */
+  streamOptions: ToUIMessageStreamOptions;
+  /** Told of each failure of the stream store (the reply goes on without it). */
+  onStoreError: ((error: unknown) => void) | undefined;
+}
+
+/**
+ * Streams a run's UI chunks to the request that started it and into the stream store, so any
+ * request can replay them. The run no longer depends on the request: a page that goes away (a
+ * reload) leaves it running to its end, and only a stop (`writer.stopSignal`) aborts it, after
+ * which what was said is stored (`storeStopped`) and the stream ends with a `finish` chunk.
+ */
+export function produceTurn(production: TurnProduction): ReadableStream<UIMessageChunk> {
+  const { writer, streamOptions, onStoreError } = production;
+  const { run, wasStopped } = stoppableRun(production);
+  const chunks = toUIMessageStream(run, streamOptions).getReader();
+  const sink = new StoreSink(writer, onStoreError);
+  let downstream: ReadableStreamDefaultController<UIMessageChunk> | undefined;
+  let detached = false;
+  const pump = async () => {
+    let last: string | undefined;
+    for (;;) {
+      const { done, value } = await chunks.read();
+      if (done) break;
+      last = value.type;
+      sink.push(value as unknown as JsonValue);
+      if (!detached) downstream?.enqueue(value);
+    }
+    const outcome: StreamOutcome = wasStopped() ? 'stopped' : last === 'finish' ? 'finished' : 'failed';
+    await sink.close(outcome);
+    if (!detached) downstream?.close();
+  };
+  return new ReadableStream<UIMessageChunk>({
+    start(controller) {
+      downstream = controller;
+      void pump();
+    },
+    cancel() {
+      detached = true; // the page went away; the turn goes on for whoever resumes it
+    },
+  });
+}
+
+/**
+ * The run as a stream again (its first update first) that a stop ends quietly: an update read
+ * failing because the stop aborted the run ends the updates, and the response is then the stored
+ * stopped reply's.
+ */
+function stoppableRun(production: TurnProduction): { run: AgentRunStream; wasStopped: () => boolean } {
+  const { stream, updates, first, writer, reply, storeStopped } = production;
+  let held: IteratorResult<ChatResponseUpdate> | undefined = first;
+  let stopped = false;
+  const stopping = () => writer.stopSignal.aborted && (stopped = true);
+  const iterator: AsyncIterator<ChatResponseUpdate> = {
+    next: async () => {
+      let result: IteratorResult<ChatResponseUpdate>;
+      if (held !== undefined) {
+        result = held;
+        held = undefined;
+      } else {
+        try {
+          result = await updates.next();
+        } catch (error) {
+          if (stopping()) return { done: true, value: undefined };
+          throw error;
+        }
+      }
+      if (!result.done) reply.add(result.value);
+      return result;
+    },
+    return: async (value?: unknown) => {
+      held = undefined;
+      return (await updates.return?.(value)) ?? { done: true, value: undefined };
+    },
+  };
+  const response = stream.response.then(
+    (done) => done,
+    (error: unknown) => {
+      if (stopping()) return storeStopped();
+      throw error;
+    },
+  );
+  response.catch(() => {});
+  return { run: { response, [Symbol.asyncIterator]: () => iterator }, wasStopped: () => stopped };
+}
+
+/**
+ * Appends chunks to the store in the background, batching what arrives while an append is under
+ * way, so the page never waits for the store. A batch the store could not take (unreachable) is
+ * sent again with the next one; a stream that is no longer this writer's, or full, is given up.
+ */
+class StoreSink {
+  private pending: JsonValue[] = [];
+  private flushing: Promise<void> | undefined;
+  private broken = false;
+
+  constructor(
+    private readonly writer: StreamWriter,
+    private readonly onStoreError: ((error: unknown) => void) | undefined,
+  ) {}
+
+  push(chunk: JsonValue): void {
+    if (this.broken) return;
+    this.pending.push(chunk);
+    this.flushing ??= this.flush();
+  }
+
+  async close(outcome: StreamOutcome): Promise<void> {
+    await this.flushing;
+    if (!this.broken && this.pending.length > 0) await (this.flushing = this.flush());
+    if (this.broken) return;
+    try {
+      await this.writer.close(this.pending.length > 0 ? 'failed' : outcome);
+    } catch (error) {
+      this.report(error);
+      this.writer.release();
+    }
+  }
+
+  private async flush(): Promise<void> {
+    try {
+      while (this.pending.length > 0 && !this.broken) {
+        const batch = this.pending;
+        this.pending = [];
+        try {
+          await this.writer.append(batch);
+        } catch (error) {
+          this.report(error);
+          if (BackendUnavailableError.isInstance(error)) {
+            this.pending = [...batch, ...this.pending]; // sent again with the next chunk, or at the close
+            return;
+          }
+          this.broken = true;
+          this.pending = [];
+          // Over the store's limits: the stream ends here for readers; no longer this writer's: nothing to do.
+          if (InvalidInputError.isInstance(error)) await this.writer.close('failed').catch(() => this.writer.release());
+          else if (!ConcurrencyError.isInstance(error)) this.writer.release();
+        }
+      }
+    } finally {
+      this.flushing = undefined;
+    }
+  }
+
+  private report(error: unknown): void {
+    try {
+      this.onStoreError?.(error);
+    } catch {
+      // the stream does not depend on the callback
+    }
+  }
+}
+
+/** A stored turn being read: its first item (undefined when the store holds no such stream), and the rest as UI chunks. */
+export interface StoredTurnRead {
+  /** The first item read, or undefined when the stream does not exist. */
+  first: StreamReadItem | undefined;
+  /** The stream's chunks from the first, following it live until it ends. */
+  chunks(): ReadableStream<UIMessageChunk>;
+  /** Gives the read up. */
+  cancel(): void;
+}
+
+/**
+ * Reads a turn's stream from its first chunk and follows it. When the producer went away (the
+ * stream `abandoned`), or the store is lost mid-read, the chunks end with an `error` chunk
+ * (`onError`'s text), so the page knows the reply ended; a read never waits on a dead producer.
+ */
+export async function readStoredTurn(
+  streams: StreamStore,
+  ref: StreamRef,
+  onError: ToUIMessageStreamOptions['onError'],
+): Promise<StoredTurnRead> {
+  const abort = new AbortController();
+  const items = streams.read({ sessionId: ref.sessionId, turnId: ref.turnId }, { signal: abort.signal })[Symbol.asyncIterator]();
+  const start = await items.next();
+  let held: IteratorResult<StreamReadItem> | undefined = start;
+  let ended = false;
+  const cancel = () => {
+    abort.abort();
+    void items.return?.()?.catch(() => {});
+  };
+  return {
+    first: start.done ? undefined : start.value,
+    cancel,
+    chunks: () =>
+      new ReadableStream<UIMessageChunk>({
+        async pull(controller) {
+          if (ended) return;
+          let next: IteratorResult<StreamReadItem>;
+          try {
+            next = held ?? (await items.next());
+          } catch {
+            // The store was lost mid-read: the reply ends here for this page, as an abandoned one.
+            next = { done: false, value: { type: 'end', status: 'abandoned' } };
+          }
+          held = undefined;
+          if (next.done) {
+            ended = true;
+            return controller.close();
+          }
+          const item = next.value;
+          if (item.type === 'chunk') {
+            const chunk = item.chunk as unknown as UIMessageChunk;
+            if (chunk.type === 'finish' || chunk.type === 'error') ended = true;
+            controller.enqueue(chunk);
+            if (ended) {
+              cancel();
+              controller.close();
+            }
+            return;
+          }
+          ended = true;
+          if (item.status === 'abandoned' || item.status === 'failed') {
+            const cut = new BackendUnavailableError(
+              'stream-store',
+              `The reply of turn "${ref.turnId}" ended before it finished (${item.status}): the server producing it stopped. Send the message again.`,
+            );
+            controller.enqueue({ type: 'error', errorText: errorText(onError, cut) });
+          }
+          controller.close();
+        },
+        cancel,
+      }),
+  };
+}
+
+function errorText(onError: ToUIMessageStreamOptions['onError'], error: unknown): string {
+  if (!onError) return DEFAULT_UI_ERROR_TEXT;
+  try {
+    return onError(error);
+  } catch {
+    return DEFAULT_UI_ERROR_TEXT;
+  }
+}
