@@ -16,6 +16,7 @@ import { jsonResponse, notFound, report } from './route-responses.js';
 import { runInputFromUIMessages } from './run-input-from-ui-messages.js';
 import { ReplySoFar, storeStoppedReply } from './stopped-reply.js';
 import { produceTurn, readStoredTurn } from './turn-stream.js';
+import type { UIMessage } from './ui-message.js';
 import { chunkStreamResponse, type ToUIMessageStreamOptions, toUIMessageStreamResponse } from './ui-message-stream.js';
 
 /** The default `maxBodyBytes` of `handleChatRequest`: 32 MiB, twice the agent's default input limit. */
@@ -134,7 +135,8 @@ export async function handleChatRequest(request: Request, options: HandleChatReq
     });
     if (streams) {
       const turnId = input[0]?.id ?? (body.messages as Array<{ id: string }>).at(-1)!.id;
-      return await streamedTurn({ ...options, streams }, { sessionId, turnId }, input, approvals);
+      const page = input.length > 0 ? ((body.messages as unknown[]).at(-1) as UIMessage) : undefined;
+      return await streamedTurn({ ...options, streams }, { sessionId, turnId }, { input, approvals, page });
     }
     // Approvals only when there are some: a new message is then a turn the agent runs once, however often it is sent.
     stream = agent.runStream(input, { ...run, sessionId, userId, ...(approvals.length > 0 ? { approvals } : {}) });
@@ -160,9 +162,9 @@ const JOIN_ATTEMPTS = 3;
 async function streamedTurn(
   options: HandleChatRequestOptions & { streams: StreamStore },
   ref: { sessionId: string; turnId: string },
-  input: Message[],
-  approvals: ToolApproval[],
+  turn: { input: Message[]; approvals: ToolApproval[]; page: UIMessage | undefined },
 ): Promise<Response> {
+  const { input, approvals } = turn;
   const { agent, userId, run, headers, streams, onStreamStoreError } = options;
   const { approvals: approvalMode, onError, messageMetadata } = options;
   const streamOptions: ToUIMessageStreamOptions = {
@@ -191,7 +193,17 @@ async function streamedTurn(
       const reply = new ReplySoFar();
       const storeStopped = () =>
         storeStoppedReply({ agent, sessionId: ref.sessionId, userId, input, approvals, run, messages: reply.stopped() });
-      const chunks = produceTurn({ stream, updates, first, writer, reply, storeStopped, streamOptions, onStoreError: onStreamStoreError });
+      const chunks = produceTurn({
+        stream,
+        updates,
+        first,
+        writer,
+        reply,
+        storeStopped,
+        streamOptions,
+        onStoreError: onStreamStoreError,
+        input: turn.page,
+      });
       return chunkStreamResponse(chunks, 200, headers);
     } catch (error) {
       stream?.response.catch(() => {});

@@ -15,7 +15,7 @@ import * as ai6 from 'ai';
 import * as ai5 from 'ai-v5';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { handleChatRequest } from './handle-chat-request.js';
-import { handleResumeRequest } from './handle-resume-request.js';
+import { handleResumeRequest, runningTurnInput } from './handle-resume-request.js';
 import { handleStopRequest } from './handle-stop-request.js';
 import type { UIMessage, UIMessageChunk } from './ui-message.js';
 
@@ -194,6 +194,8 @@ describe.each(SDKS)('resumable turns over HTTP, useChat on %s', (_name, load) =>
     const page = await transportFor('ann');
     model.release(2);
     const first = await page.send('c1', userMessage('u-1', 'Count.'));
+    // The reloaded page gets the running turn's question too (the history stores it when the turn ends).
+    expect(await runningTurnInput(streams, 'c1')).toEqual(userMessage('u-1', 'Count.'));
     const reloads = await Promise.all([page.resume('c1'), page.resume('c1')]);
     expect(reloads.every((r) => r !== null)).toBe(true);
     const reads = [first, ...(reloads as ReadableStream[])].map((stream) => page.read(stream));
@@ -209,6 +211,7 @@ describe.each(SDKS)('resumable turns over HTTP, useChat on %s', (_name, load) =>
       expect(reply!.id).toBe(stored[1]!.id);
     }
     expect(model.stats.calls).toBe(1);
+    expect(await runningTurnInput(streams, 'c1')).toBeUndefined();
   });
 
   it('a page that goes away leaves the turn running; a resume after it ended answers with the stored reply, 204 when none is kept', async () => {

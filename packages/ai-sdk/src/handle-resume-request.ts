@@ -1,8 +1,8 @@
 import { type Agent, errorBody, httpStatusOf, InvalidInputError, type StreamStore } from '@ctx/core';
 import { checkOptionNames, optionNames } from '@ctx/core/backend';
 import { jsonResponse, notFound, report } from './route-responses.js';
-import { readStoredTurn } from './turn-stream.js';
-import type { UIMessageChunk } from './ui-message.js';
+import { INPUT_CHUNK_TYPE, readStoredTurn } from './turn-stream.js';
+import type { UIMessage, UIMessageChunk } from './ui-message.js';
 import { chunkStreamResponse, type ToUIMessageStreamOptions } from './ui-message-stream.js';
 
 /** Options of `handleResumeRequest`: whose conversation, and where its turns' streams are kept. */
@@ -86,4 +86,28 @@ export async function handleResumeRequest(request: Request, options: HandleResum
 /** The 204 by which `useChat` knows there is nothing to resume. */
 export function noContent(): Response {
   return new Response(null, { status: 204, headers: { 'cache-control': 'no-store' } });
+}
+
+/**
+ * The input of the conversation's running turn, as the page sent it (a user message), or undefined
+ * when no turn runs (or it answers approvals). The history stores a turn's input with its reply,
+ * when the turn ends: add this message to the stored ones the page loads (`uiMessagesFromHistory`)
+ * when they do not hold its id, so a reload mid-reply shows the question above the resumed reply.
+ * Check the conversation's owner first, as for any read of it.
+ * @throws BackendUnavailableError when the store cannot be reached.
+ */
+export async function runningTurnInput(streams: StreamStore, sessionId: string): Promise<UIMessage | undefined> {
+  const info = await streams.find(sessionId);
+  if (info?.status !== 'running') return undefined;
+  const abort = new AbortController();
+  try {
+    for await (const item of streams.read(info, { signal: abort.signal })) {
+      if (item.type !== 'chunk') return undefined;
+      const chunk = item.chunk as { type?: unknown; message?: UIMessage };
+      return chunk.type === INPUT_CHUNK_TYPE ? chunk.message : undefined;
+    }
+    return undefined;
+  } finally {
+    abort.abort();
+  }
 }

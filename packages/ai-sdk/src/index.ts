@@ -8,7 +8,7 @@ export { aiSdkEmbeddings } from './ai-sdk-embeddings.js';
 export type { AiSdkEmbeddingModel, AiSdkEmbeddingsOptions } from './ai-sdk-embeddings.js';
 export { DEFAULT_MAX_BODY_BYTES, handleChatRequest } from './handle-chat-request.js';
 export type { HandleChatRequestOptions } from './handle-chat-request.js';
-export { handleResumeRequest } from './handle-resume-request.js';
+export { handleResumeRequest, runningTurnInput } from './handle-resume-request.js';
 export type { HandleResumeRequestOptions } from './handle-resume-request.js';
 export { DEFAULT_STOP_WAIT_MS, handleStopRequest } from './handle-stop-request.js';
 export type { HandleStopRequestOptions, StopAnswer } from './handle-stop-request.js';

@@ -13,8 +13,14 @@ import {
   type StreamWriter,
 } from '@ctx/core';
 import type { ReplySoFar } from './stopped-reply.js';
-import type { UIMessageChunk } from './ui-message.js';
+import type { UIMessage, UIMessageChunk } from './ui-message.js';
 import { DEFAULT_UI_ERROR_TEXT, type ToUIMessageStreamOptions, toUIMessageStream } from './ui-message-stream.js';
+
+/**
+ * The type of the stored chunk that holds a turn's input as the page sent it (`{ type, message }`),
+ * the first of its stream: `runningTurnInput` reads it, and no page is sent it.
+ */
+export const INPUT_CHUNK_TYPE = 'ctx-turn-input';
 
 /** What `produceTurn` needs: the run, already past its first update, and the stream it writes. */
 export interface TurnProduction {
@@ -33,6 +39,8 @@ export interface TurnProduction {
   streamOptions: ToUIMessageStreamOptions;
   /** Told of each failure of the stream store (the reply goes on without it). */
   onStoreError: ((error: unknown) => void) | undefined;
+  /** The turn's input as the page sent it (a user message), stored first; undefined for answers to approvals. */
+  input: UIMessage | undefined;
 }
 
 /**
@@ -46,6 +54,7 @@ export function produceTurn(production: TurnProduction): ReadableStream<UIMessag
   const { run, wasStopped } = stoppableRun(production);
   const chunks = toUIMessageStream(run, streamOptions).getReader();
   const sink = new StoreSink(writer, onStoreError);
+  if (production.input) sink.push({ type: INPUT_CHUNK_TYPE, message: production.input } as unknown as JsonValue);
   let downstream: ReadableStreamDefaultController<UIMessageChunk> | undefined;
   let detached = false;
   const pump = async () => {
@@ -204,7 +213,10 @@ export async function readStoredTurn(
 ): Promise<StoredTurnRead> {
   const abort = new AbortController();
   const items = streams.read({ sessionId: ref.sessionId, turnId: ref.turnId }, { signal: abort.signal })[Symbol.asyncIterator]();
-  const start = await items.next();
+  let start = await items.next();
+  if (!start.done && start.value.type === 'chunk' && (start.value.chunk as { type?: unknown }).type === INPUT_CHUNK_TYPE) {
+    start = await items.next();
+  }
   let held: IteratorResult<StreamReadItem> | undefined = start;
   let ended = false;
   const cancel = () => {
