@@ -1,8 +1,15 @@
-import { InMemoryHistoryProvider, InMemorySessionStore, InMemoryVectorIndex, InMemoryWorkingMemoryStore } from '@ctx/core';
+import {
+  InMemoryHistoryProvider,
+  InMemorySessionStore,
+  InMemoryStreamStore,
+  InMemoryVectorIndex,
+  InMemoryWorkingMemoryStore,
+} from '@ctx/core';
 import {
   describeHistoryProvider,
   describeHostedConcurrency,
   describeSessionStore,
+  describeStreamStore,
   describeVectorIndex,
   describeWorkingMemoryStore,
 } from './index.js';
@@ -32,4 +39,15 @@ describeWorkingMemoryStore('InMemoryWorkingMemoryStore', {
 describeVectorIndex('InMemoryVectorIndex', {
   create: ({ dimensions }) => new InMemoryVectorIndex({ dimensions }),
   capabilities: { list: true },
+});
+
+// One store per set of options, shared by every call, as the processes of one backend share its data.
+const streamStores = new Map<string, InMemoryStreamStore>();
+describeStreamStore('InMemoryStreamStore', {
+  create: (options) => {
+    const key = JSON.stringify(options);
+    let store = streamStores.get(key);
+    if (!store) streamStores.set(key, (store = new InMemoryStreamStore(options)));
+    return store;
+  },
 });

@@ -8,5 +8,7 @@ export { describeWorkingMemoryStore } from './working-memory-store-suite.js';
 export type { WorkingMemoryStoreSuiteOptions } from './working-memory-store-suite.js';
 export type { ConformanceSuiteOptions, MaybePromise } from './suite-options.js';
 export { BLANK_SESSION_IDS, describeId, HOSTILE_SESSION_IDS, messagesOfEveryKind } from './fixtures.js';
+export { describeStreamStore } from './stream-store-suite.js';
+export type { StreamStoreCreateOptions, StreamStoreSuiteOptions } from './stream-store-suite.js';
 export { describeVectorIndex } from './vector-index-suite.js';
 export type { VectorIndexCapabilities, VectorIndexSuiteOptions } from './vector-index-suite.js';
