@@ -10,3 +10,5 @@ export type {
   SqlQueryable,
   SqlResult,
 } from './sql-client.js';
+export { ensureSchema, idKey, openDatabase, tableNames, VERSIONS_TABLE } from './schema.js';
+export type { PostgresOptions, TableNames } from './schema.js';

@@ -1,0 +1,110 @@
+import { ConfigurationError } from '@ctx/core';
+import { PGlite } from '@electric-sql/pglite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureSchema, idKey, openDatabase, tableNames } from './schema.js';
+import { sqlDatabase } from './sql-client.js';
+
+let pglite: PGlite;
+beforeAll(async () => {
+  pglite = await PGlite.create();
+});
+afterAll(async () => {
+  await pglite?.close();
+});
+
+const counting = (names: ReturnType<typeof tableNames>) => [
+  `CREATE TABLE ${names.table('runs')} (n integer NOT NULL)`,
+  `INSERT INTO ${names.table('runs')} (n) VALUES (1)`,
+];
+
+describe('tableNames', () => {
+  it('quotes the schema and prefixes every table', () => {
+    const names = tableNames({});
+    expect(names.table('messages')).toBe('"public"."ctx_messages"');
+    expect(tableNames({ schema: 'App_1', tablePrefix: '' }).table('sessions')).toBe('"App_1"."sessions"');
+  });
+
+  it.each([
+    ['schema', { schema: 'a"; DROP TABLE x; --' }],
+    ['schema', { schema: '' }],
+    ['schema', { schema: '1abc' }],
+    ['schema', { schema: 'a'.repeat(64) }],
+    ['tablePrefix', { tablePrefix: 'ctx-' }],
+    ['tablePrefix', { tablePrefix: 'é_' }],
+    ['tablePrefix', { tablePrefix: 'p'.repeat(31) }],
+  ])('refuses a bad %s as ConfigurationError', (_field, options) => {
+    expect(() => tableNames(options)).toThrow(ConfigurationError);
+  });
+
+  it('refuses a table name that PostgreSQL would truncate', () => {
+    const names = tableNames({ tablePrefix: 'p'.repeat(30) });
+    expect(() => names.table('x'.repeat(34))).toThrow(ConfigurationError);
+    expect(() => names.table('bad name')).toThrow(ConfigurationError);
+  });
+});
+
+describe('idKey', () => {
+  it('is 32 bytes for any id and differs between ids', () => {
+    expect(idKey('a'.repeat(4096))).toHaveLength(32);
+    expect(idKey('s1').equals(idKey('s1'))).toBe(true);
+    expect(idKey('s1').equals(idKey('s2'))).toBe(false);
+  });
+});
+
+describe('ensureSchema on PGlite', () => {
+  it('migrates once when two first uses start together, then again only for new migrations', async () => {
+    const names = tableNames({ tablePrefix: 'twice_' });
+    // Two databases over the same client, as two processes would be: neither knows of the other's migration.
+    const a = sqlDatabase(pglite);
+    const b = sqlDatabase(pglite);
+    await Promise.all([ensureSchema(a, names, 'counter', counting(names)), ensureSchema(b, names, 'counter', counting(names))]);
+    const runs = await pglite.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${names.table('runs')}`);
+    expect(runs.rows[0]?.n).toBe(1);
+
+    const more = [...counting(names), `INSERT INTO ${names.table('runs')} (n) VALUES (2)`];
+    await ensureSchema(sqlDatabase(pglite), names, 'counter', more);
+    const after = await pglite.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${names.table('runs')}`);
+    expect(after.rows[0]?.n).toBe(2);
+    const version = await pglite.query<{ version: number }>(
+      `SELECT version FROM ${names.table('schema_versions')} WHERE component = 'counter'`,
+    );
+    expect(version.rows[0]?.version).toBe(3);
+  });
+
+  it('asks the database once per client in this process', async () => {
+    const names = tableNames({ tablePrefix: 'once_' });
+    const a = openDatabase({ client: pglite });
+    const b = openDatabase({ client: pglite });
+    const first = ensureSchema(a, names, 'counter', counting(names));
+    expect(ensureSchema(b, names, 'counter', counting(names))).toBe(first);
+    await first;
+  });
+
+  it('refuses tables a newer package version migrated, and changes nothing', async () => {
+    const names = tableNames({ tablePrefix: 'newer_' });
+    await ensureSchema(sqlDatabase(pglite), names, 'counter', counting(names));
+    await pglite.query(`UPDATE ${names.table('schema_versions')} SET version = 7 WHERE component = 'counter'`);
+    const error = await ensureSchema(sqlDatabase(pglite), names, 'counter', counting(names)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigurationError);
+    expect((error as Error).message).toMatch(/version 7, newer than this package knows \(2\)/);
+    const runs = await pglite.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${names.table('runs')}`);
+    expect(runs.rows[0]?.n).toBe(1);
+  });
+
+  it('creates a missing schema, and tries a failed migration again on the next call', async () => {
+    const names = tableNames({ schema: 'ctx_app', tablePrefix: 'retry_' });
+    const db = openDatabase({ client: pglite });
+    const broken = [`CREATE TABLE ${names.table('runs')} (n integer NOT NULL)`, 'SELECT no_such_function()'];
+    await expect(ensureSchema(db, names, 'counter', broken)).rejects.toThrow();
+    // Rolled back whole: the table of the first statement is not there.
+    const table = await pglite.query(`SELECT 1 FROM pg_tables WHERE schemaname = 'ctx_app' AND tablename = 'retry_runs'`);
+    expect(table.rows).toHaveLength(0);
+    await ensureSchema(db, names, 'counter', counting(names));
+    const runs = await pglite.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${names.table('runs')}`);
+    expect(runs.rows[0]?.n).toBe(1);
+  });
+
+  it('refuses a component name that is not plain', () => {
+    expect(() => ensureSchema(sqlDatabase(pglite), tableNames({}), 'a b', [])).toThrow(ConfigurationError);
+  });
+});
