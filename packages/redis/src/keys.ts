@@ -63,6 +63,25 @@ export function turnLeaseKey(prefix: string, sessionId: string, turn: string): s
   return `${prefix}:turn:{${encodeKeyPart(sessionId)}}:${turn}`;
 }
 
+/** The Redis keys of one session's resumable streams (`RedisStreamStore`), all in the slot of the session's hash tag. */
+export interface StreamKeys {
+  /** The hash of the session's current (running or most recent) stream: its turn, open id, status, lease and counts. */
+  meta: string;
+  /** The string holding the open id of the latest stream of a turn. */
+  turn: (turnId: string) => string;
+  /** The Redis Stream of one opened stream's chunks, entry `0-<n>` for chunk `n - 1`, then its end entry. */
+  chunks: (openId: string) => string;
+}
+
+/**
+ * `{prefix}:stream:{{encoded sessionId}}`, with `:turn:<encoded turnId>` and `:chunks:<open id>`
+ * after it. `openId` is a checked random UUID of the store's own making.
+ */
+export function streamKeys(prefix: string, sessionId: string): StreamKeys {
+  const meta = `${prefix}:stream:{${encodeKeyPart(sessionId)}}`;
+  return { meta, turn: (turnId) => `${meta}:turn:${encodeKeyPart(turnId)}`, chunks: (openId) => `${meta}:chunks:${openId}` };
+}
+
 /** The Redis keys of one session listing: every session, or one user's. All three share one hash tag. */
 export interface IndexKeys {
   /** The sorted set of session ids, scored by `metadata.updatedAt` in ms since the epoch. */
