@@ -201,8 +201,8 @@ const FIXED_BY_OPERATOR: Record<number, [string, string]> = {
 };
 
 /**
- * A ctx error for a failed call to the service, naming the index and what to do. Never includes
- * the key; ctx errors pass through.
+ * A ctx error for a failed call to the service, naming the index (or the knowledge base, with
+ * `target`) and what to do. Never includes the key; ctx errors pass through.
  * - `BackendUnavailableError` (retry later): network failures, 408, 409 (conflicting writes), 422
  *   (index briefly unavailable), 424 (a dependency failed), 429 (throttling), 5xx and statuses
  *   below 400.
@@ -211,8 +211,8 @@ const FIXED_BY_OPERATOR: Record<number, [string, string]> = {
  *   billing or leave semantic mode), 404 (the index name), 413 (too large), 415, 451 and any
  *   other 4xx.
  */
-export function toSearchError(error: unknown, indexName: string): CtxError {
-  const where = `Azure AI Search index ${shortId(indexName)}`;
+export function toSearchError(error: unknown, indexName: string, target: 'index' | 'knowledge base' = 'index'): CtxError {
+  const where = `Azure AI Search ${target} ${shortId(indexName)}`;
   if (CtxError.isInstance(error)) return error;
   const { status, code } = statusOf(error);
   const detail = sentence(error instanceof Error ? error.message : String(error));
@@ -248,7 +248,9 @@ export function toSearchError(error: unknown, indexName: string): CtxError {
     );
   if (status === 404)
     return new ConfigurationError(
-      `${where} was not found (404) at this endpoint: check \`indexName\`, or create the index first (see createSearchIndex).`,
+      target === 'index'
+        ? `${where} was not found (404) at this endpoint: check \`indexName\`, or create the index first (see createSearchIndex).`
+        : `${where} was not found (404) at this endpoint: check \`knowledgeBaseName\` and \`apiVersion\` (knowledge bases need 2026-04-01 or later), or create the knowledge base first.`,
       { cause: error },
     );
   if (status >= 400)

@@ -5,6 +5,19 @@ export type {
   AzureSearchPartial,
   SearchScopeResolver,
 } from './azure-search-context-provider.js';
+export { AzureAISearchKnowledgeBaseProvider } from './azure-search-knowledge-base-provider.js';
+export type {
+  AzureAISearchKnowledgeBaseProviderOptions,
+  FailedKnowledgeSource,
+  KnowledgeBaseActivitySummary,
+  KnowledgeBaseCitation,
+  KnowledgeBaseRetrieval,
+  KnowledgeRetrievalCallOptions,
+  KnowledgeRetrievalInput,
+  KnowledgeSourceOptions,
+} from './azure-search-knowledge-base-provider.js';
+export { KNOWLEDGE_BASE_GA_API_VERSION, KNOWLEDGE_BASE_PREVIEW_API_VERSION } from './knowledge-base-client.js';
+export type { KnowledgeBaseClientOptions, KnowledgeRetrievalClientLike } from './knowledge-base-client.js';
 export { AzureAISearchRetriever, escapeSimpleQuery } from './azure-search-retriever.js';
 export type {
   AzureAISearchRetrieverOptions,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { readJsonBody, recordRequest, sendJson, startLocalHttpServer, type ErrorFormat } from '@ctx/http-test-kit';
+import { parseJsonBody, readBody, recordRequest, sendJson, startLocalHttpServer, type ErrorFormat } from '@ctx/http-test-kit';
 import { applyBatch, IndexStore, project } from './documents.js';
 import { SearchServiceError } from './errors.js';
 import { parseIndexDefinition, type Vectorizer } from './index-definition.js';
@@ -112,7 +112,8 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const base = recordRequest(req, (await readJsonBody(req)).value);
+    const rawBody = await readBody(req);
+    const base = recordRequest(req, parseJsonBody(rawBody).value);
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const method = base.method;
     const path = safeDecode(base.path);
@@ -122,6 +123,7 @@ export async function startAzureSearchTestServer(options: AzureSearchTestServerO
       path,
       query: Object.fromEntries(Object.entries(base.query).map(([k, v]) => [k.replace(/^%24/i, '$'), v])),
       body: base.body as JsonObject | undefined,
+      rawBody,
       operation: route.operation,
       indexName: route.indexName,
     };

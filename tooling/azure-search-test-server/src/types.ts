@@ -57,6 +57,8 @@ export interface RecordedRequest extends RecordedHttpRequest {
   query: Record<string, string>;
   /** The parsed JSON body when it is a JSON object, else `undefined`. */
   body: JsonObject | undefined;
+  /** The body as the client sent it, for byte-for-byte comparisons (`''` without one). */
+  rawBody: string;
   operation: SearchOperation | undefined;
   /** The index of the path, or for `retrieve` the knowledge base's name. */
   indexName: string | undefined;
