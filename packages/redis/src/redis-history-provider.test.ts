@@ -720,7 +720,7 @@ for (const [topology, connect] of [
       expect(new Set(mine)).toEqual(expected);
       // Every key anyone wrote through this package on this server follows the grammar: nothing escaped a prefix.
       const grammar =
-        /^[^\s{}*?[\]\\]+:(history:[A-Za-z0-9._%~-]+:\{[A-Za-z0-9._%~-]+\}:(messages|ids)|session:\{[A-Za-z0-9._%~-]+\}|sessions:\{(all|all:\d+\.\d+|user:[A-Za-z0-9._%~-]+)\}:(order|meta|expires)|turn:\{[A-Za-z0-9._%~-]+\}:[^\s{}]+|stream:\{[A-Za-z0-9._%~-]+\}(:turn:[A-Za-z0-9._%~-]+|:chunks:[0-9a-f-]+)?|wm:\{[us]:[A-Za-z0-9._%~-]+\}:(user|index|session(:[A-Za-z0-9._%~-]+)?))$/;
+        /^[^\s{}*?[\]\\]+:(history:[A-Za-z0-9._%~-]+:\{[A-Za-z0-9._%~-]+\}:(messages|ids)|session:\{[A-Za-z0-9._%~-]+\}|sessions:\{(all|all:\d+\.\d+|user:[A-Za-z0-9._%~-]+)\}:(order|meta|expires)|turn:\{[A-Za-z0-9._%~-]+\}:[^\s{}]+|stream:\{[A-Za-z0-9._%~-]+\}(:turn:[A-Za-z0-9._%~-]+|:chunks:[0-9a-f-]+)?|stream:\{[A-Za-z0-9._%~-]+\}(:turn:[A-Za-z0-9._%~-]+|:chunks:[0-9a-f-]+)?|wm:\{[us]:[A-Za-z0-9._%~-]+\}:(user|index|session(:[A-Za-z0-9._%~-]+)?))$/;
       expect(keys.filter((k) => !grammar.test(k))).toEqual([]);
       for (const key of mine) expect(key.length).toBeLessThan(300);
     });
