@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type RedisServer, startRedisServer } from '@ctx/redis-test-server';
+import { type ChatClient, type ChatOptions, InMemoryStreamStore } from '@ctx/core';
 import { Redis } from 'ioredis';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +18,49 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Every wait of the page is bounded by this. */
 const WAIT_MS = 15_000;
 
+/**
+ * A model that says `words` one by one, each once the test lets it (`release`), so a test knows how
+ * much of the reply was said when it reloads or stops; an aborted call fails with the abort reason.
+ */
+function gatedModel(words: string[]) {
+  let released = 0;
+  let wake: (() => void) | undefined;
+  const stats = { calls: 0 };
+  const client: ChatClient = {
+    specificationVersion: 'v1',
+    provider: 'test',
+    modelId: 'gated',
+    getResponse: () => Promise.reject(new Error('only streams')),
+    async *getStreamingResponse(_messages, options: ChatOptions) {
+      stats.calls++;
+      const messageId = crypto.randomUUID();
+      for (let i = 0; i < words.length; i++) {
+        while (released <= i) {
+          options.signal?.throwIfAborted();
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+            options.signal?.addEventListener('abort', () => resolve(), { once: true });
+          });
+        }
+        yield { messageId, role: 'assistant', contents: [{ type: 'text', text: words[i]! }] };
+      }
+      yield { contents: [], finishReason: 'stop' };
+    },
+  };
+  return {
+    client,
+    stats,
+    /** Lets the model say its first `count` words (all by default); `reset` starts the next call from none. */
+    release: (count = words.length) => {
+      released = count;
+      wake?.();
+    },
+    reset: () => {
+      released = 0;
+    },
+  };
+}
+
 /** What the page holds: `useChat`'s messages, as JSON. */
 type PageMessage = { id: string; role: string; parts: Array<{ type: string; text?: string; state?: string; approval?: unknown }> };
 
@@ -29,17 +73,29 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the chat page in a re
   let base: string;
   const dir = mkdtempSync(join(tmpdir(), 'ctx-ai-sdk-ui-test-'));
   const agentOf = () => createChatAgent({ redis, client: offlineModel(), prefix: 'ai-sdk-ui-test' });
+  const gated = gatedModel(['One ', 'two ', 'three ', 'four.']);
+  const gatedAgentOf = () => createChatAgent({ redis, client: gated.client, prefix: 'ai-sdk-ui-test' });
+  let gatedServer: Server;
+  let gatedBase: string;
 
   beforeAll(async () => {
     redisServer = await startRedisServer({ dir });
     redis = new Redis({ host: redisServer.host, port: redisServer.port });
-    server = createChatServer({ agent: agentOf(), tools: chatTools, pageScript: await buildPageScript() });
+    const pageScript = await buildPageScript();
+    server = createChatServer({ agent: agentOf(), tools: chatTools, pageScript, streams: new InMemoryStreamStore() });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // The same page on an agent whose replies the tests pace word by word.
+    gatedServer = createChatServer({ agent: gatedAgentOf(), tools: chatTools, pageScript, streams: new InMemoryStreamStore() });
+    await new Promise<void>((resolve) => gatedServer.listen(0, '127.0.0.1', resolve));
+    gatedBase = `http://127.0.0.1:${(gatedServer.address() as AddressInfo).port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'], timeout: WAIT_MS });
   });
   afterAll(async () => {
+    gated.release();
     await browser?.close();
+    gatedServer?.closeAllConnections();
+    await new Promise((resolve) => gatedServer?.close(resolve));
     await new Promise((resolve) => server?.close(resolve));
     redis?.disconnect();
     await redisServer?.stop();
@@ -122,6 +178,89 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the chat page in a re
       await say(page, 'Hello again');
       await page.getByText('You said: Hello again').waitFor();
       expect(statuses).toEqual([413, 200]);
+    } finally {
+      await page.close();
+    }
+  });
+
+  /** The messages the page shows, as role and text, and their ids. */
+  const shown = (page: Page) =>
+    page
+      .locator('li[data-message-id]')
+      .evaluateAll((items) => items.map((li) => [li.getAttribute('data-message-id'), li.getAttribute('data-role'), li.textContent]));
+
+  it('a reload mid-reply shows the whole reply once with the stored ids; a second tab opened mid-reply follows the same stream', async () => {
+    gated.reset();
+    const calls = gated.stats.calls;
+    const page = await browser.newPage();
+    const tab = await browser.newPage();
+    page.setDefaultTimeout(WAIT_MS);
+    tab.setDefaultTimeout(WAIT_MS);
+    const problems: string[] = [];
+    for (const p of [page, tab]) p.on('pageerror', (error) => problems.push(error.message));
+    try {
+      await page.goto(`${gatedBase}/`);
+      const chatId = page.url().split('/').at(-1)!;
+      await ready(page);
+      gated.release(2);
+      await say(page, 'Count to four.');
+      await page.getByText('One two').waitFor();
+
+      await tab.goto(page.url());
+      await tab.getByText('One two').waitFor();
+      await page.reload();
+      await page.getByText('One two').waitFor();
+      gated.release();
+      for (const p of [page, tab]) {
+        await p.getByText('One two three four.').waitFor();
+        await ready(p);
+      }
+
+      const stored = await agentOf().getHistory((await agentOf().getSession(chatId, { userId: 'demo' }))!);
+      expect(stored.map((m) => [m.role, m.contents])).toEqual([
+        ['user', [{ type: 'text', text: 'Count to four.' }]],
+        ['assistant', [{ type: 'text', text: 'One two three four.' }]],
+      ]);
+      const expected = [
+        [stored[0]!.id, 'user', 'Count to four.'],
+        [stored[1]!.id, 'assistant', 'One two three four.'],
+      ];
+      expect(await shown(page)).toEqual(expected);
+      expect(await shown(tab)).toEqual(expected);
+      expect(gated.stats.calls - calls).toBe(1);
+      expect(problems).toEqual([]);
+    } finally {
+      await tab.close();
+      await page.close();
+    }
+  });
+
+  it('Stop mid-reply ends the reply where it was; a reload shows the same text, stored as stopped', async () => {
+    gated.reset();
+    const page = await browser.newPage();
+    page.setDefaultTimeout(WAIT_MS);
+    try {
+      await page.goto(`${gatedBase}/`);
+      const chatId = page.url().split('/').at(-1)!;
+      await ready(page);
+      gated.release(2);
+      await say(page, 'Count to four.');
+      await page.getByText('One two').waitFor();
+      await page.getByRole('button', { name: 'Stop' }).click();
+      await ready(page);
+      const before = await shown(page);
+      expect(before.map(([, role, text]) => [role, text])).toEqual([
+        ['user', 'Count to four.'],
+        ['assistant', 'One two '],
+      ]);
+      const stored = await agentOf().getHistory((await agentOf().getSession(chatId, { userId: 'demo' }))!);
+      expect(stored.map((m) => m.id)).toEqual(before.map(([id]) => id));
+      expect(stored[1]!.metadata).toMatchObject({ stopped: true });
+
+      await page.reload();
+      await page.getByText('One two').waitFor();
+      await ready(page);
+      expect(await shown(page)).toEqual(before);
     } finally {
       await page.close();
     }

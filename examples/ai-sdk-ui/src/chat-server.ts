@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import { handleChatRequest, uiMessagesFromHistory } from '@ctx/ai-sdk';
-import { type Agent, ConcurrencyError, errorBody, httpStatusOf, InvalidInputError, type Tool } from '@ctx/core';
+import { handleChatRequest, handleResumeRequest, handleStopRequest, runningTurnInput, uiMessagesFromHistory } from '@ctx/ai-sdk';
+import { type Agent, ConcurrencyError, errorBody, httpStatusOf, InvalidInputError, type StreamStore, type Tool } from '@ctx/core';
 
 /** What `createChatServer` takes. */
 export interface ChatServerOptions {
@@ -11,6 +11,8 @@ export interface ChatServerOptions {
   tools: readonly Tool[];
   /** The page's script (`buildPageScript()`). */
   pageScript: string;
+  /** Where each streamed reply's chunks are kept, so a reload or a second tab resumes it (`RedisStreamStore`). */
+  streams: StreamStore;
   /**
    * Who is asking: the user id your authentication vouches for (a session cookie, a token), or
    * undefined (401). Default: everyone is `demo`.
@@ -41,10 +43,14 @@ class HttpError extends Error {
  *   by `handleChatRequest`: a refusal (another user's conversation, a message over the agent's
  *   limits, a reused message id, a malformed body) is a plain 4xx with a JSON body, anything else the
  *   UI message stream. The run is hosted: the agent loads the session, runs, and saves it before the
- *   stream's `finish`, so a reload right after shows it.
+ *   stream's `finish`, so a reload right after shows it. Its chunks go to `streams` as well;
+ * - `GET /api/chats/:id/stream`: `useChat({ resume: true })` after a reload (or in a second tab):
+ *   the running reply from its first chunk, followed live (`handleResumeRequest`), 204 when none runs;
+ * - `POST /api/chats/:id/stop`: the page's Stop button: the reply stops, and what was said is
+ *   stored (`handleStopRequest`).
  */
 export function createChatServer(options: ChatServerOptions): Server {
-  const { agent, tools, pageScript, maxBodyBytes = 1024 * 1024 } = options;
+  const { agent, tools, pageScript, streams, maxBodyBytes = 1024 * 1024 } = options;
   const authenticate = options.authenticate ?? (() => 'demo');
 
   async function route(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -61,24 +67,39 @@ export function createChatServer(options: ChatServerOptions): Server {
     if (method === 'GET' && pathname === '/page.js') {
       return send(response, 200, 'text/javascript; charset=utf-8', pageScript);
     }
-    const [, scope, collection, id, ...rest] = pathname.split('/');
-    if (rest.length > 0) throw new HttpError(404, 'No such route.');
+    const [, scope, collection, id, action, ...rest] = pathname.split('/');
+    if (rest.length > 0 || (action !== undefined && (scope !== 'api' || (action !== 'stream' && action !== 'stop')))) {
+      throw new HttpError(404, 'No such route.');
+    }
     if (scope === 'chats' && collection !== undefined && id === undefined && method === 'GET') {
       if (!ID.test(collection)) throw new HttpError(404, 'No such conversation.');
       return send(response, 200, 'text/html; charset=utf-8', PAGE);
     }
     if (scope !== 'api' || collection !== 'chats' || id === undefined) throw new HttpError(404, 'No such route.');
     if (!ID.test(id)) throw new HttpError(404, 'No such conversation.');
+    const onErrorResponse = (error: unknown, status: number) => {
+      if (status >= 500) console.error('[ai-sdk-ui]', error);
+    };
+    if (action === 'stream' && method === 'GET') {
+      return pipe(
+        await handleResumeRequest(webRequest(request), { agent, sessionId: id, userId, streams, onError: errorText, onErrorResponse }),
+        response,
+      );
+    }
+    if (action === 'stop' && method === 'POST') {
+      return pipe(await handleStopRequest(webRequest(request), { agent, sessionId: id, userId, streams, onErrorResponse }), response);
+    }
+    if (action !== undefined) throw new HttpError(405, `${method} is not allowed here.`);
     if (method === 'POST') {
       const answer = await handleChatRequest(webRequest(request), {
         agent,
         sessionId: id,
         userId,
+        streams,
         maxBodyBytes,
         onError: errorText,
-        onErrorResponse: (error, status) => {
-          if (status >= 500) console.error('[ai-sdk-ui]', error);
-        },
+        onErrorResponse,
+        onStreamStoreError: (error) => console.error('[ai-sdk-ui]', error),
       });
       return pipe(answer, response);
     }
@@ -91,6 +112,9 @@ export function createChatServer(options: ChatServerOptions): Server {
         pendingApprovals: session.pending?.approvals ?? [],
         tools,
       });
+      // A turn still running is stored when it ends: its question goes above the reply the page resumes.
+      const asked = await runningTurnInput(streams, id);
+      if (asked && !messages.some((m) => m.id === asked.id)) messages.push(asked);
       return send(response, 200, 'application/json; charset=utf-8', JSON.stringify({ id, messages }));
     }
     throw new HttpError(405, `${method} is not allowed here.`);
@@ -119,14 +143,15 @@ function errorText(error: unknown): string {
   return 'The assistant could not answer; try again later.';
 }
 
-/** Writes a web `Response` to a node:http response. A page that goes away cancels the stream, which aborts the run. */
+/** Writes a web `Response` to a node:http response. A page that goes away cancels the stream: the reply goes on for a resume. */
 async function pipe(web: Response, response: ServerResponse): Promise<void> {
   const headers: Record<string, string> = {};
   web.headers.forEach((value, name) => {
     headers[name] = value;
   });
   response.writeHead(web.status, headers);
-  const reader = web.body!.getReader();
+  if (!web.body) return void response.end();
+  const reader = web.body.getReader();
   response.once('close', () => {
     if (!response.writableFinished) reader.cancel().catch(() => {});
   });
@@ -149,11 +174,11 @@ function webRequest(request: IncomingMessage): Request {
   for (const [name, value] of Object.entries(request.headers)) {
     for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, item);
   }
+  const method = request.method ?? 'POST';
   return new Request(`http://localhost${request.url ?? '/'}`, {
-    method: request.method ?? 'POST',
+    method,
     headers,
-    body: Readable.toWeb(request) as ReadableStream<Uint8Array>,
-    duplex: 'half',
+    ...(method === 'GET' || method === 'HEAD' ? {} : { body: Readable.toWeb(request) as ReadableStream<Uint8Array>, duplex: 'half' }),
   } as RequestInit);
 }
 

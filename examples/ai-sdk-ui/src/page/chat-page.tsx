@@ -11,10 +11,12 @@ function ChatPage({ id, initialMessages }: { id: string; initialMessages: UIMess
   const { messages, sendMessage, addToolApprovalResponse, status, error } = useChat({
     id,
     messages: initialMessages,
+    // A reply still streaming when the page loads (a reload, a second tab) is resumed: GET /api/chats/:id/stream.
+    resume: true,
     // ctx keeps the conversation: send only the new message (or the answered approvals).
     transport: new DefaultChatTransport({
-      api: `/api/chats/${id}`,
-      prepareSendMessagesRequest: ({ messages }) => ({ body: { messages: messages.slice(-1) } }),
+      api: '/api/chats',
+      prepareSendMessagesRequest: ({ id, messages }) => ({ api: `/api/chats/${id}`, body: { messages: messages.slice(-1) } }),
     }),
     // Once every waiting call is answered, the answers go to the server, which runs the calls.
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
@@ -70,6 +72,12 @@ function ChatPage({ id, initialMessages }: { id: string; initialMessages: UIMess
         <button type="submit" disabled={status !== 'ready' && status !== 'error'}>
           Send
         </button>
+        {(status === 'submitted' || status === 'streaming') && (
+          // The server stops the reply (on whichever instance runs it) and stores what was said; the stream then ends.
+          <button type="button" onClick={() => void fetch(`/api/chats/${id}/stop`, { method: 'POST' })}>
+            Stop
+          </button>
+        )}
       </form>
       <p data-testid="status">{status}</p>
     </main>
