@@ -12,3 +12,12 @@ export type {
 } from './sql-client.js';
 export { ensureSchema, idKey, openDatabase, tableNames, VERSIONS_TABLE } from './schema.js';
 export type { PostgresOptions, TableNames } from './schema.js';
+export { PostgresHistoryProvider } from './postgres-history-provider.js';
+export type {
+  ExportMessagesOptions,
+  HistoryTables,
+  ListMessagesOptions,
+  MessagePage,
+  PostgresHistoryCallOptions,
+  PostgresHistoryProviderOptions,
+} from './postgres-history-provider.js';
