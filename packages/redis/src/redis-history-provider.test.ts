@@ -15,7 +15,7 @@ import { BLANK_SESSION_IDS, HOSTILE_SESSION_IDS } from '@ctx/provider-tests';
 import { Redis, type Cluster } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { nonJsonMessages } from '@ctx/fuzz-kit';
-import { allKeys, clusterClient, countCommands, nestedJson, singleClient, uniquePrefix } from '../test/helpers.js';
+import { allKeys, clusterClient, countCommands, expireNow, nestedJson, singleClient, uniquePrefix } from '../test/helpers.js';
 import { RedisHistoryProvider, type RedisHistoryProviderOptions } from './redis-history-provider.js';
 import { RedisSessionStore } from './redis-session-store.js';
 import { RedisWorkingMemoryStore } from './redis-working-memory-store.js';
@@ -259,7 +259,11 @@ for (const [topology, connect] of [
       const sessionId = id();
       await provider.saveMessages(sessionId, turn(1), { state });
       expect(await provider.countMessages(sessionId)).toBe(2);
-      await new Promise((r) => setTimeout(r, 2100));
+      // Every key the save wrote for the session (found by scanning, not by asking the provider)
+      // carries the 1 s expiry; it then passes at once instead of after a 2 s wait.
+      const written = (await allKeys(client)).filter((key) => key.includes(sessionId));
+      expect(written.sort()).toEqual(Object.values(provider.keys(sessionId)).sort());
+      await expireNow(client, written, 1);
       expect(await provider.getMessages(sessionId, { state })).toEqual([]);
       expect(await client.exists(provider.keys(sessionId).ids)).toBe(0);
     });

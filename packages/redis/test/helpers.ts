@@ -54,6 +54,21 @@ export async function allKeys(client: Redis | Cluster): Promise<string[]> {
   return keys;
 }
 
+/**
+ * Lets the expiry of `keys` pass without waiting for it: each key must exist with a TTL of at most
+ * `seconds` (what the code under test set; a key it left without one fails here), and is then
+ * given an expiry in the past (PEXPIREAT 1), which Redis applies at once: the key is gone, as when
+ * its TTL runs out.
+ */
+export async function expireNow(client: Redis | Cluster, keys: readonly string[], seconds: number): Promise<void> {
+  if (keys.length === 0) throw new Error('expireNow: no keys to expire');
+  for (const key of keys) {
+    const ttl = await client.pttl(key);
+    if (ttl <= 0 || ttl > seconds * 1000) throw new Error(`expireNow: ${key} has PTTL ${ttl}, not an expiry within ${seconds} s`);
+    if ((await client.pexpireat(key, 1)) !== 1) throw new Error(`expireNow: ${key} was gone before its expiry was moved`);
+  }
+}
+
 /** `nested(levels)` (from `@ctx/fuzz-kit`) as JSON text, built without recursion (JSON.stringify overflows the stack past a few thousand levels). */
 export function nestedJson(levels: number): string {
   return `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
