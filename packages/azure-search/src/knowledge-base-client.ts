@@ -128,15 +128,15 @@ export function knowledgeBaseTransport(connection: KnowledgeBaseConnection): Kno
   const key: KeyCredential | TokenCredential = apiKey !== undefined ? new searchSdk.AzureKeyCredential(apiKey) : credential!;
   const clientOptions = connection.clientOptions ?? {};
   const retryOptions = { ...DEFAULT_RETRY_OPTIONS, ...clientOptions.retryOptions };
+  if (new URL(endpoint).protocol !== 'https:' && clientOptions.allowInsecureConnection !== true)
+    throw new ConfigurationError(
+      `${owner}: endpoint ${JSON.stringify(endpoint)} is not https; the key or token would travel in clear text. Use https, or set \`clientOptions.allowInsecureConnection: true\` for a local server.`,
+    );
   const Sdk = sdkClientClass();
   if (Sdk && apiVersion === KNOWLEDGE_BASE_GA_API_VERSION) {
     const created = new Sdk(endpoint, knowledgeBaseName, key, { ...clientOptions, retryOptions, serviceVersion: apiVersion });
     return sdkTransport(created, apiVersion);
   }
-  if (new URL(endpoint).protocol !== 'https:' && clientOptions.allowInsecureConnection !== true)
-    throw new ConfigurationError(
-      `${owner}: endpoint ${JSON.stringify(endpoint)} is not https; the key or token would travel in clear text. Use https, or set \`clientOptions.allowInsecureConnection: true\` for a local server.`,
-    );
   return restTransport({
     endpoint,
     knowledgeBaseName,
