@@ -18,6 +18,10 @@ export interface PgPoolClientLike {
   query(text: string, values?: unknown[]): Promise<{ rows: unknown[]; rowCount: number | null }>;
   /** Returns the client to its pool; an `Error` (or `true`) destroys the connection instead. */
   release(destroy?: Error | boolean): void;
+  /** `pg` emits `'error'` on a checked-out client whose connection drops; ctx listens while it holds the client. */
+  on?(event: 'error', listener: (error: Error) => void): unknown;
+  /** Removes the `'error'` listener when ctx hands the client back. */
+  removeListener?(event: 'error', listener: (error: Error) => void): unknown;
 }
 
 /** The part of a `pg` `Pool` ctx uses. A `Pool`, not a single `Client`: turns run in parallel. */
@@ -118,6 +122,13 @@ function poolDatabase(pool: PgPoolLike, timeoutMs: number): SqlDatabase {
         broken = new Error(`abandoned: ${call.operation}`);
       };
       signal.addEventListener('abort', onAbort, { once: true });
+      // A connection that drops while the client is checked out emits 'error' on it (the pool only
+      // listens on idle clients): unheard, that event would crash the process. The query under way
+      // fails with it anyway, and the client is destroyed on release.
+      const onError = (error: Error) => {
+        broken = error;
+      };
+      client.on?.('error', onError);
       try {
         return await fn(client);
       } catch (error) {
@@ -125,6 +136,7 @@ function poolDatabase(pool: PgPoolLike, timeoutMs: number): SqlDatabase {
         throw error;
       } finally {
         signal.removeEventListener('abort', onAbort);
+        client.removeListener?.('error', onError);
         client.release(broken ?? (signal.aborted ? true : undefined));
       }
     });
