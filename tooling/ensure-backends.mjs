@@ -1,4 +1,5 @@
-// Makes sure the real servers the tests start are installed: redis-server (and redis-cli); and, in
+// Makes sure the real servers the tests start are installed: redis-server (and redis-cli), the
+// PostgreSQL server (initdb and postgres, for @ctx/postgres); and, in
 // CI, where the browser tests run, Debian's chromium (the inspector's page test and examples/ai-sdk-ui
 // drive it through playwright-core).
 // On Debian/Ubuntu as root it installs them with apt-get; elsewhere it says how and fails.
@@ -9,6 +10,11 @@ const has = (command) => spawnSync('sh', ['-c', `command -v ${command}`], { stdi
 
 const missing = [];
 if (!has('redis-server') || !has('redis-cli')) missing.push('redis-server');
+// Debian keeps the server binaries off PATH, under /usr/lib/postgresql/<major>/bin.
+const postgresServer = () =>
+  spawnSync('sh', ['-c', 'test -x "$(pg_config --bindir 2>/dev/null)/initdb" || ls /usr/lib/postgresql/*/bin/initdb'], { stdio: 'ignore' })
+    .status === 0;
+if (!postgresServer()) missing.push('postgresql');
 // Outside CI the browser tests skip themselves without /usr/bin/chromium: nothing large is installed unasked.
 if (process.env.CI === 'true' && !existsSync('/usr/bin/chromium')) missing.push('chromium');
 if (missing.length === 0) process.exit(0);
@@ -22,6 +28,6 @@ if (root && has('apt-get')) {
   process.exit(0);
 }
 console.error(
-  `The tests need ${missing.join(' and ')}. Install them, e.g.:\n  sudo apt-get install -y ${missing.join(' ')}   (Debian/Ubuntu)\n  brew install redis                      (macOS; the browser tests use CTX_CHROMIUM=/path/to/chromium)`,
+  `The tests need ${missing.join(' and ')}. Install them, e.g.:\n  sudo apt-get install -y ${missing.join(' ')}   (Debian/Ubuntu)\n  brew install redis postgresql@15        (macOS; the browser tests use CTX_CHROMIUM=/path/to/chromium)`,
 );
 process.exit(1);

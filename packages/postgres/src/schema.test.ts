@@ -1,12 +1,14 @@
 import { ConfigurationError } from '@ctx/core';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openTestPGlite, openTestPool } from '../test/databases.js';
 import { ensureSchema, idKey, openDatabase, tableNames } from './schema.js';
 import { sqlDatabase } from './sql-client.js';
 
 let pglite: PGlite;
 beforeAll(async () => {
-  pglite = await PGlite.create();
+  pglite = await openTestPGlite();
 });
 afterAll(async () => {
   await pglite?.close();
@@ -106,5 +108,21 @@ describe('ensureSchema on PGlite', () => {
 
   it('refuses a component name that is not plain', () => {
     expect(() => ensureSchema(sqlDatabase(pglite), tableNames({}), 'a b', [])).toThrow(ConfigurationError);
+  });
+});
+
+describe('ensureSchema on a PostgreSQL server', () => {
+  const pools: pg.Pool[] = [];
+  afterAll(async () => {
+    await Promise.all(pools.map((pool) => pool.end()));
+  });
+
+  it('migrates once when four processes start together', async () => {
+    const names = tableNames({ schema: `s_${Date.now().toString(36)}`, tablePrefix: 'race_' });
+    // Four pools are four processes: each migrates on its own connection, at the same time.
+    for (let i = 0; i < 4; i++) pools.push(openTestPool({ max: 2 }));
+    await Promise.all(pools.map((pool) => ensureSchema(openDatabase({ client: pool }), names, 'counter', counting(names))));
+    const runs = await pools[0]?.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${names.table('runs')}`);
+    expect(runs?.rows[0]?.n).toBe(1);
   });
 });
