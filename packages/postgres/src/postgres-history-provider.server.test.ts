@@ -1,0 +1,145 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { BackendUnavailableError, createAgent, Message } from '@ctx/core';
+import { ScriptedChatClient } from '@ctx/core/testing';
+import { startPostgresServer, type PostgresServer } from '@ctx/postgres-test-server';
+import { describeHistoryProvider } from '@ctx/provider-tests';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PostgresHistoryProvider } from './postgres-history-provider.js';
+import { idKey } from './schema.js';
+
+// The history on a PostgreSQL server (Debian's, through pg): the conformance suite, then the faults
+// a server adds: 50 runs on one session through a pool smaller than them, and the server killed
+// in the middle of a turn. This file starts a server of its own (it kills it), on loopback.
+
+let server: PostgresServer | undefined;
+let pool: pg.Pool | undefined;
+let dir = '';
+const thePool = (): pg.Pool => {
+  if (pool === undefined) throw new Error('the server is not up yet');
+  return pool;
+};
+/** A pool that survives the server going away: idle clients it loses are dropped, not thrown. */
+const openPool = (max: number) => {
+  const p = new pg.Pool({ connectionString: server!.url, max });
+  p.on('error', () => {});
+  return p;
+};
+let tag = 0;
+const fresh = (name: string) => `${name}-${++tag}-${Math.random().toString(36).slice(2, 8)}`;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'ctx-pg-history-'));
+  server = await startPostgresServer({ dir });
+  pool = openPool(10);
+}, 60_000);
+afterAll(async () => {
+  await pool?.end();
+  await server?.stop('fast');
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describeHistoryProvider('PostgresHistoryProvider on a PostgreSQL server', {
+  create: (options) => new PostgresHistoryProvider({ ...options, client: thePool() }),
+  capabilities: { popMessages: true, clearMessages: true },
+  timeout: 30_000,
+});
+
+const turn = (i: number) => [Message.user(`q${i}`), Message.assistant(`a${i}`)];
+const texts = (messages: readonly Message[]) => messages.map((m) => Message.text(m));
+
+describe('PostgresHistoryProvider on a server, faults', () => {
+  it('50 concurrent runs on one session through a pool of 3 store every message once, each turn whole and in order', async () => {
+    const small = openPool(3);
+    try {
+      const history = new PostgresHistoryProvider({ client: small, sourceId: fresh('h'), timeoutMs: 20_000 });
+      const agent = createAgent({
+        client: new ScriptedChatClient({ replies: Array.from({ length: 50 }, (_, i) => `reply ${i}`) }),
+        contextProviders: [history],
+      });
+      const session = await agent.createSession();
+      await Promise.all(Array.from({ length: 50 }, (_, i) => agent.run(`turn ${i}`, { session })));
+      const stored = await history.getMessages(session.sessionId);
+      expect(stored).toHaveLength(100);
+      expect(new Set(stored.map((m) => m.id)).size).toBe(100);
+      // Every turn is its input right before its reply: no turn interleaved with another.
+      for (let i = 0; i < 100; i += 2) {
+        expect(stored[i]!.role).toBe('user');
+        expect(stored[i + 1]!.role).toBe('assistant');
+      }
+      expect(new Set(texts(stored.filter((m) => m.role === 'user')))).toEqual(new Set(Array.from({ length: 50 }, (_, i) => `turn ${i}`)));
+      // Sequence numbers are 1..100 with no gap or repeat.
+      const { rows } = await small.query<{ seq: string }>(
+        `SELECT m.seq::text AS seq FROM ${history.tables.messages} m JOIN ${history.tables.sessions} s USING (conv) WHERE s.source_id = $1 ORDER BY m.seq`,
+        [JSON.stringify(history.sourceId)],
+      );
+      expect(rows.map((r) => Number(r.seq))).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+    } finally {
+      await small.end();
+    }
+  }, 60_000);
+
+  it('the server killed mid-turn: the save fails with BackendUnavailableError, nothing of the turn is stored, and its retry stores it once', async () => {
+    const history = new PostgresHistoryProvider({ client: thePool(), sourceId: fresh('h'), timeoutMs: 10_000 });
+    const sessionId = 'killed mid-turn';
+    await history.saveMessages(sessionId, turn(1), { state: {} });
+    const second = [Message.user('q2'), Message.assistant('a2'), Message.user('q3')];
+    // Another connection holds an uncommitted row under the key of the turn's last message, so the
+    // save's INSERT waits on the unique index: the save is inside its transaction, its session row
+    // locked and updated, when the server goes.
+    const blocker = new pg.Client({ connectionString: server!.url });
+    blocker.on('error', () => {});
+    await blocker.connect();
+    await blocker.query('BEGIN');
+    await blocker.query(
+      `INSERT INTO ${history.tables.messages} (conv, seq, message_key, message)
+       SELECT conv, 1000, $2, '{}' FROM ${history.tables.sessions} WHERE session_id = $1`,
+      [JSON.stringify(sessionId), idKey(JSON.stringify(second[2]!.id))],
+    );
+    const saving = history.saveMessages(sessionId, second, { state: {} }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    await waitForLockWait(thePool());
+    await server!.stop('immediate');
+    const error = await saving;
+    expect(error).toBeInstanceOf(BackendUnavailableError);
+    expect((error as Error).message).toContain('saveMessages for session "killed mid-turn"');
+    await blocker.end().catch(() => undefined);
+    await server!.restart();
+    // The pool hands out new connections; nothing of the interrupted turn is there.
+    expect(texts(await history.getMessages(sessionId))).toEqual(['q1', 'a1']);
+    await history.saveMessages(sessionId, second, { state: {} });
+    await history.saveMessages(sessionId, second, { state: {} });
+    expect(texts(await history.getMessages(sessionId))).toEqual(['q1', 'a1', 'q2', 'a2', 'q3']);
+  }, 60_000);
+
+  it('a save waiting on a session another transaction holds fails with BackendUnavailableError at timeoutMs, and the lock holder is not disturbed', async () => {
+    const history = new PostgresHistoryProvider({ client: thePool(), sourceId: fresh('h'), timeoutMs: 300 });
+    const sessionId = 'held';
+    await history.saveMessages(sessionId, turn(1), { state: {} });
+    const holder = await thePool().connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM ${history.tables.sessions} WHERE session_id = $1 FOR UPDATE`, [JSON.stringify(sessionId)]);
+      const error = await history.saveMessages(sessionId, turn(2), { state: {} }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(BackendUnavailableError);
+      await holder.query('COMMIT');
+    } finally {
+      holder.release();
+    }
+    expect(texts(await history.getMessages(sessionId))).toEqual(['q1', 'a1']);
+  }, 30_000);
+});
+
+/** Resolves once a backend of the server waits on a lock (bounded: 400 checks). */
+async function waitForLockWait(p: pg.Pool): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    const { rows } = await p.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'`);
+    if (rows[0]!.n > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error('no backend waited on a lock');
+}
