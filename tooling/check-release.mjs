@@ -209,7 +209,8 @@ export function stageCopy(root) {
  * `coreVersion`, the version of core after versioning (the one in `root` when no changeset
  * releases core), `released`, the versions of core already released (tags), and `ranges`, each
  * published package's `@ctx/core` peer range after versioning, by package name (with
- * `workspace:` when the manifest has it). Throws when `changeset status` fails.
+ * `workspace:` when the manifest has it), and `versions`, every published package's version after
+ * versioning. Throws when `changeset status` fails.
  */
 export function plannedCoreRanges(root) {
   const copy = stageCopy(root);
@@ -224,7 +225,9 @@ export function plannedCoreRanges(root) {
       const spec = manifest.peerDependencies?.[CORE];
       if (spec && manifest.name !== CORE) ranges.set(manifest.name, spec);
     }
-    return { coreVersion: release?.newVersion ?? core.manifest.version, released: releasedCore(copy), ranges };
+    const versions = new Map(packages.map((p) => [p.manifest.name, p.manifest.version]));
+    for (const r of plan.releases) if (r.type !== 'none') versions.set(r.name, r.newVersion);
+    return { coreVersion: release?.newVersion ?? core.manifest.version, released: releasedCore(copy), ranges, versions };
   } finally {
     rmSync(copy, { recursive: true, force: true });
   }
