@@ -1,7 +1,8 @@
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { ConfigurationError, InvalidInputError, Message, SessionStateError } from '@ctx/core';
 import { describeHistoryProvider } from '@ctx/provider-tests';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openTestPGlite } from '../test/databases.js';
 import { PostgresHistoryProvider, type PostgresHistoryProviderOptions } from './postgres-history-provider.js';
 
 // Everything on embedded PGlite: the conformance suite and the provider's own behaviour. One PGlite
@@ -17,7 +18,7 @@ let tag = 0;
 const fresh = (name: string) => `${name}-${++tag}-${Math.random().toString(36).slice(2, 8)}`;
 
 beforeAll(async () => {
-  db ??= await PGlite.create();
+  db ??= await openTestPGlite();
 }, 60_000);
 afterAll(async () => {
   await db?.close();
