@@ -21,3 +21,5 @@ export type {
   PostgresHistoryCallOptions,
   PostgresHistoryProviderOptions,
 } from './postgres-history-provider.js';
+export { PostgresSessionStore } from './postgres-session-store.js';
+export type { PostgresSessionStoreOptions, SessionTables } from './postgres-session-store.js';
