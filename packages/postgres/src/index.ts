@@ -23,3 +23,5 @@ export type {
 } from './postgres-history-provider.js';
 export { PostgresSessionStore } from './postgres-session-store.js';
 export type { PostgresSessionStoreOptions, SessionTables } from './postgres-session-store.js';
+export { DEFAULT_EXACT_SEARCH_LIMIT, PgVectorIndex } from './pg-vector-index.js';
+export type { PgVectorHnswOptions, PgVectorIndexOptions, PgVectorSearch } from './pg-vector-index.js';

@@ -1,0 +1,245 @@
+import type { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
+import { ConfigurationError, InvalidInputError, SessionStateError, type VectorRecord } from '@ctx/core';
+import { describeVectorIndex } from '@ctx/provider-tests';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openTestPGlite } from '../test/databases.js';
+import { exactSql, HNSW_SETTINGS, hnswSql, PgVectorIndex, type PgVectorIndexOptions } from './pg-vector-index.js';
+
+// Everything on embedded PGlite with pgvector 0.8.7 (Debian 12 has no pgvector for the server):
+// the conformance suite and the index's own behaviour, on one PGlite for the whole file. The same
+// suite runs through the pg driver in pg-vector-index.socket.test.ts.
+
+let db: PGlite | undefined;
+const client = (): PGlite => {
+  if (db === undefined) throw new Error('PGlite is not open yet');
+  return db;
+};
+let tag = 0;
+const fresh = (name: string) => `${name}_${++tag}_${Math.random().toString(36).slice(2, 8)}`;
+
+beforeAll(async () => {
+  db ??= await openTestPGlite({ extensions: { vector } });
+}, 60_000);
+afterAll(async () => {
+  await db?.close();
+});
+
+describeVectorIndex('PgVectorIndex on PGlite', {
+  create: ({ dimensions }) => new PgVectorIndex({ client: client(), dimensions, tablePrefix: 'conformance_' }),
+  capabilities: { list: true },
+  timeout: 30_000,
+});
+
+const index = (options: Partial<PgVectorIndexOptions> = {}) =>
+  new PgVectorIndex({ client: client(), dimensions: 4, tablePrefix: fresh('v'), ...options });
+const record = (init: Partial<VectorRecord> & { id: string }): VectorRecord => ({
+  text: `text of ${init.id}`,
+  sessionId: 's1',
+  messageId: init.id,
+  role: 'user',
+  sequence: 0,
+  vector: [1, 0, 0, 0],
+  ...init,
+});
+
+describe('PgVectorIndex options', () => {
+  it('refuses a missing or bad dimensions, bad HNSW settings and unknown options with ConfigurationError', () => {
+    const c = client();
+    expect(() => new PgVectorIndex({ client: c } as never)).toThrow(ConfigurationError);
+    expect(() => new PgVectorIndex({ client: c, dimensions: 0 })).toThrow(/dimensions must be an integer from 1 to 16000/);
+    expect(() => new PgVectorIndex({ client: c, dimensions: 3072, hnsw: true })).toThrow(/at most 2,000 dimensions with HNSW/);
+    expect(() => new PgVectorIndex({ client: c, dimensions: 4, hnsw: { m: 1 } })).toThrow(/hnsw.m must be an integer from 2/);
+    expect(() => new PgVectorIndex({ client: c, dimensions: 4, hnsw: { ef: 3 } as never })).toThrow(/unknown option "ef"/);
+    expect(() => new PgVectorIndex({ client: c, dimensions: 4, exactSearchLimit: -1 })).toThrow(ConfigurationError);
+    expect(() => new PgVectorIndex({ client: c, dimensions: 4, dimension: 4 } as never)).toThrow(/unknown option "dimension"/);
+    expect(() => new PgVectorIndex({ client: c, dimensions: 4, tablePrefix: 'x;drop' })).toThrow(ConfigurationError);
+    expect(new PgVectorIndex({ client: c, dimensions: 4 }).table).toBe('"public"."ctx_vectors"');
+  });
+
+  it('refuses a table made for another vector length with ConfigurationError naming both', async () => {
+    const tablePrefix = fresh('dims');
+    await index({ tablePrefix }).upsert([record({ id: 'r1' })]);
+    const other = index({ tablePrefix, dimensions: 8 });
+    await expect(other.query({ vector: Array(8).fill(1), topK: 1, filter: { sessionId: 's1' } })).rejects.toThrow(
+      /holds vectors of type vector\(4\), this index has 8 dimensions.*another tablePrefix/,
+    );
+    await expect(other.upsert([record({ id: 'r2', vector: Array(8).fill(1) })])).rejects.toBeInstanceOf(ConfigurationError);
+  });
+
+  it('says how to get pgvector when the database has none', async () => {
+    const { PGlite } = await import('@electric-sql/pglite');
+    // No `extensions: { vector }`: the database has no pgvector.
+    const plain = await openTestPGlite();
+    try {
+      expect(plain).toBeInstanceOf(PGlite);
+      const error = await new PgVectorIndex({ client: plain, dimensions: 4 }).upsert([record({ id: 'r1' })]).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect((error as Error).message).toMatch(/no pgvector extension.*extensions: \{ vector \} from @electric-sql\/pglite-pgvector/);
+    } finally {
+      await plain.close();
+    }
+  }, 30_000);
+});
+
+describe('PgVectorIndex values', () => {
+  it('refuses a value float4 cannot hold and a zero vector with InvalidInputError naming the record, storing nothing of the batch', async () => {
+    const idx = index();
+    const good = record({ id: 'good' });
+    for (const [bad, problem] of [
+      [record({ id: 'huge', vector: [1, 3.5e38, 0, 0] }), /record "huge" has a vector value beyond what a float4 holds/],
+      [record({ id: 'tiny-negative', vector: [-1e39, 0, 0, 0] }), /record "tiny-negative" has a vector value beyond/],
+      [record({ id: 'zero', vector: [0, 0, 0, 0] }), /record "zero" has a zero vector/],
+      [record({ id: 'nan', vector: [0, Number.NaN, 0, 0] }), /record "nan" needs a vector of finite numbers/],
+      [record({ id: 'short', vector: [1, 0, 0] }), /record "short" has a vector of 3 dimensions/],
+    ] as const) {
+      const error = await idx.upsert([good, bad]).catch((e: unknown) => e);
+      expect(error, bad.id).toBeInstanceOf(InvalidInputError);
+      expect((error as Error).message).toMatch(problem);
+    }
+    expect(await idx.list({ sessionId: 's1' })).toEqual([]);
+  });
+
+  it('keeps the direction of vectors with values near the ends of float4 (stored as unit vectors), so scores stay exact', async () => {
+    const idx = index();
+    await idx.upsert([
+      record({ id: 'large', vector: [3e38, 3e38, 0, 0] }),
+      record({ id: 'small', sequence: 1, vector: [1e-40, 0, 1e-40, 0] }),
+    ]);
+    const [large] = await idx.query({ vector: [1, 1, 0, 0], topK: 1, filter: { sessionId: 's1' } });
+    expect(large).toMatchObject({ id: 'large' });
+    expect(large!.score).toBeCloseTo(1, 5);
+    const [small] = await idx.query({ vector: [1, 0, 1, 0], topK: 1, filter: { sessionId: 's1' } });
+    expect(small).toMatchObject({ id: 'small' });
+    expect(small!.score).toBeCloseTo(1, 5);
+  });
+
+  it('a zero query vector matches nothing', async () => {
+    const idx = index();
+    await idx.upsert([record({ id: 'r1' })]);
+    expect(await idx.query({ vector: [0, 0, 0, 0], topK: 3, filter: { sessionId: 's1' } })).toEqual([]);
+  });
+
+  it('keeps a 4 KB hostile id whole (its key is a digest, so the btree row limit never applies)', async () => {
+    const idx = index();
+    const long = `${'é🦜'.repeat(700)}'"; DROP TABLE x; --`;
+    await idx.upsert([record({ id: long, userId: long, sessionId: long, messageId: long })]);
+    const [match] = await idx.query({ vector: [1, 0, 0, 0], topK: 1, filter: { userId: long, sessionId: long } });
+    expect(match).toMatchObject({ id: long, userId: long, sessionId: long, messageId: long });
+    expect(await idx.query({ vector: [1, 0, 0, 0], topK: 1, filter: { userId: long, excludeMessageIds: [long] } })).toEqual([]);
+    await idx.delete({ ids: [long] });
+    expect(await idx.list({ userId: long })).toEqual([]);
+  });
+
+  it('a malformed row read back is a SessionStateError naming the table and the row', async () => {
+    const idx = index();
+    await idx.upsert([record({ id: 'broken' }), record({ id: 'fine', sequence: 1 })]);
+    await client().query(`UPDATE ${idx.table} SET role = 'wizard' WHERE id = 'broken'`);
+    const error = await idx.getRange({ sessionId: 's1', fromSequence: 0, toSequence: 1 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(SessionStateError);
+    expect((error as Error).message).toContain(`postgres:${idx.table}["broken"].role`);
+    await client().query(`UPDATE ${idx.table} SET role = 'user', sequence = -4 WHERE id = 'broken'`);
+    await expect(idx.list({ sessionId: 's1' })).rejects.toThrow(/\["broken"\]\.sequence/);
+  });
+});
+
+describe('PgVectorIndex search', () => {
+  /** A deterministic pseudo-random vector. */
+  const vectorOf = (seed: number, length: number): number[] => {
+    let x = (seed * 2654435761) >>> 0 || 1;
+    return Array.from({ length }, () => {
+      x ^= x << 13;
+      x >>>= 0;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      x >>>= 0;
+      return (x / 0xffffffff) * 2 - 1;
+    });
+  };
+  const cosine = (a: readonly number[], b: readonly number[]) => {
+    let [dot, na, nb] = [0, 0, 0];
+    for (let i = 0; i < a.length; i++) [dot, na, nb] = [dot + a[i]! * b[i]!, na + a[i]! * a[i]!, nb + b[i]! * b[i]!];
+    return dot / Math.sqrt(na * nb);
+  };
+  const plan = async (sql: string, params: unknown[], settings: [string, unknown[]][] = []) =>
+    client().transaction(async (tx) => {
+      for (const [setting, values] of settings) await tx.query(setting, values);
+      const { rows } = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params);
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    });
+
+  it('the exact search never uses an HNSW index, even where one exists', async () => {
+    const idx = index({ hnsw: true });
+    await idx.upsert([record({ id: 'r1' })]);
+    const where = `user_key = decode($3, 'hex')`;
+    expect(await plan(exactSql(idx.table, where), ['[1,0,0,0]', 3, '00'], [['SET LOCAL enable_seqscan = off', []]])).not.toMatch(/hnsw/);
+  });
+
+  // 3,000 records of 16 dimensions in 10 users: each user's scope is a tenth of the table. With the
+  // HNSW index and exactSearchLimit 200, a user's (300 records) query walks the graph. Without the iterative scan,
+  // pgvector takes hnsw.ef_search (40) candidates and filters them afterwards: about 4 are the user's.
+  it('with hnsw, a scope that is a tenth of the table still gets topK from the HNSW index (iterative scan, re-ordered exactly)', async () => {
+    const dimensions = 16;
+    const idx = index({ dimensions, hnsw: { efSearch: 40 }, exactSearchLimit: 200 });
+    const users = Array.from({ length: 10 }, (_, u) => `user-${u}`);
+    const records = Array.from(
+      { length: 3000 },
+      (_, i): VectorRecord =>
+        record({ id: `r${i}`, userId: users[i % 10]!, sessionId: `s${i % 20}`, sequence: i, vector: vectorOf(i + 1, dimensions) }),
+    );
+    for (let at = 0; at < records.length; at += 500) await idx.upsert(records.slice(at, at + 500));
+    await client().query(`ANALYZE ${idx.table}`);
+
+    // The planner walks the HNSW index for the index's HNSW statement.
+    const params = ['[1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]', 10, 'aa'];
+    const hnswPlan = await plan(hnswSql(idx.table, `(user_key || ''::bytea) = decode($3, 'hex')`), params, [
+      [HNSW_SETTINGS, ['relaxed_order', '40']],
+    ]);
+    expect(hnswPlan).toMatch(/Index Scan using "?\w*vectors_hnsw"?/);
+
+    const topK = 10;
+    let overlap = 0;
+    for (const seed of [101, 102, 103, 104, 105]) {
+      const query = vectorOf(seed, dimensions);
+      const userId = users[seed % 10]!;
+      const expected = records
+        .filter((r) => r.userId === userId)
+        .map((r) => ({ id: r.id, score: cosine(r.vector, query) }))
+        .sort((a, b) => b.score - a.score)
+        .slice(0, topK);
+      const matches = await idx.query({ vector: query, topK, filter: { userId } });
+      expect(idx.lastSearch, `query ${seed}`).toBe('hnsw');
+      expect(matches, `query ${seed}: topK matches of a scope of 300`).toHaveLength(topK);
+      expect(matches.every((m) => m.userId === userId)).toBe(true);
+      // Re-ordered exactly: scores descend, and each is the record's cosine similarity.
+      for (let i = 1; i < matches.length; i++) expect(matches[i - 1]!.score).toBeGreaterThanOrEqual(matches[i]!.score);
+      for (const m of matches) expect(m.score).toBeCloseTo(cosine(records[Number(m.id.slice(1))]!.vector, query), 4);
+      overlap += matches.filter((m) => expected.some((e) => e.id === m.id)).length;
+
+      // The same statement without the iterative scan loses most of the scope's matches: the data is big enough to tell.
+      const plain = await client().transaction(async (tx) => {
+        await tx.query(HNSW_SETTINGS, ['off', '40']);
+        const where = `(user_key || ''::bytea) = decode($3, 'hex')`;
+        const { createHash } = await import('node:crypto');
+        const key = createHash('sha256').update(userId).digest('hex');
+        return (await tx.query(hnswSql(idx.table, where), [`[${query.map((x) => x / Math.hypot(...query)).join(',')}]`, topK, key])).rows;
+      });
+      expect(plain.length, `query ${seed} without the iterative scan`).toBeLessThan(topK);
+    }
+    // HNSW is approximate: at least 90% of the exact top 10 over the five queries.
+    expect(overlap / (5 * topK)).toBeGreaterThanOrEqual(0.9);
+
+    // A scope within exactSearchLimit is searched exactly: a session here holds 150 records.
+    const query = vectorOf(7, dimensions);
+    const exact = await idx.query({ vector: query, topK, filter: { sessionId: 's3', userId: 'user-3' } });
+    expect(idx.lastSearch).toBe('exact');
+    expect(exact.map((m) => m.id)).toEqual(
+      records
+        .filter((r) => r.sessionId === 's3')
+        .map((r) => ({ id: r.id, score: cosine(r.vector, query) }))
+        .sort((a, b) => b.score - a.score)
+        .slice(0, topK)
+        .map((e) => e.id),
+    );
+  }, 120_000);
+});

@@ -1,0 +1,576 @@
+import {
+  ConfigurationError,
+  InvalidInputError,
+  SessionStateError,
+  type IndexedMessage,
+  type Role,
+  type VectorDeleteTarget,
+  type VectorIndex,
+  type VectorIndexCallOptions,
+  type VectorMatch,
+  type VectorQuery,
+  type VectorRange,
+  type VectorRecord,
+  type VectorScope,
+} from '@ctx/core';
+import { checkOptionNames, checkVectorRecord, compareBySessionAndSequence, optionNames, shortId } from '@ctx/core/backend';
+import { ensureSchema, idKey, openDatabase, type PostgresOptions, tableNames, type TableNames } from './schema.js';
+import type { SqlCallOptions, SqlDatabase } from './sql-client.js';
+
+/** Tuning of the HNSW index of `PgVectorIndex` (pgvector's `hnsw`, `vector_cosine_ops`). */
+export interface PgVectorHnswOptions {
+  /** Links per node (pgvector's `m`). Default 16. */
+  m?: number;
+  /** Candidates kept while building (pgvector's `ef_construction`). Default 64. */
+  efConstruction?: number;
+  /** Candidates kept while searching (`hnsw.ef_search`), raised to `topK` when that is larger (at most 1000). Default 40. */
+  efSearch?: number;
+  /**
+   * Upper bound in ms of building the index on first use (a table that already holds vectors takes
+   * a while: 10,000 x 256 dimensions took 15.8 s on PGlite here). Default 600,000.
+   */
+  buildTimeoutMs?: number;
+}
+
+/** Options of `PgVectorIndex`: the database's (`client`, `schema`, `tablePrefix`, `timeoutMs`) and the vectors'. */
+export interface PgVectorIndexOptions extends PostgresOptions {
+  /**
+   * Length of every vector of the index: the `vector(dimensions)` column, from 1 to 16,000 (at most
+   * 2,000 with `hnsw`, pgvector's limit). A table made for another length is a `ConfigurationError`.
+   */
+  dimensions: number;
+  /**
+   * Build an HNSW index (`vector_cosine_ops`) and search scopes of more than `exactSearchLimit`
+   * records with it, with pgvector's iterative scans (`hnsw.iterative_scan = relaxed_order`) so a
+   * scope that is a small part of the table still gets `topK` matches, re-ordered exactly by
+   * distance. `true` for the defaults. Default: no HNSW index, every search exact.
+   */
+  hnsw?: boolean | PgVectorHnswOptions;
+  /**
+   * With `hnsw`: scopes (a user, a session) of up to this many records are searched exactly (no
+   * approximation, and faster than the graph at that size). Default 2000.
+   */
+  exactSearchLimit?: number;
+}
+
+const OPTION_NAMES = optionNames<PgVectorIndexOptions>()({
+  client: true,
+  schema: true,
+  tablePrefix: true,
+  timeoutMs: true,
+  dimensions: true,
+  hnsw: true,
+  exactSearchLimit: true,
+});
+const HNSW_OPTION_NAMES = optionNames<PgVectorHnswOptions>()({ m: true, efConstruction: true, efSearch: true, buildTimeoutMs: true });
+
+/** The default of `exactSearchLimit`. */
+export const DEFAULT_EXACT_SEARCH_LIMIT = 2000;
+/** pgvector's largest vector and HNSW-indexed vector. */
+const MAX_DIMENSIONS = 16_000;
+const MAX_HNSW_DIMENSIONS = 2000;
+/** Records per INSERT statement (14 parameters each, far below PostgreSQL's 65,535). */
+const INSERT_ROWS = 200;
+/** The largest magnitude a float4 holds. */
+const FLOAT4_MAX = 3.4028234663852886e38;
+const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'user', 'assistant', 'tool']);
+
+/** The checked HNSW settings. */
+interface Hnsw {
+  m: number;
+  efConstruction: number;
+  efSearch: number;
+  buildTimeoutMs: number;
+}
+
+/** How `query` searched: exactly over the scope, or on the HNSW graph with an iterative scan. */
+export type PgVectorSearch = 'exact' | 'hnsw';
+
+/** A stored row as read back, before it is checked. */
+interface Row {
+  id: unknown;
+  text: unknown;
+  user_id: unknown;
+  session_id: unknown;
+  message_id: unknown;
+  role: unknown;
+  sequence: unknown;
+  created_at: unknown;
+  kind: unknown;
+  score?: unknown;
+}
+
+const COLUMNS = 'id, text, user_id, session_id, message_id, role, sequence::text AS sequence, created_at, kind';
+
+/** The schema versions of the vector table, in order (each one statement). `dimensions` is a checked integer. */
+function migrations(table: string, names: TableNames, dimensions: number): string[] {
+  return [
+    'CREATE EXTENSION IF NOT EXISTS vector',
+    `CREATE TABLE IF NOT EXISTS ${table} (
+      id_key bytea PRIMARY KEY,
+      id text NOT NULL,
+      user_key bytea,
+      user_id text,
+      session_key bytea NOT NULL,
+      session_id text NOT NULL,
+      message_id text NOT NULL,
+      role text NOT NULL,
+      sequence bigint NOT NULL,
+      created_at text,
+      kind text,
+      text text NOT NULL,
+      embedding vector(${dimensions}) NOT NULL
+    )`,
+    `CREATE INDEX IF NOT EXISTS "${names.bare('vectors_user')}" ON ${table} (user_key)`,
+    `CREATE INDEX IF NOT EXISTS "${names.bare('vectors_session')}" ON ${table} (session_key, sequence)`,
+  ];
+}
+
+/**
+ * A `VectorIndex` on PostgreSQL with pgvector (a server through a `pg` Pool, or embedded PGlite with
+ * `@electric-sql/pglite-pgvector`): one row per record in `<prefix>vectors`, the vector in a
+ * `vector(dimensions)` column stored as its unit vector, searched by cosine distance (`<=>`) within
+ * the scope's user or session, filtered in SQL. Search is exact (the scope's rows, then the nearest
+ * `topK`); with `hnsw`, scopes of more than `exactSearchLimit` records are searched on an HNSW index
+ * with an iterative scan, so they still get `topK` matches. User, session and record ids are kept
+ * whole in text columns and indexed by their sha256 digests (`idKey`), so any id fits the index.
+ * The table is created (and pgvector's extension enabled) on first use.
+ *
+ * Failures: a record with a bad field, a value a float4 cannot hold or a zero vector (no direction
+ * for cosine) is an `InvalidInputError` naming the record, and nothing of the batch is stored; an
+ * unreachable or slow database is a `BackendUnavailableError` within `timeoutMs`; a stored row that
+ * is not a record is a `SessionStateError` naming the table and the row's id.
+ * @throws ConfigurationError (constructor) for a bad `dimensions`, `hnsw`, `exactSearchLimit`, client,
+ *   schema, prefix or `timeoutMs`, or an option it does not know; (first call) when pgvector is not
+ *   available, or the table holds vectors of another length.
+ */
+export class PgVectorIndex implements VectorIndex {
+  readonly specificationVersion = 'v1';
+  /** Vector length of the index. */
+  readonly dimensions: number;
+  /** The quoted, schema-qualified table, e.g. `"public"."ctx_vectors"`. */
+  readonly table: string;
+  /** How `query` searched last (`'exact'` or `'hnsw'`); undefined before the first query. For tests and diagnostics. */
+  lastSearch: PgVectorSearch | undefined;
+  readonly #db: SqlDatabase;
+  readonly #names: TableNames;
+  readonly #hnsw: Hnsw | undefined;
+  readonly #exactSearchLimit: number;
+  #ready: Promise<void> | undefined;
+
+  constructor(options: PgVectorIndexOptions) {
+    checkOptionNames('PgVectorIndex', options, OPTION_NAMES);
+    const { dimensions } = options;
+    const hnsw = options.hnsw === true ? {} : options.hnsw === false || options.hnsw === undefined ? undefined : options.hnsw;
+    const max = hnsw ? MAX_HNSW_DIMENSIONS : MAX_DIMENSIONS;
+    if (!(Number.isInteger(dimensions) && dimensions >= 1 && dimensions <= max))
+      throw new ConfigurationError(
+        `PgVectorIndex: dimensions must be an integer from 1 to ${max}${hnsw ? ' (pgvector indexes vectors of at most 2,000 dimensions with HNSW)' : ''}, got ${String(dimensions)}.`,
+      );
+    if (hnsw !== undefined) {
+      if (typeof hnsw !== 'object' || hnsw === null)
+        throw new ConfigurationError(`PgVectorIndex: hnsw must be true, false or an object of HNSW settings, got ${String(hnsw)}.`);
+      checkOptionNames('PgVectorIndex hnsw', hnsw, HNSW_OPTION_NAMES);
+    }
+    const integer = (name: string, value: number | undefined, fallback: number, low: number, high: number) => {
+      const v = value ?? fallback;
+      if (!(Number.isInteger(v) && v >= low && v <= high))
+        throw new ConfigurationError(`PgVectorIndex: ${name} must be an integer from ${low} to ${high}, got ${String(v)}.`);
+      return v;
+    };
+    this.#hnsw = hnsw && {
+      m: integer('hnsw.m', hnsw.m, 16, 2, 100),
+      efConstruction: integer('hnsw.efConstruction', hnsw.efConstruction, 64, 4, 1000),
+      efSearch: integer('hnsw.efSearch', hnsw.efSearch, 40, 1, 1000),
+      buildTimeoutMs: integer('hnsw.buildTimeoutMs', hnsw.buildTimeoutMs, 600_000, 1, 2_147_483_647),
+    };
+    this.#exactSearchLimit = integer('exactSearchLimit', options.exactSearchLimit, DEFAULT_EXACT_SEARCH_LIMIT, 0, Number.MAX_SAFE_INTEGER);
+    this.dimensions = dimensions;
+    this.#names = tableNames(options);
+    this.table = this.#names.table('vectors');
+    this.#db = openDatabase(options);
+  }
+
+  /**
+   * Stores the records in one transaction, replacing those with the same id (`INSERT ... ON CONFLICT
+   * DO UPDATE`): a retry stores each once.
+   * @throws InvalidInputError naming the record for a malformed one, a value beyond float4's range
+   *   (about 3.4e38) or a zero vector; nothing of the batch is stored.
+   * @throws BackendUnavailableError when the database fails or does not answer within `timeoutMs` (nothing of the batch is stored).
+   */
+  async upsert(records: readonly VectorRecord[], options?: VectorIndexCallOptions): Promise<void> {
+    const signal = options?.signal;
+    signal?.throwIfAborted();
+    if (!Array.isArray(records)) throw new InvalidInputError('PgVectorIndex.upsert: records must be an array of vector records.');
+    const rows = records.map((record, i) => {
+      const copy = checkVectorRecord(record, i, { owner: 'PgVectorIndex', dimensions: this.dimensions, indexName: this.table });
+      const fail = (problem: string) =>
+        new InvalidInputError(`PgVectorIndex.upsert: record ${shortId(copy.id)} ${problem}; nothing of the batch was stored.`);
+      if (record.vector.some((x: number) => Math.abs(x) > FLOAT4_MAX))
+        throw fail(`has a vector value beyond what a float4 holds (about ±3.4e38); scale the vector down`);
+      const unit = unitVector(record.vector);
+      if (!unit) throw fail('has a zero vector, which has no direction to compare by cosine; leave the record out or embed its text again');
+      return { copy, vector: unit };
+    });
+    if (!rows.length) return;
+    await this.#schema(signal);
+    const operation = `upsert of ${rows.length} record(s) into ${this.table}`;
+    await this.#db.transaction(
+      async (tx) => {
+        for (let at = 0; at < rows.length; at += INSERT_ROWS) {
+          const params: unknown[] = [];
+          const values = rows.slice(at, at + INSERT_ROWS).map(({ copy, vector }) => {
+            const n = params.length;
+            params.push(
+              idKey(copy.id).toString('hex'),
+              copy.id,
+              copy.userId === undefined ? null : idKey(copy.userId).toString('hex'),
+              copy.userId ?? null,
+              idKey(copy.sessionId).toString('hex'),
+              copy.sessionId,
+              copy.messageId,
+              copy.role,
+              String(copy.sequence),
+              copy.createdAt ?? null,
+              copy.kind ?? null,
+              copy.text,
+              vectorLiteral(vector),
+            );
+            return `(decode($${n + 1}, 'hex'), $${n + 2}, decode($${n + 3}, 'hex'), $${n + 4}, decode($${n + 5}, 'hex'), $${n + 6}, $${n + 7}, $${n + 8}, $${n + 9}::bigint, $${n + 10}, $${n + 11}, $${n + 12}, $${n + 13}::vector)`;
+          });
+          await tx.query(
+            `INSERT INTO ${this.table} (id_key, id, user_key, user_id, session_key, session_id, message_id, role, sequence, created_at, kind, text, embedding)
+             VALUES ${values.join(', ')}
+             ON CONFLICT (id_key) DO UPDATE SET id = EXCLUDED.id, user_key = EXCLUDED.user_key, user_id = EXCLUDED.user_id,
+               session_key = EXCLUDED.session_key, session_id = EXCLUDED.session_id, message_id = EXCLUDED.message_id,
+               role = EXCLUDED.role, sequence = EXCLUDED.sequence, created_at = EXCLUDED.created_at, kind = EXCLUDED.kind,
+               text = EXCLUDED.text, embedding = EXCLUDED.embedding`,
+            params,
+          );
+        }
+      },
+      this.#call(operation, signal),
+    );
+  }
+
+  /**
+   * The `topK` records of the scope closest to `vector` by cosine similarity, best first. A scope of
+   * up to `exactSearchLimit` records (or any scope without `hnsw`) is searched exactly; a larger one
+   * on the HNSW index with an iterative scan, falling back to an exact search if the scan found
+   * fewer than `topK` of a scope that holds them. A zero query vector matches nothing (`[]`).
+   * @throws InvalidInputError for an empty scope, a `topK` that is not a positive integer, a vector of
+   *   the wrong length or with values that are not finite, or a `minScore` that is not finite.
+   * @throws BackendUnavailableError when the database fails or does not answer within `timeoutMs`.
+   */
+  async query(query: VectorQuery, options?: VectorIndexCallOptions): Promise<VectorMatch[]> {
+    const signal = options?.signal;
+    signal?.throwIfAborted();
+    const { vector, topK, filter, minScore } = query ?? ({} as VectorQuery);
+    checkScope('query', filter);
+    if (!Number.isSafeInteger(topK) || topK <= 0)
+      throw new InvalidInputError(`PgVectorIndex.query: topK must be a positive integer, got ${String(topK)}.`, { limit: 'topK' });
+    if (!Array.isArray(vector) || !vector.every(Number.isFinite))
+      throw new InvalidInputError('PgVectorIndex.query: vector must be an array of finite numbers.');
+    if (vector.length !== this.dimensions)
+      throw new InvalidInputError(
+        `PgVectorIndex.query: the query vector has ${vector.length} dimensions, ${this.table} ${this.dimensions}; embed queries with the model that embedded the records.`,
+      );
+    if (minScore !== undefined && !Number.isFinite(minScore))
+      throw new InvalidInputError(`PgVectorIndex.query: minScore must be a finite number, got ${String(minScore)}.`);
+    const exclude = filter.excludeMessageIds ?? [];
+    if (!Array.isArray(exclude) || !exclude.every((id) => typeof id === 'string'))
+      throw new InvalidInputError('PgVectorIndex.query: excludeMessageIds must be an array of strings.');
+    const unit = unitVector(vector);
+    if (!unit) return [];
+    await this.#schema(signal);
+    const call = this.#call(`query of ${describeScope(filter)} in ${this.table}`, signal);
+    // $1 the query vector, $2 topK, then the scope's keys, then the excluded message ids.
+    const scope = scopeSql(filter, 3);
+    const params: unknown[] = [vectorLiteral(unit), topK, ...scope.params];
+    if (exclude.length) params.push([...exclude]);
+    const whereOf = (indexed: boolean) =>
+      (indexed ? scope.sql : scopeSql(filter, 3, false).sql) +
+      (exclude.length ? ` AND NOT (message_id = ANY($${params.length}::text[]))` : '');
+    let rows: Row[] | undefined;
+    let search: PgVectorSearch = 'exact';
+    if (this.#hnsw) {
+      const counted = scopeSql(filter, 1);
+      const scoped = await this.#db.run<{ n: number }>(
+        `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${this.table} WHERE ${counted.sql} LIMIT $${counted.params.length + 1}) s`,
+        [...counted.params, this.#exactSearchLimit + 1],
+        call,
+      );
+      if (Number(scoped.rows[0]?.n ?? 0) > this.#exactSearchLimit) {
+        rows = await this.#hnswSearch(whereOf(false), params, topK, call);
+        search = 'hnsw';
+        // relaxed_order may stop early (hnsw.max_scan_tuples); a scope that holds topK then gets them from an exact search.
+        if (rows.length < topK) {
+          rows = undefined;
+          search = 'exact';
+        }
+      }
+    }
+    rows ??= (await this.#db.run<Row>(exactSql(this.table, whereOf(true)), params, call)).rows;
+    this.lastSearch = search;
+    const matches: VectorMatch[] = [];
+    for (const row of rows) {
+      const score = Math.max(-1, Math.min(1, Number(row.score)));
+      if (minScore !== undefined && score < minScore) continue;
+      matches.push({ ...this.#decode(row), score });
+    }
+    return matches;
+  }
+
+  /**
+   * The records of one session within the sequence range, by sequence.
+   * @throws InvalidInputError for a missing session id, a `userId` that is not a non-empty string, or a range that is not two integers.
+   * @throws BackendUnavailableError when the database fails or does not answer within `timeoutMs`.
+   */
+  async getRange(range: VectorRange, options?: VectorIndexCallOptions): Promise<IndexedMessage[]> {
+    const signal = options?.signal;
+    signal?.throwIfAborted();
+    const { sessionId, userId, fromSequence, toSequence } = range ?? ({} as VectorRange);
+    if (typeof sessionId !== 'string' || !sessionId)
+      throw new InvalidInputError('PgVectorIndex.getRange: sessionId must be a non-empty string.');
+    if (userId !== undefined && (typeof userId !== 'string' || !userId))
+      throw new InvalidInputError('PgVectorIndex.getRange: userId must be a non-empty string when set.');
+    if (!Number.isSafeInteger(fromSequence) || !Number.isSafeInteger(toSequence))
+      throw new InvalidInputError(
+        `PgVectorIndex.getRange: fromSequence and toSequence must be integers, got ${String(fromSequence)} and ${String(toSequence)}.`,
+      );
+    if (toSequence < fromSequence) return [];
+    await this.#schema(signal);
+    const scope = scopeSql({ sessionId, userId }, 3);
+    const { rows } = await this.#db.run<Row>(
+      `SELECT ${COLUMNS} FROM ${this.table} WHERE ${scope.sql} AND sequence BETWEEN $1::bigint AND $2::bigint ORDER BY sequence`,
+      [String(fromSequence), String(toSequence), ...scope.params],
+      this.#call(`getRange of session ${shortId(sessionId)} in ${this.table}`, signal),
+    );
+    return rows.map((row) => this.#decode(row));
+  }
+
+  /**
+   * Every record of the scope, without vectors, by session id and then sequence.
+   * @throws InvalidInputError for an empty scope.
+   * @throws BackendUnavailableError when the database fails or does not answer within `timeoutMs`.
+   */
+  async list(scope: VectorScope, options?: VectorIndexCallOptions): Promise<IndexedMessage[]> {
+    const signal = options?.signal;
+    signal?.throwIfAborted();
+    checkScope('list', scope);
+    await this.#schema(signal);
+    const where = scopeSql(scope, 1);
+    const { rows } = await this.#db.run<Row>(
+      `SELECT ${COLUMNS} FROM ${this.table} WHERE ${where.sql}`,
+      where.params,
+      this.#call(`list of ${describeScope(scope)} in ${this.table}`, signal),
+    );
+    return rows.map((row) => this.#decode(row)).sort(compareBySessionAndSequence);
+  }
+
+  /**
+   * Removes records by id, or every record of a scope (one statement); ids or scopes that hold nothing are no error.
+   * @throws InvalidInputError for an empty scope or ids that are not strings.
+   * @throws BackendUnavailableError when the database fails or does not answer within `timeoutMs`.
+   */
+  async delete(target: VectorDeleteTarget, options?: VectorIndexCallOptions): Promise<void> {
+    const signal = options?.signal;
+    signal?.throwIfAborted();
+    if (target && typeof target === 'object' && 'ids' in target) {
+      if (!Array.isArray(target.ids) || !target.ids.every((id) => typeof id === 'string'))
+        throw new InvalidInputError('PgVectorIndex.delete: ids must be an array of strings.');
+      if (!target.ids.length) return;
+      await this.#schema(signal);
+      await this.#db.run(
+        `DELETE FROM ${this.table} WHERE id_key IN (SELECT decode(k, 'hex') FROM unnest($1::text[]) AS k)`,
+        [target.ids.map((id) => idKey(id).toString('hex'))],
+        this.#call(`delete of ${target.ids.length} record(s) from ${this.table}`, signal),
+      );
+      return;
+    }
+    checkScope('delete', target);
+    await this.#schema(signal);
+    const where = scopeSql(target, 1);
+    await this.#db.run(
+      `DELETE FROM ${this.table} WHERE ${where.sql}`,
+      where.params,
+      this.#call(`delete of ${describeScope(target)} from ${this.table}`, signal),
+    );
+  }
+
+  /** The HNSW search: an iterative scan in its own transaction, the result re-ordered exactly by distance. */
+  async #hnswSearch(where: string, params: unknown[], topK: number, call: SqlCallOptions): Promise<Row[]> {
+    const hnsw = this.#hnsw!;
+    return this.#db.transaction(async (tx) => {
+      await tx.query(HNSW_SETTINGS, ['relaxed_order', String(Math.min(1000, Math.max(hnsw.efSearch, topK)))]);
+      return (await tx.query<Row>(hnswSql(this.table, where), params)).rows;
+    }, call);
+  }
+
+  /** Creates the table (and the HNSW index when asked) on first use; checks pgvector and the vector length. */
+  #schema(signal: AbortSignal | undefined): Promise<void> {
+    if (!this.#ready) {
+      const ready = this.#prepare(signal);
+      this.#ready = ready;
+      ready.catch(() => {
+        if (this.#ready === ready) this.#ready = undefined;
+      });
+    }
+    return this.#ready;
+  }
+
+  async #prepare(signal: AbortSignal | undefined): Promise<void> {
+    const available = await this.#db.run<{ installed: boolean | null }>(
+      `SELECT (SELECT true FROM pg_extension WHERE extname = 'vector') AS installed, (SELECT true FROM pg_available_extensions WHERE name = 'vector') AS available`,
+      [],
+      this.#call('check of the pgvector extension', signal),
+    );
+    const found = available.rows[0] as { installed: boolean | null; available?: boolean | null } | undefined;
+    if (!found?.installed && !found?.available)
+      throw new ConfigurationError(
+        `PgVectorIndex: the database has no pgvector extension ("vector"). On PGlite, create it with extensions: { vector } from @electric-sql/pglite-pgvector; on a server, install pgvector (0.8 or later for iterative HNSW scans) and run CREATE EXTENSION vector as a role allowed to.`,
+      );
+    await ensureSchema(this.#db, this.#names, 'vectors', migrations(this.table, this.#names, this.dimensions));
+    const column = await this.#db.run<{ type: string | null }>(
+      `SELECT format_type(atttypid, atttypmod) AS type FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'embedding' AND NOT attisdropped`,
+      [this.table],
+      this.#call(`check of ${this.table}`, signal),
+    );
+    const type = column.rows[0]?.type;
+    if (type !== `vector(${this.dimensions})`)
+      throw new ConfigurationError(
+        `PgVectorIndex: ${this.table} holds vectors of type ${type ?? 'unknown'}, this index has ${this.dimensions} dimensions. Vectors of another embedding model go in another table: give that index another tablePrefix.`,
+      );
+    if (this.#hnsw) {
+      const { m, efConstruction, buildTimeoutMs } = this.#hnsw;
+      const name = this.#names.bare('vectors_hnsw');
+      await this.#db.transaction(
+        async (tx) => {
+          // Two processes starting together build it once: the second waits here, then finds it.
+          await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`ctx:hnsw:${this.table}`]);
+          await tx.query(
+            `CREATE INDEX IF NOT EXISTS "${name}" ON ${this.table} USING hnsw (embedding vector_cosine_ops) WITH (m = ${m}, ef_construction = ${efConstruction})`,
+          );
+        },
+        { ...this.#call(`build of the HNSW index of ${this.table}`, signal), timeoutMs: buildTimeoutMs },
+      );
+    }
+  }
+
+  #call(operation: string, signal: AbortSignal | undefined): SqlCallOptions {
+    return { operation: `PgVectorIndex ${operation}`, signal };
+  }
+
+  /** A row as a record, checked: a row that is not one is a `SessionStateError` naming the table and the row. */
+  #decode(row: Row): IndexedMessage {
+    const bad = (field: string, value: unknown) =>
+      new SessionStateError(
+        `postgres:${this.table}[${typeof row.id === 'string' ? shortId(row.id) : '?'}].${field}`,
+        `is ${JSON.stringify(value) ?? String(value)}, not a valid ${field} of a vector record; fix or delete the row`,
+      );
+    const text = (field: keyof Row, optional: boolean): string | undefined => {
+      const value = row[field];
+      if (value === null && optional) return undefined;
+      if (typeof value !== 'string' || (field !== 'text' && !value)) throw bad(field, value);
+      return value;
+    };
+    const sequence = Number(row.sequence);
+    if (typeof row.sequence !== 'string' || !Number.isSafeInteger(sequence) || sequence < 0) throw bad('sequence', row.sequence);
+    if (typeof row.role !== 'string' || !ROLES.has(row.role)) throw bad('role', row.role);
+    if (row.kind !== null && row.kind !== 'archive') throw bad('kind', row.kind);
+    const out: IndexedMessage = {
+      id: text('id', false)!,
+      text: text('text', false)!,
+      sessionId: text('session_id', false)!,
+      messageId: text('message_id', false)!,
+      role: row.role as Role,
+      sequence,
+    };
+    const userId = text('user_id', true);
+    if (userId !== undefined) out.userId = userId;
+    const createdAt = text('created_at', true);
+    if (createdAt !== undefined) out.createdAt = createdAt;
+    if (row.kind === 'archive') out.kind = 'archive';
+    return out;
+  }
+}
+
+/**
+ * The settings of an HNSW search, for its transaction only: `$1` the iterative scan
+ * (`relaxed_order`), `$2` `hnsw.ef_search`; and no sequential scan, so the planner walks the HNSW
+ * index even where its estimates favour reading a small table whole.
+ */
+export const HNSW_SETTINGS =
+  "SELECT set_config('hnsw.iterative_scan', $1, true), set_config('hnsw.ef_search', $2, true), set_config('enable_seqscan', 'off', true)";
+
+/** The exact search: the scope's rows (by their key indexes), ordered by a score no vector index can serve. */
+export function exactSql(table: string, where: string): string {
+  return `SELECT ${COLUMNS}, 1 - (embedding <=> $1::vector) AS score FROM ${table} WHERE ${where} ORDER BY score DESC LIMIT $2`;
+}
+
+/**
+ * The HNSW search: the scope's condition written so no btree serves it (see `scopeSql`), so the
+ * planner walks the HNSW index and filters as it goes (pgvector 0.8's iterative scan), then the
+ * `topK` found are re-ordered exactly (relaxed_order may return them slightly out of order).
+ */
+export function hnswSql(table: string, where: string): string {
+  return `WITH found AS MATERIALIZED (
+      SELECT ${COLUMNS}, embedding <=> $1::vector AS distance FROM ${table} WHERE ${where} ORDER BY embedding <=> $1::vector LIMIT $2
+    ) SELECT id, text, user_id, session_id, message_id, role, sequence, created_at, kind, 1 - distance AS score FROM found ORDER BY distance`;
+}
+
+/**
+ * The SQL condition of a scope on the key columns, its parameters numbered from `first`. With
+ * `indexed` false the columns are wrapped (`user_key || ''`), so the planner cannot answer the
+ * condition from their btree indexes and walks the HNSW index instead.
+ */
+function scopeSql(scope: VectorScope, first: number, indexed = true): { sql: string; params: string[] } {
+  const parts: string[] = [];
+  const params: string[] = [];
+  const column = (name: string) => (indexed ? name : `(${name} || ''::bytea)`);
+  if (scope.userId !== undefined) {
+    params.push(idKey(scope.userId).toString('hex'));
+    parts.push(`${column('user_key')} = decode($${first + params.length - 1}, 'hex')`);
+  }
+  if (scope.sessionId !== undefined) {
+    params.push(idKey(scope.sessionId).toString('hex'));
+    parts.push(`${column('session_key')} = decode($${first + params.length - 1}, 'hex')`);
+  }
+  return { sql: parts.join(' AND '), params };
+}
+
+function describeScope(scope: VectorScope): string {
+  return [
+    scope.userId === undefined ? '' : `user ${shortId(scope.userId)}`,
+    scope.sessionId === undefined ? '' : `session ${shortId(scope.sessionId)}`,
+  ]
+    .filter(Boolean)
+    .join(', ');
+}
+
+/** The vector scaled to length 1 (computed in double precision), or undefined for a zero vector. */
+function unitVector(vector: readonly number[]): number[] | undefined {
+  let max = 0;
+  for (const x of vector) max = Math.max(max, Math.abs(x));
+  if (max === 0) return undefined;
+  // Scaled by the largest component first, so squares neither overflow nor underflow.
+  let sum = 0;
+  for (const x of vector) sum += (x / max) * (x / max);
+  const norm = Math.sqrt(sum);
+  return vector.map((x) => x / max / norm);
+}
+
+/** pgvector's text form of a vector, `[x,y,...]`. */
+function vectorLiteral(vector: readonly number[]): string {
+  return `[${vector.join(',')}]`;
+}
+
+function checkScope(operation: string, scope: VectorScope | undefined): asserts scope is VectorScope {
+  const ok = (v: unknown) => v === undefined || (typeof v === 'string' && v.length > 0);
+  if (!scope || typeof scope !== 'object' || !ok(scope.userId) || !ok(scope.sessionId))
+    throw new InvalidInputError(`PgVectorIndex.${operation}: the filter's userId and sessionId must be non-empty strings when set.`);
+  if (scope.userId === undefined && scope.sessionId === undefined)
+    throw new InvalidInputError(
+      `PgVectorIndex.${operation}: the filter needs a userId or a sessionId; an index is never searched or cleared across users.`,
+    );
+}
