@@ -25,3 +25,5 @@ export { PostgresSessionStore } from './postgres-session-store.js';
 export type { PostgresSessionStoreOptions, SessionTables } from './postgres-session-store.js';
 export { DEFAULT_EXACT_SEARCH_LIMIT, PgVectorIndex } from './pg-vector-index.js';
 export type { PgVectorHnswOptions, PgVectorIndexOptions, PgVectorSearch } from './pg-vector-index.js';
+export { PostgresWorkingMemoryStore } from './postgres-working-memory-store.js';
+export type { PostgresWorkingMemoryStoreOptions } from './postgres-working-memory-store.js';
