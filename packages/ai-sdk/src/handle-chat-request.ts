@@ -186,9 +186,12 @@ async function streamedTurn(
     const { writer } = opened;
     let stream: AgentRunStream | undefined;
     try {
-      const signal = run?.signal ? AbortSignal.any([run.signal, writer.stopSignal]) : writer.stopSignal;
-      stream = agent.runStream(input, { ...run, signal, sessionId: ref.sessionId, userId, ...(approvals.length > 0 ? { approvals } : {}) });
+      stream = agent.runStream(input, { ...run, sessionId: ref.sessionId, userId, ...(approvals.length > 0 ? { approvals } : {}) });
       const updates = stream[Symbol.asyncIterator]();
+      // A stop ends the run as a reader breaking out of it does (a run given no signal races none of its steps against one).
+      const stop = () => void updates.return?.()?.catch(() => {});
+      if (writer.stopSignal.aborted) stop();
+      else writer.stopSignal.addEventListener('abort', stop, { once: true });
       const first = await updates.next();
       const reply = new ReplySoFar();
       const storeStopped = () =>

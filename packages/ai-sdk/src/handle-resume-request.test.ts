@@ -145,7 +145,7 @@ describe.each(SDKS)('resumable turns over HTTP, useChat on %s', (_name, load) =>
 
   beforeEach(async () => {
     model = gatedModel(words);
-    streams = new InMemoryStreamStore({ leaseMs: 60 });
+    streams = new InMemoryStreamStore();
     agent = createAgent({ client: model.client, sessionStore: new InMemorySessionStore() });
     ({ base, server } = await serve(agent, streams));
   });
@@ -293,6 +293,11 @@ describe.each(SDKS)('resumable turns over HTTP, useChat on %s', (_name, load) =>
   });
 
   it('a producer that dies mid-reply: a resume returns what was produced and ends with an error chunk, never hangs', async () => {
+    // A store whose producers' leases run out soon, so a dead producer is noticed within the test.
+    const streams = new InMemoryStreamStore({ leaseMs: 300 });
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    ({ base, server } = await serve(agent, streams));
     await agent.saveSession(agent.createSession({ sessionId: 'c1', userId: 'ann' }));
     const opened = await streams.open({ sessionId: 'c1', turnId: 'u-1' });
     if (!opened.created) throw new Error('expected a new stream');

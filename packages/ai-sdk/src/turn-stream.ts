@@ -14,7 +14,7 @@ import {
 } from '@ctx/core';
 import type { ReplySoFar } from './stopped-reply.js';
 import type { UIMessage, UIMessageChunk } from './ui-message.js';
-import { DEFAULT_UI_ERROR_TEXT, type ToUIMessageStreamOptions, toUIMessageStream } from './ui-message-stream.js';
+import { DEFAULT_UI_ERROR_TEXT, type ToUIMessageStreamOptions, teedUIMessageStream } from './ui-message-stream.js';
 
 /**
  * The type of the stored chunk that holds a turn's input as the page sent it (`{ type, message }`),
@@ -52,32 +52,15 @@ export interface TurnProduction {
 export function produceTurn(production: TurnProduction): ReadableStream<UIMessageChunk> {
   const { writer, streamOptions, onStoreError } = production;
   const { run, wasStopped } = stoppableRun(production);
-  const chunks = toUIMessageStream(run, streamOptions).getReader();
   const sink = new StoreSink(writer, onStoreError);
-  if (production.input) sink.push({ type: INPUT_CHUNK_TYPE, message: production.input } as unknown as JsonValue);
-  let downstream: ReadableStreamDefaultController<UIMessageChunk> | undefined;
-  let detached = false;
-  const pump = async () => {
-    let last: string | undefined;
-    for (;;) {
-      const { done, value } = await chunks.read();
-      if (done) break;
-      last = value.type;
-      sink.push(value as unknown as JsonValue);
-      if (!detached) downstream?.enqueue(value);
-    }
-    const outcome: StreamOutcome = wasStopped() ? 'stopped' : last === 'finish' ? 'finished' : 'failed';
-    await sink.close(outcome);
-    if (!detached) downstream?.close();
-  };
-  return new ReadableStream<UIMessageChunk>({
-    start(controller) {
-      downstream = controller;
-      void pump();
+  if (production.input) sink.push([{ type: INPUT_CHUNK_TYPE, message: production.input } as unknown as JsonValue]);
+  let last: string | undefined;
+  return teedUIMessageStream(run, streamOptions, {
+    chunks(chunks) {
+      last = chunks[chunks.length - 1]?.type;
+      sink.push(chunks as unknown as JsonValue[]);
     },
-    cancel() {
-      detached = true; // the page went away; the turn goes on for whoever resumes it
-    },
+    end: () => sink.close(wasStopped() ? 'stopped' : last === 'finish' ? 'finished' : 'failed'),
   });
 }
 
@@ -139,9 +122,9 @@ class StoreSink {
     private readonly onStoreError: ((error: unknown) => void) | undefined,
   ) {}
 
-  push(chunk: JsonValue): void {
+  push(chunks: readonly JsonValue[]): void {
     if (this.broken) return;
-    this.pending.push(chunk);
+    for (const chunk of chunks) this.pending.push(chunk);
     this.flushing ??= this.flush();
   }
 

@@ -51,40 +51,86 @@ export const DEFAULT_UI_ERROR_TEXT = 'An error occurred.';
  * request) aborts the run: nothing of it is stored.
  */
 export function toUIMessageStream(stream: AgentRunStream, options: ToUIMessageStreamOptions = {}): ReadableStream<UIMessageChunk> {
+  return teedUIMessageStream(stream, options, undefined);
+}
+
+/** Where `teedUIMessageStream` also sends the chunks, and whether the run outlives the reader. */
+export interface UIChunkTee {
+  /** Every chunk, in order, whether or not a reader still reads. */
+  chunks(chunks: readonly UIMessageChunk[]): void;
+  /** After the last chunk; the reader's stream closes once it settles. */
+  end(): Promise<void>;
+}
+
+/**
+ * `toUIMessageStream` whose chunks also go to `tee`; with a tee, a reader that cancels leaves the
+ * run going (its chunks still go to the tee) instead of aborting it.
+ */
+export function teedUIMessageStream(
+  stream: AgentRunStream,
+  options: ToUIMessageStreamOptions,
+  tee: UIChunkTee | undefined,
+): ReadableStream<UIMessageChunk> {
   const writer = new ChunkWriter(options);
   let iterator: AsyncIterator<ChatResponseUpdate> | undefined;
   let finished = false;
   let cancelled = false;
-  return new ReadableStream<UIMessageChunk>({
-    async pull(controller) {
-      if (finished) return;
+  /** The read under way, so a drain after a cancel starts after it. */
+  let reading: Promise<UIMessageChunk[]> | undefined;
+  /** The next chunks of the run (at least one), and whether they are its last. */
+  const next = async (): Promise<UIMessageChunk[]> => {
+    let chunks: UIMessageChunk[];
+    try {
+      // Read until an update gives chunks (or the run ends), so each pull enqueues something.
       iterator ??= stream[Symbol.asyncIterator]();
-      let chunks: UIMessageChunk[];
-      try {
-        // Read until an update gives chunks (or the run ends), so each pull enqueues something.
-        do {
-          const next = await iterator.next();
-          if (next.done) {
-            finished = true;
-            chunks = writer.finish(await stream.response);
-          } else chunks = writer.add(next.value);
-        } while (chunks.length === 0);
-      } catch (error) {
-        finished = true;
-        chunks = writer.fail(error);
-      }
-      if (cancelled) return; // the reader went away meanwhile: nothing to send to
-      for (const chunk of chunks) controller.enqueue(chunk);
-      if (finished) controller.close();
-    },
-    async cancel() {
-      cancelled = true;
+      do {
+        const item = await iterator.next();
+        if (item.done) {
+          finished = true;
+          chunks = writer.finish(await stream.response);
+        } else chunks = writer.add(item.value);
+      } while (chunks.length === 0);
+    } catch (error) {
       finished = true;
-      await iterator?.return?.();
-      stream.response.catch(() => {});
+      chunks = writer.fail(error);
+    }
+    tee?.chunks(chunks);
+    if (finished) await tee?.end();
+    return chunks;
+  };
+  return new ReadableStream<UIMessageChunk>(
+    {
+      async pull(controller) {
+        if (finished) return;
+        reading = next();
+        const chunks = await reading;
+        if (cancelled) return; // the reader went away meanwhile: nothing to send to
+        for (const chunk of chunks) controller.enqueue(chunk);
+        if (finished) controller.close();
+      },
+      async cancel() {
+        cancelled = true;
+        if (tee) {
+          // The run goes on for the tee: read it to its end, after the read under way.
+          const drain = async () => {
+            await reading;
+            while (!finished) await next();
+          };
+          void drain();
+          return;
+        }
+        finished = true;
+        await iterator?.return?.();
+        stream.response.catch(() => {});
+      },
+      // With a tee, the run reads ahead of a slow reader (up to this many chunks), so the tee's other readers are not held back.
     },
-  });
+    tee ? { highWaterMark: TEE_READ_AHEAD } : undefined,
+  );
 }
+
+/** How many chunks a teed stream reads ahead of its reader. */
+const TEE_READ_AHEAD = 256;
 
 /** What `toUIMessageStream` tracks of the message being streamed. */
 interface OpenCall {
