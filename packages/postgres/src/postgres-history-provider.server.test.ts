@@ -134,6 +134,27 @@ describe('PostgresHistoryProvider on a server, faults', () => {
   }, 30_000);
 });
 
+describe('PostgresHistoryProvider on a server, an exhausted pool', () => {
+  it('a save that gets no connection within timeoutMs fails with BackendUnavailableError, and the connection it gets later goes back to the pool', async () => {
+    const one = openPool(1);
+    try {
+      const history = new PostgresHistoryProvider({ client: one, sourceId: fresh('h'), timeoutMs: 300 });
+      await history.saveMessages('s', turn(1), { state: {} });
+      const held = await one.connect();
+      const error = await history.saveMessages('s', turn(2), { state: {} }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(BackendUnavailableError);
+      held.release();
+      // The abandoned call's connection was handed back, not kept: the pool's one connection serves the next save.
+      await history.saveMessages('s', turn(3), { state: {} });
+      expect(texts(await history.getMessages('s'))).toEqual(['q1', 'a1', 'q3', 'a3']);
+      expect(one.totalCount).toBe(1);
+      expect(one.waitingCount).toBe(0);
+    } finally {
+      await one.end();
+    }
+  }, 30_000);
+});
+
 /** Resolves once a backend of the server waits on a lock (bounded: 400 checks). */
 async function waitForLockWait(p: pg.Pool): Promise<void> {
   for (let i = 0; i < 400; i++) {
