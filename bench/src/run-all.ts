@@ -4,7 +4,7 @@
  * contextual tool selection, compaction, import time), then each backend and adapter benchmark in
  * a child process of its own, one after another (Redis, durable runs, session listing, Cosmos,
  * mem0, Azure AI Search, the AI SDK, OpenTelemetry, the Agents SDK session, memory beyond the
- * window beside Mastra), each starting and stopping its own servers. The recall benchmark runs its
+ * window beside Mastra, @ctx/postgres), each starting and stopping its own servers. The recall benchmark runs its
  * Mastra side only with NODE22 set (a Node >= 22.13 binary) and `npm install` done in bench/mastra;
  * without them it runs the ctx sides and prints why Mastra was skipped. The load average is sampled every 20 s and printed per section, since
  * the machine may be shared. Prints tables; never asserts timings.
@@ -34,6 +34,7 @@ const SCRIPTS = [
   'src/otel-overhead.ts',
   'src/openai-agents-session.ts',
   'src/recall.ts',
+  'src/postgres.ts',
 ];
 
 const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
