@@ -180,8 +180,8 @@ export class RedisStreamStore implements StreamStore {
   readonly #connection: RedisConnection;
   readonly #options: CheckedStreamStoreOptions;
   readonly #blockMs: number;
-  /** The stop controllers of this instance's open writers, by open id: a stop asked here reaches them at once. */
-  readonly #local = new Map<string, AbortController>();
+  /** This instance's open writers by open id: their stop controllers (a stop asked here reaches them at once) and how to end their renewals. */
+  readonly #local = new Map<string, { stop: AbortController; finish: () => void }>();
   /** The connections of reads that are following a stream now, closed by `close()`. */
   readonly #readers = new Set<RedisClient>();
 
@@ -255,12 +255,17 @@ export class RedisStreamStore implements StreamStore {
       this.#connection.script(c, STOP_SCRIPT, [meta], [turnId === undefined ? '' : JSON.stringify(turnId)]),
     );
     if (typeof openId !== 'string') return false;
-    this.#local.get(openId)?.abort();
+    this.#local.get(openId)?.stop.abort();
     return true;
   }
 
-  /** Closes an owned connection and the connections of reads still following; an injected client is left open. */
+  /**
+   * Closes an owned connection and the connections of reads still following, and stops the lease
+   * renewals of this instance's writers (their streams end `abandoned` unless closed first); an
+   * injected client is left open.
+   */
   async close(): Promise<void> {
+    for (const { finish } of [...this.#local.values()]) finish();
     for (const reader of this.#readers) reader.disconnect();
     this.#readers.clear();
     await this.#connection.close();
@@ -271,12 +276,12 @@ export class RedisStreamStore implements StreamStore {
     const writeKeys = [keys.meta, keys.chunks(openId), keys.turn(ref.turnId)];
     const { leaseMs, ttlMs, maxChunks, maxBytes } = this.#options;
     const stop = new AbortController();
-    this.#local.set(openId, stop);
     let ended: 'released' | undefined;
     const finish = () => {
       stopRenewal();
       this.#local.delete(openId);
     };
+    this.#local.set(openId, { stop, finish });
     // Reads a write's reply: aborts the stop signal when a stop was asked; throws for a refused write.
     const settle = (reply: unknown[]): void => {
       const code = Number(reply[0]);
