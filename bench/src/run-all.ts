@@ -30,6 +30,7 @@ const SCRIPTS = [
   'src/cosmos-history.ts',
   'src/mem0.ts',
   'src/azure-search.ts',
+  'src/azure-search-knowledge-base.ts',
   'src/ai-sdk.ts',
   'src/otel-overhead.ts',
   'src/openai-agents-session.ts',
