@@ -125,7 +125,7 @@ describe('a pool exhausted while calls wait on row locks', () => {
     }
     // A write abandoned while it waited on a lock may still land once the lock is freed (the server
     // runs it before it notices the closed connection): its outcome is unknown, but never partial.
-    const note = ((await store.get('x'))?.session.state.memory as { note: string }).note;
+    const note = ((await store.get('x'))?.session.state.memory as { note?: string } | undefined)?.note;
     expect(['n', 'w0', 'w2', 'w4']).toContain(note);
     const etag = await store.set(session('x', 'u1', 'after'));
     expect((await store.get('x'))?.etag).toBe(etag);
