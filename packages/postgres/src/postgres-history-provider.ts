@@ -491,7 +491,9 @@ export class PostgresHistoryProvider extends HistoryProvider {
 
   /**
    * One page of a session's stored messages, oldest first, for export or inspection (one query).
-   * The cursor is a sequence number, so pages stay consistent while new turns are appended.
+   * The cursor is a sequence number, so pages stay consistent while new turns are appended and
+   * after pops; a retried turn replaced in place renumbers the messages after it, so an export under
+   * way then may skip or repeat some of them (start it again).
    * @throws SessionStateError for a corrupt row; ConfigurationError for a bad cursor or limit;
    *   BackendUnavailableError when the database does not answer within `timeoutMs`.
    */
