@@ -1,13 +1,10 @@
+import type { PGlite } from '@electric-sql/pglite';
 import {
   type ChatClient,
   CompactionProvider,
   createAgent,
   createHashEmbedding,
   type EmbeddingGenerator,
-  InMemoryHistoryProvider,
-  InMemorySessionStore,
-  InMemoryVectorIndex,
-  InMemoryWorkingMemoryStore,
   type JsonValue,
   Message,
   SemanticRecallProvider,
@@ -16,6 +13,7 @@ import {
   WORKING_MEMORY_TOOL,
   WorkingMemoryProvider,
 } from '@ctx/core';
+import { PgVectorIndex, PostgresHistoryProvider, PostgresSessionStore, PostgresWorkingMemoryStore } from '@ctx/postgres';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import { z } from 'zod';
 
@@ -84,6 +82,15 @@ export function offlineSummarizer(): ChatClient {
   return new ScriptedChatClient({ replies: () => 'The user talked about household errands and running.' });
 }
 
+/**
+ * Opens (or creates) the embedded database in `dataDir`, with pgvector. Close it before the process
+ * exits, so everything is on disk.
+ */
+export async function openDatabase(dataDir: string): Promise<PGlite> {
+  const [{ PGlite }, { vector }] = await Promise.all([import('@electric-sql/pglite'), import('@electric-sql/pglite-pgvector')]);
+  return PGlite.create({ dataDir, extensions: { vector } });
+}
+
 /** OpenAI through `@ctx/openai` when `OPENAI_API_KEY` is set (chat, summaries, embeddings), else the offline stand-ins. */
 export async function chooseModels(
   env: NodeJS.ProcessEnv = process.env,
@@ -97,42 +104,42 @@ export async function chooseModels(
     };
   const { OpenAIChatClient, OpenAIEmbeddings } = await import('@ctx/openai');
   const client = new OpenAIChatClient({ model: env.OPENAI_MODEL ?? 'gpt-4o-mini', apiKey: env.OPENAI_API_KEY });
-  return { client, summarizer: client, embeddings: new OpenAIEmbeddings({ apiKey: env.OPENAI_API_KEY }), label: 'OpenAI' };
+  return {
+    client,
+    summarizer: client,
+    embeddings: new OpenAIEmbeddings({ apiKey: env.OPENAI_API_KEY, dimensions: 1536 }),
+    label: 'OpenAI',
+  };
 }
 
-/** What `runDemo` resolves to. */
-export interface DemoResult {
-  /** Every reply, by session. */
-  replies: string[][];
-  /** `agent.exportUserData` of the user after the three sessions. */
-  exported: UserDataExport;
-  /** What is left of the user after `agent.deleteUserData`: recall records, working-memory records, sessions. */
-  afterDelete: { recall: number; workingMemory: number; sessions: number };
-}
-
-/**
- * Three sessions of one user on one agent: every stored turn is embedded into the recall index;
- * compaction summarizes the second session's start and archives it; the last question of session 2
- * and the first of session 3 are answered from recalled messages; the model keeps what the user
- * trains for in the user's working memory (session 1), which a later session is shown as
- * instructions (session 3). Then everything about the user is exported and deleted.
- */
-export async function runDemo(options: {
+/** What both processes share: the models, the embedded database, the user. */
+export interface DemoOptions {
   client: ChatClient;
   summarizer: ChatClient;
   embeddings: EmbeddingGenerator;
+  /** The PGlite database (with pgvector) every store of the demo keeps its tables in. */
+  db: PGlite;
   userId: string;
   print: Print;
-}): Promise<DemoResult> {
-  const { client, summarizer, embeddings, userId, print } = options;
-  const index = new InMemoryVectorIndex();
-  const memoryStore = new InMemoryWorkingMemoryStore();
+}
+
+/**
+ * The agent both processes build the same way, on one embedded PostgreSQL (PGlite in a directory):
+ * sessions, history, recall vectors and working memory all in its tables, so a process started
+ * later finds what an earlier one stored.
+ */
+export function createMemoryAgent(options: Omit<DemoOptions, 'userId' | 'print'>) {
+  const { client, summarizer, embeddings, db } = options;
+  // createHashEmbedding's 512 offline, 1536 with OpenAI: vectors of each length get their own table.
+  const dimensions = embeddings.dimensions ?? 512;
+  const index = new PgVectorIndex({ client: db, dimensions, tablePrefix: `ctx_d${dimensions}_` });
+  const memoryStore = new PostgresWorkingMemoryStore({ client: db });
   const agent = createAgent({
     client,
     instructions: 'You are a friendly running coach. Answer in one sentence.',
-    sessionStore: new InMemorySessionStore(),
+    sessionStore: new PostgresSessionStore({ client: db }),
     contextProviders: [
-      new InMemoryHistoryProvider(),
+      new PostgresHistoryProvider({ client: db }),
       // Past 6 messages, everything but the last 2 turns becomes a summary; archive: true keeps the originals searchable.
       new CompactionProvider({
         strategy: summarization({ client: summarizer, keepRecentGroups: 2, trigger: { messages: 6 }, archive: true }),
@@ -142,24 +149,62 @@ export async function runDemo(options: {
       new WorkingMemoryProvider({ schema: profile, store: memoryStore }),
     ],
   });
-  const replies: string[][] = [];
-  for (const [n, turns] of [FIRST_SESSION, SECOND_SESSION, THIRD_SESSION].entries()) {
-    const session = agent.createSession({ userId });
-    print(`--- session ${n + 1} ---`);
-    const out: string[] = [];
-    for (const input of turns) {
-      print(`user: ${input}`);
-      const response = await agent.run(input, { session });
-      for (const call of response.messages.flatMap((m) => Message.functionCalls(m)))
-        print(`  (tool ${call.name}: ${JSON.stringify(call.arguments)})`);
-      print(`assistant: ${response.text}`);
-      out.push(response.text);
-    }
-    await agent.saveSession(session);
-    replies.push(out);
-  }
-  print(`(recall index: ${index.size} messages of this user, the summarized-away ones archived)`);
+  return { agent, index, memoryStore };
+}
 
+/** Runs the turns of one new session of the user, printing them; resolves to the replies. */
+async function runSession(agent: ReturnType<typeof createMemoryAgent>['agent'], n: number, turns: readonly string[], options: DemoOptions) {
+  const { userId, print } = options;
+  const session = agent.createSession({ userId });
+  print(`--- session ${n} ---`);
+  const out: string[] = [];
+  for (const input of turns) {
+    print(`user: ${input}`);
+    const response = await agent.run(input, { session });
+    for (const call of response.messages.flatMap((m) => Message.functionCalls(m)))
+      print(`  (tool ${call.name}: ${typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments)})`);
+    print(`assistant: ${response.text}`);
+    out.push(response.text);
+  }
+  await agent.saveSession(session);
+  return out;
+}
+
+/**
+ * The first process: sessions 1 and 2. Every stored turn is embedded into the recall index;
+ * compaction summarizes the second session's start and archives it, and the session's last
+ * question is answered from the archived message; the model keeps what the user trains for in the
+ * user's working memory. Everything lands in the database; the process may exit.
+ */
+export async function firstProcess(options: DemoOptions): Promise<{ replies: string[][] }> {
+  const { agent, index } = createMemoryAgent(options);
+  const replies = [await runSession(agent, 1, FIRST_SESSION, options), await runSession(agent, 2, SECOND_SESSION, options)];
+  options.print(
+    `(recall index: ${(await index.list({ userId: options.userId })).length} messages of this user, the summarized-away ones archived)`,
+  );
+  return { replies };
+}
+
+/** What `secondProcess` resolves to. */
+export interface SecondProcessResult {
+  /** The replies of session 3. */
+  replies: string[];
+  /** `agent.exportUserData` of the user after the three sessions. */
+  exported: UserDataExport;
+  /** What is left of the user after `agent.deleteUserData`: recall records, working-memory records, sessions. */
+  afterDelete: { recall: number; workingMemory: number; sessions: number };
+}
+
+/**
+ * The second process, started after the first exited: session 3, a new session, asks what was said
+ * in session 1 (recalled from the vectors the first process stored) and what the user trains for
+ * (the working-memory record the first process stored, shown as instructions). Then everything about
+ * the user is exported and deleted.
+ */
+export async function secondProcess(options: DemoOptions): Promise<SecondProcessResult> {
+  const { userId, print } = options;
+  const { agent, index, memoryStore } = createMemoryAgent(options);
+  const replies = await runSession(agent, 3, THIRD_SESSION, options);
   const exported = await agent.exportUserData(userId);
   const recall = exported.providers.recall as { records: JsonValue[] } | undefined;
   print('--- export and delete ---');
@@ -167,7 +212,7 @@ export async function runDemo(options: {
   print(`  working memory ${JSON.stringify(exported.providers['working-memory'])}`);
   const { sessions } = await agent.deleteUserData(userId);
   const afterDelete = {
-    recall: index.size,
+    recall: (await index.list({ userId })).length,
     workingMemory: (await memoryStore.listUser(userId)).length,
     sessions: (await agent.listSessions({ userId })).sessions.length,
   };
