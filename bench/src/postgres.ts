@@ -18,15 +18,14 @@
  * the order); each row prints p50 and p90, the ratio to ctx (above 1: ctx is faster) and whether
  * the targets are met. Prints tables; asserts nothing. Usage: `pnpm --filter @ctx/bench
  * bench:postgres`. `CTX_BENCH_PG_QUICK=1` runs small sizes: a check that every side works, not
- * figures to publish.
+ * figures to publish; `CTX_BENCH_PG_ONLY=history` (or `recall`) runs one part.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createHashEmbedding, type EmbeddingGenerator, Message } from '@ctx/core';
-import * as postgresPackage from '@ctx/postgres';
-import { PostgresHistoryProvider } from '@ctx/postgres';
+import { createHashEmbedding, type EmbeddingGenerator, Message, type VectorRecord } from '@ctx/core';
+import { PgVectorIndex, PostgresHistoryProvider } from '@ctx/postgres';
 import { startPostgresServer } from '@ctx/postgres-test-server';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
@@ -45,6 +44,8 @@ import { countingProxy } from '../redis/counting-proxy.js';
 import { runInfo } from './run-info.js';
 
 const QUICK = process.env.CTX_BENCH_PG_QUICK === '1';
+/** `CTX_BENCH_PG_ONLY=history` or `recall` runs one part. */
+const ONLY = process.env.CTX_BENCH_PG_ONLY;
 /** Messages stored in the session a turn runs on. */
 const SIZES = QUICK ? [100, 1_000] : [100, 10_000];
 /** Vectors of the one user a recall searches (the index holds all sizes' users at once). */
@@ -217,11 +218,12 @@ async function historyClients(port: number): Promise<HistoryClients> {
   const connection = { host: '127.0.0.1', port, user: 'postgres', database: 'postgres' };
   const ctxPool = new pg.Pool({ ...connection, max: 10 });
   const lcPool = new pg.Pool({ ...connection, max: 10 });
-  // Mastra refuses an empty password; the server trusts loopback, so any password connects.
-  const store = new PostgresStore({
-    id: `bench-storage-${port}`,
-    connectionString: `postgresql://postgres:bench@127.0.0.1:${port}/postgres`,
-  });
+  // Mastra's store on a pool of its own, which its docs allow in place of a connection string.
+  const mastraPool = new pg.Pool({ ...connection, max: 20 });
+  const pools = [ctxPool, lcPool, mastraPool];
+  // An idle connection the server drops at shutdown is no failure of the run.
+  for (const pool of pools) pool.on('error', () => {});
+  const store = new PostgresStore({ id: `bench-storage-${port}`, pool: mastraPool });
   await store.init();
   // Bounds wide enough for a loaded machine (the peers have none).
   return {
@@ -230,7 +232,8 @@ async function historyClients(port: number): Promise<HistoryClients> {
     lcPool,
     mastra: (await store.getStore('memory')) as MemoryStorage,
     close: async () => {
-      await Promise.allSettled([ctxPool.end(), lcPool.end(), store.close()]);
+      await store.close();
+      await Promise.allSettled(pools.map((pool) => pool.end()));
     },
   };
 }
@@ -411,31 +414,6 @@ async function historyBench(): Promise<HistoryRow[]> {
 
 // ---- 2. recall on embedded stores ---------------------------------------------------------------
 
-/** What the benchmark calls on ctx's vector index (the `VectorIndex` contract's methods). */
-interface CtxVectorIndex {
-  upsert(records: readonly VectorRecordLike[]): Promise<void>;
-  query(query: {
-    vector: readonly number[];
-    topK: number;
-    filter: { userId: string };
-  }): Promise<{ id: string; text: string; score: number }[]>;
-}
-interface VectorRecordLike {
-  id: string;
-  text: string;
-  userId: string;
-  sessionId: string;
-  messageId: string;
-  role: 'user' | 'assistant';
-  sequence: number;
-  vector: number[];
-}
-const VectorIndexClass = (postgresPackage as Record<string, unknown>).PgVectorIndex as
-  | (new (
-      options: Record<string, unknown>,
-    ) => CtxVectorIndex)
-  | undefined;
-
 /** Seeded pseudo-words, so texts share words the way a conversation does and the embedder ranks them. */
 const VOCABULARY = Array.from({ length: 3000 }, () => {
   const syllables = ['ka', 'lo', 'mi', 'ter', 'san', 'vo', 'ri', 'den', 'pa', 'qu', 'zel', 'mo', 'ne', 'tha', 'bri', 'gon'];
@@ -444,8 +422,8 @@ const VOCABULARY = Array.from({ length: 3000 }, () => {
 const sentence = (words: number) => Array.from({ length: words }, () => VOCABULARY[Math.floor(random() * VOCABULARY.length)]).join(' ');
 
 /** The records of one user: `count` messages in sessions of 100, with their vectors. */
-async function userRecords(embedder: EmbeddingGenerator, userId: string, count: number): Promise<VectorRecordLike[]> {
-  const records: VectorRecordLike[] = [];
+async function userRecords(embedder: EmbeddingGenerator, userId: string, count: number): Promise<VectorRecord[]> {
+  const records: VectorRecord[] = [];
   for (let i = 0; i < count; i += 2000) {
     const texts = Array.from({ length: Math.min(2000, count - i) }, () => sentence(12));
     const vectors = await embedder.embed(texts);
@@ -528,7 +506,7 @@ async function recallBench(): Promise<{ rows: RecallRow[]; setup: string[] }> {
         });
       }
     });
-    const query = async (name: RecallSide, ctxExact?: CtxVectorIndex, ctxHnsw?: CtxVectorIndex) => {
+    const query = async (name: RecallSide, ctxExact: PgVectorIndex, ctxHnsw: PgVectorIndex) => {
       // Returns the side's call for one question: embed, search the user's scope, inject.
       return async (userId: string, question: string): Promise<string[]> => {
         const [vector] = await embedder.embed([question]);
@@ -544,7 +522,7 @@ async function recallBench(): Promise<{ rows: RecallRow[]; setup: string[] }> {
           ids = matches.map((m) => m.id);
           texts = matches.map((m) => String(m.metadata?.text));
         } else {
-          const index = name === 'ctx PgVectorIndex, exact (PGlite)' ? ctxExact! : ctxHnsw!;
+          const index = name === 'ctx PgVectorIndex, exact (PGlite)' ? ctxExact : ctxHnsw;
           const matches = await index.query({ vector: vector!, topK: TOP_K, filter: { userId } });
           ids = matches.map((m) => m.id);
           texts = matches.map((m) => m.text);
@@ -553,28 +531,27 @@ async function recallBench(): Promise<{ rows: RecallRow[]; setup: string[] }> {
         return ids;
       };
     };
-    let ctxExact: CtxVectorIndex | undefined;
-    let ctxHnsw: CtxVectorIndex | undefined;
-    let db: PGlite | undefined;
-    if (VectorIndexClass) {
-      db = await lap('PGlite create (data directory, pgvector)', () =>
-        PGlite.create({ dataDir: join(dir, 'pglite'), extensions: { vector } }),
-      );
-      ctxExact = new VectorIndexClass({ client: db, dimensions: DIMENSIONS, tablePrefix: 'exact_' });
-      ctxHnsw = new VectorIndexClass({ client: db, dimensions: DIMENSIONS, tablePrefix: 'hnsw_', hnsw: true });
-      for (const [what, index] of [
-        ['exact', ctxExact],
-        ['HNSW', ctxHnsw],
-      ] as const) {
-        await lap(`ctx PgVectorIndex (${what}) upsert of ${all.length.toLocaleString('en')} vectors`, async () => {
-          for (let i = 0; i < all.length; i += 1000) await index.upsert(all.slice(i, i + 1000));
-        });
-      }
-    }
+    // ctx on PGlite in a data directory. Both ctx sides share one table: the exact index loads it
+    // (no HNSW index to maintain while inserting), then the HNSW index is built over the loaded
+    // table on its first use, with room for the graph in memory (pgvector builds far slower when it
+    // does not fit in maintenance_work_mem). The exact side orders by score, which no HNSW index
+    // serves, so it stays exact with the HNSW index present.
+    const db = await lap('PGlite create (data directory, pgvector)', () =>
+      PGlite.create({ dataDir: join(dir, 'pglite'), extensions: { vector } }),
+    );
+    const ctxExact = new PgVectorIndex({ client: db, dimensions: DIMENSIONS, timeoutMs: 60_000 });
+    await lap(`ctx PgVectorIndex upsert of ${all.length.toLocaleString('en')} vectors`, async () => {
+      for (let i = 0; i < all.length; i += 1000) await ctxExact.upsert(all.slice(i, i + 1000));
+    });
+    await db.exec(`SET maintenance_work_mem = '512MB'`);
+    const ctxHnsw = new PgVectorIndex({ client: db, dimensions: DIMENSIONS, hnsw: true, timeoutMs: 60_000 });
+    await lap(`ctx PgVectorIndex HNSW build over ${all.length.toLocaleString('en')} vectors`, () =>
+      ctxHnsw.query({ vector: all[0]!.vector, topK: 1, filter: { userId: all[0]!.userId } }),
+    );
     const sides = Object.fromEntries(
       await Promise.all(RECALL_SIDES.map(async (s) => [s, await query(s, ctxExact, ctxHnsw)] as const)),
     ) as Record<RecallSide, (userId: string, question: string) => Promise<string[]>>;
-    const active = RECALL_SIDES.filter((s) => s.startsWith('Mastra') || VectorIndexClass);
+    const active = RECALL_SIDES;
     const rows: RecallRow[] = [];
     for (const [u, size] of VECTOR_SIZES.entries()) {
       const userId = `user-${size}`;
@@ -584,13 +561,11 @@ async function recallBench(): Promise<{ rows: RecallRow[]; setup: string[] }> {
         return `what did I say about ${record.text.split(' ').slice(0, 4).join(' ')} ${sentence(2)}`;
       });
       const overlap: Partial<Record<RecallSide, number>> = {};
-      if (VectorIndexClass) {
-        for (const question of questions) {
-          const truth = new Set(await sides['ctx PgVectorIndex, exact (PGlite)'](userId, question));
-          for (const side of active) {
-            const found = await sides[side](userId, question);
-            overlap[side] = (overlap[side] ?? 0) + found.filter((id) => truth.has(id)).length;
-          }
+      for (const question of questions) {
+        const truth = new Set(await sides['ctx PgVectorIndex, exact (PGlite)'](userId, question));
+        for (const side of active) {
+          const found = await sides[side](userId, question);
+          overlap[side] = (overlap[side] ?? 0) + found.filter((id) => truth.has(id)).length;
         }
       }
       const timings = await interleave(
@@ -606,7 +581,7 @@ async function recallBench(): Promise<{ rows: RecallRow[]; setup: string[] }> {
       });
       console.log(`measured recall over ${size.toLocaleString('en')} vectors (${elapsed()}, load average ${loadavg()[0]!.toFixed(2)})`);
     }
-    await db?.close();
+    await db.close();
     return { rows, setup };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -616,10 +591,9 @@ async function recallBench(): Promise<{ rows: RecallRow[]; setup: string[] }> {
 // ---- run and report -----------------------------------------------------------------------------
 
 console.log(`# @ctx/postgres beside LangChain and Mastra (${runInfo()})\n`);
-if (!VectorIndexClass) console.log('PgVectorIndex missing in this build of @ctx/postgres: only the peer is measured for recall.\n');
-const historyRows = await historyBench();
-console.log('\n  recall setup:');
-const recall = await recallBench();
+const historyRows = ONLY === 'recall' ? [] : await historyBench();
+if (ONLY !== 'history') console.log('\n  recall setup:');
+const recall = ONLY === 'history' ? { rows: [], setup: [] } : await recallBench();
 clearInterval(sampler);
 
 const targets: string[] = [];
