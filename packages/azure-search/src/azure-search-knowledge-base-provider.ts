@@ -74,7 +74,7 @@ export interface AzureAISearchKnowledgeBaseProviderOptions {
   /** How long one retrieve may take, retries included, in milliseconds. Default `maxRuntimeInSeconds` × 1000 + 5000, else 30000. */
   requestTimeoutMs?: number;
   /** The knowledge sources' runtime parameters. Required with `scope` (the filter goes on each listed `searchIndex` source). */
-  knowledgeSources?: KnowledgeSourceOptions[];
+  knowledgeSources?: readonly KnowledgeSourceOptions[];
   /**
    * Per-run filter (a session's or a user's documents), the same resolver as `AzureAISearchContextProvider`'s:
    * field conditions are quoted safely. Joined with each `searchIndex` source's `filterAddOn`.
@@ -98,7 +98,7 @@ export interface AzureAISearchKnowledgeBaseProviderOptions {
   /** `x-ms-query-source-authorization`: the end user's token (or a function of the run giving it), for sources that check the user's permissions. */
   querySourceAuthorization?: string | ((args: ProviderRunArgs) => string | undefined | Promise<string | undefined>);
   /** Fields of each reference's `sourceData` copied into its citation's `metadata`. Default: none. */
-  citationFields?: string[];
+  citationFields?: readonly string[];
   /** The `sourceData` fields a citation's `title` and `url` come from. Default `{ title: 'title', url: 'url' }`. */
   referenceFields?: { title?: string; url?: string };
   /** Role of the added message. Default `user`, so retrieved text never speaks with system authority. */
@@ -509,7 +509,7 @@ export class AzureAISearchKnowledgeBaseProvider implements ContextProvider {
 
 function checkSources(
   owner: string,
-  sources: KnowledgeSourceOptions[] | undefined,
+  sources: readonly KnowledgeSourceOptions[] | undefined,
   preview: boolean,
   scoped: boolean,
 ): KnowledgeSourceOptions[] {
