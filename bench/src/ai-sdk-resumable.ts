@@ -94,13 +94,12 @@ function agentOf(): Agent {
  * costs, without the store's (the in-memory store checks, serializes and measures every chunk).
  */
 function nullStore(): StreamStore {
-  const stopSignal = new AbortController().signal;
   return {
     specificationVersion: 'v1',
     open: async (ref) => ({
       created: true,
       info: { ...ref, status: 'running', chunkCount: 0, openedAt: '', stopRequested: false },
-      writer: { ...ref, stopSignal, append: async () => {}, close: async () => {}, release: () => {} },
+      writer: { ...ref, stopSignal: new AbortController().signal, append: async () => {}, close: async () => {}, release: () => {} },
     }),
     find: async () => undefined,
     read: async function* () {},

@@ -191,7 +191,11 @@ async function streamedTurn(
       // A stop ends the run as a reader breaking out of it does (a run given no signal races none of its steps against one).
       const stop = () => void updates.return?.()?.catch(() => {});
       if (writer.stopSignal.aborted) stop();
-      else writer.stopSignal.addEventListener('abort', stop, { once: true });
+      else {
+        writer.stopSignal.addEventListener('abort', stop, { once: true });
+        const off = () => writer.stopSignal.removeEventListener('abort', stop);
+        stream.response.then(off, off);
+      }
       const first = await updates.next();
       const reply = new ReplySoFar();
       const storeStopped = () =>
