@@ -3,10 +3,14 @@ import { SemanticRecallProvider, TextSearchProvider, type ContextProvider, type 
 import { describe, expectTypeOf, it } from 'vitest';
 import {
   AzureAISearchContextProvider,
+  AzureAISearchKnowledgeBaseProvider,
   AzureAISearchRetriever,
   AzureSearchVectorIndex,
   odata,
   type AzureAISearchContextProviderOptions,
+  type AzureAISearchKnowledgeBaseProviderOptions,
+  type KnowledgeBaseCitation,
+  type KnowledgeBaseRetrieval,
   type SearchScope,
 } from './index.js';
 
@@ -53,5 +57,19 @@ describe('public types', () => {
     new AzureAISearchContextProvider({ client, queryMode: 'fuzzy' });
     // @ts-expect-error unknown behaviour
     new AzureAISearchContextProvider({ client, mode: 'after' });
+  });
+
+  it("the knowledge base provider is a ContextProvider; its scope is the search provider's; versions and kinds are unions", () => {
+    const kb = { endpoint: 'https://x.search.windows.net', knowledgeBaseName: 'kb', apiKey: 'k' } as const;
+    expectTypeOf(new AzureAISearchKnowledgeBaseProvider(kb)).toMatchTypeOf<ContextProvider>();
+    expectTypeOf<AzureAISearchKnowledgeBaseProviderOptions['scope']>().toEqualTypeOf<AzureAISearchContextProviderOptions['scope']>();
+    expectTypeOf(new AzureAISearchKnowledgeBaseProvider(kb).retrieve({ queries: ['q'] })).resolves.toEqualTypeOf<KnowledgeBaseRetrieval>();
+    expectTypeOf<KnowledgeBaseRetrieval['citations'][number]>().toEqualTypeOf<KnowledgeBaseCitation>();
+    // @ts-expect-error only the GA and the preview api-version
+    new AzureAISearchKnowledgeBaseProvider({ ...kb, apiVersion: '2025-09-01' });
+    // @ts-expect-error unknown knowledge source kind
+    new AzureAISearchKnowledgeBaseProvider({ ...kb, knowledgeSources: [{ name: 'ks', kind: 'sharepoint' }] });
+    // @ts-expect-error unknown reasoning effort
+    new AzureAISearchKnowledgeBaseProvider({ ...kb, reasoningEffort: 'high' });
   });
 });
