@@ -87,6 +87,8 @@ try {
   }
   const sdks = new Set(docs.flatMap((doc) => [...doc.imports]).filter((name) => !workspace.has(name)));
   for (const extra of ['openai', 'js-tiktoken', '@opentelemetry/api']) sdks.add(extra); // peers of @ctx/openai and @ctx/otel
+  // @ctx/postgres's optional peer, with pgvector for it: what `PgVectorIndex` runs on embedded (no block imports them).
+  for (const extra of ['@electric-sql/pglite', '@electric-sql/pglite-pgvector']) sdks.add(extra);
   if (sdks.has('@openai/agents')) sdks.add('@openai/agents-core');
   const agentsRange = workspace.get('@ctx/openai-agents')?.manifest.peerDependencies?.['@openai/agents-core'];
   for (const sdk of [...sdks].sort()) {
