@@ -37,7 +37,7 @@ export interface StreamStoreSuiteOptions<S extends StreamStore = StreamStore> ex
   maxIdLength?: number;
   /**
    * The lease the lease tests use, in ms: short, so a dead producer is noticed quickly, but long
-   * enough for the store's renewal to arrive in time. Default 300.
+   * enough for the store's renewal to arrive in time on a loaded machine. Default 600.
    */
   leaseMs?: number;
 }
@@ -87,7 +87,7 @@ function expected(chunks: readonly JsonValue[], status: string, from = 0): Strea
  */
 export function describeStreamStore<S extends StreamStore>(name: string, options: StreamStoreSuiteOptions<S>): void {
   const maxIdLength = options.maxIdLength ?? Number.POSITIVE_INFINITY;
-  const leaseMs = options.leaseMs ?? 300;
+  const leaseMs = options.leaseMs ?? 600;
 
   describe(`${name} (StreamStore conformance)`, options.timeout === undefined ? {} : { timeout: options.timeout }, () => {
     const { test, finish } = createRegistrar(name, options.expectedFailures);
