@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type RedisServer, startRedisServer } from '@ctx/redis-test-server';
-import { type ChatClient, type ChatOptions, InMemoryStreamStore } from '@ctx/core';
+import type { ChatClient, ChatOptions } from '@ctx/core';
+import { RedisStreamStore } from '@ctx/redis';
 import { Redis } from 'ioredis';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -77,16 +78,23 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the chat page in a re
   const gatedAgentOf = () => createChatAgent({ redis, client: gated.client, prefix: 'ai-sdk-ui-test' });
   let gatedServer: Server;
   let gatedBase: string;
+  const streamStores: RedisStreamStore[] = [];
+  /** A stream store on the test's Redis, closed at the end (its writers' lease renewals stop). */
+  const streamStore = () => {
+    const store = new RedisStreamStore({ client: redis, prefix: 'ai-sdk-ui-test' });
+    streamStores.push(store);
+    return store;
+  };
 
   beforeAll(async () => {
     redisServer = await startRedisServer({ dir });
     redis = new Redis({ host: redisServer.host, port: redisServer.port });
     const pageScript = await buildPageScript();
-    server = createChatServer({ agent: agentOf(), tools: chatTools, pageScript, streams: new InMemoryStreamStore() });
+    server = createChatServer({ agent: agentOf(), tools: chatTools, pageScript, streams: streamStore() });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     // The same page on an agent whose replies the tests pace word by word.
-    gatedServer = createChatServer({ agent: gatedAgentOf(), tools: chatTools, pageScript, streams: new InMemoryStreamStore() });
+    gatedServer = createChatServer({ agent: gatedAgentOf(), tools: chatTools, pageScript, streams: streamStore() });
     await new Promise<void>((resolve) => gatedServer.listen(0, '127.0.0.1', resolve));
     gatedBase = `http://127.0.0.1:${(gatedServer.address() as AddressInfo).port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'], timeout: WAIT_MS });
@@ -94,6 +102,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the chat page in a re
   afterAll(async () => {
     gated.release();
     await browser?.close();
+    await Promise.all(streamStores.map((store) => store.close()));
     gatedServer?.closeAllConnections();
     await new Promise((resolve) => gatedServer?.close(resolve));
     await new Promise((resolve) => server?.close(resolve));
@@ -233,7 +242,7 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the chat page in a re
       await tab.close();
       await page.close();
     }
-  });
+  }, 60_000);
 
   it('Stop mid-reply ends the reply where it was; a reload shows the same text, stored as stopped', async () => {
     gated.reset();
@@ -264,5 +273,5 @@ describe.skipIf(!existsSync(CHROMIUM) && !process.env.CI)('the chat page in a re
     } finally {
       await page.close();
     }
-  });
+  }, 60_000);
 });

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRedisServer } from '@ctx/redis-test-server';
-import { InMemoryStreamStore } from '@ctx/core';
+import { RedisStreamStore } from '@ctx/redis';
 import { Redis } from 'ioredis';
 import { chatTools, createChatAgent } from './chat-agent.js';
 import { createChatServer } from './chat-server.js';
@@ -19,8 +19,8 @@ const server = createChatServer({
   agent: createChatAgent({ redis, client: offlineModel() }),
   tools: chatTools,
   pageScript: await buildPageScript(),
-  // One process here; with several behind a load balancer, use one shared store so any of them serves a resume or a stop.
-  streams: new InMemoryStreamStore(),
+  // In Redis too, so any instance behind a load balancer serves a resume or a stop.
+  streams: new RedisStreamStore({ client: redis, prefix: 'ai-sdk-ui' }),
 });
 await new Promise<void>((resolve) => server.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', resolve));
 console.log(`Chat page: http://127.0.0.1:${(server.address() as AddressInfo).port}/ (Ctrl-C stops it)`);
