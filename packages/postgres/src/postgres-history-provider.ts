@@ -182,7 +182,8 @@ export class PostgresHistoryProvider extends HistoryProvider {
          LEFT JOIN LATERAL (
            SELECT seq, message FROM ${this.tables.messages} WHERE conv = s.conv ORDER BY seq DESC LIMIT $2
          ) m ON true
-        WHERE s.conv = decode($1, 'hex')`,
+        WHERE s.conv = decode($1, 'hex')
+        ORDER BY m.seq DESC`,
       [this.#conv(sessionId), limit ?? null],
       { operation: `getMessages for session ${shortId(sessionId)}`, signal, sessionId },
     );
@@ -400,7 +401,7 @@ export class PostgresHistoryProvider extends HistoryProvider {
     const forward: Entry[] = [];
     for (let from = lowest; ; ) {
       const { rows } = await tx.query<Row>(
-        `SELECT seq::text AS seq, message FROM ${this.tables.messages} WHERE conv = decode($1, 'hex') AND seq >= $2 ORDER BY seq LIMIT $3`,
+        `SELECT m.seq::text AS seq, m.message FROM ${this.tables.messages} m WHERE m.conv = decode($1, 'hex') AND m.seq >= $2 ORDER BY m.seq LIMIT $3`,
         [conv, from, TURN_PAGE],
       );
       for (const row of rows) forward.push({ seq: Number(row.seq), value: parseLoosely(row.message) });
@@ -414,7 +415,7 @@ export class PostgresHistoryProvider extends HistoryProvider {
     const before: Entry[] = [];
     for (let to = lowest; ; ) {
       const { rows } = await tx.query<Row>(
-        `SELECT seq::text AS seq, message FROM ${this.tables.messages} WHERE conv = decode($1, 'hex') AND seq < $2 ORDER BY seq DESC LIMIT $3`,
+        `SELECT m.seq::text AS seq, m.message FROM ${this.tables.messages} m WHERE m.conv = decode($1, 'hex') AND m.seq < $2 ORDER BY m.seq DESC LIMIT $3`,
         [conv, to, CONTEXT_PAGE],
       );
       let stop = rows.length < CONTEXT_PAGE;
@@ -517,7 +518,8 @@ export class PostgresHistoryProvider extends HistoryProvider {
          LEFT JOIN LATERAL (
            SELECT seq, message FROM ${this.tables.messages} WHERE conv = s.conv AND seq > $2 ORDER BY seq LIMIT $3
          ) m ON true
-        WHERE s.conv = decode($1, 'hex')`,
+        WHERE s.conv = decode($1, 'hex')
+        ORDER BY m.seq`,
       [this.#conv(sessionId), after, limit + 1],
       { operation: `listMessages for session ${shortId(sessionId)}`, signal: options.signal, sessionId },
     );
