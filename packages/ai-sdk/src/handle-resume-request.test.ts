@@ -265,6 +265,19 @@ describe.each(SDKS)('resumable turns over HTTP, useChat on %s', (_name, load) =>
     expect(stored.map((m) => Message.text(m))).toEqual(['Count.', 'One two three four.']);
   });
 
+  it('a message of another turn while one streams is a 409 with Retry-After; nothing of it runs', async () => {
+    model.release(1);
+    const running = await post('c1', 'ann', userMessage('u-1', 'Count.'));
+    const other = await post('c1', 'ann', userMessage('u-2', 'Something else.'));
+    expect([other.status, other.headers.get('retry-after')]).toEqual([409, '1']);
+    expect((await other.json()).error).toMatchObject({ type: 'ConcurrencyError', turnRunning: true });
+    model.release();
+    expect(chunksOf(await running.text()).at(-1)).toMatchObject({ type: 'finish' });
+    const stored = await agent.getHistory((await agent.getSession('c1', { userId: 'ann' }))!);
+    expect(stored.map((m) => Message.text(m))).toEqual(['Count.', 'One two three four.']);
+    expect(model.stats.calls).toBe(1);
+  });
+
   it('a stop mid-reply stores what was said, marked stopped; the pages get a finish, and a reload shows the same text', async () => {
     const page = await transportFor('ann');
     model.release(2);
