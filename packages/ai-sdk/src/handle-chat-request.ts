@@ -102,6 +102,11 @@ const OPTION_NAMES = optionNames<HandleChatRequestOptions>()({
  * `toUIMessageStreamResponse` sends it (with this call's stream options); a failure after that is
  * the stream's `error` chunk.
  *
+ * With `streams`, the turn's chunks are kept in that store as they stream (see `streams`): the
+ * same message sent again while its turn runs joins its stream, a message of another turn while one
+ * runs is a 409 (`ConcurrencyError`, `turnRunning`), and a page that goes away leaves the run going
+ * for `handleResumeRequest`; only `handleStopRequest` stops it.
+ *
  * The page's `useChat` gets a refusal as its `error`: `error.message` is the JSON body's text
  * (`ai` 7 also sets `error.statusCode`). Never rejects for what a request holds: every such failure is a
  * response. @throws ConfigurationError (rejects) for an option it does not know, naming it.
