@@ -1,7 +1,8 @@
+import { ConfigurationError } from '@ctx/core';
 import type { PGlite } from '@electric-sql/pglite';
 import { describeWorkingMemoryStore } from '@ctx/provider-tests';
 import type pg from 'pg';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestPGlite, openTestPool } from '../test/databases.js';
 import { PostgresWorkingMemoryStore } from './postgres-working-memory-store.js';
 
@@ -24,4 +25,14 @@ describeWorkingMemoryStore('PostgresWorkingMemoryStore on PGlite', {
 
 describeWorkingMemoryStore('PostgresWorkingMemoryStore on a PostgreSQL server', {
   create: () => new PostgresWorkingMemoryStore({ client: pool as pg.Pool, tablePrefix: 'conf_' }),
+});
+
+describe('PostgresWorkingMemoryStore options', () => {
+  it('refuses an unknown option, a bad tablePrefix and a client that is not one with ConfigurationError', () => {
+    const client = pglite as PGlite;
+    expect(() => new PostgresWorkingMemoryStore({ client, ttlSeconds: 5 } as never)).toThrow(/unknown option "ttlSeconds"/);
+    expect(() => new PostgresWorkingMemoryStore({ client, schema: 'x y' })).toThrow(ConfigurationError);
+    expect(() => new PostgresWorkingMemoryStore({ client: {} as PGlite })).toThrow(ConfigurationError);
+    expect(new PostgresWorkingMemoryStore({ client, schema: 'mem' }).table).toBe('"mem"."ctx_working_memory"');
+  });
 });
