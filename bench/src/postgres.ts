@@ -25,7 +25,7 @@ import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHashEmbedding, type EmbeddingGenerator, Message, type VectorRecord } from '@ctx/core';
-import { PgVectorIndex, PostgresHistoryProvider } from '@ctx/postgres';
+import { idKey, PgVectorIndex, PostgresHistoryProvider } from '@ctx/postgres';
 import { startPostgresServer } from '@ctx/postgres-test-server';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
@@ -447,11 +447,18 @@ async function userRecords(embedder: EmbeddingGenerator, userId: string, count: 
 /** What every side does with its matches: the context message the model receives. */
 const inject = (texts: string[]) => Message.system(`Earlier messages that may help:\n${texts.map((t) => `- ${t}`).join('\n')}`);
 
-type RecallSide = 'ctx PgVectorIndex, exact (PGlite)' | 'ctx PgVectorIndex, HNSW (PGlite)' | 'Mastra LibSQLVector (libSQL file)';
+type RecallSide =
+  | 'ctx PgVectorIndex, exact (PGlite)'
+  | 'ctx PgVectorIndex, HNSW (PGlite)'
+  | 'Mastra LibSQLVector (libSQL file)'
+  | 'floor: the exact search as one statement on PGlite'
+  | 'floor: the HNSW search as one statement on PGlite';
 const RECALL_SIDES: RecallSide[] = [
   'ctx PgVectorIndex, exact (PGlite)',
   'ctx PgVectorIndex, HNSW (PGlite)',
   'Mastra LibSQLVector (libSQL file)',
+  'floor: the exact search as one statement on PGlite',
+  'floor: the HNSW search as one statement on PGlite',
 ];
 
 interface RecallRow {
@@ -521,6 +528,16 @@ async function recallBench(): Promise<{ rows: RecallRow[]; setup: string[] }> {
           });
           ids = matches.map((m) => m.id);
           texts = matches.map((m) => String(m.metadata?.text));
+        } else if (name.startsWith('floor')) {
+          // ctx's own search SQL as one statement, without ctx's checks, scope count or transaction.
+          const { rows } = await db.query<{ id: string; text: string }>(
+            name.includes('HNSW')
+              ? `SELECT id, text FROM ${ctxHnsw.table} WHERE (user_key || ''::bytea) = decode($2, 'hex') ORDER BY embedding <=> $1::vector LIMIT ${TOP_K}`
+              : `SELECT id, text FROM ${ctxHnsw.table} WHERE user_key = decode($2, 'hex') ORDER BY 1 - (embedding <=> $1::vector) DESC LIMIT ${TOP_K}`,
+            [`[${vector!.join(',')}]`, idKey(userId).toString('hex')],
+          );
+          ids = rows.map((r) => r.id);
+          texts = rows.map((r) => r.text);
         } else {
           const index = name === 'ctx PgVectorIndex, exact (PGlite)' ? ctxExact : ctxHnsw;
           const matches = await index.query({ vector: vector!, topK: TOP_K, filter: { userId } });
@@ -548,6 +565,8 @@ async function recallBench(): Promise<{ rows: RecallRow[]; setup: string[] }> {
     await lap(`ctx PgVectorIndex HNSW build over ${all.length.toLocaleString('en')} vectors`, () =>
       ctxHnsw.query({ vector: all[0]!.vector, topK: 1, filter: { userId: all[0]!.userId } }),
     );
+    // For the HNSW floor: the iterative scan for the session (ctx sets the same in each search's transaction).
+    await db.exec(`SET hnsw.iterative_scan = relaxed_order`);
     const sides = Object.fromEntries(
       await Promise.all(RECALL_SIDES.map(async (s) => [s, await query(s, ctxExact, ctxHnsw)] as const)),
     ) as Record<RecallSide, (userId: string, question: string) => Promise<string[]>>;
