@@ -201,7 +201,14 @@ async function streamedTurn(
         const off = () => writer.stopSignal.removeEventListener('abort', stop);
         stream.response.then(off, off);
       }
-      const first = await updates.next();
+      let first: IteratorResult<ChatResponseUpdate>;
+      try {
+        first = await updates.next();
+      } catch (error) {
+        // Stopped before its first update: the reply is empty and stored as any stopped one, not an error.
+        if (!writer.stopSignal.aborted) throw error;
+        first = { done: true, value: undefined };
+      }
       const reply = new ReplySoFar();
       const storeStopped = () =>
         storeStoppedReply({ agent, sessionId: ref.sessionId, userId, input, approvals, run, messages: reply.stopped() });

@@ -305,6 +305,24 @@ describe.each(SDKS)('resumable turns over HTTP, useChat on %s', (_name, load) =>
     expect(model.stats.calls).toBe(1);
   });
 
+  it('a stop before the first word answers the POST with an empty reply that finishes (no error), and stores the question', async () => {
+    const posted = post('c1', 'ann', userMessage('u-1', 'Count.'));
+    // The turn's stream is open once the model is called.
+    for (let i = 0; i < 200 && model.stats.calls === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5));
+    const stop = await fetch(`${base}/api/chat/c1/stop`, { method: 'POST', headers: { 'x-user-id': 'ann' } });
+    expect([stop.status, await stop.json()]).toEqual([200, { turnId: 'u-1', status: 'stopped' }]);
+    const answer = await posted;
+    expect(answer.status).toBe(200);
+    const chunks = chunksOf(await answer.text());
+    expect(chunks.map((c) => c.type)).not.toContain('error');
+    expect(chunks.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+    const stored = await agent.getHistory((await agent.getSession('c1', { userId: 'ann' }))!);
+    expect(stored.map((m) => [m.role, Message.text(m)])).toEqual([['user', 'Count.']]);
+    expect(model.stats.calls).toBe(1);
+    // A reload shows the question and nothing to resume; the same message sent again starts a new turn.
+    expect((await fetch(`${base}/api/chat/c1/stream`, { headers: { 'x-user-id': 'ann' } })).status).toBe(204);
+  });
+
   it('a producer that dies mid-reply: a resume returns what was produced and ends with an error chunk, never hangs', async () => {
     // A store whose producers' leases run out soon, so a dead producer is noticed within the test.
     const streams = new InMemoryStreamStore({ leaseMs: 300 });
