@@ -323,6 +323,33 @@ describe.each(SDKS)('resumable turns over HTTP, useChat on %s', (_name, load) =>
     expect((await fetch(`${base}/api/chat/c1/stream`, { headers: { 'x-user-id': 'ann' } })).status).toBe(204);
   });
 
+  it('a stream abandoned after its turn was stored (the store lost mid-turn) resumes as nothing, so the page keeps the stored reply', async () => {
+    const streams = new InMemoryStreamStore({ leaseMs: 300 });
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    ({ base, server } = await serve(agent, streams));
+    model.release();
+    const input: Message = { id: 'u-1', role: 'user', contents: [{ type: 'text', text: 'Count.' }], createdAt: new Date().toISOString() };
+    const run = agent.runStream([input], { sessionId: 'c1', userId: 'ann' });
+    for await (const _ of run);
+    await run.response;
+    const stored = await agent.getHistory((await agent.getSession('c1', { userId: 'ann' }))!);
+    // The producer's stream lost its lease mid-turn (a store outage), yet the turn ended and was stored.
+    const opened = await streams.open({ sessionId: 'c1', turnId: 'u-1' });
+    if (!opened.created) throw new Error('expected a new stream');
+    await opened.writer.append([
+      { type: 'start', messageId: stored[1]!.id },
+      { type: 'text-start', id: 't' },
+      { type: 'text-delta', id: 't', delta: 'One ' },
+    ]);
+    opened.writer.release();
+    const items = [];
+    for await (const item of streams.read({ sessionId: 'c1', turnId: 'u-1' })) items.push(item);
+    expect(items.at(-1)).toEqual({ type: 'end', status: 'abandoned' });
+    const resumed = await fetch(`${base}/api/chat/c1/stream`, { headers: { 'x-user-id': 'ann' } });
+    expect(resumed.status).toBe(204);
+  });
+
   it('a producer that dies mid-reply: a resume returns what was produced and ends with an error chunk, never hangs', async () => {
     // A store whose producers' leases run out soon, so a dead producer is noticed within the test.
     const streams = new InMemoryStreamStore({ leaseMs: 300 });

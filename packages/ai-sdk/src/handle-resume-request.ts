@@ -1,4 +1,4 @@
-import { type Agent, errorBody, httpStatusOf, InvalidInputError, type StreamStore } from '@ctx/core';
+import { type Agent, type AgentSession, errorBody, httpStatusOf, InvalidInputError, type StreamStore } from '@ctx/core';
 import { checkOptionNames, optionNames } from '@ctx/core/backend';
 import { jsonResponse, notFound, report } from './route-responses.js';
 import { INPUT_CHUNK_TYPE, readStoredTurn } from './turn-stream.js';
@@ -44,7 +44,8 @@ const OPTION_NAMES = optionNames<HandleResumeRequestOptions>()({
  * 404 with the same body as for one that does not exist. Then, with the session's latest turn in
  * `streams`:
  * - running: its chunks from the first, then each as it comes, until it ends (two tabs each get all);
- *   a producer that went away (its process died) ends the reply with an `error` chunk, never a hang;
+ *   a producer that went away (its process died) ends the reply with an `error` chunk, never a hang
+ *   (204 instead when the history holds the turn: it lost the store, not the run);
  * - ended with a reply (finished or stopped) and still kept (the store's `ttlMs`): the same chunks,
  *   whose `start` names the stored message, so a page that loaded the stored reply shows it once;
  * - otherwise (none, failed, expired, a conversation not stored yet): 204, which `useChat` reads as
@@ -64,6 +65,8 @@ export async function handleResumeRequest(request: Request, options: HandleResum
     if (!stored) return noContent();
     const info = await streams.find(sessionId);
     if (!info || info.status === 'failed') return noContent();
+    // Its producer lost the store mid-turn, yet may have finished and stored the turn: the page holds that.
+    if (info.status === 'abandoned' && (await turnStored(agent, stored, info.turnId))) return noContent();
     const read = await readStoredTurn(streams, info, onError);
     const first = read.first;
     const replays =
@@ -81,6 +84,13 @@ export async function handleResumeRequest(request: Request, options: HandleResum
     report(onErrorResponse, error, status);
     return jsonResponse(status, errorBody(error));
   }
+}
+
+/** Whether the history holds the turn: its input message with what followed it (the reply). */
+async function turnStored(agent: Agent, session: AgentSession, turnId: string): Promise<boolean> {
+  const history = await agent.getHistory(session);
+  const at = history.findIndex((message) => message.id === turnId);
+  return at !== -1 && at < history.length - 1;
 }
 
 /** The 204 by which `useChat` knows there is nothing to resume. */
