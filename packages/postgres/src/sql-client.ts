@@ -51,11 +51,17 @@ export interface SqlDatabase extends SqlQueryable {
   readonly engine: PostgresEngine;
   /**
    * Runs `fn` in one transaction (`BEGIN` ... `COMMIT`; `ROLLBACK` when it throws). On a server,
-   * a transaction abandoned at the deadline or by `signal` destroys its connection, so the server
-   * rolls it back and releases its locks.
+   * each statement in it carries the call's remaining time as `statement_timeout`, so the server
+   * cancels a statement (a lock wait included) by the deadline, and a transaction abandoned at the
+   * deadline or by `signal` destroys its connection: `COMMIT` is never sent, so nothing in it is
+   * applied, and the server rolls it back.
    */
   transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, call: SqlCallOptions): Promise<T>;
-  /** One statement outside a transaction, bounded like `transaction`. */
+  /**
+   * One statement, bounded like `transaction`. On a server, a statement other than a plain
+   * `SELECT` runs in its own transaction, so one abandoned at its deadline (e.g. while it waits on
+   * a row lock) is never applied later.
+   */
   run<Row = Record<string, unknown>>(text: string, params: readonly unknown[], call: SqlCallOptions): Promise<SqlResult<Row>>;
 }
 
@@ -108,58 +114,86 @@ const rowsOf = <Row>(result: { rows: unknown[]; rowCount?: number | null; affect
 
 function poolDatabase(pool: PgPoolLike, timeoutMs: number): SqlDatabase {
   // Every call takes its own pool client, so a call abandoned at its deadline can destroy the
-  // connection it holds (the server then cancels the statement and rolls back) instead of handing
-  // a busy connection back to the pool.
-  const withClient = <T>(call: SqlCallOptions, fn: (client: PgPoolClientLike) => Promise<T>) =>
-    bounded(call, timeoutMs, async (signal) => {
+  // connection it holds instead of handing a busy connection back to the pool. The server notices a
+  // closed connection only when it next reads or writes it: what keeps an abandoned write from
+  // landing is the transaction it runs in (its COMMIT is never sent), and what ends its lock wait is
+  // the statement_timeout set at BEGIN.
+  const withClient = <T>(call: SqlCallOptions, fn: (client: PgPoolClientLike, deadlineAt: number, signal: AbortSignal) => Promise<T>) => {
+    const deadlineAt = Date.now() + (call.timeoutMs ?? timeoutMs);
+    return bounded(call, timeoutMs, async (signal) => {
       const client = await pool.connect();
       if (signal.aborted) {
         client.release();
         throw signal.reason;
       }
-      let broken: Error | undefined;
-      const onAbort = () => {
-        broken = new Error(`abandoned: ${call.operation}`);
+      let released = false;
+      const release = (destroy?: Error | boolean) => {
+        if (released) return;
+        released = true;
+        client.release(destroy);
       };
+      // Abandoned (deadline or caller's signal): close the connection now, not when the statement
+      // under way ends, so nothing more (a COMMIT above all) is sent on it.
+      const onAbort = () => release(new Error(`abandoned: ${call.operation}`));
       signal.addEventListener('abort', onAbort, { once: true });
       // A connection that drops while the client is checked out emits 'error' on it (the pool only
       // listens on idle clients): unheard, that event would crash the process. The query under way
-      // fails with it anyway, and the client is destroyed on release.
+      // fails with it anyway, and the client is destroyed on release. The listener stays on a
+      // destroyed client, which may still report its closing.
+      let broken: Error | undefined;
       const onError = (error: Error) => {
         broken = error;
       };
       client.on?.('error', onError);
       try {
-        return await fn(client);
+        return await fn(client, deadlineAt, signal);
       } catch (error) {
         if (isConnectionError(error)) broken = error as Error;
         throw error;
       } finally {
         signal.removeEventListener('abort', onAbort);
-        client.removeListener?.('error', onError);
-        client.release(broken ?? (signal.aborted ? true : undefined));
+        if (!released && !broken) client.removeListener?.('error', onError);
+        release(broken ?? (signal.aborted ? true : undefined));
       }
     });
+  };
+  // BEGIN with the call's remaining time as the server's own limit on each statement (`SET LOCAL`
+  // ends with the transaction): a statement waiting on a lock is cancelled by the server instead of
+  // waiting past the deadline. One round trip, like a bare BEGIN.
+  const begin = (client: PgPoolClientLike, deadlineAt: number) =>
+    client.query(`BEGIN; SET LOCAL statement_timeout = ${Math.max(1, Math.ceil(deadlineAt - Date.now()))}`);
+  const inTransaction = async <T>(client: PgPoolClientLike, deadlineAt: number, signal: AbortSignal, fn: () => Promise<T>): Promise<T> => {
+    await begin(client, deadlineAt);
+    try {
+      const result = await fn();
+      if (signal.aborted) throw signal.reason;
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    }
+  };
   const queryable = (client: PgPoolClientLike): SqlQueryable => ({
     query: async <Row>(text: string, params?: readonly unknown[]) => rowsOf<Row>(await client.query(text, params as unknown[])),
   });
-  return {
+  const database: SqlDatabase = {
     engine: 'server',
-    query: (text, params) => withClient({ operation: 'query' }, (client) => queryable(client).query(text, params)),
-    run: (text, params, call) => withClient(call, (client) => queryable(client).query(text, params)),
+    query: (text, params) => database.run(text, params ?? [], { operation: 'query' }),
+    // A single statement outside a transaction commits when the server runs it: one abandoned while
+    // it waits on a row lock would be applied when the lock frees, after the caller was told it
+    // failed (the server does not notice the closed connection until it answers). In a transaction,
+    // an abandoned statement is never committed. A plain SELECT changes nothing, so it runs alone.
+    run: (text, params, call) =>
+      withClient(call, (client, deadlineAt, signal) =>
+        isPlainSelect(text)
+          ? queryable(client).query(text, params)
+          : inTransaction(client, deadlineAt, signal, () => queryable(client).query(text, params)),
+      ),
     transaction: (fn, call) =>
-      withClient(call, async (client) => {
-        await client.query('BEGIN');
-        try {
-          const result = await fn(queryable(client));
-          await client.query('COMMIT');
-          return result;
-        } catch (error) {
-          await client.query('ROLLBACK').catch(() => {});
-          throw error;
-        }
-      }),
+      withClient(call, (client, deadlineAt, signal) => inTransaction(client, deadlineAt, signal, () => fn(queryable(client)))),
   };
+  return database;
 }
 
 function pgliteDatabase(db: PGliteLike, timeoutMs: number): SqlDatabase {
@@ -175,6 +209,10 @@ function pgliteDatabase(db: PGliteLike, timeoutMs: number): SqlDatabase {
     transaction: (fn, call) => bounded(call, timeoutMs, () => db.transaction((tx) => fn(queryable(tx)))),
   };
 }
+
+/** Whether `text` is a `SELECT` that neither locks rows nor writes (so running it alone is safe to abandon). */
+const isPlainSelect = (text: string): boolean =>
+  /^\s*SELECT\b/i.test(text) && !/\bFOR\s+(UPDATE|NO\s+KEY\s+UPDATE|SHARE|KEY\s+SHARE)\b|\b(nextval|setval|pg_advisory)/i.test(text);
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'EAI_AGAIN']);
 
@@ -212,6 +250,13 @@ export function toCtxError(error: unknown, operation: string, sessionId = ''): E
     return new ConcurrencyError(sessionId, `PostgreSQL ${operation} met a concurrent write (${state}: ${detail}); try again.`, {
       cause: error,
     });
+  }
+  if (state === '57014') {
+    return new BackendUnavailableError(
+      BACKEND,
+      `PostgreSQL ${operation} did not finish within its deadline: the server cancelled it (${detail}); nothing of it was applied. Raise timeoutMs if the database is just slow or busy.`,
+      { cause: error },
+    );
   }
   if (state?.startsWith('22') || state === '54000') {
     return new InvalidInputError(`PostgreSQL ${operation} refused a value (${state}: ${detail}).`, { cause: error });
