@@ -90,6 +90,7 @@ try {
   // @ctx/postgres's optional peer, with pgvector for it: what `PgVectorIndex` runs on embedded (no block imports them).
   for (const extra of ['@electric-sql/pglite', '@electric-sql/pglite-pgvector']) sdks.add(extra);
   if (sdks.has('@openai/agents')) sdks.add('@openai/agents-core');
+  if (sdks.has('pg')) sdks.add('@types/pg'); // pg ships no types: a TypeScript app installs them beside it
   const agentsRange = workspace.get('@ctx/openai-agents')?.manifest.peerDependencies?.['@openai/agents-core'];
   for (const sdk of [...sdks].sort()) {
     dependencies[sdk] = sdk.startsWith('@openai/agents') && agentsRange ? newestIn(sdk, agentsRange) : newestIn(sdk, 'latest');
