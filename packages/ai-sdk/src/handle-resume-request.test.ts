@@ -350,6 +350,22 @@ describe.each(SDKS)('resumable turns over HTTP, useChat on %s', (_name, load) =>
     expect(resumed.status).toBe(204);
   });
 
+  it('a resume whose page goes away before the turn’s first chunk answers 204 at once instead of waiting for it', async () => {
+    await agent.saveSession(agent.createSession({ sessionId: 'c1', userId: 'ann' }));
+    const opened = await streams.open({ sessionId: 'c1', turnId: 'u-1' });
+    if (!opened.created) throw new Error('expected a new stream');
+    const gone = new AbortController();
+    const answer = handleResumeRequest(new Request(`${base}/api/chat/c1/stream`, { signal: gone.signal }), {
+      agent,
+      sessionId: 'c1',
+      userId: 'ann',
+      streams,
+    });
+    gone.abort();
+    expect((await answer).status).toBe(204);
+    await opened.writer.close('failed');
+  });
+
   it('a producer that dies mid-reply: a resume returns what was produced and ends with an error chunk, never hangs', async () => {
     // A store whose producers' leases run out soon, so a dead producer is noticed within the test.
     const streams = new InMemoryStreamStore({ leaseMs: 300 });

@@ -55,7 +55,6 @@ const OPTION_NAMES = optionNames<HandleResumeRequestOptions>()({
 export async function handleResumeRequest(request: Request, options: HandleResumeRequestOptions): Promise<Response> {
   checkOptionNames('handleResumeRequest', options, OPTION_NAMES);
   const { agent, sessionId, userId, streams, onError, headers, onErrorResponse } = options;
-  void request;
   try {
     if (typeof sessionId !== 'string' || sessionId.trim() === '') {
       throw new InvalidInputError('The conversation id of a resume request must be a non-blank string (the route names it).');
@@ -67,7 +66,7 @@ export async function handleResumeRequest(request: Request, options: HandleResum
     if (!info || info.status === 'failed') return noContent();
     // Its producer lost the store mid-turn, yet may have finished and stored the turn: the page holds that.
     if (info.status === 'abandoned' && (await turnStored(agent, stored, info.turnId))) return noContent();
-    const read = await readStoredTurn(streams, info, onError);
+    const read = await readStoredTurn(streams, info, onError, request.signal);
     const first = read.first;
     const replays =
       first?.type === 'chunk' &&

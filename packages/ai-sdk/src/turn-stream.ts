@@ -185,7 +185,8 @@ export interface StoredTurnRead {
 }
 
 /**
- * Reads a turn's stream from its first chunk and follows it. When the producer went away (the
+ * Reads a turn's stream from its first chunk and follows it; `signal` ends the wait for the first
+ * chunk (a page that went away before it), not the read after it. When the producer went away (the
  * stream `abandoned`), or the store is lost mid-read, the chunks end with an `error` chunk
  * (`onError`'s text), so the page knows the reply ended; a read never waits on a dead producer.
  */
@@ -193,12 +194,22 @@ export async function readStoredTurn(
   streams: StreamStore,
   ref: StreamRef,
   onError: ToUIMessageStreamOptions['onError'],
+  signal?: AbortSignal,
 ): Promise<StoredTurnRead> {
   const abort = new AbortController();
   const items = streams.read({ sessionId: ref.sessionId, turnId: ref.turnId }, { signal: abort.signal })[Symbol.asyncIterator]();
-  let start = await items.next();
-  if (!start.done && start.value.type === 'chunk' && (start.value.chunk as { type?: unknown }).type === INPUT_CHUNK_TYPE) {
+  // The wait for the first chunk ends with `signal` (the page went away): `first` is then undefined.
+  const giveUp = () => abort.abort();
+  signal?.addEventListener('abort', giveUp, { once: true });
+  if (signal?.aborted) giveUp();
+  let start: IteratorResult<StreamReadItem>;
+  try {
     start = await items.next();
+    if (!start.done && start.value.type === 'chunk' && (start.value.chunk as { type?: unknown }).type === INPUT_CHUNK_TYPE) {
+      start = await items.next();
+    }
+  } finally {
+    signal?.removeEventListener('abort', giveUp);
   }
   let held: IteratorResult<StreamReadItem> | undefined = start;
   let ended = false;
