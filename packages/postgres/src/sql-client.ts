@@ -83,6 +83,10 @@ const isPool = (client: PostgresClient): client is PgPoolLike =>
 const isPGlite = (client: PostgresClient): client is PGliteLike =>
   typeof (client as PGliteLike).transaction === 'function' && typeof (client as PGliteLike).query === 'function';
 
+/** A `pg` `Client`, or a client checked out of a pool: one connection, which has connection parameters (a `Pool` has none). */
+const isSingleConnection = (client: object): boolean =>
+  'connectionParameters' in client || typeof (client as { release?: unknown }).release === 'function';
+
 /**
  * Wraps a `pg` `Pool` or a PGlite database. `timeoutMs` bounds every call (default 5000).
  * @throws ConfigurationError for anything else (a single `pg` `Client` included: give a `Pool`).
@@ -91,6 +95,10 @@ export function sqlDatabase(client: PostgresClient, timeoutMs = 5000): SqlDataba
   if (client === null || typeof client !== 'object')
     throw new ConfigurationError('@ctx/postgres needs `client`: a pg Pool or a PGlite database.');
   if (isPGlite(client)) return pgliteDatabase(client, timeoutMs);
+  if (isSingleConnection(client))
+    throw new ConfigurationError(
+      '@ctx/postgres: `client` is a single pg Client (one connection), which cannot run turns in parallel nor be closed on its own when a call is abandoned: pass a pg Pool (`new pg.Pool({ connectionString })`).',
+    );
   if (isPool(client)) return poolDatabase(client, timeoutMs);
   throw new ConfigurationError(
     '@ctx/postgres: `client` is neither a pg Pool (it has no connect()) nor a PGlite database (it has no transaction()). A single pg Client cannot run turns in parallel: pass a Pool.',
