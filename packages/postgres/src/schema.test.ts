@@ -125,4 +125,23 @@ describe('ensureSchema on a PostgreSQL server', () => {
     const runs = await pools[0]?.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${names.table('runs')}`);
     expect(runs?.rows[0]?.n).toBe(1);
   });
+
+  it('creates a new schema once when stores of two table prefixes in it start together', async () => {
+    const schema = `s2_${Date.now().toString(36)}`;
+    const pool = openTestPool({ max: 4 });
+    pools.push(pool);
+    const prefixes = ['a_', 'b_', 'c_', 'd_'];
+    // Separate lock keys per prefix: without a lock on the schema, the later CREATE SCHEMA IF NOT
+    // EXISTS fails on pg_namespace's unique index (23505) instead of finding the schema.
+    await Promise.all(
+      prefixes.map((tablePrefix) => {
+        const names = tableNames({ schema, tablePrefix });
+        return ensureSchema(openDatabase({ client: pool }), names, 'counter', counting(names));
+      }),
+    );
+    for (const tablePrefix of prefixes) {
+      const runs = await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${tableNames({ schema, tablePrefix }).table('runs')}`);
+      expect(runs.rows[0]?.n).toBe(1);
+    }
+  });
 });

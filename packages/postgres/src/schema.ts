@@ -145,6 +145,11 @@ function lockKey(names: TableNames): string {
   return createHash('sha256').update(`ctx:${names.schemaName}.${names.prefix}`).digest().readBigInt64BE(0).toString();
 }
 
+/** A 64-bit advisory lock key for creating one schema, taken (after the prefix's) only when the schema is missing. */
+function schemaLockKey(names: TableNames): string {
+  return createHash('sha256').update(`ctx-schema:${names.schemaName}`).digest().readBigInt64BE(0).toString();
+}
+
 async function migrate(db: SqlDatabase, names: TableNames, component: string, migrations: readonly string[]): Promise<void> {
   const versions = names.table(VERSIONS_TABLE);
   await db.transaction(
@@ -152,7 +157,12 @@ async function migrate(db: SqlDatabase, names: TableNames, component: string, mi
       await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [lockKey(names)]);
       // CREATE SCHEMA IF NOT EXISTS still needs CREATE on the database, which an app's role often lacks.
       const schema = await tx.query('SELECT 1 FROM pg_namespace WHERE nspname = $1', [names.schemaName]);
-      if (schema.rows.length === 0) await tx.query(`CREATE SCHEMA IF NOT EXISTS ${names.schema}`);
+      // Other prefixes in the same schema migrate under other locks, and CREATE SCHEMA IF NOT EXISTS
+      // run by two at once fails one of them (23505): creating the schema takes the schema's own lock.
+      if (schema.rows.length === 0) {
+        await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [schemaLockKey(names)]);
+        await tx.query(`CREATE SCHEMA IF NOT EXISTS ${names.schema}`);
+      }
       await tx.query(
         `CREATE TABLE IF NOT EXISTS ${versions} (component text PRIMARY KEY, version integer NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())`,
       );
