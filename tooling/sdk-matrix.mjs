@@ -34,6 +34,7 @@ const MATRIX = [
   { name: 'mem0', sdk: 'mem0ai' },
   { name: 'openai', sdk: 'openai' },
   { name: 'openai-agents', sdk: '@openai/agents-core', companions: ['@openai/agents'] },
+  { name: 'postgres', sdk: 'pg' },
 ];
 
 const args = process.argv.slice(2);
@@ -147,7 +148,7 @@ function check(dir, sdk, version, companions) {
         extends: join(dir, 'tsconfig.json'),
         compilerOptions: {
           noEmit: true,
-          paths: Object.assign({}, ...[sdk, ...companions].map((name) => typePaths(name, join(home, 'node_modules', name)))),
+          paths: Object.assign({}, ...[sdk, ...companions].map((name) => typePaths(name, typesHome(dir, join(home, 'node_modules', name))))),
         },
       },
       null,
@@ -201,6 +202,17 @@ function loadedVersions(log, home) {
   if (outside.length > 0) return { versions, summary, problem: `SDK resolved outside the matrix copy (${outside[0]})` };
   if (lines.length === 0) return { versions, summary, problem: 'the tests resolved no SDK import' };
   return { versions, summary };
+}
+
+/**
+ * Where the SDK's types are: the copy in `sdkDir`, or, for an SDK that ships none (`pg`), the
+ * package's own `@types/<sdk>` (a user installs those beside any version of the SDK).
+ */
+function typesHome(dir, sdkDir) {
+  const manifest = JSON.parse(readFileSync(join(sdkDir, 'package.json'), 'utf8'));
+  if (manifest.types || manifest.typings || typesOf(manifest.exports?.['.'] ?? {})) return sdkDir;
+  const definitelyTyped = join(dir, 'node_modules', '@types', manifest.name.replace('@', '').replace('/', '__'));
+  return existsSync(definitelyTyped) ? definitelyTyped : sdkDir;
 }
 
 /** `paths` for tsc: the SDK and each subpath it exports, to the type files of the copy in `sdkDir`. */
