@@ -366,6 +366,13 @@ describe.each(SDKS)('resumable turns over HTTP, useChat on %s', (_name, load) =>
     await opened.writer.close('failed');
   });
 
+  it('runningTurnInput of a turn that has no chunk yet answers undefined at once instead of waiting for its first update', async () => {
+    const opened = await streams.open({ sessionId: 'c1', turnId: 'u-1' });
+    if (!opened.created) throw new Error('expected a new stream');
+    expect(await runningTurnInput(streams, 'c1')).toBeUndefined();
+    await opened.writer.close('failed');
+  });
+
   it('a producer that dies mid-reply: a resume returns what was produced and ends with an error chunk, never hangs', async () => {
     // A store whose producers' leases run out soon, so a dead producer is noticed within the test.
     const streams = new InMemoryStreamStore({ leaseMs: 300 });

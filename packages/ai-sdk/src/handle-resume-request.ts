@@ -99,7 +99,7 @@ export function noContent(): Response {
 
 /**
  * The input of the conversation's running turn, as the page sent it (a user message), or undefined
- * when no turn runs (or it answers approvals). The history stores a turn's input with its reply,
+ * when no turn runs (or it answers approvals, or has not had its first update yet: it never waits). The history stores a turn's input with its reply,
  * when the turn ends: add this message to the stored ones the page loads (`uiMessagesFromHistory`)
  * when they do not hold its id, so a reload mid-reply shows the question above the resumed reply.
  * Check the conversation's owner first, as for any read of it.
@@ -107,7 +107,8 @@ export function noContent(): Response {
  */
 export async function runningTurnInput(streams: StreamStore, sessionId: string): Promise<UIMessage | undefined> {
   const info = await streams.find(sessionId);
-  if (info?.status !== 'running') return undefined;
+  // No chunk yet (the turn waits for its first update): never wait for one, a page load would hang on it.
+  if (info?.status !== 'running' || info.chunkCount === 0) return undefined;
   const abort = new AbortController();
   try {
     for await (const item of streams.read(info, { signal: abort.signal })) {
