@@ -50,7 +50,8 @@ export type PostgresEngine = 'server' | 'embedded';
 export interface SqlDatabase extends SqlQueryable {
   readonly engine: PostgresEngine;
   /**
-   * Runs `fn` in one transaction (`BEGIN` ... `COMMIT`; `ROLLBACK` when it throws). On a server,
+   * Runs `fn` in one transaction (`BEGIN` ... `COMMIT`; `ROLLBACK` when it throws). On PGlite, an
+   * abandoned transaction fails at its next statement and is rolled back, never committed. On a server,
    * each statement in it carries the call's remaining time as `statement_timeout`, so the server
    * cancels a statement (a lock wait included) by the deadline, and a transaction abandoned at the
    * deadline or by `signal` destroys its connection: `COMMIT` is never sent, so nothing in it is
@@ -58,9 +59,9 @@ export interface SqlDatabase extends SqlQueryable {
    */
   transaction<T>(fn: (tx: SqlQueryable) => Promise<T>, call: SqlCallOptions): Promise<T>;
   /**
-   * One statement, bounded like `transaction`. On a server, a statement other than a plain
-   * `SELECT` runs in its own transaction, so one abandoned at its deadline (e.g. while it waits on
-   * a row lock) is never applied later.
+   * One statement, bounded like `transaction`. A statement other than a plain `SELECT` runs in its
+   * own transaction, so one abandoned at its deadline (on a server while it waits on a row lock, on
+   * PGlite while it waits for its turn on the one connection) is never applied later.
    */
   run<Row = Record<string, unknown>>(text: string, params: readonly unknown[], call: SqlCallOptions): Promise<SqlResult<Row>>;
 }
@@ -209,13 +210,33 @@ function pgliteDatabase(db: PGliteLike, timeoutMs: number): SqlDatabase {
     query: async <Row>(text: string, params?: readonly unknown[]) => rowsOf<Row>(await q.query(text, params as unknown[])),
   });
   const direct = queryable(db);
-  return {
+  // PGlite is one connection: its transactions run one at a time, in the order they were asked for,
+  // and a call abandoned at its deadline still waits in that queue or runs on. An abandoned
+  // transaction throws at its next statement and before it would commit, so PGlite rolls it back.
+  const inTransaction = <T>(signal: AbortSignal, fn: (tx: SqlQueryable) => Promise<T>) =>
+    db.transaction(async (tx) => {
+      const inner = queryable(tx);
+      const checked: SqlQueryable = {
+        query: (text, params) => {
+          if (signal.aborted) return Promise.reject(signal.reason);
+          return inner.query(text, params);
+        },
+      };
+      const result = await fn(checked);
+      if (signal.aborted) throw signal.reason;
+      return result;
+    });
+  const database: SqlDatabase = {
     engine: 'embedded',
-    query: (text, params) => bounded({ operation: 'query' }, timeoutMs, () => direct.query(text, params)),
-    run: (text, params, call) => bounded(call, timeoutMs, () => direct.query(text, params)),
-    // PGlite is one connection: its transactions run one at a time, in the order they were asked for.
-    transaction: (fn, call) => bounded(call, timeoutMs, () => db.transaction((tx) => fn(queryable(tx)))),
+    query: (text, params) => database.run(text, params ?? [], { operation: 'query' }),
+    // A write runs as a transaction of its own, so one abandoned while it waited for its turn is not applied.
+    run: (text, params, call) =>
+      bounded(call, timeoutMs, (signal) =>
+        isPlainSelect(text) ? direct.query(text, params) : inTransaction(signal, (tx) => tx.query(text, params)),
+      ),
+    transaction: (fn, call) => bounded(call, timeoutMs, (signal) => inTransaction(signal, fn)),
   };
+  return database;
 }
 
 /** Whether `text` is a `SELECT` that neither locks rows nor writes (so running it alone is safe to abandon). */
