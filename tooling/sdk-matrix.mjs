@@ -148,7 +148,10 @@ function check(dir, sdk, version, companions) {
         extends: join(dir, 'tsconfig.json'),
         compilerOptions: {
           noEmit: true,
-          paths: Object.assign({}, ...[sdk, ...companions].map((name) => typePaths(name, typesHome(dir, join(home, 'node_modules', name))))),
+          paths: Object.assign(
+            {},
+            ...[sdk, ...companions].map((name) => typePaths(name, typesHome(dir, join(home, 'node_modules', name)))),
+          ),
         },
       },
       null,
