@@ -62,7 +62,7 @@ describe('sqlDatabase on PGlite: calls abandoned at their deadline', () => {
       await holder;
     };
   };
-  const valueOf = async (id: number) => (await lite.query<{ v: string }>('SELECT v FROM abandoned WHERE id = $1', [id])).rows[0]?.v;
+  const storedValue = async (id: number) => (await lite.query<{ v: string }>('SELECT v FROM abandoned WHERE id = $1', [id])).rows[0]?.v;
 
   it('run: a write queued behind another transaction and abandoned at its deadline is not applied when its turn comes', async () => {
     const release = await hold();
@@ -71,7 +71,7 @@ describe('sqlDatabase on PGlite: calls abandoned at their deadline', () => {
     ).rejects.toBeInstanceOf(BackendUnavailableError);
     await release();
     // Queued after the abandoned write: once it answers, that write has had its turn.
-    expect(await valueOf(1)).toBe('before');
+    expect(await storedValue(1)).toBe('before');
   });
 
   it('transaction: one abandoned at its deadline while it works is rolled back, not committed when its work ends', async () => {
@@ -95,6 +95,6 @@ describe('sqlDatabase on PGlite: calls abandoned at their deadline', () => {
     await written;
     await expect(call).rejects.toBeInstanceOf(BackendUnavailableError);
     go();
-    expect(await valueOf(2)).toBe('before');
+    expect(await storedValue(2)).toBe('before');
   });
 });
