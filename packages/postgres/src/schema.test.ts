@@ -45,6 +45,17 @@ describe('tableNames', () => {
   });
 });
 
+describe('openDatabase', () => {
+  it.each([0, -1, Number.NaN, Number.POSITIVE_INFINITY, 2_147_483_648, 3e9])('refuses timeoutMs %s as ConfigurationError', (timeoutMs) => {
+    // Above 2^31 - 1 ms a Node timer fires at once: every call would time out immediately.
+    expect(() => openDatabase({ client: pglite, timeoutMs })).toThrow(ConfigurationError);
+  });
+
+  it('takes the longest timeoutMs a timer allows', () => {
+    expect(openDatabase({ client: pglite, timeoutMs: 2_147_483_647 }).engine).toBe('embedded');
+  });
+});
+
 describe('idKey', () => {
   it('is 32 bytes for any id and differs between ids', () => {
     expect(idKey('a'.repeat(4096))).toHaveLength(32);

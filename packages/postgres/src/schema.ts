@@ -10,7 +10,7 @@ export interface PostgresOptions {
   schema?: string;
   /** First part of every table name. Default 'ctx_'. Letters, digits, underscore. */
   tablePrefix?: string;
-  /** Upper bound of every call in ms. Default 5000. */
+  /** Upper bound of every call in ms, at most 2^31 - 1 (on a server the statement's own limit too). Default 5000. */
   timeoutMs?: number;
 }
 
@@ -88,15 +88,21 @@ export function idKey(id: string): Buffer {
 
 const clients = new WeakMap<SqlDatabase, PostgresClient>();
 
+/** The longest timer Node runs (2^31 - 1 ms); a longer one fires at once. Also PostgreSQL's largest `statement_timeout`. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
 /**
  * The `SqlDatabase` of a provider's options (`timeoutMs` default 5000), remembered with its client
  * so that `ensureSchema` migrates once per client, whichever provider asks first.
- * @throws ConfigurationError when `client` is neither a pg Pool nor a PGlite database, or for a `timeoutMs` that is not a positive number.
+ * @throws ConfigurationError when `client` is neither a pg Pool nor a PGlite database (a single pg Client included), or for a
+ *   `timeoutMs` that is not a positive number of at most 2^31 - 1 ms.
  */
 export function openDatabase(options: PostgresOptions): SqlDatabase {
   const timeoutMs = options.timeoutMs ?? 5000;
-  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-    throw new ConfigurationError(`@ctx/postgres: timeoutMs must be a positive number of milliseconds, not ${String(timeoutMs)}.`);
+  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMEOUT_MS) {
+    throw new ConfigurationError(
+      `@ctx/postgres: timeoutMs must be a positive number of milliseconds of at most ${MAX_TIMEOUT_MS} (about 24.8 days), not ${String(timeoutMs)}.`,
+    );
   }
   const db = sqlDatabase(options.client, timeoutMs);
   clients.set(db, options.client);

@@ -92,6 +92,13 @@ describe('sqlDatabase on a PostgreSQL server: calls abandoned at their deadline'
     expect((await pool.query(`SELECT v FROM ${table} WHERE id = 3`)).rows[0].v).toBe('before');
   });
 
+  it('a write with the longest deadline a timer allows runs (statement_timeout stays within its range)', async () => {
+    await pool.query(`INSERT INTO ${table} (id, v) VALUES (4, 'before')`);
+    const long = sqlDatabase(pool, 2_147_483_647);
+    await long.run(`UPDATE ${table} SET v = 'after' WHERE id = $1`, [4], { operation: 'test update' });
+    expect((await pool.query(`SELECT v FROM ${table} WHERE id = 4`)).rows[0].v).toBe('after');
+  });
+
   it('a statement the server cancelled (57014) is a BackendUnavailableError that names the deadline', () => {
     const cancelled = Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
     const error = toCtxError(cancelled, 'saveMessages for session "s1"');
