@@ -8,6 +8,7 @@ import { describeHistoryProvider } from '@ctx/provider-tests';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresHistoryProvider } from './postgres-history-provider.js';
+import { endClient } from '../test/databases.js';
 import { idKey } from './schema.js';
 
 // The history on a PostgreSQL server (Debian's, through pg): the conformance suite, then the faults
@@ -107,7 +108,7 @@ describe('PostgresHistoryProvider on a server, faults', () => {
     const error = await saving;
     expect(error).toBeInstanceOf(BackendUnavailableError);
     expect((error as Error).message).toContain('saveMessages for session "killed mid-turn"');
-    await blocker.end().catch(() => undefined);
+    await endClient(blocker);
     await server!.restart();
     // The pool hands out new connections; nothing of the interrupted turn is there.
     expect(texts(await history.getMessages(sessionId))).toEqual(['q1', 'a1']);

@@ -3,7 +3,7 @@ import { BackendUnavailableError, type SessionJson, SessionStateError } from '@c
 import { type PostgresServer, startPostgresServer } from '@ctx/postgres-test-server';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openTestPool, testTmpDir } from '../test/databases.js';
+import { endClient, openTestPool, testTmpDir } from '../test/databases.js';
 import { PostgresSessionStore } from './postgres-session-store.js';
 import { PostgresWorkingMemoryStore } from './postgres-working-memory-store.js';
 import { idKey } from './schema.js';
@@ -70,7 +70,7 @@ describe('a server killed in the middle of a call', () => {
     expect(error).toBeInstanceOf(BackendUnavailableError);
     expect((error as Error).message).toMatch(/set of session "b"/);
     expect(ms).toBeLessThan(10_000);
-    await holder.end().catch(() => {});
+    await endClient(holder);
 
     // While it is down, every call fails the same way, in bounded time.
     const down = await outcome(store.get('a'));

@@ -25,3 +25,13 @@ export async function openTestPGlite(options: Pick<PGliteOptions, 'extensions'> 
   const dump = new Blob([readFileSync(inject('postgres').pgliteDump)]);
   return PGlite.create({ ...options, loadDataDir: dump });
 }
+
+/**
+ * Ends a test's own `pg` client whose server was stopped under it. pg before 8.11 never settles
+ * `end()` on a connection that is already gone, so the wait is bounded: the client is scaffolding.
+ */
+export async function endClient(client: { end(): Promise<void> }): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([client.end().catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, 1000)))]);
+  clearTimeout(timer);
+}
