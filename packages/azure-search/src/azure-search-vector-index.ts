@@ -14,7 +14,14 @@ import {
   type VectorRecord,
   type VectorScope,
 } from '@ctx/core';
-import { checkOptionNames, checkVectorRecord, compareBySessionAndSequence, optionNames, shortId } from '@ctx/core/backend';
+import {
+  checkOptionNames,
+  checkVectorRange,
+  checkVectorRecord,
+  compareBySessionAndSequence,
+  optionNames,
+  shortId,
+} from '@ctx/core/backend';
 import { CONNECTION_OPTION_NAMES, connect, toSearchError, type AzureSearchConnectionOptions } from './connection.js';
 import { andFilters, odataLiteral, scopeToFilter } from './odata.js';
 import { toDocumentKey } from './search-index.js';
@@ -278,15 +285,7 @@ export class AzureSearchVectorIndex implements VectorIndex {
   async getRange(range: VectorRange, options?: VectorIndexCallOptions): Promise<IndexedMessage[]> {
     const signal = options?.signal;
     signal?.throwIfAborted();
-    const { sessionId, userId, fromSequence, toSequence } = range ?? ({} as VectorRange);
-    if (typeof sessionId !== 'string' || !sessionId)
-      throw new InvalidInputError('AzureSearchVectorIndex.getRange: sessionId must be a non-empty string.');
-    if (userId !== undefined && (typeof userId !== 'string' || !userId))
-      throw new InvalidInputError('AzureSearchVectorIndex.getRange: userId must be a non-empty string when set.');
-    if (!Number.isSafeInteger(fromSequence) || !Number.isSafeInteger(toSequence))
-      throw new InvalidInputError(
-        `AzureSearchVectorIndex.getRange: fromSequence and toSequence must be integers, got ${String(fromSequence)} and ${String(toSequence)}.`,
-      );
+    const { sessionId, userId, fromSequence, toSequence } = checkVectorRange('AzureSearchVectorIndex', range);
     if (toSequence < fromSequence) return [];
     const filter = andFilters(
       scopeToFilter(userId === undefined ? { [F.sessionId]: sessionId } : { [F.sessionId]: sessionId, [F.userId]: userId }),

@@ -13,7 +13,14 @@ import {
   type VectorRecord,
   type VectorScope,
 } from '@ctx/core';
-import { checkOptionNames, checkVectorRecord, compareBySessionAndSequence, optionNames, shortId } from '@ctx/core/backend';
+import {
+  checkOptionNames,
+  checkVectorRange,
+  checkVectorRecord,
+  compareBySessionAndSequence,
+  optionNames,
+  shortId,
+} from '@ctx/core/backend';
 import { ensureSchema, idKey, openDatabase, type PostgresOptions, tableNames, type TableNames } from './schema.js';
 import type { SqlCallOptions, SqlDatabase } from './sql-client.js';
 
@@ -329,15 +336,7 @@ export class PgVectorIndex implements VectorIndex {
   async getRange(range: VectorRange, options?: VectorIndexCallOptions): Promise<IndexedMessage[]> {
     const signal = options?.signal;
     signal?.throwIfAborted();
-    const { sessionId, userId, fromSequence, toSequence } = range ?? ({} as VectorRange);
-    if (typeof sessionId !== 'string' || !sessionId)
-      throw new InvalidInputError('PgVectorIndex.getRange: sessionId must be a non-empty string.');
-    if (userId !== undefined && (typeof userId !== 'string' || !userId))
-      throw new InvalidInputError('PgVectorIndex.getRange: userId must be a non-empty string when set.');
-    if (!Number.isSafeInteger(fromSequence) || !Number.isSafeInteger(toSequence))
-      throw new InvalidInputError(
-        `PgVectorIndex.getRange: fromSequence and toSequence must be integers, got ${String(fromSequence)} and ${String(toSequence)}.`,
-      );
+    const { sessionId, userId, fromSequence, toSequence } = checkVectorRange('PgVectorIndex', range);
     if (toSequence < fromSequence) return [];
     await this.#schema(signal);
     const scope = scopeSql({ sessionId, userId }, 3);

@@ -61,7 +61,7 @@ export {
   streamLimitError,
 } from '../streams/stream-store-options.js';
 export type { CheckedStreamStoreOptions, StreamStoreOptions } from '../streams/stream-store-options.js';
-export { checkVectorRecord, compareBySessionAndSequence } from './vector-record.js';
+export { checkVectorRange, checkVectorRecord, compareBySessionAndSequence } from './vector-record.js';
 export type { CheckVectorRecordOptions } from './vector-record.js';
 export { checkWorkingMemoryEtag, checkWorkingMemoryKey, describeWorkingMemoryKey } from './working-memory-key.js';
 export type { IdSegmentOptions } from './id-segment.js';

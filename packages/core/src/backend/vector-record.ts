@@ -1,6 +1,6 @@
 import { InvalidInputError } from '../errors.js';
 import type { Role } from '../contracts/message.js';
-import type { IndexedMessage, VectorRecord } from '../contracts/vector-index.js';
+import type { IndexedMessage, VectorRange, VectorRecord } from '../contracts/vector-index.js';
 import { shortId } from './checks.js';
 
 const ROLES: ReadonlySet<string> = new Set<Role>(['system', 'user', 'assistant', 'tool']);
@@ -67,4 +67,22 @@ export function checkVectorRecord(record: VectorRecord, index: number, options: 
  */
 export function compareBySessionAndSequence(a: IndexedMessage, b: IndexedMessage): number {
   return a.sessionId < b.sessionId ? -1 : a.sessionId > b.sessionId ? 1 : a.sequence - b.sequence;
+}
+
+/**
+ * Checks the argument of `VectorIndex.getRange`: a non-empty `sessionId`, a `userId` that is a
+ * non-empty string when set, and integer bounds. `owner` names the index in messages, e.g.
+ * `PgVectorIndex`. Returns the range; an empty one (`toSequence < fromSequence`) is valid.
+ * @throws InvalidInputError naming the field that is wrong.
+ */
+export function checkVectorRange(owner: string, range: VectorRange): VectorRange {
+  const { sessionId, userId, fromSequence, toSequence } = range ?? ({} as VectorRange);
+  if (typeof sessionId !== 'string' || !sessionId) throw new InvalidInputError(`${owner}.getRange: sessionId must be a non-empty string.`);
+  if (userId !== undefined && (typeof userId !== 'string' || !userId))
+    throw new InvalidInputError(`${owner}.getRange: userId must be a non-empty string when set.`);
+  if (!Number.isSafeInteger(fromSequence) || !Number.isSafeInteger(toSequence))
+    throw new InvalidInputError(
+      `${owner}.getRange: fromSequence and toSequence must be integers, got ${String(fromSequence)} and ${String(toSequence)}.`,
+    );
+  return range;
 }
