@@ -15,9 +15,14 @@
 // `vitest run` with a resolver plugin sending every import of `@ctx/core`, from the package's files
 // and from the workspace packages its tests use (`@ctx/provider-tests` among them), to the same copy.
 //
-//   node tooling/core-matrix.mjs               every package
-//   node tooling/core-matrix.mjs redis otel    some of them
-//   node tooling/core-matrix.mjs --plan        only say which versions it would test
+// A row whose core is the workspace's is type-checked against the packed copy, and its tests are
+// left to `npm test`, which ran them on the same build of core (the tarball holds that build's
+// `dist/` and nothing else the tests load); `--workspace-tests` runs them here too.
+//
+//   node tooling/core-matrix.mjs                    every package
+//   node tooling/core-matrix.mjs redis otel         some of them
+//   node tooling/core-matrix.mjs --plan             only say which versions it would test
+//   node tooling/core-matrix.mjs --workspace-tests  also test beside the workspace's core
 //
 // FUZZ_RUNS defaults to 30 here: the fuzz tests already run in full on the workspace build.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -71,7 +76,8 @@ function main() {
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
   const CORE = '@ctx/core';
   const planOnly = process.argv.includes('--plan');
-  const only = process.argv.slice(2).filter((arg) => arg !== '--plan');
+  const workspaceTests = process.argv.includes('--workspace-tests');
+  const only = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
   const planned = plannedCoreRanges(root);
   const coreVersion = planned.coreVersion;
   const dirs = new Map(); // package name -> directory
@@ -160,6 +166,7 @@ function main() {
       JSON.stringify({ extends: join(dir, 'tsconfig.json'), compilerOptions: { noEmit: true, paths: typePaths(coreDir) } }, null, 2),
     );
     if (run(join(root, 'node_modules', '.bin', 'tsc'), ['-p', tsconfig], { cwd: dir }).status !== 0) return 'FAILED: typecheck';
+    if (source === 'workspace' && !workspaceTests) return 'ok (typecheck; the tests ran in npm test, on this build)';
 
     const config = join(base, `vitest.${version}.config.mjs`);
     writeFileSync(config, vitestConfig(dir, home, coreDir));
