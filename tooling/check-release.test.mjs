@@ -2,12 +2,12 @@
 // `--version` run for real in a copy of the repository after a minor of @ctx/core.
 // Run: node --test tooling/check-release.test.mjs
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { accidentalMajors, parseCoreRange, peerRangeUpdates, stageCopy, versionPackages } from './check-release.mjs';
+import { releasedCopy } from './released-copy.mjs';
 
 const release = (name, oldVersion, newVersion, type) => ({ name, oldVersion, newVersion, type, changesets: [] });
 
@@ -78,22 +78,8 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const coreMinor = `---\n'@ctx/core': minor\n---\n\nA breaking change of core.\n`;
 
 test('`--version` after a core minor: every dependent is a patch that claims the new core, none goes to 1.0', () => {
-  const dir = stageCopy(root);
+  const dir = releasedCopy(root);
   try {
-    // The state after a first release: core 0.2.0 (tagged), every dependent 0.1.0 peering on >=0.2.0 <0.3.0.
-    for (const file of readdirSync(join(dir, '.changeset')).filter((f) => f.endsWith('.md') && f !== 'README.md')) {
-      rmSync(join(dir, '.changeset', file));
-    }
-    for (const name of readdirSync(join(dir, 'packages'))) {
-      const file = join(dir, 'packages', name, 'package.json');
-      const manifest = JSON.parse(readFileSync(file, 'utf8'));
-      if (manifest.private) continue;
-      manifest.version = manifest.name === '@ctx/core' ? '0.2.0' : '0.1.0';
-      if (manifest.peerDependencies?.['@ctx/core']) manifest.peerDependencies['@ctx/core'] = 'workspace:>=0.2.0 <0.3.0';
-      writeFileSync(file, `${JSON.stringify(manifest, null, 2)}\n`);
-    }
-    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@localhost', 'commit', '-qam', 'released'], { cwd: dir });
-    execFileSync('git', ['tag', '@ctx/core@0.2.0'], { cwd: dir });
     writeFileSync(join(dir, '.changeset', 'core-break.md'), coreMinor);
 
     versionPackages(dir);

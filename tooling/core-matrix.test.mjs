@@ -3,13 +3,13 @@
 // repository, for a breaking change of core whose floors are raised in the same change).
 // Run: node --test tooling/core-matrix.test.mjs
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { plannedCoreRanges, stageCopy } from './check-release.mjs';
+import { plannedCoreRanges } from './check-release.mjs';
 import { matrixPlan } from './core-matrix.mjs';
+import { releasedCopy } from './released-copy.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -35,23 +35,8 @@ test('a range that leaves the core this release makes, or starts at a core no on
 });
 
 test('a breaking change of core with the floors it forces, in one change: the plan is what versioning will claim', () => {
-  const dir = stageCopy(root);
+  const dir = releasedCopy(root);
   try {
-    // After a first release: core 0.2.0 (tagged), every dependent 0.1.0 on >=0.2.0 <0.3.0.
-    for (const file of readdirSync(join(dir, '.changeset')).filter((f) => f.endsWith('.md') && f !== 'README.md')) {
-      rmSync(join(dir, '.changeset', file));
-    }
-    for (const name of readdirSync(join(dir, 'packages'))) {
-      const file = join(dir, 'packages', name, 'package.json');
-      const manifest = JSON.parse(readFileSync(file, 'utf8'));
-      if (manifest.private) continue;
-      manifest.version = manifest.name === '@ctx/core' ? '0.2.0' : '0.1.0';
-      if (manifest.peerDependencies?.['@ctx/core']) manifest.peerDependencies['@ctx/core'] = 'workspace:>=0.2.0 <0.3.0';
-      writeFileSync(file, `${JSON.stringify(manifest, null, 2)}\n`);
-    }
-    const git = (...args) => execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@localhost', ...args], { cwd: dir });
-    git('commit', '-qam', 'released');
-    git('tag', '@ctx/core@0.2.0');
     // The change: core breaks an API openai uses; openai moves to it, raising its floor by hand.
     writeFileSync(join(dir, '.changeset', 'core-break.md'), `---\n'@ctx/core': minor\n---\n\n**Breaking:** a rename.\n`);
     writeFileSync(join(dir, '.changeset', 'openai-floor.md'), `---\n'@ctx/openai': minor\n---\n\nNeeds @ctx/core 0.3.0.\n`);
