@@ -35,7 +35,9 @@ export class HistoryViews {
    */
   of(stored: readonly unknown[], start: number, prepare: (index: number, entry: unknown) => Message): Message[] {
     let entry = this.#bySession.get(stored);
-    if (!entry || start < entry.from) this.#bySession.set(stored, (entry = fresh(start)));
+    // A window moved back by more than the views held (a long rewind) starts over.
+    if (!entry || entry.from - start > entry.sources.length) this.#bySession.set(stored, (entry = fresh(start)));
+    else if (start < entry.from) unreadBefore(entry, start);
     const skip = start - entry.from;
     // Views before the window are dropped once they outnumber those in it (a sliding window moves by a turn per run).
     if (skip > entry.sources.length - skip) {
@@ -44,6 +46,7 @@ export class HistoryViews {
       entry.from = start;
       entry.scanned = 0;
       entry.scan = new CallScan();
+      entry.brokenAt = undefined;
     }
     const { from, sources, views } = entry;
     sources.length = views.length = Math.min(sources.length, stored.length - from);
@@ -67,6 +70,24 @@ export class HistoryViews {
     }
     return entry.scan.settled ? markSettled(window) : window;
   }
+}
+
+/** Stands for a stored message not seen yet, in `Views.sources`: no stored entry is it. */
+const UNSEEN: unknown = Object.freeze({});
+
+/**
+ * Moves the start of `entry` back to `start` (the window grew towards older messages: a rewind
+ * cut the newest), keeping the views it holds: the slots before them are marked unseen, to be
+ * made as the window is read, and the scan starts over from the new first view.
+ */
+function unreadBefore(entry: Views, start: number): void {
+  const added = entry.from - start;
+  entry.sources.unshift(...new Array<unknown>(added).fill(UNSEEN));
+  entry.views.unshift(...new Array<Message>(added));
+  entry.from = start;
+  entry.scanned = 0;
+  entry.scan = new CallScan();
+  entry.brokenAt = undefined;
 }
 
 function fresh(from: number): Views {

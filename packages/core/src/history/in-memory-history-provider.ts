@@ -1,7 +1,7 @@
 import { checkInteger, checkOptionNames, optionNames } from '../backend/checks.js';
 import { dropLeadingResults } from '../compaction/message-groups.js';
 import { ConfigurationError, SessionStateError } from '../errors.js';
-import { frozenMessage, markAttributed } from '../messages/frozen.js';
+import { freezeMessageInPlace, frozenMessage, markAttributed } from '../messages/frozen.js';
 import { describeValue, formatPath, jsonEqual, pathJoin } from '../messages/json.js';
 import { Message } from '../messages/message.js';
 import type { ClearHistoryArgs, ForkHistoryArgs, GetHistoryArgs, PopHistoryArgs, SaveHistoryArgs } from '../contracts/history.js';
@@ -76,11 +76,10 @@ export class InMemoryHistoryProvider extends HistoryProvider {
 
   /**
    * Stored messages are checked once and then frozen, so loading costs no copy and nothing a run
-   * does to a loaded message can change the stored history (a write throws instead). A message not
-   * stored by this provider (restored from JSON, put in the state by hand) was checked when the list
-   * was indexed (`#index`, or `validateState` on restore) and is replaced by its frozen copy here,
-   * when a run first loads it: freezing the parsed object in place would leave V8 a slow dictionary
-   * of it.
+   * does to a loaded message can change the stored history (a write throws instead). A restored
+   * message was frozen by the restore (`validateState`). A message put in the state by hand was
+   * checked when the list was indexed (`#index`) and is replaced by its frozen copy here, when a run
+   * first loads it: the caller may still hold it, so it is not frozen in place.
    */
   #prepare(all: JsonValue[], index: number, m: unknown = all[index]): Message {
     if (Object.isFrozen(m)) return m as unknown as Message;
@@ -267,19 +266,28 @@ export class InMemoryHistoryProvider extends HistoryProvider {
 
   /**
    * Checks the `messages` of a restored state slot; a `SessionStateError` names what is wrong. The
-   * same pass indexes their ids, so the first run after a restore reads none of them again.
+   * same pass makes them what a run sends, so the first run after a restore reads none of them
+   * again and copies none: each parsed message is frozen in place (the restore owns it alone; a
+   * frozen copy would double what it costs) and its id indexed, and the window the next run loads
+   * (all of it without `maxMessages`) is attributed to this history once, here.
    */
   validateState(state: JsonObject, path: string): void {
     const all = state.messages;
     if (all === undefined) return;
     if (!Array.isArray(all)) throw new SessionStateError(pathJoin(path, 'messages'), 'must be an array of messages');
+    for (let i = 0; i < all.length; i++) {
+      all[i] = freezeMessageInPlace(Message.parse(all[i], formatPath(path, ['messages', i]))) as unknown as JsonValue;
+    }
     const index = new IdPositions(all.length);
-    this.#check(all, index, (i) => formatPath(path, ['messages', i]));
+    index.indexFrom(all, 0);
     this.#indexes.set(all, index);
     // A list parsed from JSON has no room to grow: its first append copies it whole. Growing it
     // once here, while the restore reads it anyway, keeps that copy out of the first run.
     all.push(null);
     all.pop();
+    if (this.loadMessages === false || this.getMessages !== InMemoryHistoryProvider.prototype.getMessages) return;
+    const start = this.maxMessages === undefined ? 0 : Math.max(0, all.length - this.maxMessages);
+    this.#views.of(all, start, (_, entry) => entry as unknown as Message);
   }
 
   /**

@@ -54,11 +54,17 @@ afterEach(() => {
 });
 
 /**
- * Reads of the stored list, and messages scanned for settled calls, by one run (the last of a
- * few), in `flow`, on a session of `stored` messages.
+ * Reads of the stored list, messages scanned for settled calls, and objects frozen (each frozen
+ * copy of a message freezes at least one: a copy made) by one run (the last of a few), in `flow`,
+ * on a session of `stored` messages.
  */
-async function readsPerRun(flow: Flow, stored: number, maxMessages: number | undefined): Promise<{ reads: number; scanned: number }> {
+async function readsPerRun(
+  flow: Flow,
+  stored: number,
+  maxMessages: number | undefined,
+): Promise<{ reads: number; scanned: number; frozen: number }> {
   const scan = vi.spyOn(CallScan.prototype, 'add');
+  const freeze = vi.spyOn(Object, 'freeze');
   const history = new CountingHistory(maxMessages === undefined ? {} : { maxMessages });
   const agent = createAgent({ name: 'counted', client: new ScriptedChatClient({ replies: () => 'ok' }), contextProviders: [history] });
   let session: AgentSession = agent.createSession({ state: { memory: { messages: conversation(stored) as unknown as JsonValue[] } } });
@@ -66,6 +72,7 @@ async function readsPerRun(flow: Flow, stored: number, maxMessages: number | und
   const json = JSON.stringify(agent.serializeSession(session));
   let reads = 0;
   let scanned = 0;
+  let frozen = 0;
   for (let run = 0; run < 3; run++) {
     if (flow === 'a run after a rewind') {
       // Back two turns (editing the question before last): the run before this one loaded one of them.
@@ -76,11 +83,13 @@ async function readsPerRun(flow: Flow, stored: number, maxMessages: number | und
     }
     history.reads = 0;
     scan.mockClear();
+    freeze.mockClear();
     await agent.run('next question', { session });
     reads = history.reads;
     scanned = scan.mock.calls.length;
+    frozen = freeze.mock.calls.length;
   }
-  return { reads, scanned };
+  return { reads, scanned, frozen };
 }
 
 const FLOWS: Flow[] = ['consecutive runs', 'a run after a rewind', 'a run on a session restored from JSON'];
@@ -101,8 +110,20 @@ describe('a run reads of the stored history only what it sends, whatever changed
       const { reads, scanned } = await readsPerRun(flow, stored, undefined);
       // Each message sent is read once to be sent (and frozen, the first time); nothing else walks the history.
       expect(reads, `${stored} stored messages`).toBeLessThanOrEqual(stored + 40);
-      // Whether calls are settled is read once per message a run has not seen: after a rewind, only the turn before the cut.
-      expect(scanned, `${stored} stored messages`).toBeLessThanOrEqual(flow === 'a run on a session restored from JSON' ? stored + 40 : 40);
+      // Whether calls are settled is read once per message a run has not seen: after a rewind, only
+      // the turn before the cut; after a restore, none (the restore read them).
+      expect(scanned, `${stored} stored messages`).toBeLessThanOrEqual(40);
+    }
+  });
+
+  it.each(FLOWS)('%s copies no stored message: as many objects frozen at 10,000 stored messages as at 100', async (flow) => {
+    for (const maxMessages of [WINDOW, undefined]) {
+      const small = await readsPerRun(flow, 100, maxMessages);
+      const large = await readsPerRun(flow, 10_000, maxMessages);
+      // What a run freezes is its own: the input, the reply, the context messages and their attributed forms.
+      expect(small.frozen, `window ${maxMessages}`).toBeGreaterThan(0);
+      expect(small.frozen, `window ${maxMessages}`).toBeLessThanOrEqual(12);
+      expect(large.frozen, `window ${maxMessages}`).toBe(small.frozen);
     }
   });
 });

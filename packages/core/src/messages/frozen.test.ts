@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { frozenCopy, frozenMessage, frozenWithSource, hasFrozenSource, isDeepFrozen } from './frozen.js';
+import { freezeMessageInPlace, frozenCopy, frozenMessage, frozenWithSource, hasFrozenSource, isDeepFrozen } from './frozen.js';
 import { Message } from './message.js';
 
 describe('frozenCopy', () => {
@@ -65,6 +65,28 @@ describe('frozenMessage', () => {
   it('gives back a deep-frozen message itself', () => {
     const stored = frozenMessage(Message.assistant('hi'));
     expect(frozenMessage(stored)).toBe(stored);
+  });
+});
+
+describe('freezeMessageInPlace', () => {
+  it('deep-freezes a parsed message itself, giving it the shared attribution metadata, and copies one already frozen', () => {
+    const text =
+      '{"id":"m","role":"tool","contents":[{"type":"function-result","callId":"c","name":"f","result":{"rows":[{"a":1}]}}],"metadata":{"ctx":{"sourceId":"response","sourceType":"response"}}}';
+    const parsed = JSON.parse(text) as Message;
+    expect(freezeMessageInPlace(parsed)).toBe(parsed);
+    expect(isDeepFrozen(parsed)).toBe(true);
+    expect(JSON.stringify(parsed)).toBe(text);
+    expect(parsed.metadata).toBe(
+      frozenMessage(Message.user('x', { metadata: { ctx: { sourceId: 'response', sourceType: 'response' } } })).metadata,
+    );
+    const custom = JSON.parse('{"id":"n","role":"user","contents":[],"metadata":{"k":{"v":[1]}}}') as Message;
+    freezeMessageInPlace(custom);
+    expect(isDeepFrozen(custom)).toBe(true);
+    const shallow = Object.freeze({ ...Message.user('hi'), metadata: { k: [1] } }) as Message;
+    const copy = freezeMessageInPlace(shallow);
+    expect(copy).not.toBe(shallow);
+    expect(isDeepFrozen(copy)).toBe(true);
+    expect(Object.isFrozen(shallow.metadata)).toBe(false);
   });
 });
 

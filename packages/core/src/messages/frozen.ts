@@ -109,6 +109,29 @@ export function frozenMessage(message: Message): Message {
   return Object.freeze(out) as unknown as Message;
 }
 
+/**
+ * Deep-freezes a well-formed message the caller owns alone (one just parsed from JSON), in place,
+ * without copying it: metadata that holds only an attribution becomes the shared object for it
+ * (see `frozenMessage`), every other object below the message is frozen as it is. V8 keeps a
+ * frozen object's fast properties, so the message costs what its parsed form did. Returns `message`
+ * (a frozen copy instead when `message` itself is already frozen).
+ */
+export function freezeMessageInPlace(message: Message): Message {
+  // A frozen message (not one just parsed) cannot take the shared metadata: copied instead.
+  if (Object.isFrozen(message)) return frozenMessage(message);
+  const attribution = onlyAttribution(message.metadata);
+  if (attribution) (message as { metadata?: unknown }).metadata = attributionMetadata(attribution[0], attribution[1]);
+  return deepFreeze(message);
+}
+
+/** Freezes `value` and every object below it, in place (a frozen object's children too). */
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) for (let i = 0; i < value.length; i++) deepFreeze(value[i]);
+  else for (const key in value) deepFreeze((value as Record<string, unknown>)[key]);
+  return Object.isFrozen(value) ? value : Object.freeze(value);
+}
+
 const STORED_SHAPE = ['id', 'role', 'contents', 'createdAt', 'metadata'];
 
 /** Whether `value`'s own keys are exactly `keys`, in that order. */
