@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresHistoryProvider } from './postgres-history-provider.js';
 import { endClient } from '../test/databases.js';
 import { idKey } from './schema.js';
+import type { PgPoolClientLike, PgPoolLike } from './sql-client.js';
 
 // The history on a PostgreSQL server (Debian's, through pg): the conformance suite, then the faults
 // a server adds: 50 runs on one session through a pool smaller than them, and the server killed
@@ -132,6 +133,67 @@ describe('PostgresHistoryProvider on a server, faults', () => {
       holder.release();
     }
     expect(texts(await history.getMessages(sessionId))).toEqual(['q1', 'a1']);
+  }, 30_000);
+});
+
+/** A pool whose clients record every statement they send (one entry per round trip). */
+function recordingPool(p: pg.Pool, sent: string[]): PgPoolLike {
+  return {
+    async connect(): Promise<PgPoolClientLike> {
+      const client = await p.connect();
+      return {
+        query: (text: string, values?: unknown[]) => {
+          sent.push(text.replace(/\s+/g, ' ').trim().slice(0, 60));
+          return client.query(text, values);
+        },
+        release: (destroy) => client.release(destroy),
+      };
+    },
+  };
+}
+
+describe('PostgresHistoryProvider on a server, statements per save', () => {
+  it('a new turn is stored by one statement; a retried one goes through the transaction and is stored once', async () => {
+    const sent: string[] = [];
+    const history = new PostgresHistoryProvider({ client: recordingPool(thePool(), sent), sourceId: fresh('h') });
+    await history.countMessages('s'); // the tables, once per client
+    const first = turn(1);
+    const args = { state: {}, turn: { inputIds: [first[0]!.id], opens: true } };
+    sent.length = 0;
+    await history.saveMessages('s', first, args); // a new session
+    await history.saveMessages('s', turn(2)); // a stored session, no turn
+    const second = turn(3);
+    await history.saveMessages('s', second, { state: {}, turn: { inputIds: [second[0]!.id], opens: true } });
+    expect(sent).toHaveLength(3);
+    for (const statement of sent) expect(statement).toMatch(/^SELECT "public"\."ctx_history_save"\(/);
+    sent.length = 0;
+    // The retry finds its ids stored: nothing was written by the one statement, and the transaction stores nothing twice.
+    await history.saveMessages('s', second, { state: {}, turn: { inputIds: [second[0]!.id], opens: true } });
+    expect(sent[0]).toMatch(/ctx_history_save/);
+    expect(sent[1]).toMatch(/^BEGIN/);
+    expect(sent.at(-1)).toBe('COMMIT');
+    expect(texts(await history.getMessages('s'))).toEqual(['q1', 'a1', 'q2', 'a2', 'q3', 'a3']);
+  });
+
+  it("a save's signal aborted while its one statement waits on a held session: the save ends with the statement, stored whole or not at all", async () => {
+    const history = new PostgresHistoryProvider({ client: thePool(), sourceId: fresh('h'), timeoutMs: 400 });
+    const sessionId = 'aborted while held';
+    await history.saveMessages(sessionId, turn(1), { state: {} });
+    const holder = await thePool().connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`SELECT 1 FROM ${history.tables.sessions} WHERE session_id = $1 FOR UPDATE`, [JSON.stringify(sessionId)]);
+      const controller = new AbortController();
+      const saving = history.saveMessages(sessionId, turn(2), { state: {}, signal: controller.signal }).catch((e: unknown) => e);
+      await waitForLockWait(thePool());
+      controller.abort(new Error('stop'));
+      // The statement is still the server's: the save has not ended at the abort.
+      await holder.query('COMMIT');
+      expect(await saving).toBeUndefined();
+    } finally {
+      holder.release();
+    }
+    expect(texts(await history.getMessages(sessionId))).toEqual(['q1', 'a1', 'q2', 'a2']);
   }, 30_000);
 });
 

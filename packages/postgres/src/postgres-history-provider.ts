@@ -25,7 +25,7 @@ import {
   shortId,
 } from '@ctx/core/backend';
 import { ensureSchema, idKey, openDatabase, type PostgresOptions, tableNames, type TableNames } from './schema.js';
-import type { SqlDatabase, SqlQueryable } from './sql-client.js';
+import { type SqlDatabase, type SqlQueryable, sqlState } from './sql-client.js';
 
 /** Options of `PostgresHistoryProvider`: the history options of `@ctx/core` and the database's. */
 export interface PostgresHistoryProviderOptions extends HistoryProviderOptions, PostgresOptions {}
@@ -79,8 +79,18 @@ export interface HistoryTables {
   messages: string;
 }
 
-/** The schema versions of the history tables, in order (each one statement). */
-function migrations(tables: HistoryTables): string[] {
+/** The SQLSTATE the save function raises when a batch needs the full save (a stored id, a row to check): nothing was written. */
+const FULL_SAVE = 'CTX01';
+
+/**
+ * The schema versions of the history tables, in order (each one statement). Version 3 is the save
+ * of a batch that holds no stored message id, as one statement (`saveFresh`): it locks the session
+ * row (creating it) and hands out the batch's sequence numbers in one upsert, looks the batch's and
+ * its turn's input ids up, and inserts the batch; any stored id, a session row of other ids or a
+ * negative `last_seq` raises `FULL_SAVE` instead, rolling it all back. It bounds itself by the
+ * call's remaining time: `lock_timeout` for the waits, and a check of the clock before it ends.
+ */
+function migrations(tables: HistoryTables, saveFresh: string): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${tables.sessions} (
       conv bytea PRIMARY KEY,
@@ -98,6 +108,41 @@ function migrations(tables: HistoryTables): string[] {
       PRIMARY KEY (conv, seq),
       UNIQUE (conv, message_key)
     )`,
+    `CREATE OR REPLACE FUNCTION ${saveFresh}(
+      p_conv text, p_source_id text, p_session_id text, p_keys text[], p_texts text[], p_lookup text[], p_timeout_ms integer
+    ) RETURNS integer LANGUAGE plpgsql AS $save$
+    DECLARE
+      v_conv bytea := decode(p_conv, 'hex');
+      v_count integer := cardinality(p_keys);
+      v_deadline timestamptz := statement_timestamp() + p_timeout_ms * interval '1 millisecond';
+      v_source text;
+      v_session text;
+      v_last bigint;
+      v_created boolean;
+    BEGIN
+      PERFORM set_config('lock_timeout', p_timeout_ms::text, true);
+      INSERT INTO ${tables.sessions} AS s (conv, source_id, session_id, last_seq)
+        VALUES (v_conv, p_source_id, p_session_id, v_count)
+        ON CONFLICT (conv) DO UPDATE SET last_seq = s.last_seq + v_count, updated_at = now()
+        RETURNING s.source_id, s.session_id, s.last_seq, s.xmax = 0 INTO v_source, v_session, v_last, v_created;
+      IF v_source <> p_source_id OR v_session <> p_session_id OR v_last - v_count < 0 THEN
+        RAISE EXCEPTION 'the session row needs the full save' USING ERRCODE = '${FULL_SAVE}';
+      END IF;
+      IF NOT v_created AND EXISTS (
+        SELECT 1 FROM ${tables.messages}
+         WHERE conv = v_conv AND message_key IN (SELECT decode(k, 'hex') FROM unnest(p_lookup) AS k)
+      ) THEN
+        RAISE EXCEPTION 'the batch holds a stored message id' USING ERRCODE = '${FULL_SAVE}';
+      END IF;
+      INSERT INTO ${tables.messages} (conv, seq, message_key, message)
+        SELECT v_conv, v_last - v_count + u.ord, decode(u.k, 'hex'), u.m
+          FROM unnest(p_keys, p_texts) WITH ORDINALITY AS u(k, m, ord);
+      IF clock_timestamp() > v_deadline THEN
+        RAISE EXCEPTION 'the save did not finish within its deadline of % ms', p_timeout_ms USING ERRCODE = 'query_canceled';
+      END IF;
+      RETURN v_count;
+    END
+    $save$`,
   ];
 }
 
@@ -140,6 +185,8 @@ const CONTEXT_PAGE = 32;
 export class PostgresHistoryProvider extends HistoryProvider {
   /** The quoted, schema-qualified tables this provider uses. */
   readonly tables: HistoryTables;
+  /** The quoted, schema-qualified function that stores a batch holding no stored id in one statement. */
+  readonly #saveFresh: string;
   readonly #db: SqlDatabase;
   readonly #names: TableNames;
   readonly #migrations: readonly string[];
@@ -150,7 +197,8 @@ export class PostgresHistoryProvider extends HistoryProvider {
     checkId(this.sourceId, 'sourceId of PostgresHistoryProvider');
     this.#names = tableNames(options);
     this.tables = { sessions: this.#names.table('history_sessions'), messages: this.#names.table('history_messages') };
-    this.#migrations = migrations(this.tables);
+    this.#saveFresh = this.#names.table('history_save');
+    this.#migrations = migrations(this.tables, this.#saveFresh);
     this.#db = openDatabase(options);
   }
 
@@ -253,7 +301,24 @@ export class PostgresHistoryProvider extends HistoryProvider {
     const keys = batch.map((m) => messageKey(m.id));
     const texts = batch.map((m) => JSON.stringify(m));
     const operation = `${mode === 'append' ? 'saveMessages' : 'replaceMessages'} for session ${shortId(sessionId)}`;
+    const inputIds = turn === undefined ? [] : [...new Set(turn.inputIds)];
+    const lookupKeys = [...new Set([...keys, ...inputIds.map(messageKey)])];
     await this.#schema();
+    // A new batch (no turn, or a turn's opening one) most often holds no stored id: one statement
+    // stores it. Otherwise (a retry, a replaced turn, a session row to check) nothing was written,
+    // and the transaction below works it out.
+    if (mode === 'append' && turn?.opens !== false) {
+      try {
+        await this.#db.runSelfBounded(
+          `SELECT ${this.#saveFresh}($1, $2, $3, $4::text[], $5::text[], $6::text[], $7::integer)`,
+          (remainingMs) => [conv, JSON.stringify(this.sourceId), JSON.stringify(sessionId), keys, texts, lookupKeys, remainingMs],
+          { operation, signal, sessionId },
+        );
+        return batch.length;
+      } catch (error) {
+        if (sqlState((error as { cause?: unknown }).cause) !== FULL_SAVE) throw error;
+      }
+    }
     return this.#db.transaction(
       async (tx) => {
         const head = await this.#lock(tx, conv, sessionId);
@@ -262,8 +327,6 @@ export class PostgresHistoryProvider extends HistoryProvider {
           return this.#insert(tx, conv, head.lastSeq + 1, keys, texts);
         }
         if (head.created) return this.#insert(tx, conv, head.lastSeq + 1, keys, texts);
-        const inputIds = turn === undefined ? [] : [...new Set(turn.inputIds)];
-        const lookupKeys = [...new Set([...keys, ...inputIds.map(messageKey)])];
         const found = await tx.query<Row>(
           `SELECT seq::text AS seq, message, encode(message_key, 'hex') AS key FROM ${this.tables.messages}
             WHERE conv = decode($1, 'hex') AND message_key IN (SELECT decode(k, 'hex') FROM unnest($2::text[]) AS k)`,

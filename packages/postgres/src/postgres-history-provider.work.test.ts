@@ -11,7 +11,9 @@ import type { PgPoolClientLike, PgPoolLike } from './sql-client.js';
 // window however many are stored. Nothing is timed: every
 // statement the provider sends is first run under EXPLAIN ANALYZE (inside a savepoint that is
 // rolled back, when it writes), and the rows its scans of the messages table read are counted,
-// in the state the statement itself then runs in.
+// in the state the statement itself then runs in. A call of the save function is first run in a
+// transaction that is rolled back, with `auto_explain` sending the plan of each statement inside
+// it as a notice.
 
 const SMALL = 100;
 const LARGE = 10_000;
@@ -43,7 +45,9 @@ function measuringPool(pool: pg.Pool, table: string, log: Measured[]): PgPoolLik
       return {
         async query(text: string, values?: unknown[]) {
           const control = /^\s*(BEGIN|COMMIT|ROLLBACK)/i.exec(text)?.[1]?.toUpperCase();
-          if (control === undefined && /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(text)) {
+          if (!inTransaction && /_history_save"\(/.test(text)) {
+            log.push({ text, rowsRead: await nestedRowsRead(client, table, text, values) });
+          } else if (control === undefined && /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(text)) {
             // Outside a transaction the provider only reads, so the statement can be explained as it is.
             if (inTransaction) await client.query('SAVEPOINT measure');
             const { rows } = await client.query<{ 'QUERY PLAN': { Plan: Record<string, unknown> }[] }>(
@@ -59,6 +63,28 @@ function measuringPool(pool: pg.Pool, table: string, log: Measured[]): PgPoolLik
       };
     },
   };
+}
+
+/** Rows the statements inside a function call read from `table`, run in a transaction that is rolled back. */
+async function nestedRowsRead(client: pg.PoolClient, table: string, text: string, values?: unknown[]): Promise<number> {
+  const notices: string[] = [];
+  const onNotice = (notice: { message?: string }) => notices.push(notice.message ?? '');
+  client.on('notice', onNotice);
+  try {
+    await client.query(
+      `BEGIN; LOAD 'auto_explain'; SET LOCAL auto_explain.log_min_duration = 0; SET LOCAL auto_explain.log_analyze = on;
+       SET LOCAL auto_explain.log_nested_statements = on; SET LOCAL auto_explain.log_format = json; SET LOCAL auto_explain.log_level = notice`,
+    );
+    await client.query(text, values);
+    await client.query('ROLLBACK');
+  } finally {
+    client.removeListener('notice', onNotice);
+  }
+  const plans = notices
+    .filter((n) => n.includes('"Plan"'))
+    .map((n) => JSON.parse(n.slice(n.indexOf('{'))) as { Plan: Record<string, unknown> });
+  expect(plans.length).toBeGreaterThan(1);
+  return plans.reduce((sum, plan) => sum + rowsRead(plan.Plan, table), 0);
 }
 
 let pool: pg.Pool | undefined;

@@ -64,6 +64,21 @@ export interface SqlDatabase extends SqlQueryable {
    * PGlite while it waits for its turn on the one connection) is never applied later.
    */
   run<Row = Record<string, unknown>>(text: string, params: readonly unknown[], call: SqlCallOptions): Promise<SqlResult<Row>>;
+  /**
+   * One statement that keeps the deadline itself, sent alone: on a server no `BEGIN` and `COMMIT`
+   * round trips, the statement runs in its own implicit transaction, which commits when it ends.
+   * `params` gets the time the statement has in ms (at least 1): nine tenths of what is left of the
+   * call when it is sent, so the server gives up before the caller does. The statement must give up
+   * within it (a server function that sets `lock_timeout` to it and raises, rolling back, when it
+   * ends past it). The caller's `signal` is checked until the statement is sent; once sent, it
+   * runs to its own end (bounded as above), since closing the connection would not stop it. On
+   * PGlite it runs as `run` runs a write (rolled back when abandoned).
+   */
+  runSelfBounded<Row = Record<string, unknown>>(
+    text: string,
+    params: (remainingMs: number) => readonly unknown[],
+    call: SqlCallOptions,
+  ): Promise<SqlResult<Row>>;
 }
 
 /** What one database call is and how long it may take. */
@@ -115,6 +130,18 @@ function bounded<T>(call: SqlCallOptions, timeoutMs: number, run: (signal: Abort
     mapError: (error) => toCtxError(error, call.operation, call.sessionId),
   });
 }
+
+/** The time left until `deadlineAt` in whole ms, at least 1 (a statement is always given some time; the caller's deadline ends it). */
+const remaining = (deadlineAt: number): number => Math.max(1, Math.ceil(deadlineAt - Date.now()));
+
+/**
+ * The time a statement that bounds itself gets on the server: nine tenths of what is left, so it
+ * ends (applied or rolled back) before the caller's deadline and the caller hears which.
+ */
+const serverShare = (deadlineAt: number): number => {
+  const left = remaining(deadlineAt);
+  return Math.max(1, left - Math.ceil(left / 10));
+};
 
 const rowsOf = <Row>(result: { rows: unknown[]; rowCount?: number | null; affectedRows?: number }): SqlResult<Row> => ({
   rows: result.rows as Row[],
@@ -170,7 +197,7 @@ function poolDatabase(pool: PgPoolLike, timeoutMs: number): SqlDatabase {
   // ends with the transaction): a statement waiting on a lock is cancelled by the server instead of
   // waiting past the deadline. One round trip, like a bare BEGIN.
   const begin = (client: PgPoolClientLike, deadlineAt: number) =>
-    client.query(`BEGIN; SET LOCAL statement_timeout = ${Math.max(1, Math.ceil(deadlineAt - Date.now()))}`);
+    client.query(`BEGIN; SET LOCAL statement_timeout = ${remaining(deadlineAt)}`);
   const inTransaction = async <T>(client: PgPoolClientLike, deadlineAt: number, signal: AbortSignal, fn: () => Promise<T>): Promise<T> => {
     await begin(client, deadlineAt);
     try {
@@ -201,6 +228,13 @@ function poolDatabase(pool: PgPoolLike, timeoutMs: number): SqlDatabase {
       ),
     transaction: (fn, call) =>
       withClient(call, (client, deadlineAt, signal) => inTransaction(client, deadlineAt, signal, () => fn(queryable(client)))),
+    runSelfBounded: (text, params, { signal, ...call }) => {
+      if (signal?.aborted) return Promise.reject(signal.reason);
+      return withClient(call, (client, deadlineAt) => {
+        if (signal?.aborted) throw signal.reason;
+        return queryable(client).query(text, params(serverShare(deadlineAt)));
+      });
+    },
   };
   return database;
 }
@@ -235,6 +269,10 @@ function pgliteDatabase(db: PGliteLike, timeoutMs: number): SqlDatabase {
         isPlainSelect(text) ? direct.query(text, params) : inTransaction(signal, (tx) => tx.query(text, params)),
       ),
     transaction: (fn, call) => bounded(call, timeoutMs, (signal) => inTransaction(signal, fn)),
+    runSelfBounded: (text, params, call) => {
+      const deadlineAt = Date.now() + (call.timeoutMs ?? timeoutMs);
+      return bounded(call, timeoutMs, (signal) => inTransaction(signal, (tx) => tx.query(text, params(remaining(deadlineAt)))));
+    },
   };
   return database;
 }
@@ -284,6 +322,13 @@ export function toCtxError(error: unknown, operation: string, sessionId = ''): E
     return new BackendUnavailableError(
       BACKEND,
       `PostgreSQL ${operation} did not finish within its deadline: the server cancelled it (${detail}); nothing of it was applied. Raise timeoutMs if the database is just slow or busy.`,
+      { cause: error },
+    );
+  }
+  if (state === '55P03') {
+    return new BackendUnavailableError(
+      BACKEND,
+      `PostgreSQL ${operation} did not finish within its deadline: it waited on a lock held by another transaction until the server gave up (${detail}); nothing of it was applied. Raise timeoutMs if the database is just busy.`,
       { cause: error },
     );
   }
