@@ -137,6 +137,52 @@ describe('ensureSchema on a PostgreSQL server', () => {
     expect(runs?.rows[0]?.n).toBe(1);
   });
 
+  it('creates an extension once when components of two table prefixes that need it start together', async () => {
+    // An extension belongs to the database: without a lock shared by every prefix, the later CREATE
+    // EXTENSION IF NOT EXISTS fails on pg_extension's unique index (23505) instead of finding it.
+    // Both migrations first wait at a gate this test holds, so both reach CREATE EXTENSION together.
+    const pool = openTestPool({ max: 4 });
+    pools.push(pool);
+    const gate = `"public"."ctx_extension_gate_${Date.now().toString(36)}"`;
+    await pool.query(`CREATE TABLE ${gate} (n integer)`);
+    try {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        await pool.query('DROP EXTENSION IF EXISTS isn');
+        const holder = await pool.connect();
+        try {
+          await holder.query('BEGIN');
+          await holder.query(`LOCK TABLE ${gate} IN ACCESS EXCLUSIVE MODE`);
+          const stamp = `${Date.now().toString(36)}_${attempt}`;
+          const setups = ['x_', 'y_'].map((tablePrefix) => {
+            const names = tableNames({ tablePrefix: `ext${stamp}_${tablePrefix}` });
+            return ensureSchema(openDatabase({ client: pool, timeoutMs: 20_000 }), names, 'isn', [
+              `LOCK TABLE ${gate} IN SHARE MODE`,
+              'CREATE EXTENSION IF NOT EXISTS isn',
+            ]).then(
+              () => 'ok',
+              (error: unknown) => String((error as Error).message),
+            );
+          });
+          // Both setups wait at the gate (or one at the extension lock) before it opens.
+          for (let i = 0; i < 400; i++) {
+            const { rows } = await pool.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM pg_stat_activity
+                WHERE wait_event_type = 'Lock' AND (query LIKE '%ctx_extension_gate%' OR query LIKE 'SELECT pg_advisory_xact_lock%')`,
+            );
+            if (rows[0]!.n >= 2) break;
+            await new Promise((resolve) => setTimeout(resolve, 25));
+          }
+          await holder.query('COMMIT');
+          expect(await Promise.all(setups)).toEqual(['ok', 'ok']);
+        } finally {
+          holder.release();
+        }
+      }
+    } finally {
+      await pool.query(`DROP TABLE IF EXISTS ${gate}`);
+    }
+  }, 60_000);
+
   it('creates a new schema once when stores of two table prefixes in it start together', async () => {
     const schema = `s2_${Date.now().toString(36)}`;
     const pool = openTestPool({ max: 4 });

@@ -117,7 +117,8 @@ export const VERSIONS_TABLE = 'schema_versions';
 
 /**
  * Creates or migrates one component's tables on first use, once per (database, names, component) in
- * this process; safe when two processes start together (pg_advisory_xact_lock + a versions table).
+ * this process; safe when two processes start together (pg_advisory_xact_lock + a versions table),
+ * and when components of two prefixes create one extension together (a lock shared by every prefix).
  * `migrations[i]` is ONE SQL statement (no parameters) that takes the component from version `i` to
  * `i + 1`; append new ones, never edit released ones. A failed migration is rolled back whole and
  * tried again by the next call.
@@ -156,6 +157,16 @@ function schemaLockKey(names: TableNames): string {
   return createHash('sha256').update(`ctx-schema:${names.schemaName}`).digest().readBigInt64BE(0).toString();
 }
 
+/**
+ * The 64-bit advisory lock key every migration that creates an extension takes (after its prefix's):
+ * extensions belong to the database, not to a schema or prefix, so two prefixes (or two schemas)
+ * creating one at once would fail one of them on pg_extension's unique index (23505).
+ */
+const EXTENSION_LOCK_KEY = createHash('sha256').update('ctx-extensions').digest().readBigInt64BE(0).toString();
+
+/** A migration that creates an extension (`CREATE EXTENSION [IF NOT EXISTS] ...`). */
+const CREATES_EXTENSION = /^\s*CREATE\s+EXTENSION\b/i;
+
 async function migrate(db: SqlDatabase, names: TableNames, component: string, migrations: readonly string[]): Promise<void> {
   const versions = names.table(VERSIONS_TABLE);
   await db.transaction(
@@ -185,6 +196,9 @@ async function migrate(db: SqlDatabase, names: TableNames, component: string, mi
         );
       }
       if (current === migrations.length) return;
+      if (migrations.slice(current).some((statement) => CREATES_EXTENSION.test(statement))) {
+        await tx.query('SELECT pg_advisory_xact_lock($1::bigint)', [EXTENSION_LOCK_KEY]);
+      }
       for (let version = current; version < migrations.length; version++) {
         await tx.query(migrations[version] as string);
       }
