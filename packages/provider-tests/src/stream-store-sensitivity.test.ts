@@ -169,6 +169,8 @@ const AFTER_CLOSE =
   'writes after the close are refused with ConcurrencyError and write nothing; a repeated close with the same outcome resolves';
 const REOPEN = 'a turn whose stream ended can be opened again: a new, empty stream replaces it';
 const LIMITS = 'an append past maxChunks or maxBytes throws InvalidInputError naming the limit and appends nothing of its batch';
+const STOPPABLE_PAST_LIMIT =
+  'a stream past a limit stays open: a stop from another instance still reaches its writer, and readers end with the outcome and the limit';
 const STOP = 'requestStop from another store instance aborts the producer’s stopSignal; readers then end with stopped';
 const ABANDONED =
   'a producer that stops renewing its lease ends readers as abandoned; the turn can then be opened again, and the old writer is refused';
@@ -215,12 +217,12 @@ describeStreamStore('fault: an append after the close resolves', {
 
 describeStreamStore('fault: a stop request never reaches the producer', {
   create: sharedBy((options) => new WrappedWriters(options, deafToStops)),
-  expectedFailures: [STOP],
+  expectedFailures: [STOP, STOPPABLE_PAST_LIMIT],
 });
 
 describeStreamStore('fault: ignores the lifetime and limits asked for', {
   create: sharedBy(ignoresOptions),
-  expectedFailures: [LIMITS, ABANDONED, TTL],
+  expectedFailures: [LIMITS, STOPPABLE_PAST_LIMIT, ABANDONED, TTL],
 });
 
 describeStreamStore('fault: truncates ids to 64 characters', {

@@ -80,7 +80,7 @@ function expected(chunks: readonly JsonValue[], status: string, from = 0): Strea
  * Defines a vitest suite that checks a `StreamStore` against the contract of `@ctx/core`: replay
  * from the first chunk or an index, following live, readers at once and mid-stream (nothing lost or
  * doubled), one running stream per session (the same turn joins, another is refused), the close
- * and writes after it, chunks kept as exact JSON copies, limits, stop requests reaching the
+ * and writes after it, chunks kept as exact JSON copies, limits (recorded, the stream kept open and stoppable), stop requests reaching the
  * producer through a second store instance, a producer that stops renewing ending readers as
  * `abandoned` (and a live one that does not), reads ended by their signal, the lifetime after the
  * close, hostile and blank ids. Call it at the top level of a test file.
@@ -270,8 +270,33 @@ export function describeStreamStore<S extends StreamStore>(name: string, options
       const tooBig = await expectRejection(writer.append(['x'.repeat(200)]), InvalidInputError.isInstance, 'an append past maxBytes');
       expect((tooBig as InvalidInputError).limit).toBe('maxBytes');
       await writer.append(['d', 'e']);
+      // The first limit reached is recorded, for readers to say why the chunks stop short.
+      expect(await store.find(ref.sessionId)).toMatchObject({ status: 'running', chunkCount: 5, limitReached: 'maxChunks' });
       await writer.close('failed');
-      expect(await readAll(store, ref)).toEqual(expected(['a', 'b', 'c', 'd', 'e'], 'failed'));
+      expect(await readAll(store, ref)).toEqual([
+        ...expected(['a', 'b', 'c', 'd', 'e'], 'failed').slice(0, -1),
+        { type: 'end', status: 'failed', limitReached: 'maxChunks' },
+      ]);
+    });
+
+    test('a stream past a limit stays open: a stop from another instance still reaches its writer, and readers end with the outcome and the limit', async () => {
+      const producer = await make({ leaseMs, maxBytes: 100 });
+      const other = await make({ leaseMs, maxBytes: 100 });
+      const ref = newRef();
+      const writer = await openWriter(producer, ref);
+      await writer.append(['kept']);
+      const reading = readAll(other, ref);
+      const refused = await expectRejection(writer.append(['x'.repeat(100)]), InvalidInputError.isInstance, 'an append past maxBytes');
+      expect((refused as InvalidInputError).limit).toBe('maxBytes');
+      expect(await other.find(ref.sessionId)).toMatchObject({ status: 'running', chunkCount: 1, limitReached: 'maxBytes' });
+      expect(await other.requestStop({ sessionId: ref.sessionId, turnId: ref.turnId })).toBe(true);
+      for (let i = 0; i < 100 && !writer.stopSignal.aborted; i++) await sleep(leaseMs / 10);
+      expect(writer.stopSignal.aborted).toBe(true);
+      await writer.close('stopped');
+      const end = { type: 'end', status: 'stopped', limitReached: 'maxBytes' } as StreamReadItem;
+      expect(await reading).toEqual([...expected(['kept'], 'stopped').slice(0, -1), end]);
+      expect(await readAll(other, ref)).toEqual([...expected(['kept'], 'stopped').slice(0, -1), end]);
+      expect(await other.find(ref.sessionId)).toMatchObject({ status: 'stopped', limitReached: 'maxBytes' });
     });
 
     test('a chunk that is not JSON is refused with InvalidInputError, and nothing of its batch is appended', async () => {

@@ -1,4 +1,5 @@
 import type { StreamReadItem } from '@ctx/core';
+import type { Cluster, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { allKeys, clusterClient, countCommands, singleClient, uniquePrefix } from '../test/helpers.js';
 import { clusterSlot } from './keys.js';
@@ -71,4 +72,33 @@ describe('RedisStreamStore', () => {
       { type: 'end', status: 'abandoned' },
     ]);
   });
+
+  it.each([
+    ['single node', singleClient],
+    ['cluster', clusterClient],
+  ] as [string, () => Redis | Cluster][])(
+    'a stop asked on another instance reaches the writer at once (%s), not at its next renewal',
+    async (_topology, connect) => {
+      const client = connect();
+      const prefix = uniquePrefix('stream-stop');
+      const producer = new RedisStreamStore({ client, prefix });
+      const other = new RedisStreamStore({ client: connect(), prefix });
+      const ref = { sessionId: 's', turnId: 't' };
+      const opened = await producer.open(ref);
+      if (!opened.created) throw new Error('expected a new stream');
+      // From here the producer's scripts never answer, so its renewals cannot bring the stop.
+      const original = client.sendCommand.bind(client) as (...args: unknown[]) => unknown;
+      (client as unknown as { sendCommand: (...args: unknown[]) => unknown }).sendCommand = (...args: unknown[]) =>
+        String((args[0] as { name: string }).name).toLowerCase() === 'evalsha' ? new Promise(() => {}) : original(...args);
+      const stopped = new Promise((resolve) => opened.writer.stopSignal.addEventListener('abort', resolve, { once: true }));
+      try {
+        expect(await other.requestStop(ref)).toBe(true);
+        await stopped;
+        expect(opened.writer.stopSignal.aborted).toBe(true);
+      } finally {
+        (client as unknown as { sendCommand: unknown }).sendCommand = original;
+        await Promise.all([producer.close(), other.close()]);
+      }
+    },
+  );
 });

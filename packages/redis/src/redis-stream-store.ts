@@ -8,6 +8,7 @@ import {
   type ReadStreamOptions,
   type StreamCallOptions,
   type StreamInfo,
+  type StreamLimit,
   type StreamOutcome,
   type StreamReadItem,
   type StreamRef,
@@ -65,7 +66,7 @@ const NOW = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 // The fields of the meta hash every script that describes a stream replies with, in this order.
-const INFO_FIELDS = `'turn', 'openId', 'status', 'lease', 'openedAt', 'closedAt', 'count', 'stop'`;
+const INFO_FIELDS = `'turn', 'openId', 'status', 'lease', 'openedAt', 'closedAt', 'count', 'stop', 'limit'`;
 
 // KEYS: meta, the turn's key. ARGV: turn (JSON), new open id, leaseMs, ttlMs.
 // Replies {1, info..., now} when opened, {0, info..., now} when the same turn runs, {-1, info..., now} when another does.
@@ -74,7 +75,7 @@ local m = redis.call('HMGET', KEYS[1], ${INFO_FIELDS})
 if m[1] and m[3] == 'running' and tonumber(m[4]) >= now then
   local code = -1
   if m[1] == ARGV[1] then code = 0 end
-  return {code, m[1], m[2], m[3], m[4], m[5], m[6] or '', m[7], m[8], now}
+  return {code, m[1], m[2], m[3], m[4], m[5], m[6] or '', m[7], m[8], m[9] or '', now}
 end
 local lease = tonumber(ARGV[3])
 local keep = lease + tonumber(ARGV[4])
@@ -82,29 +83,37 @@ redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'turn', ARGV[1], 'openId', ARGV[2], 'status', 'running', 'lease', now + lease, 'openedAt', now, 'count', 0, 'bytes', 0, 'stop', 0)
 redis.call('PEXPIRE', KEYS[1], keep)
 redis.call('SET', KEYS[2], ARGV[2], 'PX', keep)
-return {1, ARGV[1], ARGV[2], 'running', now + lease, now, '', 0, '0', now}
+return {1, ARGV[1], ARGV[2], 'running', now + lease, now, '', 0, '0', '', now}
 `;
 
 // The checks every write of a writer makes first. KEYS: meta, chunks, the turn's key. ARGV[1] the writer's open id.
 const CHECK_WRITER = `${NOW}
-local m = redis.call('HMGET', KEYS[1], 'openId', 'status', 'lease', 'count', 'bytes', 'stop')
+local m = redis.call('HMGET', KEYS[1], 'openId', 'status', 'lease', 'count', 'bytes', 'stop', 'limit')
 if not m[1] then return {-1} end
 if m[1] ~= ARGV[1] then return {-2} end`;
 
 // KEYS: meta, chunks, turn. ARGV: open id, leaseMs, ttlMs, maxChunks, maxBytes, the batch's bytes, chunk JSON...
-// Replies {1, stop}, or a negative code (see \`writeFailure\`).
+// Replies {1, stop}, or a negative code (see \`settle\`). A batch past a limit records the limit
+// (the first one reached) and renews the lease: the stream stays open, and stoppable.
 const APPEND_SCRIPT = `${CHECK_WRITER}
 if m[2] ~= 'running' then return {-3, m[2]} end
 if tonumber(m[3]) < now then return {-4} end
 local n = #ARGV - 6
 local count = tonumber(m[4])
-if count + n > tonumber(ARGV[4]) then return {-5} end
 local bytes = tonumber(m[5]) + tonumber(ARGV[6])
-if bytes > tonumber(ARGV[5]) then return {-6} end
-for i = 1, n do redis.call('XADD', KEYS[2], '0-' .. (count + i), 'c', ARGV[6 + i]) end
+local limit = false
+if count + n > tonumber(ARGV[4]) then limit = 'maxChunks' elseif bytes > tonumber(ARGV[5]) then limit = 'maxBytes' end
 local lease = tonumber(ARGV[2])
-redis.call('HSET', KEYS[1], 'count', count + n, 'bytes', bytes, 'lease', now + lease)
 local keep = lease + tonumber(ARGV[3])
+if limit then
+  if not m[7] then redis.call('HSET', KEYS[1], 'limit', limit) end
+  redis.call('HSET', KEYS[1], 'lease', now + lease)
+  for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], keep) end
+  if limit == 'maxChunks' then return {-5, m[6]} end
+  return {-6, m[6]}
+end
+for i = 1, n do redis.call('XADD', KEYS[2], '0-' .. (count + i), 'c', ARGV[6 + i]) end
+redis.call('HSET', KEYS[1], 'count', count + n, 'bytes', bytes, 'lease', now + lease)
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], keep) end
 return {1, m[6]}
 `;
@@ -120,12 +129,14 @@ for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], keep) end
 return {1, m[6]}
 `;
 
-// KEYS: meta, chunks, turn. ARGV: open id, outcome, ttlMs. Appends the end entry after the chunks.
+// KEYS: meta, chunks, turn. ARGV: open id, outcome, ttlMs. Appends the end entry after the chunks
+// (with the limit an append was refused for, if one was).
 const CLOSE_SCRIPT = `${CHECK_WRITER}
 if m[2] == ARGV[2] then return {1} end
 if m[2] ~= 'running' then return {-3, m[2]} end
 if tonumber(m[3]) < now then return {-4} end
-redis.call('XADD', KEYS[2], '0-' .. (tonumber(m[4]) + 1), 'e', ARGV[2])
+if m[7] then redis.call('XADD', KEYS[2], '0-' .. (tonumber(m[4]) + 1), 'e', ARGV[2], 'l', m[7])
+else redis.call('XADD', KEYS[2], '0-' .. (tonumber(m[4]) + 1), 'e', ARGV[2]) end
 redis.call('HSET', KEYS[1], 'status', ARGV[2], 'closedAt', now)
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], tonumber(ARGV[3])) end
 return {1}
@@ -144,19 +155,22 @@ return false
 // KEYS: meta. Replies {info..., now}.
 const FIND_SCRIPT = `${NOW}
 local m = redis.call('HMGET', KEYS[1], ${INFO_FIELDS})
-return {m[1] or '', m[2] or '', m[3] or '', m[4] or '', m[5] or '', m[6] or '', m[7] or '', m[8] or '', now}
+return {m[1] or '', m[2] or '', m[3] or '', m[4] or '', m[5] or '', m[6] or '', m[7] or '', m[8] or '', m[9] or '', now}
 `;
 
 // KEYS: meta, chunks. ARGV: open id, first entry id, count. Replies {entries, state}: state is the
 // stream's status, 'abandoned' when its lease ran out, or 'gone' when the meta is of another open.
+// The third element is the limit an append was refused for, or ''.
 const READ_SCRIPT = `${NOW}
 local entries = redis.call('XRANGE', KEYS[2], ARGV[2], '+', 'COUNT', ARGV[3])
-local m = redis.call('HMGET', KEYS[1], 'openId', 'status', 'lease')
+local m = redis.call('HMGET', KEYS[1], 'openId', 'status', 'lease', 'limit')
 local state = 'running'
 if m[1] ~= ARGV[1] then state = 'gone'
 elseif m[2] ~= 'running' then state = m[2]
 elseif tonumber(m[3]) < now then state = 'abandoned' end
-return {entries, state}
+local limit = ''
+if m[1] == ARGV[1] and m[4] then limit = m[4] end
+return {entries, state, limit}
 `;
 
 type Entry = [id: string, fields: string[]];
@@ -184,6 +198,13 @@ export class RedisStreamStore implements StreamStore {
   readonly #local = new Map<string, { stop: AbortController; finish: () => void }>();
   /** The connections of reads that are following a stream now, closed by `close()`. */
   readonly #readers = new Set<RedisClient>();
+  /**
+   * The connection subscribed to the stop channel while this instance has writers (a stop asked on
+   * another instance is published there, and reaches the producer at once), and the timer that
+   * closes it once none is left for a second.
+   */
+  #stops: { client: RedisClient; ready: Promise<void> } | undefined;
+  #stopsIdle: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: RedisStreamStoreOptions) {
     checkOptionNames('RedisStreamStore', options, OPTION_NAMES);
@@ -222,7 +243,9 @@ export class RedisStreamStore implements StreamStore {
         { turnRunning: true },
       );
     }
-    return { created: true, writer: this.#writer(checked, openId), info };
+    const writer = this.#writer(checked, openId);
+    await this.#listenForStops();
+    return { created: true, writer, info };
   }
 
   /** The session's running stream, else its most recent one kept; undefined when none (one script call). */
@@ -255,8 +278,57 @@ export class RedisStreamStore implements StreamStore {
       this.#connection.script(c, STOP_SCRIPT, [meta], [turnId === undefined ? '' : JSON.stringify(turnId)]),
     );
     if (typeof openId !== 'string') return false;
-    this.#local.get(openId)?.stop.abort();
+    const local = this.#local.get(openId);
+    if (local) local.stop.abort();
+    else {
+      // The producer runs elsewhere: tell it now (it also learns of it at its next renewal, should this be lost).
+      await this.#call('requestStop', sessionId, meta, options.signal, (c) => c.publish(this.#stopChannel, openId)).catch(() => {});
+    }
     return true;
+  }
+
+  /** The channel stops are published on, one per prefix: the message is the open id of the stream to stop. */
+  get #stopChannel(): string {
+    return `${this.#connection.prefix}:stream-stops`;
+  }
+
+  /**
+   * Subscribes to the stop channel, on a connection of its own, unless already subscribed: resolves
+   * once subscribed, or after \`timeoutMs\` (a stop then arrives with a renewal instead). Never rejects.
+   */
+  #listenForStops(): Promise<void> {
+    clearTimeout(this.#stopsIdle);
+    this.#stopsIdle = undefined;
+    if (this.#stops) return this.#stops.ready;
+    const client = this.#connection.isCluster
+      ? (this.#connection.client as Cluster).duplicate()
+      : (this.#connection.client as Redis).duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
+    client.on('error', () => {}); // a lost subscription falls back to the renewals, and is made again on reconnect
+    client.on('message', (_channel: string, openId: string) => this.#local.get(openId)?.stop.abort());
+    const subscribed = client.subscribe(this.#stopChannel).then(
+      () => {},
+      () => {},
+    );
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.#connection.timeoutMs);
+      timer.unref?.();
+    });
+    const ready = Promise.race([subscribed, waited]).finally(() => clearTimeout(timer));
+    this.#stops = { client, ready };
+    return ready;
+  }
+
+  /** Closes the stop subscription a second after the last writer of this instance ended (another open in between keeps it). */
+  #idleStops(): void {
+    if (this.#local.size > 0 || !this.#stops || this.#stopsIdle) return;
+    this.#stopsIdle = setTimeout(() => {
+      this.#stopsIdle = undefined;
+      if (this.#local.size > 0 || !this.#stops) return;
+      this.#stops.client.disconnect();
+      this.#stops = undefined;
+    }, 1000);
+    this.#stopsIdle.unref?.();
   }
 
   /**
@@ -266,6 +338,10 @@ export class RedisStreamStore implements StreamStore {
    */
   async close(): Promise<void> {
     for (const { finish } of [...this.#local.values()]) finish();
+    clearTimeout(this.#stopsIdle);
+    this.#stopsIdle = undefined;
+    this.#stops?.client.disconnect();
+    this.#stops = undefined;
     for (const reader of this.#readers) reader.disconnect();
     this.#readers.clear();
     await this.#connection.close();
@@ -280,6 +356,7 @@ export class RedisStreamStore implements StreamStore {
     const finish = () => {
       stopRenewal();
       this.#local.delete(openId);
+      this.#idleStops();
     };
     this.#local.set(openId, { stop, finish });
     // Reads a write's reply: aborts the stop signal when a stop was asked; throws for a refused write.
@@ -289,8 +366,10 @@ export class RedisStreamStore implements StreamStore {
         if (reply[1] === '1') stop.abort();
         return;
       }
-      if (code === -5) throw streamLimitError(ref, 'maxChunks', maxChunks);
-      if (code === -6) throw streamLimitError(ref, 'maxBytes', maxBytes);
+      if (code === -5 || code === -6) {
+        if (reply[1] === '1') stop.abort();
+        throw code === -5 ? streamLimitError(ref, 'maxChunks', maxChunks) : streamLimitError(ref, 'maxBytes', maxBytes);
+      }
       finish();
       throw streamClosedError(
         ref,
@@ -346,9 +425,9 @@ export class RedisStreamStore implements StreamStore {
       let next = fromIndex;
       for (;;) {
         // Replay what is stored, with the stream's state read in the same script (nothing can slip between).
-        const [entries, state] = (await this.#call('read', ref.sessionId, chunksKey, signal, (c) =>
+        const [entries, state, limit] = (await this.#call('read', ref.sessionId, chunksKey, signal, (c) =>
           this.#connection.script(c, READ_SCRIPT, [keys.meta, chunksKey], [openId, `0-${next + 1}`, PAGE]),
-        )) as [Entry[], string];
+        )) as [Entry[], string, string];
         for (const entry of entries) {
           const item = itemOf(chunksKey, entry);
           if (item.type === 'end') return yield item;
@@ -359,7 +438,8 @@ export class RedisStreamStore implements StreamStore {
         if (entries.length === PAGE) continue;
         if (state !== 'running') {
           // Closed streams end with their end entry, read above; a stream replaced or gone without one was abandoned.
-          yield { type: 'end', status: state === 'finished' || state === 'stopped' || state === 'failed' ? state : 'abandoned' };
+          const status = state === 'finished' || state === 'stopped' || state === 'failed' ? state : 'abandoned';
+          yield limit === 'maxChunks' || limit === 'maxBytes' ? { type: 'end', status, limitReached: limit } : { type: 'end', status };
           return;
         }
         // Follow: block until the next entries (the append's own XADD wakes the read), or time out and check the lease again.
@@ -441,9 +521,9 @@ export class RedisStreamStore implements StreamStore {
   }
 }
 
-/** A `StreamInfo` from a script's reply: turn (JSON), open id, status, lease, openedAt, closedAt, count, stop, now. */
+/** A `StreamInfo` from a script's reply: turn (JSON), open id, status, lease, openedAt, closedAt, count, stop, limit, now. */
 function infoOf(sessionId: string, key: string, fields: readonly string[]): StreamInfo {
-  const [turn, , status, lease, openedAt, closedAt, count, stop, now] = fields.map((f) => (f === null ? '' : String(f)));
+  const [turn, , status, lease, openedAt, closedAt, count, stop, limit, now] = fields.map((f) => (f === null ? '' : String(f)));
   let turnId: unknown;
   try {
     turnId = JSON.parse(turn!);
@@ -462,6 +542,7 @@ function infoOf(sessionId: string, key: string, fields: readonly string[]): Stre
     stopRequested: stop === '1',
   };
   if (closedAt) info.closedAt = new Date(Number(closedAt)).toISOString();
+  if (limit === 'maxChunks' || limit === 'maxBytes') info.limitReached = limit as StreamLimit;
   return info;
 }
 
@@ -476,7 +557,9 @@ function itemOf(key: string, [id, fields]: Entry): StreamReadItem {
     }
   }
   if (fields[0] === 'e' && (fields[1] === 'finished' || fields[1] === 'stopped' || fields[1] === 'failed')) {
-    return { type: 'end', status: fields[1] };
+    const limit = fields[2] === 'l' ? fields[3] : undefined;
+    if (limit === 'maxChunks' || limit === 'maxBytes') return { type: 'end', status: fields[1], limitReached: limit };
+    if (fields.length === 2) return { type: 'end', status: fields[1] };
   }
   throw new SessionStateError(`redis:${key}.${id}`, 'is not an entry of a ctx stream (it was edited by hand); delete the key');
 }

@@ -70,6 +70,7 @@ export type {
   ReadStreamOptions,
   StreamCallOptions,
   StreamInfo,
+  StreamLimit,
   StreamOutcome,
   StreamReadItem,
   StreamRef,

@@ -33,7 +33,16 @@ export interface StreamInfo extends StreamRef {
   closedAt?: string;
   /** Whether a stop was requested for it (`requestStop`) while it ran. */
   stopRequested: boolean;
+  /**
+   * The limit an append was refused for (`maxChunks` or `maxBytes`), once one was: the stream holds
+   * only the chunks before it, and stays open (its producer can still be stopped and closes it).
+   * Absent while every append was taken, and from stores that do not report it.
+   */
+  limitReached?: StreamLimit;
 }
+
+/** A stream store's limit an append can reach: its option's name. */
+export type StreamLimit = 'maxChunks' | 'maxBytes';
 
 /** Options of `StreamStore.open`. */
 export interface OpenStreamOptions {
@@ -73,6 +82,11 @@ export type StreamReadItem =
       type: 'end';
       /** How it ended: a `StreamOutcome`, or `abandoned` when the producer's lease ran out. */
       status: Exclude<StreamStatus, 'running'>;
+      /**
+       * The limit an append was refused for, when one was (`StreamInfo.limitReached`): the chunks
+       * read stop short of the reply. Absent otherwise, and from stores that do not report it.
+       */
+      limitReached?: StreamLimit;
     };
 
 /**
@@ -93,7 +107,9 @@ export interface StreamWriter extends StreamRef {
    * @throws ConcurrencyError when the stream is closed, or is no longer this writer's (released,
    * abandoned, opened again by another producer, or expired): nothing is appended; stop producing.
    * @throws InvalidInputError (`limit` is `maxChunks` or `maxBytes`) when the batch would take the
-   * stream past the store's limits: nothing is appended; close the stream with `'failed'`.
+   * stream past the store's limits: nothing is appended, and the stream records the limit
+   * (`limitReached`) and stays open, so a stop still reaches this writer; append no more, and close
+   * it with the turn's outcome when the turn ends.
    * @throws InvalidInputError for a chunk that is not plain JSON (nothing is appended).
    * @throws BackendUnavailableError when the store cannot be reached.
    */

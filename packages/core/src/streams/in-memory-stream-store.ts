@@ -8,6 +8,7 @@ import type {
   ReadStreamOptions,
   StreamCallOptions,
   StreamInfo,
+  StreamLimit,
   StreamOutcome,
   StreamReadItem,
   StreamRef,
@@ -46,6 +47,8 @@ interface Entry {
   /** Set when the writer released it: a running stream that is no longer renewed. */
   released: boolean;
   stopRequested: boolean;
+  /** The limit an append was refused for, once one was. */
+  limitReached?: StreamLimit;
   readonly stop: AbortController;
   /** Readers waiting for the next change. */
   readonly waiters: Set<() => void>;
@@ -172,8 +175,18 @@ export class InMemoryStreamStore implements StreamStore {
         const encoded = encodeChunks(entry.ref, chunks);
         const now = Date.now();
         own(now);
-        if (entry.chunks.length + encoded.json.length > maxChunks) throw streamLimitError(entry.ref, 'maxChunks', maxChunks);
-        if (entry.bytes + encoded.bytes > maxBytes) throw streamLimitError(entry.ref, 'maxBytes', maxBytes);
+        const limit: StreamLimit | undefined =
+          entry.chunks.length + encoded.json.length > maxChunks
+            ? 'maxChunks'
+            : entry.bytes + encoded.bytes > maxBytes
+              ? 'maxBytes'
+              : undefined;
+        if (limit) {
+          // Recorded, and the stream stays open: a stop still reaches the producer, and its close ends the readers.
+          entry.limitReached ??= limit;
+          entry.leaseUntil = now + leaseMs;
+          throw streamLimitError(entry.ref, limit, limit === 'maxChunks' ? maxChunks : maxBytes);
+        }
         entry.chunks.push(...encoded.json);
         entry.bytes += encoded.bytes;
         entry.leaseUntil = now + leaseMs;
@@ -241,6 +254,7 @@ function infoOf(entry: Entry, now: number): StreamInfo {
     stopRequested: entry.stopRequested,
   };
   if (entry.closedAt) info.closedAt = entry.closedAt;
+  if (entry.limitReached) info.limitReached = entry.limitReached;
   return info;
 }
 
@@ -262,12 +276,16 @@ async function* follow(entry: Entry | undefined, index: number, signal: AbortSig
       if (signal?.aborted) return;
     }
     if (entry.status !== 'running') {
-      yield { type: 'end', status: entry.status };
+      yield entry.limitReached
+        ? { type: 'end', status: entry.status, limitReached: entry.limitReached }
+        : { type: 'end', status: entry.status };
       return;
     }
     const now = Date.now();
     if (now > entry.leaseUntil) {
-      yield { type: 'end', status: 'abandoned' };
+      yield entry.limitReached
+        ? { type: 'end', status: 'abandoned', limitReached: entry.limitReached }
+        : { type: 'end', status: 'abandoned' };
       return;
     }
     await changeOf(entry, entry.leaseUntil - now + 1, signal);
