@@ -1,4 +1,4 @@
-import { frozenWithSource } from '../messages/frozen.js';
+import { storedWithSource } from '../messages/frozen.js';
 import type { Message } from '../messages/message.js';
 import { CallScan, markSettled } from '../messages/settled-calls.js';
 
@@ -57,7 +57,7 @@ export class HistoryViews {
       if (k < sources.length && sources[k] === entry) continue;
       const message = prepare(i, entry);
       sources[k] = message;
-      views[k] = frozenWithSource(message, this.sourceId, 'history');
+      views[k] = storedWithSource(message, this.sourceId, 'history');
       if (k < changed) changed = k;
     }
     if (changed < entry.scanned) scanBackTo(entry, changed);

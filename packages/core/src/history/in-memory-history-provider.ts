@@ -76,7 +76,8 @@ export class InMemoryHistoryProvider extends HistoryProvider {
 
   /**
    * Stored messages are checked once and then frozen, so loading costs no copy and nothing a run
-   * does to a loaded message can change the stored history (a write throws instead). A restored
+   * does to a loaded message can change the stored history (a write throws instead). A frozen entry
+   * is taken as stored deep-frozen (by `saveMessages`, or by a restore), and not walked again. A restored
    * message was frozen by the restore (`validateState`). A message put in the state by hand was
    * checked when the list was indexed (`#index`) and is replaced by its frozen copy here, when a run
    * first loads it: the caller may still hold it, so it is not frozen in place.

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { freezeMessageInPlace, frozenCopy, frozenMessage, frozenWithSource, hasFrozenSource, isDeepFrozen } from './frozen.js';
+import {
+  freezeMessageInPlace,
+  frozenCopy,
+  frozenMessage,
+  frozenWithSource,
+  hasFrozenSource,
+  isDeepFrozen,
+  storedWithSource,
+} from './frozen.js';
 import { Message } from './message.js';
 
 describe('frozenCopy', () => {
@@ -87,6 +95,24 @@ describe('freezeMessageInPlace', () => {
     expect(copy).not.toBe(shallow);
     expect(isDeepFrozen(copy)).toBe(true);
     expect(Object.isFrozen(shallow.metadata)).toBe(false);
+  });
+});
+
+describe('storedWithSource', () => {
+  it('attributes a deep-frozen message as frozenWithSource does, sharing its parts', () => {
+    const stored = [
+      frozenMessage(Message.user('hi', { metadata: { ctx: { sourceId: 'input', sourceType: 'input' } } })),
+      frozenMessage(Message.tool({ type: 'function-result', callId: 'c', name: 'f', result: { rows: [1] } }, { authorName: 'bot' })),
+      frozenMessage(JSON.parse('{"role":"assistant","id":"a","contents":[{"type":"text","text":"t"}]}')),
+      frozenMessage(Message.assistant('x', { metadata: { ctx: { sourceId: 'response', sourceType: 'response', k: 1 }, other: true } })),
+    ];
+    for (const m of stored) {
+      const view = storedWithSource(m, 'memory', 'history');
+      expect(JSON.stringify(view)).toBe(JSON.stringify(frozenWithSource(m, 'memory', 'history')));
+      expect(view.contents).toBe(m.contents);
+      expect(isDeepFrozen(view)).toBe(true);
+      expect(storedWithSource(view, 'memory', 'history')).toBe(view);
+    }
   });
 });
 

@@ -48,18 +48,23 @@ function set(target: Record<string, unknown>, key: string, value: unknown): void
   else target[key] = value;
 }
 
-/** Metadata objects holding nothing but an attribution, shared by every message with that attribution. */
-const attributions = new Map<string, Readonly<Record<string, unknown>>>();
+/** Metadata objects holding nothing but an attribution, by source type then source id, shared by every message with that attribution. */
+const attributions = new Map<string, Map<string, Readonly<Record<string, unknown>>>>();
 /** Bounds the table of shared attributions: source ids are few, but nothing stops a caller minting many. */
 const MAX_SHARED_ATTRIBUTIONS = 1024;
+let sharedAttributions = 0;
 
 /** The shared frozen `{ ctx: { sourceId, sourceType } }` metadata, or a fresh one past the bound. */
 export function attributionMetadata(sourceId: string, sourceType: string): Readonly<Record<string, unknown>> {
-  const key = `${sourceType}\u0000${sourceId}`;
-  let metadata = attributions.get(key);
+  let byId = attributions.get(sourceType);
+  let metadata = byId?.get(sourceId);
   if (!metadata) {
     metadata = Object.freeze({ ctx: Object.freeze({ sourceId, sourceType }) });
-    if (attributions.size < MAX_SHARED_ATTRIBUTIONS) attributions.set(key, metadata);
+    if (sharedAttributions < MAX_SHARED_ATTRIBUTIONS) {
+      if (!byId) attributions.set(sourceType, (byId = new Map()));
+      byId.set(sourceId, metadata);
+      sharedAttributions++;
+    }
   }
   return metadata;
 }
@@ -159,6 +164,31 @@ export function frozenWithSource(message: Message, sourceId: string, sourceType:
           ctx: typeof ctx === 'object' && ctx !== null && !Array.isArray(ctx) ? { ...ctx, sourceId, sourceType } : { sourceId, sourceType },
         },
   });
+}
+
+/**
+ * `frozenWithSource` of a message the caller knows to be deep-frozen (a stored one): its parts are
+ * shared without being walked again, so the copy costs its top-level fields only.
+ */
+export function storedWithSource(message: Message, sourceId: string, sourceType: SourceType): Message {
+  if (hasFrozenSource(message, sourceId, sourceType)) return message;
+  if (message.metadata !== undefined && onlyAttribution(message.metadata) === undefined)
+    return frozenWithSource(message, sourceId, sourceType);
+  const metadata = attributionMetadata(sourceId, sourceType);
+  const source = message as unknown as Record<string, unknown>;
+  if (hasKeys(source, STORED_SHAPE)) {
+    return Object.freeze({
+      id: message.id,
+      role: message.role,
+      contents: message.contents,
+      createdAt: message.createdAt,
+      metadata,
+    }) as Message;
+  }
+  const out: Record<string, unknown> = {};
+  for (const key in source) set(out, key, key === 'metadata' ? metadata : source[key]);
+  if (!('metadata' in out)) out.metadata = metadata;
+  return Object.freeze(out) as unknown as Message;
 }
 
 /** Whether `message` is frozen down to its attribution and attributed to `sourceId` as `sourceType`. */
