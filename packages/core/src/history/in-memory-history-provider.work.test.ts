@@ -128,6 +128,34 @@ describe('a run reads of the stored history only what it sends, whatever changed
   });
 });
 
+describe('a rewind reads the history back to the message, not the whole of it', () => {
+  /** Reads of the stored list by `agent.rewindSession` back `turns` turns, on a session of `stored` messages. */
+  async function readsOfRewind(stored: number, turns: number): Promise<number> {
+    const history = new CountingHistory();
+    const agent = createAgent({ name: 'counted', client: new ScriptedChatClient({ replies: () => 'ok' }), contextProviders: [history] });
+    const session = agent.createSession({ state: { memory: { messages: conversation(stored) as unknown as JsonValue[] } } });
+    history.count(session.state.memory!);
+    await agent.run('a question', { session });
+    const to = (session.state.memory!.messages as unknown as Message[]).at(-2 * turns)!.id;
+    history.reads = 0;
+    const removed = await agent.rewindSession(session, to);
+    const reads = history.reads;
+    expect(removed).toHaveLength(2 * turns);
+    expect(await agent.getHistory(session)).toHaveLength(stored + 2 - 2 * turns);
+    return reads;
+  }
+
+  it('as many reads at 10,000 stored messages as at 100 back one turn, and a few per message removed back 40 or 400', async () => {
+    const small = await readsOfRewind(100, 1);
+    expect(small).toBeGreaterThan(0);
+    expect(await readsOfRewind(10_000, 1)).toBe(small);
+    for (const turns of [40, 400]) {
+      // Windows growing 4-fold from 64 until one holds the message: less than 6 reads per message removed, and its pop.
+      expect(await readsOfRewind(10_000, turns), `${turns} turns`).toBeLessThanOrEqual(64 + 8 * 2 * turns);
+    }
+  });
+});
+
 describe('a history method called without its state slot', () => {
   const history = new InMemoryHistoryProvider();
   const calls: [string, () => Promise<unknown>][] = [

@@ -27,6 +27,9 @@ interface Histories {
   providers: readonly ContextProvider[];
 }
 
+/** The newest messages a rewind by id reads first (see `readBack`). */
+const REWIND_WINDOW = 64;
+
 const FORK_OPTIONS = optionNames<ForkSessionOptions>()({ atMessageId: true, sessionId: true, signal: true });
 const REGENERATE_OPTIONS = ['messageId', 'options', 'contextProviders', 'signal'] as const;
 
@@ -105,6 +108,26 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
     abortable(provider.getMessages(session.sessionId, { state: slotOf(session, provider), ...(signal ? { signal } : {}) }), signal);
 
   /**
+   * What a rewind to `messageId` reads of the loading history: its newest messages back to that one
+   * (read in windows growing 4-fold from 64, each a `getMessages` with a `limit`), so a rewind by a
+   * few turns reads a few messages however long the history. All of them when the cut is not by id
+   * (`messageId` undefined), when the history cannot pop, or when another history or an `onRewind`
+   * hook needs the messages kept.
+   */
+  const readBack = async (histories: Histories, session: AgentSession, messageId: string | undefined, signal: AbortSignal | undefined) => {
+    const { primary } = histories;
+    if (messageId === undefined || !primary.popMessages || histories.all.length > 1 || histories.providers.some((p) => p.onRewind)) {
+      return read(primary, session, signal);
+    }
+    const state = slotOf(session, primary);
+    for (let limit = REWIND_WINDOW; ; limit *= 4) {
+      const args = { state, limit, ...(signal ? { signal } : {}) };
+      const messages = await abortable(primary.getMessages(session.sessionId, args), signal);
+      if (messages.length < limit || messages.some((m) => m.id === messageId)) return messages;
+    }
+  };
+
+  /**
    * Where each other history is cut so that it keeps what `primary` keeps: after the last message
    * it shares with the kept part of the loading history (`keptIds`); at the start when it shares none.
    * Resolves to each provider's messages and its cut.
@@ -130,9 +153,10 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
     histories: Histories,
     locate: (messages: readonly Message[]) => number,
     signal: AbortSignal | undefined,
+    messageId?: string,
   ): Promise<Message[]> => {
     const { primary } = histories;
-    const messages = await read(primary, session, signal);
+    const messages = await readBack(histories, session, messageId, signal);
     const cut = locate(messages);
     // The other histories are cut where they share the kept part (none: nothing to compare).
     const others =
@@ -310,6 +334,7 @@ export function sessionHistory(runtime: AgentRuntime): Pick<Agent, 'getHistory' 
           return at;
         },
         signal,
+        messageId,
       );
     },
 
