@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { SessionStateError } from '../errors.js';
+import { isDeepFrozen } from '../messages/frozen.js';
 import { Message } from '../messages/message.js';
+import { createAgent } from '../run/create-agent.js';
 import type { JsonObject } from '../contracts/json.js';
+import { ScriptedChatClient } from '../testing/scripted-chat-client.js';
 import { InMemoryHistoryProvider } from './in-memory-history-provider.js';
 
 /** Messages that are not plain JSON, with the path `saveMessages` must name (the batch is `$.messages`). */
@@ -97,5 +100,39 @@ describe('InMemoryHistoryProvider keeps its id index true to the stored list', (
     expect((await history.getMessages('s', { state })).map((x) => Message.text(x))).toEqual(['u0', 'another']);
     const error = await history.saveMessages('s', [Message.assistant('third', { id: 'r0' })], { state }).catch((e: unknown) => e);
     expect(SessionStateError.isInstance(error), String(error)).toBe(true);
+  });
+});
+
+describe('InMemoryHistoryProvider on a restored session', () => {
+  it('freezes the parsed messages in place, and the first run sends the views the restore made, attributed as history', async () => {
+    const seen: (readonly Message[])[] = [];
+    const agent = createAgent({
+      client: new ScriptedChatClient({ replies: (_m, _o, i) => `answer ${i}` }),
+      contextProviders: [
+        new InMemoryHistoryProvider(),
+        { sourceId: 'probe', beforeRun: ({ context }) => void seen.push(context.contextMessages.get('memory') ?? []) },
+      ],
+    });
+    const session = agent.createSession();
+    await agent.run('q0', { session });
+    await agent.run('q1', { session });
+    const json = JSON.stringify(agent.serializeSession(session));
+    const restored = agent.restoreSession(json);
+    const stored = restored.state.memory!.messages as unknown as Message[];
+    expect(stored.every((m) => isDeepFrozen(m))).toBe(true);
+    expect(stored.map((m) => Message.source(m)?.sourceType)).toEqual(['input', 'response', 'input', 'response']);
+    expect(() => {
+      (stored[0]!.contents as unknown as unknown[]).push('x');
+    }).toThrow(TypeError);
+    await agent.run('q2', { session: restored });
+    expect(restored.state.memory!.messages!.slice(0, 4)).toEqual(stored.slice(0, 4));
+    expect((restored.state.memory!.messages as unknown as Message[]).slice(0, 4).every((m, i) => m === stored[i])).toBe(true);
+    const sent = seen.at(-1)!;
+    expect(sent.map(Message.text)).toEqual(['q0', 'answer 0', 'q1', 'answer 1']);
+    expect(sent.every((m) => Message.source(m)?.sourceType === 'history' && isDeepFrozen(m))).toBe(true);
+    expect(sent.every((m, i) => m.contents === stored[i]!.contents)).toBe(true);
+    expect(JSON.parse(JSON.stringify(agent.serializeSession(restored))).state.memory.messages.slice(0, 4)).toEqual(
+      JSON.parse(json).state.memory.messages,
+    );
   });
 });

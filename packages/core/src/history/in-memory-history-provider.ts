@@ -277,7 +277,10 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     if (all === undefined) return;
     if (!Array.isArray(all)) throw new SessionStateError(pathJoin(path, 'messages'), 'must be an array of messages');
     for (let i = 0; i < all.length; i++) {
-      all[i] = freezeMessageInPlace(Message.parse(all[i], formatPath(path, ['messages', i]))) as unknown as JsonValue;
+      const m = all[i];
+      // The path is formatted only for the error.
+      if (!Message.isMessage(m)) Message.parse(m, formatPath(path, ['messages', i]));
+      all[i] = freezeMessageInPlace(m) as unknown as JsonValue;
     }
     const index = new IdPositions(all.length);
     index.indexFrom(all, 0);
