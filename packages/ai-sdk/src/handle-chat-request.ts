@@ -191,10 +191,19 @@ async function streamedTurn(
     const { writer } = opened;
     let stream: AgentRunStream | undefined;
     try {
-      stream = agent.runStream(input, { ...run, sessionId: ref.sessionId, userId, ...(approvals.length > 0 ? { approvals } : {}) });
+      const reply = new ReplySoFar();
+      // A stop aborts the run's signal, so the model call and a tool running now end at once (the
+      // tool's signal aborts); once the model's last answer is in (the turn is being stored), a stop
+      // changes nothing and the turn ends finished.
+      const stopRun = new AbortController();
+      const signal = run?.signal ? AbortSignal.any([run.signal, stopRun.signal]) : stopRun.signal;
+      stream = agent.runStream(input, { ...run, signal, sessionId: ref.sessionId, userId, ...(approvals.length > 0 ? { approvals } : {}) });
       const updates = stream[Symbol.asyncIterator]();
-      // A stop ends the run as a reader breaking out of it does (a run given no signal races none of its steps against one).
-      const stop = () => void updates.return?.()?.catch(() => {});
+      const stop = () => {
+        if (reply.answered) return;
+        stopRun.abort(writer.stopSignal.reason);
+        void updates.return?.()?.catch(() => {});
+      };
       if (writer.stopSignal.aborted) stop();
       else {
         writer.stopSignal.addEventListener('abort', stop, { once: true });
@@ -209,7 +218,6 @@ async function streamedTurn(
         if (!writer.stopSignal.aborted) throw error;
         first = { done: true, value: undefined };
       }
-      const reply = new ReplySoFar();
       const storeStopped = () =>
         storeStoppedReply({ agent, sessionId: ref.sessionId, userId, input, approvals, run, messages: reply.stopped() });
       const chunks = produceTurn({

@@ -5,8 +5,11 @@ import {
   type Agent,
   type ChatClient,
   type ChatOptions,
+  type ContextProvider,
   createAgent,
   InMemorySessionStore,
+  InvalidInputError,
+  type SessionStore,
   InMemoryStreamStore,
   Message,
   type StreamStore,
@@ -15,7 +18,7 @@ import * as ai6 from 'ai';
 import * as ai5 from 'ai-v5';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { handleChatRequest } from './handle-chat-request.js';
-import { handleResumeRequest, runningTurnInput } from './handle-resume-request.js';
+import { type HandleResumeRequestOptions, handleResumeRequest, runningTurnInput } from './handle-resume-request.js';
 import { handleStopRequest } from './handle-stop-request.js';
 import type { UIMessage, UIMessageChunk } from './ui-message.js';
 
@@ -105,14 +108,18 @@ function webRequest(request: IncomingMessage): Request {
 }
 
 /** The README's three routes on node:http at 127.0.0.1; the user is the `x-user-id` header (the app's authentication). */
-async function serve(agent: Agent, streams: StreamStore): Promise<{ base: string; server: Server }> {
+async function serve(
+  agent: Agent,
+  streams: StreamStore,
+  resumeOptions: Pick<HandleResumeRequestOptions, 'onError'> = {},
+): Promise<{ base: string; server: Server }> {
   const server = createServer((request, response) => {
     const [, id, action] = /^\/api\/chat\/([^/]+)(?:\/(stream|stop))?$/.exec(request.url ?? '') ?? [];
     if (id === undefined) return void response.writeHead(404).end();
     const options = { agent, sessionId: decodeURIComponent(id), userId: String(request.headers['x-user-id']), streams };
     const answer =
       request.method === 'GET' && action === 'stream'
-        ? handleResumeRequest(webRequest(request), options)
+        ? handleResumeRequest(webRequest(request), { ...options, ...resumeOptions })
         : request.method === 'POST' && action === 'stop'
           ? handleStopRequest(webRequest(request), options)
           : request.method === 'POST' && action === undefined
@@ -398,5 +405,139 @@ describe.each(SDKS)('resumable turns over HTTP, useChat on %s', (_name, load) =>
     // Read again after it was abandoned: the same, at once.
     const raw = await fetch(`${base}/api/chat/c1/stream`, { headers: { 'x-user-id': 'ann' } });
     expect(chunksOf(await raw.text()).map((c) => c.type)).toEqual(['start', 'start-step', 'text-start', 'text-delta', 'error']);
+  });
+
+  /** Serves the routes again on another agent or stream store (the old server is closed). */
+  async function serveAgain(
+    next: { agent?: Agent; streams?: StreamStore },
+    resumeOptions: Pick<HandleResumeRequestOptions, 'onError'> = {},
+  ) {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    if (next.agent) agent = next.agent;
+    ({ base, server } = await serve(agent, next.streams ?? streams, resumeOptions));
+  }
+
+  /** Polls `check` a bounded number of times, a turn of the timers apart. */
+  async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
+    for (let i = 0; i < 400; i++) {
+      if (await check()) return;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    throw new Error(`Timed out waiting until ${what}.`);
+  }
+
+  it('a reply past the store’s maxBytes: a reload gets what the store took, then an error saying the reply outgrew it; a stop still stops the turn', async () => {
+    const long = ['a'.repeat(300), 'b'.repeat(300), 'c'.repeat(300), 'd'];
+    const big = gatedModel(long);
+    const streams = new InMemoryStreamStore({ maxBytes: 700 });
+    const errors: unknown[] = [];
+    const onError = (error: unknown) => {
+      errors.push(error);
+      return error instanceof Error ? error.message : String(error);
+    };
+    await serveAgent(createAgent({ client: big.client, sessionStore: new InMemorySessionStore() }), streams, onError);
+    big.release(2);
+    const posted = await post('c1', 'ann', userMessage('u-1', 'Say a lot.'));
+    const text = posted.text();
+    await until(async () => (await streams.find('c1'))?.limitReached === 'maxBytes', 'the reply outgrows the store');
+    expect(await streams.find('c1')).toMatchObject({ status: 'running' });
+    const page = await transportFor('ann');
+    const raw = await fetch(`${base}/api/chat/c1/stream`, { headers: { 'x-user-id': 'ann' } });
+    const resumed = chunksOf(await raw.text());
+    expect(resumed.map((c) => (c.type === 'text-delta' ? c.delta : '')).join('')).toBe(long[0]);
+    expect(resumed.at(-1)).toEqual({ type: 'error', errorText: expect.stringMatching(/outgrew the stream store's maxBytes/) });
+    expect(InvalidInputError.isInstance(errors[0]) && errors[0].limit).toBe('maxBytes');
+    // The page's transport gets the same.
+    const reload: UIMessageChunk[] = [];
+    for await (const chunk of (await page.resume('c1'))! as unknown as AsyncIterable<UIMessageChunk>) reload.push(chunk);
+    expect(reload.at(-1)).toEqual({
+      type: 'error',
+      errorText: expect.stringMatching(/outgrew the stream store's maxBytes.*raise the stream store's maxBytes/),
+    });
+    // The turn still stops: what was said is stored, marked stopped, and the POST gets its finish.
+    const stop = await fetch(`${base}/api/chat/c1/stop`, { method: 'POST', headers: { 'x-user-id': 'ann' } });
+    expect([stop.status, await stop.json()]).toEqual([200, { turnId: 'u-1', status: 'stopped' }]);
+    expect(chunksOf(await text).at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
+    const stored = await agent.getHistory((await agent.getSession('c1', { userId: 'ann' }))!);
+    expect(stored.map((m) => [m.role, Message.text(m)])).toEqual([
+      ['user', 'Say a lot.'],
+      ['assistant', long[0]! + long[1]!],
+    ]);
+    expect(stored[1]!.metadata).toMatchObject({ stopped: true });
+    // After the turn the history holds the whole reply: nothing to resume.
+    expect((await fetch(`${base}/api/chat/c1/stream`, { headers: { 'x-user-id': 'ann' } })).status).toBe(204);
+  });
+
+  async function serveAgent(next: Agent, nextStreams: StreamStore, onError?: (error: unknown) => string) {
+    await serveAgain({ agent: next, streams: nextStreams }, onError ? { onError } : {});
+  }
+
+  it('a stop stores the stopped reply without running the other providers again (their lookups ran once)', async () => {
+    const calls = { rag: 0, memory: 0 };
+    const rag: ContextProvider = { sourceId: 'rag', beforeRun: () => void calls.rag++ };
+    const memory: ContextProvider = { sourceId: 'memory-notes', beforeRun: () => void calls.memory++ };
+    await serveAgent(
+      createAgent({ client: model.client, sessionStore: new InMemorySessionStore(), contextProviders: [rag, memory] }),
+      streams,
+    );
+    model.release(2);
+    const posted = await post('c1', 'ann', userMessage('u-1', 'Count.'));
+    const text = posted.text();
+    const stop = await fetch(`${base}/api/chat/c1/stop`, { method: 'POST', headers: { 'x-user-id': 'ann' } });
+    expect([stop.status, await stop.json()]).toEqual([200, { turnId: 'u-1', status: 'stopped' }]);
+    await text;
+    const stored = await agent.getHistory((await agent.getSession('c1', { userId: 'ann' }))!);
+    expect(stored.map((m) => Message.text(m))).toEqual(['Count.', 'One two ']);
+    expect(stored[1]!.metadata).toMatchObject({ stopped: true });
+    // Each looked up once, in the stopped run, and not again to store its reply.
+    expect(calls).toEqual({ rag: 1, memory: 1 });
+  });
+
+  it('a stop landing while the turn is being stored changes nothing: the whole reply is stored once, and a reload shows it once', async () => {
+    const inner = new InMemorySessionStore();
+    let saving: (() => void) | undefined;
+    let release: (() => void) | undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const saves = new Promise<void>((resolve) => (saving = resolve));
+    // The turn's save (not the new conversation's first write) waits until the test lets it go.
+    const set: SessionStore['set'] = async (...args) => {
+      if (args[1]?.ifMatch !== null) {
+        saving?.();
+        await held;
+        args[1]?.signal?.throwIfAborted(); // as a store on a network honours the run's signal
+      }
+      return inner.set(...args);
+    };
+    const sessionStore = new Proxy(inner, {
+      get: (target, name) => {
+        if (name === 'set') return set;
+        const value: unknown = Reflect.get(target, name);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    }) as SessionStore;
+    await serveAgent(createAgent({ client: model.client, sessionStore }), streams);
+    const page = await transportFor('ann');
+    model.release();
+    const posted = await post('c1', 'ann', userMessage('u-1', 'Count.'));
+    const text = posted.text();
+    await saves;
+    const stop = fetch(`${base}/api/chat/c1/stop`, { method: 'POST', headers: { 'x-user-id': 'ann' } });
+    await until(async () => (await streams.find('c1'))?.stopRequested === true, 'the stop is asked');
+    release!();
+    const answer = await stop;
+    expect([answer.status, await answer.json()]).toEqual([200, { turnId: 'u-1', status: 'finished' }]);
+    const chunks = chunksOf(await text);
+    expect(chunks.at(-1)).toMatchObject({ type: 'finish' });
+    expect(chunks.map((c) => (c.type === 'text-delta' ? c.delta : '')).join('')).toBe('One two three four.');
+    const stored = await agent.getHistory((await agent.getSession('c1', { userId: 'ann' }))!);
+    expect(stored.map((m) => [m.role, Message.text(m)])).toEqual([
+      ['user', 'Count.'],
+      ['assistant', 'One two three four.'],
+    ]);
+    expect(stored[1]!.metadata?.stopped).toBeUndefined();
+    const reloaded = await page.read((await page.resume('c1'))!);
+    expect([textOf(reloaded), reloaded!.id]).toEqual(['One two three four.', stored[1]!.id]);
+    expect(model.stats.calls).toBe(1);
   });
 });

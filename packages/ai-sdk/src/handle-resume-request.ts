@@ -1,9 +1,9 @@
 import { type Agent, type AgentSession, errorBody, httpStatusOf, InvalidInputError, type StreamStore } from '@ctx/core';
 import { checkOptionNames, optionNames } from '@ctx/core/backend';
 import { jsonResponse, notFound, report } from './route-responses.js';
-import { INPUT_CHUNK_TYPE, readStoredTurn } from './turn-stream.js';
+import { INPUT_CHUNK_TYPE, readStoredTurn, replyOutgrewStoreError } from './turn-stream.js';
 import type { UIMessage, UIMessageChunk } from './ui-message.js';
-import { chunkStreamResponse, type ToUIMessageStreamOptions } from './ui-message-stream.js';
+import { chunkStreamResponse, DEFAULT_UI_ERROR_TEXT, type ToUIMessageStreamOptions } from './ui-message-stream.js';
 
 /** Options of `handleResumeRequest`: whose conversation, and where its turns' streams are kept. */
 export interface HandleResumeRequestOptions {
@@ -17,7 +17,8 @@ export interface HandleResumeRequestOptions {
   streams: StreamStore;
   /**
    * The text of the `error` chunk that ends a reply whose producer went away before it finished (its
-   * process died, or the store was lost mid-read). Default: `'An error occurred.'`.
+   * process died, or the store was lost mid-read), or that outgrew the stream store's limits (an
+   * `InvalidInputError` whose `limit` names the store's option). Default: `'An error occurred.'`.
    */
   onError?: ToUIMessageStreamOptions['onError'];
   /** More headers of the stream's response (they win over the protocol's of the same name). */
@@ -45,9 +46,13 @@ const OPTION_NAMES = optionNames<HandleResumeRequestOptions>()({
  * `streams`:
  * - running: its chunks from the first, then each as it comes, until it ends (two tabs each get all);
  *   a producer that went away (its process died) ends the reply with an `error` chunk, never a hang
- *   (204 instead when the history holds the turn: it lost the store, not the run);
+ *   (204 instead when the history holds the turn: it lost the store, not the run); a reply that
+ *   outgrew the store's `maxBytes` or `maxChunks` gives the chunks the store took, then an `error`
+ *   chunk saying so (`onError` gets an `InvalidInputError` with that `limit`), and the turn can
+ *   still be stopped;
  * - ended with a reply (finished or stopped) and still kept (the store's `ttlMs`): the same chunks,
- *   whose `start` names the stored message, so a page that loaded the stored reply shows it once;
+ *   whose `start` names the stored message, so a page that loaded the stored reply shows it once
+ *   (204 when the reply outgrew the store's limits: the page holds it whole from the history);
  * - otherwise (none, failed, expired, a conversation not stored yet): 204, which `useChat` reads as
  *   "nothing to resume".
  * Never rejects for what a request holds. @throws ConfigurationError (rejects) for an option it does not know.
@@ -64,10 +69,18 @@ export async function handleResumeRequest(request: Request, options: HandleResum
     if (!stored) return noContent();
     const info = await streams.find(sessionId);
     if (!info || info.status === 'failed') return noContent();
+    // Past a limit of the store: once ended, the history holds the whole reply; while running, the chunks kept, then why no more come.
+    if (info.limitReached && (info.status === 'finished' || info.status === 'stopped')) return noContent();
+    const limited =
+      info.limitReached && info.status === 'running' ? { limitReached: info.limitReached, chunkCount: info.chunkCount } : undefined;
     // Its producer lost the store mid-turn, yet may have finished and stored the turn: the page holds that.
     if (info.status === 'abandoned' && (await turnStored(agent, stored, info.turnId))) return noContent();
-    const read = await readStoredTurn(streams, info, onError, request.signal);
+    const read = await readStoredTurn(streams, info, onError, request.signal, limited);
     const first = read.first;
+    if (limited && first === undefined && !request.signal.aborted) {
+      const error = replyOutgrewStoreError(info, limited.limitReached);
+      return chunkStreamResponse(chunkStream([{ type: 'error', errorText: textOf(onError, error) }]), 200, headers);
+    }
     const replays =
       first?.type === 'chunk' &&
       (info.status === 'running' ||
@@ -82,6 +95,25 @@ export async function handleResumeRequest(request: Request, options: HandleResum
     const status = httpStatusOf(error);
     report(onErrorResponse, error, status);
     return jsonResponse(status, errorBody(error));
+  }
+}
+
+/** A stream of `chunks`, then its end. */
+function chunkStream(chunks: UIMessageChunk[]): ReadableStream<UIMessageChunk> {
+  return new ReadableStream({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(chunk);
+      controller.close();
+    },
+  });
+}
+
+/** `onError`'s text for `error`, the default text when it has none or throws. */
+function textOf(onError: ToUIMessageStreamOptions['onError'], error: unknown): string {
+  try {
+    return onError ? onError(error) : DEFAULT_UI_ERROR_TEXT;
+  } catch {
+    return DEFAULT_UI_ERROR_TEXT;
   }
 }
 

@@ -1,4 +1,15 @@
-import type { Agent, AgentResponse, AgentRunOptions, ChatResponseUpdate, Content, ContextProvider, Message, ToolApproval } from '@ctx/core';
+import {
+  type Agent,
+  type AgentResponse,
+  type AgentRunOptions,
+  type ChatResponseUpdate,
+  type Content,
+  type ContextProvider,
+  HistoryProvider,
+  type Message,
+  type ToolApproval,
+  unwrapProvider,
+} from '@ctx/core';
 
 /** The `sourceId` of the provider that hands a stopped reply to the run that stores it. */
 const STOPPED_REPLY_SOURCE = 'ai-sdk-stopped-reply';
@@ -11,8 +22,19 @@ export class ReplySoFar {
   private readonly messages: Message[] = [];
   private readonly byId = new Map<string, Message>();
   private current: Message | undefined;
+  #answered = false;
+
+  /**
+   * Whether the model's last answer is in: its last update finished for another reason than tool
+   * calls, and nothing followed. What is left of the turn is storing it.
+   */
+  get answered(): boolean {
+    return this.#answered;
+  }
 
   add(update: ChatResponseUpdate): void {
+    if (update.finishReason !== undefined) this.#answered = update.finishReason !== 'tool-calls';
+    else if (update.contents.length > 0) this.#answered = false;
     if (update.contents.length === 0) return;
     const role = update.role ?? this.current?.role ?? 'assistant';
     const id = update.messageId;
@@ -73,9 +95,11 @@ export interface StoppedTurn {
 
 /**
  * Stores a stopped turn as the agent stores any turn: a hosted run of the same input (same ids, so
- * it is stored once) through the agent's providers, whose innermost provider answers with what was
- * said instead of calling the model. History, redaction and the session's save are the agent's own.
- * Resolves to that run's response (`finishReason: 'stop'`); rejects as `agent.run` does.
+ * it is stored once) through the run's history providers only (or the agent's default history when
+ * it has none), whose innermost provider answers with what was said instead of calling the model.
+ * The other providers (retrieval, memory) did their work in the stopped run and do not run again.
+ * Redaction and the session's save are the agent's own. Resolves to that run's response
+ * (`finishReason: 'stop'`); rejects as `agent.run` does.
  */
 export function storeStoppedReply(turn: StoppedTurn): Promise<AgentResponse> {
   const { agent, sessionId, userId, input, approvals, run, messages } = turn;
@@ -85,9 +109,10 @@ export function storeStoppedReply(turn: StoppedTurn): Promise<AgentResponse> {
       context.response = { messages, text: textOf(messages), finishReason: 'stop' };
     },
   };
+  const histories = (run?.contextProviders ?? agent.contextProviders).filter((p) => unwrapProvider(p).some(HistoryProvider.isInstance));
   return agent.run(input, {
     ...(run?.options ? { options: run.options } : {}),
-    contextProviders: [...(run?.contextProviders ?? agent.contextProviders), reply],
+    contextProviders: [...histories, reply],
     sessionId,
     userId,
     ...(approvals.length > 0 ? { approvals } : {}),

@@ -8,6 +8,7 @@ import {
   type JsonValue,
   type StreamOutcome,
   type StreamReadItem,
+  type StreamLimit,
   type StreamRef,
   type StreamStore,
   type StreamWriter,
@@ -73,7 +74,8 @@ function stoppableRun(production: TurnProduction): { run: AgentRunStream; wasSto
   const { stream, updates, first, writer, reply, storeStopped } = production;
   let held: IteratorResult<ChatResponseUpdate> | undefined = first;
   let stopped = false;
-  const stopping = () => writer.stopSignal.aborted && (stopped = true);
+  // A stop after the model's last answer was ignored (the turn is being stored): a failure then is the run's own.
+  const stopping = () => writer.stopSignal.aborted && !reply.answered && (stopped = true);
   const iterator: AsyncIterator<ChatResponseUpdate> = {
     next: async () => {
       let result: IteratorResult<ChatResponseUpdate>;
@@ -110,12 +112,16 @@ function stoppableRun(production: TurnProduction): { run: AgentRunStream; wasSto
 /**
  * Appends chunks to the store in the background, batching what arrives while an append is under
  * way, so the page never waits for the store. A batch the store could not take (unreachable) is
- * sent again with the next one; a stream that is no longer this writer's, or full, is given up.
+ * sent again with the next one; a stream that is no longer this writer's is given up. A stream
+ * past the store's limits takes no more chunks but stays open (the store records the limit), so a
+ * stop still reaches the turn, and is closed with the turn's outcome.
  */
 class StoreSink {
   private pending: JsonValue[] = [];
   private flushing: Promise<void> | undefined;
   private broken = false;
+  /** Whether the stream reached a limit of the store: no more appends, closed at the end all the same. */
+  private limited = false;
 
   constructor(
     private readonly writer: StreamWriter,
@@ -131,9 +137,9 @@ class StoreSink {
   async close(outcome: StreamOutcome): Promise<void> {
     await this.flushing;
     if (!this.broken && this.pending.length > 0) await (this.flushing = this.flush());
-    if (this.broken) return;
+    if (this.broken && !this.limited) return;
     try {
-      await this.writer.close(this.pending.length > 0 ? 'failed' : outcome);
+      await this.writer.close(!this.limited && this.pending.length > 0 ? 'failed' : outcome);
     } catch (error) {
       this.report(error);
       this.writer.release();
@@ -155,8 +161,11 @@ class StoreSink {
           }
           this.broken = true;
           this.pending = [];
-          // Over the store's limits: the stream ends here for readers; no longer this writer's: nothing to do.
-          if (InvalidInputError.isInstance(error)) await this.writer.close('failed').catch(() => this.writer.release());
+          // Over the store's limits: kept open (renewed, stoppable) and closed with the turn's outcome,
+          // readers told why the chunks stop short. A chunk the store refused: the stream ends here.
+          // No longer this writer's: nothing to do.
+          if (InvalidInputError.isInstance(error) && error.limit !== undefined) this.limited = true;
+          else if (InvalidInputError.isInstance(error)) await this.writer.close('failed').catch(() => this.writer.release());
           else if (!ConcurrencyError.isInstance(error)) this.writer.release();
         }
       }
@@ -185,16 +194,38 @@ export interface StoredTurnRead {
 }
 
 /**
+ * The error that ends a resumed reply whose stream outgrew the store's `limit`: an
+ * `InvalidInputError` with that `limit`, saying that the rest is not kept and what to do.
+ */
+export function replyOutgrewStoreError(ref: StreamRef, limit: StreamLimit): InvalidInputError {
+  return new InvalidInputError(
+    `The reply of turn "${ref.turnId}" in conversation "${ref.sessionId}" outgrew the stream store's ${limit}, so the rest of it cannot be resumed: this page shows it only up to there. The turn itself goes on, and its whole reply is stored when it ends: reload then to see it (it can still be stopped meanwhile). To resume replies this long, raise the stream store's ${limit}.`,
+    { limit },
+  );
+}
+
+/** Options of `readStoredTurn` for a stream that reached a limit of the store while it runs. */
+export interface StoredTurnLimit {
+  /** The limit reached (`StreamInfo.limitReached`). */
+  limitReached: StreamLimit;
+  /** How many chunks the stream holds (`StreamInfo.chunkCount`): no more will come, so the read ends after them. */
+  chunkCount: number;
+}
+
+/**
  * Reads a turn's stream from its first chunk and follows it; `signal` ends the wait for the first
  * chunk (a page that went away before it), not the read after it. When the producer went away (the
  * stream `abandoned`), or the store is lost mid-read, the chunks end with an `error` chunk
- * (`onError`'s text), so the page knows the reply ended; a read never waits on a dead producer.
+ * (`onError`'s text), so the page knows the reply ended; a read never waits on a dead producer. A
+ * stream that outgrew the store's limits ends with an `error` chunk of `replyOutgrewStoreError`:
+ * once it ends, or, with `limited` (a running stream known to be past a limit), after its stored chunks.
  */
 export async function readStoredTurn(
   streams: StreamStore,
   ref: StreamRef,
   onError: ToUIMessageStreamOptions['onError'],
   signal?: AbortSignal,
+  limited?: StoredTurnLimit,
 ): Promise<StoredTurnRead> {
   const abort = new AbortController();
   const items = streams.read({ sessionId: ref.sessionId, turnId: ref.turnId }, { signal: abort.signal })[Symbol.asyncIterator]();
@@ -204,9 +235,10 @@ export async function readStoredTurn(
   if (signal?.aborted) giveUp();
   let start: IteratorResult<StreamReadItem>;
   try {
-    start = await items.next();
+    // A running stream past a limit with no chunk but the input: nothing to wait for.
+    start = limited && limited.chunkCount === 0 ? { done: true, value: undefined } : await items.next();
     if (!start.done && start.value.type === 'chunk' && (start.value.chunk as { type?: unknown }).type === INPUT_CHUNK_TYPE) {
-      start = await items.next();
+      start = limited && start.value.index >= limited.chunkCount - 1 ? { done: true, value: undefined } : await items.next();
     }
   } finally {
     signal?.removeEventListener('abort', giveUp);
@@ -241,6 +273,11 @@ export async function readStoredTurn(
             const chunk = item.chunk as unknown as UIMessageChunk;
             if (chunk.type === 'finish' || chunk.type === 'error') ended = true;
             controller.enqueue(chunk);
+            if (!ended && limited && item.index >= limited.chunkCount - 1) {
+              // The last chunk the store took: no more will come, though the turn runs on.
+              ended = true;
+              controller.enqueue({ type: 'error', errorText: errorText(onError, replyOutgrewStoreError(ref, limited.limitReached)) });
+            }
             if (ended) {
               cancel();
               controller.close();
@@ -248,7 +285,9 @@ export async function readStoredTurn(
             return;
           }
           ended = true;
-          if (item.status === 'abandoned' || item.status === 'failed') {
+          if (item.limitReached) {
+            controller.enqueue({ type: 'error', errorText: errorText(onError, replyOutgrewStoreError(ref, item.limitReached)) });
+          } else if (item.status === 'abandoned' || item.status === 'failed') {
             const cut = new BackendUnavailableError(
               'stream-store',
               `The reply of turn "${ref.turnId}" ended before it finished (${item.status}): the server producing it stopped. Send the message again.`,
