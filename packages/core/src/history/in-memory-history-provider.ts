@@ -278,9 +278,9 @@ export class InMemoryHistoryProvider extends HistoryProvider {
     if (!Array.isArray(all)) throw new SessionStateError(pathJoin(path, 'messages'), 'must be an array of messages');
     for (let i = 0; i < all.length; i++) {
       const m = all[i];
-      // The path is formatted only for the error.
-      if (!Message.isMessage(m)) Message.parse(m, formatPath(path, ['messages', i]));
-      all[i] = freezeMessageInPlace(m) as unknown as JsonValue;
+      // The path is formatted only for the error (`parse` throws it).
+      const message = Message.isMessage(m) ? m : Message.parse(m, formatPath(path, ['messages', i]));
+      all[i] = freezeMessageInPlace(message) as unknown as JsonValue;
     }
     const index = new IdPositions(all.length);
     index.indexFrom(all, 0);
