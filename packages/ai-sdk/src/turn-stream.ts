@@ -76,22 +76,21 @@ function stoppableRun(production: TurnProduction): { run: AgentRunStream; wasSto
   let stopped = false;
   // A stop after the model's last answer was ignored (the turn is being stored): a failure then is the run's own.
   const stopping = () => writer.stopSignal.aborted && !reply.answered && (stopped = true);
+  const took = (result: IteratorResult<ChatResponseUpdate>): IteratorResult<ChatResponseUpdate> => {
+    if (!result.done) reply.add(result.value);
+    return result;
+  };
+  const failed = (error: unknown): IteratorResult<ChatResponseUpdate> => {
+    if (stopping()) return { done: true, value: undefined };
+    throw error;
+  };
+  // No async function of its own per update: one promise reaction more than reading the run itself.
   const iterator: AsyncIterator<ChatResponseUpdate> = {
-    next: async () => {
-      let result: IteratorResult<ChatResponseUpdate>;
-      if (held !== undefined) {
-        result = held;
-        held = undefined;
-      } else {
-        try {
-          result = await updates.next();
-        } catch (error) {
-          if (stopping()) return { done: true, value: undefined };
-          throw error;
-        }
-      }
-      if (!result.done) reply.add(result.value);
-      return result;
+    next: () => {
+      if (held === undefined) return updates.next().then(took, failed);
+      const result = held;
+      held = undefined;
+      return Promise.resolve(took(result));
     },
     return: async (value?: unknown) => {
       held = undefined;

@@ -259,6 +259,7 @@ function infoOf(entry: Entry, now: number): StreamInfo {
 }
 
 function wake(entry: Entry): void {
+  if (entry.waiters.size === 0) return; // the common case of an append nobody waits for: no copy
   const waiters = [...entry.waiters];
   entry.waiters.clear();
   for (const waiter of waiters) waiter();
