@@ -450,12 +450,14 @@ const inject = (texts: string[]) => Message.system(`Earlier messages that may he
 type RecallSide =
   | 'ctx PgVectorIndex, exact (PGlite)'
   | 'ctx PgVectorIndex, HNSW (PGlite)'
+  | 'ctx PgVectorIndex, HNSW efSearch 100 (PGlite)'
   | 'Mastra LibSQLVector (libSQL file)'
   | 'floor: the exact search as one statement on PGlite'
   | 'floor: the HNSW search as one statement on PGlite';
 const RECALL_SIDES: RecallSide[] = [
   'ctx PgVectorIndex, exact (PGlite)',
   'ctx PgVectorIndex, HNSW (PGlite)',
+  'ctx PgVectorIndex, HNSW efSearch 100 (PGlite)',
   'Mastra LibSQLVector (libSQL file)',
   'floor: the exact search as one statement on PGlite',
   'floor: the HNSW search as one statement on PGlite',
@@ -539,7 +541,7 @@ async function recallBench(): Promise<{ rows: RecallRow[]; setup: string[] }> {
           ids = rows.map((r) => r.id);
           texts = rows.map((r) => r.text);
         } else {
-          const index = name === 'ctx PgVectorIndex, exact (PGlite)' ? ctxExact : ctxHnsw;
+          const index = name === 'ctx PgVectorIndex, exact (PGlite)' ? ctxExact : name.includes('efSearch 100') ? ctxHnsw100 : ctxHnsw;
           const matches = await index.query({ vector: vector!, topK: TOP_K, filter: { userId } });
           ids = matches.map((m) => m.id);
           texts = matches.map((m) => m.text);
@@ -565,6 +567,8 @@ async function recallBench(): Promise<{ rows: RecallRow[]; setup: string[] }> {
     await lap(`ctx PgVectorIndex HNSW build over ${all.length.toLocaleString('en')} vectors`, () =>
       ctxHnsw.query({ vector: all[0]!.vector, topK: 1, filter: { userId: all[0]!.userId } }),
     );
+    // The same index searched with more candidates (`hnsw.ef_search` is a setting of each search, not of the index).
+    const ctxHnsw100 = new PgVectorIndex({ client: db, dimensions: DIMENSIONS, hnsw: { efSearch: 100 }, timeoutMs: 60_000 });
     // For the HNSW floor: the iterative scan for the session (ctx sets the same in each search's transaction).
     await db.exec(`SET hnsw.iterative_scan = relaxed_order`);
     const sides = Object.fromEntries(
