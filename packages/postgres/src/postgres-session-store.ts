@@ -90,6 +90,24 @@ export function sessionMigrations(names: TableNames): string[] {
       expires_at timestamptz NOT NULL,
       PRIMARY KEY (session_key, turn)
     )`,
+    // Versions 5 and 6: the deadline of a write sent as one statement (no BEGIN and COMMIT round
+    // trips). `bound` runs first in the statement (a CTE its row comes from): it sets `lock_timeout`
+    // to the call's time, so a wait on another writer's row lock ends by then, and gives the
+    // deadline; `in_time`, in RETURNING after the write, raises (rolling it back) past it.
+    `CREATE OR REPLACE FUNCTION ${names.table('sessions_bound')}(p_timeout_ms integer) RETURNS timestamptz LANGUAGE plpgsql AS $bound$
+    BEGIN
+      PERFORM set_config('lock_timeout', p_timeout_ms::text, true);
+      RETURN statement_timestamp() + p_timeout_ms * interval '1 millisecond';
+    END
+    $bound$`,
+    `CREATE OR REPLACE FUNCTION ${names.table('sessions_in_time')}(p_deadline timestamptz) RETURNS boolean LANGUAGE plpgsql AS $in_time$
+    BEGIN
+      IF clock_timestamp() > p_deadline THEN
+        RAISE EXCEPTION 'the write did not finish within its deadline' USING ERRCODE = 'query_canceled';
+      END IF;
+      RETURN true;
+    END
+    $in_time$`,
   ];
 }
 
@@ -128,6 +146,10 @@ export class PostgresSessionStore implements SessionStore {
   readonly tables: SessionTables;
   readonly #db: SqlDatabase;
   readonly #names: TableNames;
+  /** The function a write's first CTE calls: sets `lock_timeout`, gives the deadline. */
+  readonly #bound: string;
+  /** The function a write's RETURNING calls: raises past the deadline, rolling the write back. */
+  readonly #inTime: string;
 
   constructor(options: PostgresSessionStoreOptions) {
     checkOptionNames('PostgresSessionStore', options, OPTION_NAMES);
@@ -136,6 +158,8 @@ export class PostgresSessionStore implements SessionStore {
     this.#names = tableNames(options);
     this.#db = openDatabase(options);
     this.tables = { sessions: this.#names.table('sessions'), turnLeases: this.#names.table('turn_leases') };
+    this.#bound = this.#names.table('sessions_bound');
+    this.#inTime = this.#names.table('sessions_in_time');
   }
 
   /** Which engine the store runs on: `'server'` (a pg Pool) or `'embedded'` (PGlite). */
@@ -190,29 +214,33 @@ export class PostgresSessionStore implements SessionStore {
       this.ttlSeconds ?? null,
     ];
     const expires = `CASE WHEN $9::integer IS NULL THEN NULL ELSE clock_timestamp() + $9::integer * interval '1 second' END`;
-    const insert = `INSERT INTO ${this.tables.sessions} (id_key, session_id, id_order, user_key, updated_ms, metadata, session, etag, expires_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, ${expires})`;
+    // $10 the time the statement has (see `#write`).
+    const insert = `WITH bound AS MATERIALIZED (SELECT ${this.#bound}($10::integer) AS deadline)
+      INSERT INTO ${this.tables.sessions} (id_key, session_id, id_order, user_key, updated_ms, metadata, session, etag, expires_at)
+      SELECT $1, $2, $3, $4, $5, $6, $7, $8, ${expires} FROM bound`;
+    const inTime = `${this.#inTime}((SELECT deadline FROM bound))`;
     const assign =
       'session_id = EXCLUDED.session_id, id_order = EXCLUDED.id_order, user_key = EXCLUDED.user_key, updated_ms = EXCLUDED.updated_ms, metadata = EXCLUDED.metadata, session = EXCLUDED.session, etag = EXCLUDED.etag, expires_at = EXCLUDED.expires_at';
     const { ifMatch } = options;
     let written: number;
     if (ifMatch === undefined) {
-      written = (await this.#db.run(`${insert} ON CONFLICT (id_key) DO UPDATE SET ${assign} RETURNING 1`, values, call)).rows.length;
+      written = (await this.#write(`${insert} ON CONFLICT (id_key) DO UPDATE SET ${assign} RETURNING ${inTime}`, values, call)).rows.length;
     } else if (ifMatch === null) {
       // Creates only when nothing live is stored: an expired row is taken over.
       const target = this.tables.sessions;
       written = (
-        await this.#db.run(
-          `${insert} ON CONFLICT (id_key) DO UPDATE SET ${assign} WHERE ${target}.expires_at IS NOT NULL AND ${target}.expires_at <= clock_timestamp() RETURNING 1`,
+        await this.#write(
+          `${insert} ON CONFLICT (id_key) DO UPDATE SET ${assign} WHERE ${target}.expires_at IS NOT NULL AND ${target}.expires_at <= clock_timestamp() RETURNING ${inTime}`,
           values,
           call,
         )
       ).rows.length;
     } else {
       written = (
-        await this.#db.run(
-          `UPDATE ${this.tables.sessions} SET session_id = $2, id_order = $3, user_key = $4, updated_ms = $5, metadata = $6, session = $7, etag = $8, expires_at = ${expires}
-           WHERE id_key = $1 AND etag = $10 AND ${LIVE} RETURNING 1`,
+        await this.#write(
+          `WITH bound AS MATERIALIZED (SELECT ${this.#bound}($11::integer) AS deadline)
+           UPDATE ${this.tables.sessions} SET session_id = $2, id_order = $3, user_key = $4, updated_ms = $5, metadata = $6, session = $7, etag = $8, expires_at = ${expires}
+             FROM bound WHERE id_key = $1 AND etag = $10 AND ${LIVE} RETURNING ${this.#inTime}(bound.deadline)`,
           [...values, ifMatch],
           call,
         )
@@ -238,8 +266,9 @@ export class PostgresSessionStore implements SessionStore {
     checkSessionId(sessionId);
     const call = this.#call('delete', sessionId, options.signal);
     await this.#ready(call);
-    const { rows } = await this.#db.run<{ live: boolean }>(
-      `DELETE FROM ${this.tables.sessions} WHERE id_key = $1 RETURNING ${LIVE} AS live`,
+    const { rows } = await this.#write<{ live: boolean }>(
+      `WITH bound AS MATERIALIZED (SELECT ${this.#bound}($2::integer) AS deadline)
+       DELETE FROM ${this.tables.sessions} USING bound WHERE id_key = $1 RETURNING ${LIVE} AS live, ${this.#inTime}(bound.deadline)`,
       [keyOf(sessionId)],
       call,
     );
@@ -304,11 +333,12 @@ export class PostgresSessionStore implements SessionStore {
     const call = this.#call('leaseTurn', sessionId, lease.signal);
     await this.#ready(call);
     const leases = this.tables.turnLeases;
-    const { rows } = await this.#db.run(
-      `INSERT INTO ${leases} (session_key, turn, holder, expires_at) VALUES ($1, $2, $3, clock_timestamp() + $4::integer * interval '1 millisecond')
+    const { rows } = await this.#write(
+      `WITH bound AS MATERIALIZED (SELECT ${this.#bound}($5::integer) AS deadline)
+       INSERT INTO ${leases} (session_key, turn, holder, expires_at) SELECT $1, $2, $3, clock_timestamp() + $4::integer * interval '1 millisecond' FROM bound
        ON CONFLICT (session_key, turn) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
        WHERE ${leases}.holder = EXCLUDED.holder OR ${leases}.expires_at <= clock_timestamp()
-       RETURNING 1`,
+       RETURNING ${this.#inTime}((SELECT deadline FROM bound))`,
       [keyOf(sessionId), lease.turn, lease.holder, lease.ttlMs],
       call,
     );
@@ -324,8 +354,10 @@ export class PostgresSessionStore implements SessionStore {
     checkTurnLease('PostgresSessionStore.releaseTurn', sessionId, lease, false);
     const call = this.#call('releaseTurn', sessionId, lease.signal);
     await this.#ready(call);
-    const { rows } = await this.#db.run<{ live: boolean }>(
-      `DELETE FROM ${this.tables.turnLeases} WHERE session_key = $1 AND turn = $2 AND holder = $3 RETURNING expires_at > clock_timestamp() AS live`,
+    const { rows } = await this.#write<{ live: boolean }>(
+      `WITH bound AS MATERIALIZED (SELECT ${this.#bound}($4::integer) AS deadline)
+       DELETE FROM ${this.tables.turnLeases} USING bound WHERE session_key = $1 AND turn = $2 AND holder = $3
+       RETURNING expires_at > clock_timestamp() AS live, ${this.#inTime}(bound.deadline)`,
       [keyOf(sessionId), lease.turn, lease.holder],
       call,
     );
@@ -347,6 +379,14 @@ export class PostgresSessionStore implements SessionStore {
       );
       return rows.length;
     }, call);
+  }
+
+  /**
+   * One write as one statement (`SqlDatabase.runSelfBounded`): its last parameter is the time it
+   * has, which its `bound` CTE turns into `lock_timeout` and the deadline its RETURNING checks.
+   */
+  #write<Row = Record<string, unknown>>(text: string, params: readonly unknown[], call: SqlCallOptions) {
+    return this.#db.runSelfBounded<Row>(text, (remainingMs) => [...params, remainingMs], call);
   }
 
   #ready(call: SqlCallOptions): Promise<void> {
