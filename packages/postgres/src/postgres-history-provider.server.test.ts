@@ -175,6 +175,31 @@ describe('PostgresHistoryProvider on a server, statements per save', () => {
     expect(texts(await history.getMessages('s'))).toEqual(['q1', 'a1', 'q2', 'a2', 'q3', 'a3']);
   });
 
+  it('the load, the page and the one-statement save are prepared once per connection, by name, and reused', async () => {
+    const one = openPool(1);
+    try {
+      const history = new PostgresHistoryProvider({ client: one, sourceId: fresh('h') });
+      for (let i = 1; i <= 3; i++) {
+        const messages = turn(i);
+        await history.saveMessages('s', messages, { state: {}, turn: { inputIds: [messages[0]!.id], opens: true } });
+        await history.getMessages('s', { state: {}, limit: 4 });
+        await history.listMessages('s', { limit: 2 });
+      }
+      expect(texts(await history.getMessages('s', { state: {}, limit: 4 }))).toEqual(['q2', 'a2', 'q3', 'a3']);
+      const { rows } = await one.query<{ name: string; statement: string }>(
+        "SELECT name, statement FROM pg_prepared_statements WHERE name LIKE 'ctx\\_%' ORDER BY statement",
+      );
+      expect(rows.map((row) => row.statement.replace(/\s+/g, ' ').slice(0, 80))).toEqual([
+        expect.stringMatching(/^SELECT "public"\."ctx_history_save"\(/),
+        expect.stringMatching(/^SELECT s\.source_id, s\.session_id, m\.seq::text AS seq, m\.message/),
+        expect.stringMatching(/^SELECT s\.source_id, s\.session_id, m\.seq::text AS seq, m\.message/),
+      ]);
+      for (const row of rows) expect(row.name).toMatch(/^ctx_[0-9a-f]{24}$/);
+    } finally {
+      await one.end();
+    }
+  });
+
   it("a save's signal aborted while its one statement waits on a held session: the save ends with the statement, stored whole or not at all", async () => {
     const history = new PostgresHistoryProvider({ client: thePool(), sourceId: fresh('h'), timeoutMs: 400 });
     const sessionId = 'aborted while held';

@@ -233,7 +233,7 @@ export class PostgresHistoryProvider extends HistoryProvider {
         WHERE s.conv = decode($1, 'hex')
         ORDER BY m.seq DESC`,
       [this.#conv(sessionId), limit ?? null],
-      { operation: `getMessages for session ${shortId(sessionId)}`, signal, sessionId },
+      { operation: `getMessages for session ${shortId(sessionId)}`, signal, sessionId, prepare: true },
     );
     if (rows.length === 0) return [];
     this.#checkOwner(rows[0]!, sessionId);
@@ -312,7 +312,7 @@ export class PostgresHistoryProvider extends HistoryProvider {
         await this.#db.runSelfBounded(
           `SELECT ${this.#saveFresh}($1, $2, $3, $4::text[], $5::text[], $6::text[], $7::integer)`,
           (remainingMs) => [conv, JSON.stringify(this.sourceId), JSON.stringify(sessionId), keys, texts, lookupKeys, remainingMs],
-          { operation, signal, sessionId },
+          { operation, signal, sessionId, prepare: true },
         );
         return batch.length;
       } catch (error) {
@@ -584,7 +584,7 @@ export class PostgresHistoryProvider extends HistoryProvider {
         WHERE s.conv = decode($1, 'hex')
         ORDER BY m.seq`,
       [this.#conv(sessionId), after, limit + 1],
-      { operation: `listMessages for session ${shortId(sessionId)}`, signal: options.signal, sessionId },
+      { operation: `listMessages for session ${shortId(sessionId)}`, signal: options.signal, sessionId, prepare: true },
     );
     if (rows.length === 0) return { messages: [], nextCursor: undefined };
     this.#checkOwner(rows[0]!, sessionId);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { BackendUnavailableError, ConcurrencyError, ConfigurationError, CtxError, InvalidInputError } from '@ctx/core';
 import { withDeadline } from '@ctx/core/backend';
 
@@ -90,6 +91,12 @@ export interface SqlCallOptions {
   timeoutMs?: number;
   /** The session the call is for, named by a `ConcurrencyError` it fails with. */
   sessionId?: string;
+  /**
+   * The statement's text is one of a fixed few (only its parameters vary): on a server, each
+   * connection parses and plans it once, as a named prepared statement, and then only binds and runs
+   * it. Default false. PGlite, and a pool whose clients are not `pg` clients, run it as text.
+   */
+  prepare?: boolean;
 }
 
 const BACKEND = 'postgres';
@@ -142,6 +149,26 @@ const serverShare = (deadlineAt: number): number => {
   const left = remaining(deadlineAt);
   return Math.max(1, left - Math.ceil(left / 10));
 };
+
+/** The prepared statement name of each text prepared so far (a digest of the text, so one text has one name on every connection). */
+const statementNames = new Map<string, string>();
+
+/** The name a text is prepared under: `ctx_` and 24 hex digits of its SHA-1 (PostgreSQL names hold 63 bytes). */
+function statementName(text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `ctx_${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+    statementNames.set(text, name);
+  }
+  return name;
+}
+
+/** Whether a pool client is a `pg` client (it has connection parameters), which takes a query config with a statement `name`. */
+const takesNamedStatements = (client: PgPoolClientLike): boolean =>
+  typeof (client as { connectionParameters?: unknown }).connectionParameters === 'object';
+
+/** A `pg` client's query taking a config: `name` makes it a prepared statement of the connection. */
+type NamedQuery = (config: { name: string; text: string; values: unknown[] }) => Promise<{ rows: unknown[]; rowCount: number | null }>;
 
 const rowsOf = <Row>(result: { rows: unknown[]; rowCount?: number | null; affectedRows?: number }): SqlResult<Row> => ({
   rows: result.rows as Row[],
@@ -213,6 +240,20 @@ function poolDatabase(pool: PgPoolLike, timeoutMs: number): SqlDatabase {
   const queryable = (client: PgPoolClientLike): SqlQueryable => ({
     query: async <Row>(text: string, params?: readonly unknown[]) => rowsOf<Row>(await client.query(text, params as unknown[])),
   });
+  // A fixed statement by name: the connection parses and plans it on its first use only.
+  const prepared = (client: PgPoolClientLike, prepare: boolean | undefined): SqlQueryable =>
+    prepare && takesNamedStatements(client)
+      ? {
+          query: async <Row>(text: string, params?: readonly unknown[]) =>
+            rowsOf<Row>(
+              await (client.query as unknown as NamedQuery).call(client, {
+                name: statementName(text),
+                text,
+                values: (params ?? []) as unknown[],
+              }),
+            ),
+        }
+      : queryable(client);
   const database: SqlDatabase = {
     engine: 'server',
     query: (text, params) => database.run(text, params ?? [], { operation: 'query' }),
@@ -223,8 +264,8 @@ function poolDatabase(pool: PgPoolLike, timeoutMs: number): SqlDatabase {
     run: (text, params, call) =>
       withClient(call, (client, deadlineAt, signal) =>
         isPlainSelect(text)
-          ? queryable(client).query(text, params)
-          : inTransaction(client, deadlineAt, signal, () => queryable(client).query(text, params)),
+          ? prepared(client, call.prepare).query(text, params)
+          : inTransaction(client, deadlineAt, signal, () => prepared(client, call.prepare).query(text, params)),
       ),
     transaction: (fn, call) =>
       withClient(call, (client, deadlineAt, signal) => inTransaction(client, deadlineAt, signal, () => fn(queryable(client)))),
@@ -232,7 +273,7 @@ function poolDatabase(pool: PgPoolLike, timeoutMs: number): SqlDatabase {
       if (signal?.aborted) return Promise.reject(signal.reason);
       return withClient(call, (client, deadlineAt) => {
         if (signal?.aborted) throw signal.reason;
-        return queryable(client).query(text, params(serverShare(deadlineAt)));
+        return prepared(client, call.prepare).query(text, params(serverShare(deadlineAt)));
       });
     },
   };
