@@ -8,8 +8,11 @@ import {
   type ChatClient,
   createAgent,
   InMemorySessionStore,
+  InMemoryStreamStore,
   Message,
   type SessionStore,
+  type StreamStore,
+  type StreamWriter,
 } from '@ctx/core';
 import { ScriptedChatClient } from '@ctx/core/testing';
 import * as ai6 from 'ai';
@@ -234,6 +237,35 @@ describe('handleChatRequest', () => {
       handleChatRequest(json([userMessage('u-1', 'Hi')]), { agent, sessionId: 'c1', userId: 'ann', maxBodyByte: 100 } as never),
     ).rejects.toThrow(/handleChatRequest: unknown option "maxBodyByte" \(did you mean "maxBodyBytes"\?\)/);
     expect(await agent.getSession('c1')).toBeUndefined();
+  });
+
+  it('with streams, stores the turn input with its first chunks in one append, not in an append of its own before them', async () => {
+    const agent = agentWith();
+    const store = new InMemoryStreamStore();
+    const appends: string[][] = [];
+    const streams: StreamStore = {
+      specificationVersion: 'v1',
+      open: async (ref, options) => {
+        const opened = await store.open(ref, options);
+        if (!opened.created) return opened;
+        const { writer } = opened;
+        const append: StreamWriter['append'] = (chunks, options) => {
+          appends.push(chunks.map((chunk) => String((chunk as { type?: unknown }).type)));
+          return writer.append(chunks, options);
+        };
+        return { ...opened, writer: { ...writer, append } };
+      },
+      find: (sessionId, options) => store.find(sessionId, options),
+      read: (ref, options) => store.read(ref, options),
+      requestStop: (ref, options) => store.requestStop(ref, options),
+    };
+    const response = await handleChatRequest(json([userMessage('u-1', 'Hi')]), { agent, sessionId: 'c1', userId: 'ann', streams });
+    expect(await response.text()).toMatch(/"delta":"Hi\."/);
+    expect(appends[0]?.slice(0, 2)).toEqual(['ctx-turn-input', 'start']);
+    const stored = [];
+    for await (const item of store.read({ sessionId: 'c1', turnId: 'u-1' })) stored.push(item);
+    expect(stored[0]).toMatchObject({ type: 'chunk', index: 0, chunk: { type: 'ctx-turn-input', message: { id: 'u-1' } } });
+    expect(stored.at(-1)).toEqual({ type: 'end', status: 'finished' });
   });
 
   it('refuses a conversation stored without an owner with a 404', async () => {

@@ -54,7 +54,8 @@ export function produceTurn(production: TurnProduction): ReadableStream<UIMessag
   const { writer, streamOptions, onStoreError } = production;
   const { run, wasStopped } = stoppableRun(production);
   const sink = new StoreSink(writer, onStoreError);
-  if (production.input) sink.push([{ type: INPUT_CHUNK_TYPE, message: production.input } as unknown as JsonValue]);
+  // Stored first, in the same append as the first chunks: one append fewer before the page's first chunk.
+  if (production.input) sink.hold({ type: INPUT_CHUNK_TYPE, message: production.input } as unknown as JsonValue);
   let last: string | undefined;
   return teedUIMessageStream(run, streamOptions, {
     chunks(chunks) {
@@ -126,6 +127,11 @@ class StoreSink {
     private readonly writer: StreamWriter,
     private readonly onStoreError: ((error: unknown) => void) | undefined,
   ) {}
+
+  /** Queues a chunk for the next append without starting one. */
+  hold(chunk: JsonValue): void {
+    this.pending.push(chunk);
+  }
 
   push(chunks: readonly JsonValue[]): void {
     if (this.broken) return;
