@@ -4,7 +4,8 @@
  * process. Every side answers the same `useChat` request with the same agent: `@ai-sdk/openai`'s
  * Chat Completions model whose `fetch` replays the recorded 302-chunk stream of the real service
  * (`replay-fetch.ts`), a hosted run on an `InMemorySessionStore`, a new conversation per call. The
- * sides take turns request by request, in a new shuffled order every round (seeded). For each
+ * sides take turns request by request, in a new shuffled order every round (seeded). The route's
+ * `Request` is built before the clock starts, as a framework builds it for any route. For each
  * request: the CPU time to the first byte of the response body (time to first chunk), and the CPU
  * time from there to the end over the number of chunks after the first (per-chunk time). Medians,
  * p90s, ratios of medians and the paired ratio (the median over rounds of the side's request over
@@ -27,7 +28,8 @@ const ROUNDS = 600;
 /** One way to answer the request: a response whose body streams the reply. */
 interface Side {
   name: string;
-  answer: (chatId: string, messageId: string) => Promise<Response>;
+  /** `request` is the page's POST, built before the timing starts (the framework's work, not the route's). */
+  answer: (chatId: string, messageId: string, request: Request) => Promise<Response>;
 }
 
 /** One request's figures, in ms. */
@@ -124,16 +126,15 @@ async function main(): Promise<void> {
     },
     {
       name: 'handleChatRequest',
-      answer: (chatId, messageId) => handleChatRequest(request(chatId, messageId), { agent, sessionId: chatId, userId: 'ann' }),
+      answer: (chatId, _messageId, request) => handleChatRequest(request, { agent, sessionId: chatId, userId: 'ann' }),
     },
     {
       name: 'handleChatRequest with streams (InMemoryStreamStore)',
-      answer: (chatId, messageId) => handleChatRequest(request(chatId, messageId), { agent, sessionId: chatId, userId: 'ann', streams }),
+      answer: (chatId, _messageId, request) => handleChatRequest(request, { agent, sessionId: chatId, userId: 'ann', streams }),
     },
     {
       name: 'handleChatRequest with a store that keeps nothing',
-      answer: (chatId, messageId) =>
-        handleChatRequest(request(chatId, messageId), { agent, sessionId: chatId, userId: 'ann', streams: nothing }),
+      answer: (chatId, _messageId, request) => handleChatRequest(request, { agent, sessionId: chatId, userId: 'ann', streams: nothing }),
     },
   ];
   const samples = sides.map(() => [] as Sample[]);
@@ -152,7 +153,8 @@ async function main(): Promise<void> {
     }
     for (const s of order) {
       n++;
-      const sample = await read(() => sides[s]!.answer(`chat-${n}`, `u-${n}`));
+      const post = request(`chat-${n}`, `u-${n}`);
+      const sample = await read(() => sides[s]!.answer(`chat-${n}`, `u-${n}`, post));
       if (round >= WARMUP) samples[s]!.push(sample);
     }
   }
