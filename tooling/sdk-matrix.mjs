@@ -17,6 +17,13 @@
 //   node tooling/sdk-matrix.mjs --plan          only say which versions it would test
 //   node tooling/sdk-matrix.mjs --above-node 20 only the versions that need a Node newer than 20
 //                                               (CI runs this under Node 22, after the Node 20 run)
+//   node tooling/sdk-matrix.mjs --workspace-versions
+//                                               also the versions the workspace installs
+//
+// A version the workspace's lockfile installs for the package is left to `npm test`, which
+// type-checks and tests the package against it; `--workspace-versions` runs it here too, from a
+// fresh install (the SDK's own dependencies then at their newest, as tooling/fresh-project.mjs
+// installs them).
 //
 // FUZZ_RUNS defaults to 30 here: the fuzz tests already run in full on the workspace versions.
 import { spawnSync } from 'node:child_process';
@@ -39,10 +46,11 @@ const MATRIX = [
 
 const args = process.argv.slice(2);
 const planOnly = args.includes('--plan'); // print the versions, install and run nothing
+const workspaceVersions = args.includes('--workspace-versions');
 const aboveAt = args.indexOf('--above-node');
 const aboveNode = aboveAt === -1 ? undefined : Number(args[aboveAt + 1]);
 if (aboveAt !== -1 && !Number.isInteger(aboveNode)) throw new Error('--above-node takes a Node major, e.g. --above-node 20');
-const only = args.filter((arg, i) => arg !== '--plan' && (aboveAt === -1 || (i !== aboveAt && i !== aboveAt + 1)));
+const only = args.filter((arg, i) => !arg.startsWith('--') && (aboveAt === -1 || (i !== aboveAt && i !== aboveAt + 1)));
 const nodeMajor = Number(process.versions.node.split('.')[0]);
 const results = [];
 
@@ -54,7 +62,12 @@ for (const { name, sdk, companions = [] } of MATRIX.filter((m) => only.length ==
   for (const version of tooNew) results.push({ name, sdk, version, status: `skipped: needs Node ${version.node}` });
   for (const version of [...new Set([lowest, highest])]) {
     if (aboveNode !== undefined && !((nodeOf(version) ?? 0) > aboveNode)) continue; // already run on that Node
-    const status = planOnly ? 'planned' : check(dir, sdk, version, companions);
+    const status =
+      !workspaceVersions && version === installedVersion(dir, sdk)
+        ? 'ok (the version the workspace installs: npm test type-checks and tests it)'
+        : planOnly
+          ? 'planned'
+          : check(dir, sdk, version, companions);
     results.push({ name, sdk, version, status });
   }
 }
@@ -98,6 +111,12 @@ function pickVersions(sdk, range) {
   }
   if (!lowest || !highest) throw new Error(`${sdk}@${range}: no published version runs on Node ${nodeMajor}`);
   return { lowest, highest, tooNew: [...tooNew.values()], nodeOf };
+}
+
+/** The version of `sdk` the workspace installed for the package in `dir`, if any. */
+function installedVersion(dir, sdk) {
+  const manifest = join(dir, 'node_modules', sdk, 'package.json');
+  return existsSync(manifest) ? JSON.parse(readFileSync(manifest, 'utf8')).version : undefined;
 }
 
 function compareVersions(a, b) {
