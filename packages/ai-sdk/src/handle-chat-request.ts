@@ -192,16 +192,14 @@ async function streamedTurn(
     let stream: AgentRunStream | undefined;
     try {
       const reply = new ReplySoFar();
-      // A stop aborts the run's signal, so the model call and a tool running now end at once (the
-      // tool's signal aborts); once the model's last answer is in (the turn is being stored), a stop
-      // changes nothing and the turn ends finished.
-      const stopRun = new AbortController();
-      const signal = run?.signal ? AbortSignal.any([run.signal, stopRun.signal]) : stopRun.signal;
-      stream = agent.runStream(input, { ...run, signal, sessionId: ref.sessionId, userId, ...(approvals.length > 0 ? { approvals } : {}) });
+      stream = agent.runStream(input, { ...run, sessionId: ref.sessionId, userId, ...(approvals.length > 0 ? { approvals } : {}) });
       const updates = stream[Symbol.asyncIterator]();
+      // A stop ends the run's stream, which aborts the run's own signal: the model call and a tool
+      // running now end at once (the tool's signal aborts), with no signal of this request's own
+      // to make and combine with the caller's. Once the model's last answer is in (the turn is being
+      // stored), a stop changes nothing and the turn ends finished.
       const stop = () => {
         if (reply.answered) return;
-        stopRun.abort(writer.stopSignal.reason);
         void updates.return?.()?.catch(() => {});
       };
       if (writer.stopSignal.aborted) stop();
