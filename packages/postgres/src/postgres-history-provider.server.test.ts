@@ -191,7 +191,7 @@ describe('PostgresHistoryProvider on a server, statements per save', () => {
       );
       expect(rows.map((row) => row.statement.replace(/\s+/g, ' ').slice(0, 80))).toEqual([
         expect.stringMatching(/^SELECT "public"\."ctx_history_save"\(/),
-        expect.stringMatching(/^SELECT s\.source_id, s\.session_id, m\.seq::text AS seq, m\.message/),
+        expect.stringMatching(/^SELECT json_build_array\('owner', s\.source_id, s\.session_id\)::text AS m/),
         expect.stringMatching(/^SELECT s\.source_id, s\.session_id, m\.seq::text AS seq, m\.message/),
       ]);
       for (const row of rows) expect(row.name).toMatch(/^ctx_[0-9a-f]{24}$/);

@@ -82,6 +82,30 @@ describe('PostgresHistoryProvider rows', () => {
     expect(await h.countMessages('bad')).toBe(4);
   });
 
+  it("the load returns one value per message, the session ids only when they are not this session's", async () => {
+    const h = provider();
+    await h.saveMessages('shape', [...turn(1), ...turn(2)], { state: {} });
+    const results: { text: string; rows: unknown[] }[] = [];
+    const recording = {
+      query: async (text: string, params?: unknown[]) => {
+        const result = await client().query(text, params);
+        results.push({ text, rows: result.rows });
+        return result;
+      },
+      transaction: client().transaction.bind(client()),
+    };
+    const loader = new PostgresHistoryProvider({ client: recording as unknown as PGlite, sourceId: h.sourceId });
+    expect(texts(await loader.getMessages('shape'))).toEqual(['q1', 'a1', 'q2', 'a2']);
+    const load = results.at(-1)!;
+    expect(load.text).toMatch(/UNION ALL/);
+    expect(load.rows).toHaveLength(4);
+    for (const row of load.rows) expect(Object.keys(row as object)).toEqual(['m']);
+    // A message row that is not one JSON value is named, not read as two values.
+    const conv = await convOf(h, 'shape');
+    await client().query(`UPDATE ${h.tables.messages} SET message = '1, 2' WHERE conv = $1 AND seq = 3`, [conv]);
+    await expect(loader.getMessages('shape')).rejects.toThrow(/seq 3\]: is not JSON/);
+  });
+
   it('a message saved again over its stored row that is no longer a message is refused with SessionStateError naming the row, not skipped as stored', async () => {
     const h = provider();
     const [q, a] = turn(1);

@@ -214,7 +214,9 @@ export class PostgresHistoryProvider extends HistoryProvider {
 
   /**
    * The newest `limit` messages (all without a limit), oldest first: one query on the primary key,
-   * reading only the window.
+   * reading only the window. Each row comes back as one value, `[seq,message]` built by the server,
+   * parsed once; the session row's ids are checked in the same statement, which returns them (one
+   * row, no message) only when they are not this session's.
    * @throws SessionStateError when a stored row is not a valid message (path `postgres:<table>[session, seq]`),
    *   or the session row holds other ids than its key says.
    * @throws ConfigurationError for a blank session id or a bad `limit`, before any query.
@@ -224,24 +226,20 @@ export class PostgresHistoryProvider extends HistoryProvider {
     checkSessionId(sessionId);
     if (limit !== undefined) checkInteger(`PostgresHistoryProvider.getMessages for session ${shortId(sessionId)}`, 'limit', limit);
     await this.#schema();
-    const { rows } = await this.#db.run<{ source_id: string; session_id: string; seq: string | null; message: string | null }>(
-      `SELECT s.source_id, s.session_id, m.seq::text AS seq, m.message
-         FROM ${this.tables.sessions} s
-         LEFT JOIN LATERAL (
-           SELECT seq, message FROM ${this.tables.messages} WHERE conv = s.conv ORDER BY seq DESC LIMIT $2
-         ) m ON true
-        WHERE s.conv = decode($1, 'hex')
-        ORDER BY m.seq DESC`,
-      [this.#conv(sessionId), limit ?? null],
+    const { rows } = await this.#db.run<{ m: string }>(
+      `SELECT json_build_array('owner', s.source_id, s.session_id)::text AS m FROM ${this.tables.sessions} s
+        WHERE s.conv = decode($1, 'hex') AND (s.source_id <> $3 OR s.session_id <> $4)
+       UNION ALL (
+         SELECT '[' || seq || ',' || message || ']' FROM ${this.tables.messages}
+          WHERE conv = decode($1, 'hex')
+            AND EXISTS (SELECT 1 FROM ${this.tables.sessions} WHERE conv = decode($1, 'hex') AND source_id = $3 AND session_id = $4)
+          ORDER BY seq DESC LIMIT $2
+       )`,
+      [this.#conv(sessionId), limit ?? null, JSON.stringify(this.sourceId), JSON.stringify(sessionId)],
       { operation: `getMessages for session ${shortId(sessionId)}`, signal, sessionId, prepare: true },
     );
-    if (rows.length === 0) return [];
-    this.#checkOwner(rows[0]!, sessionId);
-    const messages: Message[] = [];
-    for (let i = rows.length - 1; i >= 0; i--) {
-      const row = rows[i]!;
-      if (row.seq !== null) messages.push(this.#decode(row as Row, sessionId));
-    }
+    const messages: Message[] = new Array(rows.length);
+    for (let i = rows.length - 1, j = 0; i >= 0; i--, j++) messages[j] = this.#decodePair(rows[i]!.m, sessionId);
     return messages;
   }
 
@@ -741,6 +739,35 @@ export class PostgresHistoryProvider extends HistoryProvider {
       `holds session ${shortId(String(row.session_id))} of source ${shortId(String(row.source_id))} under the key of session ${shortId(JSON.stringify(sessionId))} of source ${shortId(JSON.stringify(this.sourceId))}; nothing was read or changed. Delete the row and its messages, or clear the session`,
       { sessionId },
     );
+  }
+
+  /**
+   * A loaded row, `[seq,message]`, as a message: one `JSON.parse`. A row that does not parse as
+   * that pair (its message is not one JSON value), or whose message is not a valid message, is
+   * decoded on its own to name it; a row of the session's ids (`["owner", source, session]`) is
+   * checked as the session row.
+   * @throws SessionStateError like `#decode`, or `#checkOwner`'s.
+   */
+  #decodePair(text: string, sessionId: string): Message {
+    let pair: unknown;
+    try {
+      pair = JSON.parse(text);
+    } catch {
+      pair = undefined;
+    }
+    if (Array.isArray(pair) && pair.length === 2 && typeof pair[0] === 'number' && Message.isMessage(pair[1])) return pair[1];
+    if (Array.isArray(pair) && pair[0] === 'owner') {
+      this.#checkOwner({ source_id: String(pair[1]), session_id: String(pair[2]) }, sessionId);
+    }
+    const head = /^\[(-?\d+),/.exec(text);
+    if (head === null) {
+      throw new SessionStateError(
+        `postgres:${this.tables.messages}[session ${shortId(sessionId)}]`,
+        `returned a row that is not a stored message (${shortId(text)}); nothing was read`,
+        { sessionId },
+      );
+    }
+    return this.#decode({ seq: head[1]!, message: text.slice(head[0].length, -1) }, sessionId);
   }
 
   /**
