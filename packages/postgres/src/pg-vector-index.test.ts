@@ -243,3 +243,148 @@ describe('PgVectorIndex search', () => {
     );
   }, 120_000);
 });
+
+describe('PgVectorIndex scope counts and the search in one call', () => {
+  /** The counts the triggers keep, beside the counts of the table itself: `u`/`s` and the key in hex. */
+  const counts = async (idx: PgVectorIndex) => {
+    const scopes = idx.table.replace(/vectors"$/, 'vector_scopes"');
+    const kept = await client().query<{ k: string; n: number }>(
+      `SELECT encode(scope_key, 'hex') AS k, records::int AS n FROM ${scopes} ORDER BY 1`,
+    );
+    const actual = await client().query<{ k: string; n: number }>(
+      `SELECT k, count(*)::int AS n FROM (
+         SELECT '75' || encode(user_key, 'hex') AS k FROM ${idx.table} WHERE user_key IS NOT NULL
+         UNION ALL SELECT '73' || encode(session_key, 'hex') FROM ${idx.table}) c GROUP BY k ORDER BY 1`,
+    );
+    return { kept: kept.rows, actual: actual.rows };
+  };
+
+  it('keeps the records of each user and session for every writer: upserts, moves, deletes, plain SQL and TRUNCATE', async () => {
+    const idx = index({ hnsw: true });
+    await idx.upsert([
+      record({ id: 'a1', userId: 'alice', sessionId: 'sa' }),
+      record({ id: 'a2', userId: 'alice', sessionId: 'sa', sequence: 1 }),
+      record({ id: 'b1', userId: 'bob', sessionId: 'sb' }),
+      record({ id: 'n1', sessionId: 'sn' }),
+    ]);
+    let { kept, actual } = await counts(idx);
+    expect(kept).toHaveLength(5);
+    expect(kept).toEqual(actual);
+    // A record replaced under another user and session moves between the counts.
+    await idx.upsert([record({ id: 'a2', userId: 'bob', sessionId: 'sb', sequence: 1 })]);
+    await idx.delete({ ids: ['b1'] });
+    ({ kept, actual } = await counts(idx));
+    expect(kept).toEqual(actual);
+    // Another writer, in plain SQL.
+    await client().query(
+      `INSERT INTO ${idx.table} SELECT decode(md5('copy'), 'hex'), 'copy', user_key, user_id, session_key, session_id, 'copy', role, 5, created_at, kind, text, embedding FROM ${idx.table} WHERE id = 'a1'`,
+    );
+    await client().query(`DELETE FROM ${idx.table} WHERE id = 'n1'`);
+    ({ kept, actual } = await counts(idx));
+    expect(kept).toEqual(actual);
+    expect(kept.some((c) => c.n <= 0)).toBe(false);
+    await idx.delete({ userId: 'alice' });
+    ({ kept, actual } = await counts(idx));
+    expect(kept).toEqual(actual);
+    await client().query(`TRUNCATE ${idx.table}`);
+    expect((await counts(idx)).kept).toEqual([]);
+  });
+
+  it('counts a table of the previous schema version when it migrates', async () => {
+    const tablePrefix = fresh('old');
+    const table = `"public"."${tablePrefix}vectors"`;
+    // The vector table as the previous version made it, holding records, at version 4.
+    await client().exec(`
+      CREATE TABLE ${table} (id_key bytea PRIMARY KEY, id text NOT NULL, user_key bytea, user_id text, session_key bytea NOT NULL,
+        session_id text NOT NULL, message_id text NOT NULL, role text NOT NULL, sequence bigint NOT NULL, created_at text, kind text,
+        text text NOT NULL, embedding vector(4) NOT NULL);
+      CREATE INDEX "${tablePrefix}vectors_user" ON ${table} (user_key);
+      CREATE INDEX "${tablePrefix}vectors_session" ON ${table} (session_key, sequence);
+      CREATE TABLE IF NOT EXISTS "public"."${tablePrefix}schema_versions" (component text PRIMARY KEY, version integer NOT NULL, updated_at timestamptz NOT NULL DEFAULT now());
+      INSERT INTO "public"."${tablePrefix}schema_versions" (component, version) VALUES ('vectors', 4);
+      INSERT INTO ${table} SELECT sha256(('r' || i)::bytea), 'r' || i, sha256('u'::bytea), 'u', sha256('s'::bytea), 's', 'm' || i, 'user', i, NULL, NULL, 't',
+        ('[1,' || i || ',0,0]')::vector FROM generate_series(1, 30) i;
+    `);
+    const idx = index({ tablePrefix, hnsw: true, exactSearchLimit: 10 });
+    const matches = await idx.query({ vector: [1, 0, 0, 0], topK: 3, filter: { userId: 'u' } });
+    expect(idx.lastSearch).toBe('hnsw');
+    expect(matches.map((m) => m.id)).toEqual(['r1', 'r2', 'r3']);
+    const { kept, actual } = await counts(idx);
+    expect(kept).toEqual(actual);
+    expect(kept.map((c) => c.n)).toEqual([30, 30]);
+  });
+
+  it('with hnsw, a search is one call into the database: no count of the scope, no transaction', async () => {
+    const calls: string[] = [];
+    const db = client();
+    const counting = {
+      query: (text: string, params?: unknown[]) => {
+        calls.push(text.slice(0, 40));
+        return db.query(text, params);
+      },
+      transaction: <T>(fn: Parameters<PGlite['transaction']>[0]) => {
+        calls.push('transaction');
+        return db.transaction(fn) as Promise<T>;
+      },
+    };
+    const tablePrefix = fresh('calls');
+    const idx = new PgVectorIndex({ client: counting, dimensions: 4, tablePrefix, hnsw: true, exactSearchLimit: 2 });
+    await idx.upsert([0, 1, 2, 3].map((i) => record({ id: `r${i}`, userId: 'u', sequence: i, vector: [1, i, 0, 0] })));
+    for (const [limit, search] of [
+      [2, 'hnsw'],
+      [10, 'exact'],
+    ] as const) {
+      const probe = new PgVectorIndex({ client: counting, dimensions: 4, tablePrefix, hnsw: true, exactSearchLimit: limit });
+      await probe.query({ vector: [1, 0, 0, 0], topK: 1, filter: { userId: 'u' } });
+      calls.length = 0;
+      const [match] = await probe.query({ vector: [1, 0, 0, 0], topK: 1, filter: { userId: 'u', excludeMessageIds: ['r0'] } });
+      expect(probe.lastSearch).toBe(search);
+      expect(match).toMatchObject({ id: 'r1' });
+      expect(calls, search).toHaveLength(1);
+    }
+  });
+
+  it('searches a user and session exactly when their common records fit exactSearchLimit, though each alone holds more', async () => {
+    const idx = index({ hnsw: true, exactSearchLimit: 3 });
+    await idx.upsert([
+      ...[0, 1, 2].map((i) => record({ id: `a-s1-${i}`, userId: 'a', sessionId: 's1', sequence: i, vector: [1, i, 0, 0] })),
+      ...[0, 1].map((i) => record({ id: `a-s2-${i}`, userId: 'a', sessionId: 's2', sequence: i, vector: [1, i, 1, 0] })),
+      ...[0, 1, 2].map((i) => record({ id: `b-s1-${i}`, userId: 'b', sessionId: 's1', sequence: 10 + i, vector: [1, i, 0, 1] })),
+    ]);
+    await idx.query({ vector: [1, 0, 0, 0], topK: 2, filter: { userId: 'a', sessionId: 's1' } });
+    expect(idx.lastSearch).toBe('exact');
+    await idx.query({ vector: [1, 0, 0, 0], topK: 2, filter: { userId: 'a' } });
+    expect(idx.lastSearch).toBe('hnsw');
+  });
+
+  it('the HNSW settings end with the search: the connection keeps its own', async () => {
+    const idx = index({ hnsw: { efSearch: 120 }, exactSearchLimit: 0 });
+    await idx.upsert([record({ id: 'r1', userId: 'u' }), record({ id: 'r2', userId: 'u', sequence: 1, vector: [0, 1, 0, 0] })]);
+    const show = async () =>
+      (
+        await client().query<{ s: string }>(
+          "SELECT concat_ws(' ', current_setting('hnsw.iterative_scan'), current_setting('hnsw.ef_search'), current_setting('enable_seqscan')) AS s",
+        )
+      ).rows[0]!.s;
+    const before = await show();
+    expect(await idx.query({ vector: [1, 0, 0, 0], topK: 2, filter: { userId: 'u' } })).toHaveLength(2);
+    expect(idx.lastSearch).toBe('hnsw');
+    expect(await show()).toBe(before);
+    expect(before).toBe('off 40 on');
+  });
+
+  it('keeps a 4 KB hostile id whole on the HNSW path too (ids reach the search function only as parameters)', async () => {
+    const idx = index({ hnsw: true, exactSearchLimit: 0 });
+    const long = `${'é🦜'.repeat(700)}'"; DROP TABLE x; --`;
+    await idx.upsert([
+      record({ id: long, userId: long, sessionId: long, messageId: long }),
+      record({ id: 'other', userId: long, messageId: "o'; --" }),
+    ]);
+    const matches = await idx.query({ vector: [1, 0, 0, 0], topK: 2, filter: { userId: long, excludeMessageIds: [long, "%s'"] } });
+    expect(idx.lastSearch).toBe('exact');
+    expect(matches.map((m) => m.id)).toEqual(['other']);
+    const [match] = await idx.query({ vector: [1, 0, 0, 0], topK: 1, filter: { userId: long, sessionId: long } });
+    expect(idx.lastSearch).toBe('hnsw');
+    expect(match).toMatchObject({ id: long, userId: long, sessionId: long, messageId: long });
+  });
+});

@@ -111,6 +111,7 @@ const COLUMNS = 'id, text, user_id, session_id, message_id, role, sequence::text
 
 /** The schema versions of the vector table, in order (each one statement). `dimensions` is a checked integer. */
 function migrations(table: string, names: TableNames, dimensions: number): string[] {
+  const scopes = names.table('vector_scopes');
   return [
     'CREATE EXTENSION IF NOT EXISTS vector',
     `CREATE TABLE IF NOT EXISTS ${table} (
@@ -130,7 +131,104 @@ function migrations(table: string, names: TableNames, dimensions: number): strin
     )`,
     `CREATE INDEX IF NOT EXISTS "${names.bare('vectors_user')}" ON ${table} (user_key)`,
     `CREATE INDEX IF NOT EXISTS "${names.bare('vectors_session')}" ON ${table} (session_key, sequence)`,
+    // The records of each user (`u` and the user's key) and session (`s` and the session's key),
+    // kept by the triggers below for every writer, so a search picks exact or HNSW without counting.
+    `CREATE TABLE IF NOT EXISTS ${scopes} (scope_key bytea PRIMARY KEY, records bigint NOT NULL)`,
+    `CREATE OR REPLACE FUNCTION ${names.table('vectors_count')}() RETURNS trigger LANGUAGE plpgsql AS $count$
+    BEGIN
+      IF TG_OP = 'TRUNCATE' THEN
+        DELETE FROM ${scopes};
+        RETURN NULL;
+      END IF;
+      IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        -- In key order, so two writers lock the rows they share in one order.
+        INSERT INTO ${scopes} AS c (scope_key, records)
+          SELECT k, count(*) FROM (
+            SELECT decode('75', 'hex') || a.user_key AS k FROM added a WHERE a.user_key IS NOT NULL
+            UNION ALL SELECT decode('73', 'hex') || a.session_key FROM added a
+          ) n GROUP BY k ORDER BY k
+          ON CONFLICT (scope_key) DO UPDATE SET records = c.records + EXCLUDED.records;
+      END IF;
+      IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        UPDATE ${scopes} c SET records = c.records - gone.n FROM (
+          SELECT k, count(*) AS n FROM (
+            SELECT decode('75', 'hex') || r.user_key AS k FROM removed r WHERE r.user_key IS NOT NULL
+            UNION ALL SELECT decode('73', 'hex') || r.session_key FROM removed r
+          ) n GROUP BY k
+        ) gone WHERE c.scope_key = gone.k;
+        DELETE FROM ${scopes} c WHERE c.records <= 0 AND c.scope_key IN (
+          SELECT decode('75', 'hex') || r.user_key FROM removed r WHERE r.user_key IS NOT NULL
+          UNION ALL SELECT decode('73', 'hex') || r.session_key FROM removed r
+        );
+      END IF;
+      RETURN NULL;
+    END $count$`,
+    // CREATE TRIGGER locks out writers until the migration commits, so the count below misses none.
+    `CREATE OR REPLACE TRIGGER "${names.bare('vectors_added')}" AFTER INSERT ON ${table} REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
+    `CREATE OR REPLACE TRIGGER "${names.bare('vectors_changed')}" AFTER UPDATE ON ${table} REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
+    `CREATE OR REPLACE TRIGGER "${names.bare('vectors_removed')}" AFTER DELETE ON ${table} REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
+    `CREATE OR REPLACE TRIGGER "${names.bare('vectors_truncated')}" AFTER TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
+    `INSERT INTO ${scopes} (scope_key, records)
+      SELECT k, count(*) FROM (
+        SELECT decode('75', 'hex') || user_key AS k FROM ${table} WHERE user_key IS NOT NULL
+        UNION ALL SELECT decode('73', 'hex') || session_key FROM ${table}
+      ) n GROUP BY k
+      ON CONFLICT (scope_key) DO UPDATE SET records = EXCLUDED.records`,
+    // The search in one call: the scope's size from the counts picks exact or HNSW; the HNSW search
+    // runs with pgvector's iterative scan and the given ef_search, settings that end with the call
+    // (the function's SET clauses), and falls back to the exact search when it found fewer than
+    // top_k. Each row says which search gave it. The conditions are fixed fragments; ids come as parameters.
+    `CREATE OR REPLACE FUNCTION ${names.table('vectors_search')}(query vector, top_k integer, scope_user bytea, scope_session bytea, excluded text[], exact_limit bigint, ef integer)
+    RETURNS TABLE (id text, text text, user_id text, session_id text, message_id text, role text, sequence text, created_at text, kind text, score double precision, search text)
+    LANGUAGE plpgsql
+    SET hnsw.iterative_scan = relaxed_order
+    SET hnsw.ef_search = 40
+    SET enable_seqscan = off
+    AS $search$
+    DECLARE
+      size bigint;
+      got bigint;
+      exact_where text;
+      graph_where text;
+    BEGIN
+      SELECT least(
+        CASE WHEN scope_user IS NULL THEN NULL
+          ELSE coalesce((SELECT c.records FROM ${scopes} c WHERE c.scope_key = decode('75', 'hex') || scope_user), 0) END,
+        CASE WHEN scope_session IS NULL THEN NULL
+          ELSE coalesce((SELECT c.records FROM ${scopes} c WHERE c.scope_key = decode('73', 'hex') || scope_session), 0) END
+      ) INTO size;
+      IF scope_user IS NOT NULL AND scope_session IS NOT NULL AND size > exact_limit THEN
+        SELECT count(*) INTO size FROM (
+          SELECT 1 FROM ${table} v WHERE v.user_key = scope_user AND v.session_key = scope_session LIMIT exact_limit + 1
+        ) s;
+      END IF;
+      exact_where := concat_ws(' AND ',
+        CASE WHEN scope_user IS NOT NULL THEN 'user_key = $3' END,
+        CASE WHEN scope_session IS NOT NULL THEN 'session_key = $4' END,
+        CASE WHEN cardinality(excluded) > 0 THEN 'NOT (message_id = ANY($5))' END);
+      IF size > exact_limit THEN
+        graph_where := concat_ws(' AND ',
+          CASE WHEN scope_user IS NOT NULL THEN '(user_key || ''''::bytea) = $3' END,
+          CASE WHEN scope_session IS NOT NULL THEN '(session_key || ''''::bytea) = $4' END,
+          CASE WHEN cardinality(excluded) > 0 THEN 'NOT (message_id = ANY($5))' END);
+        PERFORM set_config('hnsw.ef_search', ef::text, true);
+        RETURN QUERY EXECUTE 'SELECT q.*, ''hnsw''::text FROM (' || format(${literal(hnswSql(table, '%s'))}, graph_where) || ') q'
+          USING query, top_k, scope_user, scope_session, excluded;
+        GET DIAGNOSTICS got = ROW_COUNT;
+        -- relaxed_order may stop early (hnsw.max_scan_tuples): a scope that holds top_k gets them exactly.
+        IF got >= top_k THEN
+          RETURN;
+        END IF;
+      END IF;
+      RETURN QUERY EXECUTE 'SELECT q.*, ''exact''::text FROM (' || format(${literal(exactSql(table, '%s'))}, exact_where) || ') q'
+        USING query, top_k, scope_user, scope_session, excluded;
+    END $search$`,
   ];
+}
+
+/** A SQL string literal of a fixed text of this module (quotes doubled; the text holds no user input). */
+function literal(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
 }
 
 /**
@@ -291,33 +389,29 @@ export class PgVectorIndex implements VectorIndex {
     if (!unit) return [];
     await this.#schema(signal);
     const call = this.#call(`query of ${describeScope(filter)} in ${this.table}`, signal);
-    // $1 the query vector, $2 topK, then the scope's keys, then the excluded message ids.
-    const scope = scopeSql(filter, 3);
-    const params: unknown[] = [vectorLiteral(unit), topK, ...scope.params];
-    if (exclude.length) params.push([...exclude]);
-    const whereOf = (indexed: boolean) =>
-      (indexed ? scope.sql : scopeSql(filter, 3, false).sql) +
-      (exclude.length ? ` AND NOT (message_id = ANY($${params.length}::text[]))` : '');
-    let rows: Row[] | undefined;
+    let rows: Row[];
     let search: PgVectorSearch = 'exact';
     if (this.#hnsw) {
-      const counted = scopeSql(filter, 1);
-      const scoped = await this.#db.run<{ n: number }>(
-        `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${this.table} WHERE ${counted.sql} LIMIT $${counted.params.length + 1}) s`,
-        [...counted.params, this.#exactSearchLimit + 1],
+      // One call: the function reads the scope's size from the counts and searches exactly or on the graph.
+      const ef = Math.min(1000, Math.max(this.#hnsw.efSearch, topK));
+      const key = (id: string | undefined) => (id === undefined ? null : idKey(id).toString('hex'));
+      const found = await this.#db.run<Row & { search: unknown }>(
+        `SELECT * FROM ${this.#names.table('vectors_search')}($1::vector, $2::int, decode($3, 'hex'), decode($4, 'hex'), $5::text[], $6::bigint, $7::int)`,
+        [vectorLiteral(unit), topK, key(filter.userId), key(filter.sessionId), [...exclude], String(this.#exactSearchLimit), ef],
         call,
       );
-      if (Number(scoped.rows[0]?.n ?? 0) > this.#exactSearchLimit) {
-        rows = await this.#hnswSearch(whereOf(false), params, topK, call);
-        search = 'hnsw';
-        // relaxed_order may stop early (hnsw.max_scan_tuples); a scope that holds topK then gets them from an exact search.
-        if (rows.length < topK) {
-          rows = undefined;
-          search = 'exact';
-        }
-      }
+      // The graph's rows, or the exact search's when the function fell back to it.
+      const exact = found.rows.filter((row) => row.search === 'exact');
+      rows = exact.length || !found.rows.length ? exact : found.rows;
+      if (!exact.length && found.rows.length) search = 'hnsw';
+    } else {
+      // $1 the query vector, $2 topK, then the scope's keys, then the excluded message ids.
+      const scope = scopeSql(filter, 3);
+      const params: unknown[] = [vectorLiteral(unit), topK, ...scope.params];
+      if (exclude.length) params.push([...exclude]);
+      const where = scope.sql + (exclude.length ? ` AND NOT (message_id = ANY($${params.length}::text[]))` : '');
+      rows = (await this.#db.run<Row>(exactSql(this.table, where), params, call)).rows;
     }
-    rows ??= (await this.#db.run<Row>(exactSql(this.table, whereOf(true)), params, call)).rows;
     this.lastSearch = search;
     const matches: VectorMatch[] = [];
     for (const row of rows) {
@@ -395,15 +489,6 @@ export class PgVectorIndex implements VectorIndex {
       where.params,
       this.#call(`delete of ${describeScope(target)} from ${this.table}`, signal),
     );
-  }
-
-  /** The HNSW search: an iterative scan in its own transaction, the result re-ordered exactly by distance. */
-  async #hnswSearch(where: string, params: unknown[], topK: number, call: SqlCallOptions): Promise<Row[]> {
-    const hnsw = this.#hnsw!;
-    return this.#db.transaction(async (tx) => {
-      await tx.query(HNSW_SETTINGS, ['relaxed_order', String(Math.min(1000, Math.max(hnsw.efSearch, topK)))]);
-      return (await tx.query<Row>(hnswSql(this.table, where), params)).rows;
-    }, call);
   }
 
   /** Creates the table (and the HNSW index when asked) on first use; checks pgvector and the vector length. */
@@ -495,9 +580,9 @@ export class PgVectorIndex implements VectorIndex {
 }
 
 /**
- * The settings of an HNSW search, for its transaction only: `$1` the iterative scan
- * (`relaxed_order`), `$2` `hnsw.ef_search`; and no sequential scan, so the planner walks the HNSW
- * index even where its estimates favour reading a small table whole.
+ * The settings the search function (`<prefix>vectors_search`) runs an HNSW search with, as one
+ * statement for a transaction (`$1` the iterative scan, `$2` `hnsw.ef_search`, and no sequential
+ * scan): to look at the plan of `hnswSql` as the function runs it.
  */
 export const HNSW_SETTINGS =
   "SELECT set_config('hnsw.iterative_scan', $1, true), set_config('hnsw.ef_search', $2, true), set_config('enable_seqscan', 'off', true)";
@@ -508,7 +593,7 @@ export function exactSql(table: string, where: string): string {
 }
 
 /**
- * The HNSW search: the scope's condition written so no btree serves it (see `scopeSql`), so the
+ * The HNSW search: the scope's condition written so no btree serves it (`(user_key || ''::bytea) = ...`), so the
  * planner walks the HNSW index and filters as it goes (pgvector 0.8's iterative scan), then the
  * `topK` found are re-ordered exactly (relaxed_order may return them slightly out of order).
  */
@@ -518,22 +603,17 @@ export function hnswSql(table: string, where: string): string {
     ) SELECT id, text, user_id, session_id, message_id, role, sequence, created_at, kind, 1 - distance AS score FROM found ORDER BY distance`;
 }
 
-/**
- * The SQL condition of a scope on the key columns, its parameters numbered from `first`. With
- * `indexed` false the columns are wrapped (`user_key || ''`), so the planner cannot answer the
- * condition from their btree indexes and walks the HNSW index instead.
- */
-function scopeSql(scope: VectorScope, first: number, indexed = true): { sql: string; params: string[] } {
+/** The SQL condition of a scope on the key columns, its parameters numbered from `first`. */
+function scopeSql(scope: VectorScope, first: number): { sql: string; params: string[] } {
   const parts: string[] = [];
   const params: string[] = [];
-  const column = (name: string) => (indexed ? name : `(${name} || ''::bytea)`);
   if (scope.userId !== undefined) {
     params.push(idKey(scope.userId).toString('hex'));
-    parts.push(`${column('user_key')} = decode($${first + params.length - 1}, 'hex')`);
+    parts.push(`user_key = decode($${first + params.length - 1}, 'hex')`);
   }
   if (scope.sessionId !== undefined) {
     params.push(idKey(scope.sessionId).toString('hex'));
-    parts.push(`${column('session_key')} = decode($${first + params.length - 1}, 'hex')`);
+    parts.push(`session_key = decode($${first + params.length - 1}, 'hex')`);
   }
   return { sql: parts.join(' AND '), params };
 }
