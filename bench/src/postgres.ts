@@ -531,7 +531,7 @@ async function recallBench(): Promise<{ rows: RecallRow[]; setup: string[] }> {
           ids = matches.map((m) => m.id);
           texts = matches.map((m) => String(m.metadata?.text));
         } else if (name.startsWith('floor')) {
-          // ctx's own search SQL as one statement, without ctx's checks, scope count or transaction.
+          // ctx's own search SQL as one statement, without ctx's checks, the scope's size or the search function around it.
           const { rows } = await db.query<{ id: string; text: string }>(
             name.includes('HNSW')
               ? `SELECT id, text FROM ${ctxHnsw.table} WHERE (user_key || ''::bytea) = decode($2, 'hex') ORDER BY embedding <=> $1::vector LIMIT ${TOP_K}`
@@ -569,7 +569,7 @@ async function recallBench(): Promise<{ rows: RecallRow[]; setup: string[] }> {
     );
     // The same index searched with more candidates (`hnsw.ef_search` is a setting of each search, not of the index).
     const ctxHnsw100 = new PgVectorIndex({ client: db, dimensions: DIMENSIONS, hnsw: { efSearch: 100 }, timeoutMs: 60_000 });
-    // For the HNSW floor: the iterative scan for the session (ctx sets the same in each search's transaction).
+    // For the HNSW floor: the iterative scan for the session (ctx's search function sets the same for each search).
     await db.exec(`SET hnsw.iterative_scan = relaxed_order`);
     const sides = Object.fromEntries(
       await Promise.all(RECALL_SIDES.map(async (s) => [s, await query(s, ctxExact, ctxHnsw)] as const)),
