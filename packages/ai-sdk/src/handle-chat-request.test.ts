@@ -248,7 +248,8 @@ describe('handleChatRequest', () => {
       open: async (ref, options) => {
         const opened = await store.open(ref, options);
         if (!opened.created) return opened;
-        const { writer } = opened;
+        // A store without appendJson: it gets the chunks themselves.
+        const { appendJson: _, ...writer } = opened.writer;
         const append: StreamWriter['append'] = (chunks, options) => {
           appends.push(chunks.map((chunk) => String((chunk as { type?: unknown }).type)));
           return writer.append(chunks, options);
@@ -265,6 +266,43 @@ describe('handleChatRequest', () => {
     const stored = [];
     for await (const item of store.read({ sessionId: 'c1', turnId: 'u-1' })) stored.push(item);
     expect(stored[0]).toMatchObject({ type: 'chunk', index: 0, chunk: { type: 'ctx-turn-input', message: { id: 'u-1' } } });
+    expect(stored.at(-1)).toEqual({ type: 'end', status: 'finished' });
+  });
+
+  it('with a store that takes JSON texts (appendJson), each chunk is serialized once: the store keeps the very texts the page is sent', async () => {
+    const agent = agentWith();
+    const store = new InMemoryStreamStore();
+    const texts: string[] = [];
+    let objectAppends = 0;
+    const streams: StreamStore = {
+      specificationVersion: 'v1',
+      open: async (ref, options) => {
+        const opened = await store.open(ref, options);
+        if (!opened.created) return opened;
+        const { writer } = opened;
+        const appendJson: NonNullable<StreamWriter['appendJson']> = (json, options) => {
+          texts.push(...json);
+          return writer.appendJson!(json, options);
+        };
+        const append: StreamWriter['append'] = (chunks, options) => {
+          objectAppends++;
+          return writer.append(chunks, options);
+        };
+        return { ...opened, writer: { ...writer, append, appendJson } };
+      },
+      find: (sessionId, options) => store.find(sessionId, options),
+      read: (ref, options) => store.read(ref, options),
+      requestStop: (ref, options) => store.requestStop(ref, options),
+    };
+    const response = await handleChatRequest(json([userMessage('u-1', 'Hi')]), { agent, sessionId: 'c1', userId: 'ann', streams });
+    const sent = [...(await response.text()).matchAll(/^data: (.*)$/gm)].map((match) => match[1]!).filter((data) => data !== '[DONE]');
+    expect(objectAppends).toBe(0);
+    expect(JSON.parse(texts[0]!)).toMatchObject({ type: 'ctx-turn-input', message: { id: 'u-1' } });
+    expect(texts.slice(1)).toEqual(sent);
+    expect(sent.map((data) => (JSON.parse(data) as { type: string }).type)).toContain('text-delta');
+    const stored = [];
+    for await (const item of store.read({ sessionId: 'c1', turnId: 'u-1' })) stored.push(item);
+    expect(stored.slice(1, -1).map((item) => (item.type === 'chunk' ? JSON.stringify(item.chunk) : ''))).toEqual(sent);
     expect(stored.at(-1)).toEqual({ type: 'end', status: 'finished' });
   });
 

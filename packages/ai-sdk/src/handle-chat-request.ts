@@ -17,7 +17,12 @@ import { runInputFromUIMessages } from './run-input-from-ui-messages.js';
 import { ReplySoFar, storeStoppedReply } from './stopped-reply.js';
 import { produceTurn, readStoredTurn } from './turn-stream.js';
 import type { UIMessage } from './ui-message.js';
-import { chunkStreamResponse, type ToUIMessageStreamOptions, toUIMessageStreamResponse } from './ui-message-stream.js';
+import {
+  chunkStreamResponse,
+  jsonChunkStreamResponse,
+  type ToUIMessageStreamOptions,
+  toUIMessageStreamResponse,
+} from './ui-message-stream.js';
 
 /** The default `maxBodyBytes` of `handleChatRequest`: 32 MiB, twice the agent's default input limit. */
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -229,7 +234,7 @@ async function streamedTurn(
         onStoreError: onStreamStoreError,
         input: turn.page,
       });
-      return chunkStreamResponse(chunks, 200, headers);
+      return jsonChunkStreamResponse(chunks, 200, headers);
     } catch (error) {
       stream?.response.catch(() => {});
       await writer.close(writer.stopSignal.aborted ? 'stopped' : 'failed').catch(() => writer.release());

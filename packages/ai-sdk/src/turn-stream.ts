@@ -50,17 +50,20 @@ export interface TurnProduction {
  * reload) leaves it running to its end, and only a stop (`writer.stopSignal`) aborts it, after
  * which what was said is stored (`storeStopped`) and the stream ends with a `finish` chunk.
  */
-export function produceTurn(production: TurnProduction): ReadableStream<UIMessageChunk> {
+export function produceTurn(production: TurnProduction): ReadableStream<string> {
   const { writer, streamOptions, onStoreError } = production;
   const { run, wasStopped } = stoppableRun(production);
   const sink = new StoreSink(writer, onStoreError);
   // Stored first, in the same append as the first chunks: one append fewer before the page's first chunk.
-  if (production.input) sink.hold({ type: INPUT_CHUNK_TYPE, message: production.input } as unknown as JsonValue);
+  if (production.input) {
+    const input = { type: INPUT_CHUNK_TYPE, message: production.input } as unknown as JsonValue;
+    sink.hold(input, JSON.stringify(input));
+  }
   let last: string | undefined;
   return teedUIMessageStream(run, streamOptions, {
-    chunks(chunks) {
+    chunks(chunks, json) {
       last = chunks[chunks.length - 1]?.type;
-      sink.push(chunks as unknown as JsonValue[]);
+      sink.push(chunks as unknown as JsonValue[], json);
     },
     end: () => sink.close(wasStopped() ? 'stopped' : last === 'finish' ? 'finished' : 'failed'),
   });
@@ -111,13 +114,15 @@ function stoppableRun(production: TurnProduction): { run: AgentRunStream; wasSto
 
 /**
  * Appends chunks to the store in the background, batching what arrives while an append is under
- * way, so the page never waits for the store. A batch the store could not take (unreachable) is
+ * way, so the page never waits for the store. A store with `appendJson` is given the chunks' JSON
+ * texts the page is sent (each chunk serialized once), another the chunks themselves. A batch the store could not take (unreachable) is
  * sent again with the next one; a stream that is no longer this writer's is given up. A stream
  * past the store's limits takes no more chunks but stays open (the store records the limit), so a
  * stop still reaches the turn, and is closed with the turn's outcome.
  */
 class StoreSink {
-  private pending: JsonValue[] = [];
+  /** The chunks for the next append: JSON texts for `appendJson`, else the chunks. */
+  private pending: Array<JsonValue | string> = [];
   private flushing: Promise<void> | undefined;
   private broken = false;
   /** Whether the stream reached a limit of the store: no more appends, closed at the end all the same. */
@@ -128,14 +133,16 @@ class StoreSink {
     private readonly onStoreError: ((error: unknown) => void) | undefined,
   ) {}
 
-  /** Queues a chunk for the next append without starting one. */
-  hold(chunk: JsonValue): void {
-    this.pending.push(chunk);
+  /** Queues a chunk (and its JSON text) for the next append without starting one. */
+  hold(chunk: JsonValue, json: string): void {
+    this.pending.push(this.writer.appendJson ? json : chunk);
   }
 
-  push(chunks: readonly JsonValue[]): void {
+  /** Queues chunks (and their JSON texts) and starts an append unless one is under way. */
+  push(chunks: readonly JsonValue[], json: readonly string[]): void {
     if (this.broken) return;
-    for (const chunk of chunks) this.pending.push(chunk);
+    const taken = this.writer.appendJson ? json : chunks;
+    for (let i = 0; i < taken.length; i++) this.pending.push(taken[i]!);
     this.flushing ??= this.flush();
   }
 
@@ -157,7 +164,8 @@ class StoreSink {
         const batch = this.pending;
         this.pending = [];
         try {
-          await this.writer.append(batch);
+          if (this.writer.appendJson) await this.writer.appendJson(batch as string[]);
+          else await this.writer.append(batch as JsonValue[]);
         } catch (error) {
           this.report(error);
           if (BackendUnavailableError.isInstance(error)) {

@@ -51,34 +51,41 @@ export const DEFAULT_UI_ERROR_TEXT = 'An error occurred.';
  * request) aborts the run: nothing of it is stored.
  */
 export function toUIMessageStream(stream: AgentRunStream, options: ToUIMessageStreamOptions = {}): ReadableStream<UIMessageChunk> {
-  return teedUIMessageStream(stream, options, undefined);
+  return uiMessageStream(stream, options, undefined);
 }
 
 /** Where `teedUIMessageStream` also sends the chunks, and whether the run outlives the reader. */
 export interface UIChunkTee {
-  /** Every chunk, in order, whether or not a reader still reads. */
-  chunks(chunks: readonly UIMessageChunk[]): void;
+  /** Every chunk, in order, whether or not a reader still reads, with its JSON text (what the reader gets). */
+  chunks(chunks: readonly UIMessageChunk[], json: readonly string[]): void;
   /** After the last chunk; the reader's stream closes once it settles. */
   end(): Promise<void>;
 }
 
 /**
- * `toUIMessageStream` whose chunks also go to `tee`; with a tee, a reader that cancels leaves the
- * run going (its chunks still go to the tee) instead of aborting it.
+ * `toUIMessageStream` as each chunk's JSON text, the texts also going to `tee` with their chunks
+ * (each chunk serialized once, for both); a reader that cancels leaves the run going (its chunks
+ * still go to the tee) instead of aborting it. Send it with `jsonChunkStreamResponse`.
  */
-export function teedUIMessageStream(
+export function teedUIMessageStream(stream: AgentRunStream, options: ToUIMessageStreamOptions, tee: UIChunkTee): ReadableStream<string> {
+  return uiMessageStream(stream, options, tee);
+}
+
+function uiMessageStream(stream: AgentRunStream, options: ToUIMessageStreamOptions, tee: UIChunkTee): ReadableStream<string>;
+function uiMessageStream(stream: AgentRunStream, options: ToUIMessageStreamOptions, tee: undefined): ReadableStream<UIMessageChunk>;
+function uiMessageStream(
   stream: AgentRunStream,
   options: ToUIMessageStreamOptions,
   tee: UIChunkTee | undefined,
-): ReadableStream<UIMessageChunk> {
+): ReadableStream<UIMessageChunk | string> {
   const writer = new ChunkWriter(options);
   let iterator: AsyncIterator<ChatResponseUpdate> | undefined;
   let finished = false;
   let cancelled = false;
   /** The read under way, so a drain after a cancel starts after it. */
-  let reading: Promise<UIMessageChunk[]> | undefined;
-  /** The next chunks of the run (at least one), and whether they are its last. */
-  const next = async (): Promise<UIMessageChunk[]> => {
+  let reading: Promise<ReadonlyArray<UIMessageChunk | string>> | undefined;
+  /** The next chunks of the run (at least one; with a tee, as JSON texts), and whether they are its last. */
+  const next = async (): Promise<ReadonlyArray<UIMessageChunk | string>> => {
     let chunks: UIMessageChunk[];
     try {
       // Read until an update gives chunks (or the run ends), so each pull enqueues something.
@@ -94,11 +101,13 @@ export function teedUIMessageStream(
       finished = true;
       chunks = writer.fail(error);
     }
-    tee?.chunks(chunks);
-    if (finished) await tee?.end();
-    return chunks;
+    if (!tee) return chunks;
+    const json = chunks.map((chunk) => JSON.stringify(chunk));
+    tee.chunks(chunks, json);
+    if (finished) await tee.end();
+    return json;
   };
-  return new ReadableStream<UIMessageChunk>(
+  return new ReadableStream<UIMessageChunk | string>(
     {
       async pull(controller) {
         if (finished) return;
@@ -310,6 +319,29 @@ export interface ToUIMessageStreamResponseOptions extends ToUIMessageStreamOptio
 export function toUIMessageStreamResponse(stream: AgentRunStream, options: ToUIMessageStreamResponseOptions = {}): Response {
   const { status = 200, headers, ...streamOptions } = options;
   return chunkStreamResponse(toUIMessageStream(stream, streamOptions), status, headers);
+}
+
+/**
+ * UI message chunks already serialized (each chunk's JSON text, as `teedUIMessageStream` makes them)
+ * as the protocol's server-sent events response, as `chunkStreamResponse` sends the chunks.
+ */
+export function jsonChunkStreamResponse(
+  json: ReadableStream<string>,
+  status = 200,
+  headers: Record<string, string> | undefined = undefined,
+): Response {
+  const encoder = new TextEncoder();
+  const body = json.pipeThrough(
+    new TransformStream<string, Uint8Array>({
+      transform(text, controller) {
+        controller.enqueue(encoder.encode(`data: ${text}\n\n`));
+      },
+      flush(controller) {
+        controller.enqueue(encoder.encode('data: [DONE]\n\n'));
+      },
+    }),
+  );
+  return new Response(body, { status, headers: { ...UI_MESSAGE_STREAM_HEADERS, ...headers } });
 }
 
 /** UI message chunks as the protocol's server-sent events response (`data: <chunk JSON>` each, then `data: [DONE]`). */

@@ -115,6 +115,14 @@ export interface StreamWriter extends StreamRef {
    */
   append(chunks: readonly JsonValue[], options?: StreamCallOptions): Promise<void>;
   /**
+   * Optional: `append` for chunks the producer already serialized, each the `JSON.stringify` of a
+   * plain JSON value (as it sends them on its own response), so a chunk is serialized once. The
+   * store keeps the texts as given (it does not parse them; a reader gets `JSON.parse` of each);
+   * otherwise as `append`, with the same throws. A producer calls `append` on a store without it.
+   * @throws ConfigurationError when `json` is not an array of strings (nothing is appended).
+   */
+  appendJson?(json: readonly string[], options?: StreamCallOptions): Promise<void>;
+  /**
    * Closes the stream with its outcome: readers get the rest of the chunks, then `end` with this
    * status, and the stream is kept for the store's `ttlMs`, then gone. Closing a stream already
    * closed by this writer with the same outcome resolves (a retried close).

@@ -35,6 +35,23 @@ describe('InMemoryStreamStore', () => {
     expect(await store.find('s')).toMatchObject({ turnId: 't', status: 'finished', chunkCount: 3, stopRequested: false });
   });
 
+  it('appendJson keeps the producer’s texts in order with the chunks of append, counts their bytes against maxBytes, and refuses what is not text', async () => {
+    const store = new InMemoryStreamStore({ maxBytes: 60 });
+    const writer = await openWriter(store, 's', 't');
+    await writer.appendJson!(['{"type":"start"}']);
+    await writer.append([{ type: 'text-delta', delta: 'é' }]);
+    const refused = await writer.appendJson!(['{"type":"finish","x":"0123456789"}']).catch((error: unknown) => error);
+    expect(InvalidInputError.isInstance(refused) && refused.limit).toBe('maxBytes');
+    const notText = await writer.appendJson!([{ type: 'finish' } as unknown as string]).catch((error: unknown) => error);
+    expect(ConfigurationError.isInstance(notText) && notText.message).toMatch(/Chunk 0 of an appendJson .* is a object, not JSON text/);
+    await writer.close('finished');
+    expect(await collect(store.read({ sessionId: 's', turnId: 't' }))).toEqual([
+      { type: 'chunk', index: 0, chunk: { type: 'start' } },
+      { type: 'chunk', index: 1, chunk: { type: 'text-delta', delta: 'é' } },
+      { type: 'end', status: 'finished', limitReached: 'maxBytes' },
+    ]);
+  });
+
   it('a reader started before the chunks follows them live until the close', async () => {
     const store = new InMemoryStreamStore();
     const writer = await openWriter(store, 's', 't');

@@ -24,6 +24,7 @@ import {
   checkStreamStoreOptions,
   describeStream,
   encodeChunks,
+  measureJsonChunks,
   streamClosedError,
   streamLimitError,
   type StreamStoreOptions,
@@ -166,31 +167,39 @@ export class InMemoryStreamStore implements StreamStore {
       const now = Date.now();
       if (entry.status === 'running' && !entry.released && now <= entry.leaseUntil) entry.leaseUntil = now + leaseMs;
     });
+    /** Takes an append's texts, or records the limit they would pass. */
+    const add = (encoded: { json: readonly string[]; bytes: number }): void => {
+      const now = Date.now();
+      own(now);
+      const limit: StreamLimit | undefined =
+        entry.chunks.length + encoded.json.length > maxChunks
+          ? 'maxChunks'
+          : entry.bytes + encoded.bytes > maxBytes
+            ? 'maxBytes'
+            : undefined;
+      if (limit) {
+        // Recorded, and the stream stays open: a stop still reaches the producer, and its close ends the readers.
+        entry.limitReached ??= limit;
+        entry.leaseUntil = now + leaseMs;
+        throw streamLimitError(entry.ref, limit, limit === 'maxChunks' ? maxChunks : maxBytes);
+      }
+      for (const text of encoded.json) entry.chunks.push(text);
+      entry.bytes += encoded.bytes;
+      entry.leaseUntil = now + leaseMs;
+      wake(entry);
+    };
     return {
       sessionId: entry.ref.sessionId,
       turnId: entry.ref.turnId,
       stopSignal: entry.stop.signal,
       append: async (chunks: readonly JsonValue[], options: StreamCallOptions = {}) => {
         options.signal?.throwIfAborted();
-        const encoded = encodeChunks(entry.ref, chunks);
-        const now = Date.now();
-        own(now);
-        const limit: StreamLimit | undefined =
-          entry.chunks.length + encoded.json.length > maxChunks
-            ? 'maxChunks'
-            : entry.bytes + encoded.bytes > maxBytes
-              ? 'maxBytes'
-              : undefined;
-        if (limit) {
-          // Recorded, and the stream stays open: a stop still reaches the producer, and its close ends the readers.
-          entry.limitReached ??= limit;
-          entry.leaseUntil = now + leaseMs;
-          throw streamLimitError(entry.ref, limit, limit === 'maxChunks' ? maxChunks : maxBytes);
-        }
-        entry.chunks.push(...encoded.json);
-        entry.bytes += encoded.bytes;
-        entry.leaseUntil = now + leaseMs;
-        wake(entry);
+        add(encodeChunks(entry.ref, chunks));
+      },
+      // The producer's own texts are kept as they are: a chunk is serialized once, and a later change to its object reaches no reader.
+      appendJson: async (json: readonly string[], options: StreamCallOptions = {}) => {
+        options.signal?.throwIfAborted();
+        add(measureJsonChunks(entry.ref, json));
       },
       close: async (outcome: StreamOutcome, options: StreamCallOptions = {}) => {
         options.signal?.throwIfAborted();

@@ -81,6 +81,26 @@ export function encodeChunks(ref: StreamRef, chunks: readonly JsonValue[]): { js
 }
 
 /**
+ * The chunks of one `appendJson` (texts the producer already serialized) with their total UTF-8
+ * bytes; the texts are kept as given, not parsed.
+ * @throws ConfigurationError when `json` is not an array of strings.
+ */
+export function measureJsonChunks(ref: StreamRef, json: readonly string[]): { json: readonly string[]; bytes: number } {
+  if (!Array.isArray(json)) throw new ConfigurationError(`An appendJson to ${describeStream(ref)} takes an array of JSON texts.`);
+  let bytes = 0;
+  for (let i = 0; i < json.length; i++) {
+    const text = json[i];
+    if (typeof text !== 'string') {
+      throw new ConfigurationError(
+        `Chunk ${i} of an appendJson to ${describeStream(ref)} is a ${typeof text}, not JSON text; nothing was appended. Pass JSON.stringify of each chunk, or call append.`,
+      );
+    }
+    bytes += Buffer.byteLength(text, 'utf8');
+  }
+  return { json, bytes };
+}
+
+/**
  * The error of an append that would take a stream past a limit (nothing was appended).
  * `limit` is the option's name.
  */
