@@ -296,12 +296,13 @@ function replayed(
   first: IteratorResult<ChatResponseUpdate>,
 ): AgentRunStream {
   let held: IteratorResult<ChatResponseUpdate> | undefined = first;
+  // Not an async function: a read returns the run's own promise, with no promise of its own around it.
   const iterator: AsyncIterator<ChatResponseUpdate> = {
-    next: async () => {
+    next: () => {
       if (held === undefined) return updates.next();
       const next = held;
       held = undefined;
-      return next;
+      return Promise.resolve(next);
     },
     return: async (value?: unknown) => {
       held = undefined;

@@ -51,8 +51,8 @@ export interface TurnProduction {
  * which what was said is stored (`storeStopped`) and the stream ends with a `finish` chunk.
  */
 export function produceTurn(production: TurnProduction): ReadableStream<string> {
-  const { writer, streamOptions, onStoreError } = production;
-  const { run, wasStopped } = stoppableRun(production);
+  const { writer, streamOptions, onStoreError, reply } = production;
+  const { run, stopping, wasStopped } = stoppableRun(production);
   const sink = new StoreSink(writer, onStoreError);
   // Stored first, in the same append as the first chunks: one append fewer before the page's first chunk.
   if (production.input) {
@@ -61,6 +61,10 @@ export function produceTurn(production: TurnProduction): ReadableStream<string> 
   }
   let last: string | undefined;
   return teedUIMessageStream(run, streamOptions, {
+    // Each update is seen here, as it is read: no promise of its own per update to collect what was said.
+    update: (update) => reply.add(update),
+    // A read failing because the stop aborted the run ends the updates; the response is then the stored stopped reply's.
+    readFailed: stopping,
     chunks(chunks, json) {
       last = chunks[chunks.length - 1]?.type;
       sink.push(chunks as unknown as JsonValue[], json);
@@ -70,31 +74,23 @@ export function produceTurn(production: TurnProduction): ReadableStream<string> 
 }
 
 /**
- * The run as a stream again (its first update first) that a stop ends quietly: an update read
- * failing because the stop aborted the run ends the updates, and the response is then the stored
- * stopped reply's.
+ * The run as a stream again (its first update first) whose response, once a stop aborted the run,
+ * is the stored stopped reply's; `stopping` tells whether a failure is that stop's (and then marks
+ * the turn stopped).
  */
-function stoppableRun(production: TurnProduction): { run: AgentRunStream; wasStopped: () => boolean } {
+function stoppableRun(production: TurnProduction): { run: AgentRunStream; stopping: () => boolean; wasStopped: () => boolean } {
   const { stream, updates, first, writer, reply, storeStopped } = production;
   let held: IteratorResult<ChatResponseUpdate> | undefined = first;
   let stopped = false;
   // A stop after the model's last answer was ignored (the turn is being stored): a failure then is the run's own.
   const stopping = () => writer.stopSignal.aborted && !reply.answered && (stopped = true);
-  const took = (result: IteratorResult<ChatResponseUpdate>): IteratorResult<ChatResponseUpdate> => {
-    if (!result.done) reply.add(result.value);
-    return result;
-  };
-  const failed = (error: unknown): IteratorResult<ChatResponseUpdate> => {
-    if (stopping()) return { done: true, value: undefined };
-    throw error;
-  };
-  // No async function of its own per update: one promise reaction more than reading the run itself.
+  // Reads go straight to the run's iterator: one promise per update, as reading the run itself.
   const iterator: AsyncIterator<ChatResponseUpdate> = {
     next: () => {
-      if (held === undefined) return updates.next().then(took, failed);
+      if (held === undefined) return updates.next();
       const result = held;
       held = undefined;
-      return Promise.resolve(took(result));
+      return Promise.resolve(result);
     },
     return: async (value?: unknown) => {
       held = undefined;
@@ -109,7 +105,7 @@ function stoppableRun(production: TurnProduction): { run: AgentRunStream; wasSto
     },
   );
   response.catch(() => {});
-  return { run: { response, [Symbol.asyncIterator]: () => iterator }, wasStopped: () => stopped };
+  return { run: { response, [Symbol.asyncIterator]: () => iterator }, stopping, wasStopped: () => stopped };
 }
 
 /**

@@ -60,6 +60,10 @@ export interface UIChunkTee {
   chunks(chunks: readonly UIMessageChunk[], json: readonly string[]): void;
   /** After the last chunk; the reader's stream closes once it settles. */
   end(): Promise<void>;
+  /** Each update of the run, as it is read, before its chunks are made. */
+  update?(update: ChatResponseUpdate): void;
+  /** A read of the run failed: true ends the updates quietly (the stream then finishes with the run's response), false fails it. */
+  readFailed?(error: unknown): boolean;
 }
 
 /**
@@ -91,11 +95,20 @@ function uiMessageStream(
       // Read until an update gives chunks (or the run ends), so each pull enqueues something.
       iterator ??= stream[Symbol.asyncIterator]();
       do {
-        const item = await iterator.next();
+        let item: IteratorResult<ChatResponseUpdate>;
+        try {
+          item = await iterator.next();
+        } catch (error) {
+          if (!tee?.readFailed?.(error)) throw error;
+          item = { done: true, value: undefined };
+        }
         if (item.done) {
           finished = true;
           chunks = writer.finish(await stream.response);
-        } else chunks = writer.add(item.value);
+        } else {
+          tee?.update?.(item.value);
+          chunks = writer.add(item.value);
+        }
       } while (chunks.length === 0);
     } catch (error) {
       finished = true;
