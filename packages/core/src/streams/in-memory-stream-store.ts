@@ -44,6 +44,8 @@ interface Entry {
   status: 'running' | StreamOutcome;
   readonly openedAt: string;
   closedAt?: string;
+  /** `closedAt` in ms since the epoch: what the lifetime is counted from, with no date to parse per check. */
+  closedAtMs?: number;
   leaseUntil: number;
   /** Set when the writer released it: a running stream that is no longer renewed. */
   released: boolean;
@@ -210,6 +212,7 @@ export class InMemoryStreamStore implements StreamStore {
         own(now);
         entry.status = checked;
         entry.closedAt = new Date(now).toISOString();
+        entry.closedAtMs = now;
         stopRenewal();
         wake(entry);
       },
@@ -250,7 +253,7 @@ function isRunning(entry: Entry, now: number): boolean {
 
 /** When the store drops a stream: `ttlMs` after it closed, or after its lease ran out. */
 function expiresAt(entry: Entry, ttlMs: number): number {
-  return (entry.closedAt ? Date.parse(entry.closedAt) : entry.leaseUntil) + ttlMs;
+  return (entry.closedAtMs ?? entry.leaseUntil) + ttlMs;
 }
 
 function infoOf(entry: Entry, now: number): StreamInfo {
