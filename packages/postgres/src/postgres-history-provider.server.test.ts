@@ -175,6 +175,34 @@ describe('PostgresHistoryProvider on a server, statements per save', () => {
     expect(texts(await history.getMessages('s'))).toEqual(['q1', 'a1', 'q2', 'a2', 'q3', 'a3']);
   });
 
+  it("the one-statement save looks up only the turn's input ids that are not in the batch; a batch id stored sends it to the transaction", async () => {
+    const lookups: unknown[] = [];
+    const pool = thePool();
+    const recording: PgPoolLike = {
+      async connect(): Promise<PgPoolClientLike> {
+        const client = await pool.connect();
+        return {
+          query: (text: string, values?: unknown[]) => {
+            if (/^SELECT "public"\."ctx_history_save"\(/.test(text)) lookups.push(values?.[5]);
+            return client.query(text, values);
+          },
+          release: (destroy) => client.release(destroy),
+        };
+      },
+    };
+    const history = new PostgresHistoryProvider({ client: recording, sourceId: fresh('h') });
+    const first = turn(1);
+    await history.saveMessages('s', first, { state: {}, turn: { inputIds: [first[0]!.id], opens: true } });
+    // A batch whose turn's input is not in it: that input is looked up (were it stored, the batch would go to its turn).
+    const elsewhere = Message.user('kept elsewhere');
+    await history.saveMessages('s', [Message.assistant('a2')], { state: {}, turn: { inputIds: [elsewhere.id], opens: true } });
+    expect(lookups).toEqual([[], [idKey(JSON.stringify(elsewhere.id)).toString('hex')]]);
+    // The opening batch again (a retry), its ids stored: the insert fails, nothing twice.
+    await history.saveMessages('s', first, { state: {}, turn: { inputIds: [first[0]!.id], opens: true } });
+    expect(lookups).toHaveLength(3);
+    expect(texts(await history.getMessages('s'))).toEqual(['q1', 'a1', 'a2']);
+  });
+
   it('the load, the page and the one-statement save are prepared once per connection, by name, and reused', async () => {
     const one = openPool(1);
     try {

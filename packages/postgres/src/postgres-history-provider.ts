@@ -81,13 +81,16 @@ export interface HistoryTables {
 
 /** The SQLSTATE the save function raises when a batch needs the full save (a stored id, a row to check): nothing was written. */
 const FULL_SAVE = 'CTX01';
+/** The SQLSTATE of a unique index violated: from the save function, a batch id already stored (nothing was written). */
+const UNIQUE_VIOLATION = '23505';
 
 /**
  * The schema versions of the history tables, in order (each one statement). Version 3 is the save
  * of a batch that holds no stored message id, as one statement (`saveFresh`): it locks the session
- * row (creating it) and hands out the batch's sequence numbers in one upsert, looks the batch's and
- * its turn's input ids up, and inserts the batch; any stored id, a session row of other ids or a
- * negative `last_seq` raises `FULL_SAVE` instead, rolling it all back. It bounds itself by the
+ * row (creating it) and hands out the batch's sequence numbers in one upsert, looks up the ids in
+ * `p_lookup` (the provider passes the turn's input ids that are not in the batch), and inserts the
+ * batch; a looked-up id stored, a session row of other ids or a negative `last_seq` raises
+ * `FULL_SAVE`, and a batch id stored fails the insert (`UNIQUE_VIOLATION`), rolling it all back. It bounds itself by the
  * call's remaining time: `lock_timeout` for the waits, and a check of the clock before it ends.
  */
 function migrations(tables: HistoryTables, saveFresh: string): string[] {
@@ -300,21 +303,27 @@ export class PostgresHistoryProvider extends HistoryProvider {
     const texts = batch.map((m) => JSON.stringify(m));
     const operation = `${mode === 'append' ? 'saveMessages' : 'replaceMessages'} for session ${shortId(sessionId)}`;
     const inputIds = turn === undefined ? [] : [...new Set(turn.inputIds)];
-    const lookupKeys = [...new Set([...keys, ...inputIds.map(messageKey)])];
+    const inputKeys = inputIds.map(messageKey);
+    const lookupKeys = [...new Set([...keys, ...inputKeys])];
     await this.#schema();
     // A new batch (no turn, or a turn's opening one) most often holds no stored id: one statement
     // stores it. Otherwise (a retry, a replaced turn, a session row to check) nothing was written,
-    // and the transaction below works it out.
+    // and the transaction below works it out. The statement looks up only the turn's input ids that
+    // are not in the batch: a batch id already stored fails the insert on the (session, message key)
+    // index (23505), which rolls the statement back as `FULL_SAVE` does, without a lookup per save.
     if (mode === 'append' && turn?.opens !== false) {
+      const inBatch = new Set(keys);
+      const outside = inputKeys.filter((key) => !inBatch.has(key));
       try {
         await this.#db.runSelfBounded(
           `SELECT ${this.#saveFresh}($1, $2, $3, $4::text[], $5::text[], $6::text[], $7::integer)`,
-          (remainingMs) => [conv, JSON.stringify(this.sourceId), JSON.stringify(sessionId), keys, texts, lookupKeys, remainingMs],
+          (remainingMs) => [conv, JSON.stringify(this.sourceId), JSON.stringify(sessionId), keys, texts, outside, remainingMs],
           { operation, signal, sessionId, prepare: true },
         );
         return batch.length;
       } catch (error) {
-        if (sqlState((error as { cause?: unknown }).cause) !== FULL_SAVE) throw error;
+        const state = sqlState((error as { cause?: unknown }).cause);
+        if (state !== FULL_SAVE && state !== UNIQUE_VIOLATION) throw error;
       }
     }
     return this.#db.transaction(
