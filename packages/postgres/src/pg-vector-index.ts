@@ -164,10 +164,10 @@ function migrations(table: string, names: TableNames, dimensions: number): strin
       RETURN NULL;
     END $count$`,
     // CREATE TRIGGER locks out writers until the migration commits, so the count below misses none.
-    `CREATE OR REPLACE TRIGGER "${names.bare('vectors_added')}" AFTER INSERT ON ${table} REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
-    `CREATE OR REPLACE TRIGGER "${names.bare('vectors_changed')}" AFTER UPDATE ON ${table} REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
-    `CREATE OR REPLACE TRIGGER "${names.bare('vectors_removed')}" AFTER DELETE ON ${table} REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
-    `CREATE OR REPLACE TRIGGER "${names.bare('vectors_truncated')}" AFTER TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
+    `CREATE TRIGGER "${names.bare('vectors_added')}" AFTER INSERT ON ${table} REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
+    `CREATE TRIGGER "${names.bare('vectors_changed')}" AFTER UPDATE ON ${table} REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
+    `CREATE TRIGGER "${names.bare('vectors_removed')}" AFTER DELETE ON ${table} REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
+    `CREATE TRIGGER "${names.bare('vectors_truncated')}" AFTER TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
     `INSERT INTO ${scopes} (scope_key, records)
       SELECT k, count(*) FROM (
         SELECT decode('75', 'hex') || user_key AS k FROM ${table} WHERE user_key IS NOT NULL
