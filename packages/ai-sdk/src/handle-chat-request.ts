@@ -19,9 +19,9 @@ import { produceTurn, readStoredTurn } from './turn-stream.js';
 import type { UIMessage } from './ui-message.js';
 import {
   chunkStreamResponse,
-  jsonChunkStreamResponse,
   type ToUIMessageStreamOptions,
   toUIMessageStreamResponse,
+  uiMessageStreamResponse,
 } from './ui-message-stream.js';
 
 /** The default `maxBodyBytes` of `handleChatRequest`: 32 MiB, twice the agent's default input limit. */
@@ -234,7 +234,7 @@ async function streamedTurn(
         onStoreError: onStreamStoreError,
         input: turn.page,
       });
-      return jsonChunkStreamResponse(chunks, 200, headers);
+      return uiMessageStreamResponse(chunks, 200, headers);
     } catch (error) {
       stream?.response.catch(() => {});
       await writer.close(writer.stopSignal.aborted ? 'stopped' : 'failed').catch(() => writer.release());

@@ -45,12 +45,12 @@ export interface TurnProduction {
 }
 
 /**
- * Streams a run's UI chunks to the request that started it and into the stream store, so any
- * request can replay them. The run no longer depends on the request: a page that goes away (a
+ * Streams a run's UI chunks (as the protocol's server-sent events) to the request that started it
+ * and into the stream store, so any request can replay them. The run no longer depends on the request: a page that goes away (a
  * reload) leaves it running to its end, and only a stop (`writer.stopSignal`) aborts it, after
  * which what was said is stored (`storeStopped`) and the stream ends with a `finish` chunk.
  */
-export function produceTurn(production: TurnProduction): ReadableStream<string> {
+export function produceTurn(production: TurnProduction): ReadableStream<Uint8Array> {
   const { writer, streamOptions, onStoreError, reply } = production;
   const { run, stopping, wasStopped } = stoppableRun(production);
   const sink = new StoreSink(writer, onStoreError);

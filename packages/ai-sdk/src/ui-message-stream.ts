@@ -67,29 +67,34 @@ export interface UIChunkTee {
 }
 
 /**
- * `toUIMessageStream` as each chunk's JSON text, the texts also going to `tee` with their chunks
- * (each chunk serialized once, for both); a reader that cancels leaves the run going (its chunks
- * still go to the tee) instead of aborting it. Send it with `jsonChunkStreamResponse`.
+ * `toUIMessageStream` as the protocol's server-sent events, ready for a response body
+ * (`uiMessageStreamResponse`): each chunk's JSON text, also sent to `tee` with the chunk (each
+ * chunk serialized once, for both), is encoded here, with no transform stream after it. A reader
+ * that cancels leaves the run going (its chunks still go to the tee) instead of aborting it.
  */
-export function teedUIMessageStream(stream: AgentRunStream, options: ToUIMessageStreamOptions, tee: UIChunkTee): ReadableStream<string> {
+export function teedUIMessageStream(
+  stream: AgentRunStream,
+  options: ToUIMessageStreamOptions,
+  tee: UIChunkTee,
+): ReadableStream<Uint8Array> {
   return uiMessageStream(stream, options, tee);
 }
 
-function uiMessageStream(stream: AgentRunStream, options: ToUIMessageStreamOptions, tee: UIChunkTee): ReadableStream<string>;
+function uiMessageStream(stream: AgentRunStream, options: ToUIMessageStreamOptions, tee: UIChunkTee): ReadableStream<Uint8Array>;
 function uiMessageStream(stream: AgentRunStream, options: ToUIMessageStreamOptions, tee: undefined): ReadableStream<UIMessageChunk>;
 function uiMessageStream(
   stream: AgentRunStream,
   options: ToUIMessageStreamOptions,
   tee: UIChunkTee | undefined,
-): ReadableStream<UIMessageChunk | string> {
+): ReadableStream<UIMessageChunk | Uint8Array> {
   const writer = new ChunkWriter(options);
   let iterator: AsyncIterator<ChatResponseUpdate> | undefined;
   let finished = false;
   let cancelled = false;
   /** The read under way, so a drain after a cancel starts after it. */
-  let reading: Promise<ReadonlyArray<UIMessageChunk | string>> | undefined;
+  let reading: Promise<ReadonlyArray<UIMessageChunk | Uint8Array>> | undefined;
   /** The next chunks of the run (at least one; with a tee, as JSON texts), and whether they are its last. */
-  const next = async (): Promise<ReadonlyArray<UIMessageChunk | string>> => {
+  const next = async (): Promise<ReadonlyArray<UIMessageChunk | Uint8Array>> => {
     let chunks: UIMessageChunk[];
     try {
       // Read until an update gives chunks (or the run ends), so each pull enqueues something.
@@ -118,9 +123,10 @@ function uiMessageStream(
     const json = chunks.map((chunk) => JSON.stringify(chunk));
     tee.chunks(chunks, json);
     if (finished) await tee.end();
-    return json;
+    // The pull's chunks as one piece of the body, the protocol's last event after the last chunk.
+    return [SSE_ENCODER.encode(`data: ${json.join('\n\ndata: ')}\n\n${finished ? SSE_DONE : ''}`)];
   };
-  return new ReadableStream<UIMessageChunk | string>(
+  return new ReadableStream<UIMessageChunk | Uint8Array>(
     {
       async pull(controller) {
         if (finished) return;
@@ -334,26 +340,20 @@ export function toUIMessageStreamResponse(stream: AgentRunStream, options: ToUIM
   return chunkStreamResponse(toUIMessageStream(stream, streamOptions), status, headers);
 }
 
+/** Encodes the server-sent events of a streamed turn's body. */
+const SSE_ENCODER = new TextEncoder();
+/** The protocol's last event. */
+const SSE_DONE = 'data: [DONE]\n\n';
+
 /**
- * UI message chunks already serialized (each chunk's JSON text, as `teedUIMessageStream` makes them)
- * as the protocol's server-sent events response, as `chunkStreamResponse` sends the chunks.
+ * A UI message stream response whose body is already the protocol's server-sent events (as
+ * `teedUIMessageStream` makes them), with `UI_MESSAGE_STREAM_HEADERS`.
  */
-export function jsonChunkStreamResponse(
-  json: ReadableStream<string>,
+export function uiMessageStreamResponse(
+  body: ReadableStream<Uint8Array>,
   status = 200,
   headers: Record<string, string> | undefined = undefined,
 ): Response {
-  const encoder = new TextEncoder();
-  const body = json.pipeThrough(
-    new TransformStream<string, Uint8Array>({
-      transform(text, controller) {
-        controller.enqueue(encoder.encode(`data: ${text}\n\n`));
-      },
-      flush(controller) {
-        controller.enqueue(encoder.encode('data: [DONE]\n\n'));
-      },
-    }),
-  );
   return new Response(body, { status, headers: { ...UI_MESSAGE_STREAM_HEADERS, ...headers } });
 }
 
