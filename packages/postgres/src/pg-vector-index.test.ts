@@ -373,6 +373,75 @@ describe('PgVectorIndex scope counts and the search in one call', () => {
     expect(before).toBe('off 40 on');
   });
 
+  it('an upsert of more than one statement first locks the counts of every scope it adds to or moves records from, in key order', async () => {
+    const db = client();
+    const sent: { text: string; params: unknown[] | undefined }[] = [];
+    const recording = {
+      query: (text: string, params?: unknown[]) => db.query(text, params),
+      transaction: <T>(fn: Parameters<PGlite['transaction']>[0]) =>
+        db.transaction((tx) =>
+          fn(
+            Object.assign(Object.create(tx) as typeof tx, {
+              query: (text: string, params?: unknown[]) => {
+                sent.push({ text, params });
+                return tx.query(text, params);
+              },
+            }),
+          ),
+        ) as Promise<T>,
+    };
+    const idx = new PgVectorIndex({ client: recording, dimensions: 4, tablePrefix: fresh('locks') });
+    await idx.upsert([record({ id: 'moved', userId: 'before', sessionId: 'old' })]);
+    sent.length = 0;
+    const batch = Array.from({ length: 450 }, (_, i) =>
+      record({ id: i === 0 ? 'moved' : `r${i}`, userId: 'u', sessionId: `s${i % 3}`, sequence: i }),
+    );
+    await idx.upsert(batch);
+    expect(sent.length).toBe(4);
+    const [lock] = sent;
+    expect(lock!.text).toMatch(/^INSERT INTO "public"\."locks_[^"]+vector_scopes" AS c/);
+    expect(lock!.text).toMatch(/ORDER BY k/);
+    const [scopes, ids] = lock!.params as [string[], string[]];
+    expect(scopes).toHaveLength(4);
+    expect(ids).toHaveLength(450);
+    // The record moved away from `before` and `old` left their counts; those scopes have no row now.
+    const { kept, actual } = await counts(idx);
+    expect(kept).toEqual(actual);
+    expect(kept.map((c) => c.n).sort((a, b) => a - b)).toEqual([150, 150, 150, 450]);
+    // One statement: no lock of its own (its trigger takes the counts in key order).
+    sent.length = 0;
+    await idx.upsert(batch.slice(0, 10));
+    expect(sent.map((s) => s.text.slice(0, 11))).toEqual(['INSERT INTO']);
+    expect(sent[0]!.text).not.toMatch(/vector_scopes/);
+  });
+
+  it('stores one record per id when a batch repeats one, the last given', async () => {
+    const idx = index();
+    await idx.upsert([record({ id: 'twice', text: 'first' }), record({ id: 'other' }), record({ id: 'twice', text: 'last', sequence: 2 })]);
+    const listed = await idx.list({ sessionId: 's1' });
+    expect(listed.map((r) => [r.id, r.text])).toEqual([
+      ['other', 'text of other'],
+      ['twice', 'last'],
+    ]);
+    const { kept, actual } = await counts(idx);
+    expect(kept).toEqual(actual);
+  });
+
+  it('storing records again in their own scopes writes no count row (a retried upsert takes no count lock)', async () => {
+    const idx = index();
+    const batch = [record({ id: 'a', userId: 'u' }), record({ id: 'b', userId: 'u', sequence: 1 })];
+    await idx.upsert(batch);
+    const scopes = idx.table.replace(/vectors"$/, 'vector_scopes"');
+    const versions = async () => (await client().query<{ v: string }>(`SELECT xmin::text AS v FROM ${scopes} ORDER BY scope_key`)).rows;
+    const before = await versions();
+    await idx.upsert(batch.map((r) => ({ ...r, text: 'edited' })));
+    expect(await versions()).toEqual(before);
+    await idx.upsert([record({ id: 'a', userId: 'u', sessionId: 'elsewhere' })]);
+    expect(await versions()).not.toEqual(before);
+    const { kept, actual } = await counts(idx);
+    expect(kept).toEqual(actual);
+  });
+
   it('keeps a 4 KB hostile id whole on the HNSW path too (ids reach the search function only as parameters)', async () => {
     const idx = index({ hnsw: true, exactSearchLimit: 0 });
     const long = `${'é🦜'.repeat(700)}'"; DROP TABLE x; --`;

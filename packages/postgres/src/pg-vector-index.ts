@@ -223,7 +223,74 @@ function migrations(table: string, names: TableNames, dimensions: number): strin
       RETURN QUERY EXECUTE 'SELECT q.*, ''exact''::text FROM (' || format(${literal(exactSql(table, '%s'))}, exact_where) || ') q'
         USING query, top_k, scope_user, scope_session, excluded;
     END $search$`,
+    // The counts in one pass per statement, in key order, whatever the statement did: an update that
+    // moves records adds to and takes from the counts in the same pass, and one that moves none
+    // (a record stored again in its scopes) writes no count.
+    `CREATE OR REPLACE FUNCTION ${names.table('vectors_count')}() RETURNS trigger LANGUAGE plpgsql AS $count$
+    BEGIN
+      IF TG_OP = 'TRUNCATE' THEN
+        DELETE FROM ${scopes};
+        RETURN NULL;
+      END IF;
+      IF TG_OP = 'INSERT' THEN
+        INSERT INTO ${scopes} AS c (scope_key, records)
+          SELECT k, count(*) FROM (
+            SELECT decode('75', 'hex') || a.user_key AS k FROM added a WHERE a.user_key IS NOT NULL
+            UNION ALL SELECT decode('73', 'hex') || a.session_key FROM added a
+          ) n GROUP BY k ORDER BY k
+          ON CONFLICT (scope_key) DO UPDATE SET records = c.records + EXCLUDED.records;
+        RETURN NULL;
+      END IF;
+      IF TG_OP = 'UPDATE' THEN
+        INSERT INTO ${scopes} AS c (scope_key, records)
+          SELECT k, sum(n) FROM (
+            SELECT decode('75', 'hex') || a.user_key AS k, 1 AS n FROM added a WHERE a.user_key IS NOT NULL
+            UNION ALL SELECT decode('73', 'hex') || a.session_key, 1 FROM added a
+            UNION ALL SELECT decode('75', 'hex') || r.user_key, -1 FROM removed r WHERE r.user_key IS NOT NULL
+            UNION ALL SELECT decode('73', 'hex') || r.session_key, -1 FROM removed r
+          ) n GROUP BY k HAVING sum(n) <> 0 ORDER BY k
+          ON CONFLICT (scope_key) DO UPDATE SET records = c.records + EXCLUDED.records;
+      ELSE
+        INSERT INTO ${scopes} AS c (scope_key, records)
+          SELECT k, -count(*) FROM (
+            SELECT decode('75', 'hex') || r.user_key AS k FROM removed r WHERE r.user_key IS NOT NULL
+            UNION ALL SELECT decode('73', 'hex') || r.session_key FROM removed r
+          ) n GROUP BY k ORDER BY k
+          ON CONFLICT (scope_key) DO UPDATE SET records = c.records + EXCLUDED.records;
+      END IF;
+      DELETE FROM ${scopes} c WHERE c.records <= 0 AND c.scope_key IN (
+        SELECT decode('75', 'hex') || r.user_key FROM removed r WHERE r.user_key IS NOT NULL
+        UNION ALL SELECT decode('73', 'hex') || r.session_key FROM removed r
+      );
+      RETURN NULL;
+    END $count$`,
   ];
+}
+
+/**
+ * Locks the count rows of the scopes in `$1` (`u` or `s` and the key, in hex; created at 0 when
+ * missing) and of the scopes the records with the id keys in `$2` are stored in now, in key order.
+ */
+function lockScopesSql(table: string, scopes: string): string {
+  return `INSERT INTO ${scopes} AS c (scope_key, records)
+    SELECT k, 0 FROM (
+      SELECT decode(x, 'hex') AS k FROM unnest($1::text[]) AS x
+      UNION SELECT decode('75', 'hex') || v.user_key FROM ${table} v
+        WHERE v.id_key IN (SELECT decode(x, 'hex') FROM unnest($2::text[]) AS x) AND v.user_key IS NOT NULL
+      UNION SELECT decode('73', 'hex') || v.session_key FROM ${table} v
+        WHERE v.id_key IN (SELECT decode(x, 'hex') FROM unnest($2::text[]) AS x)
+    ) s ORDER BY k
+    ON CONFLICT (scope_key) DO UPDATE SET records = c.records`;
+}
+
+/** The parameters of `lockScopesSql` for a batch: the scopes it adds to, and its id keys. */
+function scopeLocks(batch: readonly { copy: { userId?: string | undefined; sessionId: string }; key: string }[]): [string[], string[]] {
+  const scopes = new Set<string>();
+  for (const { copy } of batch) {
+    if (copy.userId !== undefined) scopes.add(`75${idKey(copy.userId).toString('hex')}`);
+    scopes.add(`73${idKey(copy.sessionId).toString('hex')}`);
+  }
+  return [[...scopes], batch.map((row) => row.key)];
 }
 
 /** A SQL string literal of a fixed text of this module (quotes doubled; the text holds no user input). */
@@ -261,6 +328,8 @@ export class PgVectorIndex implements VectorIndex {
   readonly #names: TableNames;
   readonly #hnsw: Hnsw | undefined;
   readonly #exactSearchLimit: number;
+  /** The statement that locks the count rows of a batch's scopes (see `lockScopesSql`). */
+  readonly #lockScopes: string;
   #ready: Promise<void> | undefined;
 
   constructor(options: PgVectorIndexOptions) {
@@ -293,6 +362,7 @@ export class PgVectorIndex implements VectorIndex {
     this.dimensions = dimensions;
     this.#names = tableNames(options);
     this.table = this.#names.table('vectors');
+    this.#lockScopes = lockScopesSql(this.table, this.#names.table('vector_scopes'));
     this.#db = openDatabase(options);
   }
 
@@ -318,16 +388,29 @@ export class PgVectorIndex implements VectorIndex {
       return { copy, vector: unit };
     });
     if (!rows.length) return;
+    // One row per id, the last given winning (one statement cannot update a row twice), in the
+    // order of the id keys, so two upserts lock the records they share in one order.
+    const byKey = new Map<string, (typeof rows)[number] & { key: string }>();
+    for (const row of rows) {
+      const key = idKey(row.copy.id).toString('hex');
+      byKey.delete(key);
+      byKey.set(key, { ...row, key });
+    }
+    const batch = [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     await this.#schema(signal);
-    const operation = `upsert of ${rows.length} record(s) into ${this.table}`;
+    const operation = `upsert of ${batch.length} record(s) into ${this.table}`;
     await this.#db.transaction(
       async (tx) => {
-        for (let at = 0; at < rows.length; at += INSERT_ROWS) {
+        // More than one statement: first lock the counts of every scope the batch adds to or moves
+        // records from, in key order, as each statement's trigger does: two upserts never hold one
+        // count each while waiting for the other's.
+        if (batch.length > INSERT_ROWS) await tx.query(this.#lockScopes, scopeLocks(batch));
+        for (let at = 0; at < batch.length; at += INSERT_ROWS) {
           const params: unknown[] = [];
-          const values = rows.slice(at, at + INSERT_ROWS).map(({ copy, vector }) => {
+          const values = batch.slice(at, at + INSERT_ROWS).map(({ copy, vector, key }) => {
             const n = params.length;
             params.push(
-              idKey(copy.id).toString('hex'),
+              key,
               copy.id,
               copy.userId === undefined ? null : idKey(copy.userId).toString('hex'),
               copy.userId ?? null,
