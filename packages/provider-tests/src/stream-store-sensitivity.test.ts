@@ -142,6 +142,13 @@ const swallowsRefusedAppends = (writer: StreamWriter): StreamWriter => ({
 /** A stop request never reaches the producer: its stopSignal never aborts. */
 const deafToStops = (writer: StreamWriter): StreamWriter => ({ ...writer, stopSignal: new AbortController().signal });
 
+/** Takes the texts of `appendJson` for chunks: a reader gets each text as a string, not the chunk it encodes. */
+const textsAsChunks = (writer: StreamWriter): StreamWriter => ({
+  ...writer,
+  stopSignal: writer.stopSignal,
+  appendJson: (json: readonly string[], o?: StreamCallOptions) => writer.append(json, o),
+});
+
 /** Stores are created without the limits and lifetime a test asks for. */
 const ignoresOptions = () => new InMemoryStreamStore();
 
@@ -177,6 +184,8 @@ const ABANDONED =
 const KEEPS_LEASE = 'a live producer keeps its lease while it appends nothing for several lease periods';
 const SIGNAL = 'a read ends when its signal aborts, quietly and without an end item, while the stream still runs';
 const TTL = 'a stream is gone ttlMs after its close: find and read see nothing';
+const APPEND_JSON =
+  'appendJson, where a writer has it, keeps the texts with the chunks of append, in order, within the limits, and refuses what is not text';
 const BAD_ARGUMENTS = 'blank session and turn ids, a bad outcome and a bad fromIndex are refused with ConfigurationError';
 const HOSTILE = 'hostile session and turn ids are kept apart, each stream under its own key';
 
@@ -222,7 +231,12 @@ describeStreamStore('fault: a stop request never reaches the producer', {
 
 describeStreamStore('fault: ignores the lifetime and limits asked for', {
   create: sharedBy(ignoresOptions),
-  expectedFailures: [LIMITS, STOPPABLE_PAST_LIMIT, ABANDONED, TTL],
+  expectedFailures: [LIMITS, STOPPABLE_PAST_LIMIT, ABANDONED, TTL, APPEND_JSON],
+});
+
+describeStreamStore('fault: appendJson stores the texts themselves as chunks', {
+  create: sharedBy((options) => new WrappedWriters(options, textsAsChunks)),
+  expectedFailures: [APPEND_JSON],
 });
 
 describeStreamStore('fault: truncates ids to 64 characters', {

@@ -260,6 +260,36 @@ export function describeStreamStore<S extends StreamStore>(name: string, options
       expect(await store.find(ref.sessionId)).toMatchObject({ status: 'finished', chunkCount: 1 });
     });
 
+    test('appendJson, where a writer has it, keeps the texts with the chunks of append, in order, within the limits, and refuses what is not text', async () => {
+      const store = await make({ maxChunks: 6, maxBytes: 400 });
+      const ref = newRef();
+      const writer = await openWriter(store, ref);
+      if (writer.appendJson === undefined) {
+        await writer.close('finished');
+        return;
+      }
+      await writer.append(CHUNKS.slice(0, 1));
+      await writer.appendJson(CHUNKS.slice(1, 3).map((chunk) => JSON.stringify(chunk)));
+      await writer.append(CHUNKS.slice(3, 4));
+      const notText = await expectRejection(
+        writer.appendJson([{ type: 'x' } as unknown as string]),
+        ConfigurationError.isInstance,
+        'an appendJson of a chunk that is not text',
+      );
+      expect((notText as Error).message).toMatch(/appendJson/);
+      const tooBig = await expectRejection(
+        writer.appendJson([JSON.stringify('x'.repeat(400))]),
+        InvalidInputError.isInstance,
+        'an appendJson past maxBytes',
+      );
+      expect((tooBig as InvalidInputError).limit).toBe('maxBytes');
+      await writer.close('finished');
+      expect(await readAll(store, ref)).toEqual([
+        ...expected(CHUNKS.slice(0, 4), 'finished').slice(0, -1),
+        { type: 'end', status: 'finished', limitReached: 'maxBytes' },
+      ]);
+    });
+
     test('an append past maxChunks or maxBytes throws InvalidInputError naming the limit and appends nothing of its batch', async () => {
       const store = await make({ maxChunks: 5, maxBytes: 200 });
       const ref = newRef();

@@ -28,6 +28,7 @@ import {
   checkStreamStoreOptions,
   describeStream,
   encodeChunks,
+  measureJsonChunks,
   optionNames,
   shortId,
   startRenewal,
@@ -384,19 +385,22 @@ export class RedisStreamStore implements StreamStore {
     };
     // A renewal every third of the lease, and at least every second, so a stop asked elsewhere arrives within about a second.
     const stopRenewal = startRenewal(Math.max(1, Math.min(1000, Math.floor(leaseMs / 3))), renew);
+    const appendTexts = async (encode: () => { json: readonly string[]; bytes: number }, options: StreamCallOptions) => {
+      options.signal?.throwIfAborted();
+      if (ended) throw streamClosedError(ref, ended);
+      const { json, bytes } = encode();
+      const reply = (await this.#call('append', ref.sessionId, keys.meta, options.signal, (c) =>
+        this.#connection.script(c, APPEND_SCRIPT, writeKeys, [openId, leaseMs, ttlMs, maxChunks, maxBytes, bytes, ...json]),
+      )) as unknown[];
+      settle(reply);
+    };
     return {
       sessionId: ref.sessionId,
       turnId: ref.turnId,
       stopSignal: stop.signal,
-      append: async (chunks: readonly JsonValue[], options: StreamCallOptions = {}) => {
-        options.signal?.throwIfAborted();
-        if (ended) throw streamClosedError(ref, ended);
-        const { json, bytes } = encodeChunks(ref, chunks);
-        const reply = (await this.#call('append', ref.sessionId, keys.meta, options.signal, (c) =>
-          this.#connection.script(c, APPEND_SCRIPT, writeKeys, [openId, leaseMs, ttlMs, maxChunks, maxBytes, bytes, ...json]),
-        )) as unknown[];
-        settle(reply);
-      },
+      append: (chunks: readonly JsonValue[], options: StreamCallOptions = {}) => appendTexts(() => encodeChunks(ref, chunks), options),
+      // The texts as given: entries are JSON texts either way, and a read parses each.
+      appendJson: (texts: readonly string[], options: StreamCallOptions = {}) => appendTexts(() => measureJsonChunks(ref, texts), options),
       close: async (outcome: StreamOutcome, options: StreamCallOptions = {}) => {
         options.signal?.throwIfAborted();
         const checked = checkOutcome(ref, outcome);

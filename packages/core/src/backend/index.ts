@@ -57,6 +57,7 @@ export {
   DEFAULT_STREAM_TTL_MS,
   describeStream,
   encodeChunks,
+  measureJsonChunks,
   streamClosedError,
   streamLimitError,
 } from '../streams/stream-store-options.js';
