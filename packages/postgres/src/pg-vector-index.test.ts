@@ -4,7 +4,15 @@ import { ConfigurationError, InvalidInputError, SessionStateError, type VectorRe
 import { describeVectorIndex } from '@ctx/provider-tests';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestPGlite } from '../test/databases.js';
-import { exactSql, HNSW_SETTINGS, hnswSql, PgVectorIndex, type PgVectorIndexOptions } from './pg-vector-index.js';
+import { exactSql, hnswSql, PgVectorIndex, type PgVectorIndexOptions } from './pg-vector-index.js';
+
+/**
+ * The settings the search function (`<prefix>vectors_search`) runs an HNSW search with, as one
+ * statement for a transaction (`$1` the iterative scan, `$2` `hnsw.ef_search`, and no sequential
+ * scan): to look at the plan of `hnswSql` as the function runs it.
+ */
+const HNSW_SETTINGS =
+  "SELECT set_config('hnsw.iterative_scan', $1, true), set_config('hnsw.ef_search', $2, true), set_config('enable_seqscan', 'off', true)";
 
 // Everything on embedded PGlite with pgvector 0.8.7 (Debian 12 has no pgvector for the server):
 // the conformance suite and the index's own behaviour, on one PGlite for the whole file. The same

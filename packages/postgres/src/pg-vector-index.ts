@@ -112,6 +112,47 @@ const COLUMNS = 'id, text, user_id, session_id, message_id, role, sequence::text
 /** The schema versions of the vector table, in order (each one statement). `dimensions` is a checked integer. */
 function migrations(table: string, names: TableNames, dimensions: number): string[] {
   const scopes = names.table('vector_scopes');
+  // The counts in one pass per statement, in key order, whatever the statement did: an update that
+  // moves records adds to and takes from the counts in the same pass, and one that moves none (a
+  // record stored again in its scopes) writes no count. Two writers lock the rows they share in one order.
+  const countFunction = `CREATE OR REPLACE FUNCTION ${names.table('vectors_count')}() RETURNS trigger LANGUAGE plpgsql AS $count$
+  BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+      DELETE FROM ${scopes};
+      RETURN NULL;
+    END IF;
+    IF TG_OP = 'INSERT' THEN
+      INSERT INTO ${scopes} AS c (scope_key, records)
+        SELECT k, count(*) FROM (
+          SELECT decode('75', 'hex') || a.user_key AS k FROM added a WHERE a.user_key IS NOT NULL
+          UNION ALL SELECT decode('73', 'hex') || a.session_key FROM added a
+        ) n GROUP BY k ORDER BY k
+        ON CONFLICT (scope_key) DO UPDATE SET records = c.records + EXCLUDED.records;
+      RETURN NULL;
+    END IF;
+    IF TG_OP = 'UPDATE' THEN
+      INSERT INTO ${scopes} AS c (scope_key, records)
+        SELECT k, sum(n) FROM (
+          SELECT decode('75', 'hex') || a.user_key AS k, 1 AS n FROM added a WHERE a.user_key IS NOT NULL
+          UNION ALL SELECT decode('73', 'hex') || a.session_key, 1 FROM added a
+          UNION ALL SELECT decode('75', 'hex') || r.user_key, -1 FROM removed r WHERE r.user_key IS NOT NULL
+          UNION ALL SELECT decode('73', 'hex') || r.session_key, -1 FROM removed r
+        ) n GROUP BY k HAVING sum(n) <> 0 ORDER BY k
+        ON CONFLICT (scope_key) DO UPDATE SET records = c.records + EXCLUDED.records;
+    ELSE
+      INSERT INTO ${scopes} AS c (scope_key, records)
+        SELECT k, -count(*) FROM (
+          SELECT decode('75', 'hex') || r.user_key AS k FROM removed r WHERE r.user_key IS NOT NULL
+          UNION ALL SELECT decode('73', 'hex') || r.session_key FROM removed r
+        ) n GROUP BY k ORDER BY k
+        ON CONFLICT (scope_key) DO UPDATE SET records = c.records + EXCLUDED.records;
+    END IF;
+    DELETE FROM ${scopes} c WHERE c.records <= 0 AND c.scope_key IN (
+      SELECT decode('75', 'hex') || r.user_key FROM removed r WHERE r.user_key IS NOT NULL
+      UNION ALL SELECT decode('73', 'hex') || r.session_key FROM removed r
+    );
+    RETURN NULL;
+  END $count$`;
   return [
     'CREATE EXTENSION IF NOT EXISTS vector',
     `CREATE TABLE IF NOT EXISTS ${table} (
@@ -134,35 +175,7 @@ function migrations(table: string, names: TableNames, dimensions: number): strin
     // The records of each user (`u` and the user's key) and session (`s` and the session's key),
     // kept by the triggers below for every writer, so a search picks exact or HNSW without counting.
     `CREATE TABLE IF NOT EXISTS ${scopes} (scope_key bytea PRIMARY KEY, records bigint NOT NULL)`,
-    `CREATE OR REPLACE FUNCTION ${names.table('vectors_count')}() RETURNS trigger LANGUAGE plpgsql AS $count$
-    BEGIN
-      IF TG_OP = 'TRUNCATE' THEN
-        DELETE FROM ${scopes};
-        RETURN NULL;
-      END IF;
-      IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        -- In key order, so two writers lock the rows they share in one order.
-        INSERT INTO ${scopes} AS c (scope_key, records)
-          SELECT k, count(*) FROM (
-            SELECT decode('75', 'hex') || a.user_key AS k FROM added a WHERE a.user_key IS NOT NULL
-            UNION ALL SELECT decode('73', 'hex') || a.session_key FROM added a
-          ) n GROUP BY k ORDER BY k
-          ON CONFLICT (scope_key) DO UPDATE SET records = c.records + EXCLUDED.records;
-      END IF;
-      IF TG_OP IN ('DELETE', 'UPDATE') THEN
-        UPDATE ${scopes} c SET records = c.records - gone.n FROM (
-          SELECT k, count(*) AS n FROM (
-            SELECT decode('75', 'hex') || r.user_key AS k FROM removed r WHERE r.user_key IS NOT NULL
-            UNION ALL SELECT decode('73', 'hex') || r.session_key FROM removed r
-          ) n GROUP BY k
-        ) gone WHERE c.scope_key = gone.k;
-        DELETE FROM ${scopes} c WHERE c.records <= 0 AND c.scope_key IN (
-          SELECT decode('75', 'hex') || r.user_key FROM removed r WHERE r.user_key IS NOT NULL
-          UNION ALL SELECT decode('73', 'hex') || r.session_key FROM removed r
-        );
-      END IF;
-      RETURN NULL;
-    END $count$`,
+    countFunction,
     // CREATE TRIGGER locks out writers until the migration commits, so the count below misses none.
     `CREATE TRIGGER "${names.bare('vectors_added')}" AFTER INSERT ON ${table} REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
     `CREATE TRIGGER "${names.bare('vectors_changed')}" AFTER UPDATE ON ${table} REFERENCING OLD TABLE AS removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION ${names.table('vectors_count')}()`,
@@ -223,47 +236,8 @@ function migrations(table: string, names: TableNames, dimensions: number): strin
       RETURN QUERY EXECUTE 'SELECT q.*, ''exact''::text FROM (' || format(${literal(exactSql(table, '%s'))}, exact_where) || ') q'
         USING query, top_k, scope_user, scope_session, excluded;
     END $search$`,
-    // The counts in one pass per statement, in key order, whatever the statement did: an update that
-    // moves records adds to and takes from the counts in the same pass, and one that moves none
-    // (a record stored again in its scopes) writes no count.
-    `CREATE OR REPLACE FUNCTION ${names.table('vectors_count')}() RETURNS trigger LANGUAGE plpgsql AS $count$
-    BEGIN
-      IF TG_OP = 'TRUNCATE' THEN
-        DELETE FROM ${scopes};
-        RETURN NULL;
-      END IF;
-      IF TG_OP = 'INSERT' THEN
-        INSERT INTO ${scopes} AS c (scope_key, records)
-          SELECT k, count(*) FROM (
-            SELECT decode('75', 'hex') || a.user_key AS k FROM added a WHERE a.user_key IS NOT NULL
-            UNION ALL SELECT decode('73', 'hex') || a.session_key FROM added a
-          ) n GROUP BY k ORDER BY k
-          ON CONFLICT (scope_key) DO UPDATE SET records = c.records + EXCLUDED.records;
-        RETURN NULL;
-      END IF;
-      IF TG_OP = 'UPDATE' THEN
-        INSERT INTO ${scopes} AS c (scope_key, records)
-          SELECT k, sum(n) FROM (
-            SELECT decode('75', 'hex') || a.user_key AS k, 1 AS n FROM added a WHERE a.user_key IS NOT NULL
-            UNION ALL SELECT decode('73', 'hex') || a.session_key, 1 FROM added a
-            UNION ALL SELECT decode('75', 'hex') || r.user_key, -1 FROM removed r WHERE r.user_key IS NOT NULL
-            UNION ALL SELECT decode('73', 'hex') || r.session_key, -1 FROM removed r
-          ) n GROUP BY k HAVING sum(n) <> 0 ORDER BY k
-          ON CONFLICT (scope_key) DO UPDATE SET records = c.records + EXCLUDED.records;
-      ELSE
-        INSERT INTO ${scopes} AS c (scope_key, records)
-          SELECT k, -count(*) FROM (
-            SELECT decode('75', 'hex') || r.user_key AS k FROM removed r WHERE r.user_key IS NOT NULL
-            UNION ALL SELECT decode('73', 'hex') || r.session_key FROM removed r
-          ) n GROUP BY k ORDER BY k
-          ON CONFLICT (scope_key) DO UPDATE SET records = c.records + EXCLUDED.records;
-      END IF;
-      DELETE FROM ${scopes} c WHERE c.records <= 0 AND c.scope_key IN (
-        SELECT decode('75', 'hex') || r.user_key FROM removed r WHERE r.user_key IS NOT NULL
-        UNION ALL SELECT decode('73', 'hex') || r.session_key FROM removed r
-      );
-      RETURN NULL;
-    END $count$`,
+    // A database made when the counts took two passes gets the one-pass function.
+    countFunction,
   ];
 }
 
@@ -485,8 +459,8 @@ export class PgVectorIndex implements VectorIndex {
       );
       // The graph's rows, or the exact search's when the function fell back to it.
       const exact = found.rows.filter((row) => row.search === 'exact');
-      rows = exact.length || !found.rows.length ? exact : found.rows;
-      if (!exact.length && found.rows.length) search = 'hnsw';
+      if (exact.length === 0 && found.rows.length > 0) search = 'hnsw';
+      rows = search === 'hnsw' ? found.rows : exact;
     } else {
       // $1 the query vector, $2 topK, then the scope's keys, then the excluded message ids.
       const scope = scopeSql(filter, 3);
@@ -661,14 +635,6 @@ export class PgVectorIndex implements VectorIndex {
     return out;
   }
 }
-
-/**
- * The settings the search function (`<prefix>vectors_search`) runs an HNSW search with, as one
- * statement for a transaction (`$1` the iterative scan, `$2` `hnsw.ef_search`, and no sequential
- * scan): to look at the plan of `hnswSql` as the function runs it.
- */
-export const HNSW_SETTINGS =
-  "SELECT set_config('hnsw.iterative_scan', $1, true), set_config('hnsw.ef_search', $2, true), set_config('enable_seqscan', 'off', true)";
 
 /** The exact search: the scope's rows (by their key indexes), ordered by a score no vector index can serve. */
 export function exactSql(table: string, where: string): string {

@@ -43,8 +43,7 @@ interface Entry {
   bytes: number;
   status: 'running' | StreamOutcome;
   readonly openedAt: string;
-  closedAt?: string;
-  /** `closedAt` in ms since the epoch: what the lifetime is counted from, with no date to parse per check. */
+  /** When it closed, in ms since the epoch: what the lifetime is counted from (`StreamInfo.closedAt` is its ISO form). */
   closedAtMs?: number;
   leaseUntil: number;
   /** Set when the writer released it: a running stream that is no longer renewed. */
@@ -211,7 +210,6 @@ export class InMemoryStreamStore implements StreamStore {
         const now = Date.now();
         own(now);
         entry.status = checked;
-        entry.closedAt = new Date(now).toISOString();
         entry.closedAtMs = now;
         stopRenewal();
         wake(entry);
@@ -265,7 +263,7 @@ function infoOf(entry: Entry, now: number): StreamInfo {
     openedAt: entry.openedAt,
     stopRequested: entry.stopRequested,
   };
-  if (entry.closedAt) info.closedAt = entry.closedAt;
+  if (entry.closedAtMs !== undefined) info.closedAt = new Date(entry.closedAtMs).toISOString();
   if (entry.limitReached) info.limitReached = entry.limitReached;
   return info;
 }
