@@ -10,7 +10,7 @@
 import { pathToFileURL } from 'node:url';
 import { langchainCase, toLangChain } from './alternatives/langchain.js';
 import { openaiAgentsCase, toAgentItems } from './alternatives/openai-agents.js';
-import type { Message } from '@ctx/core';
+import type { AgentSession, Message } from '@ctx/core';
 import type { BaseMessage } from '@langchain/core/messages';
 import type { AgentInputItem } from '@openai/agents-core';
 import { ctxCase, toCtx } from './ctx-side.js';
@@ -41,6 +41,8 @@ const RESTORE_BOUNDS: MeasureOptions = { warmup: 1, minIterations: 3, maxIterati
 /** Windowed targets: flat means at most this p50 ratio against 10 messages, faster means at least this ratio. */
 const FLAT = 1.2;
 const WINDOW_SPEEDUP = 5;
+/** Messages of the control row's own session. */
+const CONTROL_HOLDS = 10;
 const FULL_SPEEDUP = 2;
 
 /**
@@ -58,6 +60,8 @@ interface Side<S = unknown> {
   serialize(session: S): Promise<string>;
   /** A new session restored from that text. */
   restore(json: string): Promise<S>;
+  /** Messages its session holds after a reset or a restore, when not N (the control row). */
+  holds?: number;
 }
 
 /** The flows: how a timed run comes to its session. */
@@ -102,7 +106,7 @@ const FLOWS: Flow[] = [
     id: 'restored-run',
     short: 'c) run on a restored session',
     title: 'c) A session restored from JSON for each request: the run alone',
-    about: 'The same, the restore untimed: the first run on a freshly restored session of N messages.',
+    about: `The same, the restore untimed: the first run on a freshly restored session of N messages. The control row runs no restore of ours: ctx's windowed agent runs a session of ${CONTROL_HOLDS} messages right after the app's JSON.parse of the N-message text, so what it gains over N is what any code pays right after parsing that text.`,
     windowTargets: true,
   },
 ];
@@ -122,11 +126,41 @@ interface Variant {
 const CTX_WINDOW = `ctx, InMemoryHistoryProvider maxMessages ${WINDOW} + 4 providers`;
 const CTX_FULL = "ctx, the agent's default history (InMemoryHistoryProvider, no window) + 4 providers";
 const LC_FULL = 'LangChain RunnableWithMessageHistory (legacy API), InMemoryChatMessageHistory (full history)';
+const CONTROL = `ctx, control: first row's agent on a session of ${CONTROL_HOLDS}, run right after JSON.parse of the N-message text`;
+
+/**
+ * The control of the restored flow: ctx's windowed agent runs a session of `CONTROL_HOLDS` messages
+ * (reset through the public API) right after `JSON.parse` of the N-message session text, whose
+ * result stays alive until the run ends, as a restored session does. No restore of ours runs.
+ */
+async function parsedThenRun(d: Conversation): Promise<Side> {
+  const big = ctxCase(d.ctx(), { maxMessages: WINDOW });
+  const json = await big.serialize(await big.reset());
+  const side = ctxCase(conversationOf(CONTROL_HOLDS).ctx(), { maxMessages: WINDOW });
+  const kept: { parsed?: unknown } = {};
+  return {
+    reset: () => side.reset(),
+    async run(session) {
+      const reply = await side.run(session as AgentSession);
+      kept.parsed = undefined;
+      return reply;
+    },
+    storedCount: (session) => side.storedCount(session as AgentSession),
+    serialize: async () => json,
+    async restore(text) {
+      const session = await side.reset();
+      kept.parsed = JSON.parse(text);
+      return session;
+    },
+    holds: CONTROL_HOLDS,
+  };
+}
 
 function variants(): Variant[] {
   return [
     { label: CTX_WINDOW, baseline: CTX_WINDOW, make: async (d) => ctxCase(d.ctx(), { maxMessages: WINDOW }) },
     { label: CTX_FULL, baseline: CTX_FULL, make: async (d) => ctxCase(d.ctx(), { history: 'default' }) },
+    { label: CONTROL, baseline: CTX_WINDOW, flows: ['restored-run'], make: parsedThenRun },
     {
       label: `ctx, as first row but on core's ScriptedChatClient`,
       baseline: CTX_WINDOW,
@@ -204,16 +238,17 @@ async function check(label: string, side: Side, size: number): Promise<string> {
   const fail = (what: string) => {
     throw new Error(`${label} (${size} messages): ${what}`);
   };
+  const holds = side.holds ?? size;
   const session = await side.reset();
-  if ((await side.storedCount(session)) !== size) fail(`the session does not hold ${size} messages`);
+  if ((await side.storedCount(session)) !== holds) fail(`the session does not hold ${holds} messages`);
   const reply = await side.run(session);
   if (reply !== ANSWER) fail(`unexpected reply ${JSON.stringify(reply)}`);
-  if ((await side.storedCount(session)) !== size + 2) fail(`expected ${size + 2} stored messages after a run`);
-  if ((await side.storedCount(await side.reset())) !== size) fail(`reset did not bring back ${size} messages`);
+  if ((await side.storedCount(session)) !== holds + 2) fail(`expected ${holds + 2} stored messages after a run`);
+  if ((await side.storedCount(await side.reset())) !== holds) fail(`reset did not bring back ${holds} messages`);
   const json = await side.serialize(await side.reset());
   const restored = await side.restore(json);
-  if ((await side.storedCount(restored)) !== size) fail(`the restored session does not hold ${size} messages`);
-  if ((await side.run(restored)) !== ANSWER || (await side.storedCount(restored)) !== size + 2)
+  if ((await side.storedCount(restored)) !== holds) fail(`the restored session does not hold ${holds} messages`);
+  if ((await side.run(restored)) !== ANSWER || (await side.storedCount(restored)) !== holds + 2)
     fail('a run on the restored session failed');
   return json;
 }
@@ -427,6 +462,16 @@ export async function pipelineOverhead(): Promise<Map<FlowId, FlowResults>> {
         fmtRatio(flat),
         metText(flat <= FLAT),
       ]);
+      const control = results.get(CONTROL);
+      if (control) {
+        const beside = SIZES.map((size) => results.get(CTX_WINDOW)!.get(size)!.p50Ms / control.get(size)!.p50Ms);
+        targets.push([
+          flow.short,
+          `(no target) the window's run beside the control row's at ${SIZES.map((size) => size.toLocaleString('en-US')).join(', ')}`,
+          beside.map(fmtRatio).join(', '),
+          `the control grows ${fmtRatio(growth(control))}`,
+        ]);
+      }
       const peers = rows.filter((v) => v.peerWindow);
       const fastest = peers.reduce((a, b) => (at(a.label).p50Ms <= at(b.label).p50Ms ? a : b));
       const speedup = at(fastest.label).p50Ms / at(CTX_WINDOW).p50Ms;
