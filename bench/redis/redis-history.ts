@@ -176,6 +176,82 @@ for (let i = 0; i < 100; i++) {
 }
 await Promise.all([ctx.clear('warm-up'), warmLc.clear()]);
 
+// 100 sessions at once on one server: ctx turns (windowed, one shared connection) beside redis-benchmark
+// running the same two commands over 100 connections. Measured first, in a process whose heap does not
+// yet hold the per-size rows' data (100,000 loaded messages slow every Node side's collections).
+const CONCURRENT = 100;
+const TURNS_EACH = 40;
+for (let c = 0; c < CONCURRENT; c++) {
+  for (const sessionId of [`conc-${c}`, `script-conc-${c}`]) {
+    await ctx.clear(sessionId);
+    await ctx.append(
+      sessionId,
+      Array.from({ length: 100 }, (_, j) => (j % 2 ? Message.assistant(`${TEXT} #${j}`) : Message.user(`${TEXT} #${j}`))),
+    );
+  }
+}
+// The same turns with the least any ioredis client can do (LRANGE the window, JSON.parse each, RPUSH
+// two) on copies of the same lists and the same kind of shared connection: the client's floor at this
+// concurrency. The sides take turns, in a rotated order each round.
+for (let c = 0; c < CONCURRENT; c++) await ioredis.copy(ctx.keys(`conc-${c}`).messages, `floor-conc-${c}`, 'REPLACE');
+const ctxTurns = async (c: number, round: number) => {
+  for (let t = 0; t < TURNS_EACH; t++) {
+    const window = await ctx.getMessages(`conc-${c}`, { state, limit: WINDOW });
+    if (window.length !== WINDOW) throw new Error('window not loaded');
+    await ctx.saveMessages(`conc-${c}`, [Message.user(`${TEXT} turn ${round}.${t}`), Message.assistant(`${TEXT} reply ${round}.${t}`)], {
+      state,
+    });
+  }
+};
+const floorTurns = async (c: number, round: number) => {
+  for (let t = 0; t < TURNS_EACH; t++) {
+    const window = (await ioredis.lrange(`floor-conc-${c}`, -WINDOW, -1)).map((text) => JSON.parse(text) as unknown);
+    if (window.length !== WINDOW) throw new Error('window not loaded');
+    await ioredis.rpush(
+      `floor-conc-${c}`,
+      JSON.stringify(Message.user(`${TEXT} turn ${round}.${t}`)),
+      JSON.stringify(Message.assistant(`${TEXT} reply ${round}.${t}`)),
+    );
+  }
+};
+// And the same with ctx's own save script called bare (its arguments as ctx built them for this
+// session, fresh ids each turn): the guarantees of a turn without ctx's client code.
+const scriptArgs = new Map<number, string[]>();
+for (let c = 0; c < CONCURRENT; c++) scriptArgs.set(c, (await saveCommand(`script-conc-${c}`)).slice(1));
+let fresh = 0;
+const scriptTurns = async (c: number) => {
+  const [sha, ...rest] = scriptArgs.get(c)!;
+  for (let t = 0; t < TURNS_EACH; t++) {
+    const window = (await ioredis.lrange(ctx.keys(`script-conc-${c}`).messages, -WINDOW, -1)).map((text) => JSON.parse(text) as unknown);
+    if (window.length !== WINDOW) throw new Error('window not loaded');
+    const id = String(++fresh);
+    await ioredis.call('EVALSHA', sha!, ...rest.map((a) => a.replaceAll('__rand_int__', id)));
+  }
+};
+const concurrentRounds: number[] = [];
+const floorRounds: number[] = [];
+const scriptRounds: number[] = [];
+// One untimed round of each side first (JIT warm-up: a cold first round ran at about 60% of the later ones in a probe).
+for (const turns of [ctxTurns, floorTurns, scriptTurns]) await Promise.all(Array.from({ length: CONCURRENT }, (_, c) => turns(c, -1)));
+for (let round = 0; round < 3; round++) {
+  const sides = [
+    [ctxTurns, concurrentRounds],
+    [floorTurns, floorRounds],
+    [scriptTurns, scriptRounds],
+  ] as const;
+  for (let k = 0; k < sides.length; k++) {
+    const [turns, rounds] = sides[(k + round) % sides.length]!;
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: CONCURRENT }, (_, c) => turns(c, round)));
+    rounds.push((CONCURRENT * TURNS_EACH) / ((performance.now() - t0) / 1000));
+  }
+}
+const concurrentKeys = ctx.keys('conc-0');
+const lrange100 = await redisBenchmark(server.port, ['-n', '50000', 'LRANGE', concurrentKeys.messages, String(-WINDOW), '-1'], CONCURRENT);
+const eval100 = await redisBenchmark(server.port, ['-n', '50000', '-r', '1000000000', ...(await saveCommand('conc-0'))], CONCURRENT);
+/** Turns per second if every turn were one LRANGE and one EVALSHA at redis-benchmark's rates. */
+const ceilingTurns = 1 / (1 / lrange100.rps + 1 / eval100.rps);
+
 /** The sides: windowed and full loads on each library, and the floor of each client beside them. */
 const SIDES = [
   'ctx, maxMessages 20',
@@ -314,81 +390,6 @@ const reference = await promisify(execFile)(
   { timeout: 60_000 },
 );
 const ceiling = lrangeCeiling.p50 + evalCeiling.p50;
-
-// 100 sessions at once on one server: ctx turns (windowed, one shared connection) beside redis-benchmark
-// running the same two commands over 100 connections.
-const CONCURRENT = 100;
-const TURNS_EACH = 40;
-for (let c = 0; c < CONCURRENT; c++) {
-  for (const sessionId of [`conc-${c}`, `script-conc-${c}`]) {
-    await ctx.clear(sessionId);
-    await ctx.append(
-      sessionId,
-      Array.from({ length: 100 }, (_, j) => (j % 2 ? Message.assistant(`${TEXT} #${j}`) : Message.user(`${TEXT} #${j}`))),
-    );
-  }
-}
-// The same turns with the least any ioredis client can do (LRANGE the window, JSON.parse each, RPUSH
-// two) on copies of the same lists and the same kind of shared connection: the client's floor at this
-// concurrency. The sides take turns, in a rotated order each round.
-for (let c = 0; c < CONCURRENT; c++) await ioredis.copy(ctx.keys(`conc-${c}`).messages, `floor-conc-${c}`, 'REPLACE');
-const ctxTurns = async (c: number, round: number) => {
-  for (let t = 0; t < TURNS_EACH; t++) {
-    const window = await ctx.getMessages(`conc-${c}`, { state, limit: WINDOW });
-    if (window.length !== WINDOW) throw new Error('window not loaded');
-    await ctx.saveMessages(`conc-${c}`, [Message.user(`${TEXT} turn ${round}.${t}`), Message.assistant(`${TEXT} reply ${round}.${t}`)], {
-      state,
-    });
-  }
-};
-const floorTurns = async (c: number, round: number) => {
-  for (let t = 0; t < TURNS_EACH; t++) {
-    const window = (await ioredis.lrange(`floor-conc-${c}`, -WINDOW, -1)).map((text) => JSON.parse(text) as unknown);
-    if (window.length !== WINDOW) throw new Error('window not loaded');
-    await ioredis.rpush(
-      `floor-conc-${c}`,
-      JSON.stringify(Message.user(`${TEXT} turn ${round}.${t}`)),
-      JSON.stringify(Message.assistant(`${TEXT} reply ${round}.${t}`)),
-    );
-  }
-};
-// And the same with ctx's own save script called bare (its arguments as ctx built them for this
-// session, fresh ids each turn): the guarantees of a turn without ctx's client code.
-const scriptArgs = new Map<number, string[]>();
-for (let c = 0; c < CONCURRENT; c++) scriptArgs.set(c, (await saveCommand(`script-conc-${c}`)).slice(1));
-let fresh = 0;
-const scriptTurns = async (c: number) => {
-  const [sha, ...rest] = scriptArgs.get(c)!;
-  for (let t = 0; t < TURNS_EACH; t++) {
-    const window = (await ioredis.lrange(ctx.keys(`script-conc-${c}`).messages, -WINDOW, -1)).map((text) => JSON.parse(text) as unknown);
-    if (window.length !== WINDOW) throw new Error('window not loaded');
-    const id = String(++fresh);
-    await ioredis.call('EVALSHA', sha!, ...rest.map((a) => a.replaceAll('__rand_int__', id)));
-  }
-};
-const concurrentRounds: number[] = [];
-const floorRounds: number[] = [];
-const scriptRounds: number[] = [];
-// One untimed round of each side first (JIT warm-up: a cold first round ran at about 60% of the later ones in a probe).
-for (const turns of [ctxTurns, floorTurns, scriptTurns]) await Promise.all(Array.from({ length: CONCURRENT }, (_, c) => turns(c, -1)));
-for (let round = 0; round < 3; round++) {
-  const sides = [
-    [ctxTurns, concurrentRounds],
-    [floorTurns, floorRounds],
-    [scriptTurns, scriptRounds],
-  ] as const;
-  for (let k = 0; k < sides.length; k++) {
-    const [turns, rounds] = sides[(k + round) % sides.length]!;
-    const t0 = performance.now();
-    await Promise.all(Array.from({ length: CONCURRENT }, (_, c) => turns(c, round)));
-    rounds.push((CONCURRENT * TURNS_EACH) / ((performance.now() - t0) / 1000));
-  }
-}
-const concurrentKeys = ctx.keys('conc-0');
-const lrange100 = await redisBenchmark(server.port, ['-n', '50000', 'LRANGE', concurrentKeys.messages, String(-WINDOW), '-1'], CONCURRENT);
-const eval100 = await redisBenchmark(server.port, ['-n', '50000', '-r', '1000000000', ...(await saveCommand('conc-0'))], CONCURRENT);
-/** Turns per second if every turn were one LRANGE and one EVALSHA at redis-benchmark's rates. */
-const ceilingTurns = 1 / (1 / lrange100.rps + 1 / eval100.rps);
 
 const ioredisVersion = (await import('ioredis/package.json', { with: { type: 'json' } })).default.version;
 const nodeRedisVersion = (await import('redis/package.json', { with: { type: 'json' } })).default.version;
