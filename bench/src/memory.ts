@@ -28,27 +28,17 @@ function gc(): void {
   for (let i = 0; i < 3; i++) collect();
 }
 
-function nextTask(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0));
-}
-
 /** The heap in use plus the memory of array buffers (a typed array's data lives outside the heap). */
 function used(): number {
   const { heapUsed, arrayBuffers } = process.memoryUsage();
   return heapUsed + arrayBuffers;
 }
 
-/**
- * Memory retained by what `build` returns (heap and array buffers), in bytes. The returned value is
- * kept alive until measured; the collections run in a later task, as between an app's requests
- * (what the last task read through a `WeakRef` stays alive until that task ends).
- */
+/** Memory retained by what `build` returns (heap and array buffers), in bytes. The returned value is kept alive until measured. */
 async function retained(build: () => Promise<unknown>): Promise<number> {
-  await nextTask();
   gc();
   const before = used();
   const kept = await build();
-  await nextTask();
   gc();
   const after = used();
   if (kept === undefined) throw new Error('nothing kept');

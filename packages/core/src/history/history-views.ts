@@ -22,13 +22,9 @@ interface Views {
  * index, so loading costs one identity check per message instead of a copy. Whether the loaded
  * messages are settled (every call answered in place, see `CallScan`) is read once per message
  * too, so a run repairs calls only when there is something to repair.
- *
- * The views are a cache the garbage collector may take back: a stored list holds its views
- * through a `WeakRef`, so between runs they cost no memory a full collection needs (without a
- * window, one view per stored message), and the first load after one makes them again.
  */
 export class HistoryViews {
-  readonly #bySession = new WeakMap<readonly unknown[], WeakRef<Views>>();
+  readonly #bySession = new WeakMap<readonly unknown[], Views>();
 
   constructor(private readonly sourceId: string) {}
 
@@ -38,9 +34,9 @@ export class HistoryViews {
    * place) and returns what is stored at `i` now, typed. Each stored entry is read once.
    */
   of(stored: readonly unknown[], start: number, prepare: (index: number, entry: unknown) => Message): Message[] {
-    let entry = this.#bySession.get(stored)?.deref();
+    let entry = this.#bySession.get(stored);
     // A window moved back by more than the views held (a long rewind) starts over.
-    if (!entry || entry.from - start > entry.sources.length) this.#bySession.set(stored, new WeakRef((entry = fresh(start))));
+    if (!entry || entry.from - start > entry.sources.length) this.#bySession.set(stored, (entry = fresh(start)));
     else if (start < entry.from) unreadBefore(entry, start);
     const skip = start - entry.from;
     // Views before the window are dropped once they outnumber those in it (a sliding window moves by a turn per run).

@@ -48,8 +48,7 @@ export class InMemoryHistoryProvider extends HistoryProvider {
 
   /**
    * Loads the window like `HistoryProvider.beforeRun`, without copying stored messages on every
-   * run: each is attributed once and the frozen copy is reused while the message stays stored
-   * (`HistoryViews`: a cache a full garbage collection may take back, made again by the next load).
+   * run: each is attributed once and the frozen copy is reused while the message stays stored.
    */
   override async beforeRun(args: ProviderRunArgs): Promise<void> {
     // A subclass that reads its own way loads through its `getMessages`.
