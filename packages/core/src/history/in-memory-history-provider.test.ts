@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { SessionStateError } from '../errors.js';
 import { isDeepFrozen } from '../messages/frozen.js';
@@ -134,5 +136,34 @@ describe('InMemoryHistoryProvider on a restored session', () => {
     expect(JSON.parse(JSON.stringify(agent.serializeSession(restored))).state.memory.messages.slice(0, 4)).toEqual(
       JSON.parse(json).state.memory.messages,
     );
+  });
+});
+
+describe('InMemoryHistoryProvider keeps nothing of a session it no longer holds', () => {
+  it('retains no earlier session across restores and runs in one job (no task between them, as in a batch script)', async () => {
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const client = new ScriptedChatClient({ replies: () => 'ok' });
+    const agent = createAgent({ client });
+    const messages = Array.from({ length: 2_000 }, (_, i) =>
+      i % 2 ? Message.assistant(`answer ${i} ${'x'.repeat(200)}`) : Message.user(`question ${i}`),
+    );
+    const json = JSON.stringify(agent.serializeSession(agent.createSession({ state: { memory: { messages: messages as never } } })));
+    const heap = () => {
+      // The scripted client keeps a copy of every call it answered.
+      client.calls.length = 0;
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    // Restored and run once, without a window: every message is loaded (and attributed) by the run.
+    await agent.run('warm', { session: agent.restoreSession(json) });
+    const before = heap();
+    for (let i = 0; i < 20; i++) {
+      await agent.run('again', { session: agent.restoreSession(json) });
+      client.calls.length = 0;
+    }
+    const perSession = json.length;
+    // Twenty sessions kept would be well over 20 times the text; what is left must be far below one.
+    expect(heap() - before).toBeLessThan(perSession);
   });
 });
