@@ -301,14 +301,18 @@ interface FlowRun {
 
 const isCtx = (v: Variant) => v.label.startsWith('ctx');
 
+/** Whether every timed call of `flow` at `size` restores a session of the largest size (`RESTORE_BOUNDS`). */
+function restoresLargest(flow: FlowId, size: number): boolean {
+  return size === LARGEST && (flow === 'restore-run' || flow === 'restored-run');
+}
+
 /** The bounds and rounds of one row in one flow at one size. */
 function plan(f: FlowRun, v: Variant, size: number): { bounds: MeasureOptions; rounds: number } | 'skip' {
   if (size !== LARGEST) return { bounds: BOUNDS, rounds: ROUNDS };
   const before = f.results.get(v.label)!.get(TARGET_SIZE)!.meanMs;
   if (before > SKIP_MS) return 'skip';
   if (before > SLOW_MS) return { bounds: SLOW_BOUNDS, rounds: 1 };
-  const restores = f.flow.id === 'restore-run' || f.flow.id === 'restored-run';
-  return { bounds: restores ? RESTORE_BOUNDS : BOUNDS, rounds: isCtx(v) ? ROUNDS : 1 };
+  return { bounds: restoresLargest(f.flow.id, size) ? RESTORE_BOUNDS : BOUNDS, rounds: isCtx(v) ? ROUNDS : 1 };
 }
 
 /**
@@ -439,13 +443,12 @@ async function interleavedFlatness(flows: FlowRun[]): Promise<Map<FlowId, Pair>>
         const i = (k + round) % sizes.length;
         const { side, json } = sides[i]!;
         const t = timedFor(flow.id, side, json);
-        const restores = flow.id === 'restored-run' && sizes[i] === LARGEST;
         settle();
         const m = await measure(
           `pair ${sizes[i]}`,
           () => t.setup(),
           (input) => t.run(input),
-          restores ? RESTORE_BOUNDS : BOUNDS,
+          restoresLargest(flow.id, sizes[i]!) ? RESTORE_BOUNDS : BOUNDS,
         );
         if (!best[i] || m.meanMs < best[i]!.meanMs) best[i] = m;
       }

@@ -149,19 +149,19 @@ describe('InMemoryHistoryProvider keeps nothing of a session it no longer holds'
       i % 2 ? Message.assistant(`answer ${i} ${'x'.repeat(200)}`) : Message.user(`question ${i}`),
     );
     const json = JSON.stringify(agent.serializeSession(agent.createSession({ state: { memory: { messages: messages as never } } })));
-    const heap = () => {
+    const runRestored = async (text: string) => {
+      await agent.run(text, { session: agent.restoreSession(json) });
       // The scripted client keeps a copy of every call it answered.
       client.calls.length = 0;
+    };
+    const heap = () => {
       gc();
       return process.memoryUsage().heapUsed;
     };
     // Restored and run once, without a window: every message is loaded (and attributed) by the run.
-    await agent.run('warm', { session: agent.restoreSession(json) });
+    await runRestored('warm');
     const before = heap();
-    for (let i = 0; i < 20; i++) {
-      await agent.run('again', { session: agent.restoreSession(json) });
-      client.calls.length = 0;
-    }
+    for (let i = 0; i < 20; i++) await runRestored('again');
     const perSession = json.length;
     // Twenty sessions kept would be well over 20 times the text; what is left must be far below one.
     expect(heap() - before).toBeLessThan(perSession);
